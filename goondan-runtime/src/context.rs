@@ -1,0 +1,339 @@
+//! [`ToolContext`]: what a handler knows about the call it serves (CTX-1..5).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentRuntime;
+use crate::result::ToolCall;
+
+/// A conversation message. The context holds the assistant message that contains the call
+/// (CTX-5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// The message id.
+    pub id: String,
+    /// `assistant`, `user`, `system` or `tool`.
+    pub role: String,
+    /// The text content, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The tool calls an assistant message makes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+}
+
+impl Message {
+    /// An assistant message holding `tool_calls`.
+    pub fn assistant(
+        id: impl Into<String>,
+        content: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            role: "assistant".to_owned(),
+            content,
+            tool_calls,
+            metadata: serde_json::Map::new(),
+            created_at: now_ms(),
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A process-unique id with a prefix, e.g. `turn-19a3f-7`.
+pub(crate) fn fresh_id(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{:x}-{n}", now_ms())
+}
+
+struct Scope {
+    agent_name: String,
+    instance_key: String,
+    turn_id: String,
+    trace_id: String,
+    message: Message,
+    workdir: PathBuf,
+    runtime: Option<Arc<dyn AgentRuntime>>,
+}
+
+/// What a handler gets besides its arguments (CTX-1): who is calling, from which Turn and
+/// Trace, in which message, in which working directory, with a logger and a cancellation token.
+/// Nothing else (CTX-4). Cheap to clone.
+///
+/// Build one per Step with [`ToolContext::builder`]; the executor derives one per call from it,
+/// setting the call's id and a `tracing` span that carries every id.
+///
+/// ```
+/// use goondan_runtime::ToolContext;
+/// let ctx = ToolContext::builder("/tmp/ws").agent_name("coder").turn_id("turn-1").build();
+/// assert_eq!(ctx.agent_name(), "coder");
+/// assert_eq!(ctx.workdir(), std::path::Path::new("/tmp/ws"));
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    scope: Arc<Scope>,
+    tool_call_id: Arc<str>,
+    span: tracing::Span,
+    cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// Starts a context whose working directory is `workdir` (CTX-2).
+    pub fn builder(workdir: impl Into<PathBuf>) -> ToolContextBuilder {
+        ToolContextBuilder {
+            workdir: workdir.into(),
+            agent_name: "agent".to_owned(),
+            instance_key: "default".to_owned(),
+            turn_id: None,
+            trace_id: None,
+            message: None,
+            runtime: None,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// The agent this call runs for.
+    pub fn agent_name(&self) -> &str {
+        &self.scope.agent_name
+    }
+
+    /// The agent instance.
+    pub fn instance_key(&self) -> &str {
+        &self.scope.instance_key
+    }
+
+    /// The current Turn.
+    pub fn turn_id(&self) -> &str {
+        &self.scope.turn_id
+    }
+
+    /// The trace this call belongs to.
+    pub fn trace_id(&self) -> &str {
+        &self.scope.trace_id
+    }
+
+    /// The id of this tool call.
+    pub fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    /// The assistant message that contains this call (CTX-5).
+    pub fn message(&self) -> &Message {
+        &self.scope.message
+    }
+
+    /// The instance's workspace: tools that touch files resolve paths against it (CTX-2, CTX-3).
+    pub fn workdir(&self) -> &Path {
+        &self.scope.workdir
+    }
+
+    /// The call's logger: a `tracing` span carrying agent, instance, turn, trace and call ids.
+    /// Handlers already run inside it; enter it in tasks you spawn yourself.
+    pub fn logger(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The agent-to-agent API, when the host provides one.
+    pub fn runtime(&self) -> Option<&Arc<dyn AgentRuntime>> {
+        self.scope.runtime.as_ref()
+    }
+
+    /// The token that is cancelled when the call should stop.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The context of one call: same scope, this call's id, a span for it, and a child
+    /// cancellation token (cancelling the Step cancels the call, not the other way round).
+    pub fn for_call(&self, tool_call_id: &str, tool_name: &str) -> ToolContext {
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = tool_name,
+            tool_call_id = tool_call_id,
+            agent = %self.scope.agent_name,
+            instance = %self.scope.instance_key,
+            turn_id = %self.scope.turn_id,
+            trace_id = %self.scope.trace_id,
+        );
+        ToolContext {
+            scope: Arc::clone(&self.scope),
+            tool_call_id: tool_call_id.into(),
+            span,
+            cancel: self.cancel.child_token(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("agent_name", &self.scope.agent_name)
+            .field("instance_key", &self.scope.instance_key)
+            .field("turn_id", &self.scope.turn_id)
+            .field("trace_id", &self.scope.trace_id)
+            .field("tool_call_id", &self.tool_call_id)
+            .field("workdir", &self.scope.workdir)
+            .field("runtime", &self.scope.runtime.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`ToolContext`]. Ids left unset are generated.
+#[must_use]
+pub struct ToolContextBuilder {
+    workdir: PathBuf,
+    agent_name: String,
+    instance_key: String,
+    turn_id: Option<String>,
+    trace_id: Option<String>,
+    message: Option<Message>,
+    runtime: Option<Arc<dyn AgentRuntime>>,
+    cancel: CancellationToken,
+}
+
+impl ToolContextBuilder {
+    /// The agent's name (default `agent`).
+    pub fn agent_name(mut self, name: impl Into<String>) -> Self {
+        self.agent_name = name.into();
+        self
+    }
+
+    /// The instance key (default `default`).
+    pub fn instance_key(mut self, key: impl Into<String>) -> Self {
+        self.instance_key = key.into();
+        self
+    }
+
+    /// The Turn id (generated when unset).
+    pub fn turn_id(mut self, id: impl Into<String>) -> Self {
+        self.turn_id = Some(id.into());
+        self
+    }
+
+    /// The trace id (generated when unset).
+    pub fn trace_id(mut self, id: impl Into<String>) -> Self {
+        self.trace_id = Some(id.into());
+        self
+    }
+
+    /// The assistant message that holds the calls (an empty one when unset).
+    pub fn message(mut self, message: Message) -> Self {
+        self.message = Some(message);
+        self
+    }
+
+    /// The agent-to-agent API.
+    pub fn runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// The token whose cancellation stops the calls made with this context.
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Finishes the context. Its call id is empty until the executor derives a call's context.
+    pub fn build(self) -> ToolContext {
+        let message = self
+            .message
+            .unwrap_or_else(|| Message::assistant(fresh_id("msg"), None, Vec::new()));
+        ToolContext {
+            scope: Arc::new(Scope {
+                agent_name: self.agent_name,
+                instance_key: self.instance_key,
+                turn_id: self.turn_id.unwrap_or_else(|| fresh_id("turn")),
+                trace_id: self.trace_id.unwrap_or_else(|| fresh_id("trace")),
+                message,
+                workdir: self.workdir,
+                runtime: self.runtime,
+            }),
+            tool_call_id: Arc::from(""),
+            span: tracing::Span::none(),
+            cancel: self.cancel,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctx_1_context_carries_every_id_and_the_workdir() {
+        let msg = Message::assistant("m1", None, vec![ToolCall::new("c1", "a__b", Value::Null)]);
+        let base = ToolContext::builder("/w")
+            .agent_name("coder")
+            .instance_key("i1")
+            .turn_id("t1")
+            .trace_id("tr1")
+            .message(msg.clone())
+            .build();
+        let ctx = base.for_call("c1", "a__b");
+        assert_eq!(ctx.agent_name(), "coder");
+        assert_eq!(ctx.instance_key(), "i1");
+        assert_eq!(ctx.turn_id(), "t1");
+        assert_eq!(ctx.trace_id(), "tr1");
+        assert_eq!(ctx.tool_call_id(), "c1");
+        assert_eq!(ctx.message(), &msg);
+        assert_eq!(ctx.workdir(), Path::new("/w"));
+        assert!(ctx.runtime().is_none());
+        // The logger is a span; without a subscriber it is disabled but present.
+        let _ = ctx.logger();
+    }
+
+    #[test]
+    fn ctx_1_unset_ids_are_generated_and_distinct() {
+        let a = ToolContext::builder("/w").build();
+        let b = ToolContext::builder("/w").build();
+        assert!(a.turn_id().starts_with("turn-"));
+        assert_ne!(a.turn_id(), b.turn_id());
+        assert_ne!(a.trace_id(), b.trace_id());
+    }
+
+    #[test]
+    fn ctx_5_message_is_the_assistant_message_holding_the_call() {
+        let call = ToolCall::new("c9", "x__y", serde_json::json!({}));
+        let msg = Message::assistant("m9", Some("let me check".into()), vec![call.clone()]);
+        let ctx = ToolContext::builder("/w").message(msg).build().for_call("c9", "x__y");
+        assert_eq!(ctx.message().role, "assistant");
+        assert!(ctx.message().tool_calls.iter().any(|c| c.id == ctx.tool_call_id()));
+    }
+
+    #[test]
+    fn call_cancellation_follows_the_step_not_the_reverse() {
+        let base = ToolContext::builder("/w").build();
+        let a = base.for_call("a", "x__y");
+        let b = base.for_call("b", "x__y");
+        a.cancellation().cancel();
+        assert!(a.is_cancelled() && !b.is_cancelled() && !base.is_cancelled());
+        base.cancellation().cancel();
+        assert!(b.is_cancelled());
+    }
+}

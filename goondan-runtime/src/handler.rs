@@ -1,0 +1,255 @@
+//! Handlers: the code behind an export, typed (from `#[tool]`) or JSON-in/JSON-out (from
+//! extensions), and what they may return.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::JsonObject;
+use crate::context::ToolContext;
+use crate::error::{ToolError, codes};
+
+/// The future a [`Handler`] returns.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Outcome, HandlerError>> + Send>>;
+
+/// The future behind a [`Pending`] result.
+pub type PendingFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
+
+/// What a handler produced.
+pub enum Outcome {
+    /// A synchronous completion (RES-1).
+    Output(Value),
+    /// Work submitted to run in the background (RES-2).
+    Pending(Pending),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Output(v) => f.debug_tuple("Output").field(v).finish(),
+            Outcome::Pending(_) => f.write_str("Pending(..)"),
+        }
+    }
+}
+
+/// How a handler can fail before or while running.
+#[derive(Debug)]
+pub enum HandlerError {
+    /// The arguments could not be read into the handler's input type. The executor explains
+    /// every problem of `args` against the export's schema.
+    InvalidArgs {
+        /// The deserialiser's reason.
+        reason: String,
+        /// The arguments, handed back for the explanation.
+        args: Value,
+    },
+    /// The handler ran and failed.
+    Failed(ToolError),
+}
+
+impl From<ToolError> for HandlerError {
+    fn from(err: ToolError) -> Self {
+        HandlerError::Failed(err)
+    }
+}
+
+/// The code behind one export.
+///
+/// `#[tool]` implements it for typed functions; [`handler_fn`] wraps a JSON closure for tools
+/// registered at run time.
+pub trait Handler: Send + Sync + 'static {
+    /// Starts the call. No user code should run before the returned future is polled.
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerFuture;
+
+    /// `true` when the handler reads its arguments into a typed input (derived from the same
+    /// type as the schema) and so checks them itself; the executor then consults the schema
+    /// only to explain a failure. `false` (the default): the executor validates the arguments
+    /// against the schema before every call.
+    fn checks_args(&self) -> bool {
+        false
+    }
+}
+
+/// Work a handler hands to the runtime to finish in the background (RES-2).
+///
+/// Return it from a handler (or `Ok(Pending)`); the caller gets `status: "pending"` with a
+/// handle, and the completion arrives through
+/// [`PendingResults`](crate::pending::PendingResults).
+///
+/// ```
+/// use goondan_runtime::{Pending, ToolError};
+/// let pending = Pending::new(async { Ok::<_, ToolError>(serde_json::json!({"done": true})) });
+/// # drop(pending);
+/// ```
+pub struct Pending {
+    pub(crate) future: PendingFuture,
+}
+
+impl Pending {
+    /// Submits `future`; its output is serialised when it completes.
+    pub fn new<F, T, E>(future: F) -> Self
+    where
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        T: Serialize,
+        E: Into<ToolError>,
+    {
+        Pending {
+            future: Box::pin(async move {
+                match future.await {
+                    Ok(value) => to_output(value),
+                    Err(err) => Err(err.into()),
+                }
+            }),
+        }
+    }
+}
+
+fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
+    serde_json::to_value(value).map_err(|e| {
+        ToolError::new(format!("the tool's output could not be turned into JSON: {e}"))
+            .with_code(codes::OUTPUT)
+            .with_name("ToolOutputError")
+            .with_suggestion("this is a bug in the tool; report it to its author")
+    })
+}
+
+/// What a handler may return: any `Serialize` value, or a [`Pending`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    label = "this type does not implement `Serialize`",
+    note = "return a type that implements `serde::Serialize`, a `goondan_runtime::Pending`, or `Result<T, E>` where `E: Into<ToolError>`"
+)]
+pub trait IntoOutcome {
+    /// Converts the value into an [`Outcome`].
+    fn into_outcome(self) -> Result<Outcome, ToolError>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize> IntoOutcome for T {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        to_output(self).map(Outcome::Output)
+    }
+}
+
+impl IntoOutcome for Pending {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        Ok(Outcome::Pending(self))
+    }
+}
+
+/// A typed input: the arguments object is deserialised into it, and its schema is what the
+/// model sees.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be used as a tool input",
+    label = "this type must implement `Deserialize` and `JsonSchema`",
+    note = "derive them: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (both are re-exported by `goondan_runtime::prelude`)"
+)]
+pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + 'static {}
+
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ToolInput for T {}
+
+/// An error type a fallible handler may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned as a tool error",
+    label = "`ToolError` does not implement `From<{Self}>`",
+    note = "return `ToolError`, or implement `From<{Self}> for goondan_runtime::ToolError`"
+)]
+pub trait IntoToolError {
+    /// Converts the error.
+    fn into_tool_error(self) -> ToolError;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Into<ToolError>> IntoToolError for E {
+    fn into_tool_error(self) -> ToolError {
+        self.into()
+    }
+}
+
+/// A handler built from a typed closure, as `#[tool]` generates.
+pub(crate) struct TypedHandler<I, F> {
+    f: F,
+    _input: PhantomData<fn() -> I>,
+}
+
+impl<I, F> TypedHandler<I, F> {
+    pub(crate) fn new(f: F) -> Self {
+        Self {
+            f,
+            _input: PhantomData,
+        }
+    }
+}
+
+impl<I, F, Fut> Handler for TypedHandler<I, F>
+where
+    I: ToolInput,
+    F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+{
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerFuture {
+        // Deserialise from a borrowed value so that a failure can hand the arguments back.
+        let args = Value::Object(args);
+        match I::deserialize(&args) {
+            Ok(input) => {
+                drop(args);
+                let fut = (self.f)(ctx, input);
+                Box::pin(async move { fut.await.map_err(HandlerError::Failed) })
+            }
+            Err(err) => {
+                let reason = err.to_string();
+                Box::pin(async move { Err(HandlerError::InvalidArgs { reason, args }) })
+            }
+        }
+    }
+
+    fn checks_args(&self) -> bool {
+        true
+    }
+}
+
+struct FnHandler<F>(F);
+
+impl<F, Fut, T, E> Handler for FnHandler<F>
+where
+    F: Fn(ToolContext, JsonObject) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: IntoOutcome,
+    E: Into<ToolError>,
+{
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerFuture {
+        let fut = (self.0)(ctx, args);
+        Box::pin(async move {
+            match fut.await {
+                Ok(v) => v.into_outcome().map_err(HandlerError::Failed),
+                Err(e) => Err(HandlerError::Failed(e.into())),
+            }
+        })
+    }
+}
+
+/// A handler from a closure over the raw arguments object, for tools registered at run time
+/// (CAT-4). The executor validates the arguments against the export's schema before calling it.
+///
+/// ```
+/// use goondan_runtime::{handler_fn, ToolError};
+/// let handler = handler_fn(|_ctx, args| async move {
+///     let city = args.get("city").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+///     Ok::<_, ToolError>(serde_json::json!({"city": city, "celsius": 21}))
+/// });
+/// # drop(handler);
+/// ```
+pub fn handler_fn<F, Fut, T, E>(f: F) -> impl Handler
+where
+    F: Fn(ToolContext, JsonObject) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: IntoOutcome,
+    E: Into<ToolError>,
+{
+    FnHandler(f)
+}

@@ -1,0 +1,140 @@
+//! # goondan-runtime
+//!
+//! Write LLM tools as typed Rust functions; run them under the Goondan Tool rules.
+//!
+//! - [`#[tool]`](macro@tool) turns a module, an `impl` block or a function into a Tool
+//!   resource: an export per function, a JSON Schema per export, a handler per export.
+//! - [`ToolRegistry`] holds every tool the agent can execute; [`ToolCatalog`] is what one Step
+//!   shows the model, and the allow-list of calls.
+//! - [`ToolExecutor::execute`] runs a model's [`ToolCall`] and always answers with a
+//!   [`ToolCallResult`]: failures are data (`status: "error"`), never a panic or an `Err`.
+//!
+//! ```
+//! use goondan_runtime::prelude::*;
+//! use goondan_runtime::testing::TestKit;
+//!
+//! /// Text utilities.
+//! #[tool(name = "text-utils")]
+//! pub mod text_utils {
+//!     use super::*;
+//!
+//!     /// Convert text to uppercase.
+//!     pub async fn uppercase(
+//!         /// The text to convert.
+//!         text: String,
+//!     ) -> Result<String, ToolError> {
+//!         Ok(text.to_uppercase())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let kit = TestKit::with_tools([text_utils::TOOL])?;
+//! let result = kit.call("text-utils__uppercase", serde_json::json!({"text": "hi"})).await;
+//! assert_eq!(result.output, Some(serde_json::json!("HI")));
+//!
+//! let refused = kit.call("text-utils__uppercase", serde_json::json!({"text": 5})).await;
+//! assert_eq!(refused.error_code(), Some("E_TOOL_INVALID_ARGS"));
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod agent;
+pub mod catalog;
+pub mod context;
+pub mod error;
+pub mod executor;
+pub mod handler;
+pub mod middleware;
+pub mod name;
+pub mod pending;
+pub mod registry;
+pub mod result;
+pub mod schema;
+pub mod testing;
+pub mod tool;
+
+pub use goondan_macros::tool;
+
+pub use crate::agent::AgentRuntime;
+pub use crate::catalog::{CatalogItem, ToolCatalog};
+pub use crate::context::{Message, ToolContext};
+pub use crate::error::ToolError;
+pub use crate::executor::{CallPolicy, ToolExecutor};
+pub use crate::handler::{Handler, IntoOutcome, Outcome, Pending, handler_fn};
+pub use crate::middleware::{Middleware, Next, ToolCallContext, from_fn};
+pub use crate::name::ToolName;
+pub use crate::registry::ToolRegistry;
+pub use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
+
+/// A JSON object, as tool arguments are.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// What a tool author needs in scope: the attribute, the context, the error, and the derives
+/// for input types.
+pub mod prelude {
+    pub use crate::tool;
+    pub use crate::{
+        IntoTool, Pending, ToolCall, ToolCallResult, ToolContext, ToolError, ToolRegistry,
+    };
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+}
+
+/// What `#[tool]` expands to. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    use std::future::Future;
+
+    pub use ::core;
+    pub use ::inventory;
+    pub use ::schemars;
+    pub use ::serde;
+    pub use ::serde_json;
+    pub use ::std;
+
+    pub use crate::context::ToolContext;
+    pub use crate::error::ToolError;
+    pub use crate::handler::{IntoOutcome, IntoToolError, Outcome, ToolInput};
+    pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolBuilder, finish_generated};
+
+    /// An export whose handler gets the typed input `I`.
+    pub fn export<I, F, Fut>(name: &'static str, f: F) -> Export
+    where
+        I: ToolInput,
+        F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+    {
+        crate::tool::typed_outcome_export(name, f)
+    }
+
+    /// The outcome of an infallible handler.
+    pub fn output<T: IntoOutcome>(value: T) -> Result<Outcome, ToolError> {
+        value.into_outcome()
+    }
+
+    /// The outcome of a fallible handler.
+    pub fn fallible<T: IntoOutcome, E: IntoToolError>(
+        result: Result<T, E>,
+    ) -> Result<Outcome, ToolError> {
+        match result {
+            Ok(value) => value.into_outcome(),
+            Err(err) => Err(err.into_tool_error()),
+        }
+    }
+
+    /// Fails to compile, with a message naming `T`, unless `T` can be a tool input.
+    pub const fn assert_input<T: ToolInput>() {}
+
+    /// Fails to compile unless `T` can be returned from a tool.
+    pub const fn assert_output<T: IntoOutcome>() {}
+
+    /// Fails to compile unless `E` can be returned as a tool error.
+    pub const fn assert_error<E: IntoToolError>() {}
+
+    /// A timeout in milliseconds.
+    pub const fn millis(ms: u64) -> ::std::time::Duration {
+        ::std::time::Duration::from_millis(ms)
+    }
+}

@@ -1,0 +1,356 @@
+//! Tool names: what the model sees is `{resource}__{export}` (NAME-1..6).
+//!
+//! A [`ToolName`] is validated once and then used as it is: no encoding or decoding (NAME-2).
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The separator between the resource name and the export name (NAME-1).
+pub const SEPARATOR: &str = "__";
+
+/// The longest full tool name that every provider accepts.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Which part of a tool name a [`NameError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamePart {
+    /// The Tool resource's `metadata.name`.
+    Resource,
+    /// An export's name.
+    Export,
+    /// The joined `{resource}__{export}` name.
+    Tool,
+}
+
+impl fmt::Display for NamePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NamePart::Resource => "resource",
+            NamePart::Export => "export",
+            NamePart::Tool => "tool",
+        })
+    }
+}
+
+/// Why a name is not a valid Goondan tool name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// The name is empty.
+    #[error("{part} name is empty")]
+    Empty {
+        /// Which part is empty.
+        part: NamePart,
+    },
+    /// A resource or export name contains the separator (NAME-3).
+    #[error("{part} name `{name}` contains `__`, which is reserved to separate resource and export")]
+    DoubleUnderscore {
+        /// Which part.
+        part: NamePart,
+        /// The offending name.
+        name: String,
+    },
+    /// A character outside lowercase letters, digits, `_` and `-` (NAME-5).
+    #[error("{part} name `{name}` contains {found:?}; use lowercase letters, digits, `_` and `-`")]
+    InvalidChar {
+        /// Which part.
+        part: NamePart,
+        /// The offending name.
+        name: String,
+        /// The first character that is not allowed.
+        found: char,
+    },
+    /// A resource name must start with a letter or `_` so the joined name is accepted everywhere.
+    #[error("resource name `{name}` must start with a lowercase letter or `_`")]
+    InvalidStart {
+        /// The offending name.
+        name: String,
+    },
+    /// A resource name ending in `_` would make `{resource}__{export}` split elsewhere (NAME-6).
+    #[error("resource name `{name}` ends with `_`, so `{name}__...` would split at the wrong `__`")]
+    TrailingUnderscore {
+        /// The offending name.
+        name: String,
+    },
+    /// The joined name is longer than [`MAX_TOOL_NAME_LEN`].
+    #[error("tool name `{name}` is {len} characters long; providers accept at most {MAX_TOOL_NAME_LEN}")]
+    TooLong {
+        /// The joined name.
+        name: String,
+        /// Its length.
+        len: usize,
+    },
+    /// The string has no `__`, so it is not a tool name (NAME-6).
+    #[error("`{name}` is not a tool name: expected `{{resource}}__{{export}}`")]
+    MissingSeparator {
+        /// The string that was parsed.
+        name: String,
+    },
+}
+
+fn check_chars(part: NamePart, name: &str) -> Result<(), NameError> {
+    if name.is_empty() {
+        return Err(NameError::Empty { part });
+    }
+    if let Some(found) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == '-'))
+    {
+        return Err(NameError::InvalidChar {
+            part,
+            name: name.to_owned(),
+            found,
+        });
+    }
+    if name.contains(SEPARATOR) {
+        return Err(NameError::DoubleUnderscore {
+            part,
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a Tool resource name: lowercase letters, digits, `_`, `-`, starting with a letter or
+/// `_`, not ending with `_`, no `__` (NAME-3, NAME-5).
+///
+/// ```
+/// use goondan_runtime::name::validate_resource_name;
+/// assert!(validate_resource_name("file-system").is_ok());
+/// assert!(validate_resource_name("file__system").is_err());
+/// ```
+pub fn validate_resource_name(name: &str) -> Result<(), NameError> {
+    check_chars(NamePart::Resource, name)?;
+    if !name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') {
+        return Err(NameError::InvalidStart {
+            name: name.to_owned(),
+        });
+    }
+    if name.ends_with('_') {
+        return Err(NameError::TrailingUnderscore {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks an export name: lowercase letters, digits, `_` and `-`, no `__` (NAME-3, NAME-5).
+pub fn validate_export_name(name: &str) -> Result<(), NameError> {
+    check_chars(NamePart::Export, name)
+}
+
+/// Splits at the first `__` without validating either part, like the seeds' `parseToolName`
+/// (NAME-6). Returns `None` when there is no `__`.
+///
+/// ```
+/// use goondan_runtime::name::split_tool_name;
+/// assert_eq!(split_tool_name("bash__exec"), Some(("bash", "exec")));
+/// assert_eq!(split_tool_name("bash"), None);
+/// ```
+pub fn split_tool_name(full: &str) -> Option<(&str, &str)> {
+    let idx = full.find(SEPARATOR)?;
+    Some((&full[..idx], &full[idx + SEPARATOR.len()..]))
+}
+
+/// A validated `{resource}__{export}` name. Cheap to clone.
+///
+/// ```
+/// use goondan_runtime::ToolName;
+/// let name = ToolName::new("file-system", "read")?;
+/// assert_eq!(name.as_str(), "file-system__read");
+/// assert_eq!(ToolName::parse("file-system__read")?, name);
+/// # Ok::<(), goondan_runtime::name::NameError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ToolName {
+    full: Arc<str>,
+    split: usize,
+}
+
+impl ToolName {
+    /// Joins a resource and an export name, validating both and the result (NAME-1, NAME-4).
+    pub fn new(resource: &str, export: &str) -> Result<Self, NameError> {
+        validate_resource_name(resource)?;
+        validate_export_name(export)?;
+        let full = format!("{resource}{SEPARATOR}{export}");
+        let len = full.chars().count();
+        if len > MAX_TOOL_NAME_LEN {
+            return Err(NameError::TooLong { name: full, len });
+        }
+        Ok(Self {
+            full: full.into(),
+            split: resource.len(),
+        })
+    }
+
+    /// Parses a full name: splits at the first `__` and validates both parts (NAME-6).
+    pub fn parse(full: &str) -> Result<Self, NameError> {
+        let Some((resource, export)) = split_tool_name(full) else {
+            return Err(NameError::MissingSeparator {
+                name: full.to_owned(),
+            });
+        };
+        Self::new(resource, export)
+    }
+
+    /// The full name, as the model sees it.
+    pub fn as_str(&self) -> &str {
+        &self.full
+    }
+
+    /// The Tool resource's name.
+    pub fn resource(&self) -> &str {
+        &self.full[..self.split]
+    }
+
+    /// The export's name.
+    pub fn export(&self) -> &str {
+        &self.full[self.split + SEPARATOR.len()..]
+    }
+
+    /// The resource's identity, `Tool/{resource}` (REG-2).
+    pub fn identity(&self) -> String {
+        format!("Tool/{}", self.resource())
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.full)
+    }
+}
+
+impl fmt::Debug for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ToolName({:?})", &*self.full)
+    }
+}
+
+impl std::borrow::Borrow<str> for ToolName {
+    fn borrow(&self) -> &str {
+        &self.full
+    }
+}
+
+impl AsRef<str> for ToolName {
+    fn as_ref(&self) -> &str {
+        &self.full
+    }
+}
+
+impl serde::Serialize for ToolName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.full)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        ToolName::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_1_joins_with_double_underscore() {
+        let n = ToolName::new("bash", "exec").unwrap();
+        assert_eq!(n.as_str(), "bash__exec");
+        assert_eq!(
+            ToolName::new("file-system", "read").unwrap().as_str(),
+            "file-system__read"
+        );
+    }
+
+    #[test]
+    fn name_2_is_used_as_is_without_encoding() {
+        let n = ToolName::new("http-fetch", "list-channels").unwrap();
+        assert_eq!(n.to_string(), "http-fetch__list-channels");
+        assert_eq!(serde_json::to_value(&n).unwrap(), "http-fetch__list-channels");
+        let back: ToolName = serde_json::from_str("\"http-fetch__list-channels\"").unwrap();
+        assert_eq!(back, n);
+    }
+
+    #[test]
+    fn name_3_rejects_double_underscore_in_either_part() {
+        assert!(matches!(
+            ToolName::new("my__tool", "run"),
+            Err(NameError::DoubleUnderscore {
+                part: NamePart::Resource,
+                ..
+            })
+        ));
+        assert!(matches!(
+            ToolName::new("tool", "run__fast"),
+            Err(NameError::DoubleUnderscore {
+                part: NamePart::Export,
+                ..
+            })
+        ));
+        // A trailing `_` on the resource would create `___` and split elsewhere.
+        assert!(matches!(
+            ToolName::new("tool_", "run"),
+            Err(NameError::TrailingUnderscore { .. })
+        ));
+    }
+
+    #[test]
+    fn name_4_single_export_still_uses_full_form() {
+        let n = ToolName::new("echo", "echo").unwrap();
+        assert_eq!(n.as_str(), "echo__echo");
+        assert_eq!(n.resource(), "echo");
+        assert_eq!(n.export(), "echo");
+    }
+
+    #[test]
+    fn name_5_export_charset() {
+        for ok in ["list-channels", "post_message", "v2", "a-b_c-1"] {
+            assert!(validate_export_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["List", "a.b", "a b", "é", "a/b", ""] {
+            assert!(validate_export_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(matches!(
+            validate_resource_name("9lives"),
+            Err(NameError::InvalidStart { .. })
+        ));
+        let long = "a".repeat(40);
+        assert!(matches!(
+            ToolName::new(&long, &long),
+            Err(NameError::TooLong { len: 82, .. })
+        ));
+    }
+
+    #[test]
+    fn name_6_parse_splits_at_first_separator() {
+        assert_eq!(split_tool_name("a__b__c"), Some(("a", "b__c")));
+        assert_eq!(split_tool_name("bash"), None);
+        assert_eq!(split_tool_name("a___b"), Some(("a", "_b")));
+        assert!(matches!(
+            ToolName::parse("bash"),
+            Err(NameError::MissingSeparator { .. })
+        ));
+        // `a__b__c` splits at the first `__`, and the export `b__c` is refused.
+        assert!(matches!(
+            ToolName::parse("a__b__c"),
+            Err(NameError::DoubleUnderscore {
+                part: NamePart::Export,
+                ..
+            })
+        ));
+        assert!(ToolName::parse("__exec").is_err());
+        assert!(ToolName::parse("bash__").is_err());
+        let n = ToolName::parse("text-utils__count-words").unwrap();
+        assert_eq!((n.resource(), n.export()), ("text-utils", "count-words"));
+    }
+
+    #[test]
+    fn reg_2_identity_is_kind_slash_name() {
+        assert_eq!(
+            ToolName::new("bash", "exec").unwrap().identity(),
+            "Tool/bash"
+        );
+    }
+}

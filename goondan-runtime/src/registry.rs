@@ -1,0 +1,392 @@
+//! [`ToolRegistry`]: every tool an agent can execute (REG-1), immutable once added (REG-3),
+//! growing at run time through extensions (CAT-4).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use serde_json::Value;
+
+use crate::handler::Handler;
+use crate::name::{NameError, ToolName};
+use crate::tool::{
+    Export, IntoTool, SourceKind, Tool, ToolDefinitionError, ToolSource, linked_tools,
+};
+
+/// What the registry knows of a Tool resource besides its exports.
+#[derive(Debug, Clone)]
+pub struct ResourceInfo {
+    name: String,
+    description: Option<String>,
+    error_message_limit: usize,
+    source: ToolSource,
+    origin: String,
+}
+
+impl ResourceInfo {
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its description.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Its error message limit (SPEC-4).
+    pub fn error_message_limit(&self) -> usize {
+        self.error_message_limit
+    }
+
+    /// Where it comes from.
+    pub fn source(&self) -> &ToolSource {
+        &self.source
+    }
+
+    /// Where it was defined.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+}
+
+/// One executable endpoint: a full name, its resource and its export.
+#[derive(Debug)]
+pub struct RegisteredExport {
+    name: ToolName,
+    resource: Arc<ResourceInfo>,
+    export: Export,
+}
+
+impl RegisteredExport {
+    /// The full `{resource}__{export}` name.
+    pub fn name(&self) -> &ToolName {
+        &self.name
+    }
+
+    /// The resource.
+    pub fn resource(&self) -> &ResourceInfo {
+        &self.resource
+    }
+
+    /// The export, with its schema and handler.
+    pub fn export(&self) -> &Export {
+        &self.export
+    }
+}
+
+/// Why a tool cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// A resource with this name is already registered (REG-3: never "last wins").
+    #[error("tool `Tool/{name}` is defined twice: by {first} and by {second}")]
+    DuplicateTool {
+        /// The resource name.
+        name: String,
+        /// Where the registered one comes from.
+        first: String,
+        /// Where the refused one comes from.
+        second: String,
+    },
+    /// A full tool name is already registered.
+    #[error("tool `{name}` is already registered by {first}; {second} cannot replace it")]
+    DuplicateExport {
+        /// The full name.
+        name: String,
+        /// Where the registered one comes from.
+        first: String,
+        /// Where the refused one comes from.
+        second: String,
+    },
+    /// The tool's definition breaks a resource rule.
+    #[error(transparent)]
+    Definition(#[from] ToolDefinitionError),
+    /// A dynamically registered item's name is not `{resource}__{export}`.
+    #[error("cannot register `{name}`: {source}")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        #[source]
+        source: NameError,
+    },
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<ToolName, Arc<RegisteredExport>>,
+    resources: HashMap<String, ResourceSlot>,
+    dynamic: Vec<Arc<RegisteredExport>>,
+}
+
+struct ResourceSlot {
+    info: Arc<ResourceInfo>,
+    exports: Vec<Arc<RegisteredExport>>,
+}
+
+/// Every tool the agent can execute (REG-1): compiled `#[tool]` resources, tools added
+/// explicitly, and tools registered at run time (CAT-4). Entries are never replaced or
+/// edited (REG-3); a second tool with a taken name is an error that names both sources.
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// Says hello.
+/// #[tool(name = "greet")]
+/// pub fn hello(name: String) -> String { format!("hello, {name}") }
+///
+/// let registry = ToolRegistry::builder().tool(hello::TOOL).build()?;
+/// assert!(registry.get("greet__hello").is_some());
+/// // The same name twice is an error naming both definitions, never "last wins".
+/// assert!(ToolRegistry::builder().tool(hello::TOOL).tool(hello::TOOL).build().is_err());
+/// # Ok::<(), goondan_runtime::registry::RegistryError>(())
+/// ```
+#[derive(Default)]
+pub struct ToolRegistry {
+    inner: RwLock<Inner>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.read();
+        let mut names: Vec<_> = inner.entries.keys().map(ToolName::as_str).collect();
+        names.sort_unstable();
+        f.debug_struct("ToolRegistry").field("tools", &names).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a registry.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder {
+            tools: Vec::new(),
+            linked: false,
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        // A poisoned lock can only come from a panic inside this module; the data is still
+        // consistent because every write inserts fully built entries.
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a whole resource (CAT-4 for resources). Fails, changing nothing, if the resource
+    /// or any of its full names is taken (REG-3).
+    pub fn register(&self, tool: impl IntoTool) -> Result<(), RegistryError> {
+        let tool = tool.into_tool();
+        let mut inner = self.write();
+        insert(&mut inner, tool, false)
+    }
+
+    /// Adds a tool at run time, the seeds' `api.tools.register(item, handler)` (CAT-4). The
+    /// tool shows up in every catalog built afterwards (CAT-5). An extension may register
+    /// several exports of one resource; the resource then belongs to it.
+    pub fn register_item(
+        &self,
+        name: &str,
+        description: Option<String>,
+        parameters: Value,
+        handler: impl Handler,
+        source: ToolSource,
+    ) -> Result<(), RegistryError> {
+        let full = ToolName::parse(name).map_err(|source| RegistryError::InvalidName {
+            name: name.to_owned(),
+            source,
+        })?;
+        let mut export = Export::new(full.export(), parameters, handler);
+        if let Some(d) = description {
+            export = export.with_description(d);
+        }
+        let origin = match source.kind {
+            SourceKind::Config => format!("tool `{}`", source.name),
+            SourceKind::Extension => format!("extension `{}`", source.name),
+            SourceKind::Mcp => format!("MCP bridge `{}`", source.name),
+        };
+        let tool = Tool::builder(full.resource())
+            .export(export)
+            .source(source)
+            .origin(origin)
+            .build()?;
+        let mut inner = self.write();
+        insert(&mut inner, tool, true)
+    }
+
+    /// The endpoint behind a full name.
+    pub fn get(&self, name: &str) -> Option<Arc<RegisteredExport>> {
+        self.read().entries.get(name).cloned()
+    }
+
+    /// Whether a full name is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.read().entries.contains_key(name)
+    }
+
+    /// How many endpoints are registered.
+    pub fn len(&self) -> usize {
+        self.read().entries.len()
+    }
+
+    /// Whether nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.read().entries.is_empty()
+    }
+
+    /// Every full name, sorted.
+    pub fn names(&self) -> Vec<ToolName> {
+        let mut names: Vec<_> = self.read().entries.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// A resource's information.
+    pub fn resource(&self, name: &str) -> Option<Arc<ResourceInfo>> {
+        self.read().resources.get(name).map(|s| Arc::clone(&s.info))
+    }
+
+    /// Every resource's name, sorted.
+    pub fn resource_names(&self) -> Vec<String> {
+        let mut names: Vec<_> = self.read().resources.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// The endpoints of the named resources in declaration order, then every tool
+    /// registered at run time (CAT-2, CAT-5). Unknown resources are returned separately.
+    pub(crate) fn select<'a>(
+        &self,
+        resources: impl IntoIterator<Item = &'a str>,
+    ) -> (Vec<Arc<RegisteredExport>>, Vec<String>) {
+        let inner = self.read();
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        for r in resources {
+            match inner.resources.get(r) {
+                Some(slot) => out.extend(slot.exports.iter().cloned()),
+                None => unknown.push(r.to_owned()),
+            }
+        }
+        out.extend(inner.dynamic.iter().cloned());
+        (out, unknown)
+    }
+
+    /// Every endpoint, resources sorted by name, exports in declaration order.
+    pub(crate) fn all(&self) -> Vec<Arc<RegisteredExport>> {
+        let inner = self.read();
+        let mut slots: Vec<_> = inner.resources.values().collect();
+        slots.sort_by(|a, b| a.info.name.cmp(&b.info.name));
+        slots
+            .into_iter()
+            .flat_map(|s| s.exports.iter().cloned())
+            .collect()
+    }
+}
+
+fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryError> {
+    let parts = tool.into_parts();
+    // Check everything before changing anything.
+    let existing = inner.resources.get(&parts.name);
+    if let Some(slot) = existing {
+        let same_owner = dynamic
+            && slot.info.source.kind != SourceKind::Config
+            && slot.info.source == parts.source;
+        if !same_owner {
+            return Err(RegistryError::DuplicateTool {
+                name: parts.name,
+                first: slot.info.origin.clone(),
+                second: parts.origin,
+            });
+        }
+    }
+    for (full, _) in &parts.exports {
+        if let Some(taken) = inner.entries.get(full) {
+            return Err(RegistryError::DuplicateExport {
+                name: full.to_string(),
+                first: taken.resource.origin.clone(),
+                second: parts.origin,
+            });
+        }
+    }
+    let info = match inner.resources.get(&parts.name) {
+        Some(slot) => Arc::clone(&slot.info),
+        None => Arc::new(ResourceInfo {
+            name: parts.name.clone(),
+            description: parts.description,
+            error_message_limit: parts.error_message_limit,
+            source: parts.source,
+            origin: parts.origin,
+        }),
+    };
+    let slot = inner
+        .resources
+        .entry(parts.name)
+        .or_insert_with(|| ResourceSlot {
+            info: Arc::clone(&info),
+            exports: Vec::new(),
+        });
+    for (full, export) in parts.exports {
+        let entry = Arc::new(RegisteredExport {
+            name: full.clone(),
+            resource: Arc::clone(&info),
+            export,
+        });
+        slot.exports.push(Arc::clone(&entry));
+        if dynamic {
+            inner.dynamic.push(Arc::clone(&entry));
+        }
+        inner.entries.insert(full, entry);
+    }
+    Ok(())
+}
+
+/// Builds a [`ToolRegistry`] from linked and explicit tools.
+#[must_use]
+pub struct RegistryBuilder {
+    tools: Vec<Tool>,
+    linked: bool,
+}
+
+impl RegistryBuilder {
+    /// Adds every `#[tool]` module and function linked into this program (through
+    /// `inventory`). A crate that is never referenced is not linked, so its tools are not
+    /// here: reference it (e.g. `goondan_base::tools()`) or add its tools explicitly.
+    pub fn linked(mut self) -> Self {
+        self.linked = true;
+        self
+    }
+
+    /// Adds one tool.
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.tools.push(tool.into_tool());
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools.extend(tools.into_iter().map(IntoTool::into_tool));
+        self
+    }
+
+    /// Builds the registry; a name defined twice is an error naming both definitions.
+    pub fn build(self) -> Result<ToolRegistry, RegistryError> {
+        let mut inner = Inner::default();
+        if self.linked {
+            for s in linked_tools() {
+                insert(&mut inner, s.build(), false)?;
+            }
+        }
+        for tool in self.tools {
+            insert(&mut inner, tool, false)?;
+        }
+        Ok(ToolRegistry {
+            inner: RwLock::new(inner),
+        })
+    }
+}
