@@ -131,13 +131,14 @@ impl ToolExecutor {
         catalog: &ToolCatalog,
     ) -> ToolCallResult {
         let ToolCall { id, name, args } = call;
+        let trace_id = ctx.trace_id();
         let ctx = ctx.for_call(&id, &name);
         let span = ctx.logger().clone();
         async move {
             emit_called(&ctx);
             let (limit, result) = self.dispatch(&id, &name, args, ctx, catalog).await;
             let result = finish(result, &id, &name, limit);
-            emit_finished(&result, None);
+            emit_finished(&result, None, trace_id);
             result
         }
         .instrument(span)
@@ -532,12 +533,13 @@ fn emit_called(ctx: &ToolContext) {
 }
 
 /// Emits `tool.completed` or `tool.failed` (or `tool.submitted` for a pending result).
-pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>) {
+pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace_id: &str) {
     let span_id = tracing::Span::current().id().map(|id| id.into_u64());
     match &result.error {
         Some(err) => tracing::warn!(
             name: "tool.failed",
             target: "goondan::tool",
+            trace_id,
             span_id,
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
@@ -548,6 +550,7 @@ pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>) {
         None if result.is_pending() => tracing::info!(
             name: "tool.submitted",
             target: "goondan::tool",
+            trace_id,
             span_id,
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
@@ -557,6 +560,7 @@ pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>) {
         None => tracing::info!(
             name: "tool.completed",
             target: "goondan::tool",
+            trace_id,
             span_id,
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,

@@ -160,7 +160,7 @@ pub fn split_tool_name(full: &str) -> Option<(&str, &str)> {
 /// assert_eq!(ToolName::parse("file-system__read")?, name);
 /// # Ok::<(), goondan_runtime::name::NameError>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone)]
 pub struct ToolName {
     full: Arc<str>,
     split: usize,
@@ -210,6 +210,34 @@ impl ToolName {
     /// The resource's identity, `Tool/{resource}` (REG-2).
     pub fn identity(&self) -> String {
         format!("Tool/{}", self.resource())
+    }
+}
+
+// Equality, order and hash follow the full string only, so that a `&str` finds a `ToolName`
+// in maps (`Borrow<str>` requires the same hash as `str`).
+impl PartialEq for ToolName {
+    fn eq(&self, other: &Self) -> bool {
+        *self.full == *other.full
+    }
+}
+
+impl Eq for ToolName {}
+
+impl std::hash::Hash for ToolName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (*self.full).hash(state);
+    }
+}
+
+impl PartialOrd for ToolName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ToolName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (*self.full).cmp(&*other.full)
     }
 }
 

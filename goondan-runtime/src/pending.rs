@@ -153,6 +153,7 @@ impl PendingResults {
         let cancel = ctx.cancellation().clone();
         let span = ctx.logger().clone();
         let task_handle = handle.clone();
+        let trace_id = ctx.trace_id().to_owned();
         let work = AssertUnwindSafe(pending.future).catch_unwind();
         tokio::spawn(
             async move {
@@ -169,7 +170,7 @@ impl PendingResults {
                     Ok(output) => ToolCallResult::ok(call_id, tool_name, output),
                     Err(err) => ToolCallResult::error(call_id, tool_name, err.finish(limit)),
                 };
-                crate::executor::emit_finished(&result, Some(&task_handle));
+                crate::executor::emit_finished(&result, Some(&task_handle), &trace_id);
                 this.finish(&task_handle, tx, result);
             }
             .instrument(span),

@@ -1,0 +1,441 @@
+//! The executor's rules: catalog gate (PERM), results and errors (RES), context (CTX),
+//! argument validation, panics, timeouts, cancellation and pending results.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use goondan_runtime::error::{TRUNCATION_SUFFIX, codes};
+use goondan_runtime::pending::PendingState;
+use goondan_runtime::testing::{ResultAssertions, TestKit};
+use goondan_runtime::{
+    CallPolicy, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry, ToolStatus,
+};
+use serde_json::{Value, json};
+
+fn kit() -> TestKit {
+    TestKit::with_tools([common::text_tool(None), common::weather_tool()]).unwrap()
+}
+
+fn setup(policy: CallPolicy) -> (Arc<ToolRegistry>, ToolExecutor, ToolContext) {
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(common::text_tool(None))
+            .tool(common::weather_tool())
+            .build()
+            .unwrap(),
+    );
+    let exec = ToolExecutor::builder(Arc::clone(&registry)).policy(policy).build();
+    let ctx = ToolContext::builder(std::env::temp_dir()).build();
+    (registry, exec, ctx)
+}
+
+#[tokio::test]
+async fn res_1_sync_completion_carries_output() {
+    let r = kit().call("text__upper", json!({"text": "abc"})).await;
+    assert_eq!(r.status, ToolStatus::Ok);
+    assert_eq!(r.output, Some(json!({"result": "ABC"})));
+    assert!(r.handle.is_none() && r.error.is_none());
+}
+
+#[tokio::test]
+async fn perm_1_only_catalog_tools_are_callable_by_default() {
+    let (registry, exec, ctx) = setup(CallPolicy::CatalogOnly);
+    let catalog = ToolCatalog::build(&registry, ["weather"]).unwrap();
+    let ok = exec
+        .execute(ToolCall::new("1", "weather__get", json!({"city": "Seoul"})), &ctx, &catalog)
+        .await;
+    ok.assert_ok();
+    // `text__upper` is registered but not in this Step's catalog.
+    let refused = exec
+        .execute(ToolCall::new("2", "text__upper", json!({"text": "a"})), &ctx, &catalog)
+        .await;
+    refused.assert_error(codes::NOT_IN_CATALOG);
+}
+
+#[tokio::test]
+async fn perm_2_out_of_catalog_call_is_refused_and_handler_not_run() {
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&ran);
+    let tool = goondan_runtime::Tool::builder("spy")
+        .export(goondan_runtime::Export::new(
+            "run",
+            goondan_runtime::schema::empty_object_schema(),
+            goondan_runtime::handler_fn(move |_c, _a| {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                async { Ok::<_, goondan_runtime::ToolError>(1) }
+            }),
+        ))
+        .build()
+        .unwrap();
+    let mut kit = TestKit::with_tools([tool]).unwrap();
+    kit.set_catalog(ToolCatalog::new());
+    kit.call("spy__run", json!({})).await.assert_error(codes::NOT_IN_CATALOG);
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn perm_3_registry_calls_need_an_explicit_policy() {
+    let (_registry, exec, ctx) = setup(CallPolicy::AllowRegistry);
+    let r = exec
+        .execute(
+            ToolCall::new("1", "text__upper", json!({"text": "a"})),
+            &ctx,
+            &ToolCatalog::new(),
+        )
+        .await;
+    r.assert_output(json!({"result": "A"}));
+    // Without the policy the same call is refused.
+    let (_r, exec, ctx) = setup(CallPolicy::default());
+    exec.execute(
+        ToolCall::new("1", "text__upper", json!({"text": "a"})),
+        &ctx,
+        &ToolCatalog::new(),
+    )
+    .await
+    .assert_error(codes::NOT_IN_CATALOG);
+}
+
+#[tokio::test]
+async fn perm_4_refusal_is_structured() {
+    let mut kit = kit();
+    kit.set_catalog(ToolCatalog::build(kit.registry(), ["weather"]).unwrap());
+    let r = kit.call("unknown__action", json!({})).await;
+    assert_eq!(r.status, ToolStatus::Error);
+    let err = r.assert_error("E_TOOL_NOT_IN_CATALOG");
+    assert_eq!(err.name(), "ToolNotInCatalogError");
+    assert!(err.message().contains("unknown__action"), "{}", err.message());
+    let suggestion = err.suggestion().unwrap();
+    assert!(suggestion.contains("spec.tools"), "{suggestion}");
+    assert!(suggestion.contains("weather__get"), "{suggestion}");
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["error"]["code"], "E_TOOL_NOT_IN_CATALOG");
+}
+
+#[tokio::test]
+async fn names_with_double_underscores_in_odd_places_are_structured_errors() {
+    let kit = kit();
+    for name in ["", "text", "__upper", "text__", "text__upper__x", "Text__upper", "te xt__upper", "text___upper"] {
+        let r = kit.call(name, json!({"text": "a"})).await;
+        assert!(r.is_error(), "{name:?} -> {r:?}");
+        let code = r.error_code().unwrap();
+        assert!(
+            code == codes::INVALID_NAME || code == codes::NOT_IN_CATALOG,
+            "{name:?}: {code}"
+        );
+        assert_eq!(r.tool_name, name);
+    }
+}
+
+#[tokio::test]
+async fn catalog_item_without_handler_is_not_found() {
+    let mut kit = kit();
+    let mut catalog = kit.catalog().clone();
+    catalog.push(goondan_runtime::CatalogItem::new(
+        goondan_runtime::ToolName::parse("ghost__run").unwrap(),
+    ));
+    kit.set_catalog(catalog);
+    let err = kit.call("ghost__run", json!({})).await.assert_error(codes::NOT_FOUND).clone();
+    assert_eq!(err.name(), "ToolNotFoundError");
+}
+
+#[tokio::test]
+async fn res_3_handler_failure_is_a_result_not_a_panic() {
+    let r = kit().call("text__fail", json!({"len": 10})).await;
+    let err = r.assert_error("E_DEMO");
+    assert_eq!(err.name(), "DemoError");
+    assert_eq!(err.message(), "x".repeat(10));
+}
+
+#[tokio::test]
+async fn res_3_panicking_handler_becomes_e_tool_panic() {
+    let kit = kit();
+    let r = kit.call("text__panic", json!({"len": 1})).await;
+    let err = r.assert_error(codes::PANIC);
+    assert!(err.message().contains("handler exploded"), "{}", err.message());
+    // The executor is still usable after a panic.
+    kit.call("text__upper", json!({"text": "a"})).await.assert_ok();
+}
+
+#[tokio::test]
+async fn res_4_message_is_cut_to_the_resources_limit() {
+    let kit = TestKit::with_tools([common::text_tool(Some(50))]).unwrap();
+    let r = kit.call("text__fail", json!({"len": 500})).await;
+    let err = r.assert_error("E_DEMO");
+    assert_eq!(err.message().chars().count(), 50);
+    assert!(err.message().ends_with(TRUNCATION_SUFFIX));
+    // A message under the limit is untouched.
+    let r = kit.call("text__fail", json!({"len": 50})).await;
+    assert_eq!(r.error.unwrap().message(), "x".repeat(50));
+}
+
+#[tokio::test]
+async fn res_4_limit_applies_to_runtime_errors_too() {
+    let kit = TestKit::with_tools([common::text_tool(Some(40))]).unwrap();
+    let r = kit.call("text__many", json!({"a": "x", "b": 1, "c": 1, "d": 1, "f": -1, "g": 1})).await;
+    let err = r.assert_error(codes::INVALID_ARGS);
+    assert!(err.message().chars().count() <= 40, "{}", err.message());
+    assert!(err.message().ends_with(TRUNCATION_SUFFIX));
+}
+
+#[tokio::test]
+async fn res_5_default_limit_is_1000_characters() {
+    let r = kit().call("text__fail", json!({"len": 5000})).await;
+    let err = r.assert_error("E_DEMO");
+    assert_eq!(err.message().chars().count(), 1000);
+    assert!(err.message().ends_with(TRUNCATION_SUFFIX));
+    let r = kit().call("text__fail", json!({"len": 1000})).await;
+    assert_eq!(r.error.unwrap().message().len(), 1000);
+}
+
+#[tokio::test]
+async fn res_6_runtime_errors_carry_a_suggestion() {
+    let kit = kit();
+    let cases = [
+        ("nope__x", json!({})),
+        ("bad", json!({})),
+        ("text__upper", json!({"text": 1})),
+        ("text__panic", json!({"len": 1})),
+    ];
+    for (name, args) in cases {
+        let r = kit.call(name, args).await;
+        let err = r.error.as_ref().unwrap();
+        assert!(
+            err.suggestion().is_some_and(|s| !s.is_empty()),
+            "{name}: {r:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn res_7_every_error_has_a_help_url() {
+    let kit = kit();
+    for (name, args) in [
+        ("nope__x", json!({})),
+        ("text__upper", json!([])),
+        ("text__fail", json!({"len": 3})),
+    ] {
+        let r = kit.call(name, args).await;
+        let err = r.error.unwrap();
+        assert_eq!(
+            err.help_url(),
+            Some(format!("https://docs.goondan.ai/errors/{}", err.code()).as_str())
+        );
+    }
+}
+
+#[tokio::test]
+async fn res_9_result_echoes_call_id_and_tool_name() {
+    let kit = kit();
+    let r = kit
+        .execute(ToolCall::new("call_abc", "text__upper", json!({"text": "q"})))
+        .await;
+    assert_eq!(r.tool_call_id, "call_abc");
+    assert_eq!(r.tool_name, "text__upper");
+    let r = kit.execute(ToolCall::new("call_def", "x__y", json!({}))).await;
+    assert_eq!((r.tool_call_id.as_str(), r.tool_name.as_str()), ("call_def", "x__y"));
+}
+
+#[tokio::test]
+async fn res_10_plain_handler_error_defaults_to_e_tool() {
+    let tool = goondan_runtime::Tool::builder("plain")
+        .export(goondan_runtime::Export::typed("go", |_c, _i: common::Empty| async {
+            Err::<(), _>("disk full")
+        }))
+        .build()
+        .unwrap();
+    let kit = TestKit::with_tools([tool]).unwrap();
+    let r = kit.call("plain__go", json!({})).await;
+    let err = r.assert_error("E_TOOL");
+    assert_eq!(err.name(), "Error");
+    assert_eq!(err.message(), "disk full");
+}
+
+#[tokio::test]
+async fn invalid_args_list_each_problem_with_its_path_and_no_coercion() {
+    let kit = kit();
+    let r = kit.call("text__upper", json!({"text": 5})).await;
+    let err = r.assert_error(codes::INVALID_ARGS);
+    assert!(err.message().contains("/text"), "{}", err.message());
+    assert_eq!(err.name(), "InvalidArgumentsError");
+    let s = err.suggestion().unwrap();
+    assert!(s.contains("required: `text`") && s.contains("allowed: `text`"), "{s}");
+
+    // "5" is not coerced into 5.
+    let r = kit
+        .call("text__many", json!({"a": "5", "b": "x", "c": true, "d": [], "f": 1, "g": "y"}))
+        .await;
+    let err = r.assert_error(codes::INVALID_ARGS);
+    assert!(err.message().contains("/a"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn invalid_args_list_at_most_five_problems_plus_a_count() {
+    let kit = kit();
+    // Seven problems: a, b, c, d, f wrong types; g missing; `extra` not allowed.
+    let r = kit
+        .call("text__many", json!({"a": "x", "b": 1, "c": "no", "d": "x", "f": 300, "extra": 1}))
+        .await;
+    let err = r.assert_error(codes::INVALID_ARGS);
+    let msg = err.message();
+    assert!(msg.starts_with("invalid arguments (7 problems)"), "{msg}");
+    assert_eq!(msg.matches("\n- at ").count(), 5, "{msg}");
+    assert!(msg.ends_with("- and 2 more"), "{msg}");
+}
+
+#[tokio::test]
+async fn invalid_args_for_json_handlers_are_checked_against_the_schema() {
+    let kit = kit();
+    kit.call("weather__get", json!({"city": "Seoul"})).await.assert_ok();
+    for bad in [json!({}), json!({"city": ""}), json!({"city": 1}), json!({"city": "a", "x": 1})] {
+        kit.call("weather__get", bad.clone()).await.assert_error(codes::INVALID_ARGS);
+    }
+}
+
+#[tokio::test]
+async fn non_object_arguments_are_refused_and_null_means_empty() {
+    let kit = kit();
+    for bad in [json!([1]), json!("text"), json!(3), json!(true)] {
+        let r = kit.call("text__upper", bad.clone()).await;
+        let err = r.assert_error(codes::INVALID_ARGS);
+        assert!(err.message().contains("must be a JSON object"), "{}", err.message());
+    }
+    kit.call("text__workdir", Value::Null).await.assert_ok();
+}
+
+#[tokio::test]
+async fn huge_arguments_are_handled_without_loss_or_panic() {
+    let kit = kit();
+    let big = "a".repeat(5_000_000);
+    let r = kit.call("text__upper", json!({"text": big})).await;
+    assert_eq!(r.assert_ok()["result"].as_str().unwrap().len(), 5_000_000);
+    let r = kit.call("text__upper", json!({"text": 1, "pad": "b".repeat(1_000_000)})).await;
+    assert!(r.error.unwrap().message().chars().count() <= 1000);
+}
+
+#[tokio::test]
+async fn timeout_is_per_export_and_per_executor() {
+    let kit = kit();
+    // `text__sleep` sets 200 ms itself.
+    let started = std::time::Instant::now();
+    let r = kit.call("text__sleep", json!({"ms": 10_000})).await;
+    let err = r.assert_error(codes::TIMEOUT);
+    assert_eq!(err.name(), "ToolTimeoutError");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    kit.call("text__sleep", json!({"ms": 1})).await.assert_output(json!(1));
+
+    // An executor default applies to exports that set none.
+    let tool = goondan_runtime::Tool::builder("slow")
+        .export(goondan_runtime::Export::typed("run", |_c, i: common::SleepIn| async move {
+            tokio::time::sleep(Duration::from_millis(i.ms)).await;
+            Ok::<_, goondan_runtime::ToolError>(())
+        }))
+        .build()
+        .unwrap();
+    let kit = TestKit::builder()
+        .tool(tool)
+        .default_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    kit.call("slow__run", json!({"ms": 5000})).await.assert_error(codes::TIMEOUT);
+    kit.call("slow__run", json!({"ms": 1})).await.assert_ok();
+}
+
+#[tokio::test]
+async fn cancellation_through_the_context_stops_the_call() {
+    let (registry, exec, _) = setup(CallPolicy::CatalogOnly);
+    let token = tokio_util_token();
+    let ctx = ToolContext::builder(std::env::temp_dir())
+        .cancellation(token.clone())
+        .build();
+    let catalog = ToolCatalog::all(&registry);
+    let cancel = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        token.cancel();
+    });
+    let r = exec
+        .execute(ToolCall::new("1", "text__sleep", json!({"ms": 150})), &ctx, &catalog)
+        .await;
+    r.assert_error(codes::CANCELLED);
+    cancel.await.unwrap();
+    // A cancelled Step refuses new calls at once.
+    exec.execute(ToolCall::new("2", "text__upper", json!({"text": "a"})), &ctx, &catalog)
+        .await
+        .assert_error(codes::CANCELLED);
+}
+
+fn tokio_util_token() -> tokio_util::sync::CancellationToken {
+    tokio_util::sync::CancellationToken::new()
+}
+
+#[tokio::test]
+async fn res_2_pending_result_completes_by_poll_wait_and_event() {
+    let kit = kit();
+    let mut events = kit.executor().pending().subscribe();
+    let r = kit.call("text__later", json!({"ms": 50})).await;
+    let handle = r.assert_pending().to_owned();
+    assert!(r.output.is_none());
+    assert_eq!(
+        kit.executor().pending().poll(&handle),
+        Some(PendingState::Running)
+    );
+    let event = tokio::time::timeout(Duration::from_secs(5), events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.tool_call_id, r.tool_call_id);
+    assert_eq!(event.output, Some(json!({"slept": 50})));
+    match kit.executor().pending().poll(&handle) {
+        Some(PendingState::Finished(done)) => assert_eq!(done, event),
+        other => panic!("{other:?}"),
+    }
+    let waited = kit.executor().pending().wait(&handle).await.unwrap();
+    assert_eq!(waited, event);
+    // Waiting consumed it.
+    assert!(kit.executor().pending().poll(&handle).is_none());
+}
+
+#[tokio::test]
+async fn ctx_2_workdir_is_the_instance_workspace() {
+    let kit = kit();
+    let r = kit.call("text__workdir", json!({})).await;
+    assert_eq!(
+        r.assert_ok().as_str().unwrap(),
+        kit.workdir().display().to_string()
+    );
+}
+
+#[tokio::test]
+async fn ctx_4_context_exposes_no_foreign_interfaces() {
+    let ctx = ToolContext::builder("/w").build();
+    let debug = format!("{ctx:?}");
+    for forbidden in ["swarmBundle", "swarm_bundle", "oauth", "OAuth", "registry", "catalog"] {
+        assert!(!debug.contains(forbidden), "{debug}");
+    }
+    for field in ["agent_name", "instance_key", "turn_id", "trace_id", "tool_call_id", "workdir", "runtime"] {
+        assert!(debug.contains(field), "{field} missing from {debug}");
+    }
+}
+
+#[tokio::test]
+async fn fifty_concurrent_calls_keep_their_ids() {
+    let kit = Arc::new(kit());
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let kit = Arc::clone(&kit);
+        tasks.push(tokio::spawn(async move {
+            let r = kit
+                .execute(ToolCall::new(format!("c{i}"), "text__upper", json!({"text": format!("t{i}")})))
+                .await;
+            (i, r)
+        }));
+    }
+    for t in tasks {
+        let (i, r) = t.await.unwrap();
+        assert_eq!(r.tool_call_id, format!("c{i}"));
+        assert_eq!(r.assert_ok()["result"], format!("T{i}"));
+    }
+}
