@@ -405,7 +405,7 @@ fn list_or_none(names: &[&str]) -> String {
 }
 
 fn invalid_name(name: &str, err: &name::NameError, catalog: &ToolCatalog) -> ToolError {
-    ToolError::new(format!("`{name}` is not a valid tool name: {err}"))
+    ToolError::new(format!("invalid tool name `{name}`: {err}"))
         .with_code(codes::INVALID_NAME)
         .with_name("InvalidToolNameError")
         .with_suggestion(format!(

@@ -80,7 +80,7 @@ pub enum NameError {
         len: usize,
     },
     /// The string has no `__`, so it is not a tool name (NAME-6).
-    #[error("`{name}` is not a tool name: expected `{{resource}}__{{export}}`")]
+    #[error("expected `{{resource}}__{{export}}`, but `{name}` has no `__`")]
     MissingSeparator {
         /// The string that was parsed.
         name: String,

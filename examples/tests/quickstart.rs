@@ -1,0 +1,76 @@
+//! The quickstart prints the catalog and then exactly the sequence the README promises.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+
+/// Splits the output into the catalog and the JSON document after each `call` line.
+fn results(out: &str) -> (Value, Vec<Value>) {
+    let mut de = serde_json::Deserializer::from_str(out.split_once('\n').unwrap().1)
+        .into_iter::<Value>();
+    let catalog = de.next().unwrap().unwrap();
+    let mut results = Vec::new();
+    for block in out.split("\ncall ").skip(1) {
+        let json_start = block.find('{').unwrap();
+        let mut it = serde_json::Deserializer::from_str(&block[json_start..]).into_iter::<Value>();
+        // The call line's own arguments come first, then the result.
+        let _args = it.next().unwrap().unwrap();
+        let rest = &block[json_start..];
+        let second = rest.find("\n{").unwrap();
+        let mut it = serde_json::Deserializer::from_str(&rest[second..]).into_iter::<Value>();
+        results.push(it.next().unwrap().unwrap());
+    }
+    (catalog, results)
+}
+
+#[tokio::test]
+async fn quickstart_prints_catalog_and_the_scripted_sequence() {
+    let mut buf = Vec::new();
+    goondan_examples::quickstart::run(&mut buf).await.unwrap();
+    let out = String::from_utf8(buf).unwrap();
+    let (catalog, results) = results(&out);
+
+    let names: Vec<&str> = catalog
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"text-utils__uppercase") && names.contains(&"notes__summarise"));
+    assert!(!names.iter().any(|n| n.starts_with("admin__")), "{names:?}");
+
+    let outcome: Vec<(String, Option<String>)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["status"].as_str().unwrap().to_owned(),
+                r["error"]["code"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    let expect = |s: &str, c: Option<&str>| (s.to_owned(), c.map(str::to_owned));
+    assert_eq!(
+        outcome,
+        [
+            expect("ok", None),
+            expect("ok", None),
+            expect("ok", None),
+            expect("ok", None),
+            expect("error", Some("E_TOOL_INVALID_ARGS")),
+            expect("error", Some("E_TOOL_NOT_IN_CATALOG")),
+            expect("error", Some("E_TOOL_INVALID_NAME")),
+            expect("error", Some("E_NOTE_NOT_FOUND")),
+            expect("error", Some("E_TOOL_PANIC")),
+            expect("error", Some("E_TOOL_TIMEOUT")),
+            expect("pending", None),
+        ]
+    );
+    assert_eq!(results[0]["output"]["result"], "HELLO, GOONDAN");
+    let truncated = results[7]["error"]["message"].as_str().unwrap();
+    assert!(truncated.ends_with("... (truncated)") && truncated.chars().count() == 80);
+    // The pending result's completion is printed after it.
+    let completion = out.split("completion of pending-").nth(1).expect("a completion");
+    let done: Value = serde_json::from_str(&completion[completion.find('{').unwrap()..]).unwrap();
+    assert_eq!(done["status"], "ok");
+    assert_eq!(done["toolCallId"], results[10]["toolCallId"]);
+    assert_eq!(done["output"]["notes"], 2);
+}
