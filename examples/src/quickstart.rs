@@ -12,17 +12,61 @@ use crate::tools::{AGENT_TOOLS, quickstart_tools};
 
 /// One scripted call: what it shows, the tool name, the arguments.
 pub const SCRIPT: &[(&str, &str, &str)] = &[
-    ("a success", "text-utils__uppercase", r#"{"text": "hello, goondan"}"#),
-    ("a struct input", "text-utils__count-words", r#"{"text": "one two three four"}"#),
-    ("state kept by an impl-block tool", "notes__save", r#"{"title": "groceries", "body": "milk, eggs"}"#),
-    ("another note", "notes__save", r#"{"title": "meeting notes for the quarterly planning review", "body": "ship the Rust runtime first, then the base tools"}"#),
-    ("invalid arguments: a number for a string, and a key the tool does not take", "text-utils__uppercase", r#"{"text": 42, "lang": "en"}"#),
-    ("a tool outside the catalog (registered, but not in the agent's spec.tools)", "admin__reset", "{}"),
-    ("a name that is not `{resource}__{export}`", "uppercase", r#"{"text": "hi"}"#),
-    ("a handler error, cut to the resource's errorMessageLimit (80)", "notes__find", r#"{"title": "holiday plans"}"#),
-    ("a panic in the handler", "notes__preview", r#"{"title": "groceries"}"#),
-    ("a timeout (the export allows 300 ms; the remote takes 2 s)", "notes__backup", r#"{"latency_ms": 2000}"#),
-    ("a pending result that completes later", "notes__summarise", "{}"),
+    (
+        "a success",
+        "text-utils__uppercase",
+        r#"{"text": "hello, goondan"}"#,
+    ),
+    (
+        "a struct input",
+        "text-utils__count-words",
+        r#"{"text": "one two three four"}"#,
+    ),
+    (
+        "state kept by an impl-block tool",
+        "notes__save",
+        r#"{"title": "groceries", "body": "milk, eggs"}"#,
+    ),
+    (
+        "another note",
+        "notes__save",
+        r#"{"title": "meeting notes for the quarterly planning review", "body": "ship the Rust runtime first, then the base tools"}"#,
+    ),
+    (
+        "invalid arguments: a number for a string, and a key the tool does not take",
+        "text-utils__uppercase",
+        r#"{"text": 42, "lang": "en"}"#,
+    ),
+    (
+        "a tool outside the catalog (registered, but not in the agent's spec.tools)",
+        "admin__reset",
+        "{}",
+    ),
+    (
+        "a name that is not `{resource}__{export}`",
+        "uppercase",
+        r#"{"text": "hi"}"#,
+    ),
+    (
+        "a handler error, cut to the resource's errorMessageLimit (80)",
+        "notes__find",
+        r#"{"title": "holiday plans"}"#,
+    ),
+    (
+        "a panic in the handler",
+        "notes__preview",
+        r#"{"title": "groceries"}"#,
+    ),
+    (
+        "a timeout (the export allows 300 ms; the remote takes 2 s)",
+        "notes__backup",
+        r#"{"latency_ms": 2000}"#,
+    ),
+    (
+        "a pending result that completes later",
+        "notes__summarise",
+        "{}",
+    ),
 ];
 
 /// Runs the quickstart, writing to `out`.

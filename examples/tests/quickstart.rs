@@ -5,8 +5,8 @@ use serde_json::Value;
 
 /// Splits the output into the catalog and the JSON document after each `call` line.
 fn results(out: &str) -> (Value, Vec<Value>) {
-    let mut de = serde_json::Deserializer::from_str(out.split_once('\n').unwrap().1)
-        .into_iter::<Value>();
+    let mut de =
+        serde_json::Deserializer::from_str(out.split_once('\n').unwrap().1).into_iter::<Value>();
     let catalog = de.next().unwrap().unwrap();
     let mut results = Vec::new();
     for block in out.split("\ncall ").skip(1) {
@@ -68,7 +68,10 @@ async fn quickstart_prints_catalog_and_the_scripted_sequence() {
     let truncated = results[7]["error"]["message"].as_str().unwrap();
     assert!(truncated.ends_with("... (truncated)") && truncated.chars().count() == 80);
     // The pending result's completion is printed after it.
-    let completion = out.split("completion of pending-").nth(1).expect("a completion");
+    let completion = out
+        .split("completion of pending-")
+        .nth(1)
+        .expect("a completion");
     let done: Value = serde_json::from_str(&completion[completion.find('{').unwrap()..]).unwrap();
     assert_eq!(done["status"], "ok");
     assert_eq!(done["toolCallId"], results[10]["toolCallId"]);

@@ -1,1 +1,71 @@
-//! stub
+//! # goondan-base
+//!
+//! The base tools of goondan-rs, safe by default:
+//!
+//! - [`Bash`] (`bash__exec`, `bash__script`): shell commands in the workdir, in their own
+//!   process group, killed as a group on timeout, with capped output and a scrubbed environment.
+//! - [`FileSystem`] (`file-system__read`, `__write`, `__list`, `__mkdir`): files of the
+//!   workdir, every path and link confined to it.
+//! - [`HttpFetch`] (`http-fetch__get`, `__post`): HTTP(S) requests that refuse private,
+//!   loopback, link-local and metadata addresses, checked on every redirect.
+//!
+//! [`tools`] gives all of them with default policies; referencing it also links this crate.
+//! Agents name them as `ref: {kind: Tool, name: bash, package: "@goondan/base"}`, which
+//! [`resolve_ref`] answers (BASE-5).
+//!
+//! ```
+//! use goondan_runtime::testing::{ResultAssertions, TestKit};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let kit = TestKit::with_tools(goondan_base::tools())?;
+//! let out = kit.call("bash__exec", serde_json::json!({"command": "echo hi"})).await;
+//! assert_eq!(out.assert_ok()["stdout"], "hi\n");
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod bash;
+pub mod file_system;
+pub mod http_fetch;
+pub mod workspace;
+
+use goondan_runtime::{IntoTool, Tool};
+
+pub use crate::bash::{Bash, BashPolicy};
+pub use crate::file_system::{FileSystem, FsPolicy};
+pub use crate::http_fetch::{HttpFetch, HttpPolicy};
+
+/// The package name agents use to reference these tools (BASE-5).
+pub const PACKAGE: &str = "@goondan/base";
+
+/// The resource names this crate provides.
+pub const TOOL_NAMES: &[&str] = &[Bash::NAME, FileSystem::NAME, HttpFetch::NAME];
+
+/// Every base tool, with default policies.
+pub fn tools() -> Vec<Tool> {
+    TOOL_NAMES
+        .iter()
+        .filter_map(|name| resolve_ref(PACKAGE, name))
+        .collect()
+}
+
+/// The tool an Agent's `ref: {kind: Tool, name, package}` names, with its default policy, or
+/// `None` when `package` is not [`PACKAGE`] or `name` is not a base tool (BASE-5).
+///
+/// ```
+/// let bash = goondan_base::resolve_ref("@goondan/base", "bash").map(|t| t.name().to_owned());
+/// assert_eq!(bash.as_deref(), Some("bash"));
+/// assert!(goondan_base::resolve_ref("@other/pkg", "bash").is_none());
+/// ```
+pub fn resolve_ref(package: &str, name: &str) -> Option<Tool> {
+    if package != PACKAGE {
+        return None;
+    }
+    match name {
+        Bash::NAME => Some(Bash::default().into_tool()),
+        FileSystem::NAME => Some(FileSystem::default().into_tool()),
+        HttpFetch::NAME => Some(HttpFetch::default().into_tool()),
+        _ => None,
+    }
+}

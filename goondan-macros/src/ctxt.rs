@@ -1,5 +1,5 @@
 //! Collects every error found while reading and checking one `#[tool]` item, so the user sees
-//! all of them in one compile (like serde_derive's `Ctxt`).
+//! all of them in one compile (like the `Ctxt` of `serde_derive`).
 
 use std::cell::RefCell;
 use std::fmt::Display;

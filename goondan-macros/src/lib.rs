@@ -1,9 +1,141 @@
-//! `#[tool]` for goondan-rs. Use it through `goondan_runtime::tool`.
+//! `#[tool]` for goondan-rs. Use it through `goondan_runtime::tool` (or the runtime's
+//! prelude); this crate is its implementation.
+//!
+//! The work is split by phase: `attr` reads the attribute arguments, `ast` normalises a
+//! module, an `impl` block or a function into one `Tool`, `valid` checks it, `expand` writes
+//! the code. `ctxt` collects every error so one compile shows them all.
+
+mod ast;
+mod attr;
+mod ctxt;
+mod expand;
+mod valid;
 
 use proc_macro::TokenStream;
 
-/// Turns a module, an `impl` block or a function into a Goondan Tool resource.
+/// Turns an inline module, an `impl` block or a function into a Goondan Tool resource: one
+/// export per function, a JSON Schema per export (from the parameters), one handler per
+/// export.
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// Text utilities.
+/// #[tool(name = "text-utils")]
+/// pub mod text_utils {
+///     use super::*;
+///
+///     /// Convert text to uppercase.
+///     pub async fn uppercase(
+///         ctx: &ToolContext,
+///         /// The text to convert.
+///         text: String,
+///     ) -> Result<String, ToolError> {
+///         let _ = ctx.agent_name();
+///         Ok(text.to_uppercase())
+///     }
+///
+///     /// Count the words of a text.
+///     #[export(name = "count-words", timeout_ms = 1000)]
+///     pub fn count_words(input: CountInput) -> usize {
+///         input.text.split_whitespace().count()
+///     }
+/// }
+///
+/// /// What `count-words` reads.
+/// #[derive(Deserialize, JsonSchema)]
+/// pub struct CountInput {
+///     /// The text whose words to count.
+///     pub text: String,
+/// }
+///
+/// # fn main() {
+/// let tool = text_utils::TOOL.build();
+/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
+/// assert_eq!(names, ["text-utils__uppercase", "text-utils__count-words"]);
+/// assert_eq!(tool.description(), Some("Text utilities."));
+/// // The functions stay plain functions.
+/// assert_eq!(text_utils::count_words(CountInput { text: "a b".into() }), 2);
+/// # }
+/// ```
+///
+/// # Forms
+/// - **`mod name { ... }`** (inline): every `pub fn`, sync or `async`, is an export; other
+///   functions are helpers. Adds `name::TOOL`, a [`StaticTool`], registered through
+///   `inventory` (see `goondan_runtime::tool::linked_tools`).
+/// - **`impl Type { ... }`**: every `pub fn` taking `&self` is an export; `pub fn`s without a
+///   receiver (constructors) are left alone. Implements `IntoTool for Type`, so
+///   `Type::new(..).into_tool()` builds the tool around one shared instance. Not registered:
+///   it needs state. Not generic.
+/// - **`fn name(..)`**: a resource with one export named after the function. Adds a type
+///   `name` (braced, so it does not clash with the function) with `name::TOOL`, registered.
+///
+/// # Arguments
+/// `#[tool(name = "...", description = "...", error_message_limit = N, crate = path)]`:
+/// - `name` (required): the resource name: lowercase letters, digits, `_`, `-`; starts with a
+///   letter or `_`; no `__`; does not end with `_`.
+/// - `description`: else the item's doc comments (for a lone `fn`, its doc comments describe
+///   both the resource and the export).
+/// - `error_message_limit`: how many characters of an error message the model sees (default
+///   1000).
+/// - `crate`: where the runtime is, for crates that re-export it (default
+///   `::goondan_runtime`).
+///
+/// On an export, `#[export(name = "...", description = "...", timeout_ms = N)]` sets the
+/// export name (default: the function's name without `r#`), its description (default: its doc
+/// comments) and its timeout. Place it after `#[tool]` on a lone `fn`. It is removed from the
+/// emitted code. Each `{resource}__{export}` must fit in 64 characters.
+///
+/// # Inputs
+/// - A `&ToolContext` parameter, at any position, receives the call's context; it is not part
+///   of the schema.
+/// - Every other parameter is a property of the input object, named after the parameter. Its
+///   `///` doc comment becomes the property's description; `#[serde(...)]` and
+///   `#[schemars(...)]` on it apply to the property. `Option<T>` is not required. Unknown
+///   properties are refused. No parameter: the input is `{}`.
+/// - **Whole-struct input:** when there is exactly one such parameter, *without* doc comment or
+///   `serde`/`schemars` attribute, and its type is a path whose last segment is not one of
+///   `bool`, `char`, `str`, `String`, the integer and float types, `Option`, `Vec`,
+///   `VecDeque`, `HashMap`, `BTreeMap`, `HashSet`, `BTreeSet`, `Box`, `Arc`, `Rc`, `Value`,
+///   `PathBuf`, then that type *is* the input: `fn count(input: CountInput)` takes
+///   `{"text": ...}`, not `{"input": {"text": ...}}`. Its schema must be an object (a struct
+///   with named fields, or a map). To make such a parameter an ordinary property instead,
+///   give it a doc comment.
+/// - Each input type must implement `Deserialize` and `JsonSchema` and own its data (no
+///   `&str`; use `String`).
+///
+/// # Output
+/// Any `Serialize` type, `()` or a `Pending`; or a type named `Result` (`Result<T, E>`,
+/// `io::Result<T>`...) whose `Err` converts into `ToolError`: an `Err` reaches the model as a
+/// structured error. Aliases not named `Result` are not recognised as fallible.
+///
+/// [`StaticTool`]: https://docs.rs/goondan-runtime/latest/goondan_runtime/struct.StaticTool.html
 #[proc_macro_attribute]
-pub fn tool(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    let cx = ctxt::Ctxt::new();
+    let attr = attr::ToolAttr::parse(&cx, args.into());
+    let mut item: syn::Item = match syn::parse(item.clone()) {
+        Ok(item) => item,
+        Err(err) => {
+            cx.syn_error(err);
+            return with_errors(cx, item.into());
+        }
+    };
+    let Some(tool) = ast::parse(&cx, attr, &mut item) else {
+        return with_errors(cx, quote::ToTokens::into_token_stream(item));
+    };
+    valid::check(&cx, &tool);
+    if cx.has_errors() {
+        with_errors(cx, expand::dummy(&tool, item))
+    } else {
+        expand::expand(&tool, item).into()
+    }
+}
+
+/// `tokens` followed by every error collected in `cx`.
+fn with_errors(cx: ctxt::Ctxt, mut tokens: proc_macro2::TokenStream) -> TokenStream {
+    if let Err(err) = cx.check() {
+        tokens.extend(err.to_compile_error());
+    }
+    tokens.into()
 }

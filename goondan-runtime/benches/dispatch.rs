@@ -1,7 +1,12 @@
 //! Dispatch cost: `ToolExecutor::execute` on a trivial typed tool against the floor of the
 //! same serde work and the same function, measured in the same run; and the cost of building
 //! a Step's catalog as the registry grows.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    missing_docs,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -50,7 +55,12 @@ fn dispatch(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let registry = Arc::new(ToolRegistry::builder().tool(text_utils::TOOL).build().unwrap());
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(text_utils::TOOL)
+            .build()
+            .unwrap(),
+    );
     let catalog = ToolCatalog::build(&registry, ["text-utils"]).unwrap();
     let ctx = ToolContext::builder(std::env::temp_dir()).build();
     let plain = ToolExecutor::new(Arc::clone(&registry));
@@ -93,7 +103,8 @@ fn dispatch(c: &mut Criterion) {
 
 fn many_tools(n: usize) -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
-    let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]});
+    let schema =
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]});
     for i in 0..n {
         let tool = Tool::builder(format!("tool-{i}"))
             .description("a tool")
@@ -116,12 +127,18 @@ fn catalog(c: &mut Criterion) {
     let mut group = c.benchmark_group("catalog: 100 tools per step");
     for total in [100usize, 1_000, 10_000] {
         let registry = many_tools(total);
-        let declared: Vec<String> = (0..100).map(|i| format!("tool-{}", i * (total / 100))).collect();
-        group.bench_with_input(BenchmarkId::from_parameter(total), &declared, |b, declared| {
-            b.iter(|| {
-                ToolCatalog::build(&registry, declared.iter().map(String::as_str)).unwrap()
-            })
-        });
+        let declared: Vec<String> = (0..100)
+            .map(|i| format!("tool-{}", i * (total / 100)))
+            .collect();
+        group.bench_with_input(
+            BenchmarkId::from_parameter(total),
+            &declared,
+            |b, declared| {
+                b.iter(|| {
+                    ToolCatalog::build(&registry, declared.iter().map(String::as_str)).unwrap()
+                })
+            },
+        );
     }
     group.finish();
 }

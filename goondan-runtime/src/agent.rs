@@ -146,8 +146,7 @@ pub trait AgentRuntime: Send + Sync + 'static {
     fn send<'a>(&'a self, target: &'a str, event: AgentEvent) -> AgentFuture<'a, SendResult>;
 
     /// Prepares an instance of an agent defined in the current swarm (AG-3).
-    fn spawn<'a>(&'a self, target: &'a str, options: SpawnOptions)
-    -> AgentFuture<'a, SpawnResult>;
+    fn spawn<'a>(&'a self, target: &'a str, options: SpawnOptions) -> AgentFuture<'a, SpawnResult>;
 
     /// Lists instances; only the caller's own spawns unless `include_all` (AG-4).
     fn list(&self, include_all: bool) -> AgentFuture<'_, Vec<AgentInstanceInfo>>;

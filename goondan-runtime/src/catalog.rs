@@ -11,6 +11,68 @@ use crate::name::ToolName;
 use crate::registry::{RegisteredExport, ToolRegistry};
 use crate::tool::ToolSource;
 
+/// The registry entry an item was built from, so that dispatch need not look it up again.
+/// Not part of the item's data: it never serialises and never affects equality.
+#[derive(Clone, Default)]
+struct Resolved(Option<Arc<RegisteredExport>>);
+
+impl PartialEq for Resolved {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "resolved"
+        } else {
+            "unresolved"
+        })
+    }
+}
+
+/// The catalog's index hasher: FxHash (rustc's), several times cheaper than SipHash on short
+/// names. Hash flooding does not apply: the index's keys are the catalog's own names, fixed
+/// when the catalog is built; a model's input only probes it.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct NameHasher(u64);
+
+impl std::hash::Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write(&[i]);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type NameIndex = HashMap<ToolName, usize, std::hash::BuildHasherDefault<NameHasher>>;
+
+/// What the catalog says about a name, for the executor.
+pub(crate) enum Lookup<'a> {
+    /// Listed, with the registry entry it was built from.
+    Resolved(&'a Arc<RegisteredExport>),
+    /// Listed by hand (by a step middleware, say): the registry must be asked.
+    Listed,
+    /// Not listed.
+    Absent,
+}
+
 /// One entry of a catalog: `{name, description?, parameters?, source?}` (CAT-6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CatalogItem {
@@ -25,6 +87,8 @@ pub struct CatalogItem {
     /// Where the tool comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Arc<ToolSource>>,
+    #[serde(skip)]
+    resolved: Resolved,
 }
 
 impl CatalogItem {
@@ -35,6 +99,7 @@ impl CatalogItem {
             description: None,
             parameters: None,
             source: None,
+            resolved: Resolved::default(),
         }
     }
 
@@ -45,7 +110,14 @@ impl CatalogItem {
             description: export.description().map(Arc::from),
             parameters: Some(Arc::clone(export.parameters_arc())),
             source: Some(Arc::new(entry.resource().source().clone())),
+            resolved: Resolved(None),
         }
+    }
+
+    fn resolved_from(entry: &Arc<RegisteredExport>) -> Self {
+        let mut item = Self::from_entry(entry);
+        item.resolved = Resolved(Some(Arc::clone(entry)));
+        item
     }
 }
 
@@ -84,7 +156,7 @@ pub enum CatalogError {
 #[derive(Debug, Clone, Default)]
 pub struct ToolCatalog {
     items: Vec<CatalogItem>,
-    index: HashMap<ToolName, usize>,
+    index: NameIndex,
 }
 
 impl ToolCatalog {
@@ -114,10 +186,10 @@ impl ToolCatalog {
     fn from_entries(entries: &[Arc<RegisteredExport>]) -> Self {
         let mut catalog = Self {
             items: Vec::with_capacity(entries.len()),
-            index: HashMap::with_capacity(entries.len()),
+            index: NameIndex::with_capacity_and_hasher(entries.len(), Default::default()),
         };
         for e in entries {
-            catalog.push(CatalogItem::from_entry(e));
+            catalog.push(CatalogItem::resolved_from(e));
         }
         catalog
     }
@@ -160,6 +232,18 @@ impl ToolCatalog {
         self.index.clear();
         for (i, item) in self.items.iter().enumerate() {
             self.index.insert(item.name.clone(), i);
+        }
+    }
+
+    /// The item named `name` and the registry entry behind it, when the item still names it
+    /// (an item whose `name` was edited after the build is looked up again).
+    pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
+        match self.index.get(name) {
+            None => Lookup::Absent,
+            Some(&i) => match &self.items[i].resolved.0 {
+                Some(entry) if entry.name().as_str() == name => Lookup::Resolved(entry),
+                _ => Lookup::Listed,
+            },
         }
     }
 

@@ -74,6 +74,7 @@ struct Scope {
     message: Message,
     workdir: PathBuf,
     runtime: Option<Arc<dyn AgentRuntime>>,
+    cancel: CancellationToken,
 }
 
 /// What a handler gets besides its arguments (CTX-1): who is calling, from which Turn and
@@ -94,7 +95,6 @@ pub struct ToolContext {
     scope: Arc<Scope>,
     tool_call_id: Arc<str>,
     span: tracing::Span,
-    cancel: CancellationToken,
 }
 
 impl ToolContext {
@@ -160,16 +160,16 @@ impl ToolContext {
 
     /// The token that is cancelled when the call should stop.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        &self.scope.cancel
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.scope.cancel.is_cancelled()
     }
 
-    /// The context of one call: same scope, this call's id, a span for it, and a child
-    /// cancellation token (cancelling the Step cancels the call, not the other way round).
+    /// The context of one call: same scope and cancellation token, this call's id, and a span
+    /// for it.
     pub fn for_call(&self, tool_call_id: &str, tool_name: &str) -> ToolContext {
         let span = tracing::info_span!(
             "tool_call",
@@ -184,7 +184,6 @@ impl ToolContext {
             scope: Arc::clone(&self.scope),
             tool_call_id: tool_call_id.into(),
             span,
-            cancel: self.cancel.child_token(),
         }
     }
 }
@@ -273,10 +272,10 @@ impl ToolContextBuilder {
                 message,
                 workdir: self.workdir,
                 runtime: self.runtime,
+                cancel: self.cancel,
             }),
             tool_call_id: Arc::from(""),
             span: tracing::Span::none(),
-            cancel: self.cancel,
         }
     }
 }
@@ -321,19 +320,26 @@ mod tests {
     fn ctx_5_message_is_the_assistant_message_holding_the_call() {
         let call = ToolCall::new("c9", "x__y", serde_json::json!({}));
         let msg = Message::assistant("m9", Some("let me check".into()), vec![call.clone()]);
-        let ctx = ToolContext::builder("/w").message(msg).build().for_call("c9", "x__y");
+        let ctx = ToolContext::builder("/w")
+            .message(msg)
+            .build()
+            .for_call("c9", "x__y");
         assert_eq!(ctx.message().role, "assistant");
-        assert!(ctx.message().tool_calls.iter().any(|c| c.id == ctx.tool_call_id()));
+        assert!(
+            ctx.message()
+                .tool_calls
+                .iter()
+                .any(|c| c.id == ctx.tool_call_id())
+        );
     }
 
     #[test]
-    fn call_cancellation_follows_the_step_not_the_reverse() {
+    fn cancelling_the_step_cancels_its_calls() {
         let base = ToolContext::builder("/w").build();
         let a = base.for_call("a", "x__y");
-        let b = base.for_call("b", "x__y");
-        a.cancellation().cancel();
-        assert!(a.is_cancelled() && !b.is_cancelled() && !base.is_cancelled());
+        assert!(!a.is_cancelled());
         base.cancellation().cancel();
-        assert!(b.is_cancelled());
+        assert!(a.is_cancelled());
+        assert!(base.for_call("b", "x__y").is_cancelled());
     }
 }

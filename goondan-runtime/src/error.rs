@@ -188,7 +188,8 @@ impl From<std::convert::Infallible> for ToolError {
 /// ```
 /// use goondan_runtime::error::truncate_message;
 /// assert_eq!(truncate_message("short", 100), "short");
-/// let cut = truncate_message(&"x".repeat(50), 20);
+/// let long = "x".repeat(50);
+/// let cut = truncate_message(&long, 20);
 /// assert_eq!(cut, "xxxxx... (truncated)");
 /// assert_eq!(cut.chars().count(), 20);
 /// ```
@@ -248,7 +249,9 @@ mod tests {
     fn res_7_finish_fills_help_url_from_code() {
         let err = ToolError::new("x").with_code("E_X").finish(100);
         assert_eq!(err.help_url(), Some("https://docs.goondan.ai/errors/E_X"));
-        let err = ToolError::new("x").with_help_url("https://e.x/y").finish(100);
+        let err = ToolError::new("x")
+            .with_help_url("https://e.x/y")
+            .finish(100);
         assert_eq!(err.help_url(), Some("https://e.x/y"));
     }
 
@@ -263,6 +266,9 @@ mod tests {
             serde_json::json!({"code": "E_TOOL", "name": "N", "message": "m", "suggestion": "s", "helpUrl": "u"})
         );
         let bare = serde_json::to_value(ToolError::new("m")).unwrap();
-        assert_eq!(bare, serde_json::json!({"code": "E_TOOL", "name": "Error", "message": "m"}));
+        assert_eq!(
+            bare,
+            serde_json::json!({"code": "E_TOOL", "name": "Error", "message": "m"})
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! message cut to the resource's limit (RES-4).
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
@@ -16,7 +17,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::JsonObject;
-use crate::catalog::ToolCatalog;
+use crate::catalog::{Lookup, ToolCatalog};
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError, codes};
 use crate::handler::{HandlerError, Outcome};
@@ -131,58 +132,118 @@ impl ToolExecutor {
         catalog: &ToolCatalog,
     ) -> ToolCallResult {
         let ToolCall { id, name, args } = call;
-        let trace_id = ctx.trace_id();
-        let ctx = ctx.for_call(&id, &name);
+        let step = ctx;
+        let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
-        async move {
+        let prepared = span.in_scope(|| {
             emit_called(&ctx);
-            let (limit, result) = self.dispatch(&id, &name, args, ctx, catalog).await;
-            let result = finish(result, &id, &name, limit);
-            emit_finished(&result, None, trace_id);
-            result
-        }
-        .instrument(span)
-        .await
+            self.prepare(&name, args, catalog)
+        });
+        let (limit, reply) = match prepared {
+            Err(refusal) => (refusal.0, Reply::Error(refusal.1)),
+            Ok((entry, args)) => {
+                let limit = entry.resource().error_message_limit();
+                let reply = if self.shared.chain.is_empty() {
+                    run_core(&self.shared, &entry, args, ctx).await
+                } else {
+                    Box::pin(self.run_chain(&name, entry, args, ctx)).await
+                };
+                (limit, reply)
+            }
+        };
+        let result = reply.into_result(id, name, limit);
+        span.in_scope(|| emit_finished(&result, None, step.trace_id()));
+        result
     }
 
-    async fn dispatch(
+    /// Everything before middleware: the catalog gate, the registry lookup, the arguments'
+    /// shape. A name in the catalog is valid and resolved: that is the common path. Anything
+    /// else is explained in the order name, catalog, registry.
+    fn prepare(
         &self,
-        id: &str,
         name: &str,
         args: Value,
-        ctx: ToolContext,
         catalog: &ToolCatalog,
-    ) -> (usize, ToolCallResult) {
-        let fail = |limit, err| (limit, ToolCallResult::error(id, name, err));
-        if let Err(err) = check_name(name) {
-            return fail(DEFAULT_ERROR_MESSAGE_LIMIT, invalid_name(name, &err, catalog));
+    ) -> Result<(Arc<RegisteredExport>, JsonObject), Refusal> {
+        let entry = match catalog.lookup(name) {
+            Lookup::Resolved(entry) => Arc::clone(entry),
+            lookup => {
+                if let Err(err) = check_name(name) {
+                    let err = invalid_name(name, &err, catalog);
+                    return Err(Box::new((DEFAULT_ERROR_MESSAGE_LIMIT, err)));
+                }
+                let entry = self.shared.registry.get(name);
+                let limit = entry.as_ref().map_or(DEFAULT_ERROR_MESSAGE_LIMIT, |e| {
+                    e.resource().error_message_limit()
+                });
+                let listed = matches!(lookup, Lookup::Listed);
+                if !listed && self.shared.policy == CallPolicy::CatalogOnly {
+                    return Err(Box::new((limit, not_in_catalog(name, catalog))));
+                }
+                entry.ok_or_else(|| Box::new((limit, not_found(name, catalog))))?
+            }
+        };
+        match args {
+            Value::Object(map) => Ok((entry, map)),
+            Value::Null => Ok((entry, JsonObject::new())),
+            other => {
+                let limit = entry.resource().error_message_limit();
+                let err = args_not_object(&other, entry.export().parameters());
+                Err(Box::new((limit, err)))
+            }
         }
-        let entry = self.shared.registry.get(name);
-        let limit = entry
-            .as_ref()
-            .map_or(DEFAULT_ERROR_MESSAGE_LIMIT, |e| e.resource().error_message_limit());
-        if self.shared.policy == CallPolicy::CatalogOnly && !catalog.contains(name) {
-            return fail(limit, not_in_catalog(name, catalog));
+    }
+
+    /// The `toolCall` middleware chain around the core (MW-1).
+    async fn run_chain(
+        &self,
+        name: &str,
+        entry: Arc<RegisteredExport>,
+        args: JsonObject,
+        ctx: ToolContext,
+    ) -> Reply {
+        let call_id = ctx.tool_call_id().to_owned();
+        let span = ctx.logger().clone();
+        let call = ToolCallContext::new(name, &call_id, args, ctx);
+        let core = Arc::new(CoreCall {
+            shared: Arc::clone(&self.shared),
+            entry,
+        });
+        let chain = Next::new(Arc::clone(&self.shared.chain), core).run(call);
+        Reply::Full(chain.instrument(span).await)
+    }
+}
+
+/// A call refused before its handler: the error message limit that applies, and the error.
+/// Boxed: refusals are rare and the common path stays small.
+type Refusal = Box<(usize, ToolError)>;
+
+/// What the core produced, before the call's id and name are attached.
+enum Reply {
+    Output(Value),
+    Pending(String),
+    Error(ToolError),
+    /// A whole result, from the middleware chain.
+    Full(ToolCallResult),
+}
+
+impl Reply {
+    /// The result for the model: the call's own id and name (a middleware cannot retarget a
+    /// call), the error cut to the resource's limit and given a help URL (RES-4, RES-7).
+    fn into_result(self, id: String, name: String, limit: usize) -> ToolCallResult {
+        match self {
+            Reply::Output(v) => ToolCallResult::ok(id, name, v),
+            Reply::Pending(h) => ToolCallResult::pending(id, name, h),
+            Reply::Error(e) => ToolCallResult::error(id, name, e.finish(limit)),
+            Reply::Full(mut r) => {
+                r.tool_call_id = id;
+                r.tool_name = name;
+                if let Some(err) = r.error.take() {
+                    r.error = Some(err.finish(limit));
+                }
+                r
+            }
         }
-        let Some(entry) = entry else {
-            return fail(limit, not_found(name, catalog));
-        };
-        let args = match args {
-            Value::Object(map) => map,
-            Value::Null => JsonObject::new(),
-            other => return fail(limit, args_not_object(&other, entry.export().parameters())),
-        };
-        let result = if self.shared.chain.is_empty() {
-            run_core(&self.shared, &entry, args, ctx).await
-        } else {
-            let core = Arc::new(CoreCall {
-                shared: Arc::clone(&self.shared),
-                entry,
-            });
-            let call = ToolCallContext::new(name, id, args, ctx);
-            Next::new(Arc::clone(&self.shared.chain), core).run(call).await
-        };
-        (limit, result)
     }
 }
 
@@ -256,8 +317,15 @@ impl Core for CoreCall {
     fn run(&self, call: ToolCallContext) -> MiddlewareFuture<'static> {
         let shared = Arc::clone(&self.shared);
         let entry = Arc::clone(&self.entry);
-        let (args, ctx) = call.into_parts();
-        Box::pin(async move { run_core(&shared, &entry, args, ctx).await })
+        Box::pin(async move {
+            let id = call.tool_call_id().to_owned();
+            let name = call.tool_name().to_owned();
+            let (args, ctx) = call.into_parts();
+            let limit = entry.resource().error_message_limit();
+            run_core(&shared, &entry, args, ctx)
+                .await
+                .into_result(id, name, limit)
+        })
     }
 }
 
@@ -267,82 +335,60 @@ async fn run_core(
     entry: &RegisteredExport,
     args: JsonObject,
     ctx: ToolContext,
-) -> ToolCallResult {
-    let id = ctx.tool_call_id().to_owned();
-    let name = entry.name().as_str();
+) -> Reply {
     let export = entry.export();
     let handler = export.handler();
-    if !handler.checks_args() {
-        let as_value = Value::Object(args);
+    let args = if handler.checks_args() {
+        args
+    } else {
+        let value = Value::Object(args);
         let validator = export.validator();
-        if !validator.is_valid(&as_value) {
-            let problems = validator.problems(&as_value);
-            return ToolCallResult::error(id, name, invalid_args(problems, export.parameters()));
+        if !validator.is_valid(&value) {
+            let problems = validator.problems(&value);
+            return Reply::Error(invalid_args(problems, export.parameters()));
         }
-        let args = match as_value {
+        match value {
             Value::Object(map) => map,
             _ => JsonObject::new(),
-        };
-        return call_handler(shared, entry, args, ctx).await;
-    }
-    call_handler(shared, entry, args, ctx).await
-}
-
-async fn call_handler(
-    shared: &Shared,
-    entry: &RegisteredExport,
-    args: JsonObject,
-    ctx: ToolContext,
-) -> ToolCallResult {
-    let id = ctx.tool_call_id().to_owned();
-    let name = entry.name().as_str();
-    let export = entry.export();
+        }
+    };
     if ctx.is_cancelled() {
-        return ToolCallResult::error(id, name, cancelled());
+        return Reply::Error(cancelled());
     }
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        export.handler().call(ctx.clone(), args)
-    }));
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx.clone(), args)));
     let fut = match started {
         Ok(fut) => fut,
-        Err(panic) => return ToolCallResult::error(id, name, panic_error(&*panic)),
+        Err(panic) => return Reply::Error(panic_error(&*panic)),
     };
     let mut fut = AssertUnwindSafe(fut).catch_unwind();
     // Most handlers finish on their first poll; only the others pay for a timer.
-    let first = std::future::poll_fn(|cx| Poll::Ready(fut.poll_unpin(cx))).await;
-    let outcome = match first {
-        Poll::Ready(r) => r,
+    let first = std::future::poll_fn(|cx| {
+        let _entered = ctx.logger().enter();
+        Poll::Ready(fut.poll_unpin(cx))
+    });
+    let outcome = match first.await {
+        Poll::Ready(outcome) => outcome,
         Poll::Pending => {
             let timeout = export.timeout().or(shared.default_timeout);
-            let cancel = ctx.cancellation().clone();
-            match timeout {
-                Some(limit) => tokio::select! {
-                    r = &mut fut => r,
-                    () = tokio::time::sleep(limit) => {
-                        return ToolCallResult::error(id, name, timed_out(limit));
-                    }
-                    () = cancel.cancelled() => {
-                        return ToolCallResult::error(id, name, cancelled());
-                    }
-                },
-                None => tokio::select! {
-                    r = &mut fut => r,
-                    () = cancel.cancelled() => {
-                        return ToolCallResult::error(id, name, cancelled());
-                    }
-                },
+            let rest = wait_longer(fut, timeout, ctx.cancellation().clone());
+            match Box::pin(rest.instrument(ctx.logger().clone())).await {
+                Ok(outcome) => outcome,
+                Err(stop) => return Reply::Error(stop),
             }
         }
     };
     match outcome {
-        Err(panic) => ToolCallResult::error(id, name, panic_error(&*panic)),
-        Ok(Ok(Outcome::Output(output))) => ToolCallResult::ok(id, name, output),
+        Err(panic) => Reply::Error(panic_error(&*panic)),
+        Ok(Ok(Outcome::Output(output))) => Reply::Output(output),
         Ok(Ok(Outcome::Pending(pending))) => {
             let limit = entry.resource().error_message_limit();
-            let handle = shared.pending.submit(pending, &ctx, name, limit);
-            ToolCallResult::pending(id, name, handle)
+            Reply::Pending(
+                shared
+                    .pending
+                    .submit(pending, &ctx, entry.name().as_str(), limit),
+            )
         }
-        Ok(Err(HandlerError::Failed(err))) => ToolCallResult::error(id, name, err),
+        Ok(Err(HandlerError::Failed(err))) => Reply::Error(err),
         Ok(Err(HandlerError::InvalidArgs { reason, args })) => {
             let mut problems = export.validator().problems(&args);
             if problems.is_empty() {
@@ -351,24 +397,34 @@ async fn call_handler(
                     message: reason,
                 });
             }
-            ToolCallResult::error(id, name, invalid_args(problems, export.parameters()))
+            Reply::Error(invalid_args(problems, export.parameters()))
         }
     }
 }
 
-/// Fixes the call's identity (a middleware cannot retarget a call) and prepares the error for
-/// the model: cut to the resource's limit, with a help URL (RES-4, RES-7).
-fn finish(mut result: ToolCallResult, id: &str, name: &str, limit: usize) -> ToolCallResult {
-    if result.tool_call_id != id {
-        id.clone_into(&mut result.tool_call_id);
+type CaughtOutcome = Result<Result<Outcome, HandlerError>, Box<dyn Any + Send>>;
+
+/// The slow path of a handler that did not finish on its first poll: wait for it, for the
+/// timeout, or for cancellation. Boxed by the caller so the common path's future stays small.
+async fn wait_longer<F>(
+    fut: F,
+    timeout: Option<Duration>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Result<CaughtOutcome, ToolError>
+where
+    F: Future<Output = CaughtOutcome> + Unpin,
+{
+    match timeout {
+        Some(limit) => tokio::select! {
+            r = fut => Ok(r),
+            () = tokio::time::sleep(limit) => Err(timed_out(limit)),
+            () = cancel.cancelled() => Err(cancelled()),
+        },
+        None => tokio::select! {
+            r = fut => Ok(r),
+            () = cancel.cancelled() => Err(cancelled()),
+        },
     }
-    if result.tool_name != name {
-        name.clone_into(&mut result.tool_name);
-    }
-    if let Some(err) = result.error.take() {
-        result.error = Some(err.finish(limit));
-    }
-    result
 }
 
 /// Checks the name's form without allocating (NAME-6).
@@ -380,6 +436,13 @@ fn check_name(name: &str) -> Result<(), name::NameError> {
     };
     name::validate_resource_name(resource)?;
     name::validate_export_name(export)?;
+    let len = name.chars().count();
+    if len > name::MAX_TOOL_NAME_LEN {
+        return Err(name::NameError::TooLong {
+            name: name.to_owned(),
+            len,
+        });
+    }
     Ok(())
 }
 
@@ -453,7 +516,10 @@ fn args_not_object(args: &Value, schema: &Value) -> ToolError {
     invalid_args(
         vec![ArgProblem {
             path: String::new(),
-            message: format!("the arguments must be a JSON object, not {}", json_type(args)),
+            message: format!(
+                "the arguments must be a JSON object, not {}",
+                json_type(args)
+            ),
         }],
         schema,
     )
@@ -477,7 +543,10 @@ fn invalid_args(problems: Vec<ArgProblem>, schema: &Value) -> ToolError {
         if keys.is_empty() {
             "none".to_owned()
         } else {
-            keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            keys.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     };
     ToolError::new(message)

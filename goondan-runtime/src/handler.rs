@@ -110,10 +110,12 @@ impl Pending {
 
 fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
     serde_json::to_value(value).map_err(|e| {
-        ToolError::new(format!("the tool's output could not be turned into JSON: {e}"))
-            .with_code(codes::OUTPUT)
-            .with_name("ToolOutputError")
-            .with_suggestion("this is a bug in the tool; report it to its author")
+        ToolError::new(format!(
+            "the tool's output could not be turned into JSON: {e}"
+        ))
+        .with_code(codes::OUTPUT)
+        .with_name("ToolOutputError")
+        .with_suggestion("this is a bug in the tool; report it to its author")
     })
 }
 

@@ -42,6 +42,7 @@
 pub mod agent;
 pub mod catalog;
 pub mod context;
+pub mod dialect;
 pub mod error;
 pub mod executor;
 pub mod handler;
@@ -59,6 +60,7 @@ pub use goondan_macros::tool;
 pub use crate::agent::AgentRuntime;
 pub use crate::catalog::{CatalogItem, ToolCatalog};
 pub use crate::context::{Message, ToolContext};
+pub use crate::dialect::{Dialect, DialectError, ParseError};
 pub use crate::error::ToolError;
 pub use crate::executor::{CallPolicy, ToolExecutor};
 pub use crate::handler::{Handler, IntoOutcome, Outcome, Pending, handler_fn};
@@ -138,3 +140,19 @@ pub mod __private {
         ::std::time::Duration::from_millis(ms)
     }
 }
+
+/// Public types that cross tasks are `Send + Sync`; this fails to compile otherwise.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ToolExecutor>();
+    assert_send_sync::<ToolRegistry>();
+    assert_send_sync::<ToolCatalog>();
+    assert_send_sync::<ToolContext>();
+    assert_send_sync::<ToolCallResult>();
+    assert_send_sync::<ToolError>();
+    assert_send_sync::<Tool>();
+    assert_send_sync::<Export>();
+    assert_send_sync::<StaticTool>();
+    assert_send_sync::<pending::PendingResults>();
+    assert_send_sync::<testing::TestKit>();
+};

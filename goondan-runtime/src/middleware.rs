@@ -32,7 +32,12 @@ pub struct ToolCallContext {
 }
 
 impl ToolCallContext {
-    pub(crate) fn new(tool_name: &str, tool_call_id: &str, args: JsonObject, ctx: ToolContext) -> Self {
+    pub(crate) fn new(
+        tool_name: &str,
+        tool_call_id: &str,
+        args: JsonObject,
+        ctx: ToolContext,
+    ) -> Self {
         Self {
             tool_name: tool_name.to_owned(),
             tool_call_id: tool_call_id.to_owned(),

@@ -42,7 +42,9 @@ pub enum NameError {
         part: NamePart,
     },
     /// A resource or export name contains the separator (NAME-3).
-    #[error("{part} name `{name}` contains `__`, which is reserved to separate resource and export")]
+    #[error(
+        "{part} name `{name}` contains `__`, which is reserved to separate resource and export"
+    )]
     DoubleUnderscore {
         /// Which part.
         part: NamePart,
@@ -72,7 +74,9 @@ pub enum NameError {
         name: String,
     },
     /// The joined name is longer than [`MAX_TOOL_NAME_LEN`].
-    #[error("tool name `{name}` is {len} characters long; providers accept at most {MAX_TOOL_NAME_LEN}")]
+    #[error(
+        "tool name `{name}` is {len} characters long; providers accept at most {MAX_TOOL_NAME_LEN}"
+    )]
     TooLong {
         /// The joined name.
         name: String,
@@ -296,7 +300,10 @@ mod tests {
     fn name_2_is_used_as_is_without_encoding() {
         let n = ToolName::new("http-fetch", "list-channels").unwrap();
         assert_eq!(n.to_string(), "http-fetch__list-channels");
-        assert_eq!(serde_json::to_value(&n).unwrap(), "http-fetch__list-channels");
+        assert_eq!(
+            serde_json::to_value(&n).unwrap(),
+            "http-fetch__list-channels"
+        );
         let back: ToolName = serde_json::from_str("\"http-fetch__list-channels\"").unwrap();
         assert_eq!(back, n);
     }

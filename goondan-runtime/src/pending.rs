@@ -20,6 +20,7 @@ pub const DEFAULT_KEEP_FINISHED: usize = 1024;
 
 /// Where a submitted call stands.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // returned by value once per poll; boxing buys nothing
 pub enum PendingState {
     /// Still running.
     Running,
@@ -143,9 +144,7 @@ impl PendingResults {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let handle = format!("pending-{n}");
         let (tx, rx) = watch::channel(None);
-        self.lock()
-            .slots
-            .insert(handle.clone(), Slot { done: rx });
+        self.lock().slots.insert(handle.clone(), Slot { done: rx });
 
         let this = self.clone();
         let call_id = ctx.tool_call_id().to_owned();
@@ -178,7 +177,12 @@ impl PendingResults {
         handle
     }
 
-    fn finish(&self, handle: &str, tx: watch::Sender<Option<ToolCallResult>>, result: ToolCallResult) {
+    fn finish(
+        &self,
+        handle: &str,
+        tx: watch::Sender<Option<ToolCallResult>>,
+        result: ToolCallResult,
+    ) {
         let _ = self.inner.events.send(result.clone());
         tx.send_replace(Some(result));
         let mut state = self.lock();

@@ -150,7 +150,9 @@ impl std::fmt::Debug for ToolRegistry {
         let inner = self.read();
         let mut names: Vec<_> = inner.entries.keys().map(ToolName::as_str).collect();
         names.sort_unstable();
-        f.debug_struct("ToolRegistry").field("tools", &names).finish()
+        f.debug_struct("ToolRegistry")
+            .field("tools", &names)
+            .finish()
     }
 }
 
@@ -370,7 +372,8 @@ impl RegistryBuilder {
 
     /// Adds several tools.
     pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
-        self.tools.extend(tools.into_iter().map(IntoTool::into_tool));
+        self.tools
+            .extend(tools.into_iter().map(IntoTool::into_tool));
         self
     }
 

@@ -82,7 +82,11 @@ pub struct ToolCallResult {
 
 impl ToolCallResult {
     /// A completed call.
-    pub fn ok(tool_call_id: impl Into<String>, tool_name: impl Into<String>, output: Value) -> Self {
+    pub fn ok(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        output: Value,
+    ) -> Self {
         Self {
             tool_call_id: tool_call_id.into(),
             tool_name: tool_name.into(),
@@ -165,7 +169,8 @@ mod tests {
                    "error": {"code": "E_X", "name": "XError", "message": "nope",
                              "suggestion": "try again", "helpUrl": "https://h/E_X"}})
         );
-        let back: ToolCallResult = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+        let back: ToolCallResult =
+            serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
         assert_eq!(back, r);
     }
 

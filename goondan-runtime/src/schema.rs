@@ -1,5 +1,18 @@
 //! Parameter schemas: the neutral JSON Schema of each export, computed once per type, and the
 //! validator that explains why arguments do not fit it (SPEC-6).
+//!
+//! The neutral schema is what schemars derives from the input type (serde attributes honoured,
+//! doc comments as descriptions), then [hardened](harden) so that the validator and serde agree:
+//!
+//! - every object node without `allOf`/`anyOf`/`oneOf`/`$ref` gets `additionalProperties: false`
+//!   unless it already says what extra keys may hold (a map). Serde silently drops unknown keys
+//!   of a struct without `deny_unknown_fields`; the runtime refuses them instead, so a model that
+//!   misspells a parameter is told, not ignored. "Serde accepts" in this crate's tests therefore
+//!   means "serde accepts and drops nothing".
+//! - integer nodes get the `minimum`/`maximum` of their Rust width, and the [`ArgValidator`]
+//!   reads `format: int32`, `uint64`, ... as "a JSON integer in that range", so `1.0` or `2^64`
+//!   is refused before serde would refuse it.
+//! - the root of an enum input (all branches objects) is typed `object`.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -8,6 +21,11 @@ use std::sync::{Arc, OnceLock, RwLock};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
+
+mod harden;
+
+pub use harden::harden;
+pub(crate) use harden::{escape_pointer, has_type, integer_range, is_object_with_union};
 
 /// The schema of an export without parameters: `{type: object, properties: {},
 /// additionalProperties: false}`.
@@ -59,7 +77,23 @@ fn generate<T: JsonSchema>() -> Value {
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     normalise_root(&mut value);
+    harden(&mut value);
     value
+}
+
+/// Checks a schema against the JSON Schema 2020-12 metaschema.
+///
+/// ```
+/// use goondan_runtime::schema::{check_metaschema, schema_for};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Input { text: String }
+/// assert!(check_metaschema(&schema_for::<Input>()).is_ok());
+/// assert!(check_metaschema(&serde_json::json!({"type": 5})).is_err());
+/// ```
+pub fn check_metaschema(schema: &Value) -> Result<(), SchemaError> {
+    jsonschema::draft202012::meta::validate(schema).map_err(|e| SchemaError::Invalid {
+        reason: e.to_string(),
+    })
 }
 
 /// Removes what the model does not need (`$schema`, `title`) and makes sure an object schema
@@ -93,7 +127,10 @@ pub enum SchemaError {
     },
 }
 
-/// Checks that `schema` is an object schema (SPEC-6) the validator can compile.
+/// Checks that `schema` has the shape of an export's parameters (SPEC-6): `type: "object"`,
+/// `properties` an object of schemas, `required` an array of strings. This is structural and
+/// cheap; the full schema is compiled once, on the first call that needs it, and a schema that
+/// does not compile then answers every call with a clear `E_TOOL_INVALID_ARGS` problem.
 pub fn check_parameters(schema: &Value) -> Result<(), SchemaError> {
     let ty = schema.get("type");
     if ty.and_then(Value::as_str) != Some("object") {
@@ -101,11 +138,32 @@ pub fn check_parameters(schema: &Value) -> Result<(), SchemaError> {
             found: ty.map_or_else(|| "no `type`".to_owned(), |t| format!("`type: {t}`")),
         });
     }
-    jsonschema::validator_for(schema)
-        .map(drop)
-        .map_err(|e| SchemaError::Invalid {
-            reason: e.to_string(),
-        })
+    if let Some(props) = schema.get("properties") {
+        let Some(props) = props.as_object() else {
+            return Err(SchemaError::Invalid {
+                reason: "`properties` must be an object".to_owned(),
+            });
+        };
+        if let Some((key, _)) = props
+            .iter()
+            .find(|(_, v)| !(v.is_object() || v.is_boolean()))
+        {
+            return Err(SchemaError::Invalid {
+                reason: format!("`properties.{key}` must be a schema (an object or a boolean)"),
+            });
+        }
+    }
+    if let Some(required) = schema.get("required") {
+        let all_strings = required
+            .as_array()
+            .is_some_and(|a| a.iter().all(Value::is_string));
+        if !all_strings {
+            return Err(SchemaError::Invalid {
+                reason: "`required` must be an array of property names".to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One reason why arguments do not fit a schema.
@@ -125,10 +183,18 @@ pub struct ArgValidator {
 impl ArgValidator {
     /// Compiles `schema`. A schema that does not compile yields a validator that reports it
     /// as the problem.
+    ///
+    /// `format` is read as the Rust integer width schemars wrote (`int8` ... `uint64`, `int`,
+    /// `uint`): the value must be a JSON integer (not `1.0`) within that width, as serde
+    /// requires. Other formats are annotations, as JSON Schema 2020-12 has them by default.
     pub fn new(schema: &Value) -> Self {
-        Self {
-            inner: jsonschema::validator_for(schema).map_err(|e| e.to_string()),
-        }
+        let inner = jsonschema::options()
+            .with_keyword("format", |parent, value, _location| {
+                Ok(format_keyword(parent, value))
+            })
+            .build(schema)
+            .map_err(|e| e.to_string());
+        Self { inner }
     }
 
     /// Whether `args` fit.
@@ -154,6 +220,118 @@ impl ArgValidator {
                 message: format!("the tool's parameter schema is invalid: {reason}"),
             }],
         }
+    }
+}
+
+/// The `format` keyword as the validator reads it. A bound the schema states itself
+/// (`minimum`, `maximum`, as [`harden`] writes them) is left to that keyword, so a value out of
+/// range is reported once.
+fn format_keyword(
+    parent: &Map<String, Value>,
+    value: &Value,
+) -> Box<dyn for<'i> jsonschema::Keyword<'i>> {
+    let states = |keys: [&str; 2]| keys.iter().any(|k| parent.contains_key(*k));
+    let has_min = states(["minimum", "exclusiveMinimum"]);
+    let has_max = states(["maximum", "exclusiveMaximum"]);
+    if value.as_str() == Some("float") {
+        return Box::new(SingleFloat {
+            check: !(has_min && has_max),
+        });
+    }
+    let width = value.as_str().and_then(|f| {
+        let (min, max) = integer_range(f)?;
+        Some(IntegerWidth {
+            format: f.to_owned(),
+            min: (!has_min).then(|| min.as_i64().map_or(0, i128::from)),
+            max: (!has_max).then(|| {
+                max.as_i64()
+                    .map(i128::from)
+                    .or_else(|| max.as_u64().map(i128::from))
+                    .unwrap_or(0)
+            }),
+        })
+    });
+    match width {
+        Some(width) => Box::new(width),
+        None => Box::new(Annotation),
+    }
+}
+
+/// `format` as an annotation: nothing to check.
+struct Annotation;
+
+impl<'i> jsonschema::Keyword<'i> for Annotation {
+    fn validate(&self, _instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        Ok(())
+    }
+
+    fn is_valid(&self, _instance: &'i Value) -> bool {
+        true
+    }
+}
+
+/// `format: float`: a number an `f32` holds without becoming infinite.
+struct SingleFloat {
+    /// False when the schema states both bounds itself.
+    check: bool,
+}
+
+impl<'i> jsonschema::Keyword<'i> for SingleFloat {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if self.is_valid(instance) {
+            return Ok(());
+        }
+        Err(jsonschema::ValidationError::custom(format!(
+            "{instance} is too large for a 32-bit float (`float`)"
+        )))
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        match instance {
+            Value::Number(n) => {
+                !self.check || n.as_f64().is_some_and(|f| f.abs() <= f64::from(f32::MAX))
+            }
+            _ => true,
+        }
+    }
+}
+
+/// `format: uint8` and the like: a JSON integer (not `1.0`), within the width unless the schema
+/// states that bound itself (`None`).
+struct IntegerWidth {
+    format: String,
+    min: Option<i128>,
+    max: Option<i128>,
+}
+
+impl IntegerWidth {
+    fn fits(&self, instance: &Value) -> Result<(), &'static str> {
+        let Value::Number(n) = instance else {
+            return Ok(());
+        };
+        let exact = n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from));
+        let Some(v) = exact else {
+            return Err("is not an integer");
+        };
+        if self.min.is_some_and(|min| v < min) || self.max.is_some_and(|max| v > max) {
+            return Err("is out of range");
+        }
+        Ok(())
+    }
+}
+
+impl<'i> jsonschema::Keyword<'i> for IntegerWidth {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        self.fits(instance).map_err(|what| {
+            jsonschema::ValidationError::custom(format!("{instance} {what} for `{}`", self.format))
+        })
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        self.fits(instance).is_ok()
     }
 }
 
@@ -210,6 +388,40 @@ mod tests {
         assert!(check_parameters(&json!({"type": "string"})).is_err());
         assert!(check_parameters(&json!({})).is_err());
         assert!(check_parameters(&empty_object_schema()).is_ok());
+    }
+
+    #[test]
+    fn hardened_objects_refuse_unknown_keys_but_maps_keep_their_values() {
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct WithMap {
+            env: HashMap<String, String>,
+        }
+        let s = schema_for::<WithMap>();
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(
+            s["properties"]["env"]["additionalProperties"]["type"],
+            "string"
+        );
+        assert!(s["properties"]["env"]["properties"].is_object());
+        assert!(check_metaschema(&s).is_ok());
+    }
+
+    #[test]
+    fn integer_formats_refuse_floats_and_out_of_range_values() {
+        let v = ArgValidator::new(&json!({"type": "integer", "format": "uint8"}));
+        assert!(v.is_valid(&json!(255)));
+        assert!(!v.is_valid(&json!(256)));
+        assert!(!v.is_valid(&json!(1.0)));
+        assert!(!v.is_valid(&json!(-1)));
+        let v = ArgValidator::new(&json!({"type": "string", "format": "date-time"}));
+        assert!(v.is_valid(&json!("not a date: formats are annotations")));
+        let problems =
+            ArgValidator::new(&json!({"type": "integer", "format": "int8"})).problems(&json!(1000));
+        assert!(
+            problems.iter().any(|p| p.message.contains("int8")),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -150,7 +150,8 @@ impl TestKitBuilder {
 
     /// Adds tools.
     pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
-        self.tools.extend(tools.into_iter().map(IntoTool::into_tool));
+        self.tools
+            .extend(tools.into_iter().map(IntoTool::into_tool));
         self
     }
 

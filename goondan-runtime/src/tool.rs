@@ -564,7 +564,9 @@ pub fn linked_tools() -> Vec<&'static StaticTool> {
 pub fn finish_generated(builder: ToolBuilder) -> Tool {
     match builder.build() {
         Ok(tool) => tool,
-        Err(err) => panic!("goondan: #[tool] generated an invalid tool (a bug in goondan-macros): {err}"),
+        Err(err) => {
+            panic!("goondan: #[tool] generated an invalid tool (a bug in goondan-macros): {err}")
+        }
     }
 }
 

@@ -35,10 +35,19 @@ async fn mw_1_onion_order_first_registered_is_outermost() {
         .middleware(-5, tracer(&log, "first-by-priority"))
         .build()
         .unwrap();
-    kit.call("text__upper", json!({"text": "x"})).await.assert_ok();
+    kit.call("text__upper", json!({"text": "x"}))
+        .await
+        .assert_ok();
     assert_eq!(
         *log.lock().unwrap(),
-        ["first-by-priority>", "a>", "b>", "<b", "<a", "<first-by-priority"]
+        [
+            "first-by-priority>",
+            "a>",
+            "b>",
+            "<b",
+            "<a",
+            "<first-by-priority"
+        ]
     );
 }
 
@@ -51,7 +60,8 @@ async fn mw_1_before_next_may_rewrite_args_after_may_rewrite_result() {
             from_fn(|mut call: ToolCallContext, next: Next| async move {
                 // Before next(): fix the model's argument.
                 if let Some(Value::Number(n)) = call.args.get("text").cloned() {
-                    call.args.insert("text".into(), Value::String(format!("n{n}")));
+                    call.args
+                        .insert("text".into(), Value::String(format!("n{n}")));
                 }
                 let mut result = next.run(call).await;
                 // After next(): decorate the result.
@@ -117,7 +127,9 @@ async fn mw_2_context_exposes_name_id_args_metadata() {
             from_fn(move |call: ToolCallContext, next: Next| {
                 let seen = Arc::clone(&s2);
                 async move {
-                    seen.lock().unwrap().push(Value::Object(call.metadata.clone()));
+                    seen.lock()
+                        .unwrap()
+                        .push(Value::Object(call.metadata.clone()));
                     next.run(call).await
                 }
             }),
@@ -126,7 +138,11 @@ async fn mw_2_context_exposes_name_id_args_metadata() {
         .build()
         .unwrap();
     let r = kit
-        .execute(goondan_runtime::ToolCall::new("c-42", "text__upper", json!({"text": "q"})))
+        .execute(goondan_runtime::ToolCall::new(
+            "c-42",
+            "text__upper",
+            json!({"text": "q"}),
+        ))
         .await;
     r.assert_ok();
     let seen = seen.lock().unwrap();
@@ -156,9 +172,16 @@ async fn mw_2_middleware_cannot_retarget_the_call() {
         .build()
         .unwrap();
     let r = kit
-        .execute(goondan_runtime::ToolCall::new("real", "text__upper", json!({"text": "q"})))
+        .execute(goondan_runtime::ToolCall::new(
+            "real",
+            "text__upper",
+            json!({"text": "q"}),
+        ))
         .await;
-    assert_eq!((r.tool_call_id.as_str(), r.tool_name.as_str()), ("real", "text__upper"));
+    assert_eq!(
+        (r.tool_call_id.as_str(), r.tool_name.as_str()),
+        ("real", "text__upper")
+    );
     r.assert_output(json!({"result": "Q"}));
 }
 
@@ -186,8 +209,11 @@ mod events {
     use tracing_subscriber::layer::{Context, SubscriberExt};
     use tracing_subscriber::registry::LookupSpan;
 
+    /// An event's name and its fields.
+    type Event = (String, Vec<(String, String)>);
+
     #[derive(Default, Clone)]
-    pub(super) struct Captured(pub(super) Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>);
+    pub(super) struct Captured(pub(super) Arc<Mutex<Vec<Event>>>);
 
     struct Fields(Vec<(String, String)>);
     impl Visit for Fields {
@@ -224,8 +250,12 @@ mod events {
         let subscriber = tracing_subscriber::registry().with(captured.clone());
         let _guard = tracing::subscriber::set_default(subscriber);
         let kit = TestKit::with_tools([common::text_tool(None)]).unwrap();
-        kit.call("text__upper", json!({"text": "a"})).await.assert_ok();
-        kit.call("text__fail", json!({"len": 2})).await.assert_error("E_DEMO");
+        kit.call("text__upper", json!({"text": "a"}))
+            .await
+            .assert_ok();
+        kit.call("text__fail", json!({"len": 2}))
+            .await
+            .assert_error("E_DEMO");
 
         let events = captured.0.lock().unwrap().clone();
         let names: Vec<&str> = events
@@ -233,12 +263,30 @@ mod events {
             .map(|(n, _)| n.as_str())
             .filter(|n| n.starts_with("tool."))
             .collect();
-        assert_eq!(names, ["tool.called", "tool.completed", "tool.called", "tool.failed"]);
+        assert_eq!(
+            names,
+            [
+                "tool.called",
+                "tool.completed",
+                "tool.called",
+                "tool.failed"
+            ]
+        );
         for (name, fields) in events.iter().filter(|(n, _)| n.starts_with("tool.")) {
             let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
-            assert!(get("span_id").is_some_and(|v| v != "None"), "{name}: {fields:?}");
-            assert_eq!(get("in_span").as_deref(), Some("tool_call"), "{name}: {fields:?}");
-            assert!(get("trace_id").is_some_and(|t| t.starts_with("trace-")), "{name}: {fields:?}");
+            assert!(
+                get("span_id").is_some_and(|v| v != "None"),
+                "{name}: {fields:?}"
+            );
+            assert_eq!(
+                get("in_span").as_deref(),
+                Some("tool_call"),
+                "{name}: {fields:?}"
+            );
+            assert!(
+                get("trace_id").is_some_and(|t| t.starts_with("trace-")),
+                "{name}: {fields:?}"
+            );
             if name == "tool.failed" {
                 assert_eq!(get("code").as_deref(), Some("E_DEMO"));
             }

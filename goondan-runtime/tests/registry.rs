@@ -57,20 +57,35 @@ fn reg_1_registry_holds_every_endpoint_with_its_handler() {
 
 #[test]
 fn reg_3_entries_are_immutable_duplicates_name_both_sources() {
-    let registry = ToolRegistry::builder().tool(resource("a", &["x"])).build().unwrap();
+    let registry = ToolRegistry::builder()
+        .tool(resource("a", &["x"]))
+        .build()
+        .unwrap();
     let before = registry.get("a__x").unwrap();
     let err = registry
-        .register(Tool::builder("a").export(echo_export("y")).origin("the intruder").build().unwrap())
+        .register(
+            Tool::builder("a")
+                .export(echo_export("y"))
+                .origin("the intruder")
+                .build()
+                .unwrap(),
+        )
         .unwrap_err();
     match &err {
-        RegistryError::DuplicateTool { name, first, second } => {
+        RegistryError::DuplicateTool {
+            name,
+            first,
+            second,
+        } => {
             assert_eq!(name, "a");
             assert_eq!(first, "test resource a");
             assert_eq!(second, "the intruder");
         }
         other => panic!("{other:?}"),
     }
-    assert!(err.to_string().contains("test resource a") && err.to_string().contains("the intruder"));
+    assert!(
+        err.to_string().contains("test resource a") && err.to_string().contains("the intruder")
+    );
     // Nothing changed: same entry, and the refused export is not there.
     assert!(Arc::ptr_eq(&before, &registry.get("a__x").unwrap()));
     assert!(registry.get("a__y").is_none());
@@ -85,7 +100,10 @@ fn reg_3_entries_are_immutable_duplicates_name_both_sources() {
             ToolSource::extension("evil"),
         )
         .unwrap_err();
-    assert!(matches!(err, RegistryError::DuplicateTool { .. }), "{err:?}");
+    assert!(
+        matches!(err, RegistryError::DuplicateTool { .. }),
+        "{err:?}"
+    );
 
     // Building with the same tool twice fails, never "last wins".
     let err = ToolRegistry::builder()
@@ -112,10 +130,19 @@ fn cat_4_dynamic_registration_joins_the_registry() {
     // The same extension may add more exports to its resource.
     item("weather__forecast").unwrap();
     // The same name twice is refused.
-    assert!(matches!(item("weather__get"), Err(RegistryError::DuplicateExport { .. })));
+    assert!(matches!(
+        item("weather__get"),
+        Err(RegistryError::DuplicateExport { .. })
+    ));
     // Bad names are refused with the name error.
-    assert!(matches!(item("weather"), Err(RegistryError::InvalidName { .. })));
-    assert!(matches!(item("Weather__x"), Err(RegistryError::InvalidName { .. })));
+    assert!(matches!(
+        item("weather"),
+        Err(RegistryError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        item("Weather__x"),
+        Err(RegistryError::InvalidName { .. })
+    ));
     let info = registry.resource("weather").unwrap();
     assert_eq!(info.source().kind, SourceKind::Extension);
     assert_eq!(registry.len(), 2);
@@ -124,7 +151,12 @@ fn cat_4_dynamic_registration_joins_the_registry() {
 #[test]
 fn spec_2_a_resource_needs_an_export() {
     let err = Tool::builder("empty").build().unwrap_err();
-    assert_eq!(err, ToolDefinitionError::NoExports { resource: "empty".into() });
+    assert_eq!(
+        err,
+        ToolDefinitionError::NoExports {
+            resource: "empty".into()
+        }
+    );
 }
 
 #[test]
@@ -136,7 +168,10 @@ fn spec_3_export_names_are_unique_within_a_resource() {
         .unwrap_err();
     assert_eq!(
         err,
-        ToolDefinitionError::DuplicateExport { resource: "r".into(), export: "go".into() }
+        ToolDefinitionError::DuplicateExport {
+            resource: "r".into(),
+            export: "go".into()
+        }
     );
     // The same export name in two resources is fine.
     ToolRegistry::builder()
@@ -149,7 +184,11 @@ fn spec_3_export_names_are_unique_within_a_resource() {
 #[test]
 fn spec_4_error_message_limit_defaults_to_1000() {
     assert_eq!(resource("r", &["go"]).error_message_limit(), 1000);
-    let t = Tool::builder("r").error_message_limit(1200).export(echo_export("go")).build().unwrap();
+    let t = Tool::builder("r")
+        .error_message_limit(1200)
+        .export(echo_export("go"))
+        .build()
+        .unwrap();
     assert_eq!(t.error_message_limit(), 1200);
 }
 
@@ -163,7 +202,10 @@ fn spec_6_parameters_must_be_an_object_schema() {
         ))
         .build()
         .unwrap_err();
-    assert!(matches!(bad, ToolDefinitionError::InvalidParameters { .. }), "{bad:?}");
+    assert!(
+        matches!(bad, ToolDefinitionError::InvalidParameters { .. }),
+        "{bad:?}"
+    );
     let t = common::text_tool(None);
     for (_, e) in t.exports() {
         let p = e.parameters();
@@ -199,12 +241,20 @@ fn cat_1_catalog_is_built_per_step_from_the_registry() {
     assert!(step2.contains("c__w") && !step1.contains("c__w"));
     // Unknown declared tools are an error naming them.
     let err = ToolCatalog::build(&registry, ["a", "nope"]).unwrap_err();
-    assert_eq!(err, CatalogError::UnknownTools { names: vec!["nope".into()] });
+    assert_eq!(
+        err,
+        CatalogError::UnknownTools {
+            names: vec!["nope".into()]
+        }
+    );
 }
 
 #[test]
 fn cat_5_dynamic_tools_appear_in_the_next_catalog() {
-    let registry = ToolRegistry::builder().tool(resource("a", &["x"])).build().unwrap();
+    let registry = ToolRegistry::builder()
+        .tool(resource("a", &["x"]))
+        .build()
+        .unwrap();
     let before = ToolCatalog::build(&registry, ["a"]).unwrap();
     registry
         .register_item(
@@ -229,17 +279,24 @@ async fn cat_3_step_middleware_may_edit_the_catalog_and_the_gate_follows() {
     catalog.sort_by(|l, r| r.name.cmp(&l.name));
     assert_eq!(catalog.names().collect::<Vec<_>>(), ["b__z", "a__x"]);
     kit.set_catalog(catalog.clone());
-    kit.call("a__y", json!({})).await.assert_error("E_TOOL_NOT_IN_CATALOG");
+    kit.call("a__y", json!({}))
+        .await
+        .assert_error("E_TOOL_NOT_IN_CATALOG");
     catalog.push(removed);
     catalog.retain(|i| i.name.resource() != "b");
     kit.set_catalog(catalog);
     kit.call("a__y", json!({})).await.assert_ok();
-    kit.call("b__z", json!({})).await.assert_error("E_TOOL_NOT_IN_CATALOG");
+    kit.call("b__z", json!({}))
+        .await
+        .assert_error("E_TOOL_NOT_IN_CATALOG");
 }
 
 #[test]
 fn cat_6_catalog_items_have_the_seeds_shape() {
-    let registry = ToolRegistry::builder().tool(common::weather_tool()).build().unwrap();
+    let registry = ToolRegistry::builder()
+        .tool(common::weather_tool())
+        .build()
+        .unwrap();
     registry
         .register_item(
             "github__create_issue",
@@ -253,7 +310,10 @@ fn cat_6_catalog_items_have_the_seeds_shape() {
     let json = catalog.to_json();
     assert_eq!(json[0]["name"], "weather__get");
     assert_eq!(json[0]["parameters"]["type"], "object");
-    assert_eq!(json[0]["source"], json!({"type": "config", "name": "weather"}));
+    assert_eq!(
+        json[0]["source"],
+        json!({"type": "config", "name": "weather"})
+    );
     assert_eq!(
         json[1],
         json!({"name": "github__create_issue", "description": "Create an issue",
@@ -270,7 +330,10 @@ fn cat_6_catalog_items_have_the_seeds_shape() {
 
 #[test]
 fn catalog_shares_schemas_instead_of_copying_them() {
-    let registry = ToolRegistry::builder().tool(common::text_tool(None)).build().unwrap();
+    let registry = ToolRegistry::builder()
+        .tool(common::text_tool(None))
+        .build()
+        .unwrap();
     let a = ToolCatalog::build(&registry, ["text"]).unwrap();
     let b = ToolCatalog::build(&registry, ["text"]).unwrap();
     let pa = a.get("text__upper").unwrap().parameters.clone().unwrap();

@@ -1,0 +1,466 @@
+//! `bash`: run shell commands and scripts in the workdir (BASE-1, CTX-3).
+//!
+//! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?}` runs `sh -c command`.
+//! - `bash__script {path, args?, timeoutMs?, env?}` runs a script file of the workdir.
+//!
+//! Each command runs in its own process group. On timeout or cancellation the whole group gets
+//! SIGTERM, then SIGKILL after a grace period, so no grandchild survives; background processes
+//! left behind by a command that exited are ended the same way. stdout and stderr are read
+//! concurrently and capped (head and tail kept). A non-zero exit is data, not an error. The
+//! child's environment is the host's minus a deny list of secret-looking names, plus `env`.
+//!
+//! This is not a sandbox: the command can do whatever the host user can. `cwd` and `path` are
+//! confined to the workdir so that mistakes stay there.
+
+mod process;
+
+use cap_std::fs::PermissionsExt;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::{ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::process::Command;
+
+use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
+
+/// Error codes of `bash`.
+pub mod codes {
+    /// The command could not be started.
+    pub const SPAWN: &str = "E_BASH_SPAWN";
+    /// `cwd` is not a directory of the workdir.
+    pub const CWD: &str = "E_BASH_CWD";
+    /// The script does not exist or is not a file.
+    pub const SCRIPT: &str = "E_BASH_SCRIPT";
+    /// An `env` entry has an invalid name or value.
+    pub const ENV: &str = "E_BASH_ENV";
+    /// The call was cancelled; the process group was killed.
+    pub const CANCELLED: &str = "E_BASH_CANCELLED";
+}
+
+/// Environment variable names stripped from the child by default (`*` matches any run of
+/// characters, case-insensitively).
+pub const DEFAULT_ENV_DENY_LIST: &[&str] = &[
+    "*_TOKEN",
+    "*_TOKEN_*",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*_KEY",
+    "*_KEY_ID",
+    "*_PAT",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_DSN",
+    "DATABASE_URL",
+    "AWS_*",
+    "AZURE_*",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+];
+
+/// What `bash` may do.
+#[derive(Debug, Clone)]
+pub struct BashPolicy {
+    /// The shell, run as `shell -c command` (default `/bin/sh`).
+    pub shell: PathBuf,
+    /// Timeout when the call sets none (default 30 s).
+    pub default_timeout: Duration,
+    /// The largest timeout a call may ask for (default 10 min).
+    pub max_timeout: Duration,
+    /// Between SIGTERM and SIGKILL (default 2 s).
+    pub kill_grace: Duration,
+    /// Bytes kept of each of stdout and stderr, half from the head, half from the tail
+    /// (default 64 KiB).
+    pub max_output_bytes: usize,
+    /// Names of host environment variables the child does not get (`*` wildcards,
+    /// case-insensitive; default [`DEFAULT_ENV_DENY_LIST`]).
+    pub env_deny_list: Vec<String>,
+}
+
+impl Default for BashPolicy {
+    fn default() -> Self {
+        Self {
+            shell: PathBuf::from("/bin/sh"),
+            default_timeout: Duration::from_secs(30),
+            max_timeout: Duration::from_secs(600),
+            kill_grace: Duration::from_secs(2),
+            max_output_bytes: 64 * 1024,
+            env_deny_list: DEFAULT_ENV_DENY_LIST
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        }
+    }
+}
+
+impl BashPolicy {
+    /// Also strips variables matching `pattern`.
+    #[must_use]
+    pub fn deny_env(mut self, pattern: impl Into<String>) -> Self {
+        self.env_deny_list.push(pattern.into());
+        self
+    }
+
+    /// The host environment `parent` minus the denied names (names that are not UTF-8 are
+    /// dropped too).
+    pub fn child_env(
+        &self,
+        parent: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        parent
+            .into_iter()
+            .filter(|(name, _)| name.to_str().is_some_and(|n| !self.is_denied(n)))
+            .collect()
+    }
+
+    /// Whether the host variable `name` is stripped.
+    pub fn is_denied(&self, name: &str) -> bool {
+        let upper = name.to_ascii_uppercase();
+        self.env_deny_list
+            .iter()
+            .any(|p| wildcard_match(&p.to_ascii_uppercase(), &upper))
+    }
+}
+
+/// `*` matches any run of characters.
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == text;
+    };
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Input of `bash__exec`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecInput {
+    /// The shell command, run with `sh -c`.
+    pub command: String,
+    /// Working directory, relative to the workdir (default: the workdir).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Milliseconds before the command is killed (default 30000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+/// Input of `bash__script`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScriptInput {
+    /// The script, relative to the workdir. Run directly when executable, else with `sh`.
+    pub path: String,
+    /// Arguments passed to the script.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+    /// Milliseconds before the script is killed (default 30000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+/// What a command did. A non-zero `exitCode` is data, not an error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecOutput {
+    /// The command (`exec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The script (`script`), relative to the workdir.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The working directory, relative to the workdir.
+    pub cwd: String,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Standard output (head and tail when truncated).
+    pub stdout: String,
+    /// Standard error (head and tail when truncated).
+    pub stderr: String,
+    /// Bytes written to stdout in all.
+    pub stdout_bytes: u64,
+    /// Bytes written to stderr in all.
+    pub stderr_bytes: u64,
+    /// The exit code; `null` when a signal ended the process.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the process (`SIGKILL`, ...).
+    pub signal: Option<String>,
+    /// Whether the timeout killed the command.
+    pub timed_out: bool,
+    /// Whether stdout or stderr was cut.
+    pub truncated: bool,
+}
+
+/// The `bash` tool. `Bash::new(BashPolicy::default()).into_tool()` gives the resource.
+#[derive(Debug, Clone)]
+pub struct Bash {
+    policy: Arc<BashPolicy>,
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Self::new(BashPolicy::default())
+    }
+}
+
+impl Bash {
+    /// The resource name.
+    pub const NAME: &'static str = "bash";
+    /// How many characters of an error message the model sees.
+    pub const ERROR_MESSAGE_LIMIT: usize = 1200;
+
+    /// The policy.
+    pub fn policy(&self) -> &BashPolicy {
+        &self.policy
+    }
+}
+
+/// Shell commands and scripts, run in the workdir.
+#[tool(name = "bash", error_message_limit = 1200)]
+impl Bash {
+    /// A `bash` with `policy`.
+    pub fn new(policy: BashPolicy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+        }
+    }
+
+    /// Run a shell command (`sh -c`) in the workdir. Returns stdout, stderr and the exit code;
+    /// a non-zero exit is not an error.
+    pub async fn exec(&self, ctx: &ToolContext, input: ExecInput) -> Result<ExecOutput, ToolError> {
+        let (cwd_rel, cwd_abs) = self.resolve_cwd(ctx, input.cwd.as_deref()).await?;
+        let mut command = Command::new(&self.policy.shell);
+        command.arg("-c").arg(&input.command).current_dir(&cwd_abs);
+        self.apply_env(&mut command, input.env.as_ref())?;
+        let mut out = self.run(ctx, command, input.timeout_ms).await?;
+        out.command = Some(input.command);
+        out.cwd = cwd_rel;
+        Ok(out)
+    }
+
+    /// Run a script file of the workdir with arguments (directly when executable, else with
+    /// `sh`).
+    pub async fn script(
+        &self,
+        ctx: &ToolContext,
+        input: ScriptInput,
+    ) -> Result<ExecOutput, ToolError> {
+        let (rel, abs, executable) = resolve_script(ctx.workdir(), &input.path).await?;
+        let mut command = if executable {
+            Command::new(&abs)
+        } else {
+            let mut c = Command::new(&self.policy.shell);
+            c.arg(&abs);
+            c
+        };
+        command
+            .args(input.args.unwrap_or_default())
+            .current_dir(ctx.workdir());
+        self.apply_env(&mut command, input.env.as_ref())?;
+        let mut out = self.run(ctx, command, input.timeout_ms).await?;
+        out.path = Some(rel);
+        out.cwd = ".".to_owned();
+        Ok(out)
+    }
+}
+
+impl Bash {
+    async fn run(
+        &self,
+        ctx: &ToolContext,
+        command: Command,
+        timeout_ms: Option<u64>,
+    ) -> Result<ExecOutput, ToolError> {
+        let timeout = timeout_ms
+            .map_or(self.policy.default_timeout, Duration::from_millis)
+            .min(self.policy.max_timeout);
+        let limits = process::Limits {
+            timeout,
+            grace: self.policy.kill_grace,
+            max_output_bytes: self.policy.max_output_bytes,
+        };
+        let started = Instant::now();
+        let finished = process::run(command, limits, ctx.cancellation())
+            .await
+            .map_err(|err| {
+                ToolError::new(format!("the command could not be started: {err}"))
+                    .with_code(codes::SPAWN)
+                    .with_name("SpawnError")
+                    .with_suggestion("check that the shell or script exists and is executable")
+            })?;
+        if finished.cancelled {
+            return Err(ToolError::new(
+                "the call was cancelled; the command's process group was killed",
+            )
+            .with_code(codes::CANCELLED)
+            .with_name("CancelledError")
+            .with_suggestion("run the command again if it is still needed"));
+        }
+        Ok(ExecOutput {
+            command: None,
+            path: None,
+            cwd: String::new(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            stdout: finished.stdout.text(),
+            stderr: finished.stderr.text(),
+            stdout_bytes: finished.stdout.total(),
+            stderr_bytes: finished.stderr.total(),
+            exit_code: finished.exit_code(),
+            signal: finished.signal(),
+            timed_out: finished.timed_out,
+            truncated: finished.stdout.truncated() || finished.stderr.truncated(),
+        })
+    }
+
+    fn apply_env(
+        &self,
+        command: &mut Command,
+        extra: Option<&BTreeMap<String, String>>,
+    ) -> Result<(), ToolError> {
+        command
+            .env_clear()
+            .envs(self.policy.child_env(std::env::vars_os()));
+        for (name, value) in extra.into_iter().flatten() {
+            if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+                return Err(ToolError::new(format!(
+                    "the environment variable `{name}` is not valid"
+                ))
+                .with_code(codes::ENV)
+                .with_name("InvalidEnvError")
+                .with_suggestion(
+                    "names must be non-empty without `=` or NUL; values without NUL",
+                ));
+            }
+            command.env(name, value);
+        }
+        Ok(())
+    }
+
+    async fn resolve_cwd(
+        &self,
+        ctx: &ToolContext,
+        cwd: Option<&str>,
+    ) -> Result<(String, PathBuf), ToolError> {
+        let workdir = ctx.workdir().to_path_buf();
+        let Some(cwd) = cwd else {
+            return Ok((".".to_owned(), workdir));
+        };
+        let rel = RelPath::parse(cwd)?;
+        let raw = cwd.to_owned();
+        blocking(move || {
+            let dir = open_workdir(&workdir)?;
+            // Opening through the capability proves the directory is inside (links included).
+            let canonical = dir
+                .open_dir(rel.as_path())
+                .and_then(|_| dir.canonicalize(rel.as_path()))
+                .map_err(|err| {
+                    if is_escape(&err) {
+                        outside(&raw)
+                    } else {
+                        ToolError::new(format!("`{raw}` is not a directory of the workdir: {err}"))
+                            .with_code(codes::CWD)
+                            .with_name("InvalidCwdError")
+                            .with_suggestion(
+                                "create it first (`mkdir -p`) or omit `cwd` to use the workdir",
+                            )
+                    }
+                })?;
+            Ok((rel.display(), workdir.join(canonical)))
+        })
+        .await
+    }
+}
+
+async fn resolve_script(workdir: &Path, raw: &str) -> Result<(String, PathBuf, bool), ToolError> {
+    let rel = RelPath::parse(raw)?;
+    let workdir = workdir.to_path_buf();
+    let raw = raw.to_owned();
+    blocking(move || {
+        let dir = open_workdir(&workdir)?;
+        let not_found = |why: String| {
+            ToolError::new(format!("the script `{raw}` cannot be run: {why}"))
+                .with_code(codes::SCRIPT)
+                .with_name("ScriptNotFoundError")
+                .with_suggestion("give the path of a script file inside the workdir")
+        };
+        let meta = dir.metadata(rel.as_path()).map_err(|err| {
+            if is_escape(&err) {
+                outside(&raw)
+            } else {
+                not_found(err.to_string())
+            }
+        })?;
+        if !meta.is_file() {
+            return Err(not_found("it is not a file".to_owned()));
+        }
+        let canonical = dir.canonicalize(rel.as_path()).map_err(|err| {
+            if is_escape(&err) {
+                outside(&raw)
+            } else {
+                not_found(err.to_string())
+            }
+        })?;
+        let executable = meta.permissions().mode() & 0o111 != 0;
+        Ok((rel.display(), workdir.join(canonical), executable))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_secret_names() {
+        let policy = BashPolicy::default();
+        for name in [
+            "GITHUB_TOKEN",
+            "OPENAI_API_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "DB_PASSWORD",
+            "my_secret",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SLACK_TOKEN_BOT",
+        ] {
+            assert!(policy.is_denied(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "LANG", "KEYBOARD", "TERM"] {
+            assert!(!policy.is_denied(name), "{name}");
+        }
+        assert!(wildcard_match("A*B*C", "AxxBxxC"));
+        assert!(!wildcard_match("A*B", "AB_"));
+        assert!(wildcard_match("*", ""));
+        let parent = [
+            ("GITHUB_TOKEN", "t"),
+            ("PATH", "/bin"),
+            ("AWS_REGION", "x"),
+            ("LANG", "C"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        let kept: Vec<_> = policy
+            .child_env(parent)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(kept, ["PATH", "LANG"]);
+    }
+}

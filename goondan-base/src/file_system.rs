@@ -1,0 +1,461 @@
+//! `file-system`: read, write, list and create files of the workdir (BASE-2, CTX-3).
+//!
+//! - `file-system__read {path, maxBytes? = 100000}` -> `{path, size, truncated, content}`
+//! - `file-system__write {path, content, append?}` -> `{path, size, written: true}`
+//! - `file-system__list {path? = ".", recursive?}` -> `{path, entries, truncated}`
+//! - `file-system__mkdir {path}` -> `{path, created}`
+//!
+//! Every path is confined to the workdir, links included: see [`crate::workspace`].
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use goondan_runtime::{ToolContext, ToolError, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside, shorten};
+
+/// Error codes of `file-system` (besides [`crate::workspace::codes`]).
+pub mod codes {
+    /// The file or directory does not exist.
+    pub const NOT_FOUND: &str = "E_FS_NOT_FOUND";
+    /// A file was expected, something else was found.
+    pub const NOT_A_FILE: &str = "E_FS_NOT_A_FILE";
+    /// A directory was expected, something else was found.
+    pub const NOT_A_DIRECTORY: &str = "E_FS_NOT_A_DIRECTORY";
+    /// Any other I/O failure.
+    pub const IO: &str = "E_FS_IO";
+}
+
+/// What `file-system` may do.
+#[derive(Debug, Clone)]
+pub struct FsPolicy {
+    /// The largest `maxBytes` a read may ask for (default 10 MiB).
+    pub max_read_bytes: u64,
+    /// The most entries `list` returns (default 1000).
+    pub max_list_entries: usize,
+    /// How deep a recursive `list` goes (default 16).
+    pub max_list_depth: usize,
+}
+
+impl Default for FsPolicy {
+    fn default() -> Self {
+        Self {
+            max_read_bytes: 10 * 1024 * 1024,
+            max_list_entries: 1000,
+            max_list_depth: 16,
+        }
+    }
+}
+
+/// Input of `file-system__read`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadInput {
+    /// The file, relative to the workdir.
+    pub path: String,
+    /// Read at most this many bytes (default 100000).
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
+/// Output of `file-system__read`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadOutput {
+    /// The file, relative to the workdir.
+    pub path: String,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Whether `content` is shorter than the file.
+    pub truncated: bool,
+    /// The text read, cut on a UTF-8 boundary (invalid bytes replaced).
+    pub content: String,
+}
+
+/// Input of `file-system__write`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WriteInput {
+    /// The file, relative to the workdir. Missing parent directories are created.
+    pub path: String,
+    /// The text to write.
+    pub content: String,
+    /// Append instead of replacing (default false).
+    #[serde(default)]
+    pub append: Option<bool>,
+}
+
+/// Output of `file-system__write`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteOutput {
+    /// The file, relative to the workdir.
+    pub path: String,
+    /// The file's size after the write.
+    pub size: u64,
+    /// Always `true`.
+    pub written: bool,
+}
+
+/// Input of `file-system__list`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListInput {
+    /// The directory, relative to the workdir (default `.`).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// List subdirectories too (default false). Links to directories are not followed.
+    #[serde(default)]
+    pub recursive: Option<bool>,
+}
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Relative to the workdir.
+    pub path: String,
+    /// `file`, `dir`, `symlink` or `other`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Size in bytes (of the link itself for links).
+    pub size: u64,
+}
+
+/// Output of `file-system__list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListOutput {
+    /// The directory, relative to the workdir.
+    pub path: String,
+    /// Entries sorted by path.
+    pub entries: Vec<Entry>,
+    /// Whether the entry bound cut the listing.
+    pub truncated: bool,
+}
+
+/// Input of `file-system__mkdir`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MkdirInput {
+    /// The directory, relative to the workdir. Parents are created.
+    pub path: String,
+}
+
+/// Output of `file-system__mkdir`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MkdirOutput {
+    /// The directory, relative to the workdir.
+    pub path: String,
+    /// `false` when it existed already.
+    pub created: bool,
+}
+
+/// The `file-system` tool. `FileSystem::default().into_tool()` gives the resource.
+#[derive(Debug, Clone, Default)]
+pub struct FileSystem {
+    policy: Arc<FsPolicy>,
+}
+
+/// The default `maxBytes` of a read.
+pub const DEFAULT_MAX_BYTES: u64 = 100_000;
+
+impl FileSystem {
+    /// The resource name.
+    pub const NAME: &'static str = "file-system";
+    /// How many characters of an error message the model sees.
+    pub const ERROR_MESSAGE_LIMIT: usize = 2000;
+}
+
+/// Read, write and list files of the workdir.
+#[tool(name = "file-system", error_message_limit = 2000)]
+impl FileSystem {
+    /// A `file-system` with `policy`.
+    pub fn new(policy: FsPolicy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+        }
+    }
+
+    /// Read a text file of the workdir (at most `maxBytes`, default 100000).
+    pub async fn read(&self, ctx: &ToolContext, input: ReadInput) -> Result<ReadOutput, ToolError> {
+        let rel = RelPath::parse(&input.path)?;
+        let max = input
+            .max_bytes
+            .unwrap_or(DEFAULT_MAX_BYTES)
+            .min(self.policy.max_read_bytes);
+        with_dir(ctx, move |dir| read_file(dir, &rel, &input.path, max)).await
+    }
+
+    /// Write (or append to) a text file of the workdir; parent directories are created and a
+    /// replaced or new file is written atomically.
+    pub async fn write(
+        &self,
+        ctx: &ToolContext,
+        input: WriteInput,
+    ) -> Result<WriteOutput, ToolError> {
+        let rel = RelPath::parse(&input.path)?;
+        with_dir(ctx, move |dir| write_file(dir, &rel, &input)).await
+    }
+
+    /// List a directory of the workdir, optionally recursively.
+    pub async fn list(&self, ctx: &ToolContext, input: ListInput) -> Result<ListOutput, ToolError> {
+        let raw = input.path.unwrap_or_else(|| ".".to_owned());
+        let rel = RelPath::parse(&raw)?;
+        let policy = Arc::clone(&self.policy);
+        let depth = if input.recursive.unwrap_or(false) {
+            policy.max_list_depth
+        } else {
+            0
+        };
+        with_dir(ctx, move |dir| list_dir(dir, &rel, &raw, depth, &policy)).await
+    }
+
+    /// Create a directory of the workdir and its parents.
+    pub async fn mkdir(
+        &self,
+        ctx: &ToolContext,
+        input: MkdirInput,
+    ) -> Result<MkdirOutput, ToolError> {
+        let rel = RelPath::parse(&input.path)?;
+        with_dir(ctx, move |dir| {
+            let created = ensure_dir(dir, rel.as_path(), &input.path)?;
+            Ok(MkdirOutput {
+                path: rel.display(),
+                created,
+            })
+        })
+        .await
+    }
+}
+
+async fn with_dir<T: Send + 'static>(
+    ctx: &ToolContext,
+    f: impl FnOnce(&Dir) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    let workdir = ctx.workdir().to_path_buf();
+    blocking(move || f(&open_workdir(&workdir)?)).await
+}
+
+fn read_file(dir: &Dir, rel: &RelPath, raw: &str, max: u64) -> Result<ReadOutput, ToolError> {
+    // O_NONBLOCK: a FIFO must not hang the call; it is refused below as not a file.
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(nix::libc::O_NONBLOCK);
+    let file = dir
+        .open_with(rel.as_path(), &options)
+        .map_err(|e| io_error(raw, &e))?;
+    let meta = file.metadata().map_err(|e| io_error(raw, &e))?;
+    if !meta.is_file() {
+        return Err(not_a(codes::NOT_A_FILE, raw, "file"));
+    }
+    let size = meta.len();
+    let mut bytes = Vec::with_capacity(usize::try_from(max.min(size)).unwrap_or(0));
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(raw, &e))?;
+    let truncated = (bytes.len() as u64) < size;
+    if truncated {
+        // Drop a multi-byte character cut in half at the end.
+        if let Err(err) = std::str::from_utf8(&bytes)
+            && err.error_len().is_none()
+        {
+            bytes.truncate(err.valid_up_to());
+        }
+    }
+    let content = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+    };
+    Ok(ReadOutput {
+        path: rel.display(),
+        size,
+        truncated,
+        content,
+    })
+}
+
+fn write_file(dir: &Dir, rel: &RelPath, input: &WriteInput) -> Result<WriteOutput, ToolError> {
+    let raw = input.path.as_str();
+    let path = rel.as_path();
+    let (parent, name) = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if !rel.is_root() => (parent, name),
+        _ => return Err(not_a(codes::NOT_A_FILE, raw, "file")),
+    };
+    if !parent.as_os_str().is_empty() {
+        ensure_dir(dir, parent, raw)?;
+    }
+    let existing = match dir.metadata(path) {
+        Ok(meta) if meta.is_dir() => return Err(not_a(codes::NOT_A_FILE, raw, "file")),
+        Ok(meta) => Some(meta),
+        Err(err) if is_escape(&err) => return Err(outside(raw)),
+        Err(_) => None,
+    };
+    if input.append.unwrap_or(false) {
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        let mut file = dir
+            .open_with(path, &options)
+            .map_err(|e| io_error(raw, &e))?;
+        file.write_all(input.content.as_bytes())
+            .map_err(|e| io_error(raw, &e))?;
+    } else {
+        // A temporary file next to the target, then a rename: readers see the old or the new
+        // content, never half of it.
+        let tmp = temp_name(parent, name);
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let result = (|| {
+            let mut file = dir.open_with(&tmp, &options)?;
+            file.write_all(input.content.as_bytes())?;
+            if let Some(meta) = &existing {
+                file.set_permissions(meta.permissions())?;
+            }
+            file.sync_data()?;
+            dir.rename(&tmp, dir, path)
+        })();
+        if let Err(err) = result {
+            let _ = dir.remove_file(&tmp);
+            return Err(io_error(raw, &err));
+        }
+    }
+    let size = dir.metadata(path).map_err(|e| io_error(raw, &e))?.len();
+    Ok(WriteOutput {
+        path: rel.display(),
+        size,
+        written: true,
+    })
+}
+
+/// Makes sure `path` is a directory inside, creating it and its parents; `true` when created.
+fn ensure_dir(dir: &Dir, path: &Path, raw: &str) -> Result<bool, ToolError> {
+    match dir.metadata(path) {
+        Ok(meta) if meta.is_dir() => return Ok(false),
+        Ok(_) => return Err(not_a(codes::NOT_A_DIRECTORY, raw, "directory")),
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(io_error(raw, &err)),
+        Err(_) => {}
+    }
+    dir.create_dir_all(path).map_err(|err| {
+        // `create_dir_all` reports a link that leads out as "exists": ask again to tell.
+        match dir.metadata(path) {
+            Err(again) if is_escape(&again) => outside(raw),
+            _ => io_error(raw, &err),
+        }
+    })?;
+    Ok(true)
+}
+
+fn temp_name(parent: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".goondan-{}-{n}.tmp", std::process::id()));
+    parent.join(tmp)
+}
+
+fn list_dir(
+    dir: &Dir,
+    rel: &RelPath,
+    raw: &str,
+    depth: usize,
+    policy: &FsPolicy,
+) -> Result<ListOutput, ToolError> {
+    let meta = dir.metadata(rel.as_path()).map_err(|e| io_error(raw, &e))?;
+    if !meta.is_dir() {
+        return Err(not_a(codes::NOT_A_DIRECTORY, raw, "directory"));
+    }
+    let start = dir.open_dir(rel.as_path()).map_err(|e| io_error(raw, &e))?;
+    let prefix = if rel.is_root() {
+        PathBuf::new()
+    } else {
+        rel.as_path().to_path_buf()
+    };
+    let mut entries = Vec::new();
+    let mut truncated = false;
+    // Depth-first with an explicit stack. Only real directories are entered (never links), and
+    // each is opened through its parent's capability, so a swapped-in link cannot lead out.
+    let mut stack = vec![(start, prefix, 0usize)];
+    while let Some((current, at, level)) = stack.pop() {
+        let mut children: Vec<_> = current
+            .entries()
+            .map_err(|e| io_error(raw, &e))?
+            .filter_map(Result::ok)
+            .collect();
+        children.sort_by_key(cap_std::fs::DirEntry::file_name);
+        for child in children {
+            if entries.len() >= policy.max_list_entries {
+                truncated = true;
+                break;
+            }
+            let name = child.file_name();
+            let path = at.join(&name);
+            let Ok(file_type) = child.file_type() else {
+                continue;
+            };
+            let kind = if file_type.is_symlink() {
+                "symlink"
+            } else if file_type.is_dir() {
+                "dir"
+            } else if file_type.is_file() {
+                "file"
+            } else {
+                "other"
+            };
+            let size = child.metadata().map_or(0, |m| m.len());
+            if file_type.is_dir()
+                && level < depth
+                && let Ok(sub) = child.open_dir()
+            {
+                stack.push((sub, path.clone(), level + 1));
+            }
+            entries.push(Entry {
+                path: path.to_string_lossy().into_owned(),
+                kind: kind.to_owned(),
+                size,
+            });
+        }
+        if truncated {
+            break;
+        }
+    }
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(ListOutput {
+        path: rel.display(),
+        entries,
+        truncated,
+    })
+}
+
+fn io_error(raw: &str, err: &std::io::Error) -> ToolError {
+    if is_escape(err) {
+        return outside(raw);
+    }
+    let shown = shorten(raw);
+    match err.kind() {
+        std::io::ErrorKind::NotFound => ToolError::new(format!("`{shown}` does not exist"))
+            .with_code(codes::NOT_FOUND)
+            .with_name("NotFoundError")
+            .with_suggestion("list the directory (`file-system__list`) to see what exists"),
+        _ => ToolError::new(format!("`{shown}`: {err}"))
+            .with_code(codes::IO)
+            .with_name("FileSystemError")
+            .with_suggestion("check the path and its permissions"),
+    }
+}
+
+fn not_a(code: &'static str, raw: &str, what: &str) -> ToolError {
+    ToolError::new(format!("`{}` is not a {what}", shorten(raw)))
+        .with_code(code)
+        .with_name(if what == "file" {
+            "NotAFileError"
+        } else {
+            "NotADirectoryError"
+        })
+        .with_suggestion(format!("give the path of a {what} inside the workdir"))
+}

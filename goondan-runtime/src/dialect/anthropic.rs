@@ -1,0 +1,95 @@
+//! Anthropic Messages tool use: `tools: [{name, description, input_schema}]`, `tool_use` content
+//! blocks in, `tool_result` blocks (with `is_error`) out.
+//!
+//! `input_schema` is the neutral schema as it is (JSON Schema, `$defs`/`$ref` included). The one
+//! rule Anthropic adds is that the top level is an object without `oneOf`/`anyOf`/`allOf`: an
+//! enum as the whole input is a [`DialectError`] (wrap it in a struct field).
+
+use serde_json::{Map, Value, json};
+
+use super::{DialectError, ParseError, Unsupported, parameters_of, require_object_root, str_field};
+use crate::catalog::ToolCatalog;
+use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+
+const DIALECT: &str = "anthropic";
+
+/// The catalog as the Messages API `tools`.
+pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
+    catalog
+        .items()
+        .iter()
+        .map(|item| {
+            let schema = parameters_of(item);
+            check_input_schema(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
+            let mut tool = Map::new();
+            tool.insert("name".into(), Value::from(item.name.as_str()));
+            if let Some(d) = &item.description {
+                tool.insert("description".into(), Value::from(d.as_ref()));
+            }
+            tool.insert("input_schema".into(), schema);
+            Ok(Value::Object(tool))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+fn check_input_schema(schema: &Value) -> Result<(), Unsupported> {
+    require_object_root(schema)?;
+    if let Some(k) = ["oneOf", "anyOf", "allOf"]
+        .into_iter()
+        .find(|k| schema.get(*k).is_some())
+    {
+        return Err(Unsupported::at(
+            &format!("/{k}"),
+            format!(
+                "Anthropic refuses `{k}` at the top of `input_schema` (an enum input, or a \
+                 struct with a flattened enum); make the enum a field"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The tool calls of a Messages API answer: the response (a message), or its `content` array.
+/// Every `tool_use` block becomes a call; its `input` is taken as it is (the executor refuses
+/// one that is not an object).
+pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {
+    let (blocks, base) = match response.get("content") {
+        Some(c) => (c, "/content"),
+        None => (response, ""),
+    };
+    let blocks = blocks
+        .as_array()
+        .ok_or_else(|| ParseError::new(DIALECT, base, "expected an array of content blocks"))?;
+    let mut calls = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+            continue;
+        }
+        let path = format!("{base}/{i}");
+        let id = str_field(block, "id", DIALECT, &path)?;
+        let name = str_field(block, "name", DIALECT, &path)?;
+        let input = block
+            .get("input")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        calls.push(ToolCall::new(id, name, input));
+    }
+    Ok(calls)
+}
+
+/// A result as a `tool_result` content block: `{type, tool_use_id, content, is_error}`.
+pub fn tool_result(result: &ToolCallResult) -> Value {
+    json!({
+        "type": "tool_result",
+        "tool_use_id": result.tool_call_id,
+        "content": super::result_text(result),
+        "is_error": result.status == ToolStatus::Error,
+    })
+}
+
+/// The user message that answers an assistant's tool calls: `{role: "user", content: [...]}`.
+pub fn user_message<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) -> Value {
+    let content: Vec<Value> = results.into_iter().map(tool_result).collect();
+    json!({"role": "user", "content": content})
+}

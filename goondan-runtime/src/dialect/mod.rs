@@ -1,0 +1,442 @@
+//! Provider dialects: the catalog in each model provider's tool format, the provider's tool
+//! calls as [`ToolCall`]s, and each [`ToolCallResult`] as the provider's tool-result message.
+//!
+//! Every dialect is derived at send time from the neutral schema of each export
+//! ([`crate::schema`]); nothing is cached per provider. A schema a provider cannot express is a
+//! [`DialectError`] naming the tool and the JSON path, never a panic and never a silently
+//! different schema.
+//!
+//! | dialect | tools | calls in | results out |
+//! |---|---|---|---|
+//! | [`openai`] Chat Completions | [`openai::chat_tools`] | [`openai::parse_chat_calls`] | [`openai::chat_result`] |
+//! | [`openai`] Responses | [`openai::responses_tools`] | [`openai::parse_responses_calls`] | [`openai::responses_result`] |
+//! | [`anthropic`] Messages | [`anthropic::tools`] | [`anthropic::parse_calls`] | [`anthropic::tool_result`] |
+//! | [`gemini`] `generateContent` | [`gemini::tools`] | [`gemini::parse_calls`] | [`gemini::function_response`] |
+//! | [`mcp`] `tools/list`, `tools/call` | [`mcp::tools_list`] | [`mcp::parse_call`] | [`mcp::call_result`] |
+//!
+//! Malformed arguments (not JSON, not an object) never fail parsing: the call keeps them as they
+//! came (a JSON string stays a `Value::String`), and the executor answers it with
+//! `E_TOOL_INVALID_ARGS`, so the model learns what went wrong.
+//!
+//! ```
+//! use goondan_runtime::dialect::Dialect;
+//! use goondan_runtime::{Export, Tool, ToolCatalog, ToolError, ToolRegistry};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//! let tool = Tool::builder("calc")
+//!     .export(Export::typed("add", |_ctx, i: Add| async move { Ok::<_, ToolError>(i.a + i.b) }))
+//!     .build()?;
+//! let registry = ToolRegistry::builder().tool(tool).build()?;
+//! let catalog = ToolCatalog::all(&registry);
+//!
+//! let tools = Dialect::OpenAiChat.tools(&catalog)?;
+//! assert_eq!(tools[0]["function"]["name"], "calc__add");
+//! assert_eq!(tools[0]["function"]["strict"], true);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod anthropic;
+pub mod gemini;
+pub mod mcp;
+pub mod openai;
+
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::error::ToolError;
+use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+
+/// A provider format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// OpenAI Chat Completions, strict function calling.
+    OpenAiChat,
+    /// OpenAI Responses API, strict function calling.
+    OpenAiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini `generateContent`.
+    Gemini,
+    /// Model Context Protocol.
+    Mcp,
+}
+
+impl Dialect {
+    /// Every dialect.
+    pub const ALL: [Dialect; 5] = [
+        Dialect::OpenAiChat,
+        Dialect::OpenAiResponses,
+        Dialect::Anthropic,
+        Dialect::Gemini,
+        Dialect::Mcp,
+    ];
+
+    /// The name used on command lines: `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::OpenAiChat => "openai",
+            Dialect::OpenAiResponses => "openai-responses",
+            Dialect::Anthropic => "anthropic",
+            Dialect::Gemini => "gemini",
+            Dialect::Mcp => "mcp",
+        }
+    }
+
+    /// The catalog as the value of the request's tool field (see each module).
+    pub fn tools(self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        match self {
+            Dialect::OpenAiChat => openai::chat_tools(catalog),
+            Dialect::OpenAiResponses => openai::responses_tools(catalog),
+            Dialect::Anthropic => anthropic::tools(catalog),
+            Dialect::Gemini => gemini::tools(catalog),
+            Dialect::Mcp => mcp::tools_list(catalog),
+        }
+    }
+
+    /// The tool calls of a provider response (see each module for the shapes accepted).
+    pub fn parse_calls(
+        self,
+        response: &Value,
+        catalog: &ToolCatalog,
+    ) -> Result<Vec<ToolCall>, ParseError> {
+        match self {
+            Dialect::OpenAiChat => openai::parse_chat_calls(response, catalog),
+            Dialect::OpenAiResponses => openai::parse_responses_calls(response, catalog),
+            Dialect::Anthropic => anthropic::parse_calls(response),
+            Dialect::Gemini => gemini::parse_calls(response),
+            Dialect::Mcp => mcp::parse_call(response).map(|call| vec![call]),
+        }
+    }
+
+    /// One result as the provider's tool-result message or block.
+    pub fn render_result(self, result: &ToolCallResult) -> Value {
+        match self {
+            Dialect::OpenAiChat => openai::chat_result(result),
+            Dialect::OpenAiResponses => openai::responses_result(result),
+            Dialect::Anthropic => anthropic::tool_result(result),
+            Dialect::Gemini => gemini::function_response(result),
+            Dialect::Mcp => mcp::call_result(result),
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = UnknownDialect;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Dialect::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| UnknownDialect { name: s.to_owned() })
+    }
+}
+
+/// A dialect name that is not one of [`Dialect::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown format `{name}`: expected one of `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`"
+)]
+pub struct UnknownDialect {
+    /// The name given.
+    pub name: String,
+}
+
+/// A tool whose parameters a provider cannot express.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool `{tool}` cannot be sent to {dialect}: at `{path}`, {reason}")]
+pub struct DialectError {
+    /// The tool's full name.
+    pub tool: String,
+    /// The dialect (`openai`, `gemini`, ...).
+    pub dialect: &'static str,
+    /// A JSON pointer into the tool's neutral parameter schema (`""` is the root).
+    pub path: String,
+    /// What cannot be expressed, and what to change.
+    pub reason: String,
+}
+
+/// A provider response that does not have the documented shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed {provider} response at `{path}`: {reason}")]
+pub struct ParseError {
+    /// The provider format.
+    pub provider: &'static str,
+    /// A JSON pointer into the response.
+    pub path: String,
+    /// What was expected.
+    pub reason: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(provider: &'static str, path: impl Into<String>, reason: &str) -> Self {
+        Self {
+            provider,
+            path: path.into(),
+            reason: reason.to_owned(),
+        }
+    }
+}
+
+/// A schema problem found while converting, before the tool name is attached.
+#[derive(Debug)]
+pub(crate) struct Unsupported {
+    pub(crate) path: String,
+    pub(crate) reason: String,
+}
+
+impl Unsupported {
+    pub(crate) fn at(path: &str, reason: impl Into<String>) -> Self {
+        Self {
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn for_tool(self, item: &CatalogItem, dialect: &'static str) -> DialectError {
+        DialectError {
+            tool: item.name.as_str().to_owned(),
+            dialect,
+            path: self.path,
+            reason: self.reason,
+        }
+    }
+}
+
+/// The parameters of an item, or the empty object schema when it has none.
+pub(crate) fn parameters_of(item: &CatalogItem) -> Value {
+    item.parameters
+        .as_deref()
+        .cloned()
+        .unwrap_or_else(crate::schema::empty_object_schema)
+}
+
+/// Fails unless the root of a parameter schema is a plain object schema.
+pub(crate) fn require_object_root(schema: &Value) -> Result<(), Unsupported> {
+    let is_object = schema
+        .as_object()
+        .is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
+    if !is_object {
+        return Err(Unsupported::at(
+            "",
+            "the parameters must be an object schema (`type: \"object\"`)",
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a JSON-encoded arguments string. Text that is not JSON is kept as a string, so the
+/// executor refuses the call with `E_TOOL_INVALID_ARGS`; an empty string means no arguments.
+pub(crate) fn arguments_from_str(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// A string field of `obj`, or a parse error naming `path/key`.
+pub(crate) fn str_field<'a>(
+    obj: &'a Value,
+    key: &str,
+    provider: &'static str,
+    path: &str,
+) -> Result<&'a str, ParseError> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ParseError::new(provider, format!("{path}/{key}"), "expected a string"))
+}
+
+/// If every branch is a string constant (`{type: string, const}` or a string `enum`), the values
+/// and the branch descriptions as `value: description` lines.
+pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<String>)> {
+    let mut values = Vec::new();
+    let mut docs = Vec::new();
+    for b in branches {
+        let obj = b.as_object()?;
+        let allowed = ["type", "const", "enum", "description"];
+        if obj.keys().any(|k| !allowed.contains(&k.as_str())) {
+            return None;
+        }
+        if obj.get("type").is_some_and(|t| t != "string") {
+            return None;
+        }
+        let consts: Vec<&Value> = match (obj.get("const"), obj.get("enum")) {
+            (Some(c), None) => vec![c],
+            (None, Some(Value::Array(e))) => e.iter().collect(),
+            _ => return None,
+        };
+        for c in consts {
+            let s = c.as_str()?;
+            if let Some(d) = obj.get("description").and_then(Value::as_str) {
+                docs.push(format!("`{s}`: {d}"));
+            }
+            values.push(Value::from(s));
+        }
+    }
+    Some((values, docs))
+}
+
+/// A description followed by the descriptions of enum values.
+pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
+    let mut text = description
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if !docs.is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&docs.join("\n"));
+    }
+    (!text.is_empty()).then(|| Value::from(text))
+}
+
+/// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
+/// enum): the same union with the object's properties and `required` merged into each branch,
+/// for dialects without `unevaluatedProperties`. `None` when a branch is not an object schema.
+pub(crate) fn distribute(obj: &Map<String, Value>) -> Option<Value> {
+    let (key, branches) = ["oneOf", "anyOf"]
+        .into_iter()
+        .find_map(|k| Some((k, obj.get(k)?.as_array()?)))?;
+    let own = obj.get("properties")?.as_object()?;
+    let own_required = obj.get("required").and_then(Value::as_array);
+    let mut merged = Vec::with_capacity(branches.len());
+    for b in branches {
+        let mut branch = b.as_object()?.clone();
+        let mut properties = own.clone();
+        properties.extend(branch.get("properties")?.as_object()?.clone());
+        branch.insert("properties".into(), Value::Object(properties));
+        let mut required: Vec<Value> = own_required.cloned().unwrap_or_default();
+        required.extend(
+            branch
+                .get("required")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        );
+        branch.insert("required".into(), Value::Array(required));
+        branch.remove("unevaluatedProperties");
+        merged.push(Value::Object(branch));
+    }
+    let mut out = Map::new();
+    if let Some(d) = obj.get("description") {
+        out.insert("description".into(), d.clone());
+    }
+    out.insert(key.into(), Value::Array(merged));
+    Some(Value::Object(out))
+}
+
+/// The error for a union next to properties whose branches cannot take them.
+pub(crate) fn undistributable(path: &str) -> Unsupported {
+    Unsupported::at(
+        path,
+        "a struct with a flattened enum whose variants are not all structs cannot be expressed",
+    )
+}
+
+/// Splits `null` off a node: `type: [T, "null"]` or an `anyOf` with a `{type: "null"}` branch.
+/// Returns the node without null and whether null was allowed.
+pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool) {
+    let mut out = node.clone();
+    if let Some(Value::Array(types)) = node.get("type")
+        && types.iter().any(|t| t == "null")
+    {
+        let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        let ty = match rest.as_slice() {
+            [one] => one.clone(),
+            _ => Value::Array(rest),
+        };
+        out.insert("type".into(), ty);
+        if let Some(Value::Array(values)) = out.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+        return (out, true);
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(branches)) = node.get(key) else {
+            continue;
+        };
+        let is_null = |b: &Value| {
+            b.get("type").is_some_and(|t| t == "null")
+                && b.as_object().is_some_and(|o| o.len() == 1)
+        };
+        if !branches.iter().any(is_null) {
+            continue;
+        }
+        let rest: Vec<Value> = branches.iter().filter(|b| !is_null(b)).cloned().collect();
+        out.remove(key);
+        if let [Value::Object(only)] = rest.as_slice() {
+            let description = out.remove("description");
+            for (k, v) in only {
+                out.insert(k.clone(), v.clone());
+            }
+            if let Some(d) = description {
+                out.insert("description".into(), d);
+            }
+        } else {
+            out.insert(key.into(), Value::Array(rest));
+        }
+        return (out, true);
+    }
+    (out, false)
+}
+
+/// The text a model reads for a result: the output (a string as is, anything else as JSON),
+/// the pending handle, or the error with its code, suggestion and help URL.
+pub fn result_text(result: &ToolCallResult) -> String {
+    match result.status {
+        ToolStatus::Ok => match &result.output {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "null".to_owned(),
+        },
+        ToolStatus::Pending => json!({
+            "status": "pending",
+            "handle": result.handle,
+        })
+        .to_string(),
+        ToolStatus::Error => match &result.error {
+            Some(e) => error_text(e),
+            None => "error: the tool failed without details".to_owned(),
+        },
+    }
+}
+
+/// An error as text: `error E_CODE (Name): message`, then the suggestion and help URL.
+///
+/// ```
+/// use goondan_runtime::ToolError;
+/// let err = ToolError::new("no such file").with_code("E_FS").with_suggestion("list the directory first");
+/// assert_eq!(
+///     goondan_runtime::dialect::error_text(&err),
+///     "error E_FS (Error): no such file\nsuggestion: list the directory first"
+/// );
+/// ```
+pub fn error_text(error: &ToolError) -> String {
+    let mut text = format!(
+        "error {} ({}): {}",
+        error.code(),
+        error.name(),
+        error.message()
+    );
+    if let Some(s) = error.suggestion() {
+        text.push_str("\nsuggestion: ");
+        text.push_str(s);
+    }
+    if let Some(u) = error.help_url() {
+        text.push_str("\nhelp: ");
+        text.push_str(u);
+    }
+    text
+}
+
+/// An error as JSON: `{code, name, message, suggestion?, helpUrl?}`.
+pub(crate) fn error_json(error: &ToolError) -> Value {
+    serde_json::to_value(error).unwrap_or_else(|_| json!({"message": error.message()}))
+}

@@ -1,0 +1,558 @@
+//! OpenAI function calling, strict mode: Chat Completions
+//! (`tools: [{type: "function", function: {name, description, parameters, strict: true}}]`) and
+//! the Responses API (`tools: [{type: "function", name, description, parameters, strict: true}]`).
+//!
+//! The strict schema follows OpenAI's published "supported schemas" rules for Structured
+//! Outputs:
+//! - the root is an object, not `anyOf`; every object has `additionalProperties: false` and lists
+//!   every property in `required`; a property that is optional in Rust is made nullable
+//!   (`type: [T, "null"]`, `null` added to an `enum`, or `anyOf: [T, {type: "null"}]`), and a
+//!   `null` the model sends for it is dropped again when the call is parsed
+//!   ([`drop_optional_nulls`]), so serde sees the parameter as absent;
+//! - kept keywords: `type`, `description`, `properties`, `required`, `additionalProperties`,
+//!   `items`, `enum`, `anyOf`, `$ref`, `$defs`; for strings `pattern` and `format` (`date-time`,
+//!   `time`, `date`, `duration`, `email`, `hostname`, `ipv4`, `ipv6`, `uuid`); for numbers
+//!   `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`; for arrays
+//!   `minItems`, `maxItems`. Everything else (`default`, `title`, `minLength`, Rust integer
+//!   formats such as `uint64`, ...) is dropped: the executor still checks the neutral schema.
+//! - `oneOf` becomes `anyOf` (serde's enum branches never overlap); a union of string constants
+//!   becomes one `enum`, each value's doc appended to the description; `const` becomes a
+//!   one-value `enum`.
+//! - recursion stays as `$ref` (OpenAI supports `#` and `#/$defs/...`).
+//!
+//! Not expressible, reported as [`DialectError`]: a map with free keys (`HashMap`), a value of
+//! any type (`serde_json::Value`), `allOf`/`not`/tuples, an enum as the whole input, and nesting
+//! deeper than [`MAX_DEPTH`].
+
+use serde_json::{Map, Value, json};
+
+use super::{
+    DialectError, ParseError, Unsupported, arguments_from_str, distribute, join_docs,
+    parameters_of, require_object_root, split_null, str_field, string_constants, undistributable,
+};
+use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::result::{ToolCall, ToolCallResult};
+
+const DIALECT: &str = "openai";
+
+/// How deep objects may nest in a strict schema (OpenAI documents 10 levels).
+pub const MAX_DEPTH: usize = 10;
+
+/// String formats strict mode accepts.
+const FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Numeric keywords strict mode accepts.
+const NUMBER_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// The catalog as Chat Completions `tools`.
+pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
+    catalog
+        .items()
+        .iter()
+        .map(|item| {
+            let mut function = function_fields(item)?;
+            let function = Value::Object(std::mem::take(&mut function));
+            Ok(json!({"type": "function", "function": function}))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+/// The catalog as Responses API `tools` (the flat form).
+pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
+    catalog
+        .items()
+        .iter()
+        .map(|item| {
+            let mut tool = Map::new();
+            tool.insert("type".into(), Value::from("function"));
+            tool.extend(function_fields(item)?);
+            Ok(Value::Object(tool))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}
+
+fn function_fields(item: &CatalogItem) -> Result<Map<String, Value>, DialectError> {
+    let mut f = Map::new();
+    f.insert("name".into(), Value::from(item.name.as_str()));
+    if let Some(d) = &item.description {
+        f.insert("description".into(), Value::from(d.as_ref()));
+    }
+    let parameters = strict_schema(&parameters_of(item)).map_err(|e| e.for_tool(item, DIALECT))?;
+    f.insert("parameters".into(), parameters);
+    f.insert("strict".into(), Value::Bool(true));
+    Ok(f)
+}
+
+/// The strict-mode form of a neutral parameter schema.
+pub(crate) fn strict_schema(neutral: &Value) -> Result<Value, Unsupported> {
+    require_object_root(neutral)?;
+    if let Some(k) = ["anyOf", "oneOf", "allOf"]
+        .into_iter()
+        .find(|k| neutral.get(*k).is_some())
+    {
+        return Err(Unsupported::at(
+            &format!("/{k}"),
+            "the top level is a union (an enum input, or a struct with a flattened enum); \
+             strict mode needs an object with properties at the top (make the enum a field)",
+        ));
+    }
+    let mut root = convert(neutral, "", 0)?;
+    if let (Some(defs), Value::Object(out)) = (neutral.get("$defs"), &mut root) {
+        let mut converted = Map::new();
+        for (name, def) in defs.as_object().into_iter().flatten() {
+            let path = format!("/$defs/{}", crate::schema::escape_pointer(name));
+            converted.insert(name.clone(), convert(def, &path, 1)?);
+        }
+        out.insert("$defs".into(), Value::Object(converted));
+    }
+    Ok(root)
+}
+
+fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported> {
+    if depth > MAX_DEPTH {
+        return Err(Unsupported::at(
+            path,
+            format!("objects nest deeper than {MAX_DEPTH} levels, the strict-mode limit"),
+        ));
+    }
+    let Some(obj) = node.as_object() else {
+        return Err(any_value(path));
+    };
+    if crate::schema::is_object_with_union(obj) {
+        let union = distribute(obj).ok_or_else(|| undistributable(path))?;
+        return convert(&union, path, depth);
+    }
+    let mut out = Map::new();
+    if let Some(d) = obj.get("description") {
+        out.insert("description".into(), d.clone());
+    }
+    if let Some(r) = obj.get("$ref") {
+        out.insert("$ref".into(), r.clone());
+        return Ok(Value::Object(out));
+    }
+    for k in ["allOf", "not", "prefixItems", "if"] {
+        if obj.contains_key(k) {
+            return Err(Unsupported::at(
+                &format!("{path}/{k}"),
+                format!("`{k}` is not supported in strict mode"),
+            ));
+        }
+    }
+    for key in ["oneOf", "anyOf"] {
+        let Some(branches) = obj.get(key).and_then(Value::as_array) else {
+            continue;
+        };
+        if branches.is_empty() {
+            return Err(Unsupported::at(
+                &format!("{path}/{key}"),
+                "an empty union accepts nothing",
+            ));
+        }
+        if let Some((values, docs)) = string_constants(branches) {
+            out.insert("type".into(), Value::from("string"));
+            out.insert("enum".into(), Value::Array(values));
+            if let Some(d) = join_docs(obj.get("description"), &docs) {
+                out.insert("description".into(), d);
+            }
+            return Ok(Value::Object(out));
+        }
+        let converted = branches
+            .iter()
+            .enumerate()
+            .map(|(i, b)| convert(b, &format!("{path}/{key}/{i}"), depth))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.insert("anyOf".into(), Value::Array(converted));
+        return Ok(Value::Object(out));
+    }
+    let Some(ty) = obj.get("type") else {
+        if let Some(c) = obj.get("const") {
+            out.insert("enum".into(), json!([c]));
+            return Ok(Value::Object(out));
+        }
+        if let Some(e) = obj.get("enum") {
+            out.insert("enum".into(), e.clone());
+            return Ok(Value::Object(out));
+        }
+        return Err(any_value(path));
+    };
+    out.insert("type".into(), ty.clone());
+    if let Some(c) = obj.get("const") {
+        out.insert("enum".into(), json!([c]));
+    }
+    if let Some(e) = obj.get("enum") {
+        out.insert("enum".into(), e.clone());
+    }
+    let has = |t: &str| crate::schema::has_type(obj, t);
+    if has("object") {
+        convert_object(obj, path, depth, &mut out)?;
+    }
+    if has("array") {
+        let items = obj
+            .get("items")
+            .ok_or_else(|| Unsupported::at(path, "an array needs `items` in strict mode"))?;
+        out.insert(
+            "items".into(),
+            convert(items, &format!("{path}/items"), depth + 1)?,
+        );
+        for k in ["minItems", "maxItems"] {
+            copy(obj, &mut out, k);
+        }
+    }
+    if has("string") {
+        copy(obj, &mut out, "pattern");
+        if let Some(f) = obj.get("format").and_then(Value::as_str)
+            && FORMATS.contains(&f)
+        {
+            out.insert("format".into(), Value::from(f));
+        }
+    }
+    if has("integer") || has("number") {
+        for k in NUMBER_KEYWORDS {
+            copy(obj, &mut out, k);
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+fn convert_object(
+    obj: &Map<String, Value>,
+    path: &str,
+    depth: usize,
+    out: &mut Map<String, Value>,
+) -> Result<(), Unsupported> {
+    if let Some(extra) = obj.get("additionalProperties")
+        && extra != &Value::Bool(false)
+    {
+        return Err(Unsupported::at(
+            &format!("{path}/additionalProperties"),
+            "a map with free keys (`HashMap`, `BTreeMap`) cannot be expressed in strict mode; \
+             use a list of key/value structs",
+        ));
+    }
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut properties = Map::new();
+    for (name, prop) in obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let prop_path = format!("{path}/properties/{}", crate::schema::escape_pointer(name));
+        let mut converted = convert(prop, &prop_path, depth + 1)?;
+        if !required.contains(&name.as_str()) {
+            converted = nullable(converted);
+        }
+        properties.insert(name.clone(), converted);
+    }
+    let all: Vec<Value> = properties.keys().map(|k| Value::from(k.as_str())).collect();
+    out.insert("properties".into(), Value::Object(properties));
+    out.insert("required".into(), Value::Array(all));
+    out.insert("additionalProperties".into(), Value::Bool(false));
+    Ok(())
+}
+
+/// Makes a strict schema also accept `null`.
+fn nullable(schema: Value) -> Value {
+    let Value::Object(mut obj) = schema else {
+        return schema;
+    };
+    let accepts_null = |obj: &Map<String, Value>| {
+        crate::schema::has_type(obj, "null")
+            || obj
+                .get("anyOf")
+                .and_then(Value::as_array)
+                .is_some_and(|b| b.iter().any(|b| b.get("type").is_some_and(|t| t == "null")))
+    };
+    if accepts_null(&obj) {
+        return Value::Object(obj);
+    }
+    if let Some(Value::Array(branches)) = obj.get_mut("anyOf") {
+        branches.push(json!({"type": "null"}));
+        return Value::Object(obj);
+    }
+    match obj.get("type").cloned() {
+        Some(Value::String(t)) => {
+            obj.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(mut ts)) => {
+            ts.push(Value::from("null"));
+            obj.insert("type".into(), Value::Array(ts));
+        }
+        _ => {
+            let description = obj.remove("description");
+            let mut wrapped = Map::new();
+            if let Some(d) = description {
+                wrapped.insert("description".into(), d);
+            }
+            wrapped.insert("anyOf".into(), json!([obj, {"type": "null"}]));
+            return Value::Object(wrapped);
+        }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.push(Value::Null);
+    }
+    Value::Object(obj)
+}
+
+fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, key: &str) {
+    if let Some(v) = from.get(key) {
+        to.insert(key.to_owned(), v.clone());
+    }
+}
+
+fn any_value(path: &str) -> Unsupported {
+    Unsupported::at(
+        path,
+        "a value of any type (`serde_json::Value`) cannot be expressed in strict mode; \
+         give it a concrete type",
+    )
+}
+
+/// Removes the `null`s a strict-mode model sends for parameters that are optional in the
+/// neutral schema, at every object level the schema describes, so serde sees them as absent
+/// (and `#[serde(default)]` applies).
+///
+/// ```
+/// use serde_json::json;
+/// let schema = json!({"type": "object", "properties": {"a": {"type": "string"},
+///                     "b": {"type": "integer"}}, "required": ["a"]});
+/// let mut args = json!({"a": "x", "b": null});
+/// goondan_runtime::dialect::openai::drop_optional_nulls(&mut args, &schema);
+/// assert_eq!(args, json!({"a": "x"}));
+/// ```
+pub fn drop_optional_nulls(args: &mut Value, schema: &Value) {
+    drop_nulls(args, schema, schema, 0);
+}
+
+/// How deep [`drop_optional_nulls`] follows `$ref`s and unions before it stops.
+const MAX_NULL_DEPTH: usize = 64;
+
+fn drop_nulls(args: &mut Value, node: &Value, root: &Value, depth: usize) {
+    if depth > MAX_NULL_DEPTH {
+        return;
+    }
+    let Some(obj) = node.as_object() else {
+        return;
+    };
+    let (obj, _) = split_null(obj);
+    if let Some(r) = obj.get("$ref").and_then(Value::as_str) {
+        let target = match r.strip_prefix('#') {
+            Some("") => Some(root),
+            Some(pointer) => root.pointer(pointer),
+            None => None,
+        };
+        if let Some(target) = target {
+            drop_nulls(args, target, root, depth + 1);
+        }
+        return;
+    }
+    if crate::schema::is_object_with_union(&obj) {
+        if let Some(union) = distribute(&obj) {
+            drop_nulls(args, &union, root, depth + 1);
+        }
+        return;
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(branches) = obj.get(key).and_then(Value::as_array) {
+            if let Some(branch) = branches.iter().find(|b| branch_matches(b, args)) {
+                drop_nulls(args, branch, root, depth + 1);
+            }
+            return;
+        }
+    }
+    match args {
+        Value::Array(items) => {
+            if let Some(item_schema) = obj.get("items") {
+                for item in items {
+                    drop_nulls(item, item_schema, root, depth + 1);
+                }
+            }
+        }
+        Value::Object(map) => {
+            let Some(props) = obj.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            let required = required_of(&obj);
+            map.retain(|k, v| {
+                !(v.is_null() && props.contains_key(k) && !required.contains(&k.as_str()))
+            });
+            for (k, v) in map.iter_mut() {
+                if let Some(prop) = props.get(k) {
+                    drop_nulls(v, prop, root, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether `args` is meant for a union branch: an object whose required keys are all there and
+/// whose constant properties (serde's enum tags) have their value.
+fn branch_matches(branch: &Value, args: &Value) -> bool {
+    let (Some(b), Some(a)) = (branch.as_object(), args.as_object()) else {
+        return false;
+    };
+    let Some(props) = b.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    required_of(b).iter().all(|k| a.contains_key(*k))
+        && props
+            .iter()
+            .all(|(k, p)| p.get("const").is_none_or(|c| a.get(k) == Some(c)))
+}
+
+fn required_of(obj: &Map<String, Value>) -> Vec<&str> {
+    obj.get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The tool calls of a Chat Completions answer: a whole response (`choices[0].message`), an
+/// assistant message, or its `tool_calls` array. `function.arguments` is a JSON string; text
+/// that is not JSON is kept as a string (the executor refuses it with `E_TOOL_INVALID_ARGS`).
+/// Optional parameters sent as `null` are dropped ([`drop_optional_nulls`]) for tools in
+/// `catalog`.
+pub fn parse_chat_calls(
+    response: &Value,
+    catalog: &ToolCatalog,
+) -> Result<Vec<ToolCall>, ParseError> {
+    let (calls, base) = if let Some(message) = response.pointer("/choices/0/message") {
+        (message.get("tool_calls"), "/choices/0/message/tool_calls")
+    } else if response.is_array() {
+        (Some(response), "")
+    } else {
+        (response.get("tool_calls"), "/tool_calls")
+    };
+    let Some(calls) = calls else {
+        return Ok(Vec::new());
+    };
+    let calls = calls
+        .as_array()
+        .ok_or_else(|| ParseError::new(DIALECT, base, "expected an array of tool calls"))?;
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let path = format!("{base}/{i}");
+            let id = str_field(call, "id", DIALECT, &path)?;
+            let function = call.get("function").ok_or_else(|| {
+                ParseError::new(DIALECT, format!("{path}/function"), "expected an object")
+            })?;
+            let fpath = format!("{path}/function");
+            let name = str_field(function, "name", DIALECT, &fpath)?;
+            let args = raw_arguments(function.get("arguments"));
+            Ok(normalised(ToolCall::new(id, name, args), catalog))
+        })
+        .collect()
+}
+
+/// The tool calls of a Responses API answer: a whole response (its `output` items) or the
+/// items array; `function_call` items become calls (id = `call_id`), other items are skipped.
+pub fn parse_responses_calls(
+    response: &Value,
+    catalog: &ToolCatalog,
+) -> Result<Vec<ToolCall>, ParseError> {
+    let (items, base) = match response.get("output") {
+        Some(items) => (items, "/output"),
+        None => (response, ""),
+    };
+    let items = items
+        .as_array()
+        .ok_or_else(|| ParseError::new(DIALECT, base, "expected an array of output items"))?;
+    let mut calls = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if item.get("type").and_then(Value::as_str) != Some("function_call") {
+            continue;
+        }
+        let path = format!("{base}/{i}");
+        let id = str_field(item, "call_id", DIALECT, &path)?;
+        let name = str_field(item, "name", DIALECT, &path)?;
+        let args = raw_arguments(item.get("arguments"));
+        calls.push(normalised(ToolCall::new(id, name, args), catalog));
+    }
+    Ok(calls)
+}
+
+fn raw_arguments(raw: Option<&Value>) -> Value {
+    match raw {
+        Some(Value::String(s)) => arguments_from_str(s),
+        Some(other) => other.clone(),
+        None => Value::Object(Map::new()),
+    }
+}
+
+fn normalised(mut call: ToolCall, catalog: &ToolCatalog) -> ToolCall {
+    if let Some(schema) = catalog
+        .get(&call.name)
+        .and_then(|i| i.parameters.as_deref())
+    {
+        drop_optional_nulls(&mut call.args, schema);
+    }
+    call
+}
+
+/// A result as a Chat Completions tool message: `{role: "tool", tool_call_id, content}`.
+pub fn chat_result(result: &ToolCallResult) -> Value {
+    json!({
+        "role": "tool",
+        "tool_call_id": result.tool_call_id,
+        "content": super::result_text(result),
+    })
+}
+
+/// A result as a Responses API input item: `{type: "function_call_output", call_id, output}`.
+pub fn responses_result(result: &ToolCallResult) -> Value {
+    json!({
+        "type": "function_call_output",
+        "call_id": result.tool_call_id,
+        "output": super::result_text(result),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_enum_gets_null_in_its_values() {
+        let schema = json!({"type": "object", "properties": {
+            "c": {"type": "string", "enum": ["a", "b"]}}});
+        let strict = strict_schema(&schema).unwrap_or_default();
+        assert_eq!(strict["properties"]["c"]["type"], json!(["string", "null"]));
+        assert_eq!(strict["properties"]["c"]["enum"], json!(["a", "b", null]));
+        assert_eq!(strict["required"], json!(["c"]));
+    }
+
+    #[test]
+    fn optional_reference_is_wrapped_in_any_of_with_null() {
+        let schema = json!({"type": "object", "properties": {"next": {"$ref": "#"}}});
+        let strict = strict_schema(&schema).unwrap_or_default();
+        assert_eq!(
+            strict["properties"]["next"],
+            json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]})
+        );
+    }
+}

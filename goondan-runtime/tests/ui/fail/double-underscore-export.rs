@@ -1,0 +1,11 @@
+use goondan_runtime::prelude::*;
+
+#[tool(name = "text-utils")]
+pub mod text_utils {
+    #[export(name = "to__upper")]
+    pub fn upper(text: String) -> String {
+        text.to_uppercase()
+    }
+}
+
+fn main() {}

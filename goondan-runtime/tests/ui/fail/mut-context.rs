@@ -1,0 +1,8 @@
+use goondan_runtime::prelude::*;
+
+#[tool(name = "whoami")]
+pub fn whoami(ctx: &mut ToolContext) -> String {
+    ctx.agent_name().to_owned()
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use goondan_runtime::prelude::*;
+
+#[tool(name = "text-utils")]
+pub mod text_utils {
+    fn upper(text: String) -> String {
+        text.to_uppercase()
+    }
+}
+
+fn main() {}

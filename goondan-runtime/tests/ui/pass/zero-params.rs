@@ -1,0 +1,15 @@
+use goondan_runtime::prelude::*;
+
+#[tool(name = "clock")]
+pub fn now() -> u64 {
+    42
+}
+
+fn main() {
+    let tool = now::TOOL.build();
+    let (_, export) = tool.exports().next().unwrap();
+    assert_eq!(
+        export.parameters(),
+        &serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+    );
+}
