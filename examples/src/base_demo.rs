@@ -1,15 +1,45 @@
 //! The base tools on a temporary workdir: write, read, list and `bash__exec`, through a plain
-//! registry and executor (no test kit), each result printed as JSON.
+//! registry and executor, each result printed as the model receives it.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use goondan_runtime::{ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry};
-use serde_json::json;
+use serde_json::Value;
 
-/// Runs the demo, writing each [`goondan_runtime::ToolCallResult`] to `out` as pretty JSON.
-pub async fn run(out: &mut impl std::io::Write) -> anyhow::Result<()> {
+/// The base-tool calls of the quickstart: what each shows, the tool, the arguments.
+pub const SCRIPT: &[(&str, &str, &str)] = &[
+    (
+        "write a file (parents created, written atomically)",
+        "file-system__write",
+        r#"{"path": "notes/hello.txt", "content": "hello from goondan\n"}"#,
+    ),
+    (
+        "read it back",
+        "file-system__read",
+        r#"{"path": "notes/hello.txt"}"#,
+    ),
+    (
+        "list the workdir",
+        "file-system__list",
+        r#"{"path": ".", "recursive": true}"#,
+    ),
+    (
+        "run a command in the workdir",
+        "bash__exec",
+        r#"{"command": "cat notes/hello.txt | wc -w"}"#,
+    ),
+    (
+        "a path outside the workdir is refused",
+        "file-system__read",
+        r#"{"path": "../../etc/passwd"}"#,
+    ),
+];
+
+/// Runs the base-tool calls, numbering them from `first`, writing to `out`.
+pub async fn run(out: &mut impl Write, first: usize) -> anyhow::Result<()> {
     let workdir = tempfile::Builder::new()
-        .prefix("goondan-base-demo-")
+        .prefix("goondan-quickstart-")
         .tempdir()?;
     // `goondan_base::tools()` also links the crate, so its tools cannot vanish at link time.
     let registry = Arc::new(
@@ -20,20 +50,20 @@ pub async fn run(out: &mut impl std::io::Write) -> anyhow::Result<()> {
     let catalog = ToolCatalog::build(&registry, ["bash", "file-system"])?;
     let executor = ToolExecutor::new(Arc::clone(&registry));
     let ctx = ToolContext::builder(workdir.path())
-        .agent_name("demo")
+        .agent_name("assistant")
         .build();
 
-    let calls = [
-        (
-            "file-system__write",
-            json!({"path": "notes/hello.txt", "content": "hello from goondan\n"}),
-        ),
-        ("file-system__read", json!({"path": "notes/hello.txt"})),
-        ("file-system__list", json!({"path": ".", "recursive": true})),
-        ("bash__exec", json!({"command": "echo hi"})),
-    ];
-    for (n, (name, args)) in calls.into_iter().enumerate() {
-        let call = ToolCall::new(format!("call_{n}"), name, args);
+    writeln!(
+        out,
+        "\n# The base tools (goondan-base) on a temporary workdir: {} tools",
+        catalog.len()
+    )?;
+    for (i, (what, name, args)) in SCRIPT.iter().enumerate() {
+        let n = first + i;
+        let args: Value = serde_json::from_str(args)?;
+        writeln!(out, "\n## {n}. {what}")?;
+        writeln!(out, "call {name} {args}")?;
+        let call = ToolCall::new(format!("call_{n}"), *name, args);
         let result = executor.execute(call, &ctx, &catalog).await;
         writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;
     }

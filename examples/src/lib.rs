@@ -2,7 +2,9 @@
 //!
 //! - [`tools`]: the quickstart's tools (`text-utils`, `notes`, `admin`).
 //! - [`quickstart`]: `cargo run --example quickstart`.
+//! - [`base_demo`]: the quickstart's part with the base tools.
 
+pub mod base_demo;
 pub mod quickstart;
 pub mod tools;
 

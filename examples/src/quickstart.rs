@@ -97,7 +97,7 @@ pub async fn run(out: &mut impl Write) -> anyhow::Result<()> {
             wait_for(executor.pending(), handle, out).await?;
         }
     }
-    Ok(())
+    crate::base_demo::run(out, SCRIPT.len() + 1).await
 }
 
 async fn wait_for(

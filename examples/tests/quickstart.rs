@@ -62,8 +62,20 @@ async fn quickstart_prints_catalog_and_the_scripted_sequence() {
             expect("error", Some("E_TOOL_PANIC")),
             expect("error", Some("E_TOOL_TIMEOUT")),
             expect("pending", None),
+            // The base tools.
+            expect("ok", None),
+            expect("ok", None),
+            expect("ok", None),
+            expect("ok", None),
+            expect("error", Some("E_PATH_OUTSIDE_WORKDIR")),
         ]
     );
+    assert_eq!(results[12]["output"]["content"], "hello from goondan\n");
+    assert_eq!(
+        results[14]["output"]["stdout"].as_str().unwrap().trim(),
+        "3"
+    );
+    assert_eq!(results[14]["output"]["exitCode"], 0);
     assert_eq!(results[0]["output"]["result"], "HELLO, GOONDAN");
     let truncated = results[7]["error"]["message"].as_str().unwrap();
     assert!(truncated.ends_with("... (truncated)") && truncated.chars().count() == 80);
@@ -72,7 +84,12 @@ async fn quickstart_prints_catalog_and_the_scripted_sequence() {
         .split("completion of pending-")
         .nth(1)
         .expect("a completion");
-    let done: Value = serde_json::from_str(&completion[completion.find('{').unwrap()..]).unwrap();
+    let done: Value =
+        serde_json::Deserializer::from_str(&completion[completion.find('{').unwrap()..])
+            .into_iter::<Value>()
+            .next()
+            .unwrap()
+            .unwrap();
     assert_eq!(done["status"], "ok");
     assert_eq!(done["toolCallId"], results[10]["toolCallId"]);
     assert_eq!(done["output"]["notes"], 2);

@@ -20,7 +20,7 @@ use crate::JsonObject;
 use crate::catalog::{Lookup, ToolCatalog};
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError, codes};
-use crate::handler::{HandlerError, Outcome};
+use crate::handler::{HandlerCall, HandlerError, Outcome};
 use crate::middleware::{
     Core, Middleware, MiddlewareFuture, MiddlewareList, Next, ToolCallContext,
 };
@@ -356,24 +356,26 @@ async fn run_core(
         return Reply::Error(cancelled());
     }
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx.clone(), args)));
-    let fut = match started {
-        Ok(fut) => fut,
+    let outcome = match started {
         Err(panic) => return Reply::Error(panic_error(&*panic)),
-    };
-    let mut fut = AssertUnwindSafe(fut).catch_unwind();
-    // Most handlers finish on their first poll; only the others pay for a timer.
-    let first = std::future::poll_fn(|cx| {
-        let _entered = ctx.logger().enter();
-        Poll::Ready(fut.poll_unpin(cx))
-    });
-    let outcome = match first.await {
-        Poll::Ready(outcome) => outcome,
-        Poll::Pending => {
-            let timeout = export.timeout().or(shared.default_timeout);
-            let rest = wait_longer(fut, timeout, ctx.cancellation().clone());
-            match Box::pin(rest.instrument(ctx.logger().clone())).await {
-                Ok(outcome) => outcome,
-                Err(stop) => return Reply::Error(stop),
+        Ok(HandlerCall::Ready(outcome)) => Ok(outcome),
+        Ok(HandlerCall::Running(fut)) => {
+            let mut fut = AssertUnwindSafe(fut).catch_unwind();
+            // Most handlers finish on their first poll; only the others pay for a timer.
+            let first = std::future::poll_fn(|cx| {
+                let _entered = ctx.logger().enter();
+                Poll::Ready(fut.poll_unpin(cx))
+            });
+            match first.await {
+                Poll::Ready(outcome) => outcome,
+                Poll::Pending => {
+                    let timeout = export.timeout().or(shared.default_timeout);
+                    let rest = wait_longer(fut, timeout, ctx.cancellation().clone());
+                    match Box::pin(rest.instrument(ctx.logger().clone())).await {
+                        Ok(outcome) => outcome,
+                        Err(stop) => return Reply::Error(stop),
+                    }
+                }
             }
         }
     };

@@ -13,8 +13,39 @@ use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::error::{ToolError, codes};
 
-/// The future a [`Handler`] returns.
+/// The future of a [`Handler`] that has to wait.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Outcome, HandlerError>> + Send>>;
+
+/// What [`Handler::call`] returns: the answer at once (a synchronous handler, or arguments
+/// that do not deserialise), or a future to wait for.
+pub enum HandlerCall {
+    /// Finished without waiting.
+    Ready(Result<Outcome, HandlerError>),
+    /// Still running.
+    Running(HandlerFuture),
+}
+
+/// Awaiting a call gives its result either way.
+impl std::future::IntoFuture for HandlerCall {
+    type Output = Result<Outcome, HandlerError>;
+    type IntoFuture = HandlerFuture;
+
+    fn into_future(self) -> HandlerFuture {
+        match self {
+            HandlerCall::Ready(result) => Box::pin(std::future::ready(result)),
+            HandlerCall::Running(fut) => fut,
+        }
+    }
+}
+
+impl std::fmt::Debug for HandlerCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandlerCall::Ready(r) => f.debug_tuple("Ready").field(r).finish(),
+            HandlerCall::Running(_) => f.write_str("Running(..)"),
+        }
+    }
+}
 
 /// The future behind a [`Pending`] result.
 pub type PendingFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
@@ -62,8 +93,10 @@ impl From<ToolError> for HandlerError {
 /// `#[tool]` implements it for typed functions; [`handler_fn`] wraps a JSON closure for tools
 /// registered at run time.
 pub trait Handler: Send + Sync + 'static {
-    /// Starts the call. No user code should run before the returned future is polled.
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerFuture;
+    /// Runs the call: a synchronous handler answers at once, an asynchronous one returns a
+    /// future (no user code should run before it is polled). The executor catches panics
+    /// from both.
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall;
 
     /// `true` when the handler reads its arguments into a typed input (derived from the same
     /// type as the schema) and so checks them itself; the executor then consults the schema
@@ -194,20 +227,61 @@ where
     F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
 {
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerFuture {
-        // Deserialise from a borrowed value so that a failure can hand the arguments back.
-        let args = Value::Object(args);
-        match I::deserialize(&args) {
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
+        match read_input::<I>(args) {
             Ok(input) => {
-                drop(args);
                 let fut = (self.f)(ctx, input);
-                Box::pin(async move { fut.await.map_err(HandlerError::Failed) })
+                HandlerCall::Running(Box::pin(async move {
+                    fut.await.map_err(HandlerError::Failed)
+                }))
             }
-            Err(err) => {
-                let reason = err.to_string();
-                Box::pin(async move { Err(HandlerError::InvalidArgs { reason, args }) })
-            }
+            Err(err) => HandlerCall::Ready(Err(err)),
         }
+    }
+
+    fn checks_args(&self) -> bool {
+        true
+    }
+}
+
+/// Deserialises the input from a borrowed value, so that a failure can hand the arguments back
+/// for the explanation.
+fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerError> {
+    let args = Value::Object(args);
+    match I::deserialize(&args) {
+        Ok(input) => Ok(input),
+        Err(err) => Err(HandlerError::InvalidArgs {
+            reason: err.to_string(),
+            args,
+        }),
+    }
+}
+
+/// A handler built from a synchronous typed closure, as `#[tool]` generates for a plain `fn`:
+/// it answers without a future.
+pub(crate) struct TypedSyncHandler<I, F> {
+    f: F,
+    _input: PhantomData<fn() -> I>,
+}
+
+impl<I, F> TypedSyncHandler<I, F> {
+    pub(crate) fn new(f: F) -> Self {
+        Self {
+            f,
+            _input: PhantomData,
+        }
+    }
+}
+
+impl<I, F> Handler for TypedSyncHandler<I, F>
+where
+    I: ToolInput,
+    F: Fn(ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+{
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
+        HandlerCall::Ready(
+            read_input::<I>(args).and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
+        )
     }
 
     fn checks_args(&self) -> bool {
@@ -224,14 +298,14 @@ where
     T: IntoOutcome,
     E: Into<ToolError>,
 {
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerFuture {
+    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
         let fut = (self.0)(ctx, args);
-        Box::pin(async move {
+        HandlerCall::Running(Box::pin(async move {
             match fut.await {
                 Ok(v) => v.into_outcome().map_err(HandlerError::Failed),
                 Err(e) => Err(HandlerError::Failed(e.into())),
             }
-        })
+        }))
     }
 }
 

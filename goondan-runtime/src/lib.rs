@@ -63,7 +63,7 @@ pub use crate::context::{Message, ToolContext};
 pub use crate::dialect::{Dialect, DialectError, ParseError};
 pub use crate::error::ToolError;
 pub use crate::executor::{CallPolicy, ToolExecutor};
-pub use crate::handler::{Handler, IntoOutcome, Outcome, Pending, handler_fn};
+pub use crate::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
 pub use crate::middleware::{Middleware, Next, ToolCallContext, from_fn};
 pub use crate::name::ToolName;
 pub use crate::registry::ToolRegistry;
@@ -109,6 +109,15 @@ pub mod __private {
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
         crate::tool::typed_outcome_export(name, f)
+    }
+
+    /// An export whose synchronous handler gets the typed input `I` and answers at once.
+    pub fn export_sync<I, F>(name: &'static str, f: F) -> Export
+    where
+        I: ToolInput,
+        F: Fn(ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    {
+        Export::typed_sync_outcome(name, f)
     }
 
     /// The outcome of an infallible handler.

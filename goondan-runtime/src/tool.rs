@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
-use crate::handler::{Handler, Outcome, ToolInput, TypedHandler};
+use crate::handler::{Handler, Outcome, ToolInput, TypedHandler, TypedSyncHandler};
 use crate::name::{NameError, ToolName, validate_export_name, validate_resource_name};
 use crate::schema::{ArgValidator, SchemaError, check_parameters, schema_for};
 
@@ -149,6 +149,20 @@ impl Export {
             name.into(),
             schema_for::<I>(),
             Arc::new(TypedHandler::<I, _>::new(f)),
+        )
+    }
+
+    /// An export from a synchronous handler that returns an [`Outcome`] directly, as `#[tool]`
+    /// generates for a plain `fn`.
+    pub(crate) fn typed_sync_outcome<I, F>(name: impl Into<String>, f: F) -> Self
+    where
+        I: ToolInput,
+        F: Fn(ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    {
+        Self::from_parts(
+            name.into(),
+            schema_for::<I>(),
+            Arc::new(TypedSyncHandler::<I, _>::new(f)),
         )
     }
 
