@@ -3,9 +3,11 @@
 //! - [`tools`]: the quickstart's tools (`text-utils`, `notes`, `admin`).
 //! - [`quickstart`]: `cargo run --example quickstart`.
 //! - [`base_demo`]: the quickstart's part with the base tools.
+//! - [`quickstart_bundle`]: the quickstart's part with `goondan.yaml` and the step loop.
 
 pub mod base_demo;
 pub mod quickstart;
+pub mod quickstart_bundle;
 pub mod tools;
 
 pub use tools::quickstart_tools;

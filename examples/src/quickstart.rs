@@ -97,7 +97,12 @@ pub async fn run(out: &mut impl Write) -> anyhow::Result<()> {
             wait_for(executor.pending(), handle, out).await?;
         }
     }
-    crate::base_demo::run(out, SCRIPT.len() + 1).await
+    crate::base_demo::run(out, SCRIPT.len() + 1).await?;
+    writeln!(
+        out,
+        "\n# A bundle and the step loop: goondan.yaml, one Turn of Steps, tool-search narrowing the catalog"
+    )?;
+    crate::quickstart_bundle::run(out).await
 }
 
 async fn wait_for(

@@ -93,4 +93,23 @@ async fn quickstart_prints_catalog_and_the_scripted_sequence() {
     assert_eq!(done["status"], "ok");
     assert_eq!(done["toolCallId"], results[10]["toolCallId"]);
     assert_eq!(done["output"]["notes"], 2);
+
+    // Part 3: the bundle's Turn. The catalog narrows after the model searches, and a tool the
+    // search left out is refused like any call outside the catalog.
+    let part3 = out
+        .split("# A bundle and the step loop")
+        .nth(1)
+        .expect("part 3");
+    let seen: Vec<usize> = part3
+        .lines()
+        .filter_map(|l| l.split("the model sees ").nth(1))
+        .map(|rest| rest.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(seen.len() >= 3, "{part3}");
+    assert!(seen[1] < seen[0], "the catalog did not narrow: {seen:?}");
+    assert!(
+        part3.contains("bash__exec -> error E_TOOL_NOT_IN_CATALOG"),
+        "{part3}"
+    );
+    assert!(part3.contains("file-system__read -> "), "{part3}");
 }

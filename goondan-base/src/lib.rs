@@ -25,13 +25,17 @@
 //! # }
 //! ```
 
+pub mod agents;
 pub mod bash;
+pub mod cli;
+pub mod extensions;
 pub mod file_system;
 pub mod http_fetch;
 pub mod workspace;
 
 use goondan_runtime::{IntoTool, Tool};
 
+pub use crate::agents::Agents;
 pub use crate::bash::{Bash, BashPolicy};
 pub use crate::file_system::{FileSystem, FsPolicy};
 pub use crate::http_fetch::{HttpFetch, HttpPolicy};
@@ -66,6 +70,7 @@ pub fn resolve_ref(package: &str, name: &str) -> Option<Tool> {
         Bash::NAME => Some(Bash::default().into_tool()),
         FileSystem::NAME => Some(FileSystem::default().into_tool()),
         HttpFetch::NAME => Some(HttpFetch::default().into_tool()),
+        Agents::NAME => Some(Agents.into_tool()),
         _ => None,
     }
 }

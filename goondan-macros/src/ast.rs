@@ -106,6 +106,17 @@ const NOT_WHOLE_INPUT: &[&str] = &[
     "BTreeMap", "HashSet", "BTreeSet", "Box", "Arc", "Rc", "Value", "PathBuf",
 ];
 
+impl Tool {
+    /// The resource name (empty when missing, which `valid` reports).
+    pub(crate) fn name(&self) -> String {
+        self.attr
+            .name
+            .as_ref()
+            .map(LitStr::value)
+            .unwrap_or_default()
+    }
+}
+
 impl Export {
     /// The parameters the model fills, in order.
     pub(crate) fn input_params(&self) -> impl Iterator<Item = &Param> {
@@ -345,6 +356,16 @@ fn output_of(ty: &Type) -> Output {
         ok: args.next(),
         err: args.next(),
     }
+}
+
+/// The span of the first identifier `name` in `tokens` (`impl`, `Self`...), looking inside
+/// groups.
+pub(crate) fn find_ident(tokens: TokenStream, name: &str) -> Option<proc_macro2::Span> {
+    tokens.into_iter().find_map(|tt| match tt {
+        proc_macro2::TokenTree::Ident(ident) if ident == name => Some(ident.span()),
+        proc_macro2::TokenTree::Group(g) => find_ident(g.stream(), name),
+        _ => None,
+    })
 }
 
 /// The tokens from `first` to `last`, for an error that spans both.

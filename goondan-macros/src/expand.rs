@@ -6,13 +6,13 @@
 //! Locals use `Span::mixed_site()` so they never shadow the user's names. Calls that require a
 //! trait of the user's types carry the span of that type, so rustc puts its caret there.
 
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, Item, LitInt, LitStr, Path, Type};
 
-use crate::ast::{Export, Host, Inputs, Output, ParamKind, Tool};
+use crate::ast::{Export, Host, Inputs, Output, ParamKind, Tool, find_ident};
 
 /// The name of the build function nested in `TOOL`'s initialiser.
 const BUILD_FN: &str = "__goondan_build_tool";
@@ -57,13 +57,9 @@ pub(crate) fn dummy(tool: &Tool, item: Item) -> TokenStream {
 /// Places `body` (the code that returns the `Tool`) where each form needs it.
 fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStream {
     let krate = &names.krate;
-    let name = tool
-        .attr
-        .name
-        .as_ref()
-        .map(LitStr::value)
-        .unwrap_or_default();
+    let name = tool.name();
     let build = format_ident!("{BUILD_FN}");
+    let location = location(krate);
     let static_tool = quote! {
         #krate::__private::StaticTool::new(
             #name,
@@ -72,10 +68,7 @@ fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStre
                 fn #build() -> #krate::__private::Tool { #body }
                 #build
             },
-            #krate::__private::core::concat!(
-                #krate::__private::core::module_path!(), " at ",
-                #krate::__private::core::file!(), ":", #krate::__private::core::line!()
-            ),
+            #location,
         )
     };
     let tool_doc = format!(
@@ -129,12 +122,7 @@ fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStre
 /// The statements that build the `Tool`: the input check, the input types, then the builder.
 fn build_body(tool: &Tool, names: &Names) -> TokenStream {
     let krate = &names.krate;
-    let name = tool
-        .attr
-        .name
-        .as_ref()
-        .map(LitStr::value)
-        .unwrap_or_default();
+    let name = tool.name();
     let description = tool
         .attr
         .description
@@ -148,16 +136,8 @@ fn build_body(tool: &Tool, names: &Names) -> TokenStream {
         .as_ref()
         .and_then(|l| l.base10_parse::<usize>().ok())
         .map(|l| quote!(.error_message_limit(#l)));
-    let mut prelude = quote! {
-        #[diagnostic::on_unimplemented(
-            message = "`{Self}` cannot be used as a tool input",
-            label = "this type must implement `Deserialize` and `JsonSchema`",
-            note = "derive them: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (both are re-exported by `goondan_runtime::prelude`)"
-        )]
-        trait __GoondanToolInput { type Type; }
-        #[diagnostic::do_not_recommend]
-        impl<T: #krate::__private::ToolInput> __GoondanToolInput for T { type Type = T; }
-    };
+    let location = location(krate);
+    let mut prelude = TokenStream::new();
     let mut exports = Vec::new();
     for export in &tool.exports {
         let input_ty = input_type(export, names, &mut prelude);
@@ -169,10 +149,7 @@ fn build_body(tool: &Tool, names: &Names) -> TokenStream {
             #krate::__private::Tool::builder(#name)
                 #description
                 #limit
-                .origin(#krate::__private::core::concat!(
-                    #krate::__private::core::module_path!(), " at ",
-                    #krate::__private::core::file!(), ":", #krate::__private::core::line!()
-                ))
+                .origin(#location)
                 #(.export(#exports))*
         )
     }
@@ -181,18 +158,19 @@ fn build_body(tool: &Tool, names: &Names) -> TokenStream {
 /// The input type of `export`: the user's type (whole-struct input) or a generated struct,
 /// added to `prelude` (named parameters).
 fn input_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> TokenStream {
-    let checked = |ty: &Type| quote_spanned!(ty.span()=> <#ty as __GoondanToolInput>::Type);
+    let krate = &names.krate;
+    let checked =
+        |ty: &Type| quote_spanned!(ty.span()=> <#ty as #krate::__private::InputType>::Type);
     if export.inputs == Inputs::Struct
         && let Some(param) = export.input_params().next()
     {
         return checked(&param.ty);
     }
-    let krate = &names.krate;
     let struct_ident = format_ident!("__GoondanInput_{}", export.ident.unraw());
     let serde_crate = quote!(#krate::__private::serde).to_string();
     let schemars_crate = quote!(#krate::__private::schemars).to_string();
     // The struct is generic over the parameter types, and its derived impls require only
-    // `ToolInput` of them. Its type arguments go through `__GoondanToolInput`, spanned on the
+    // `ToolInput` of them. Its type arguments go through `InputType`, spanned on the
     // user's types: a type that is not `Deserialize + JsonSchema` is reported once, on that
     // type, instead of several times inside the derives. A parameter with `serde` or
     // `schemars` attributes keeps its concrete type, since those may need more traits of it
@@ -261,15 +239,27 @@ fn export_expr(tool: &Tool, export: &Export, names: &Names, input_ty: &TokenStre
     let closure_head = quote! {
         move |#ctx_pat: #krate::__private::ToolContext, #input_pat: #input_ty|
     };
-    let handler = match &tool.host {
-        Host::Impl { .. } => quote! {{
+    let is_async = export.sig.asyncness.is_some();
+    let handler = match (&tool.host, is_async) {
+        (Host::Impl { .. }, true) => quote! {{
             let #this = #krate::__private::std::sync::Arc::clone(&#this);
             #closure_head {
                 let #this = #krate::__private::std::sync::Arc::clone(&#this);
                 async move { #outcome }
             }
         }},
-        _ => quote!(#closure_head async move { #outcome }),
+        (Host::Impl { .. }, false) => quote! {{
+            let #this = #krate::__private::std::sync::Arc::clone(&#this);
+            #closure_head { #outcome }
+        }},
+        (_, true) => quote!(#closure_head async move { #outcome }),
+        (_, false) => quote!(#closure_head { #outcome }),
+    };
+    // A synchronous function answers without a future (no box, no poll).
+    let constructor = if is_async {
+        quote!(#krate::__private::export::<#input_ty, _, _>)
+    } else {
+        quote!(#krate::__private::export_sync::<#input_ty, _>)
     };
     let description = export
         .description
@@ -281,7 +271,7 @@ fn export_expr(tool: &Tool, export: &Export, names: &Names, input_ty: &TokenStre
         .and_then(timeout_ms)
         .map(|ms| quote!(.with_timeout(#krate::__private::millis(#ms))));
     quote! {
-        #krate::__private::export::<#input_ty, _, _>(#name, #handler)
+        #constructor(#name, #handler)
             #description
             #timeout
     }
@@ -338,12 +328,15 @@ fn outcome(output: &Output, krate: &Path, call: &TokenStream) -> TokenStream {
 
 /// Whether `ty` mentions `impl Trait`, which cannot be named in a turbofish.
 fn has_impl_trait(ty: &Type) -> bool {
-    fn walk(tokens: TokenStream) -> bool {
-        tokens.into_iter().any(|tt| match tt {
-            TokenTree::Ident(i) => i == "impl",
-            TokenTree::Group(g) => walk(g.stream()),
-            _ => false,
-        })
+    find_ident(ty.to_token_stream(), "impl").is_some()
+}
+
+/// `"path::to::module at file.rs:line"`, where the `#[tool]` item is.
+fn location(krate: &Path) -> TokenStream {
+    quote! {
+        #krate::__private::core::concat!(
+            #krate::__private::core::module_path!(), " at ",
+            #krate::__private::core::file!(), ":", #krate::__private::core::line!()
+        )
     }
-    walk(ty.to_token_stream())
 }

@@ -139,3 +139,21 @@ fn with_errors(cx: ctxt::Ctxt, mut tokens: proc_macro2::TokenStream) -> TokenStr
     }
     tokens.into()
 }
+
+/// Names, describes or times out one export: `#[export(name = "...", description = "...",
+/// timeout_ms = N)]`.
+///
+/// It is read and removed by `#[tool]`, so it only works on a function inside a `#[tool]`
+/// module or `impl` block, or after `#[tool]` on a lone function. Anywhere else it is an error
+/// that says so.
+#[proc_macro_attribute]
+pub fn export(_args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut tokens = proc_macro2::TokenStream::from(item);
+    let err = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "`#[export]` only works inside a `#[tool]` module or `impl` block, or after `#[tool]` on a \
+         lone function; move it below `#[tool]`",
+    );
+    tokens.extend(err.to_compile_error());
+    tokens.into()
+}

@@ -4,11 +4,11 @@
 //!
 //! The name rules mirror `goondan-runtime/src/name.rs` exactly.
 
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{LitInt, LitStr, Pat, Type};
 
-use crate::ast::{Export, Host, Param, ParamKind, Tool, is_context};
+use crate::ast::{Export, Host, Param, ParamKind, Tool, find_ident, is_context};
 use crate::ctxt::Ctxt;
 
 /// The separator between the resource name and the export name (NAME-1).
@@ -226,15 +226,6 @@ fn check_input_param(cx: &Ctxt, param: &Param) {
             "`Self` cannot appear in a tool parameter type; write the type's name",
         );
     }
-}
-
-/// The span of the first identifier `name` in `tokens`, looking inside groups.
-fn find_ident(tokens: TokenStream, name: &str) -> Option<Span> {
-    tokens.into_iter().find_map(|tt| match tt {
-        TokenTree::Ident(ident) if ident == name => Some(ident.span()),
-        TokenTree::Group(g) => find_ident(g.stream(), name),
-        _ => None,
-    })
 }
 
 fn positive<N>(cx: &Ctxt, lit: &LitInt, key: &str, unit: &str)

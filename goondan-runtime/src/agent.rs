@@ -30,6 +30,18 @@ pub struct AgentEvent {
     pub metadata: serde_json::Map<String, Value>,
 }
 
+impl AgentEvent {
+    /// An event of `event_type` carrying `input`, for the target's default instance.
+    pub fn new(event_type: impl Into<String>, input: Value) -> Self {
+        Self {
+            event_type: event_type.into(),
+            input,
+            instance_key: None,
+            metadata: serde_json::Map::new(),
+        }
+    }
+}
+
 /// Options of [`AgentRuntime::request`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,6 +52,12 @@ pub struct RequestOptions {
     /// Submit and return a pending handle instead of waiting (HO-2).
     #[serde(default)]
     pub r#async: bool,
+    /// The caller's trace, continued by the target (HO-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The caller's Turn, recorded by the target (HO-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
 }
 
 /// The answer to [`AgentRuntime::request`] (AG-1).

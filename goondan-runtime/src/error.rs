@@ -54,8 +54,14 @@ pub const HELP_URL_BASE: &str = "https://docs.goondan.ai/errors/";
 /// assert_eq!(err.name(), "Error");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ToolError(Box<Fields>);
+
+/// The fields of a [`ToolError`], boxed: errors are rare, and a small `ToolError` keeps the
+/// results and futures that may hold one small.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolError {
+struct Fields {
     code: Cow<'static, str>,
     name: Cow<'static, str>,
     message: String,
@@ -68,72 +74,72 @@ pub struct ToolError {
 impl ToolError {
     /// A failure with code `E_TOOL` and name `Error` (RES-10).
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(Fields {
             code: Cow::Borrowed(codes::TOOL),
             name: Cow::Borrowed("Error"),
             message: message.into(),
             suggestion: None,
             help_url: None,
-        }
+        }))
     }
 
     /// Sets the code (by convention `E_SOMETHING`).
     pub fn with_code(mut self, code: impl Into<Cow<'static, str>>) -> Self {
-        self.code = code.into();
+        self.0.code = code.into();
         self
     }
 
     /// Sets the name (by convention `SomethingError`).
     pub fn with_name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
-        self.name = name.into();
+        self.0.name = name.into();
         self
     }
 
     /// Sets the hint that helps the model recover (RES-6).
     pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
-        self.suggestion = Some(suggestion.into());
+        self.0.suggestion = Some(suggestion.into());
         self
     }
 
     /// Sets the documentation link (RES-7).
     pub fn with_help_url(mut self, url: impl Into<String>) -> Self {
-        self.help_url = Some(url.into());
+        self.0.help_url = Some(url.into());
         self
     }
 
     /// The code, e.g. `E_TOOL`.
     pub fn code(&self) -> &str {
-        &self.code
+        &self.0.code
     }
 
     /// The name, e.g. `ToolNotInCatalogError`.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     /// The message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// The recovery hint, if any.
     pub fn suggestion(&self) -> Option<&str> {
-        self.suggestion.as_deref()
+        self.0.suggestion.as_deref()
     }
 
     /// The documentation link, if any.
     pub fn help_url(&self) -> Option<&str> {
-        self.help_url.as_deref()
+        self.0.help_url.as_deref()
     }
 
     /// Prepares the error for the model: cuts the message to `limit` characters (RES-4, RES-8)
     /// and fills a missing `helpUrl` from the code (RES-7).
     pub fn finish(mut self, limit: usize) -> Self {
-        if let Cow::Owned(cut) = truncate_message(&self.message, limit) {
-            self.message = cut;
+        if let Cow::Owned(cut) = truncate_message(&self.0.message, limit) {
+            self.0.message = cut;
         }
-        if self.help_url.is_none() {
-            self.help_url = Some(format!("{HELP_URL_BASE}{}", self.code));
+        if self.0.help_url.is_none() {
+            self.0.help_url = Some(format!("{HELP_URL_BASE}{}", self.0.code));
         }
         self
     }
@@ -141,7 +147,7 @@ impl ToolError {
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        write!(f, "{}: {}", self.0.code, self.0.message)
     }
 }
 

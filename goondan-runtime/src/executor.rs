@@ -8,6 +8,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -131,29 +132,51 @@ impl ToolExecutor {
         ctx: &ToolContext,
         catalog: &ToolCatalog,
     ) -> ToolCallResult {
+        match self.begin(call, ctx, catalog) {
+            Begin::Done(result) => result,
+            Begin::Wait(waiting) => waiting.await,
+        }
+    }
+
+    /// Everything up to the first wait, synchronously: a synchronous handler's call completes
+    /// here, so `execute`'s future stays small and is polled once.
+    fn begin(&self, call: ToolCall, step: &ToolContext, catalog: &ToolCatalog) -> Begin {
         let ToolCall { id, name, args } = call;
-        let step = ctx;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
-        let prepared = span.in_scope(|| {
+        let started = span.in_scope(|| {
             emit_called(&ctx);
-            self.prepare(&name, args, catalog)
-        });
-        let (limit, reply) = match prepared {
-            Err(refusal) => (refusal.0, Reply::Error(refusal.1)),
-            Ok((entry, args)) => {
-                let limit = entry.resource().error_message_limit();
-                let reply = if self.shared.chain.is_empty() {
-                    run_core(&self.shared, &entry, args, ctx).await
-                } else {
-                    Box::pin(self.run_chain(&name, entry, args, ctx)).await
-                };
-                (limit, reply)
+            match self.prepare(&name, args, catalog) {
+                Err(refusal) => Err(refusal),
+                Ok((entry, args)) => {
+                    let limit = entry.resource().error_message_limit();
+                    let start = if self.shared.chain.is_empty() {
+                        start_core(&self.shared, &entry, args, &ctx)
+                    } else {
+                        let this = self.clone();
+                        let name = name.clone();
+                        Start::Wait(Box::pin(async move {
+                            this.run_chain(&name, entry, args, ctx).await
+                        }))
+                    };
+                    Ok((limit, start))
+                }
             }
+        });
+        // The step's context is shared (an `Arc`), so keeping it for the trace id is cheap.
+        let step = step.clone();
+        let finish = move |limit: usize, reply: Reply| {
+            let result = reply.into_result(id, name, limit);
+            span.in_scope(|| emit_finished(&result, None, step.trace_id()));
+            result
         };
-        let result = reply.into_result(id, name, limit);
-        span.in_scope(|| emit_finished(&result, None, step.trace_id()));
-        result
+        match started {
+            Err((limit, err)) => Begin::Done(finish(limit, Reply::Error(err))),
+            Ok((limit, Start::Done(reply))) => Begin::Done(finish(limit, reply)),
+            Ok((limit, Start::Wait(fut))) => {
+                Begin::Wait(Box::pin(async move { finish(limit, fut.await) }))
+            }
+        }
     }
 
     /// Everything before middleware: the catalog gate, the registry lookup, the arguments'
@@ -170,7 +193,7 @@ impl ToolExecutor {
             lookup => {
                 if let Err(err) = check_name(name) {
                     let err = invalid_name(name, &err, catalog);
-                    return Err(Box::new((DEFAULT_ERROR_MESSAGE_LIMIT, err)));
+                    return Err((DEFAULT_ERROR_MESSAGE_LIMIT, err));
                 }
                 let entry = self.shared.registry.get(name);
                 let limit = entry.as_ref().map_or(DEFAULT_ERROR_MESSAGE_LIMIT, |e| {
@@ -178,9 +201,9 @@ impl ToolExecutor {
                 });
                 let listed = matches!(lookup, Lookup::Listed);
                 if !listed && self.shared.policy == CallPolicy::CatalogOnly {
-                    return Err(Box::new((limit, not_in_catalog(name, catalog))));
+                    return Err((limit, not_in_catalog(name, catalog)));
                 }
-                entry.ok_or_else(|| Box::new((limit, not_found(name, catalog))))?
+                entry.ok_or_else(|| (limit, not_found(name, catalog)))?
             }
         };
         match args {
@@ -189,7 +212,7 @@ impl ToolExecutor {
             other => {
                 let limit = entry.resource().error_message_limit();
                 let err = args_not_object(&other, entry.export().parameters());
-                Err(Box::new((limit, err)))
+                Err((limit, err))
             }
         }
     }
@@ -210,13 +233,12 @@ impl ToolExecutor {
             entry,
         });
         let chain = Next::new(Arc::clone(&self.shared.chain), core).run(call);
-        Reply::Full(chain.instrument(span).await)
+        Reply::Full(Box::new(chain.instrument(span).await))
     }
 }
 
 /// A call refused before its handler: the error message limit that applies, and the error.
-/// Boxed: refusals are rare and the common path stays small.
-type Refusal = Box<(usize, ToolError)>;
+type Refusal = (usize, ToolError);
 
 /// What the core produced, before the call's id and name are attached.
 enum Reply {
@@ -224,7 +246,7 @@ enum Reply {
     Pending(String),
     Error(ToolError),
     /// A whole result, from the middleware chain.
-    Full(ToolCallResult),
+    Full(Box<ToolCallResult>),
 }
 
 impl Reply {
@@ -235,7 +257,8 @@ impl Reply {
             Reply::Output(v) => ToolCallResult::ok(id, name, v),
             Reply::Pending(h) => ToolCallResult::pending(id, name, h),
             Reply::Error(e) => ToolCallResult::error(id, name, e.finish(limit)),
-            Reply::Full(mut r) => {
+            Reply::Full(r) => {
+                let mut r = *r;
                 r.tool_call_id = id;
                 r.tool_name = name;
                 if let Some(err) = r.error.take() {
@@ -322,20 +345,44 @@ impl Core for CoreCall {
             let name = call.tool_name().to_owned();
             let (args, ctx) = call.into_parts();
             let limit = entry.resource().error_message_limit();
-            run_core(&shared, &entry, args, ctx)
+            start_core(&shared, &entry, args, &ctx)
+                .finish()
                 .await
                 .into_result(id, name, limit)
         })
     }
 }
 
+/// What `execute` has after its synchronous part.
+enum Begin {
+    Done(ToolCallResult),
+    Wait(Pin<Box<dyn Future<Output = ToolCallResult> + Send>>),
+}
+
+/// How the core starts: answered at once (validation failed, a synchronous handler), or a
+/// future to wait for (an asynchronous handler). Only the latter is boxed, so the common path
+/// of a synchronous handler never builds a large state machine.
+enum Start {
+    Done(Reply),
+    Wait(Pin<Box<dyn Future<Output = Reply> + Send>>),
+}
+
+impl Start {
+    async fn finish(self) -> Reply {
+        match self {
+            Start::Done(reply) => reply,
+            Start::Wait(fut) => fut.await,
+        }
+    }
+}
+
 /// Validation and the handler, with panics caught, a timeout and cancellation.
-async fn run_core(
-    shared: &Shared,
-    entry: &RegisteredExport,
+fn start_core(
+    shared: &Arc<Shared>,
+    entry: &Arc<RegisteredExport>,
     args: JsonObject,
-    ctx: ToolContext,
-) -> Reply {
+    ctx: &ToolContext,
+) -> Start {
     let export = entry.export();
     let handler = export.handler();
     let args = if handler.checks_args() {
@@ -345,7 +392,7 @@ async fn run_core(
         let validator = export.validator();
         if !validator.is_valid(&value) {
             let problems = validator.problems(&value);
-            return Reply::Error(invalid_args(problems, export.parameters()));
+            return Start::Done(Reply::Error(invalid_args(problems, export.parameters())));
         }
         match value {
             Value::Object(map) => map,
@@ -353,32 +400,51 @@ async fn run_core(
         }
     };
     if ctx.is_cancelled() {
-        return Reply::Error(cancelled());
+        return Start::Done(Reply::Error(cancelled()));
     }
-    let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx.clone(), args)));
-    let outcome = match started {
-        Err(panic) => return Reply::Error(panic_error(&*panic)),
-        Ok(HandlerCall::Ready(outcome)) => Ok(outcome),
-        Ok(HandlerCall::Running(fut)) => {
-            let mut fut = AssertUnwindSafe(fut).catch_unwind();
-            // Most handlers finish on their first poll; only the others pay for a timer.
-            let first = std::future::poll_fn(|cx| {
-                let _entered = ctx.logger().enter();
-                Poll::Ready(fut.poll_unpin(cx))
-            });
-            match first.await {
-                Poll::Ready(outcome) => outcome,
-                Poll::Pending => {
-                    let timeout = export.timeout().or(shared.default_timeout);
-                    let rest = wait_longer(fut, timeout, ctx.cancellation().clone());
-                    match Box::pin(rest.instrument(ctx.logger().clone())).await {
-                        Ok(outcome) => outcome,
-                        Err(stop) => return Reply::Error(stop),
-                    }
-                }
-            }
-        }
+    let started = {
+        let _entered = ctx.logger().enter();
+        std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx.clone(), args)))
     };
+    match started {
+        Err(panic) => Start::Done(Reply::Error(panic_error(&*panic))),
+        Ok(HandlerCall::Ready(outcome)) => Start::Done(conclude(shared, entry, ctx, Ok(outcome))),
+        Ok(HandlerCall::Running(fut)) => {
+            let shared = Arc::clone(shared);
+            let entry = Arc::clone(entry);
+            let ctx = ctx.clone();
+            Start::Wait(Box::pin(async move {
+                let mut fut = AssertUnwindSafe(fut).catch_unwind();
+                // Most handlers finish on their first poll; only the others pay for a timer.
+                let first = std::future::poll_fn(|cx| {
+                    let _entered = ctx.logger().enter();
+                    Poll::Ready(fut.poll_unpin(cx))
+                });
+                let outcome = match first.await {
+                    Poll::Ready(outcome) => outcome,
+                    Poll::Pending => {
+                        let timeout = entry.export().timeout().or(shared.default_timeout);
+                        let rest = wait_longer(fut, timeout, ctx.cancellation().clone());
+                        match rest.instrument(ctx.logger().clone()).await {
+                            Ok(outcome) => outcome,
+                            Err(stop) => return Reply::Error(stop),
+                        }
+                    }
+                };
+                conclude(&shared, &entry, &ctx, outcome)
+            }))
+        }
+    }
+}
+
+/// The reply for what the handler produced.
+fn conclude(
+    shared: &Shared,
+    entry: &RegisteredExport,
+    ctx: &ToolContext,
+    outcome: CaughtOutcome,
+) -> Reply {
+    let export = entry.export();
     match outcome {
         Err(panic) => Reply::Error(panic_error(&*panic)),
         Ok(Ok(Outcome::Output(output))) => Reply::Output(output),
@@ -387,7 +453,7 @@ async fn run_core(
             Reply::Pending(
                 shared
                     .pending
-                    .submit(pending, &ctx, entry.name().as_str(), limit),
+                    .submit(pending, ctx, entry.name().as_str(), limit),
             )
         }
         Ok(Err(HandlerError::Failed(err))) => Reply::Error(err),

@@ -188,6 +188,24 @@ pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + 'static {}
 #[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ToolInput for T {}
 
+/// `#[tool]` names each input type through this trait, so that a type that cannot be an input
+/// gets exactly one error, with the caret on the type. Not for use outside generated code.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be used as a tool input",
+    label = "this type must implement `Deserialize` and `JsonSchema`",
+    note = "derive them: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (both are re-exported by `goondan_runtime::prelude`)"
+)]
+pub trait InputType {
+    /// `Self`.
+    type Type;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: ToolInput> InputType for T {
+    type Type = T;
+}
+
 /// An error type a fallible handler may return.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned as a tool error",
@@ -231,9 +249,9 @@ where
         match read_input::<I>(args) {
             Ok(input) => {
                 let fut = (self.f)(ctx, input);
-                HandlerCall::Running(Box::pin(async move {
-                    fut.await.map_err(HandlerError::Failed)
-                }))
+                HandlerCall::Running(Box::pin(
+                    async move { fut.await.map_err(HandlerError::Failed) },
+                ))
             }
             Err(err) => HandlerCall::Ready(Err(err)),
         }
@@ -280,7 +298,8 @@ where
 {
     fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
         HandlerCall::Ready(
-            read_input::<I>(args).and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
+            read_input::<I>(args)
+                .and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
         )
     }
 

@@ -40,34 +40,41 @@
 //! ```
 
 pub mod agent;
+pub mod bundle;
 pub mod catalog;
 pub mod context;
 pub mod dialect;
 pub mod error;
 pub mod executor;
+pub mod extension;
 pub mod handler;
 pub mod middleware;
 pub mod name;
+pub mod orchestrator;
 pub mod pending;
 pub mod registry;
 pub mod result;
 pub mod schema;
+pub mod step;
 pub mod testing;
 pub mod tool;
 
-pub use goondan_macros::tool;
+pub use goondan_macros::{export, tool};
 
 pub use crate::agent::AgentRuntime;
+pub use crate::bundle::{Bundle, ToolLibrary};
 pub use crate::catalog::{CatalogItem, ToolCatalog};
 pub use crate::context::{Message, ToolContext};
 pub use crate::dialect::{Dialect, DialectError, ParseError};
 pub use crate::error::ToolError;
 pub use crate::executor::{CallPolicy, ToolExecutor};
+pub use crate::extension::{Extension, ExtensionApi};
 pub use crate::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
 pub use crate::middleware::{Middleware, Next, ToolCallContext, from_fn};
 pub use crate::name::ToolName;
 pub use crate::registry::ToolRegistry;
 pub use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+pub use crate::step::{AgentInstance, Model, ScriptedModel};
 pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
 
 /// A JSON object, as tool arguments are.
@@ -76,10 +83,10 @@ pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 /// What a tool author needs in scope: the attribute, the context, the error, and the derives
 /// for input types.
 pub mod prelude {
-    pub use crate::tool;
     pub use crate::{
         IntoTool, Pending, ToolCall, ToolCallResult, ToolContext, ToolError, ToolRegistry,
     };
+    pub use crate::{export, tool};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }
@@ -98,7 +105,7 @@ pub mod __private {
 
     pub use crate::context::ToolContext;
     pub use crate::error::ToolError;
-    pub use crate::handler::{IntoOutcome, IntoToolError, Outcome, ToolInput};
+    pub use crate::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
     pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolBuilder, finish_generated};
 
     /// An export whose handler gets the typed input `I`.
@@ -124,25 +131,6 @@ pub mod __private {
     pub fn output<T: IntoOutcome>(value: T) -> Result<Outcome, ToolError> {
         value.into_outcome()
     }
-
-    /// The outcome of a fallible handler.
-    pub fn fallible<T: IntoOutcome, E: IntoToolError>(
-        result: Result<T, E>,
-    ) -> Result<Outcome, ToolError> {
-        match result {
-            Ok(value) => value.into_outcome(),
-            Err(err) => Err(err.into_tool_error()),
-        }
-    }
-
-    /// Fails to compile, with a message naming `T`, unless `T` can be a tool input.
-    pub const fn assert_input<T: ToolInput>() {}
-
-    /// Fails to compile unless `T` can be returned from a tool.
-    pub const fn assert_output<T: IntoOutcome>() {}
-
-    /// Fails to compile unless `E` can be returned as a tool error.
-    pub const fn assert_error<E: IntoToolError>() {}
 
     /// A timeout in milliseconds.
     pub const fn millis(ms: u64) -> ::std::time::Duration {

@@ -578,6 +578,13 @@ pub fn linked_tools() -> Vec<&'static StaticTool> {
 pub fn finish_generated(builder: ToolBuilder) -> Tool {
     match builder.build() {
         Ok(tool) => tool,
+        Err(ToolDefinitionError::InvalidParameters {
+            resource, export, ..
+        }) => panic!(
+            "goondan: export `{export}` of tool `{resource}` takes a whole-struct input whose \
+             schema is not an object: the input type must be a struct with named fields \
+             (SPEC-6); to make the parameter a named property instead, give it a `///` comment"
+        ),
         Err(err) => {
             panic!("goondan: #[tool] generated an invalid tool (a bug in goondan-macros): {err}")
         }

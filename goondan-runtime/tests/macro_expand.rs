@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use goondan_runtime::HandlerCall;
 use goondan_runtime::handler::HandlerError;
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
@@ -383,21 +384,34 @@ async fn res_2_pending_return_submits_background_work() {
 }
 
 #[tokio::test]
-async fn sync_functions_run_only_when_the_handler_future_is_polled() {
+async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
     let tool = misc::TOOL.build();
     let ctx = ToolContext::builder("/tmp").build();
     SIDE_EFFECT.store(false, Ordering::SeqCst);
-    let future = export(&tool, "misc__record")
+    // A plain `fn` runs inside `call` and answers without a future.
+    let call = export(&tool, "misc__record")
         .handler()
-        .call(ctx, JsonObject::new());
-    assert!(!SIDE_EFFECT.load(Ordering::SeqCst));
-    let outcome = future.await.unwrap();
+        .call(ctx.clone(), JsonObject::new());
     assert!(SIDE_EFFECT.load(Ordering::SeqCst));
+    let HandlerCall::Ready(outcome) = call else {
+        panic!("a sync export must answer at once: {call:?}");
+    };
     // A unit return is the JSON `null`.
+    let outcome = outcome.unwrap();
     assert!(
         matches!(outcome, Outcome::Output(Value::Null)),
         "{outcome:?}"
     );
+    // An `async fn` returns a future; nothing of it runs before it is polled.
+    let kit_tool = text_utils::TOOL.build();
+    let mut args = JsonObject::new();
+    args.insert("text".into(), json!("abc"));
+    let call = export(&kit_tool, "text-utils__uppercase")
+        .handler()
+        .call(ctx, args);
+    assert!(matches!(call, HandlerCall::Running(_)), "{call:?}");
+    let outcome = call.await.unwrap();
+    assert!(matches!(outcome, Outcome::Output(_)), "{outcome:?}");
 }
 
 #[tokio::test]

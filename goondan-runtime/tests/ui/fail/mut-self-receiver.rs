@@ -12,4 +12,7 @@ impl Counter {
     }
 }
 
-fn main() {}
+fn main() {
+    // `IntoTool` is still implemented next to the error, so this line adds no second error.
+    let _ = Counter { count: 0 }.into_tool();
+}

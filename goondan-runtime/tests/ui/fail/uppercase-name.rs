@@ -7,4 +7,7 @@ pub mod text_utils {
     }
 }
 
-fn main() {}
+fn main() {
+    // `TOOL` still exists next to the error, so this line adds no second error.
+    let _ = text_utils::TOOL;
+}

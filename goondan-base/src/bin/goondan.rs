@@ -1,0 +1,5 @@
+//! The `goondan` command: `goondan validate`, `goondan tools list|call|export`.
+
+fn main() -> std::process::ExitCode {
+    goondan_base::cli::run()
+}

@@ -1,0 +1,252 @@
+//! What each subcommand does.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use goondan_runtime::bundle::{Bundle, BundleError, Severity, ToolLibrary, export_tools};
+use goondan_runtime::catalog::CatalogError;
+use goondan_runtime::registry::RegistryError;
+use goondan_runtime::{
+    Dialect, DialectError, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry,
+    ToolStatus,
+};
+use serde_json::{Value, json};
+
+use super::{Cli, Command, EXIT_FAILED, EXIT_OK, Format, ToolsCommand};
+
+/// Why a command could not run (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Dialect(#[from] DialectError),
+    #[error("the arguments are not JSON: {0}")]
+    Args(#[source] serde_json::Error),
+    #[error("the bundle `{}` has no Agent to take the catalog from; pass `--agent`", path.display())]
+    NoAgent { path: PathBuf },
+    #[error("cannot write the output: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+pub(crate) fn execute(
+    cli: &Cli,
+    library: &ToolLibrary,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    match &cli.command {
+        Command::Validate { bundle } => validate(bundle, library, cli.json, out),
+        Command::Tools(ToolsCommand::List {
+            bundle,
+            agent,
+            format,
+        }) => {
+            let (registry, catalog) = catalog(bundle.as_deref(), agent.as_deref(), library)?;
+            drop(registry);
+            let format = if cli.json && *format == Format::Text {
+                Format::Json
+            } else {
+                *format
+            };
+            list(&catalog, format, out)
+        }
+        Command::Tools(ToolsCommand::Call {
+            name,
+            args,
+            workdir,
+            bundle,
+            agent,
+        }) => {
+            let args: Value = serde_json::from_str(args).map_err(CliError::Args)?;
+            let (registry, catalog) = catalog(bundle.as_deref(), agent.as_deref(), library)?;
+            let workdir = match workdir {
+                Some(w) => w.clone(),
+                None => std::env::current_dir()?,
+            };
+            call(
+                registry,
+                &catalog,
+                name,
+                args,
+                workdir,
+                agent.as_deref(),
+                cli.json,
+                out,
+            )
+        }
+        Command::Tools(ToolsCommand::Export { tools }) => {
+            let mut chosen: Vec<_> = library
+                .iter()
+                .filter(|t| tools.is_empty() || tools.iter().any(|n| n == t.name()))
+                .collect();
+            chosen.sort_by(|a, b| a.name().cmp(b.name()));
+            out.write_all(export_tools(chosen).as_bytes())?;
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn validate(
+    path: &Path,
+    library: &ToolLibrary,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let bundle = Bundle::read(path)?;
+    let (diagnostics, tools) = match bundle.registry(library) {
+        Ok(registry) => (bundle.diagnostics().to_vec(), registry.len()),
+        Err(e) => (e.diagnostics().to_vec(), 0),
+    };
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    if json {
+        let report = json!({
+            "file": bundle.file(),
+            "ok": errors == 0,
+            "resources": bundle.resources().len(),
+            "tools": tools,
+            "diagnostics": diagnostics,
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        )?;
+    } else {
+        for d in &diagnostics {
+            writeln!(out, "{d}")?;
+        }
+        if errors == 0 {
+            writeln!(
+                out,
+                "ok: {} is valid: {} resources, {tools} tools, {} warning(s)",
+                bundle.file().display(),
+                bundle.resources().len(),
+                diagnostics.len()
+            )?;
+        } else {
+            writeln!(out, "{} has {errors} error(s)", bundle.file().display())?;
+        }
+    }
+    Ok(if errors == 0 { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// The registry and catalog: every compiled tool, or an Agent's catalog in a bundle.
+fn catalog(
+    bundle: Option<&Path>,
+    agent: Option<&str>,
+    library: &ToolLibrary,
+) -> Result<(Arc<ToolRegistry>, ToolCatalog), CliError> {
+    let Some(path) = bundle else {
+        let registry = ToolRegistry::builder()
+            .tools(library.iter().cloned())
+            .build()?;
+        let catalog = ToolCatalog::all(&registry);
+        return Ok((Arc::new(registry), catalog));
+    };
+    let bundle = Bundle::read(path)?;
+    let registry = bundle.registry(library)?;
+    let agent = match agent {
+        Some(a) => a.to_owned(),
+        None => bundle.entry_agent().ok_or_else(|| CliError::NoAgent {
+            path: path.to_path_buf(),
+        })?,
+    };
+    let tools = bundle.agent_tools(&agent)?;
+    let catalog = ToolCatalog::build(&registry, tools.iter().map(String::as_str))?;
+    Ok((Arc::new(registry), catalog))
+}
+
+fn list(catalog: &ToolCatalog, format: Format, out: &mut dyn Write) -> Result<u8, CliError> {
+    let dialect = match format {
+        Format::Text => {
+            let width = catalog.names().map(str::len).max().unwrap_or(0);
+            for item in catalog {
+                let d = item.description.as_deref().unwrap_or("");
+                let first = d.lines().next().unwrap_or("");
+                writeln!(out, "{:width$}  {first}", item.name.as_str())?;
+            }
+            return Ok(EXIT_OK);
+        }
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&catalog.to_json()).unwrap_or_default();
+            writeln!(out, "{text}")?;
+            return Ok(EXIT_OK);
+        }
+        Format::Openai => Dialect::OpenAiChat,
+        Format::OpenaiResponses => Dialect::OpenAiResponses,
+        Format::Anthropic => Dialect::Anthropic,
+        Format::Gemini => Dialect::Gemini,
+        Format::Mcp => Dialect::Mcp,
+    };
+    let tools = dialect.tools(catalog)?;
+    writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(&tools).unwrap_or_default()
+    )?;
+    Ok(EXIT_OK)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn call(
+    registry: Arc<ToolRegistry>,
+    catalog: &ToolCatalog,
+    name: &str,
+    args: Value,
+    workdir: PathBuf,
+    agent: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?;
+    let executor = ToolExecutor::new(registry);
+    let ctx = ToolContext::builder(workdir)
+        .agent_name(agent.unwrap_or("cli"))
+        .build();
+    let call = ToolCall::new("cli-call-1", name, args);
+    let result = runtime.block_on(executor.execute(call, &ctx, catalog));
+    if json {
+        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+        writeln!(out, "{text}")?;
+    } else {
+        match result.status {
+            ToolStatus::Ok => {
+                let output = result.output.clone().unwrap_or(Value::Null);
+                let text = serde_json::to_string_pretty(&output).unwrap_or_default();
+                writeln!(out, "ok {}\n{text}", result.tool_name)?;
+            }
+            ToolStatus::Pending => {
+                let handle = result.handle.as_deref().unwrap_or("");
+                writeln!(out, "pending {} handle={handle}", result.tool_name)?;
+            }
+            ToolStatus::Error => {
+                if let Some(e) = &result.error {
+                    let code = e.code();
+                    writeln!(out, "error {} [{code}]: {}", result.tool_name, e.message())?;
+                    if let Some(s) = e.suggestion() {
+                        writeln!(out, "suggestion: {s}")?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(if result.status == ToolStatus::Error {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}

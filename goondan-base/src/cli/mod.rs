@@ -1,0 +1,188 @@
+//! The `goondan` command: check bundles, list, call and export tools.
+//!
+//! The same commands are a library entry point, so that a program with its own tools linked in
+//! gets them in one line:
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     goondan_base::cli::run() // every linked #[tool], plus the base tools
+//! }
+//! ```
+//!
+//! Tools defined on `impl` blocks (with state) are not linked automatically: pass them with
+//! [`run_with`] and [`ToolLibrary::tools`].
+
+mod commands;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use goondan_runtime::bundle::ToolLibrary;
+
+/// Exit status: success, and for `tools call` a result with `status: "ok"` or `"pending"`.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the bundle has errors, or the tool call's result has `status: "error"`.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: the command could not run (bad arguments, unreadable file, unknown agent).
+pub const EXIT_USAGE: u8 = 2;
+
+const AFTER_HELP: &str = "\
+Exit status:
+  0  success (for `tools call`: the result's status is ok or pending)
+  1  the bundle has errors, or the tool call's result has status error
+  2  the command could not run: bad arguments, unreadable file, unknown agent or tool set";
+
+/// The `goondan` command line.
+#[derive(Debug, Parser)]
+#[command(name = "goondan", version, about = "Check Goondan bundles; list, call and export tools", after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// A subcommand.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a bundle: every problem, with file and line, and its Tool resources matched to
+    /// the compiled tools.
+    #[command(after_help = AFTER_HELP)]
+    Validate {
+        /// The bundle file, or a directory holding `goondan.yaml`.
+        #[arg(default_value = "goondan.yaml")]
+        bundle: PathBuf,
+    },
+    /// List, call or export tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+}
+
+/// A `tools` subcommand.
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List the tools: every compiled tool, or an Agent's catalog when a bundle is given.
+    #[command(after_help = AFTER_HELP)]
+    List {
+        /// A bundle; the catalog is then the one of `--agent` (default: the entry agent).
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        /// The bundle's Agent whose `spec.tools` make the catalog.
+        #[arg(long, requires = "bundle")]
+        agent: Option<String>,
+        /// The output format: text, json (the catalog), or a provider's tool format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Call one tool with JSON arguments and print the ToolCallResult.
+    #[command(after_help = AFTER_HELP)]
+    Call {
+        /// The full tool name, `{resource}__{export}`.
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        /// The working directory of the call (default: the current directory).
+        #[arg(long)]
+        workdir: Option<PathBuf>,
+        /// A bundle; the call is then checked against `--agent`'s catalog.
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        /// The bundle's Agent (default: the entry agent).
+        #[arg(long, requires = "bundle")]
+        agent: Option<String>,
+    },
+    /// Write the compiled tools as Tool resources (YAML), ready for a `goondan.yaml`.
+    #[command(after_help = AFTER_HELP)]
+    Export {
+        /// Only these tools (resource names); default: all.
+        #[arg(long = "tool")]
+        tools: Vec<String>,
+    },
+}
+
+/// Output formats of `tools list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per tool.
+    Text,
+    /// The catalog as JSON (`[{name, description, parameters, source}]`).
+    Json,
+    /// OpenAI Chat Completions `tools`.
+    Openai,
+    /// OpenAI Responses `tools`.
+    OpenaiResponses,
+    /// Anthropic Messages `tools`.
+    Anthropic,
+    /// Gemini `tools`.
+    Gemini,
+    /// MCP `tools/list` result.
+    Mcp,
+}
+
+/// Every tool linked into this program and the base tools, with `@goondan/base` as a package.
+pub fn default_library() -> ToolLibrary {
+    ToolLibrary::linked()
+        .tools(crate::tools())
+        .package(crate::PACKAGE, |name| {
+            crate::resolve_ref(crate::PACKAGE, name)
+        })
+}
+
+/// Runs the command line of this process with [`default_library`].
+pub fn run() -> ExitCode {
+    run_with(default_library())
+}
+
+/// Runs the command line of this process with `library`.
+pub fn run_with(library: ToolLibrary) -> ExitCode {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let code = run_from(
+        std::env::args_os(),
+        &library,
+        &mut stdout.lock(),
+        &mut stderr.lock(),
+    );
+    ExitCode::from(code)
+}
+
+/// Runs `args` (the program name first) and returns the exit status.
+pub fn run_from<I, T>(
+    args: I,
+    library: &ToolLibrary,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let use_stdout = !e.use_stderr();
+            let text = e.render().to_string();
+            let _ = if use_stdout {
+                out.write_all(text.as_bytes())
+            } else {
+                err.write_all(text.as_bytes())
+            };
+            return if use_stdout { EXIT_OK } else { EXIT_USAGE };
+        }
+    };
+    match commands::execute(&cli, library, out) {
+        Ok(code) => code,
+        // A closed pipe (`goondan tools list | head`) is not a failure.
+        Err(commands::CliError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! [`ToolLibrary`]: the compiled tools and linked packages a bundle's resources are matched
+//! against (SPEC-5, BASE-5).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Bundle;
+use super::diagnostic::{Diagnostic, Locus};
+use super::resource::Kind;
+use crate::tool::{IntoTool, Tool, linked_tools};
+
+type Resolver = Arc<dyn Fn(&str) -> Option<Tool> + Send + Sync>;
+
+/// Compiled tools by name, and packages (such as `@goondan/base`) that answer
+/// `ref: {kind: Tool, name, package}`.
+///
+/// ```
+/// use goondan_runtime::bundle::ToolLibrary;
+/// let library = ToolLibrary::linked().package("@acme/tools", |_name| None);
+/// assert!(library.resolve("@acme/tools", "anything").is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolLibrary {
+    tools: Vec<Tool>,
+    packages: BTreeMap<String, Resolver>,
+}
+
+impl fmt::Debug for ToolLibrary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolLibrary")
+            .field("tools", &self.names())
+            .field("packages", &self.packages.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ToolLibrary {
+    /// A library of `tools`.
+    pub fn new<T: IntoTool>(tools: impl IntoIterator<Item = T>) -> Self {
+        Self::default().tools(tools)
+    }
+
+    /// Every `#[tool]` module and function linked into this program.
+    pub fn linked() -> Self {
+        Self::new(linked_tools())
+    }
+
+    /// Adds tools.
+    #[must_use]
+    pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools
+            .extend(tools.into_iter().map(IntoTool::into_tool));
+        self
+    }
+
+    /// Adds a package: `resolve(name)` gives the package's tool named `name`.
+    #[must_use]
+    pub fn package(
+        mut self,
+        package: impl Into<String>,
+        resolve: impl Fn(&str) -> Option<Tool> + Send + Sync + 'static,
+    ) -> Self {
+        self.packages.insert(package.into(), Arc::new(resolve));
+        self
+    }
+
+    /// The compiled tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// The names of the compiled tools, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<_> = self.tools.iter().map(Tool::name).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The compiled tools.
+    pub fn iter(&self) -> impl Iterator<Item = &Tool> {
+        self.tools.iter()
+    }
+
+    /// The tool `name` of `package`.
+    pub fn resolve(&self, package: &str, name: &str) -> Option<Tool> {
+        self.packages.get(package).and_then(|r| r(name))
+    }
+
+    /// Whether `package` is known.
+    pub fn has_package(&self, package: &str) -> bool {
+        self.packages.contains_key(package)
+    }
+}
+
+/// The tools of `bundle`'s registry, each with the place it comes from, and the problems of
+/// matching: a declared export without a compiled handler or the reverse (SPEC-5), a Tool
+/// resource with no compiled tool, an unknown package or package tool.
+pub(crate) fn match_tools(
+    bundle: &Bundle,
+    library: &ToolLibrary,
+) -> (Vec<(Tool, Locus)>, Vec<Diagnostic>) {
+    let mut tools = Vec::new();
+    let mut diags = Vec::new();
+    for r in bundle.of_kind(&Kind::Tool) {
+        let at = r.locus_of("/metadata/name");
+        let same: Vec<_> = library.iter().filter(|t| t.name() == r.name).collect();
+        if same.len() > 1 {
+            let origins: Vec<_> = same.iter().map(|t| t.origin()).collect();
+            diags.push(at.error(format!(
+                "two compiled tools are named `{}`: {}",
+                r.name,
+                origins.join(" and ")
+            )));
+            continue;
+        }
+        let Some(compiled) = same.first() else {
+            diags.push(at.error(format!(
+                "no compiled tool is named `{}`: write it with `#[tool(name = \"{}\")]` and link it (SPEC-5); compiled tools: {}",
+                r.name,
+                r.name,
+                list(&library.names())
+            )));
+            continue;
+        };
+        let Some(spec) = r.spec() else { continue };
+        let declared: Vec<(usize, &str, Option<&str>)> = spec
+            .get("exports")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .enumerate()
+                    .filter_map(|(i, e)| {
+                        let name = e.get("name")?.as_str()?;
+                        Some((i, name, e.get("description").and_then(Value::as_str)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let compiled_names: Vec<&str> = compiled.exports().map(|(_, e)| e.name()).collect();
+        let mut ok = true;
+        for (i, name, _) in &declared {
+            if !compiled_names.contains(name) {
+                ok = false;
+                diags.push(r.locus_of(&format!("/spec/exports/{i}/name")).error(format!(
+                    "export `{name}` has no handler in the compiled tool `{}` (SPEC-5); its exports are: {}",
+                    r.name,
+                    list(&compiled_names)
+                )));
+            }
+        }
+        let declared_names: HashSet<&str> = declared.iter().map(|(_, n, _)| *n).collect();
+        for name in compiled_names
+            .iter()
+            .filter(|n| !declared_names.contains(*n))
+        {
+            ok = false;
+            diags.push(r.locus_of("/spec/exports").error(format!(
+                "the compiled tool has a handler for `{}__{name}` that the bundle does not declare (SPEC-5): add `- name: {name}` to `spec.exports`",
+                r.name
+            )));
+        }
+        if !ok {
+            continue;
+        }
+        let limit = spec
+            .get("errorMessageLimit")
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(compiled.error_message_limit());
+        let mut builder = Tool::builder(&r.name)
+            .error_message_limit(limit)
+            .source(compiled.source().clone())
+            .origin(format!(
+                "`{}` at {}:{}",
+                r.identity(),
+                r.locus.file.display(),
+                r.line()
+            ));
+        if let Some(d) = compiled.description() {
+            builder = builder.description(d);
+        }
+        for (_, name, description) in &declared {
+            if let Some((_, export)) = compiled.exports().find(|(_, e)| e.name() == *name) {
+                let mut export = export.clone();
+                if let Some(d) = description {
+                    export = export.with_description(*d);
+                }
+                builder = builder.export(export);
+            }
+        }
+        match builder.build() {
+            Ok(tool) => tools.push((tool, at)),
+            Err(e) => diags.push(at.error(e.to_string())),
+        }
+    }
+    let mut seen = HashSet::new();
+    for agent in bundle.of_kind(&Kind::Agent) {
+        for (reference, line) in agent.tool_refs() {
+            let Some(package) = reference.package.as_deref() else {
+                continue;
+            };
+            if reference.kind != "Tool"
+                || !seen.insert((package.to_owned(), reference.name.clone()))
+            {
+                continue;
+            }
+            let at = agent.locus.at(line);
+            if !library.has_package(package) {
+                diags.push(at.error(format!(
+                    "package `{package}` is not linked into this program: add it with `ToolLibrary::package`"
+                )));
+                continue;
+            }
+            match library.resolve(package, &reference.name) {
+                Some(tool) => tools.push((tool, at)),
+                None => diags.push(at.error(format!(
+                    "package `{package}` has no tool named `{}`",
+                    reference.name
+                ))),
+            }
+        }
+    }
+    (tools, diags)
+}
+
+fn list(names: &[&str]) -> String {
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

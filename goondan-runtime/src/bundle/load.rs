@@ -1,0 +1,120 @@
+//! YAML documents to [`Resource`]s: the envelope every resource shares (`apiVersion`, `kind`,
+//! `metadata.name`), checked before any kind-specific rule.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::API_VERSION;
+use super::diagnostic::{Diagnostic, Locus};
+use super::resource::{Kind, Resource};
+use super::yaml;
+
+const TOP_LEVEL: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
+const METADATA: &[&str] = &["name", "labels", "annotations", "namespace"];
+
+/// The resources of `text` and the problems of their envelopes.
+pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let mut diags = Vec::new();
+    let docs = match yaml::parse(text) {
+        Ok(docs) => docs,
+        Err(e) => {
+            let at = Locus {
+                file: file.to_path_buf(),
+                line: e.line.max(1),
+                resource: None,
+            };
+            diags.push(at.error(format!("not valid YAML: {}", e.message)));
+            return (out, diags);
+        }
+    };
+    let mut seen: HashMap<(Kind, String), usize> = HashMap::new();
+    for doc in docs {
+        let doc = Arc::new(doc);
+        let at = Locus {
+            file: file.to_path_buf(),
+            line: doc.line_of("").max(1),
+            resource: None,
+        };
+        let Some(map) = doc.value.as_object() else {
+            if !doc.value.is_null() {
+                diags.push(at.error(
+                    "a document must be a mapping with `apiVersion`, `kind`, `metadata` and `spec`",
+                ));
+            }
+            continue;
+        };
+        let kind = match map.get("kind") {
+            Some(Value::String(k)) => Kind::parse(k),
+            Some(_) => {
+                diags.push(at.at(doc.line_of("/kind")).error("`kind` must be a string"));
+                continue;
+            }
+            None => {
+                diags.push(at.error("missing `kind`: expected one of `Package`, `Model`, `Tool`, `Agent`, `Swarm`, `Extension`, `Connection`, `Connector`"));
+                continue;
+            }
+        };
+        let name = match map.get("metadata").and_then(|m| m.get("name")) {
+            Some(Value::String(n)) if !n.is_empty() => n.clone(),
+            _ => {
+                let line = doc.line_of("/metadata/name");
+                diags.push(at.at(line).error(format!(
+                    "a `{kind}` needs `metadata.name`, a non-empty string"
+                )));
+                continue;
+            }
+        };
+        let at = Locus {
+            resource: Some(format!("{kind}/{name}")),
+            ..at
+        };
+        match map.get("apiVersion") {
+            Some(Value::String(v)) if v == API_VERSION => {}
+            Some(v) => diags.push(
+                at.at(doc.line_of("/apiVersion"))
+                    .error(format!("`apiVersion` is {v}; expected `{API_VERSION}`")),
+            ),
+            None => diags.push(at.error(format!("missing `apiVersion: {API_VERSION}`"))),
+        }
+        if let Kind::Other(k) = &kind {
+            diags.push(
+                at.at(doc.line_of("/kind"))
+                    .warning(format!("unknown kind `{k}`: kept, not checked")),
+            );
+        }
+        for key in map.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {
+            let line = doc.line_of(&format!("/{}", yaml::escape(key)));
+            diags.push(
+                at.at(line)
+                    .warning(format!("unknown field `{key}`: kept, not used")),
+            );
+        }
+        if let Some(meta) = map.get("metadata").and_then(Value::as_object) {
+            for key in meta.keys().filter(|k| !METADATA.contains(&k.as_str())) {
+                let line = doc.line_of(&format!("/metadata/{}", yaml::escape(key)));
+                diags.push(
+                    at.at(line)
+                        .warning(format!("unknown field `metadata.{key}`: kept, not used")),
+                );
+            }
+        }
+        if let Some(first) = seen.insert((kind.clone(), name.clone()), at.line) {
+            diags.push(at.error(format!(
+                "`{kind}/{name}` is defined twice (first at line {first}); names are unique per kind"
+            )));
+            continue;
+        }
+        out.push(Resource {
+            kind,
+            name,
+            value: doc.value.clone(),
+            doc: Arc::clone(&doc),
+            locus: at,
+        });
+    }
+    (out, diags)
+}

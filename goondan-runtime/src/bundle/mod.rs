@@ -1,0 +1,208 @@
+//! Bundles: `goondan.yaml` files declaring Tool, Agent, Swarm and other resources.
+//!
+//! - [`Bundle::read`] parses a file (every YAML document is a resource) and checks it; the
+//!   problems found are [`Bundle::diagnostics`], each with its file, line and resource.
+//! - [`Bundle::registry`] matches the bundle's Tool resources to compiled tools by name (SPEC-5),
+//!   lets the YAML's `errorMessageLimit` and descriptions override the compiled ones, resolves
+//!   the Agents' package references (`@goondan/base`) through a [`ToolLibrary`], and reports every
+//!   problem of the bundle at once.
+//! - [`export`] writes compiled tools as Tool resources (SPEC-7).
+//!
+//! ```
+//! use goondan_runtime::bundle::{Bundle, ToolLibrary};
+//! use goondan_runtime::prelude::*;
+//!
+//! /// Echoes.
+//! #[tool(name = "echo")]
+//! pub fn say(text: String) -> String { text }
+//!
+//! let yaml = r#"
+//! apiVersion: goondan.ai/v1
+//! kind: Tool
+//! metadata: {name: echo}
+//! spec:
+//!   errorMessageLimit: 200
+//!   exports:
+//!     - name: say
+//!       parameters: {type: object, properties: {text: {type: string}}, required: [text]}
+//! ---
+//! apiVersion: goondan.ai/v1
+//! kind: Agent
+//! metadata: {name: helper}
+//! spec:
+//!   tools: ["Tool/echo"]
+//! "#;
+//! let bundle = Bundle::from_yaml(yaml, "goondan.yaml");
+//! let registry = bundle.registry(&ToolLibrary::new([say::TOOL]))?;
+//! assert_eq!(registry.resource("echo").map(|r| r.error_message_limit()), Some(200));
+//! assert_eq!(bundle.agent_tools("helper")?, vec!["echo".to_owned()]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod diagnostic;
+pub mod export;
+mod library;
+mod load;
+mod resource;
+mod validate;
+mod yaml;
+
+use std::path::{Path, PathBuf};
+
+pub use self::diagnostic::{BundleError, Diagnostic, Severity};
+pub use self::export::{export_tool, export_tools};
+pub use self::library::ToolLibrary;
+pub use self::resource::{Kind, ObjectRef, Resource};
+
+use crate::registry::ToolRegistry;
+
+/// The `apiVersion` of every resource.
+pub const API_VERSION: &str = "goondan.ai/v1";
+
+/// The file a bundle directory is read from.
+pub const BUNDLE_FILE: &str = "goondan.yaml";
+
+/// The resources of one `goondan.yaml`, with every problem found in them.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    file: PathBuf,
+    resources: Vec<Resource>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Bundle {
+    /// Reads `path` (a file, or a directory holding `goondan.yaml`). Only an unreadable file
+    /// is an `Err`; problems in the file are [`diagnostics`](Self::diagnostics).
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, BundleError> {
+        let mut path = path.as_ref().to_path_buf();
+        if path.is_dir() {
+            path.push(BUNDLE_FILE);
+        }
+        let text = std::fs::read_to_string(&path).map_err(|source| BundleError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Self::from_yaml(&text, path))
+    }
+
+    /// Reads `path` and fails unless it has no errors (warnings are kept).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, BundleError> {
+        Self::read(path)?.checked()
+    }
+
+    /// Parses and checks the YAML `text` of the file `file`. Never panics.
+    pub fn from_yaml(text: &str, file: impl Into<PathBuf>) -> Self {
+        let file = file.into();
+        let (resources, mut diagnostics) = load::resources(text, &file);
+        diagnostics.extend(validate::check(&resources));
+        diagnostics.sort_by_key(|d| d.line);
+        Self {
+            file,
+            resources,
+            diagnostics,
+        }
+    }
+
+    /// This bundle, or every error and warning when it has an error.
+    pub fn checked(self) -> Result<Self, BundleError> {
+        if self.has_errors() {
+            return Err(BundleError::Invalid {
+                diagnostics: self.diagnostics,
+            });
+        }
+        Ok(self)
+    }
+
+    /// The file it was read from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Every resource, in file order.
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// The resource of `kind` named `name`.
+    pub fn get(&self, kind: &Kind, name: &str) -> Option<&Resource> {
+        self.resources
+            .iter()
+            .find(|r| &r.kind == kind && r.name == name)
+    }
+
+    /// The resources of one kind.
+    pub fn of_kind<'a>(&'a self, kind: &'a Kind) -> impl Iterator<Item = &'a Resource> + 'a {
+        self.resources.iter().filter(move |r| &r.kind == kind)
+    }
+
+    /// Every problem found, errors and warnings, by line.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Whether a problem is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    /// The resource names an Agent's `spec.tools` declares, in order (CAT-2): what
+    /// [`ToolCatalog::build`](crate::ToolCatalog::build) takes.
+    pub fn agent_tools(&self, agent: &str) -> Result<Vec<String>, BundleError> {
+        let res = self
+            .get(&Kind::Agent, agent)
+            .ok_or_else(|| BundleError::UnknownAgent {
+                name: agent.to_owned(),
+                known: self.of_kind(&Kind::Agent).map(|a| a.name.clone()).collect(),
+            })?;
+        Ok(res.tool_refs().into_iter().map(|(r, _)| r.name).collect())
+    }
+
+    /// `policy.maxStepsPerTurn` of the Agent, else of a Swarm that lists it, else of the first
+    /// Swarm.
+    pub fn max_steps_per_turn(&self, agent: &str) -> Option<usize> {
+        let of = |r: &Resource| {
+            r.spec()
+                .and_then(|s| s.get("policy"))
+                .and_then(|p| p.get("maxStepsPerTurn"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+        };
+        if let Some(n) = self.get(&Kind::Agent, agent).and_then(of) {
+            return Some(n);
+        }
+        let swarms: Vec<_> = self.of_kind(&Kind::Swarm).collect();
+        swarms
+            .iter()
+            .find(|s| s.agent_refs().iter().any(|(r, _)| r.name == agent))
+            .or(swarms.first())
+            .and_then(|s| of(s))
+    }
+
+    /// The entry agent of the first Swarm, else the first Agent.
+    pub fn entry_agent(&self) -> Option<String> {
+        self.of_kind(&Kind::Swarm)
+            .find_map(|s| s.entry_agent().map(|(r, _)| r.name))
+            .or_else(|| self.of_kind(&Kind::Agent).next().map(|a| a.name.clone()))
+    }
+
+    /// The registry of this bundle: its Tool resources matched to `library`'s compiled tools
+    /// (SPEC-5; YAML `errorMessageLimit` and descriptions win), plus the package tools its
+    /// Agents reference (BASE-5). Fails with every problem of the bundle, its own included.
+    pub fn registry(&self, library: &ToolLibrary) -> Result<ToolRegistry, BundleError> {
+        let (tools, mut diagnostics) = library::match_tools(self, library);
+        diagnostics.extend(self.diagnostics.iter().cloned());
+        let registry = ToolRegistry::new();
+        for (tool, at) in tools {
+            if let Err(e) = registry.register(tool) {
+                diagnostics.push(at.error(e.to_string()));
+            }
+        }
+        if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+            diagnostics.sort_by_key(|d| d.line);
+            return Err(BundleError::Invalid { diagnostics });
+        }
+        Ok(registry)
+    }
+}

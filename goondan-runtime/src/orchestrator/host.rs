@@ -1,0 +1,217 @@
+//! The [`Orchestrator`]: the host's handle on a swarm of agent processes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::inproc::InProcess;
+use super::ipc::{self, DelegatePayload, ORCHESTRATOR};
+use super::link::Launcher;
+use super::process::{ProcessConfig, ProcessLauncher};
+use super::router::{Caller, Core};
+use super::runtime::request_result;
+use super::{
+    AgentIdentity, AgentWorker, DEFAULT_TIMEOUT_MS, SwarmSpec, address, disconnected, timed_out,
+};
+use crate::agent::{
+    AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
+    RequestResult, SendResult, SpawnOptions, SpawnResult,
+};
+
+/// How the Orchestrator times, retries and places its instances.
+#[derive(Debug, Clone)]
+pub struct OrchestratorConfig {
+    /// The first wait before a respawn; doubled after each quick failure (default 100 ms).
+    pub backoff_initial: Duration,
+    /// The longest wait before a respawn (default 5 s).
+    pub backoff_max: Duration,
+    /// A process that lived this long resets the backoff (default 10 s).
+    pub stable_after: Duration,
+    /// Consecutive failed starts after which an instance is given up (default 5).
+    pub max_spawn_failures: u32,
+    /// The directory relative `cwd`s are resolved against (default: the current directory).
+    pub workdir: PathBuf,
+}
+
+impl Default for OrchestratorConfig {
+    fn default() -> Self {
+        Self {
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+            stable_after: Duration::from_secs(10),
+            max_spawn_failures: 5,
+            workdir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        }
+    }
+}
+
+/// Why an Orchestrator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OrchestratorError {
+    /// The swarm's entry agent is not one of its agents.
+    #[error("the entry agent `{entry}` is not defined in swarm `{swarm}`")]
+    UnknownEntry {
+        /// The swarm.
+        swarm: String,
+        /// The entry agent.
+        entry: String,
+    },
+    /// The IPC socket could not be set up.
+    #[error("cannot set up the IPC socket: {0}")]
+    Socket(#[source] std::io::Error),
+}
+
+/// Owns one process per agent instance and routes handoffs between them (HO-6..8). Cheap to
+/// clone. It is the host's [`AgentRuntime`]: calls made through it come from `orchestrator`.
+#[derive(Clone)]
+pub struct Orchestrator {
+    core: Arc<Core>,
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator")
+            .field("swarm", &self.core.swarm.name)
+            .field("instances", &self.core.instance_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Orchestrator {
+    /// Starts an Orchestrator whose agents are processes of `process` (HO-8).
+    pub async fn start(
+        swarm: SwarmSpec,
+        process: ProcessConfig,
+    ) -> Result<Self, OrchestratorError> {
+        Self::start_with(swarm, process, OrchestratorConfig::default()).await
+    }
+
+    /// [`start`](Self::start) with a configuration.
+    pub async fn start_with(
+        swarm: SwarmSpec,
+        process: ProcessConfig,
+        config: OrchestratorConfig,
+    ) -> Result<Self, OrchestratorError> {
+        check(&swarm)?;
+        let launcher = ProcessLauncher::bind(process).map_err(OrchestratorError::Socket)?;
+        Ok(Self::with_launcher(swarm, config, Box::new(launcher)))
+    }
+
+    /// An Orchestrator whose agents are tasks of this process running the workers `build`
+    /// makes: the same routing, for fast tests. Must be called inside a Tokio runtime.
+    pub fn in_process<W, F>(
+        swarm: SwarmSpec,
+        config: OrchestratorConfig,
+        build: F,
+    ) -> Result<Self, OrchestratorError>
+    where
+        W: AgentWorker,
+        F: Fn(&AgentIdentity) -> W + Send + Sync + 'static,
+    {
+        check(&swarm)?;
+        let launcher =
+            InProcess::new(move |id: &AgentIdentity| Arc::new(build(id)) as Arc<dyn AgentWorker>);
+        Ok(Self::with_launcher(swarm, config, Box::new(launcher)))
+    }
+
+    fn with_launcher(
+        swarm: SwarmSpec,
+        config: OrchestratorConfig,
+        launcher: Box<dyn Launcher>,
+    ) -> Self {
+        Self {
+            core: Arc::new(Core::new(swarm, config, launcher)),
+        }
+    }
+
+    /// The swarm.
+    pub fn swarm(&self) -> &SwarmSpec {
+        &self.core.swarm
+    }
+
+    /// The Unix socket agent processes connect to (process mode only).
+    pub fn socket_path(&self) -> Option<&Path> {
+        self.core.launcher.socket_path()
+    }
+
+    /// The process id of a running instance.
+    pub fn pid(&self, agent: &str, instance_key: &str) -> Option<u32> {
+        self.core.pid(&address(agent, instance_key))
+    }
+
+    /// How many times an instance's process ended and was started again.
+    pub fn restarts(&self, agent: &str, instance_key: &str) -> Option<u64> {
+        self.core.restarts(&address(agent, instance_key))
+    }
+
+    /// How many requests are waiting for an answer.
+    pub fn in_flight(&self) -> usize {
+        self.core.in_flight()
+    }
+
+    /// Refuses new requests from the host, waits (up to `grace`) for in-flight requests, asks
+    /// every agent process to shut down, waits for them to exit (within what is left of
+    /// `grace`), and kills what is left.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.core.shutdown(grace).await;
+    }
+}
+
+fn check(swarm: &SwarmSpec) -> Result<(), OrchestratorError> {
+    if swarm.defines(&swarm.entry_agent) {
+        Ok(())
+    } else {
+        Err(OrchestratorError::UnknownEntry {
+            swarm: swarm.name.clone(),
+            entry: swarm.entry_agent.clone(),
+        })
+    }
+}
+
+impl AgentRuntime for Orchestrator {
+    fn request<'a>(
+        &'a self,
+        target: &'a str,
+        event: AgentEvent,
+        options: RequestOptions,
+    ) -> AgentFuture<'a, RequestResult> {
+        Box::pin(async move {
+            let timeout_ms = options.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+            let id = self.core.fresh(ORCHESTRATOR);
+            let (tx, rx) = oneshot::channel();
+            let payload = DelegatePayload {
+                event,
+                chain: Vec::new(),
+                timeout_ms,
+                trace_id: options.trace_id,
+                turn_id: options.turn_id,
+            };
+            self.core
+                .delegate(Caller::Host(tx), ORCHESTRATOR, target, payload, id.clone());
+            let wait = Duration::from_millis(timeout_ms) + Duration::from_millis(500);
+            match tokio::time::timeout(wait, rx).await {
+                Ok(Ok(answer)) => Ok(request_result(target, ipc::read_answer(answer)?, id)),
+                Ok(Err(_)) => Err(disconnected()),
+                Err(_) => Err(timed_out(target, timeout_ms)),
+            }
+        })
+    }
+
+    fn send<'a>(&'a self, target: &'a str, event: AgentEvent) -> AgentFuture<'a, SendResult> {
+        Box::pin(async move { self.core.send_event(ORCHESTRATOR, target, event) })
+    }
+
+    fn spawn<'a>(&'a self, target: &'a str, options: SpawnOptions) -> AgentFuture<'a, SpawnResult> {
+        Box::pin(async move { self.core.spawn(ORCHESTRATOR, target, options) })
+    }
+
+    fn list(&self, include_all: bool) -> AgentFuture<'_, Vec<AgentInstanceInfo>> {
+        Box::pin(async move { Ok(self.core.list(ORCHESTRATOR, include_all)) })
+    }
+
+    fn catalog(&self) -> AgentFuture<'_, AgentCatalog> {
+        Box::pin(async move { Ok(self.core.catalog(ORCHESTRATOR)) })
+    }
+}

@@ -1,0 +1,54 @@
+//! Instances as tasks of this process: the Orchestrator's routing without processes, for fast
+//! tests. Messages pass through the same agent loop as in a process, minus the framing.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::agent_mode::serve;
+use super::link::{LaunchFuture, LaunchSpec, Launcher, Link, LinkControl};
+use super::{AgentIdentity, AgentWorker};
+
+type Build = dyn Fn(&AgentIdentity) -> Arc<dyn AgentWorker> + Send + Sync;
+
+pub(crate) struct InProcess {
+    build: Box<Build>,
+}
+
+impl InProcess {
+    pub(crate) fn new(
+        build: impl Fn(&AgentIdentity) -> Arc<dyn AgentWorker> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            build: Box::new(build),
+        }
+    }
+}
+
+struct TaskControl(tokio::task::AbortHandle);
+
+impl LinkControl for TaskControl {
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+
+    fn kill(&self) {
+        self.0.abort();
+    }
+}
+
+impl Launcher for InProcess {
+    fn launch(&self, spec: LaunchSpec) -> LaunchFuture<'_> {
+        let worker = (self.build)(&spec.identity);
+        Box::pin(async move {
+            let (to_agent, agent_rx) = mpsc::unbounded_channel();
+            let (agent_tx, from_agent) = mpsc::unbounded_channel();
+            let task = tokio::spawn(serve(Arc::new(spec.identity), worker, agent_rx, agent_tx));
+            Ok(Link {
+                tx: to_agent,
+                rx: from_agent,
+                control: Box::new(TaskControl(task.abort_handle())),
+            })
+        })
+    }
+}

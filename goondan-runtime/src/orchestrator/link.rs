@@ -1,0 +1,41 @@
+//! What the Orchestrator needs from a transport: start an instance, talk to it, kill it.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+
+use tokio::sync::mpsc;
+
+use super::AgentIdentity;
+use super::ipc::IpcMessage;
+
+/// What a transport needs to start an instance.
+pub(crate) struct LaunchSpec {
+    pub(crate) identity: AgentIdentity,
+}
+
+/// A started instance: messages both ways and a handle on its process or task. `rx` ends when
+/// the instance is gone.
+pub(crate) struct Link {
+    pub(crate) tx: mpsc::UnboundedSender<IpcMessage>,
+    pub(crate) rx: mpsc::UnboundedReceiver<IpcMessage>,
+    pub(crate) control: Box<dyn LinkControl>,
+}
+
+/// A handle on a running instance.
+pub(crate) trait LinkControl: Send + Sync {
+    /// The process id, for a process.
+    fn pid(&self) -> Option<u32>;
+    /// Ends the instance at once.
+    fn kill(&self);
+}
+
+pub(crate) type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Link, String>> + Send + 'a>>;
+
+/// Starts instances: as processes, or as tasks.
+pub(crate) trait Launcher: Send + Sync + 'static {
+    fn launch(&self, spec: LaunchSpec) -> LaunchFuture<'_>;
+    fn socket_path(&self) -> Option<&Path> {
+        None
+    }
+}

@@ -1,0 +1,424 @@
+//! [`AgentInstance`]: one agent's conversation, run Turn by Turn, Step by Step.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::StepError;
+use super::model::{Model, ModelRequest};
+use super::pipeline::{
+    StepContext, StepCore, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnCore,
+    TurnEnd, TurnMiddleware, TurnNext, TurnOutcome, ordered,
+};
+use crate::agent::AgentRuntime;
+use crate::bundle::{Bundle, BundleError};
+use crate::catalog::ToolCatalog;
+use crate::context::{Message, ToolContext, fresh_id, now_ms};
+use crate::executor::ToolExecutor;
+use crate::extension::{Extension, ExtensionApi};
+use crate::registry::ToolRegistry;
+use crate::result::ToolCallResult;
+
+/// The default of `policy.maxStepsPerTurn`.
+pub const DEFAULT_MAX_STEPS_PER_TURN: usize = 16;
+
+struct Shared {
+    agent_name: String,
+    instance_key: String,
+    registry: Arc<ToolRegistry>,
+    executor: ToolExecutor,
+    model: Arc<dyn Model>,
+    declared: Vec<String>,
+    step_chain: Arc<[Arc<dyn StepMiddleware>]>,
+    turn_chain: Arc<[Arc<dyn TurnMiddleware>]>,
+    max_steps: usize,
+    concurrency: usize,
+    workdir: PathBuf,
+    runtime: Option<Arc<dyn AgentRuntime>>,
+    conversation: Mutex<Vec<Message>>,
+}
+
+impl Shared {
+    fn conversation(&self) -> std::sync::MutexGuard<'_, Vec<Message>> {
+        self.conversation.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One instance of an Agent: its conversation, its registry and model, its extensions, and
+/// its workdir (`{state}/workspace`, CTX-2). [`run_turn`](Self::run_turn) runs one Turn.
+///
+/// Every Step builds its catalog from the Agent's `spec.tools` plus the tools registered at
+/// run time (CAT-1, CAT-2, CAT-5), lets step middleware edit it (CAT-3), asks the model, runs
+/// the calls against that catalog (PERM-1) with the assistant message as `ctx.message`
+/// (CTX-5), and appends one tool message per call, in call order (MW-4).
+///
+/// ```
+/// use std::sync::Arc;
+/// use goondan_runtime::prelude::*;
+/// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnEnd};
+///
+/// /// Adds.
+/// #[tool(name = "calc")]
+/// pub fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build()?);
+/// let model = Arc::new(ScriptedModel::new([
+///     ModelResponse::calls([ToolCall::new("c1", "calc__add", serde_json::json!({"a": 2, "b": 3}))]),
+///     ModelResponse::text("5"),
+/// ]));
+/// let state = tempfile::tempdir()?;
+/// let agent = AgentInstance::builder("helper", registry, model)
+///     .tools(["calc"])
+///     .state_dir(state.path())
+///     .build()?;
+/// let turn = agent.run_turn("what is 2 + 3?").await?;
+/// assert_eq!(turn.end, TurnEnd::Answered);
+/// assert_eq!(turn.steps[0].results[0].output, Some(serde_json::json!(5)));
+/// assert_eq!(turn.answer(), Some("5"));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct AgentInstance {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AgentInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentInstance")
+            .field("agent_name", &self.shared.agent_name)
+            .field("instance_key", &self.shared.instance_key)
+            .field("tools", &self.shared.declared)
+            .field("workdir", &self.shared.workdir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentInstance {
+    /// Starts an instance of `agent_name` with `registry` and `model`.
+    pub fn builder(
+        agent_name: impl Into<String>,
+        registry: Arc<ToolRegistry>,
+        model: Arc<dyn Model>,
+    ) -> AgentInstanceBuilder {
+        AgentInstanceBuilder {
+            agent_name: agent_name.into(),
+            instance_key: "default".to_owned(),
+            registry,
+            model,
+            declared: Vec::new(),
+            extensions: Vec::new(),
+            max_steps: DEFAULT_MAX_STEPS_PER_TURN,
+            concurrency: 1,
+            state_dir: None,
+            runtime: None,
+        }
+    }
+
+    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools` and
+    /// `policy.maxStepsPerTurn`.
+    pub fn from_bundle(
+        bundle: &Bundle,
+        agent: &str,
+        registry: Arc<ToolRegistry>,
+        model: Arc<dyn Model>,
+    ) -> Result<AgentInstanceBuilder, BundleError> {
+        let tools = bundle.agent_tools(agent)?;
+        let mut builder = Self::builder(agent, registry, model).tools(tools);
+        if let Some(n) = bundle.max_steps_per_turn(agent) {
+            builder = builder.max_steps_per_turn(n);
+        }
+        Ok(builder)
+    }
+
+    /// The agent's name.
+    pub fn agent_name(&self) -> &str {
+        &self.shared.agent_name
+    }
+
+    /// The instance's workdir, `{state}/workspace`.
+    pub fn workdir(&self) -> &std::path::Path {
+        &self.shared.workdir
+    }
+
+    /// The registry (extensions add to it).
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.shared.registry
+    }
+
+    /// The conversation so far.
+    pub fn conversation(&self) -> Vec<Message> {
+        self.shared.conversation().clone()
+    }
+
+    /// The catalog a Step would start from now, before step middleware (CAT-1, CAT-2, CAT-5).
+    pub fn base_catalog(&self) -> Result<ToolCatalog, StepError> {
+        Ok(ToolCatalog::build(
+            &self.shared.registry,
+            self.shared.declared.iter().map(String::as_str),
+        )?)
+    }
+
+    /// Runs one Turn for the user message `input`: Steps until the model answers without
+    /// calls or `policy.maxStepsPerTurn` Steps have run. Run the Turns of one instance one at
+    /// a time: they share its conversation.
+    pub async fn run_turn(&self, input: impl Into<String>) -> Result<TurnOutcome, StepError> {
+        let turn_id = fresh_id("turn");
+        let input = Message {
+            id: fresh_id("msg"),
+            role: "user".to_owned(),
+            content: Some(input.into()),
+            tool_calls: Vec::new(),
+            metadata: serde_json::Map::new(),
+            created_at: now_ms(),
+        };
+        let turn = TurnContext {
+            input,
+            metadata: serde_json::Map::new(),
+            agent_name: self.shared.agent_name.clone(),
+            turn_id,
+        };
+        let core = Arc::new(TurnRunner(Arc::clone(&self.shared)));
+        TurnNext::new(Arc::clone(&self.shared.turn_chain), core)
+            .run(turn)
+            .await
+    }
+}
+
+/// Builds an [`AgentInstance`].
+#[must_use]
+pub struct AgentInstanceBuilder {
+    agent_name: String,
+    instance_key: String,
+    registry: Arc<ToolRegistry>,
+    model: Arc<dyn Model>,
+    declared: Vec<String>,
+    extensions: Vec<Arc<dyn Extension>>,
+    max_steps: usize,
+    concurrency: usize,
+    state_dir: Option<PathBuf>,
+    runtime: Option<Arc<dyn AgentRuntime>>,
+}
+
+impl AgentInstanceBuilder {
+    /// The Agent's `spec.tools`: resource names, in order (CAT-2).
+    pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
+        self.declared = resources.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The instance key (default `default`).
+    pub fn instance_key(mut self, key: impl Into<String>) -> Self {
+        self.instance_key = key.into();
+        self
+    }
+
+    /// Adds an extension; extensions register in the order added.
+    pub fn extension(mut self, extension: impl Extension) -> Self {
+        self.extensions.push(Arc::new(extension));
+        self
+    }
+
+    /// Adds a shared extension.
+    pub fn extension_arc(mut self, extension: Arc<dyn Extension>) -> Self {
+        self.extensions.push(extension);
+        self
+    }
+
+    /// `policy.maxStepsPerTurn` (default 16; at least 1).
+    pub fn max_steps_per_turn(mut self, n: usize) -> Self {
+        self.max_steps = n.max(1);
+        self
+    }
+
+    /// Runs up to `n` calls of one Step at once (default 1: one after another). Results are
+    /// kept in call order whatever the order they finish in.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// The instance's state directory; the workdir is `{state}/workspace` (default: a
+    /// directory under the system's temporary directory).
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// The agent-to-agent API every call of this instance gets as `ctx.runtime()`.
+    pub fn agent_runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// Registers the extensions, creates the workdir and finishes the instance.
+    pub fn build(self) -> Result<AgentInstance, StepError> {
+        let mut api = ExtensionApi::new(Arc::clone(&self.registry));
+        for ext in &self.extensions {
+            api.for_extension(ext.name());
+            ext.register(&mut api)?;
+        }
+        let state = self.state_dir.unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join("goondan")
+                .join(&self.agent_name)
+                .join(&self.instance_key)
+        });
+        let workdir = state.join("workspace");
+        std::fs::create_dir_all(&workdir).map_err(|source| StepError::Workdir {
+            path: workdir.clone(),
+            source,
+        })?;
+        let mut executor = ToolExecutor::builder(Arc::clone(&self.registry));
+        for (priority, mw) in api.pipeline.tool_call {
+            executor = executor.middleware_arc(priority, mw);
+        }
+        Ok(AgentInstance {
+            shared: Arc::new(Shared {
+                agent_name: self.agent_name,
+                instance_key: self.instance_key,
+                registry: self.registry,
+                executor: executor.build(),
+                model: self.model,
+                declared: self.declared,
+                step_chain: ordered(api.pipeline.step),
+                turn_chain: ordered(api.pipeline.turn),
+                max_steps: self.max_steps,
+                concurrency: self.concurrency,
+                workdir,
+                runtime: self.runtime,
+                conversation: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+}
+
+struct TurnRunner(Arc<Shared>);
+
+impl TurnCore for TurnRunner {
+    fn run(&self, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
+        let shared = Arc::clone(&self.0);
+        Box::pin(async move {
+            shared.conversation().push(turn.input);
+            let mut steps = Vec::new();
+            for index in 0..shared.max_steps {
+                let catalog = ToolCatalog::build(
+                    &shared.registry,
+                    shared.declared.iter().map(String::as_str),
+                )?;
+                let step = StepContext {
+                    tool_catalog: catalog,
+                    metadata: serde_json::Map::new(),
+                    agent_name: shared.agent_name.clone(),
+                    instance_key: shared.instance_key.clone(),
+                    turn_id: turn.turn_id.clone(),
+                    step: index,
+                    messages: Arc::new(shared.conversation().clone()),
+                };
+                let core = Arc::new(StepRunner(Arc::clone(&shared)));
+                let result = StepNext::new(Arc::clone(&shared.step_chain), core)
+                    .run(step)
+                    .await?;
+                append(&shared, &result);
+                let answered = result.assistant.tool_calls.is_empty();
+                steps.push(result);
+                if answered {
+                    return Ok(TurnOutcome {
+                        turn_id: turn.turn_id,
+                        steps,
+                        end: TurnEnd::Answered,
+                    });
+                }
+            }
+            Ok(TurnOutcome {
+                turn_id: turn.turn_id,
+                steps,
+                end: TurnEnd::MaxSteps,
+            })
+        })
+    }
+}
+
+/// Appends the assistant message, then one tool message per result in call order (MW-4).
+fn append(shared: &Shared, result: &StepResult) {
+    let mut conversation = shared.conversation();
+    conversation.push(result.assistant.clone());
+    for r in &result.results {
+        conversation.push(tool_message(r));
+    }
+}
+
+/// A tool result as a conversation message: `role: tool`, the result as JSON text, and the
+/// call's id and name in metadata.
+pub fn tool_message(result: &ToolCallResult) -> Message {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("toolCallId".into(), result.tool_call_id.clone().into());
+    metadata.insert("toolName".into(), result.tool_name.clone().into());
+    metadata.insert(
+        "status".into(),
+        serde_json::to_value(result.status).unwrap_or(Value::Null),
+    );
+    Message {
+        id: fresh_id("msg"),
+        role: "tool".to_owned(),
+        content: Some(serde_json::to_string(result).unwrap_or_default()),
+        tool_calls: Vec::new(),
+        metadata,
+        created_at: now_ms(),
+    }
+}
+
+struct StepRunner(Arc<Shared>);
+
+impl StepCore for StepRunner {
+    fn run(&self, step: StepContext) -> StepFuture<'static, StepResult> {
+        let shared = Arc::clone(&self.0);
+        Box::pin(async move {
+            let request = ModelRequest {
+                agent_name: step.agent_name.clone(),
+                turn_id: step.turn_id.clone(),
+                step: step.step,
+                messages: step.messages.as_ref().clone(),
+                catalog: step.tool_catalog,
+            };
+            let response = shared.model.respond(&request).await?;
+            let catalog = request.catalog;
+            let assistant =
+                Message::assistant(fresh_id("msg"), response.content, response.tool_calls);
+            // CTX-5: every call of this Step sees the assistant message that holds it.
+            let mut ctx = ToolContext::builder(shared.workdir.clone())
+                .agent_name(step.agent_name.clone())
+                .instance_key(step.instance_key.clone())
+                .turn_id(step.turn_id.clone())
+                .message(assistant.clone());
+            if let Some(runtime) = &shared.runtime {
+                ctx = ctx.runtime(Arc::clone(runtime));
+            }
+            let ctx = ctx.build();
+            let calls = assistant.tool_calls.clone();
+            let results: Vec<ToolCallResult> = if shared.concurrency <= 1 {
+                let mut out = Vec::with_capacity(calls.len());
+                for call in calls {
+                    out.push(shared.executor.execute(call, &ctx, &catalog).await);
+                }
+                out
+            } else {
+                futures_util::stream::iter(calls)
+                    .map(|call| shared.executor.execute(call, &ctx, &catalog))
+                    .buffered(shared.concurrency)
+                    .collect()
+                    .await
+            };
+            Ok(StepResult {
+                step: step.step,
+                catalog,
+                assistant,
+                results,
+            })
+        })
+    }
+}

@@ -1,0 +1,65 @@
+//! The step loop: an [`AgentInstance`] runs Turns; each Turn runs Steps; each Step builds its
+//! catalog, asks a [`Model`], runs the calls and appends the results to the conversation.
+//!
+//! - [`Model`] is the door to a language model; [`ScriptedModel`] answers from a list, for
+//!   tests and examples.
+//! - [`StepMiddleware`] wraps a Step and may edit its catalog (CAT-3); [`TurnMiddleware`] wraps
+//!   a Turn. Extensions register both ([`crate::extension`]).
+
+mod instance;
+mod model;
+mod pipeline;
+
+use std::path::PathBuf;
+
+pub use self::instance::{
+    AgentInstance, AgentInstanceBuilder, DEFAULT_MAX_STEPS_PER_TURN, tool_message,
+};
+pub use self::model::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse, ScriptedModel};
+pub use self::pipeline::{
+    StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnEnd,
+    TurnMiddleware, TurnNext, TurnOutcome, step_fn,
+};
+
+/// Why a Turn could not run. Tool failures are not here: they are results the model sees.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The Agent declares tools the registry does not have.
+    #[error(transparent)]
+    Catalog(#[from] crate::catalog::CatalogError),
+    /// The model gave no answer.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An extension failed to register.
+    #[error(transparent)]
+    Extension(#[from] crate::extension::ExtensionError),
+    /// The workdir cannot be created.
+    #[error("cannot create the workdir `{}`: {source}", path.display())]
+    Workdir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A middleware stopped the Step or Turn.
+    #[error("{message}")]
+    Stopped {
+        /// Why.
+        message: String,
+    },
+}
+
+/// Public types that cross tasks are `Send + Sync`; this fails to compile otherwise.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<AgentInstance>();
+    assert_send_sync::<ScriptedModel>();
+    assert_send_sync::<StepContext>();
+    assert_send_sync::<StepResult>();
+    assert_send_sync::<TurnOutcome>();
+    assert_send_sync::<StepError>();
+    assert_send_sync::<crate::bundle::Bundle>();
+    assert_send_sync::<crate::bundle::ToolLibrary>();
+    assert_send_sync::<crate::extension::ToolsApi>();
+};

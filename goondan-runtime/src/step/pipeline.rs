@@ -1,0 +1,261 @@
+//! `step` and `turn` middleware: onions around one Step (which may edit the catalog, CAT-3)
+//! and around one Turn, in the shape of the `toolCall` chain ([`crate::Middleware`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::StepError;
+use crate::catalog::ToolCatalog;
+use crate::context::Message;
+use crate::result::ToolCallResult;
+
+/// A boxed future of the step loop.
+pub type StepFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StepError>> + Send + 'a>>;
+
+/// What a step middleware sees: the Step's catalog (editable: add, remove, reorder, CAT-3), the
+/// conversation so far, and free metadata.
+#[derive(Debug, Clone)]
+pub struct StepContext {
+    /// The tools the model will be shown, and the allow-list of this Step's calls.
+    pub tool_catalog: ToolCatalog,
+    /// Free-form data for the middlewares of this Step.
+    pub metadata: serde_json::Map<String, Value>,
+    pub(crate) agent_name: String,
+    pub(crate) instance_key: String,
+    pub(crate) turn_id: String,
+    pub(crate) step: usize,
+    pub(crate) messages: Arc<Vec<Message>>,
+}
+
+impl StepContext {
+    /// The agent.
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    /// The agent instance.
+    pub fn instance_key(&self) -> &str {
+        &self.instance_key
+    }
+
+    /// The Turn.
+    pub fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+
+    /// The Step's index in its Turn, from 0.
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// The conversation before this Step.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+}
+
+/// What one Step did: the catalog the model was shown, its message, and the results of its
+/// calls in call order.
+#[derive(Debug, Clone)]
+pub struct StepResult {
+    /// The Step's index in its Turn.
+    pub step: usize,
+    /// The catalog after step middleware: what the model saw and what calls were checked against.
+    pub catalog: ToolCatalog,
+    /// The assistant message holding the calls (each call's `ctx.message`, CTX-5).
+    pub assistant: Message,
+    /// One result per call, in call order.
+    pub results: Vec<ToolCallResult>,
+}
+
+/// A `step` middleware.
+pub trait StepMiddleware: Send + Sync + 'static {
+    /// Handles one Step; `next.run(step)` asks the model and runs the calls.
+    fn handle<'a>(&'a self, step: StepContext, next: StepNext) -> StepFuture<'a, StepResult>;
+}
+
+pub(crate) trait StepCore: Send + Sync + 'static {
+    fn run(&self, step: StepContext) -> StepFuture<'static, StepResult>;
+}
+
+/// The rest of a step chain.
+pub struct StepNext {
+    chain: Arc<[Arc<dyn StepMiddleware>]>,
+    index: usize,
+    core: Arc<dyn StepCore>,
+}
+
+impl StepNext {
+    pub(crate) fn new(chain: Arc<[Arc<dyn StepMiddleware>]>, core: Arc<dyn StepCore>) -> Self {
+        Self {
+            chain,
+            index: 0,
+            core,
+        }
+    }
+
+    /// Runs the remaining middlewares, then the model and the calls.
+    pub fn run(self, step: StepContext) -> StepFuture<'static, StepResult> {
+        match self.chain.get(self.index) {
+            Some(mw) => {
+                let mw = Arc::clone(mw);
+                let next = StepNext {
+                    chain: self.chain,
+                    index: self.index + 1,
+                    core: self.core,
+                };
+                Box::pin(async move { mw.handle(step, next).await })
+            }
+            None => self.core.run(step),
+        }
+    }
+}
+
+impl std::fmt::Debug for StepNext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepNext")
+            .field("remaining", &(self.chain.len() - self.index))
+            .finish()
+    }
+}
+
+struct FnStep<F>(F);
+
+impl<F, Fut> StepMiddleware for FnStep<F>
+where
+    F: Fn(StepContext, StepNext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<StepResult, StepError>> + Send + 'static,
+{
+    fn handle<'a>(&'a self, step: StepContext, next: StepNext) -> StepFuture<'a, StepResult> {
+        Box::pin((self.0)(step, next))
+    }
+}
+
+/// A step middleware from an async closure.
+///
+/// ```
+/// use goondan_runtime::step::step_fn;
+/// // Hide every `admin` tool from the model (CAT-3).
+/// let hide_admin = step_fn(|mut step, next| async move {
+///     step.tool_catalog.retain(|item| item.name.resource() != "admin");
+///     next.run(step).await
+/// });
+/// # drop(hide_admin);
+/// ```
+pub fn step_fn<F, Fut>(f: F) -> impl StepMiddleware
+where
+    F: Fn(StepContext, StepNext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<StepResult, StepError>> + Send + 'static,
+{
+    FnStep(f)
+}
+
+/// What a turn middleware sees: the input message (editable) and free metadata.
+#[derive(Debug, Clone)]
+pub struct TurnContext {
+    /// The message that starts the Turn.
+    pub input: Message,
+    /// Free-form data for the middlewares of this Turn.
+    pub metadata: serde_json::Map<String, Value>,
+    pub(crate) agent_name: String,
+    pub(crate) turn_id: String,
+}
+
+impl TurnContext {
+    /// The agent.
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
+    /// The Turn.
+    pub fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+}
+
+/// How a Turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model answered without tool calls.
+    Answered,
+    /// `policy.maxStepsPerTurn` Steps ran and the model still made calls.
+    MaxSteps,
+}
+
+/// What one Turn did.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// The Turn's id.
+    pub turn_id: String,
+    /// Every Step, in order.
+    pub steps: Vec<StepResult>,
+    /// Why it ended.
+    pub end: TurnEnd,
+}
+
+impl TurnOutcome {
+    /// The text of the last assistant message.
+    pub fn answer(&self) -> Option<&str> {
+        self.steps.last()?.assistant.content.as_deref()
+    }
+}
+
+/// A `turn` middleware.
+pub trait TurnMiddleware: Send + Sync + 'static {
+    /// Handles one Turn; `next.run(turn)` runs its Steps.
+    fn handle<'a>(&'a self, turn: TurnContext, next: TurnNext) -> StepFuture<'a, TurnOutcome>;
+}
+
+pub(crate) trait TurnCore: Send + Sync + 'static {
+    fn run(&self, turn: TurnContext) -> StepFuture<'static, TurnOutcome>;
+}
+
+/// The rest of a turn chain.
+pub struct TurnNext {
+    chain: Arc<[Arc<dyn TurnMiddleware>]>,
+    index: usize,
+    core: Arc<dyn TurnCore>,
+}
+
+impl TurnNext {
+    pub(crate) fn new(chain: Arc<[Arc<dyn TurnMiddleware>]>, core: Arc<dyn TurnCore>) -> Self {
+        Self {
+            chain,
+            index: 0,
+            core,
+        }
+    }
+
+    /// Runs the remaining middlewares, then the Turn's Steps.
+    pub fn run(self, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
+        match self.chain.get(self.index) {
+            Some(mw) => {
+                let mw = Arc::clone(mw);
+                let next = TurnNext {
+                    chain: self.chain,
+                    index: self.index + 1,
+                    core: self.core,
+                };
+                Box::pin(async move { mw.handle(turn, next).await })
+            }
+            None => self.core.run(turn),
+        }
+    }
+}
+
+impl std::fmt::Debug for TurnNext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnNext")
+            .field("remaining", &(self.chain.len() - self.index))
+            .finish()
+    }
+}
+
+/// Middlewares sorted by priority (lower is outermost), then registration order (MW-3).
+pub(crate) fn ordered<T: ?Sized>(mut items: Vec<(i32, Arc<T>)>) -> Arc<[Arc<T>]> {
+    items.sort_by_key(|(p, _)| *p);
+    items.into_iter().map(|(_, m)| m).collect()
+}
