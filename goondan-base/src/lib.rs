@@ -44,7 +44,7 @@ pub use crate::http_fetch::{HttpFetch, HttpPolicy};
 pub const PACKAGE: &str = "@goondan/base";
 
 /// The resource names this crate provides.
-pub const TOOL_NAMES: &[&str] = &[Bash::NAME, FileSystem::NAME, HttpFetch::NAME];
+pub const TOOL_NAMES: &[&str] = &[Bash::NAME, FileSystem::NAME, HttpFetch::NAME, Agents::NAME];
 
 /// Every base tool, with default policies.
 pub fn tools() -> Vec<Tool> {

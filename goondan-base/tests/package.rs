@@ -8,7 +8,12 @@ use serde_json::json;
 #[test]
 fn base_5_refs_to_the_package_resolve_to_its_tools() {
     assert_eq!(PACKAGE, "@goondan/base");
-    for (name, limit) in [("bash", 1200), ("file-system", 2000), ("http-fetch", 1000)] {
+    for (name, limit) in [
+        ("bash", 1200),
+        ("file-system", 2000),
+        ("http-fetch", 1000),
+        ("agents", 1500),
+    ] {
         let tool = resolve_ref("@goondan/base", name).unwrap();
         assert_eq!(tool.name(), name);
         assert_eq!(tool.error_message_limit(), limit, "{name}");
@@ -31,6 +36,11 @@ fn base_5_tools_lists_every_resource_with_its_exports() {
     assert_eq!(
         names,
         [
+            "agents__catalog",
+            "agents__list",
+            "agents__request",
+            "agents__send",
+            "agents__spawn",
             "bash__exec",
             "bash__script",
             "file-system__list",

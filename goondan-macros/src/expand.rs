@@ -218,7 +218,9 @@ fn export_expr(tool: &Tool, export: &Export, names: &Names, input_ty: &TokenStre
     let uses_ctx = export.params.iter().any(|p| p.kind == ParamKind::Context);
     let has_input = export.input_params().next().is_some();
     let args = export.params.iter().map(|p| match p.kind {
-        ParamKind::Context => quote!(&#ctx),
+        // An async handler owns its context, a sync one already has a reference.
+        ParamKind::Context if export.sig.asyncness.is_some() => quote!(&#ctx),
+        ParamKind::Context => quote!(#ctx),
         ParamKind::Input if export.inputs == Inputs::Struct => quote!(#input),
         ParamKind::Input => {
             let field = p.ident();
@@ -236,8 +238,11 @@ fn export_expr(tool: &Tool, export: &Export, names: &Names, input_ty: &TokenStre
     let outcome = outcome(&export.output, krate, &call);
     let ctx_pat = if uses_ctx { quote!(#ctx) } else { quote!(_) };
     let input_pat = if has_input { quote!(#input) } else { quote!(_) };
-    let closure_head = quote! {
-        move |#ctx_pat: #krate::__private::ToolContext, #input_pat: #input_ty|
+    // An async handler owns its context (its future outlives the call); a sync one borrows it.
+    let closure_head = if export.sig.asyncness.is_some() {
+        quote!(move |#ctx_pat: #krate::__private::ToolContext, #input_pat: #input_ty|)
+    } else {
+        quote!(move |#ctx_pat: &#krate::__private::ToolContext, #input_pat: #input_ty|)
     };
     let is_async = export.sig.asyncness.is_some();
     let handler = match (&tool.host, is_async) {

@@ -1,6 +1,7 @@
 //! Handoff cost with real agent processes: a warm request round trip (host -> Orchestrator ->
 //! agent process -> back) against the floor of a raw pipe echo through `cat` with the same
-//! framing, measured in the same run; and a cold spawn (process start, connect, first answer).
+//! framing, measured in the same run; the same request with the agent as an in-process task
+//! (routing without IPC); and a cold spawn (process start, connect, first answer).
 //!
 //! This binary is also the agent host: the Orchestrator re-executes it in agent mode.
 #![allow(
@@ -57,6 +58,22 @@ fn bench_warm(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         });
     });
 
+    // The same routing with the agent as a task of this process: what the IPC hop adds.
+    let inproc = rt.block_on(async {
+        Orchestrator::in_process(swarm(), OrchestratorConfig::default(), |_id| {
+            worker_fn(|event, _ctx| async move { Ok(event.input) })
+        })
+        .unwrap()
+    });
+    group.bench_function("in_process_request_round_trip", |b| {
+        b.to_async(rt).iter(|| async {
+            inproc
+                .request("echo", event(), RequestOptions::default())
+                .await
+                .unwrap()
+        });
+    });
+
     // The floor: one frame through a pipe to `cat` and back.
     let (stdin, stdout, _child) = rt.block_on(async {
         let mut child = tokio::process::Command::new("cat")
@@ -94,6 +111,7 @@ fn bench_warm(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     });
     group.finish();
     rt.block_on(orch.shutdown(Duration::from_secs(5)));
+    rt.block_on(inproc.shutdown(Duration::from_secs(5)));
 }
 
 fn bench_cold(c: &mut Criterion, rt: &tokio::runtime::Runtime) {

@@ -1,6 +1,8 @@
 //! The agent-to-agent API a tool reaches through [`ToolContext::runtime`](crate::ToolContext::runtime)
-//! (AG-1..5). The Orchestrator and its process transport implement it; this module only fixes
-//! the shapes both sides agree on.
+//! (AG-1..5). This module fixes the shapes both sides agree on; the
+//! [`orchestrator`](crate::orchestrator) implements it: the
+//! [`Orchestrator`](crate::orchestrator::Orchestrator) for the host, and an IPC client in every
+//! agent process.
 
 use std::future::Future;
 use std::pin::Pin;

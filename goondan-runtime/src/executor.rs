@@ -6,6 +6,7 @@
 //! message cut to the resource's limit (RES-4).
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -155,6 +156,7 @@ impl ToolExecutor {
                     } else {
                         let this = self.clone();
                         let name = name.clone();
+                        let entry = entry.into_owned();
                         Start::Wait(Box::pin(async move {
                             this.run_chain(&name, entry, args, ctx).await
                         }))
@@ -163,18 +165,20 @@ impl ToolExecutor {
                 }
             }
         });
-        // The step's context is shared (an `Arc`), so keeping it for the trace id is cheap.
-        let step = step.clone();
-        let finish = move |limit: usize, reply: Reply| {
+        let finish = move |limit: usize, reply: Reply, trace_id: &str| {
             let result = reply.into_result(id, name, limit);
-            span.in_scope(|| emit_finished(&result, None, step.trace_id()));
+            span.in_scope(|| emit_finished(&result, None, trace_id));
             result
         };
         match started {
-            Err((limit, err)) => Begin::Done(finish(limit, Reply::Error(err))),
-            Ok((limit, Start::Done(reply))) => Begin::Done(finish(limit, reply)),
+            Err((limit, err)) => Begin::Done(finish(limit, Reply::Error(err), step.trace_id())),
+            Ok((limit, Start::Done(reply))) => Begin::Done(finish(limit, reply, step.trace_id())),
             Ok((limit, Start::Wait(fut))) => {
-                Begin::Wait(Box::pin(async move { finish(limit, fut.await) }))
+                // The step's context is shared (an `Arc`): the wait keeps it for the trace id.
+                let step = step.clone();
+                Begin::Wait(Box::pin(async move {
+                    finish(limit, fut.await, step.trace_id())
+                }))
             }
         }
     }
@@ -182,14 +186,14 @@ impl ToolExecutor {
     /// Everything before middleware: the catalog gate, the registry lookup, the arguments'
     /// shape. A name in the catalog is valid and resolved: that is the common path. Anything
     /// else is explained in the order name, catalog, registry.
-    fn prepare(
+    fn prepare<'c>(
         &self,
         name: &str,
         args: Value,
-        catalog: &ToolCatalog,
-    ) -> Result<(Arc<RegisteredExport>, JsonObject), Refusal> {
+        catalog: &'c ToolCatalog,
+    ) -> Result<(Cow<'c, Arc<RegisteredExport>>, JsonObject), Refusal> {
         let entry = match catalog.lookup(name) {
-            Lookup::Resolved(entry) => Arc::clone(entry),
+            Lookup::Resolved(entry) => Cow::Borrowed(entry),
             lookup => {
                 if let Err(err) = check_name(name) {
                     let err = invalid_name(name, &err, catalog);
@@ -203,7 +207,7 @@ impl ToolExecutor {
                 if !listed && self.shared.policy == CallPolicy::CatalogOnly {
                     return Err((limit, not_in_catalog(name, catalog)));
                 }
-                entry.ok_or_else(|| (limit, not_found(name, catalog)))?
+                Cow::Owned(entry.ok_or_else(|| (limit, not_found(name, catalog)))?)
             }
         };
         match args {
@@ -404,7 +408,7 @@ fn start_core(
     }
     let started = {
         let _entered = ctx.logger().enter();
-        std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx.clone(), args)))
+        std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx, args)))
     };
     match started {
         Err(panic) => Start::Done(Reply::Error(panic_error(&*panic))),

@@ -96,7 +96,7 @@ pub trait Handler: Send + Sync + 'static {
     /// Runs the call: a synchronous handler answers at once, an asynchronous one returns a
     /// future (no user code should run before it is polled). The executor catches panics
     /// from both.
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall;
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall;
 
     /// `true` when the handler reads its arguments into a typed input (derived from the same
     /// type as the schema) and so checks them itself; the executor then consults the schema
@@ -245,10 +245,10 @@ where
     F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
 {
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
         match read_input::<I>(args) {
             Ok(input) => {
-                let fut = (self.f)(ctx, input);
+                let fut = (self.f)(ctx.clone(), input);
                 HandlerCall::Running(Box::pin(
                     async move { fut.await.map_err(HandlerError::Failed) },
                 ))
@@ -294,9 +294,9 @@ impl<I, F> TypedSyncHandler<I, F> {
 impl<I, F> Handler for TypedSyncHandler<I, F>
 where
     I: ToolInput,
-    F: Fn(ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
 {
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
         HandlerCall::Ready(
             read_input::<I>(args)
                 .and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
@@ -317,8 +317,8 @@ where
     T: IntoOutcome,
     E: Into<ToolError>,
 {
-    fn call(&self, ctx: ToolContext, args: JsonObject) -> HandlerCall {
-        let fut = (self.0)(ctx, args);
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+        let fut = (self.0)(ctx.clone(), args);
         HandlerCall::Running(Box::pin(async move {
             match fut.await {
                 Ok(v) => v.into_outcome().map_err(HandlerError::Failed),

@@ -122,7 +122,7 @@ pub mod __private {
     pub fn export_sync<I, F>(name: &'static str, f: F) -> Export
     where
         I: ToolInput,
-        F: Fn(ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+        F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
         Export::typed_sync_outcome(name, f)
     }

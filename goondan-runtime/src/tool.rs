@@ -157,7 +157,7 @@ impl Export {
     pub(crate) fn typed_sync_outcome<I, F>(name: impl Into<String>, f: F) -> Self
     where
         I: ToolInput,
-        F: Fn(ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+        F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
         Self::from_parts(
             name.into(),

@@ -323,10 +323,7 @@ async fn spec_5_every_export_has_a_handler_and_no_handler_lacks_an_export() {
         ("misc__find", json!({"q": "x"})),
     ];
     for (name, input) in calls {
-        let result = export(&tool, name)
-            .handler()
-            .call(ctx.clone(), args(input))
-            .await;
+        let result = export(&tool, name).handler().call(&ctx, args(input)).await;
         match (name, result) {
             ("misc__size", Err(HandlerError::Failed(_))) => {}
             ("misc__later", Ok(Outcome::Pending(_))) => {}
@@ -391,7 +388,7 @@ async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
     // A plain `fn` runs inside `call` and answers without a future.
     let call = export(&tool, "misc__record")
         .handler()
-        .call(ctx.clone(), JsonObject::new());
+        .call(&ctx, JsonObject::new());
     assert!(SIDE_EFFECT.load(Ordering::SeqCst));
     let HandlerCall::Ready(outcome) = call else {
         panic!("a sync export must answer at once: {call:?}");
@@ -408,7 +405,7 @@ async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
     args.insert("text".into(), json!("abc"));
     let call = export(&kit_tool, "text-utils__uppercase")
         .handler()
-        .call(ctx, args);
+        .call(&ctx, args);
     assert!(matches!(call, HandlerCall::Running(_)), "{call:?}");
     let outcome = call.await.unwrap();
     assert!(matches!(outcome, Outcome::Output(_)), "{outcome:?}");

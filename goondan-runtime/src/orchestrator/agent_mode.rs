@@ -153,7 +153,7 @@ where
     FnWorker(f)
 }
 
-/// In an agent process (the Orchestrator set [`ENV_SOCKET`]), serves the worker `build` makes
+/// In an agent process (the Orchestrator set [`ENV_SOCKET`] and [`ENV_TOKEN`]), serves the worker `build` makes
 /// for this instance and exits the process; otherwise returns at once. Call it first thing in
 /// `main`, before starting a Tokio runtime.
 pub fn run_if_requested<W, F>(build: F)
@@ -161,9 +161,14 @@ where
     W: AgentWorker,
     F: FnOnce(&AgentIdentity) -> W,
 {
+    // Both are needed: a program started by one of the agent's tools inherits the socket
+    // variable, but not the token (the `bash` tool strips `*_TOKEN`), and runs normally.
     let Some(socket) = std::env::var_os(ENV_SOCKET) else {
         return;
     };
+    if std::env::var_os(ENV_TOKEN).is_none_or(|t| t.is_empty()) {
+        return;
+    }
     let code = match agent_main(Path::new(&socket), build) {
         Ok(()) => 0,
         Err(err) => {

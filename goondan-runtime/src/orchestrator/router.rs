@@ -79,6 +79,19 @@ fn rfc3339_now() -> String {
     )
 }
 
+/// Removes the requests waiting on `addr`.
+fn take_waiting_on(st: &mut State, addr: &str) -> Vec<(String, Waiting)> {
+    let ids: Vec<String> = st
+        .waiting
+        .iter()
+        .filter(|(_, w)| w.target == addr)
+        .map(|(id, _)| id.clone())
+        .collect();
+    ids.into_iter()
+        .filter_map(|id| st.waiting.remove(&id).map(|w| (id, w)))
+        .collect()
+}
+
 fn split(address: &str) -> (&str, &str) {
     address.split_once('/').unwrap_or((address, ""))
 }
@@ -123,14 +136,13 @@ impl Core {
     /// every agent process to shut down, waits for them to exit (within what is left of
     /// `grace`), and kills what is left.
     pub(super) async fn shutdown(&self, grace: Duration) {
-        let core = self;
-        core.stopping.store(true, Ordering::SeqCst);
+        self.stopping.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + grace;
-        while !core.lock().waiting.is_empty() && Instant::now() < deadline {
+        while !self.lock().waiting.is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         {
-            let st = core.lock();
+            let st = self.lock();
             for (addr, inst) in &st.instances {
                 if let Some((tx, _)) = &inst.live {
                     let bye = IpcMessage::new(
@@ -145,7 +157,7 @@ impl Core {
             }
         }
         loop {
-            let alive = core
+            let alive = self
                 .lock()
                 .instances
                 .values()
@@ -156,7 +168,7 @@ impl Core {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let mut st = core.lock();
+        let mut st = self.lock();
         for inst in st.instances.values() {
             if let Some((_, control)) = &inst.live {
                 control.kill();
@@ -173,7 +185,7 @@ impl Core {
                 "the swarm is stopping; do not retry",
             );
             let target = w.target.clone();
-            core.answer(w, &target, &id, ipc::error_payload(&err));
+            self.answer(w, &target, &id, ipc::error_payload(&err));
         }
     }
 
@@ -353,16 +365,7 @@ impl Core {
         };
         inst.live = None;
         inst.restarts += 1;
-        let ids: Vec<String> = st
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.target == addr)
-            .map(|(id, _)| id.clone())
-            .collect();
-        let failed: Vec<_> = ids
-            .into_iter()
-            .filter_map(|id| st.waiting.remove(&id).map(|w| (id, w)))
-            .collect();
+        let failed = take_waiting_on(&mut st, addr);
         drop(st);
         for (id, w) in failed {
             let err = error(
@@ -379,16 +382,7 @@ impl Core {
     fn give_up(&self, addr: &str, reason: &str) {
         let mut st = self.lock();
         st.instances.remove(addr);
-        let ids: Vec<String> = st
-            .waiting
-            .iter()
-            .filter(|(_, w)| w.target == addr)
-            .map(|(id, _)| id.clone())
-            .collect();
-        let failed: Vec<_> = ids
-            .into_iter()
-            .filter_map(|id| st.waiting.remove(&id).map(|w| (id, w)))
-            .collect();
+        let failed = take_waiting_on(&mut st, addr);
         drop(st);
         for (id, w) in failed {
             let err = error(
