@@ -21,16 +21,20 @@ use tracing::Instrument;
 use crate::JsonObject;
 use crate::catalog::{Lookup, ToolCatalog};
 use crate::context::ToolContext;
-use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError, codes};
+use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
 use crate::handler::{HandlerCall, HandlerError, Outcome};
 use crate::middleware::{
     Core, Middleware, MiddlewareFuture, MiddlewareList, Next, ToolCallContext,
 };
 use crate::name::{self, split_tool_name};
 use crate::pending::PendingResults;
+use crate::refusal::{
+    args_not_object, cancelled, invalid_args, invalid_name, not_found, not_in_catalog, panic_error,
+    timed_out,
+};
 use crate::registry::{RegisteredExport, ToolRegistry};
 use crate::result::{ToolCall, ToolCallResult};
-use crate::schema::{ArgProblem, keys_of};
+use crate::schema::ArgProblem;
 
 /// How many argument problems an `E_TOOL_INVALID_ARGS` message lists before counting the rest.
 pub const MAX_LISTED_PROBLEMS: usize = 5;
@@ -516,150 +520,6 @@ fn check_name(name: &str) -> Result<(), name::NameError> {
         });
     }
     Ok(())
-}
-
-fn closest<'a>(name: &str, catalog: &'a ToolCatalog) -> Vec<&'a str> {
-    let wanted_resource = split_tool_name(name).map_or(name, |(r, _)| r);
-    let mut same: Vec<&str> = catalog
-        .names()
-        .filter(|n| split_tool_name(n).is_some_and(|(r, _)| r == wanted_resource))
-        .collect();
-    if same.is_empty() {
-        same = catalog.names().collect();
-    }
-    same.truncate(10);
-    same
-}
-
-fn list_or_none(names: &[&str]) -> String {
-    if names.is_empty() {
-        "the catalog is empty".to_owned()
-    } else {
-        format!("available tools include: {}", names.join(", "))
-    }
-}
-
-fn invalid_name(name: &str, err: &name::NameError, catalog: &ToolCatalog) -> ToolError {
-    ToolError::new(format!("invalid tool name `{name}`: {err}"))
-        .with_code(codes::INVALID_NAME)
-        .with_name("InvalidToolNameError")
-        .with_suggestion(format!(
-            "call a tool by its full `{{resource}}__{{export}}` name, exactly as listed; {}",
-            list_or_none(&closest(name, catalog))
-        ))
-}
-
-fn not_in_catalog(name: &str, catalog: &ToolCatalog) -> ToolError {
-    ToolError::new(format!(
-        "Tool '{name}' is not available in the current Tool Catalog."
-    ))
-    .with_code(codes::NOT_IN_CATALOG)
-    .with_name("ToolNotInCatalogError")
-    .with_suggestion(format!(
-        "add the tool to the Agent's spec.tools or register it from a step middleware; {}",
-        list_or_none(&closest(name, catalog))
-    ))
-}
-
-fn not_found(name: &str, catalog: &ToolCatalog) -> ToolError {
-    ToolError::new(format!(
-        "Tool '{name}' is in the catalog but no registered handler executes it."
-    ))
-    .with_code(codes::NOT_FOUND)
-    .with_name("ToolNotFoundError")
-    .with_suggestion(format!(
-        "register the tool before listing it in the catalog; {}",
-        list_or_none(&closest(name, catalog))
-    ))
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn args_not_object(args: &Value, schema: &Value) -> ToolError {
-    invalid_args(
-        vec![ArgProblem {
-            path: String::new(),
-            message: format!(
-                "the arguments must be a JSON object, not {}",
-                json_type(args)
-            ),
-        }],
-        schema,
-    )
-}
-
-fn invalid_args(problems: Vec<ArgProblem>, schema: &Value) -> ToolError {
-    let total = problems.len();
-    let mut message = format!(
-        "invalid arguments ({total} problem{}):",
-        if total == 1 { "" } else { "s" }
-    );
-    for p in problems.iter().take(MAX_LISTED_PROBLEMS) {
-        let path = if p.path.is_empty() { "/" } else { &p.path };
-        message.push_str(&format!("\n- at `{path}`: {}", p.message));
-    }
-    if total > MAX_LISTED_PROBLEMS {
-        message.push_str(&format!("\n- and {} more", total - MAX_LISTED_PROBLEMS));
-    }
-    let (required, allowed) = keys_of(schema);
-    let quote = |keys: &[String]| {
-        if keys.is_empty() {
-            "none".to_owned()
-        } else {
-            keys.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
-    ToolError::new(message)
-        .with_code(codes::INVALID_ARGS)
-        .with_name("InvalidArgumentsError")
-        .with_suggestion(format!(
-            "send a JSON object matching the tool's parameters; required: {}; allowed: {}; \
-             values are not converted (send 5, not \"5\")",
-            quote(&required),
-            quote(&allowed)
-        ))
-}
-
-fn timed_out(limit: Duration) -> ToolError {
-    ToolError::new(format!(
-        "the tool did not finish within {} ms",
-        limit.as_millis()
-    ))
-    .with_code(codes::TIMEOUT)
-    .with_name("ToolTimeoutError")
-    .with_suggestion("retry with a smaller request, or ask for the work to be split")
-}
-
-fn cancelled() -> ToolError {
-    ToolError::new("the call was cancelled before it finished")
-        .with_code(codes::CANCELLED)
-        .with_name("ToolCancelledError")
-        .with_suggestion("the turn was stopped; do not retry unless asked to")
-}
-
-/// The error of a panicking handler.
-pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> ToolError {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic payload".to_owned());
-    ToolError::new(format!("the tool panicked: {what}"))
-        .with_code(codes::PANIC)
-        .with_name("ToolPanicError")
-        .with_suggestion("this is a bug in the tool; try different arguments or another tool")
 }
 
 fn emit_called(ctx: &ToolContext) {

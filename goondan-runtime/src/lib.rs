@@ -52,6 +52,7 @@ pub mod middleware;
 pub mod name;
 pub mod orchestrator;
 pub mod pending;
+mod refusal;
 pub mod registry;
 pub mod result;
 pub mod schema;

@@ -159,7 +159,7 @@ impl PendingResults {
                 let outcome = tokio::select! {
                     r = work => match r {
                         Ok(r) => r,
-                        Err(panic) => Err(crate::executor::panic_error(&*panic)),
+                        Err(panic) => Err(crate::refusal::panic_error(&*panic)),
                     },
                     () = cancel.cancelled() => Err(ToolError::new("the submitted work was cancelled")
                         .with_code(codes::CANCELLED)

@@ -22,7 +22,7 @@ use super::{address, codes, error, protocol};
 use crate::agent::{AgentEvent, AgentFuture, AgentRuntime};
 use crate::context::{ToolContextBuilder, fresh_id};
 use crate::error::ToolError;
-use crate::executor::panic_error;
+use crate::refusal::panic_error;
 
 /// The Orchestrator's Unix socket; its presence puts a host program in agent mode.
 pub const ENV_SOCKET: &str = "GOONDAN_AGENT_SOCKET";
