@@ -33,6 +33,7 @@
 //! ```
 
 pub mod agent_mode;
+pub mod bundle_worker;
 mod host;
 mod inproc;
 pub mod ipc;
@@ -46,6 +47,9 @@ use std::collections::BTreeSet;
 use crate::error::ToolError;
 
 pub use self::agent_mode::{AgentContext, AgentIdentity, AgentWorker, worker_fn};
+pub use self::bundle_worker::{
+    ENV_BUNDLE, ModelFactory, StepWorker, StepWorkerError, SwarmSpecError,
+};
 pub use self::host::{Orchestrator, OrchestratorConfig, OrchestratorError};
 pub use self::process::ProcessConfig;
 
