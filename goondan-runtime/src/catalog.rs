@@ -103,21 +103,16 @@ impl CatalogItem {
         }
     }
 
-    pub(crate) fn from_entry(entry: &RegisteredExport) -> Self {
+    /// The item of a registry entry, which it keeps for dispatch.
+    fn from_entry(entry: &Arc<RegisteredExport>) -> Self {
         let export = entry.export();
         Self {
             name: entry.name().clone(),
             description: export.description().map(Arc::from),
             parameters: Some(Arc::clone(export.parameters_arc())),
             source: Some(Arc::new(entry.resource().source().clone())),
-            resolved: Resolved(None),
+            resolved: Resolved(Some(Arc::clone(entry))),
         }
-    }
-
-    fn resolved_from(entry: &Arc<RegisteredExport>) -> Self {
-        let mut item = Self::from_entry(entry);
-        item.resolved = Resolved(Some(Arc::clone(entry)));
-        item
     }
 }
 
@@ -189,7 +184,7 @@ impl ToolCatalog {
             index: NameIndex::with_capacity_and_hasher(entries.len(), Default::default()),
         };
         for e in entries {
-            catalog.push(CatalogItem::resolved_from(e));
+            catalog.push(CatalogItem::from_entry(e));
         }
         catalog
     }

@@ -26,7 +26,7 @@ use crate::handler::{HandlerCall, HandlerError, Outcome};
 use crate::middleware::{
     Core, Middleware, MiddlewareFuture, MiddlewareList, Next, ToolCallContext,
 };
-use crate::name::{self, split_tool_name};
+use crate::name;
 use crate::pending::PendingResults;
 use crate::refusal::{
     args_not_object, cancelled, invalid_args, invalid_name, not_found, not_in_catalog, panic_error,
@@ -199,7 +199,7 @@ impl ToolExecutor {
         let entry = match catalog.lookup(name) {
             Lookup::Resolved(entry) => Cow::Borrowed(entry),
             lookup => {
-                if let Err(err) = check_name(name) {
+                if let Err(err) = name::validate_tool_name(name) {
                     let err = invalid_name(name, &err, catalog);
                     return Err((DEFAULT_ERROR_MESSAGE_LIMIT, err));
                 }
@@ -501,25 +501,6 @@ where
             () = cancel.cancelled() => Err(cancelled()),
         },
     }
-}
-
-/// Checks the name's form without allocating (NAME-6).
-fn check_name(name: &str) -> Result<(), name::NameError> {
-    let Some((resource, export)) = split_tool_name(name) else {
-        return Err(name::NameError::MissingSeparator {
-            name: name.to_owned(),
-        });
-    };
-    name::validate_resource_name(resource)?;
-    name::validate_export_name(export)?;
-    let len = name.chars().count();
-    if len > name::MAX_TOOL_NAME_LEN {
-        return Err(name::NameError::TooLong {
-            name: name.to_owned(),
-            len,
-        });
-    }
-    Ok(())
 }
 
 fn emit_called(ctx: &ToolContext) {

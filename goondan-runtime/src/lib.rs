@@ -116,7 +116,7 @@ pub mod __private {
         F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
-        crate::tool::typed_outcome_export(name, f)
+        Export::typed_outcome(name, f)
     }
 
     /// An export whose synchronous handler gets the typed input `I` and answers at once.

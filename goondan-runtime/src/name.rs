@@ -155,6 +155,34 @@ pub fn split_tool_name(full: &str) -> Option<(&str, &str)> {
     Some((&full[..idx], &full[idx + SEPARATOR.len()..]))
 }
 
+/// Checks a full `{resource}__{export}` name without building it: it splits at the first `__`
+/// (NAME-6), both parts follow their rules (NAME-3, NAME-5) and it fits [`MAX_TOOL_NAME_LEN`].
+/// Returns the two parts.
+///
+/// ```
+/// use goondan_runtime::name::validate_tool_name;
+/// assert_eq!(validate_tool_name("bash__exec")?, ("bash", "exec"));
+/// assert!(validate_tool_name("bash__exec__now").is_err());
+/// # Ok::<(), goondan_runtime::name::NameError>(())
+/// ```
+pub fn validate_tool_name(full: &str) -> Result<(&str, &str), NameError> {
+    let Some((resource, export)) = split_tool_name(full) else {
+        return Err(NameError::MissingSeparator {
+            name: full.to_owned(),
+        });
+    };
+    validate_resource_name(resource)?;
+    validate_export_name(export)?;
+    let len = full.chars().count();
+    if len > MAX_TOOL_NAME_LEN {
+        return Err(NameError::TooLong {
+            name: full.to_owned(),
+            len,
+        });
+    }
+    Ok((resource, export))
+}
+
 /// A validated `{resource}__{export}` name. Cheap to clone.
 ///
 /// ```
@@ -175,25 +203,16 @@ impl ToolName {
     pub fn new(resource: &str, export: &str) -> Result<Self, NameError> {
         validate_resource_name(resource)?;
         validate_export_name(export)?;
-        let full = format!("{resource}{SEPARATOR}{export}");
-        let len = full.chars().count();
-        if len > MAX_TOOL_NAME_LEN {
-            return Err(NameError::TooLong { name: full, len });
-        }
-        Ok(Self {
-            full: full.into(),
-            split: resource.len(),
-        })
+        Self::parse(&format!("{resource}{SEPARATOR}{export}"))
     }
 
     /// Parses a full name: splits at the first `__` and validates both parts (NAME-6).
     pub fn parse(full: &str) -> Result<Self, NameError> {
-        let Some((resource, export)) = split_tool_name(full) else {
-            return Err(NameError::MissingSeparator {
-                name: full.to_owned(),
-            });
-        };
-        Self::new(resource, export)
+        let (resource, _) = validate_tool_name(full)?;
+        Ok(Self {
+            full: full.into(),
+            split: resource.len(),
+        })
     }
 
     /// The full name, as the model sees it.

@@ -591,15 +591,6 @@ pub fn finish_generated(builder: ToolBuilder) -> Tool {
     }
 }
 
-pub(crate) fn typed_outcome_export<I, F, Fut>(name: &'static str, f: F) -> Export
-where
-    I: ToolInput,
-    F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
-{
-    Export::typed_outcome(name, f)
-}
-
 /// The descriptive part of an export, without its handler: what a bundle's Tool resource
 /// declares (SPEC-7) and what catalogs show.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,8 +21,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    DialectError, ParseError, Unsupported, distribute, join_docs, parameters_of,
-    require_object_root, split_null, str_field, string_constants, undistributable,
+    DialectError, ParseError, Unsupported, distribute, first_union, parameters_of,
+    require_object_root, split_null, str_field, string_enum, undistributable,
 };
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -142,23 +142,9 @@ fn convert(node: &Value, path: &str, root: bool) -> Result<Value, Unsupported> {
     if nullable {
         out.insert("nullable".into(), Value::Bool(true));
     }
-    for key in ["oneOf", "anyOf"] {
-        let Some(branches) = obj.get(key).and_then(Value::as_array) else {
-            continue;
-        };
-        if branches.is_empty() {
-            return Err(Unsupported::at(
-                &format!("{path}/{key}"),
-                "an empty union accepts nothing",
-            ));
-        }
-        if let Some((values, docs)) = string_constants(branches) {
-            out.insert("type".into(), Value::from("STRING"));
-            out.insert("format".into(), Value::from("enum"));
-            out.insert("enum".into(), Value::Array(values));
-            if let Some(d) = join_docs(obj.get("description"), &docs) {
-                out.insert("description".into(), d);
-            }
+    if let Some((key, branches)) = first_union(&obj, path)? {
+        let fields = [("type", "STRING"), ("format", "enum")];
+        if string_enum(&mut out, &obj, branches, &fields) {
             return Ok(Value::Object(out));
         }
         let converted = branches

@@ -282,6 +282,50 @@ pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<St
     Some((values, docs))
 }
 
+/// The first `oneOf` / `anyOf` of a schema node, with its key. An empty union accepts nothing
+/// and is refused.
+pub(crate) fn first_union<'a>(
+    obj: &'a Map<String, Value>,
+    path: &str,
+) -> Result<Option<(&'static str, &'a [Value])>, Unsupported> {
+    for key in ["oneOf", "anyOf"] {
+        let Some(branches) = obj.get(key).and_then(Value::as_array) else {
+            continue;
+        };
+        if branches.is_empty() {
+            return Err(Unsupported::at(
+                &format!("{path}/{key}"),
+                "an empty union accepts nothing",
+            ));
+        }
+        return Ok(Some((key, branches)));
+    }
+    Ok(None)
+}
+
+/// A union whose branches are all string constants, as one enum node: `fields` (the dialect's
+/// spelling of the type, and any more), the values, and the node's description followed by the
+/// values' descriptions, written into `out`. `false`, leaving `out` as it was, for any other
+/// union.
+pub(crate) fn string_enum(
+    out: &mut Map<String, Value>,
+    obj: &Map<String, Value>,
+    branches: &[Value],
+    fields: &[(&str, &str)],
+) -> bool {
+    let Some((values, docs)) = string_constants(branches) else {
+        return false;
+    };
+    for (k, v) in fields {
+        out.insert((*k).into(), Value::from(*v));
+    }
+    out.insert("enum".into(), Value::Array(values));
+    if let Some(d) = join_docs(obj.get("description"), &docs) {
+        out.insert("description".into(), d);
+    }
+    true
+}
+
 /// A description followed by the descriptions of enum values.
 pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
     let mut text = description

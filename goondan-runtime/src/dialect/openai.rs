@@ -27,8 +27,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    DialectError, ParseError, Unsupported, arguments_from_str, distribute, join_docs,
-    parameters_of, require_object_root, split_null, str_field, string_constants, undistributable,
+    DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
+    parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
 };
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult};
@@ -156,22 +156,8 @@ fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported>
             ));
         }
     }
-    for key in ["oneOf", "anyOf"] {
-        let Some(branches) = obj.get(key).and_then(Value::as_array) else {
-            continue;
-        };
-        if branches.is_empty() {
-            return Err(Unsupported::at(
-                &format!("{path}/{key}"),
-                "an empty union accepts nothing",
-            ));
-        }
-        if let Some((values, docs)) = string_constants(branches) {
-            out.insert("type".into(), Value::from("string"));
-            out.insert("enum".into(), Value::Array(values));
-            if let Some(d) = join_docs(obj.get("description"), &docs) {
-                out.insert("description".into(), d);
-            }
+    if let Some((key, branches)) = first_union(obj, path)? {
+        if string_enum(&mut out, obj, branches, &[("type", "string")]) {
             return Ok(Value::Object(out));
         }
         let converted = branches

@@ -209,8 +209,8 @@ async fn serve_stream(
     identity: Arc<AgentIdentity>,
     worker: Arc<dyn AgentWorker>,
 ) -> std::io::Result<()> {
-    let (mut reader, mut writer) = stream.into_split();
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<IpcMessage>();
+    let (reader, mut writer) = stream.into_split();
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<IpcMessage>();
     let hello = Control::Hello {
         token,
         pid: std::process::id(),
@@ -230,53 +230,30 @@ async fn serve_stream(
     ipc::write_frame(&mut writer, &hello, max)
         .await
         .map_err(std::io::Error::other)?;
-    let write = tokio::spawn(async move {
-        while let Some(msg) = out_rx.recv().await {
-            match ipc::write_frame(&mut writer, &msg, max).await {
-                Ok(()) => {}
-                Err(ipc::FrameError::Oversized { len, limit })
-                    if msg.kind == MessageType::DelegateResult =>
-                {
-                    // The caller gets a structured error now rather than a timeout later.
-                    let err = error(
-                        codes::PROTOCOL,
-                        "AgentAnswerTooLargeError",
-                        format!(
-                            "the answer of {len} bytes exceeds the IPC frame limit of {limit} bytes"
-                        ),
-                        "ask for a shorter answer, or have the agent write it to a file and answer with the path",
-                    );
-                    let msg = IpcMessage {
-                        payload: ipc::error_payload(&err),
-                        ..msg
-                    };
-                    if ipc::write_frame(&mut writer, &msg, max).await.is_err() {
-                        break;
-                    }
-                }
-                Err(e) if e.is_recoverable() => {
-                    tracing::warn!(target: "goondan::agent", error = %e, "message not sent");
-                }
-                Err(_) => break,
+    let write = tokio::spawn(ipc::pump_out(
+        writer,
+        out_rx,
+        max,
+        "agent",
+        |msg, len, limit| {
+            if msg.kind != MessageType::DelegateResult {
+                return ipc::OnOversized::Drop;
             }
-        }
-    });
+            // The caller gets a structured error now rather than a timeout later.
+            let err = error(
+                codes::PROTOCOL,
+                "AgentAnswerTooLargeError",
+                format!("the answer of {len} bytes exceeds the IPC frame limit of {limit} bytes"),
+                "ask for a shorter answer, or have the agent write it to a file and answer with the path",
+            );
+            ipc::OnOversized::Replace(IpcMessage {
+                payload: ipc::error_payload(&err),
+                ..msg
+            })
+        },
+    ));
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    let read = tokio::spawn(async move {
-        loop {
-            match ipc::read_frame(&mut reader, max).await {
-                Ok(msg) => {
-                    if in_tx.send(msg).is_err() {
-                        break;
-                    }
-                }
-                Err(e) if e.is_recoverable() => {
-                    tracing::warn!(target: "goondan::agent", error = %e, "frame rejected");
-                }
-                Err(_) => break,
-            }
-        }
-    });
+    let read = tokio::spawn(ipc::pump_in(reader, in_tx, max, "agent"));
     serve(identity, worker, in_rx, out_tx).await;
     read.abort();
     let _ = write.await;

@@ -257,6 +257,71 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     writer.flush().await.map_err(FrameError::Closed)
 }
 
+/// What to do with a message too large for a frame, decided by the end that sent it.
+pub(crate) enum OnOversized {
+    /// Write this message instead (an error answer in the original's place).
+    Replace(IpcMessage),
+    /// The end answered it some other way.
+    Handled,
+    /// Log it as not sent.
+    Drop,
+}
+
+/// Writes every message of `outgoing` as a frame until the channel closes or the stream breaks.
+/// A message too large for a frame goes to `oversized`; other recoverable errors are logged and
+/// the message skipped. `side` names the end in log lines.
+pub(crate) async fn pump_out<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut outgoing: tokio::sync::mpsc::UnboundedReceiver<IpcMessage>,
+    max_bytes: usize,
+    side: &'static str,
+    mut oversized: impl FnMut(IpcMessage, usize, usize) -> OnOversized,
+) {
+    while let Some(msg) = outgoing.recv().await {
+        let err = match write_frame(&mut writer, &msg, max_bytes).await {
+            Ok(()) => continue,
+            Err(FrameError::Oversized { len, limit }) => match oversized(msg, len, limit) {
+                OnOversized::Replace(answer) => {
+                    if write_frame(&mut writer, &answer, max_bytes).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                OnOversized::Handled => continue,
+                OnOversized::Drop => FrameError::Oversized { len, limit },
+            },
+            Err(e) => e,
+        };
+        if !err.is_recoverable() {
+            break;
+        }
+        tracing::warn!(target: "goondan::ipc", side, error = %err, "message not sent");
+    }
+}
+
+/// Reads frames into `incoming` until the stream or the channel closes; rejected frames are
+/// logged and skipped. `side` names the end in log lines.
+pub(crate) async fn pump_in<R: AsyncRead + Unpin>(
+    mut reader: R,
+    incoming: tokio::sync::mpsc::UnboundedSender<IpcMessage>,
+    max_bytes: usize,
+    side: &'static str,
+) {
+    loop {
+        match read_frame(&mut reader, max_bytes).await {
+            Ok(msg) => {
+                if incoming.send(msg).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.is_recoverable() => {
+                tracing::warn!(target: "goondan::ipc", side, error = %e, "frame rejected");
+            }
+            Err(_) => break,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

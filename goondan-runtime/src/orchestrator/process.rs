@@ -233,7 +233,7 @@ impl Launcher for ProcessLauncher {
                 status = child.wait() => Err(format!("the agent process exited before connecting ({})",
                     status.map_or_else(|e| e.to_string(), |s| s.to_string()))),
             };
-            let (mut reader, mut writer, pid) = match connected {
+            let (reader, writer, pid) = match connected {
                 Ok(h) => h,
                 Err(e) => {
                     forget();
@@ -244,56 +244,39 @@ impl Launcher for ProcessLauncher {
             let (in_tx, from_agent) = mpsc::unbounded_channel();
             // Weak, so that the link still ends when the reader does.
             let loopback = in_tx.downgrade();
-            let (to_agent, mut out_rx) = mpsc::unbounded_channel::<IpcMessage>();
-            tokio::spawn(async move {
-                while let Some(msg) = out_rx.recv().await {
-                    match ipc::write_frame(&mut writer, &msg, max).await {
-                        Ok(()) => {}
-                        Err(ipc::FrameError::Oversized { len, limit })
-                            if msg.kind == MessageType::Delegate =>
-                        {
-                            // Answer the caller now, as if from the agent, instead of a timeout.
-                            let err = error(
-                                codes::PROTOCOL,
-                                "AgentRequestTooLargeError",
-                                format!(
-                                    "the request of {len} bytes exceeds the IPC frame limit of {limit} bytes"
-                                ),
-                                "send a shorter input, or write it to a file and send the path",
-                            );
-                            let answer = IpcMessage::new(
-                                MessageType::DelegateResult,
-                                msg.to,
-                                msg.from,
-                                ipc::error_payload(&err),
-                                msg.correlation_id,
-                            );
-                            if let Some(tx) = loopback.upgrade() {
-                                let _ = tx.send(answer);
-                            }
-                        }
-                        Err(e) if e.is_recoverable() => {
-                            tracing::warn!(target: "goondan::orchestrator", error = %e, "message not sent");
-                        }
-                        Err(_) => break,
+            let (to_agent, out_rx) = mpsc::unbounded_channel::<IpcMessage>();
+            tokio::spawn(ipc::pump_out(
+                writer,
+                out_rx,
+                max,
+                "orchestrator",
+                move |msg, len, limit| {
+                    if msg.kind != MessageType::Delegate {
+                        return ipc::OnOversized::Drop;
                     }
-                }
-            });
-            let read = tokio::spawn(async move {
-                loop {
-                    match ipc::read_frame(&mut reader, max).await {
-                        Ok(msg) => {
-                            if in_tx.send(msg).is_err() {
-                                break;
-                            }
-                        }
-                        Err(e) if e.is_recoverable() => {
-                            tracing::warn!(target: "goondan::orchestrator", error = %e, "frame from an agent rejected");
-                        }
-                        Err(_) => break,
+                    // Answer the caller now, as if from the agent, instead of a timeout.
+                    let err = error(
+                        codes::PROTOCOL,
+                        "AgentRequestTooLargeError",
+                        format!(
+                            "the request of {len} bytes exceeds the IPC frame limit of {limit} bytes"
+                        ),
+                        "send a shorter input, or write it to a file and send the path",
+                    );
+                    let answer = IpcMessage::new(
+                        MessageType::DelegateResult,
+                        msg.to,
+                        msg.from,
+                        ipc::error_payload(&err),
+                        msg.correlation_id,
+                    );
+                    if let Some(tx) = loopback.upgrade() {
+                        let _ = tx.send(answer);
                     }
-                }
-            });
+                    ipc::OnOversized::Handled
+                },
+            ));
+            let read = tokio::spawn(ipc::pump_in(reader, in_tx, max, "orchestrator"));
             let (kill_tx, kill_rx) = oneshot::channel::<()>();
             tokio::spawn(async move {
                 tokio::select! {
