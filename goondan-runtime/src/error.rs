@@ -8,6 +8,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::help_url;
+
 /// The error codes the runtime itself produces. Handlers may use any code of their own.
 pub mod codes {
     /// A handler failed and said nothing more specific (RES-10).
@@ -37,9 +39,6 @@ pub const DEFAULT_ERROR_MESSAGE_LIMIT: usize = 1000;
 
 /// What a cut message ends with (RES-8).
 pub const TRUNCATION_SUFFIX: &str = "... (truncated)";
-
-/// Where `helpUrl` points when a handler gives none (RES-7).
-pub const HELP_URL_BASE: &str = "https://docs.goondan.ai/errors/";
 
 /// A tool failure, as data the model can read and recover from (RES-3, RES-9).
 ///
@@ -133,13 +132,35 @@ impl ToolError {
     }
 
     /// Prepares the error for the model: cuts the message to `limit` characters (RES-4, RES-8)
-    /// and fills a missing `helpUrl` from the code (RES-7).
-    pub fn finish(mut self, limit: usize) -> Self {
+    /// and, when it has no `helpUrl` and its code is one of the runtime's (documented in
+    /// `docs/errors.md`), points it to that code's heading under `help_base` (RES-7). Any other
+    /// code keeps the `helpUrl` it has, or none.
+    ///
+    /// ```
+    /// use goondan_runtime::ToolError;
+    /// let base = "https://github.com/goondan/goondan-rs/blob/main/docs/errors.md";
+    /// let runtime = ToolError::new("boom").finish(100, base);
+    /// assert_eq!(runtime.help_url(), Some(format!("{base}#e_tool").as_str()));
+    /// let own = ToolError::new("no such city").with_code("E_WEATHER_CITY").finish(100, base);
+    /// assert_eq!(own.help_url(), None);
+    /// ```
+    pub fn finish(mut self, limit: usize, help_base: &str) -> Self {
         if let Cow::Owned(cut) = truncate_message(&self.0.message, limit) {
             self.0.message = cut;
         }
         if self.0.help_url.is_none() {
-            self.0.help_url = Some(format!("{HELP_URL_BASE}{}", self.0.code));
+            self.0.help_url = help_url::runtime_help_url(help_base, &self.0.code);
+        }
+        self
+    }
+
+    /// Gives an author's code without a `helpUrl` one under its resource's `base`
+    /// ([`help_url::resource_help_url`]). Runtime codes are left to [`finish`](Self::finish).
+    pub(crate) fn with_resource_help(mut self, base: Option<&str>) -> Self {
+        if let Some(base) = base {
+            if self.0.help_url.is_none() && !help_url::is_documented(&self.0.code) {
+                self.0.help_url = Some(help_url::resource_help_url(base, &self.0.code));
+            }
         }
         self
     }
@@ -253,12 +274,44 @@ mod tests {
 
     #[test]
     fn res_7_finish_fills_help_url_from_code() {
-        let err = ToolError::new("x").with_code("E_X").finish(100);
-        assert_eq!(err.help_url(), Some("https://docs.goondan.ai/errors/E_X"));
+        let base = "https://h.example/docs/errors.md";
+        // A runtime code points to its heading in docs/errors.md.
         let err = ToolError::new("x")
-            .with_help_url("https://e.x/y")
-            .finish(100);
-        assert_eq!(err.help_url(), Some("https://e.x/y"));
+            .with_code(codes::TIMEOUT)
+            .finish(100, base);
+        assert_eq!(
+            err.help_url(),
+            Some("https://h.example/docs/errors.md#e_tool_timeout")
+        );
+        // An author's code without a help URL gets none.
+        let err = ToolError::new("x").with_code("E_X").finish(100, base);
+        assert_eq!(err.help_url(), None);
+        // A help URL given by the author is kept, for any code.
+        for code in ["E_X", codes::TIMEOUT] {
+            let err = ToolError::new("x")
+                .with_code(code)
+                .with_help_url("https://e.x/y")
+                .finish(100, base);
+            assert_eq!(err.help_url(), Some("https://e.x/y"));
+        }
+    }
+
+    #[test]
+    fn res_7_resource_help_fills_only_authors_codes() {
+        let own = ToolError::new("x")
+            .with_code("E_X")
+            .with_resource_help(Some("https://w.example/errors/"))
+            .finish(100, "https://h/errors.md");
+        assert_eq!(own.help_url(), Some("https://w.example/errors/E_X"));
+        let runtime = ToolError::new("x")
+            .with_resource_help(Some("https://w.example/errors/"))
+            .finish(100, "https://h/errors.md");
+        assert_eq!(runtime.help_url(), Some("https://h/errors.md#e_tool"));
+        let given = ToolError::new("x")
+            .with_code("E_X")
+            .with_help_url("https://given")
+            .with_resource_help(Some("https://w.example/errors/"));
+        assert_eq!(given.help_url(), Some("https://given"));
     }
 
     #[test]

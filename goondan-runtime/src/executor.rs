@@ -23,6 +23,7 @@ use crate::catalog::{Lookup, ToolCatalog};
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
 use crate::handler::{HandlerCall, HandlerError, Outcome};
+use crate::help_url;
 use crate::middleware::{
     Core, Middleware, MiddlewareFuture, MiddlewareList, Next, ToolCallContext,
 };
@@ -55,6 +56,16 @@ struct Shared {
     policy: CallPolicy,
     default_timeout: Option<Duration>,
     pending: PendingResults,
+    help_url_base: Option<Arc<str>>,
+}
+
+impl Shared {
+    /// Where runtime codes' help URLs point: this executor's base, else the process's (RES-7).
+    fn help_url_base(&self) -> Arc<str> {
+        self.help_url_base
+            .clone()
+            .unwrap_or_else(help_url::help_url_base)
+    }
 }
 
 /// Runs tool calls. Cheap to clone; clones share middleware and pending results.
@@ -114,6 +125,7 @@ impl ToolExecutor {
             policy: CallPolicy::default(),
             default_timeout: None,
             pending: None,
+            help_url_base: None,
         }
     }
 
@@ -169,19 +181,25 @@ impl ToolExecutor {
                 }
             }
         });
-        let finish = move |limit: usize, reply: Reply, trace_id: &str| {
-            let result = reply.into_result(id, name, limit);
+        let finish = move |shared: &Shared, limit: usize, reply: Reply, trace_id: &str| {
+            let result = reply.into_result(id, name, limit, shared);
             span.in_scope(|| emit_finished(&result, None, trace_id));
             result
         };
+        let shared = &*self.shared;
         match started {
-            Err((limit, err)) => Begin::Done(finish(limit, Reply::Error(err), step.trace_id())),
-            Ok((limit, Start::Done(reply))) => Begin::Done(finish(limit, reply, step.trace_id())),
+            Err((limit, err)) => {
+                Begin::Done(finish(shared, limit, Reply::Error(err), step.trace_id()))
+            }
+            Ok((limit, Start::Done(reply))) => {
+                Begin::Done(finish(shared, limit, reply, step.trace_id()))
+            }
             Ok((limit, Start::Wait(fut))) => {
                 // The step's context is shared (an `Arc`): the wait keeps it for the trace id.
                 let step = step.clone();
+                let shared = Arc::clone(&self.shared);
                 Begin::Wait(Box::pin(async move {
-                    finish(limit, fut.await, step.trace_id())
+                    finish(&shared, limit, fut.await, step.trace_id())
                 }))
             }
         }
@@ -260,17 +278,25 @@ enum Reply {
 impl Reply {
     /// The result for the model: the call's own id and name (a middleware cannot retarget a
     /// call), the error cut to the resource's limit and given a help URL (RES-4, RES-7).
-    fn into_result(self, id: String, name: String, limit: usize) -> ToolCallResult {
+    fn into_result(
+        self,
+        id: String,
+        name: String,
+        limit: usize,
+        shared: &Shared,
+    ) -> ToolCallResult {
         match self {
             Reply::Output(v) => ToolCallResult::ok(id, name, v),
             Reply::Pending(h) => ToolCallResult::pending(id, name, h),
-            Reply::Error(e) => ToolCallResult::error(id, name, e.finish(limit)),
+            Reply::Error(e) => {
+                ToolCallResult::error(id, name, e.finish(limit, &shared.help_url_base()))
+            }
             Reply::Full(r) => {
                 let mut r = *r;
                 r.tool_call_id = id;
                 r.tool_name = name;
                 if let Some(err) = r.error.take() {
-                    r.error = Some(err.finish(limit));
+                    r.error = Some(err.finish(limit, &shared.help_url_base()));
                 }
                 r
             }
@@ -286,6 +312,7 @@ pub struct ExecutorBuilder {
     policy: CallPolicy,
     default_timeout: Option<Duration>,
     pending: Option<PendingResults>,
+    help_url_base: Option<Arc<str>>,
 }
 
 impl ExecutorBuilder {
@@ -325,6 +352,15 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Sets where this executor's errors with runtime codes point (RES-7): the address of
+    /// `docs/errors.md` (or the host's copy of it), without the `#`. Their `helpUrl` becomes
+    /// `{base}#{code in lower case}`. Default: the process-wide base
+    /// ([`help_url::help_url_base`]).
+    pub fn help_url_base(mut self, base: impl Into<String>) -> Self {
+        self.help_url_base = Some(Arc::from(base.into()));
+        self
+    }
+
     /// Finishes the executor.
     pub fn build(self) -> ToolExecutor {
         ToolExecutor {
@@ -334,6 +370,7 @@ impl ExecutorBuilder {
                 policy: self.policy,
                 default_timeout: self.default_timeout,
                 pending: self.pending.unwrap_or_default(),
+                help_url_base: self.help_url_base,
             }),
         }
     }
@@ -356,7 +393,7 @@ impl Core for CoreCall {
             start_core(&shared, &entry, args, &ctx)
                 .finish()
                 .await
-                .into_result(id, name, limit)
+                .into_result(id, name, limit, &shared)
         })
     }
 }
@@ -458,13 +495,16 @@ fn conclude(
         Ok(Ok(Outcome::Output(output))) => Reply::Output(output),
         Ok(Ok(Outcome::Pending(pending))) => {
             let limit = entry.resource().error_message_limit();
+            let help = (shared.help_url_base(), entry.resource().help_url_base());
             Reply::Pending(
                 shared
                     .pending
-                    .submit(pending, ctx, entry.name().as_str(), limit),
+                    .submit(pending, ctx, entry.name().as_str(), limit, help),
             )
         }
-        Ok(Err(HandlerError::Failed(err))) => Reply::Error(err),
+        Ok(Err(HandlerError::Failed(err))) => {
+            Reply::Error(err.with_resource_help(entry.resource().help_url_base()))
+        }
         Ok(Err(HandlerError::InvalidArgs { reason, args })) => {
             let mut problems = export.validator().problems(&args);
             if problems.is_empty() {

@@ -48,6 +48,7 @@ pub mod error;
 pub mod executor;
 pub mod extension;
 pub mod handler;
+pub mod help_url;
 pub mod middleware;
 pub mod name;
 pub mod orchestrator;

@@ -133,13 +133,15 @@ impl PendingResults {
     }
 
     /// Starts `pending` in the background and returns its handle. The result carries the
-    /// call's id and tool name; an error is cut to `limit` characters.
+    /// call's id and tool name; an error is cut to `limit` characters and given a help URL
+    /// from `help`: the runtime's base and the resource's own, if any (RES-7).
     pub(crate) fn submit(
         &self,
         pending: Pending,
         ctx: &ToolContext,
         tool_name: &str,
         limit: usize,
+        help: (Arc<str>, Option<&str>),
     ) -> String {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let handle = format!("pending-{n}");
@@ -153,6 +155,7 @@ impl PendingResults {
         let span = ctx.logger().clone();
         let task_handle = handle.clone();
         let trace_id = ctx.trace_id().to_owned();
+        let (runtime_help, resource_help) = (help.0, help.1.map(str::to_owned));
         let work = AssertUnwindSafe(pending.future).catch_unwind();
         tokio::spawn(
             async move {
@@ -167,7 +170,10 @@ impl PendingResults {
                 };
                 let result = match outcome {
                     Ok(output) => ToolCallResult::ok(call_id, tool_name, output),
-                    Err(err) => ToolCallResult::error(call_id, tool_name, err.finish(limit)),
+                    Err(err) => {
+                        let err = err.with_resource_help(resource_help.as_deref());
+                        ToolCallResult::error(call_id, tool_name, err.finish(limit, &runtime_help))
+                    }
                 };
                 crate::executor::emit_finished(&result, Some(&task_handle), &trace_id);
                 this.finish(&task_handle, tx, result);

@@ -18,6 +18,7 @@ pub struct ResourceInfo {
     name: String,
     description: Option<String>,
     error_message_limit: usize,
+    help_url_base: Option<Arc<str>>,
     source: ToolSource,
     origin: String,
 }
@@ -36,6 +37,11 @@ impl ResourceInfo {
     /// Its error message limit (SPEC-4).
     pub fn error_message_limit(&self) -> usize {
         self.error_message_limit
+    }
+
+    /// Where its own error codes are documented, if anywhere (RES-7).
+    pub fn help_url_base(&self) -> Option<&str> {
+        self.help_url_base.as_deref()
     }
 
     /// Where it comes from.
@@ -322,6 +328,7 @@ fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryEr
             name: parts.name.clone(),
             description: parts.description,
             error_message_limit: parts.error_message_limit,
+            help_url_base: parts.help_url_base,
             source: parts.source,
             origin: parts.origin,
         }),

@@ -301,6 +301,7 @@ pub struct Tool {
     name: String,
     description: Option<String>,
     error_message_limit: usize,
+    help_url_base: Option<Arc<str>>,
     exports: Vec<(ToolName, Export)>,
     source: ToolSource,
     origin: String,
@@ -313,6 +314,7 @@ impl Tool {
             name: name.into(),
             description: None,
             error_message_limit: None,
+            help_url_base: None,
             exports: Vec::new(),
             source: None,
             origin: None,
@@ -337,6 +339,11 @@ impl Tool {
     /// How many characters of an error message the model sees (SPEC-4).
     pub fn error_message_limit(&self) -> usize {
         self.error_message_limit
+    }
+
+    /// Where the resource's own error codes are documented, if anywhere (RES-7).
+    pub fn help_url_base(&self) -> Option<&str> {
+        self.help_url_base.as_deref()
     }
 
     /// The exports, in declaration order, with their full names.
@@ -364,6 +371,7 @@ impl Tool {
             name: self.name,
             description: self.description,
             error_message_limit: self.error_message_limit,
+            help_url_base: self.help_url_base,
             exports: self.exports,
             source: self.source,
             origin: self.origin,
@@ -375,6 +383,7 @@ pub(crate) struct ToolParts {
     pub(crate) name: String,
     pub(crate) description: Option<String>,
     pub(crate) error_message_limit: usize,
+    pub(crate) help_url_base: Option<Arc<str>>,
     pub(crate) exports: Vec<(ToolName, Export)>,
     pub(crate) source: ToolSource,
     pub(crate) origin: String,
@@ -386,6 +395,7 @@ impl fmt::Debug for Tool {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("error_message_limit", &self.error_message_limit)
+            .field("help_url_base", &self.help_url_base)
             .field("exports", &self.exports)
             .field("source", &self.source)
             .field("origin", &self.origin)
@@ -399,6 +409,7 @@ pub struct ToolBuilder {
     name: String,
     description: Option<String>,
     error_message_limit: Option<usize>,
+    help_url_base: Option<Arc<str>>,
     exports: Vec<Export>,
     source: Option<ToolSource>,
     origin: Option<String>,
@@ -414,6 +425,31 @@ impl ToolBuilder {
     /// Sets the error message limit (default 1000, SPEC-4).
     pub fn error_message_limit(mut self, limit: usize) -> Self {
         self.error_message_limit = Some(limit);
+        self
+    }
+
+    /// Sets where the resource's own error codes are documented (RES-7): an error of its
+    /// handlers with a code the runtime does not document, and no `helpUrl` of its own, gets
+    /// `{base}{code}`, or `{base}{anchor}` when `base` ends with `#` (the code in lower case, the
+    /// GitHub anchor of a `## {code}` heading). Without a base, such errors have no `helpUrl`.
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, Tool, ToolError, handler_fn};
+    /// let tool = Tool::builder("weather")
+    ///     .help_url_base("https://weather.example/errors/")
+    ///     .export(Export::new(
+    ///         "get",
+    ///         serde_json::json!({"type": "object"}),
+    ///         handler_fn(|_ctx, _args| async {
+    ///             Err::<(), _>(ToolError::new("no such city").with_code("E_WEATHER_CITY"))
+    ///         }),
+    ///     ))
+    ///     .build()?;
+    /// assert_eq!(tool.help_url_base(), Some("https://weather.example/errors/"));
+    /// # Ok::<(), goondan_runtime::tool::ToolDefinitionError>(())
+    /// ```
+    pub fn help_url_base(mut self, base: impl Into<String>) -> Self {
+        self.help_url_base = Some(Arc::from(base.into()));
         self
     }
 
@@ -486,6 +522,7 @@ impl ToolBuilder {
             error_message_limit: self
                 .error_message_limit
                 .unwrap_or(DEFAULT_ERROR_MESSAGE_LIMIT),
+            help_url_base: self.help_url_base,
             exports,
         })
     }
