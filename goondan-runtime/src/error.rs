@@ -157,10 +157,11 @@ impl ToolError {
     /// Gives an author's code without a `helpUrl` one under its resource's `base`
     /// ([`help_url::resource_help_url`]). Runtime codes are left to [`finish`](Self::finish).
     pub(crate) fn with_resource_help(mut self, base: Option<&str>) -> Self {
-        if let Some(base) = base {
-            if self.0.help_url.is_none() && !help_url::is_documented(&self.0.code) {
-                self.0.help_url = Some(help_url::resource_help_url(base, &self.0.code));
-            }
+        if let Some(base) = base
+            && self.0.help_url.is_none()
+            && !help_url::is_documented(&self.0.code)
+        {
+            self.0.help_url = Some(help_url::resource_help_url(base, &self.0.code));
         }
         self
     }
