@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::help_url;
 
-/// The error codes the runtime itself produces. Handlers may use any code of their own.
+/// The error codes the runtime itself produces, each explained under its own heading in
+/// `docs/errors.md` ([`crate::help_url`]). Handlers may use any code of their own.
 pub mod codes {
     /// A handler failed and said nothing more specific (RES-10).
     pub const TOOL: &str = "E_TOOL";
