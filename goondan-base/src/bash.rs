@@ -84,6 +84,10 @@ pub struct BashPolicy {
     /// Names of host environment variables the child does not get (`*` wildcards,
     /// case-insensitive; default [`DEFAULT_ENV_DENY_LIST`]).
     pub env_deny_list: Vec<String>,
+    /// Run each call in its own cgroup v2 when one is writable (default `true`). Without one,
+    /// or when `false`, a call is held by its process group and an environment marker: see
+    /// [`containment`].
+    pub use_cgroup: bool,
 }
 
 impl Default for BashPolicy {
@@ -98,6 +102,7 @@ impl Default for BashPolicy {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            use_cgroup: true,
         }
     }
 }
@@ -311,6 +316,7 @@ impl Bash {
             timeout,
             grace: self.policy.kill_grace,
             max_output_bytes: self.policy.max_output_bytes,
+            use_cgroup: self.policy.use_cgroup,
         };
         let started = Instant::now();
         let finished = process::run(invocation, limits, ctx.cancellation())

@@ -554,3 +554,39 @@ async fn base_1_a_dropped_call_leaves_no_detached_descendant() {
     // SIGTERM at once, SIGKILL after the 300 ms grace on a thread: allow for it.
     assert_none_survive(&[&detached, &double], Duration::from_secs(3)).await;
 }
+
+#[tokio::test]
+async fn base_1_without_a_cgroup_the_marker_still_finds_detached_descendants() {
+    let policy = BashPolicy {
+        use_cgroup: false,
+        ..quick_kill_policy()
+    };
+    let kit = TestKit::with_tools([Bash::new(policy).into_tool()]).unwrap();
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let command = format!(
+        "setsid sh -c 'touch r1; exec sleep {detached}' & \\
+         ( (setsid sh -c 'touch r2; exec sleep {double}' &) & ); \\
+         until [ -e r1 ] && [ -e r2 ]; do sleep 0.01; done; echo bye"
+    );
+    let started = Instant::now();
+    let r = kit.call("bash__exec", json!({"command": command})).await;
+    assert_eq!(r.assert_ok()["stdout"], "bye\n", "the output is kept");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_none_survive(&[&detached, &double], Duration::ZERO).await;
+
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let command = format!(
+        "setsid sleep {detached} & ( (setsid sleep {double} &) & ); echo started; sleep 30"
+    );
+    let r = kit
+        .call("bash__exec", json!({"command": command, "timeoutMs": 500}))
+        .await;
+    let out = r.assert_ok();
+    assert_eq!(out["timedOut"], true);
+    assert_eq!(out["stdout"], "started\n");
+    assert_none_survive(&[&detached, &double], Duration::ZERO).await;
+}

@@ -22,8 +22,13 @@
 //! every process's ordinary pid and signal behaviour and needs no helper binary.
 //!
 //! Where no writable cgroup v2 with `cgroup.kill` is found (no cgroup2 mount, a read-only
-//! `/sys/fs/cgroup`, a cgroup the user may not write), calls fall back to their process group,
-//! with one `tracing` warning: then a descendant that calls `setsid` can survive the call.
+//! `/sys/fs/cgroup`, a cgroup the user may not write), calls fall back, with one `tracing`
+//! warning, to their process group plus an environment marker: the command gets
+//! `GOONDAN_BASH_CALL=<id>`, which every descendant inherits, and signals go to the process
+//! group and to every process whose `/proc/<pid>/environ` carries the marker. That finds
+//! `setsid` daemons and double forks too, but not a descendant that clears or rewrites its
+//! environment (`env -i`), and a process forked during a sweep can be missed; hence cgroups
+//! first.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -43,13 +48,16 @@ const WRAPPER_SHELL: &str = "/bin/sh";
 const WRAPPER_SCRIPT: &str = r#"echo $$ > "$0" || { echo "goondan: cannot enter the call's cgroup $0" >&2; exit 126; }; exec "$@""#;
 /// The prefix of the per-call cgroups' names.
 const PREFIX: &str = "goondan-bash-";
+/// The environment variable that marks a call's processes in the fallback.
+pub const MARKER_VAR: &str = "GOONDAN_BASH_CALL";
 
 /// How a call's processes are held together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContainmentKind {
     /// A cgroup v2 per call: every descendant is found and killed, `setsid` or not.
     Cgroup,
-    /// The process group only (the fallback): a descendant that calls `setsid` escapes.
+    /// The fallback: the process group plus the [`MARKER_VAR`] environment marker. A
+    /// descendant that calls `setsid` is still found, one that clears its environment is not.
     ProcessGroup,
 }
 
@@ -70,14 +78,19 @@ impl ContainmentKind {
 #[derive(Debug)]
 pub(crate) struct Containment {
     cgroup: Option<CallCgroup>,
+    /// The value of [`MARKER_VAR`] when there is no cgroup.
+    marker: Option<String>,
     /// The command's process group, once started (its pid).
     pgid: Option<Pid>,
 }
 
 impl Containment {
-    /// A fresh containment: a new cgroup when possible, else the process group only.
-    pub(crate) fn new() -> Self {
-        let cgroup = cgroup_base().and_then(|base| match CallCgroup::create(base) {
+    /// A fresh containment: a new cgroup when `use_cgroup` and possible, else the process
+    /// group and an environment marker.
+    pub(crate) fn new(use_cgroup: bool) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = if use_cgroup { cgroup_base() } else { None };
+        let cgroup = base.and_then(|base| match CallCgroup::create(base) {
             Ok(cgroup) => Some(cgroup),
             Err(err) => {
                 warn_fallback(&format!(
@@ -87,7 +100,15 @@ impl Containment {
                 None
             }
         });
-        Self { cgroup, pgid: None }
+        let marker = cgroup.is_none().then(|| {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            format!("{}-{n}", std::process::id())
+        });
+        Self {
+            cgroup,
+            marker,
+            pgid: None,
+        }
     }
 
     /// A command that runs `program args` inside: through the wrapper for a cgroup, in its
@@ -108,9 +129,25 @@ impl Containment {
         command
     }
 
+    /// Adds the environment marker (fallback only); call after the environment is set.
+    pub(crate) fn mark(&self, command: &mut Command) {
+        if let Some(marker) = &self.marker {
+            command.env(MARKER_VAR, marker);
+        }
+    }
+
     /// Records the started command's pid (also its process group).
     pub(crate) fn started(&mut self, pid: Pid) {
         self.pgid = Some(pid);
+    }
+
+    /// The processes inside besides the process group: the cgroup's, or the marked ones.
+    fn members(&self) -> Vec<Pid> {
+        match (&self.cgroup, &self.marker) {
+            (Some(cgroup), _) => cgroup.members(),
+            (None, Some(marker)) => marked(marker),
+            (None, None) => Vec::new(),
+        }
     }
 
     /// Sends `signal` to every process still inside.
@@ -118,14 +155,13 @@ impl Containment {
         if let Some(pgid) = self.pgid {
             report(killpg(pgid, signal), "process group", pgid, signal);
         }
-        if let Some(cgroup) = &self.cgroup {
-            for pid in cgroup.members() {
-                report(kill(pid, signal), "process", pid, signal);
-            }
+        for pid in self.members() {
+            report(kill(pid, signal), "process", pid, signal);
         }
     }
 
-    /// Kills every process still inside (SIGKILL; `cgroup.kill` for a cgroup).
+    /// Kills every process still inside: `cgroup.kill` for a cgroup (atomic), else SIGKILL to
+    /// the group and a few sweeps of the marked processes (for ones forked meanwhile).
     pub(crate) fn kill(&self) {
         if let Some(pgid) = self.pgid {
             report(
@@ -137,17 +173,28 @@ impl Containment {
         }
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill();
+            return;
+        }
+        for _ in 0..3 {
+            let members = self.members();
+            if members.is_empty() {
+                break;
+            }
+            for pid in members {
+                report(kill(pid, Signal::SIGKILL), "process", pid, Signal::SIGKILL);
+            }
         }
     }
 
     /// Whether no process is left inside (zombies of the process group count as left).
     pub(crate) fn is_empty(&self) -> bool {
-        match &self.cgroup {
-            Some(cgroup) => !cgroup.populated(),
-            None => self
-                .pgid
-                .is_none_or(|pgid| killpg(pgid, None) == Err(Errno::ESRCH)),
+        if let Some(cgroup) = &self.cgroup {
+            return !cgroup.populated();
         }
+        let group_gone = self
+            .pgid
+            .is_none_or(|pgid| killpg(pgid, None) == Err(Errno::ESRCH));
+        group_gone && self.members().is_empty()
     }
 
     /// Waits until nothing is left inside, at most `within`; `true` when empty.
@@ -240,6 +287,25 @@ impl Drop for CallCgroup {
     }
 }
 
+/// The live processes whose environment carries `MARKER_VAR=marker` (zombies have none).
+fn marked(marker: &str) -> Vec<Pid> {
+    let wanted = format!("{MARKER_VAR}={marker}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            environ
+                .split(|b| *b == 0)
+                .any(|var| var == wanted.as_bytes())
+                .then_some(Pid::from_raw(pid))
+        })
+        .collect()
+}
+
 /// Removes an empty cgroup; one already gone is fine.
 fn remove_cgroup(dir: &Path) -> io::Result<()> {
     match std::fs::remove_dir(dir) {
@@ -261,7 +327,7 @@ fn warn_fallback(why: &str) {
     if !WARNED.swap(true, Ordering::Relaxed) {
         tracing::warn!(
             why,
-            "bash calls are contained by their process group only: a descendant that calls `setsid` can outlive its call"
+            "bash calls are contained by their process group and an environment marker: a descendant that clears its environment can outlive its call"
         );
     }
 }

@@ -117,6 +117,8 @@ pub(crate) struct Limits {
     pub(crate) timeout: Duration,
     pub(crate) grace: Duration,
     pub(crate) max_output_bytes: usize,
+    /// Whether to use a per-call cgroup when one is writable.
+    pub(crate) use_cgroup: bool,
 }
 
 /// How long output readers may wait, once everything inside is dead, for a pipe held by a
@@ -205,7 +207,7 @@ pub(crate) async fn run(
     limits: Limits,
     cancel: &CancellationToken,
 ) -> std::io::Result<Finished> {
-    let mut containment = Containment::new();
+    let mut containment = Containment::new(limits.use_cgroup);
     let mut command = containment.command(&invocation.program, &invocation.args);
     command
         .current_dir(&invocation.cwd)
@@ -215,6 +217,7 @@ pub(crate) async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false);
+    containment.mark(&mut command);
     let mut child = command.spawn()?;
     let Some(raw_pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(std::io::Error::other(
