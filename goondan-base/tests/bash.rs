@@ -590,3 +590,15 @@ async fn base_1_without_a_cgroup_the_marker_still_finds_detached_descendants() {
     assert_eq!(out["stdout"], "started\n");
     assert_none_survive(&[&detached, &double], Duration::ZERO).await;
 }
+
+#[tokio::test]
+async fn base_1_a_missing_shell_is_a_spawn_error() {
+    let policy = BashPolicy {
+        shell: "/nonexistent/goondan-shell".into(),
+        ..BashPolicy::default()
+    };
+    let kit = TestKit::with_tools([Bash::new(policy).into_tool()]).unwrap();
+    kit.call("bash__exec", json!({"command": "echo hi"}))
+        .await
+        .assert_error("E_BASH_SPAWN");
+}

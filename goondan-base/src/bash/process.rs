@@ -196,6 +196,25 @@ impl Drop for DropGuard {
     }
 }
 
+/// Fails like `spawn` would when `program` is a path (has a `/`) that is not an executable
+/// file; a bare name is left to the `PATH` lookup.
+fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    if !program.as_bytes().contains(&b'/') {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(program)?;
+    if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("`{}` is not an executable file", program.to_string_lossy()),
+        ))
+    }
+}
+
 /// Runs `invocation` inside a fresh [`Containment`] and waits for it within `limits`.
 ///
 /// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
@@ -207,6 +226,9 @@ pub(crate) async fn run(
     limits: Limits,
     cancel: &CancellationToken,
 ) -> std::io::Result<Finished> {
+    // The cgroup wrapper would turn a missing program into exit code 127: refuse it here, as a
+    // direct spawn would.
+    check_program(&invocation.program)?;
     let mut containment = Containment::new(limits.use_cgroup);
     let mut command = containment.command(&invocation.program, &invocation.args);
     command
