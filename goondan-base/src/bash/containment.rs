@@ -5,9 +5,10 @@
 //! pipes, keeps the call waiting. So each call runs in **its own cgroup v2**, created under the
 //! host process's cgroup (`<mount>/<own cgroup>/goondan-bash-<pid>-<n>`):
 //!
-//! - The command is started as `/bin/sh -c 'echo $$ > <cgroup>/cgroup.procs && exec "$@"' ...`:
-//!   the wrapper moves itself into the cgroup *before* it execs the command, so every descendant
-//!   is born inside, with no window for a fork to slip out. The command keeps the wrapper's pid.
+//! - The command is started as `/bin/sh -c 'echo $$ > "$0" ... exec "$@"' <cgroup>/cgroup.procs
+//!   <program> <args>...`: the wrapper moves itself into the cgroup *before* it execs the
+//!   command, so every descendant is born inside, with no window for a fork to slip out (no
+//!   `pre_exec` hook, which would need `unsafe`). The command keeps the wrapper's pid.
 //! - Membership is inherited on `fork` and is not changed by `setsid`, double forks or
 //!   re-parenting, so the cgroup knows every descendant.
 //! - SIGTERM goes to every member (`cgroup.procs`); the final kill is the kernel's atomic
@@ -199,6 +200,12 @@ impl Containment {
 
     /// Waits until nothing is left inside, at most `within`; `true` when empty.
     pub(crate) async fn wait_empty(&self, within: Duration) -> bool {
+        // `cgroup.events` is one small read; a marker sweep reads all of `/proc`.
+        let poll = if self.cgroup.is_some() {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(25)
+        };
         let deadline = tokio::time::Instant::now() + within;
         loop {
             if self.is_empty() {
@@ -207,7 +214,7 @@ impl Containment {
             if tokio::time::Instant::now() >= deadline {
                 return false;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            tokio::time::sleep(poll).await;
         }
     }
 }
