@@ -3,29 +3,34 @@
 //! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?}` runs `sh -c command`.
 //! - `bash__script {path, args?, timeoutMs?, env?}` runs a script file of the workdir.
 //!
-//! Each command runs in its own process group. On timeout or cancellation the whole group gets
-//! SIGTERM, then SIGKILL after a grace period, so no grandchild survives; background processes
-//! left behind by a command that exited are ended the same way. stdout and stderr are read
-//! concurrently and capped (head and tail kept). A non-zero exit is data, not an error. The
-//! child's environment is the host's minus a deny list of secret-looking names, plus `env`.
+//! Each call runs in its own cgroup v2 (see [`containment`] for why, and for the process-group
+//! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
+//! that called `setsid` or forked twice. On timeout or cancellation everything the command
+//! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
+//! behind gets the same, and the call returns as soon as it is gone, with all the output
+//! written before. stdout and stderr are read concurrently and capped (head and tail kept). A
+//! non-zero exit is data, not an error. The child's environment is the host's minus a deny
+//! list of secret-looking names, plus `env`.
 //!
 //! This is not a sandbox: the command can do whatever the host user can. `cwd` and `path` are
 //! confined to the workdir so that mistakes stay there.
 
+pub mod containment;
 mod process;
 
 use cap_std::fs::PermissionsExt;
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use self::containment::ContainmentKind;
+use self::process::Invocation;
+use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::process::Command;
-
-use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
 
 /// Error codes of `bash`.
 pub mod codes {
@@ -37,7 +42,7 @@ pub mod codes {
     pub const SCRIPT: &str = "E_BASH_SCRIPT";
     /// An `env` entry has an invalid name or value.
     pub const ENV: &str = "E_BASH_ENV";
-    /// The call was cancelled; the process group was killed.
+    /// The call was cancelled; every process it started was killed.
     pub const CANCELLED: &str = "E_BASH_CANCELLED";
 }
 
@@ -79,6 +84,10 @@ pub struct BashPolicy {
     /// Names of host environment variables the child does not get (`*` wildcards,
     /// case-insensitive; default [`DEFAULT_ENV_DENY_LIST`]).
     pub env_deny_list: Vec<String>,
+    /// Run each call in its own cgroup v2 when one is writable (default `true`). Without one,
+    /// or when `false`, a call is held by its process group and an environment marker: see
+    /// [`containment`].
+    pub use_cgroup: bool,
 }
 
 impl Default for BashPolicy {
@@ -93,6 +102,7 @@ impl Default for BashPolicy {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            use_cgroup: true,
         }
     }
 }
@@ -248,10 +258,13 @@ impl Bash {
     /// a non-zero exit is not an error.
     pub async fn exec(&self, ctx: &ToolContext, input: ExecInput) -> Result<ExecOutput, ToolError> {
         let (cwd_rel, cwd_abs) = self.resolve_cwd(ctx, input.cwd.as_deref()).await?;
-        let mut command = Command::new(&self.policy.shell);
-        command.arg("-c").arg(&input.command).current_dir(&cwd_abs);
-        self.apply_env(&mut command, input.env.as_ref())?;
-        let mut out = self.run(ctx, command, input.timeout_ms).await?;
+        let invocation = Invocation {
+            program: self.policy.shell.clone().into_os_string(),
+            args: vec!["-c".into(), input.command.clone().into()],
+            cwd: cwd_abs,
+            env: self.child_env(input.env.as_ref())?,
+        };
+        let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
         out.command = Some(input.command);
         out.cwd = cwd_rel;
         Ok(out)
@@ -265,18 +278,24 @@ impl Bash {
         input: ScriptInput,
     ) -> Result<ExecOutput, ToolError> {
         let (rel, abs, executable) = resolve_script(ctx.workdir(), &input.path).await?;
-        let mut command = if executable {
-            Command::new(&abs)
+        let script_args = input
+            .args
+            .unwrap_or_default()
+            .into_iter()
+            .map(OsString::from);
+        let (program, args) = if executable {
+            (abs.into_os_string(), script_args.collect())
         } else {
-            let mut c = Command::new(&self.policy.shell);
-            c.arg(&abs);
-            c
+            let args = std::iter::once(abs.into_os_string()).chain(script_args);
+            (self.policy.shell.clone().into_os_string(), args.collect())
         };
-        command
-            .args(input.args.unwrap_or_default())
-            .current_dir(ctx.workdir());
-        self.apply_env(&mut command, input.env.as_ref())?;
-        let mut out = self.run(ctx, command, input.timeout_ms).await?;
+        let invocation = Invocation {
+            program,
+            args,
+            cwd: ctx.workdir().to_path_buf(),
+            env: self.child_env(input.env.as_ref())?,
+        };
+        let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
         out.path = Some(rel);
         out.cwd = ".".to_owned();
         Ok(out)
@@ -287,7 +306,7 @@ impl Bash {
     async fn run(
         &self,
         ctx: &ToolContext,
-        command: Command,
+        invocation: Invocation,
         timeout_ms: Option<u64>,
     ) -> Result<ExecOutput, ToolError> {
         let timeout = timeout_ms
@@ -297,9 +316,10 @@ impl Bash {
             timeout,
             grace: self.policy.kill_grace,
             max_output_bytes: self.policy.max_output_bytes,
+            use_cgroup: self.policy.use_cgroup,
         };
         let started = Instant::now();
-        let finished = process::run(command, limits, ctx.cancellation())
+        let finished = process::run(invocation, limits, ctx.cancellation())
             .await
             .map_err(|err| {
                 ToolError::new(format!("the command could not be started: {err}"))
@@ -309,7 +329,7 @@ impl Bash {
             })?;
         if finished.cancelled {
             return Err(ToolError::new(
-                "the call was cancelled; the command's process group was killed",
+                "the call was cancelled; every process the command started was killed",
             )
             .with_code(codes::CANCELLED)
             .with_name("CancelledError")
@@ -331,14 +351,12 @@ impl Bash {
         })
     }
 
-    fn apply_env(
+    /// The child's whole environment: the host's minus the deny list, plus `extra`.
+    fn child_env(
         &self,
-        command: &mut Command,
         extra: Option<&BTreeMap<String, String>>,
-    ) -> Result<(), ToolError> {
-        command
-            .env_clear()
-            .envs(self.policy.child_env(std::env::vars_os()));
+    ) -> Result<Vec<(OsString, OsString)>, ToolError> {
+        let mut env = self.policy.child_env(std::env::vars_os());
         for (name, value) in extra.into_iter().flatten() {
             if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
                 return Err(ToolError::new(format!(
@@ -350,9 +368,9 @@ impl Bash {
                     "names must be non-empty without `=` or NUL; values without NUL",
                 ));
             }
-            command.env(name, value);
+            env.push((name.into(), value.into()));
         }
-        Ok(())
+        Ok(env)
     }
 
     async fn resolve_cwd(

@@ -5,18 +5,21 @@
 //! - `file-system__list {path? = ".", recursive?}` -> `{path, entries, truncated}`
 //! - `file-system__mkdir {path}` -> `{path, created}`
 //!
-//! Every path is confined to the workdir, links included: see [`crate::workspace`].
+//! Every path is confined to the workdir, links included: see [`crate::workspace`]. A regular
+//! file with more than one hard link is never read or appended to (`E_PATH_HARDLINK`): another
+//! of its names may be outside the workdir. Replacing it with `write` (a new file renamed over
+//! the name) stays allowed, since that never touches the shared file.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, File, MetadataExt, OpenOptions, OpenOptionsExt};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside, shorten};
+use crate::workspace::{RelPath, blocking, hardlinked, is_escape, open_workdir, outside, shorten};
 
 /// Error codes of `file-system` (besides [`crate::workspace::codes`]).
 pub mod codes {
@@ -134,7 +137,8 @@ pub struct ListOutput {
     pub path: String,
     /// Entries sorted by path.
     pub entries: Vec<Entry>,
-    /// Whether the entry bound cut the listing.
+    /// Whether a bound cut the listing: the entry bound, or (recursive) the depth bound left a
+    /// non-empty directory unlisted.
     pub truncated: bool,
 }
 
@@ -208,12 +212,11 @@ impl FileSystem {
         let raw = input.path.unwrap_or_else(|| ".".to_owned());
         let rel = RelPath::parse(&raw)?;
         let policy = Arc::clone(&self.policy);
-        let depth = if input.recursive.unwrap_or(false) {
-            policy.max_list_depth
-        } else {
-            0
-        };
-        with_dir(ctx, move |dir| list_dir(dir, &rel, &raw, depth, &policy)).await
+        let recursive = input.recursive.unwrap_or(false);
+        with_dir(ctx, move |dir| {
+            list_dir(dir, &rel, &raw, recursive, &policy)
+        })
+        .await
     }
 
     /// Create a directory of the workdir and its parents.
@@ -253,6 +256,7 @@ fn read_file(dir: &Dir, rel: &RelPath, raw: &str, max: u64) -> Result<ReadOutput
     if !meta.is_file() {
         return Err(not_a(codes::NOT_A_FILE, raw, "file"));
     }
+    refuse_shared(&file, raw)?;
     let size = meta.len();
     let mut bytes = Vec::with_capacity(usize::try_from(max.min(size)).unwrap_or(0));
     file.take(max)
@@ -301,6 +305,7 @@ fn write_file(dir: &Dir, rel: &RelPath, input: &WriteInput) -> Result<WriteOutpu
         let mut file = dir
             .open_with(path, &options)
             .map_err(|e| io_error(raw, &e))?;
+        refuse_shared(&file, raw)?;
         file.write_all(input.content.as_bytes())
             .map_err(|e| io_error(raw, &e))?;
     } else {
@@ -329,6 +334,16 @@ fn write_file(dir: &Dir, rel: &RelPath, input: &WriteInput) -> Result<WriteOutpu
         size,
         written: true,
     })
+}
+
+/// Refuses an opened regular file with more than one hard link. The count comes from the
+/// handle (`fstat`), not the path, so a link made between a check and the open is caught.
+fn refuse_shared(file: &File, raw: &str) -> Result<(), ToolError> {
+    let meta = file.metadata().map_err(|e| io_error(raw, &e))?;
+    if meta.is_file() && meta.nlink() > 1 {
+        return Err(hardlinked(raw, meta.nlink()));
+    }
+    Ok(())
 }
 
 /// Makes sure `path` is a directory inside, creating it and its parents; `true` when created.
@@ -363,7 +378,7 @@ fn list_dir(
     dir: &Dir,
     rel: &RelPath,
     raw: &str,
-    depth: usize,
+    recursive: bool,
     policy: &FsPolicy,
 ) -> Result<ListOutput, ToolError> {
     let meta = dir.metadata(rel.as_path()).map_err(|e| io_error(raw, &e))?;
@@ -376,8 +391,9 @@ fn list_dir(
     } else {
         rel.as_path().to_path_buf()
     };
+    let depth = if recursive { policy.max_list_depth } else { 0 };
     let mut entries = Vec::new();
-    let mut truncated = false;
+    let (mut full, mut too_deep) = (false, false);
     // Depth-first with an explicit stack. Only real directories are entered (never links), and
     // each is opened through its parent's capability, so a swapped-in link cannot lead out.
     let mut stack = vec![(start, prefix, 0usize)];
@@ -390,7 +406,7 @@ fn list_dir(
         children.sort_by_key(cap_std::fs::DirEntry::file_name);
         for child in children {
             if entries.len() >= policy.max_list_entries {
-                truncated = true;
+                full = true;
                 break;
             }
             let name = child.file_name();
@@ -409,10 +425,15 @@ fn list_dir(
             };
             let size = child.metadata().map_or(0, |m| m.len());
             if file_type.is_dir()
-                && level < depth
+                && recursive
                 && let Ok(sub) = child.open_dir()
             {
-                stack.push((sub, path.clone(), level + 1));
+                if level < depth {
+                    stack.push((sub, path.clone(), level + 1));
+                } else if recursive && has_entries(&sub) {
+                    // The depth bound, not the caller, leaves this directory's entries out.
+                    too_deep = true;
+                }
             }
             entries.push(Entry {
                 path: path.to_string_lossy().into_owned(),
@@ -420,7 +441,7 @@ fn list_dir(
                 size,
             });
         }
-        if truncated {
+        if full {
             break;
         }
     }
@@ -428,8 +449,14 @@ fn list_dir(
     Ok(ListOutput {
         path: rel.display(),
         entries,
-        truncated,
+        truncated: full || too_deep,
     })
+}
+
+/// Whether the directory has at least one entry.
+fn has_entries(dir: &Dir) -> bool {
+    dir.entries()
+        .is_ok_and(|mut entries| entries.any(|e| e.is_ok()))
 }
 
 fn io_error(raw: &str, err: &std::io::Error) -> ToolError {

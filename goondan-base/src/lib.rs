@@ -2,8 +2,8 @@
 //!
 //! The base tools of goondan-rs, safe by default:
 //!
-//! - [`Bash`] (`bash__exec`, `bash__script`): shell commands in the workdir, in their own
-//!   process group, killed as a group on timeout, with capped output and a scrubbed environment.
+//! - [`Bash`] (`bash__exec`, `bash__script`): shell commands in the workdir, each call in its
+//!   own cgroup so that no descendant outlives it, with capped output and a scrubbed environment.
 //! - [`FileSystem`] (`file-system__read`, `__write`, `__list`, `__mkdir`): files of the
 //!   workdir, every path and link confined to it.
 //! - [`HttpFetch`] (`http-fetch__get`, `__post`): HTTP(S) requests that refuse private,

@@ -26,6 +26,9 @@ pub mod codes {
     pub const PATH_INVALID: &str = "E_PATH_INVALID";
     /// The workdir itself cannot be opened.
     pub const WORKDIR_UNAVAILABLE: &str = "E_WORKDIR_UNAVAILABLE";
+    /// A regular file with more than one hard link: its other names may be outside the
+    /// workdir, so it is never read or changed in place.
+    pub const PATH_HARDLINK: &str = "E_PATH_HARDLINK";
 }
 
 /// A path from the model, checked by its text and made relative to the workdir.
@@ -132,6 +135,23 @@ pub(crate) fn outside(raw: &str) -> ToolError {
         .with_suggestion(
             "use a path relative to the workdir, without `..`, absolute paths or links that point outside it",
         )
+}
+
+/// The error for a regular file with `links` hard links (more than one).
+///
+/// A hard link carries no direction: the same file may also have a name outside the workdir,
+/// and reading or changing it through the name inside would reach that outside file. Checked
+/// on the opened handle (`fstat`), so a link made between a check and a use is caught too.
+pub(crate) fn hardlinked(raw: &str, links: u64) -> ToolError {
+    ToolError::new(format!(
+        "`{}` is a file with {links} hard links; its other names may be outside the workdir, so it is not read or changed in place",
+        shorten(raw)
+    ))
+    .with_code(codes::PATH_HARDLINK)
+    .with_name("HardLinkError")
+    .with_suggestion(
+        "replace it with a new file (`file-system__write` without `append` writes a fresh file and renames it over the link), or work on a copy",
+    )
 }
 
 fn invalid(raw: &str, why: &str) -> ToolError {

@@ -375,3 +375,230 @@ async fn base_1_bad_arguments_are_refused_by_the_executor() {
         .await
         .assert_error("E_TOOL_INVALID_ARGS");
 }
+
+/// A `sleep` argument no other process has: `100.<pid><counter>`, to find the process later.
+fn unique_sleep() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "100.{}{:04}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Live (not zombie) processes whose command line contains `marker`.
+fn survivors(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) && !is_gone(pid) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Fails when a process with one of `markers` is alive `within` from now.
+async fn assert_none_survive(markers: &[&str], within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let alive: Vec<_> = markers.iter().flat_map(|m| survivors(m)).collect();
+        if alive.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            for (pid, _) in &alive {
+                kill(Pid::from_raw(*pid), nix::sys::signal::Signal::SIGKILL).ok();
+            }
+            panic!("descendants survived the call: {alive:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// These tests prove the containment; on Linux CI (root, cgroup v2) it must be the cgroup.
+fn assert_contained() {
+    assert_eq!(
+        goondan_base::bash::ContainmentKind::detect(),
+        goondan_base::bash::ContainmentKind::Cgroup,
+        "no writable cgroup v2 with `cgroup.kill`: calls fall back to their process group"
+    );
+}
+
+#[tokio::test]
+async fn base_1_a_setsid_daemon_neither_survives_nor_holds_the_output() {
+    assert_contained();
+    let kit = kit(); // the default 2 s grace
+    let daemon = unique_sleep();
+    let started = Instant::now();
+    let r = kit
+        .call(
+            "bash__exec",
+            json!({"command": format!("setsid sleep {daemon} & echo bye")}),
+        )
+        .await;
+    let elapsed = started.elapsed();
+    assert_eq!(r.assert_ok()["stdout"], "bye\n", "the output is kept");
+    assert_eq!(r.assert_ok()["exitCode"], 0);
+    assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");
+    assert_none_survive(&[&daemon], Duration::ZERO).await;
+
+    // The same once the daemon has surely detached (it touches `ready` after `setsid`).
+    let daemon = unique_sleep();
+    let command = format!(
+        "setsid sh -c 'touch ready; exec sleep {daemon}' & \
+         until [ -e ready ]; do sleep 0.01; done; echo bye"
+    );
+    let started = Instant::now();
+    let r = kit.call("bash__exec", json!({"command": command})).await;
+    let elapsed = started.elapsed();
+    assert_eq!(r.assert_ok()["stdout"], "bye\n", "the output is kept");
+    assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");
+    assert_none_survive(&[&daemon], Duration::ZERO).await;
+}
+
+#[tokio::test]
+async fn base_1_double_forks_and_detached_daemons_do_not_survive_an_exit() {
+    assert_contained();
+    let kit = TestKit::with_tools([Bash::new(quick_kill_policy()).into_tool()]).unwrap();
+    let [plain, detached, quiet, stubborn] = [(); 4].map(|()| unique_sleep());
+    // Each daemon says when it is detached (a ready file), so none is caught before it is.
+    let command = format!(
+        "( (sh -c 'touch r1; exec sleep {plain}' &) & ); \
+         ( (setsid sh -c 'touch r2; exec sleep {detached}' &) & ); \
+         setsid sh -c 'touch r3; exec sleep {quiet}' >/dev/null 2>&1 </dev/null & \
+         setsid sh -c 'trap \"\" TERM; touch r4; sleep {stubborn}; :' >/dev/null 2>&1 & \
+         until [ -e r1 ] && [ -e r2 ] && [ -e r3 ] && [ -e r4 ]; do sleep 0.01; done; \
+         echo out; echo err >&2"
+    );
+    let started = Instant::now();
+    let r = kit.call("bash__exec", json!({"command": command})).await;
+    let out = r.assert_ok();
+    assert_eq!(out["stdout"], "out\n");
+    assert_eq!(out["stderr"], "err\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_none_survive(&[&plain, &detached, &quiet, &stubborn], Duration::ZERO).await;
+}
+
+#[tokio::test]
+async fn base_1_timeout_leaves_no_detached_descendant() {
+    assert_contained();
+    let kit = TestKit::with_tools([Bash::new(quick_kill_policy()).into_tool()]).unwrap();
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let command = format!(
+        "setsid sleep {detached} & ( (setsid sleep {double} &) & ); echo started; sleep 30"
+    );
+    let r = kit
+        .call("bash__exec", json!({"command": command, "timeoutMs": 500}))
+        .await;
+    let out = r.assert_ok();
+    assert_eq!(out["timedOut"], true);
+    assert_eq!(out["signal"], "SIGTERM");
+    assert_eq!(
+        out["stdout"], "started\n",
+        "output before the timeout is kept"
+    );
+    assert_none_survive(&[&detached, &double], Duration::ZERO).await;
+}
+
+#[tokio::test]
+async fn base_1_cancellation_leaves_no_detached_descendant() {
+    assert_contained();
+    let dir = tempfile::tempdir().unwrap();
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::builder(dir.path())
+        .cancellation(token.clone())
+        .build();
+    let bash = Bash::new(quick_kill_policy());
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let cancel = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        token.cancel();
+    });
+    let input = serde_json::from_value(json!({
+        "command": format!("setsid sleep {detached} & ( (setsid sleep {double} &) & ); sleep 30")
+    }))
+    .unwrap();
+    let err = bash.exec(&ctx, input).await.unwrap_err();
+    assert_eq!(err.code(), "E_BASH_CANCELLED");
+    cancel.await.unwrap();
+    assert_none_survive(&[&detached, &double], Duration::ZERO).await;
+}
+
+#[tokio::test]
+async fn base_1_a_dropped_call_leaves_no_detached_descendant() {
+    assert_contained();
+    let kit = TestKit::builder()
+        .tool(Bash::new(quick_kill_policy()))
+        .default_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let command = format!(
+        "setsid sleep {detached} & ( (setsid sleep {double} &) & ); echo started > started; sleep 30"
+    );
+    let r = kit.call("bash__exec", json!({"command": command})).await;
+    r.assert_error("E_TOOL_TIMEOUT");
+    assert!(kit.workdir().join("started").exists(), "the command ran");
+    // SIGTERM at once, SIGKILL after the 300 ms grace on a thread: allow for it.
+    assert_none_survive(&[&detached, &double], Duration::from_secs(3)).await;
+}
+
+#[tokio::test]
+async fn base_1_without_a_cgroup_the_marker_still_finds_detached_descendants() {
+    let policy = BashPolicy {
+        use_cgroup: false,
+        ..quick_kill_policy()
+    };
+    let kit = TestKit::with_tools([Bash::new(policy).into_tool()]).unwrap();
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let command = format!(
+        "setsid sh -c 'touch r1; exec sleep {detached}' & \\
+         ( (setsid sh -c 'touch r2; exec sleep {double}' &) & ); \\
+         until [ -e r1 ] && [ -e r2 ]; do sleep 0.01; done; echo bye"
+    );
+    let started = Instant::now();
+    let r = kit.call("bash__exec", json!({"command": command})).await;
+    assert_eq!(r.assert_ok()["stdout"], "bye\n", "the output is kept");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_none_survive(&[&detached, &double], Duration::ZERO).await;
+
+    let [detached, double] = [(); 2].map(|()| unique_sleep());
+    let command = format!(
+        "setsid sleep {detached} & ( (setsid sleep {double} &) & ); echo started; sleep 30"
+    );
+    let r = kit
+        .call("bash__exec", json!({"command": command, "timeoutMs": 500}))
+        .await;
+    let out = r.assert_ok();
+    assert_eq!(out["timedOut"], true);
+    assert_eq!(out["stdout"], "started\n");
+    assert_none_survive(&[&detached, &double], Duration::ZERO).await;
+}
+
+#[tokio::test]
+async fn base_1_a_missing_shell_is_a_spawn_error() {
+    let policy = BashPolicy {
+        shell: "/nonexistent/goondan-shell".into(),
+        ..BashPolicy::default()
+    };
+    let kit = TestKit::with_tools([Bash::new(policy).into_tool()]).unwrap();
+    kit.call("bash__exec", json!({"command": "echo hi"}))
+        .await
+        .assert_error("E_BASH_SPAWN");
+}

@@ -398,3 +398,117 @@ async fn base_2_list_is_bounded() {
     assert_eq!(out["truncated"], true);
     assert_eq!(out["entries"].as_array().unwrap().len(), 5);
 }
+
+/// The bytes and modification time of a file, to prove it did not change.
+fn snapshot(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    let meta = std::fs::metadata(path).unwrap();
+    (std::fs::read(path).unwrap(), meta.modified().unwrap())
+}
+
+#[tokio::test]
+async fn hardlink_outside_workdir_is_never_read_or_changed() {
+    use std::os::unix::fs::MetadataExt;
+    let f = Fixture::new();
+    let outside = f.outside.path().join("secret.txt");
+    let link = f.kit.workdir().join("link.txt");
+    std::fs::hard_link(&outside, &link).unwrap();
+    let before = snapshot(&outside);
+
+    let r = f.call("read", json!({"path": "link.txt"})).await;
+    assert_refused(&r, "E_PATH_HARDLINK", "read");
+    assert!(r.error.as_ref().unwrap().suggestion().is_some());
+    let r = f
+        .call("read", json!({"path": "link.txt", "maxBytes": 3}))
+        .await;
+    assert_refused(&r, "E_PATH_HARDLINK", "a short read");
+    let r = f
+        .call(
+            "write",
+            json!({"path": "link.txt", "content": "APPENDED", "append": true}),
+        )
+        .await;
+    assert_refused(&r, "E_PATH_HARDLINK", "append");
+    // A hard link inside the workdir is refused the same way: the rule is about the file.
+    std::fs::hard_link(
+        f.kit.workdir().join("data/file.txt"),
+        f.kit.workdir().join("twin"),
+    )
+    .unwrap();
+    let r = f.call("read", json!({"path": "twin"})).await;
+    assert_refused(&r, "E_PATH_HARDLINK", "an inside twin");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "the outside file did not change"
+    );
+
+    // Replacing the name with an atomic write is allowed and leaves the outside file alone.
+    let r = f
+        .call("write", json!({"path": "link.txt", "content": "fresh"}))
+        .await;
+    r.assert_output(json!({"path": "link.txt", "size": 5, "written": true}));
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "the outside file did not change"
+    );
+    assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 1);
+    let r = f.call("read", json!({"path": "link.txt"})).await;
+    assert_eq!(r.assert_ok()["content"], "fresh");
+    let r = f
+        .call(
+            "write",
+            json!({"path": "link.txt", "content": "+more", "append": true}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "fresh+more");
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "the outside file did not change"
+    );
+    f.secret_untouched();
+}
+
+#[tokio::test]
+async fn list_reports_truncated_when_the_depth_bound_cuts_the_walk() {
+    let f = Fixture::with_policy(FsPolicy {
+        max_list_depth: 1,
+        ..FsPolicy::default()
+    });
+    let w = f.kit.workdir();
+    std::fs::create_dir_all(w.join("t/a/b/c")).unwrap();
+    std::fs::write(w.join("t/a/b/c/deep.txt"), "x").unwrap();
+    let paths = |r: &ToolCallResult| -> Vec<String> {
+        r.assert_ok()["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = f
+        .call("list", json!({"path": "t", "recursive": true}))
+        .await;
+    assert_eq!(paths(&r), ["t/a", "t/a/b"]);
+    assert_eq!(r.assert_ok()["truncated"], true, "t/a/b was not listed");
+
+    // Within the bound, or an empty directory at the bound: nothing was cut.
+    let r = f
+        .call("list", json!({"path": "t/a/b", "recursive": true}))
+        .await;
+    assert_eq!(paths(&r), ["t/a/b/c", "t/a/b/c/deep.txt"]);
+    assert_eq!(r.assert_ok()["truncated"], false);
+    std::fs::remove_file(w.join("t/a/b/c/deep.txt")).unwrap();
+    let r = f
+        .call("list", json!({"path": "t/a", "recursive": true}))
+        .await;
+    assert_eq!(paths(&r), ["t/a/b", "t/a/b/c"]);
+    assert_eq!(r.assert_ok()["truncated"], false);
+    // Not recursive: subdirectories are left out on request, not cut.
+    let r = f.call("list", json!({"path": "t"})).await;
+    assert_eq!(paths(&r), ["t/a"]);
+    assert_eq!(r.assert_ok()["truncated"], false);
+}

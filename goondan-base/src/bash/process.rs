@@ -1,17 +1,21 @@
-//! Running one command: its own process group, capped output read concurrently, and a group
-//! kill (SIGTERM, then SIGKILL after a grace period) on timeout, cancellation, drop or exit.
+//! Running one command inside its [`Containment`]: capped output read concurrently, and on
+//! timeout, cancellation, drop or exit every process left inside gets SIGTERM, then SIGKILL
+//! after a grace period.
 
+use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use super::containment::Containment;
 
 /// How a command ended.
 #[derive(Debug)]
@@ -98,158 +102,218 @@ impl Captured {
     }
 }
 
+/// What to run: a program with its arguments, working directory and whole environment.
+#[derive(Debug, Clone)]
+pub(crate) struct Invocation {
+    pub(crate) program: OsString,
+    pub(crate) args: Vec<OsString>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) env: Vec<(OsString, OsString)>,
+}
+
 /// Limits of one run.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) timeout: Duration,
     pub(crate) grace: Duration,
     pub(crate) max_output_bytes: usize,
+    /// Whether to use a per-call cgroup when one is writable.
+    pub(crate) use_cgroup: bool,
 }
 
-/// Sends `signal` to process group `pgid`; a group that is already gone is fine.
-fn signal_group(pgid: Pid, signal: Signal) {
-    match killpg(pgid, signal) {
-        Ok(()) | Err(Errno::ESRCH) => {}
-        Err(err) => {
-            tracing::warn!(pgid = pgid.as_raw(), %signal, %err, "cannot signal the process group")
-        }
+/// How long output readers may wait, once everything inside is dead, for a pipe held by a
+/// process outside (only possible without a cgroup) before keeping what they read so far.
+const OUTSIDE_HOLDER_WAIT: Duration = Duration::from_secs(1);
+
+/// One output stream, read into a buffer shared with the run, so that what was read is kept
+/// even when the reading has to be given up.
+struct Reader {
+    captured: Arc<Mutex<Captured>>,
+    task: JoinHandle<()>,
+}
+
+impl Reader {
+    fn spawn<R: AsyncRead + Unpin + Send + 'static>(mut pipe: R, cap: usize) -> Self {
+        let captured = Arc::new(Mutex::new(Captured::new(cap)));
+        let shared = Arc::clone(&captured);
+        let task = tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => shared
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(buf.get(..n).unwrap_or_default()),
+                }
+            }
+        });
+        Self { captured, task }
+    }
+
+    /// Waits for the end of the stream until `deadline`; `true` when it ended.
+    async fn finish_by(&mut self, deadline: tokio::time::Instant) -> bool {
+        self.task.is_finished()
+            || tokio::time::timeout_at(deadline, &mut self.task)
+                .await
+                .is_ok()
+    }
+
+    /// What was read, reading stopped.
+    fn take(self) -> Captured {
+        self.task.abort();
+        std::mem::take(&mut *self.captured.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
-/// Kills the group when the run is dropped before it finished (the executor's own timeout,
-/// or the caller giving up): SIGTERM now, SIGKILL after the grace period on a plain thread,
-/// since a destructor cannot wait.
-struct GroupGuard {
-    pgid: Pid,
+/// Kills everything inside when the run is dropped before it finished (the executor's own
+/// timeout, or the caller giving up): SIGTERM now, SIGKILL after the grace period on a plain
+/// thread, since a destructor cannot wait.
+struct DropGuard {
+    containment: Option<Containment>,
     grace: Duration,
-    armed: bool,
-    readers: Vec<JoinHandle<Captured>>,
+    readers: Vec<Reader>,
 }
 
-impl Drop for GroupGuard {
+impl Drop for DropGuard {
     fn drop(&mut self) {
-        for reader in &self.readers {
-            reader.abort();
+        for reader in self.readers.drain(..) {
+            reader.task.abort();
         }
-        if !self.armed {
+        let Some(containment) = self.containment.take() else {
+            return;
+        };
+        if containment.is_empty() {
             return;
         }
-        signal_group(self.pgid, Signal::SIGTERM);
-        let (pgid, grace) = (self.pgid, self.grace);
+        containment.signal(Signal::SIGTERM);
+        let grace = self.grace;
         std::thread::spawn(move || {
             std::thread::sleep(grace);
-            signal_group(pgid, Signal::SIGKILL);
+            // Dropping kills whatever is left and removes the cgroup.
+            drop(containment);
         });
     }
 }
 
-fn read_capped<R: AsyncRead + Unpin + Send + 'static>(
-    mut pipe: R,
-    cap: usize,
-) -> JoinHandle<Captured> {
-    tokio::spawn(async move {
-        let mut captured = Captured::new(cap);
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match pipe.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => captured.push(buf.get(..n).unwrap_or_default()),
-            }
-        }
-        captured
-    })
+/// Fails like `spawn` would when `program` is a path (has a `/`) that is not an executable
+/// file; a bare name is left to the `PATH` lookup.
+fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    if !program.as_bytes().contains(&b'/') {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(program)?;
+    if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("`{}` is not an executable file", program.to_string_lossy()),
+        ))
+    }
 }
 
-/// Spawns `command` in its own process group and waits for it within `limits`.
+/// Runs `invocation` inside a fresh [`Containment`] and waits for it within `limits`.
+///
+/// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
+/// (the call returns as soon as everything is gone), then SIGKILL. On timeout or cancellation
+/// everything inside gets SIGTERM, then SIGKILL after the grace period. Output written before
+/// the end is kept.
 pub(crate) async fn run(
-    mut command: Command,
+    invocation: Invocation,
     limits: Limits,
     cancel: &CancellationToken,
 ) -> std::io::Result<Finished> {
+    // The cgroup wrapper would turn a missing program into exit code 127: refuse it here, as a
+    // direct spawn would.
+    check_program(&invocation.program)?;
+    let mut containment = Containment::new(limits.use_cgroup);
+    let mut command = containment.command(&invocation.program, &invocation.args);
     command
-        .process_group(0)
+        .current_dir(&invocation.cwd)
+        .env_clear()
+        .envs(invocation.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false);
+    containment.mark(&mut command);
     let mut child = command.spawn()?;
     let Some(raw_pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(std::io::Error::other(
             "the child exited before its id could be read",
         ));
     };
-    let pgid = Pid::from_raw(raw_pid);
-    let mut guard = GroupGuard {
-        pgid,
+    containment.started(Pid::from_raw(raw_pid));
+    let mut guard = DropGuard {
+        containment: Some(containment),
         grace: limits.grace,
-        armed: true,
-        readers: Vec::new(),
+        readers: Vec::with_capacity(2),
     };
     if let Some(out) = child.stdout.take() {
         guard
             .readers
-            .push(read_capped(out, limits.max_output_bytes));
+            .push(Reader::spawn(out, limits.max_output_bytes));
     }
     if let Some(err) = child.stderr.take() {
         guard
             .readers
-            .push(read_capped(err, limits.max_output_bytes));
+            .push(Reader::spawn(err, limits.max_output_bytes));
     }
+    let Some(inside) = guard.containment.as_ref() else {
+        return Err(std::io::Error::other("the containment is gone"));
+    };
 
     let (mut timed_out, mut cancelled) = (false, false);
-    let status = tokio::select! {
+    let exited = tokio::select! {
         status = child.wait() => Some(status?),
         () = tokio::time::sleep(limits.timeout) => { timed_out = true; None }
         () = cancel.cancelled() => { cancelled = true; None }
     };
-    // Whatever is left of the group (the whole command on timeout, background children after
-    // a normal exit) gets SIGTERM, then SIGKILL after the grace period.
-    signal_group(pgid, Signal::SIGTERM);
-    let status = match status {
-        Some(status) => Some(status),
-        None => match tokio::time::timeout(limits.grace, child.wait()).await {
-            Ok(status) => Some(status?),
-            Err(_) => {
-                signal_group(pgid, Signal::SIGKILL);
-                Some(child.wait().await?)
+    let status = match exited {
+        Some(status) => {
+            // Leftovers (background children, daemons) get SIGTERM and the grace period,
+            // during which the call ends as soon as the pipes close and nothing is left.
+            inside.signal(Signal::SIGTERM);
+            let deadline = tokio::time::Instant::now() + limits.grace;
+            for reader in &mut guard.readers {
+                reader.finish_by(deadline).await;
             }
-        },
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            inside.wait_empty(left).await;
+            status
+        }
+        None => {
+            inside.signal(Signal::SIGTERM);
+            match tokio::time::timeout(limits.grace, child.wait()).await {
+                Ok(status) => status?,
+                Err(_) => {
+                    inside.kill();
+                    child.wait().await?
+                }
+            }
+        }
     };
-    // The pipes close when the last holder dies; give leftovers the grace period, then kill.
-    let readers = std::mem::take(&mut guard.readers);
-    let mut outputs = Vec::with_capacity(2);
-    let deadline = tokio::time::Instant::now() + limits.grace;
-    let mut killed = false;
-    for mut reader in readers {
-        let captured = match tokio::time::timeout_at(deadline, &mut reader).await {
-            Ok(done) => done.unwrap_or_default(),
-            Err(_) => {
-                if !killed {
-                    signal_group(pgid, Signal::SIGKILL);
-                    killed = true;
-                }
-                // Something outside the group (a daemon that called setsid) may still hold the
-                // pipe: wait a little more, then keep nothing rather than hang.
-                match tokio::time::timeout(Duration::from_secs(1), &mut reader).await {
-                    Ok(done) => done.unwrap_or_default(),
-                    Err(_) => {
-                        reader.abort();
-                        Captured::default()
-                    }
-                }
-            }
-        };
-        outputs.push(captured);
+    // Nothing inside outlives the call; once it is all dead, the pipes close.
+    inside.kill();
+    let deadline = tokio::time::Instant::now() + OUTSIDE_HOLDER_WAIT;
+    for reader in &mut guard.readers {
+        reader.finish_by(deadline).await;
     }
-    if !killed {
-        signal_group(pgid, Signal::SIGKILL);
-    }
-    guard.armed = false;
-    let mut outputs = outputs.into_iter();
+    inside.wait_empty(OUTSIDE_HOLDER_WAIT).await;
+    let mut outputs = std::mem::take(&mut guard.readers)
+        .into_iter()
+        .map(Reader::take);
+    let stdout = outputs.next().unwrap_or_default();
+    let stderr = outputs.next().unwrap_or_default();
+    // Dropping the containment removes the cgroup (or kills a straggler that survived).
+    drop(guard.containment.take());
     Ok(Finished {
-        status,
-        stdout: outputs.next().unwrap_or_default(),
-        stderr: outputs.next().unwrap_or_default(),
+        status: Some(status),
+        stdout,
+        stderr,
         timed_out,
         cancelled,
     })

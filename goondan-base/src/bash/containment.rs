@@ -1,0 +1,456 @@
+//! Containment: making sure no process a call started outlives the call.
+//!
+//! A process group is not enough: a command can leave it with `setsid` (or a double fork
+//! followed by `setsid`), and such a daemon then survives the call and, holding the output
+//! pipes, keeps the call waiting. So each call runs in **its own cgroup v2**, created under the
+//! host process's cgroup (`<mount>/<own cgroup>/goondan-bash-<pid>-<n>`):
+//!
+//! - The command is started as `/bin/sh -c 'echo $$ > "$0" ... exec "$@"' <cgroup>/cgroup.procs
+//!   <program> <args>...`: the wrapper moves itself into the cgroup *before* it execs the
+//!   command, so every descendant is born inside, with no window for a fork to slip out (no
+//!   `pre_exec` hook, which would need `unsafe`). The command keeps the wrapper's pid.
+//! - Membership is inherited on `fork` and is not changed by `setsid`, double forks or
+//!   re-parenting, so the cgroup knows every descendant.
+//! - SIGTERM goes to every member (`cgroup.procs`); the final kill is the kernel's atomic
+//!   `cgroup.kill` (Linux 5.14+), which also catches processes forked meanwhile. `cgroup.events`
+//!   says when the last member is gone; then the cgroup is removed.
+//!
+//! Why this over the alternatives: a PID namespace (`unshare --pid --fork --kill-child`) kills
+//! everything when its init dies, but makes the command (or a wrapper) PID 1, which ignores
+//! signals it has no handler for (so `kill $$` and a SIGTERM on timeout stop working as in a
+//! normal shell, and the exit signal cannot be passed on), and it needs `CAP_SYS_ADMIN` or
+//! user namespaces. A per-call subreaper needs a helper process of our own. The cgroup keeps
+//! every process's ordinary pid and signal behaviour and needs no helper binary.
+//!
+//! Where no writable cgroup v2 with `cgroup.kill` is found (no cgroup2 mount, a read-only
+//! `/sys/fs/cgroup`, a cgroup the user may not write), calls fall back, with one `tracing`
+//! warning, to their process group plus an environment marker: the command gets
+//! `GOONDAN_BASH_CALL=<id>`, which every descendant inherits, and signals go to the process
+//! group and to every process whose `/proc/<pid>/environ` carries the marker. That finds
+//! `setsid` daemons and double forks too, but not a descendant that clears or rewrites its
+//! environment (`env -i`), and a process forked during a sweep can be missed; hence cgroups
+//! first.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use tokio::process::Command;
+
+/// The shell that moves itself into the call's cgroup and then becomes the command.
+const WRAPPER_SHELL: &str = "/bin/sh";
+/// `$0` is the cgroup's `cgroup.procs`, `"$@"` the command and its arguments.
+const WRAPPER_SCRIPT: &str = r#"echo $$ > "$0" || { echo "goondan: cannot enter the call's cgroup $0" >&2; exit 126; }; exec "$@""#;
+/// The prefix of the per-call cgroups' names.
+const PREFIX: &str = "goondan-bash-";
+/// The environment variable that marks a call's processes in the fallback.
+pub const MARKER_VAR: &str = "GOONDAN_BASH_CALL";
+
+/// How a call's processes are held together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainmentKind {
+    /// A cgroup v2 per call: every descendant is found and killed, `setsid` or not.
+    Cgroup,
+    /// The fallback: the process group plus the [`MARKER_VAR`] environment marker. A
+    /// descendant that calls `setsid` is still found, one that clears its environment is not.
+    ProcessGroup,
+}
+
+impl ContainmentKind {
+    /// The containment calls get on this host: [`ContainmentKind::Cgroup`] when a writable
+    /// cgroup v2 with `cgroup.kill` is found (looked up once per process), else
+    /// [`ContainmentKind::ProcessGroup`].
+    pub fn detect() -> Self {
+        if cgroup_base().is_some() {
+            Self::Cgroup
+        } else {
+            Self::ProcessGroup
+        }
+    }
+}
+
+/// The processes of one call.
+#[derive(Debug)]
+pub(crate) struct Containment {
+    cgroup: Option<CallCgroup>,
+    /// The value of [`MARKER_VAR`] when there is no cgroup.
+    marker: Option<String>,
+    /// The command's process group, once started (its pid).
+    pgid: Option<Pid>,
+}
+
+impl Containment {
+    /// A fresh containment: a new cgroup when `use_cgroup` and possible, else the process
+    /// group and an environment marker.
+    pub(crate) fn new(use_cgroup: bool) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = if use_cgroup { cgroup_base() } else { None };
+        let cgroup = base.and_then(|base| match CallCgroup::create(base) {
+            Ok(cgroup) => Some(cgroup),
+            Err(err) => {
+                warn_fallback(&format!(
+                    "cannot create a cgroup under {}: {err}",
+                    base.display()
+                ));
+                None
+            }
+        });
+        let marker = cgroup.is_none().then(|| {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            format!("{}-{n}", std::process::id())
+        });
+        Self {
+            cgroup,
+            marker,
+            pgid: None,
+        }
+    }
+
+    /// A command that runs `program args` inside: through the wrapper for a cgroup, in its
+    /// own process group in any case.
+    pub(crate) fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        let mut command = match &self.cgroup {
+            Some(cgroup) => {
+                let mut c = Command::new(WRAPPER_SHELL);
+                c.arg("-c")
+                    .arg(WRAPPER_SCRIPT)
+                    .arg(cgroup.dir.join("cgroup.procs"))
+                    .arg(program);
+                c
+            }
+            None => Command::new(program),
+        };
+        command.args(args).process_group(0);
+        command
+    }
+
+    /// Adds the environment marker (fallback only); call after the environment is set.
+    pub(crate) fn mark(&self, command: &mut Command) {
+        if let Some(marker) = &self.marker {
+            command.env(MARKER_VAR, marker);
+        }
+    }
+
+    /// Records the started command's pid (also its process group).
+    pub(crate) fn started(&mut self, pid: Pid) {
+        self.pgid = Some(pid);
+    }
+
+    /// The processes inside besides the process group: the cgroup's, or the marked ones.
+    fn members(&self) -> Vec<Pid> {
+        match (&self.cgroup, &self.marker) {
+            (Some(cgroup), _) => cgroup.members(),
+            (None, Some(marker)) => marked(marker),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// Sends `signal` to every process still inside.
+    pub(crate) fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            report(killpg(pgid, signal), "process group", pgid, signal);
+        }
+        for pid in self.members() {
+            report(kill(pid, signal), "process", pid, signal);
+        }
+    }
+
+    /// Kills every process still inside: `cgroup.kill` for a cgroup (atomic), else SIGKILL to
+    /// the group and a few sweeps of the marked processes (for ones forked meanwhile).
+    pub(crate) fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            report(
+                killpg(pgid, Signal::SIGKILL),
+                "process group",
+                pgid,
+                Signal::SIGKILL,
+            );
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill();
+            return;
+        }
+        for _ in 0..3 {
+            let members = self.members();
+            if members.is_empty() {
+                break;
+            }
+            for pid in members {
+                report(kill(pid, Signal::SIGKILL), "process", pid, Signal::SIGKILL);
+            }
+        }
+    }
+
+    /// Whether no process is left inside (zombies of the process group count as left).
+    pub(crate) fn is_empty(&self) -> bool {
+        if let Some(cgroup) = &self.cgroup {
+            return !cgroup.populated();
+        }
+        let group_gone = self
+            .pgid
+            .is_none_or(|pgid| killpg(pgid, None) == Err(Errno::ESRCH));
+        group_gone && self.members().is_empty()
+    }
+
+    /// Waits until nothing is left inside, at most `within`; `true` when empty.
+    pub(crate) async fn wait_empty(&self, within: Duration) -> bool {
+        // `cgroup.events` is one small read; a marker sweep reads all of `/proc`.
+        let poll = if self.cgroup.is_some() {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(25)
+        };
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if self.is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+}
+
+impl Drop for Containment {
+    /// Kills whatever is left; the cgroup removes itself.
+    fn drop(&mut self) {
+        if !self.is_empty() {
+            self.kill();
+        }
+    }
+}
+
+/// The cgroup of one call.
+#[derive(Debug)]
+struct CallCgroup {
+    dir: PathBuf,
+}
+
+impl CallCgroup {
+    fn create(base: &Path) -> io::Result<Self> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("{PREFIX}{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        let cgroup = Self { dir };
+        if !cgroup.dir.join("cgroup.kill").exists() {
+            return Err(io::Error::other(
+                "the kernel has no `cgroup.kill` (Linux 5.14+)",
+            ));
+        }
+        Ok(cgroup)
+    }
+
+    fn members(&self) -> Vec<Pid> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|text| {
+                text.lines()
+                    .filter_map(|line| line.trim().parse().ok())
+                    .map(Pid::from_raw)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn kill(&self) {
+        if let Err(err) = std::fs::write(self.dir.join("cgroup.kill"), "1") {
+            tracing::warn!(cgroup = %self.dir.display(), %err, "cannot kill the call's cgroup");
+        }
+    }
+
+    /// Whether a live process is inside; an unreadable cgroup counts as empty (it is gone).
+    fn populated(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("cgroup.events"))
+            .is_ok_and(|events| events.lines().any(|line| line.trim() == "populated 1"))
+    }
+}
+
+impl Drop for CallCgroup {
+    /// Removes the cgroup; when members are still dying, a thread retries for a while.
+    fn drop(&mut self) {
+        if remove_cgroup(&self.dir).is_ok() {
+            return;
+        }
+        let dir = std::mem::take(&mut self.dir);
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                std::fs::write(dir.join("cgroup.kill"), "1").ok();
+                if remove_cgroup(&dir).is_ok() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            tracing::warn!(cgroup = %dir.display(), "cannot remove the call's cgroup");
+        });
+    }
+}
+
+/// The live processes whose environment carries `MARKER_VAR=marker` (zombies have none).
+fn marked(marker: &str) -> Vec<Pid> {
+    let wanted = format!("{MARKER_VAR}={marker}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            environ
+                .split(|b| *b == 0)
+                .any(|var| var == wanted.as_bytes())
+                .then_some(Pid::from_raw(pid))
+        })
+        .collect()
+}
+
+/// Removes an empty cgroup; one already gone is fine.
+fn remove_cgroup(dir: &Path) -> io::Result<()> {
+    match std::fs::remove_dir(dir) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+fn report(result: nix::Result<()>, what: &str, pid: Pid, signal: Signal) {
+    match result {
+        Ok(()) | Err(Errno::ESRCH) => {}
+        Err(err) => tracing::warn!(what, pid = pid.as_raw(), %signal, %err, "cannot signal"),
+    }
+}
+
+/// Warns once that calls fall back to their process group.
+fn warn_fallback(why: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            why,
+            "bash calls are contained by their process group and an environment marker: a descendant that clears its environment can outlive its call"
+        );
+    }
+}
+
+/// The directory under which per-call cgroups are made (this process's own cgroup v2), found
+/// once; `None` when there is no writable cgroup v2 with `cgroup.kill`.
+fn cgroup_base() -> Option<&'static Path> {
+    static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BASE.get_or_init(|| match find_cgroup_base() {
+        Ok(base) => {
+            remove_stale(&base);
+            Some(base)
+        }
+        Err(why) => {
+            warn_fallback(&why);
+            None
+        }
+    })
+    .as_deref()
+}
+
+fn find_cgroup_base() -> Result<PathBuf, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|err| format!("cannot read /proc/self/cgroup: {err}"))?;
+    let own = own
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .ok_or("the process is in no cgroup v2")?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|err| format!("cannot read /proc/self/mountinfo: {err}"))?;
+    let (root, mount_point) = mounts
+        .lines()
+        .find_map(cgroup2_mount)
+        .ok_or("no cgroup2 file system is mounted")?;
+    let inside = Path::new(own.trim())
+        .strip_prefix(&root)
+        .map_err(|_| format!("the process's cgroup `{own}` is not under the cgroup2 mount"))?;
+    let base = mount_point.join(inside);
+    // Probe: make and remove one cgroup, and check that `cgroup.kill` exists.
+    let probe = CallCgroup::create(&base)
+        .map_err(|err| format!("cannot create a cgroup under {}: {err}", base.display()))?;
+    drop(probe);
+    Ok(base)
+}
+
+/// `(root, mount point)` of a cgroup2 line of `/proc/self/mountinfo`.
+fn cgroup2_mount(line: &str) -> Option<(PathBuf, PathBuf)> {
+    let (before, after) = line.split_once(" - ")?;
+    if after.split_whitespace().next()? != "cgroup2" {
+        return None;
+    }
+    let mut fields = before.split_whitespace().skip(3);
+    let root = unescape(fields.next()?)?;
+    let mount_point = unescape(fields.next()?)?;
+    Some((root, mount_point))
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape(field: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'\\' {
+            let digits = std::str::from_utf8(bytes.get(i + 1..i + 4)?).ok()?;
+            out.push(u8::from_str_radix(digits, 8).ok()?);
+            i += 4;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    Some(PathBuf::from(OsString::from_vec(out)))
+}
+
+/// Kills and removes per-call cgroups left by processes that no longer exist.
+fn remove_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .map(|(pid, _)| pid)
+        else {
+            continue;
+        };
+        if Path::new("/proc").join(owner).exists() {
+            continue;
+        }
+        std::fs::write(entry.path().join("cgroup.kill"), "1").ok();
+        drop(CallCgroup { dir: entry.path() });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_are_read() {
+        let line = "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw";
+        assert_eq!(
+            cgroup2_mount(line),
+            Some((PathBuf::from("/"), PathBuf::from("/sys/fs/cgroup/unified")))
+        );
+        let spaced = r"41 31 0:38 /a /mnt/my\040cg rw - cgroup2 cgroup2 rw";
+        assert_eq!(
+            cgroup2_mount(spaced),
+            Some((PathBuf::from("/a"), PathBuf::from("/mnt/my cg")))
+        );
+        let other = "30 1 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu";
+        assert_eq!(cgroup2_mount(other), None);
+    }
+}
