@@ -1,59 +1,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The `agents` tool (BASE-4, AG-1..5, HO-2, HO-4, HO-5): in-process swarms for the semantics,
-//! and one handoff between real agent processes (this test binary re-executed as the host).
+//! and one handoff between real agent processes (the `goondan-base-agents-host` program,
+//! `agent_hosts/agents.rs`, serving the same scripted agent).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goondan_base::{Agents, Bash, resolve_ref};
+use goondan_base::{Agents, resolve_ref};
 use goondan_runtime::agent::AgentRuntime;
 use goondan_runtime::orchestrator::{
-    AgentWorker, Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode, codes,
-    worker_fn,
+    Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
 };
 use goondan_runtime::testing::{ResultAssertions, TestKit};
-use goondan_runtime::{
-    IntoTool, ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry,
-};
+use goondan_runtime::{ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolExecutor};
 use serde_json::{Value, json};
 
-#[test]
-fn agent_host() {
-    agent_mode::run_if_requested(|_me| scripted());
-}
-
-fn executor() -> (ToolExecutor, ToolCatalog) {
-    let registry = Arc::new(
-        ToolRegistry::builder()
-            .tool(Agents.into_tool())
-            .tool(Bash::default().into_tool())
-            .build()
-            .unwrap(),
-    );
-    let catalog = ToolCatalog::all(&registry);
-    (ToolExecutor::new(registry), catalog)
-}
-
-/// A scripted agent: runs `input.calls` (`[{name, args}]`) through the executor, in order, and
-/// answers with their results.
-fn scripted() -> impl AgentWorker {
-    let (executor, catalog) = executor();
-    worker_fn(move |event, ctx| {
-        let (executor, catalog) = (executor.clone(), catalog.clone());
-        async move {
-            let tool_ctx = ctx.tool_context().build();
-            let mut results = Vec::new();
-            let calls = event.input["calls"].as_array().cloned().unwrap_or_default();
-            for (i, call) in calls.into_iter().enumerate() {
-                let name = call["name"].as_str().unwrap_or_default().to_owned();
-                let call = ToolCall::new(format!("call_{i}"), name, call["args"].clone());
-                results.push(executor.execute(call, &tool_ctx, &catalog).await);
-            }
-            Ok(json!({ "agent": ctx.identity().agent, "results": results }))
-        }
-    })
-}
+#[path = "agent_hosts/scripted.rs"]
+mod scripted;
+use scripted::{executor, scripted};
 
 fn call(name: &str, args: Value) -> Value {
     json!({ "name": name, "args": args })
@@ -308,12 +273,8 @@ async fn ho_4_timeouts_and_cycles_reach_the_model_as_structured_errors() {
 async fn base_4_ho_8_handoff_between_real_agent_processes() {
     bounded(60, async {
         let dir = tempfile::tempdir().unwrap();
-        let process = ProcessConfig::current_exe()
-            .unwrap()
-            .arg("agent_host")
-            .arg("--exact")
-            .arg("--nocapture")
-            .arg("-q");
+        // The agents run `agent_hosts/agents.rs`, which serves `scripted()`.
+        let process = ProcessConfig::new(env!("CARGO_BIN_EXE_goondan-base-agents-host"));
         let config = OrchestratorConfig {
             workdir: dir.path().to_path_buf(),
             ..OrchestratorConfig::default()

@@ -1,58 +1,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Agents from a bundle (HO-6, HO-8): every agent process is this test binary re-executed,
-//! loads the bundle named by `ENV_BUNDLE` and runs the step loop with the scripted model the
-//! host's factory gives it.
+//! Agents from a bundle (HO-3, HO-6, HO-8): every agent process is the
+//! `goondan-base-bundle-host` program (`agent_hosts/bundle_agents.rs`): it loads the bundle
+//! named by `ENV_BUNDLE` and runs the step loop with the scripted model of its agent.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use goondan_base::{PACKAGE, resolve_ref};
-use goondan_runtime::ToolCall;
 use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
-use goondan_runtime::bundle::{Bundle, ToolLibrary};
+use goondan_runtime::bundle::Bundle;
 use goondan_runtime::orchestrator::bundle_worker::LOAD_FAILED;
 use goondan_runtime::orchestrator::{
-    ENV_BUNDLE, ModelFactory, Orchestrator, OrchestratorConfig, ProcessConfig, StepWorker,
-    SwarmSpec, agent_mode,
+    ENV_BUNDLE, Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec,
 };
-use goondan_runtime::step::{Model, ModelResponse, ScriptedModel};
-use serde_json::json;
-
-#[test]
-fn agent_host() {
-    agent_mode::run_if_requested(|me| StepWorker::from_env(me, &library(), &models()));
-}
-
-fn library() -> ToolLibrary {
-    ToolLibrary::default().package(PACKAGE, |name| resolve_ref(PACKAGE, name))
-}
-
-/// `planner` hands the task to `coder` and reports; `coder` runs `bash` and answers.
-fn models() -> ModelFactory {
-    Arc::new(|agent: &str| -> Arc<dyn Model> {
-        let script = match agent {
-            "planner" => vec![
-                ModelResponse::calls([ToolCall::new(
-                    "call_plan",
-                    "agents__request",
-                    json!({"target": "coder", "input": "print your parent's pid", "timeoutMs": 20000}),
-                )]),
-                ModelResponse::text("coder did it"),
-            ],
-            _ => vec![
-                ModelResponse::calls([ToolCall::new(
-                    "call_code",
-                    "bash__exec",
-                    json!({"command": "echo $PPID"}),
-                )]),
-                ModelResponse::text("printed it"),
-            ],
-        };
-        Arc::new(ScriptedModel::new(script))
-    })
-}
+use serde_json::{Value, json};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -60,15 +21,15 @@ fn fixture() -> PathBuf {
 }
 
 async fn start(bundle_path: &Path) -> (Orchestrator, tempfile::TempDir) {
-    let bundle = Bundle::load(fixture()).unwrap();
+    start_swarm(&fixture(), bundle_path).await
+}
+
+/// The swarm of the bundle at `swarm_from`, its agents loading the bundle at `bundle_path`.
+async fn start_swarm(swarm_from: &Path, bundle_path: &Path) -> (Orchestrator, tempfile::TempDir) {
+    let bundle = Bundle::load(swarm_from).unwrap();
     let swarm = SwarmSpec::from_bundle(&bundle, None).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let process = ProcessConfig::current_exe()
-        .unwrap()
-        .arg("agent_host")
-        .arg("--exact")
-        .arg("--nocapture")
-        .arg("-q")
+    let process = ProcessConfig::new(env!("CARGO_BIN_EXE_goondan-base-bundle-host"))
         .env(ENV_BUNDLE, bundle_path);
     let config = OrchestratorConfig {
         workdir: dir.path().to_path_buf(),
@@ -137,6 +98,113 @@ async fn ho_4_an_agent_that_cannot_load_the_bundle_answers_with_a_structured_err
         assert_eq!(e.code(), LOAD_FAILED, "{e:?}");
         assert!(e.to_string().contains("missing.yaml"), "{e}");
         assert!(e.suggestion().is_some());
+        orch.shutdown(Duration::from_secs(5)).await;
+    })
+    .await;
+}
+
+/// `caller` probes its trace, then asks `callee` with `agents__request`; `callee` probes its
+/// trace in two Steps. The probe is a tool of the agent-process program that answers with its
+/// call's `ctx.trace_id()`.
+const TRACED: &str = r#"
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: caller}
+spec:
+  tools:
+    - ref: {kind: Tool, name: agents, package: "@goondan/base"}
+    - ref: {kind: Tool, name: probe, package: "@goondan-test/probe"}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: callee}
+spec:
+  tools:
+    - ref: {kind: Tool, name: probe, package: "@goondan-test/probe"}
+---
+apiVersion: goondan.ai/v1
+kind: Swarm
+metadata: {name: traced}
+spec:
+  entryAgent: "Agent/caller"
+  agents: ["Agent/caller", "Agent/callee"]
+"#;
+
+/// The outputs of the `probe__ids` calls of a Turn's answer.
+fn probes(turn: &Value) -> Vec<&Value> {
+    turn["toolResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["toolName"] == "probe__ids")
+        .map(|r| {
+            assert_eq!(r["status"], "ok", "{r}");
+            &r["output"]
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_3_the_caller_s_trace_reaches_the_turn_steps_and_tool_calls_of_a_bundle_agent() {
+    bounded(60, async {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, TRACED).unwrap();
+        let (orch, _work) = start_swarm(&bundle, &bundle).await;
+
+        // The host asks `caller` within its trace.
+        let options = RequestOptions {
+            trace_id: Some("trace-from-the-host".into()),
+            turn_id: Some("turn-of-the-host".into()),
+            ..RequestOptions::default()
+        };
+        let ask = AgentEvent::new("user.message", json!("ask callee which trace it is in"));
+        let r = orch.request("caller", ask, options).await.unwrap();
+        let caller = r.response.unwrap();
+        assert_eq!(caller["answer"], "asked", "{caller}");
+        assert_eq!(caller["traceId"], "trace-from-the-host", "{caller}");
+        let caller_probe = probes(&caller);
+        assert_eq!(caller_probe.len(), 1, "{caller}");
+        assert_eq!(caller_probe[0]["agent"], "caller");
+        assert_eq!(caller_probe[0]["traceId"], "trace-from-the-host");
+        assert_eq!(caller_probe[0]["turnId"], caller["turnId"]);
+
+        // `caller`'s `agents__request` carried the trace to `callee`, another process: its
+        // Turn and the calls of both its Steps run in it.
+        let handoff = caller["toolResults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["toolName"] == "agents__request")
+            .unwrap();
+        assert_eq!(handoff["status"], "ok", "{handoff}");
+        let callee = &handoff["output"]["response"];
+        assert_eq!(callee["answer"], "probed", "{callee}");
+        assert_eq!(callee["traceId"], "trace-from-the-host", "{callee}");
+        let callee_probes = probes(callee);
+        assert_eq!(callee_probes.len(), 2, "{callee}");
+        for probe in callee_probes {
+            assert_eq!(probe["agent"], "callee");
+            assert_eq!(probe["traceId"], "trace-from-the-host", "{callee}");
+            assert_eq!(probe["turnId"], callee["turnId"]);
+        }
+        // A Turn of its own, in the caller's trace.
+        assert_ne!(callee["turnId"], caller["turnId"]);
+        assert_ne!(orch.pid("callee", "default"), orch.pid("caller", "default"));
+
+        // Without a trace from the host, the Turn starts one and its calls share it.
+        let again = AgentEvent::new("user.message", json!("once more"));
+        let callee = orch
+            .request("callee", again, RequestOptions::default())
+            .await
+            .unwrap()
+            .response
+            .unwrap();
+        let trace = callee["traceId"].as_str().unwrap();
+        assert_ne!(trace, "trace-from-the-host");
+        let probes = probes(&callee);
+        assert!(!probes.is_empty(), "{callee}");
+        assert!(probes.iter().all(|p| p["traceId"] == trace), "{callee}");
         orch.shutdown(Duration::from_secs(5)).await;
     })
     .await;

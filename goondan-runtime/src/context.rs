@@ -333,6 +333,64 @@ mod tests {
         );
     }
 
+    /// CTX-4: the context holds exactly the CTX-1 parts and a cancellation token. The patterns
+    /// below name every field, with no `..`, and pin each field's type: a new field (a
+    /// registry, a bundle, credentials) or a wider type stops this test from compiling, so
+    /// whoever adds one must come here and answer to CTX-4.
+    #[test]
+    fn ctx_4_the_context_holds_only_the_call_s_own_parts() {
+        let ctx = ToolContext::builder("/w")
+            .agent_name("coder")
+            .instance_key("i1")
+            .turn_id("t1")
+            .trace_id("tr1")
+            .build()
+            .for_call("c1", "a__b");
+        let ToolContext {
+            scope,
+            tool_call_id,
+            span,
+        } = &ctx;
+        let Scope {
+            agent_name,
+            instance_key,
+            turn_id,
+            trace_id,
+            message,
+            workdir,
+            runtime,
+            cancel,
+        } = scope.as_ref();
+        let _: (&str, &str, &str, &str, &str) =
+            (agent_name, instance_key, turn_id, trace_id, tool_call_id);
+        let _: (&Message, &PathBuf, &tracing::Span, &CancellationToken) =
+            (message, workdir, span, cancel);
+        // The one interface a tool may reach: the agent-to-agent API (CTX-1 `runtime`).
+        let _: &Option<Arc<dyn AgentRuntime>> = runtime;
+        assert_eq!(
+            [
+                agent_name.as_str(),
+                instance_key.as_str(),
+                turn_id.as_str(),
+                trace_id.as_str(),
+                &**tool_call_id
+            ],
+            ["coder", "i1", "t1", "tr1", "c1"]
+        );
+
+        // The builder can set nothing else either.
+        let ToolContextBuilder {
+            workdir: _,
+            agent_name: _,
+            instance_key: _,
+            turn_id: _,
+            trace_id: _,
+            message: _,
+            runtime: _,
+            cancel: _,
+        } = ToolContext::builder("/w");
+    }
+
     #[test]
     fn cancelling_the_step_cancels_its_calls() {
         let base = ToolContext::builder("/w").build();

@@ -1,4 +1,4 @@
-//! Asynchronous submission (RES-2): a handler returns [`Pending`](crate::Pending), the caller
+//! Asynchronous submission (RES-2): a handler returns [`Pending`], the caller
 //! gets a handle at once, and the completion arrives as an event or by polling.
 
 use std::collections::{HashMap, VecDeque};

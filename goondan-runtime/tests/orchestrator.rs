@@ -1,26 +1,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The Orchestrator with real agent processes (HO-1..8, AG-1..5).
 //!
-//! Agent processes are this test binary re-executed with `--exact agent_host`: the `agent_host`
-//! test serves the worker below when the Orchestrator's variables are set, and does nothing
-//! otherwise.
+//! Agent processes run the `goondan-test-agent-host` program (`agent_hosts/orchestrator.rs`),
+//! whose worker answers by `input.op`: `echo`, `sleep`, `ask`, `send`, `touch`, `manage`, `big`.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goondan_runtime::ToolError;
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions, SpawnOptions};
+use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use goondan_runtime::orchestrator::{
-    AgentWorker, Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode, codes,
-    worker_fn,
+    Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
 };
 use serde_json::{Value, json};
-
-#[test]
-fn agent_host() {
-    agent_mode::run_if_requested(|_me| worker());
-}
 
 fn opts(timeout_ms: Option<u64>) -> RequestOptions {
     RequestOptions {
@@ -29,87 +21,9 @@ fn opts(timeout_ms: Option<u64>) -> RequestOptions {
     }
 }
 
-fn err_json(e: &ToolError) -> Value {
-    serde_json::to_value(e).unwrap()
-}
-
-/// What every agent of these tests does, by `input.op`.
-fn worker() -> impl AgentWorker {
-    worker_fn(|event, ctx| async move {
-        let input = event.input;
-        let me = ctx.identity().agent.clone();
-        let pid = std::process::id();
-        let str_of = |k: &str| input[k].as_str().unwrap_or_default().to_owned();
-        match input["op"].as_str().unwrap_or("echo") {
-            "echo" => Ok(json!({
-                "agent": me,
-                "instance": ctx.identity().instance_key,
-                "pid": pid,
-                "value": input["value"],
-                "correlationId": ctx.correlation_id(),
-                "traceId": ctx.caller_trace_id(),
-                "from": ctx.from(),
-                "workdir": ctx.identity().workdir,
-            })),
-            "sleep" => {
-                let ms = input["ms"].as_u64().unwrap_or(0);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                Ok(json!({ "slept": ms, "pid": pid }))
-            }
-            "ask" => {
-                let target = str_of("target");
-                let inner = AgentEvent::new("agent.request", input["input"].clone());
-                let r = ctx
-                    .runtime()
-                    .request(&target, inner, opts(input["timeoutMs"].as_u64()))
-                    .await?;
-                Ok(
-                    json!({ "via": me, "pid": pid, "answer": r.response, "correlationId": r.correlation_id }),
-                )
-            }
-            "send" => {
-                let target = str_of("target");
-                let inner = AgentEvent::new("agent.event", input["input"].clone());
-                let r = ctx.runtime().send(&target, inner).await?;
-                Ok(serde_json::to_value(r).unwrap_or_default())
-            }
-            "touch" => {
-                std::fs::write(str_of("path"), &me)?;
-                Ok(json!(true))
-            }
-            "manage" => {
-                let rt = ctx.runtime();
-                let key = SpawnOptions {
-                    instance_key: Some("w1".into()),
-                    cwd: Some("w1-dir".into()),
-                };
-                let first = rt.spawn("b", key.clone()).await?;
-                let again = rt.spawn("b", key).await?;
-                let ghost = rt.spawn("ghost", SpawnOptions::default()).await.err();
-                let mine = rt.list(false).await?;
-                let all = rt.list(true).await?;
-                let catalog = rt.catalog().await?;
-                Ok(json!({
-                    "first": first, "again": again, "ghost": ghost.map(|e| err_json(&e)),
-                    "mine": mine, "all": all, "catalog": catalog,
-                }))
-            }
-            "big" => Ok(json!(
-                "x".repeat(input["bytes"].as_u64().unwrap_or(0) as usize)
-            )),
-            other => Err(ToolError::new(format!("unknown op {other}"))),
-        }
-    })
-}
-
 async fn start(swarm: SwarmSpec, frame_limit: Option<usize>) -> (Orchestrator, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut process = ProcessConfig::current_exe()
-        .unwrap()
-        .arg("agent_host")
-        .arg("--exact")
-        .arg("--nocapture")
-        .arg("-q");
+    let mut process = ProcessConfig::new(env!("CARGO_BIN_EXE_goondan-test-agent-host"));
     if let Some(limit) = frame_limit {
         process = process.max_frame_bytes(limit);
     }

@@ -157,8 +157,20 @@ fn classify_v6(ip: Ipv6Addr) -> Class {
 mod tests {
     use super::*;
 
+    /// The class of the address `s`; a string that is not an address fails the test rather
+    /// than being checked as some other address.
     fn class(s: &str) -> Class {
-        classify(s.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)))
+        let ip: IpAddr = s
+            .parse()
+            .unwrap_or_else(|e| panic!("`{s}` is not an IP address: {e}"));
+        classify(ip)
+    }
+
+    #[test]
+    #[should_panic(expected = "is not an IP address")]
+    fn the_class_helper_refuses_a_string_that_is_not_an_address() {
+        // A typo in one of the lists below must fail the test, not pass as `0.0.0.0`.
+        let _ = class("10.1.2.3x");
     }
 
     #[test]

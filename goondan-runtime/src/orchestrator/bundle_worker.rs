@@ -188,6 +188,7 @@ pub enum StepWorkerError {
 /// { "answer": "the final assistant text, or null",
 ///   "end": "answered | maxSteps",
 ///   "turnId": "turn_…",
+///   "traceId": "the caller's trace id (HO-3), else the Turn's own",
 ///   "toolResults": [ /* every ToolCallResult of the Turn, in order */ ] }
 /// ```
 ///
@@ -276,7 +277,11 @@ impl StepWorker {
         };
         let _turn = loaded.turn.lock().await;
         loaded.runtime.set(Some(Arc::clone(ctx.runtime())));
-        let outcome = loaded.instance.run_turn(input).await;
+        // HO-3: the Turn continues the caller's trace; an event without one starts a trace.
+        let outcome = match ctx.caller_trace_id() {
+            Some(trace) => loaded.instance.run_turn_in_trace(input, trace).await,
+            None => loaded.instance.run_turn(input).await,
+        };
         loaded.runtime.set(None);
         let outcome = outcome.map_err(|e| {
             error(
@@ -300,6 +305,7 @@ fn answer(outcome: &TurnOutcome) -> Value {
             TurnEnd::MaxSteps => "maxSteps",
         },
         "turnId": outcome.turn_id,
+        "traceId": outcome.trace_id,
         "toolResults": results,
     })
 }

@@ -167,6 +167,45 @@ impl AgentInstance {
     /// calls or `policy.maxStepsPerTurn` Steps have run. Run the Turns of one instance one at
     /// a time: they share its conversation.
     pub async fn run_turn(&self, input: impl Into<String>) -> Result<TurnOutcome, StepError> {
+        self.run_turn_in_trace(input, fresh_id("trace")).await
+    }
+
+    /// Runs one Turn, like [`run_turn`](Self::run_turn), inside the trace `trace_id`: every
+    /// Step and every tool call of the Turn carries it (`ctx.trace_id()`), so a Turn another
+    /// agent asked for continues that agent's trace (HO-3).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    ///
+    /// /// Tells the trace it runs in.
+    /// #[tool(name = "probe")]
+    /// pub fn trace(ctx: &ToolContext) -> String { ctx.trace_id().to_owned() }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let registry = Arc::new(ToolRegistry::builder().tool(trace::TOOL).build()?);
+    /// let model = Arc::new(ScriptedModel::new([
+    ///     ModelResponse::calls([ToolCall::new("c1", "probe__trace", serde_json::json!({}))]),
+    ///     ModelResponse::text("done"),
+    /// ]));
+    /// let state = tempfile::tempdir()?;
+    /// let agent = AgentInstance::builder("helper", registry, model)
+    ///     .tools(["probe"])
+    ///     .state_dir(state.path())
+    ///     .build()?;
+    /// let turn = agent.run_turn_in_trace("which trace?", "trace-of-the-caller").await?;
+    /// assert_eq!(turn.trace_id, "trace-of-the-caller");
+    /// assert_eq!(turn.steps[0].results[0].output, Some(serde_json::json!("trace-of-the-caller")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run_turn_in_trace(
+        &self,
+        input: impl Into<String>,
+        trace_id: impl Into<String>,
+    ) -> Result<TurnOutcome, StepError> {
         let turn_id = fresh_id("turn");
         let input = Message {
             id: fresh_id("msg"),
@@ -181,11 +220,18 @@ impl AgentInstance {
             metadata: serde_json::Map::new(),
             agent_name: self.shared.agent_name.clone(),
             turn_id,
+            trace_id: trace_id.into(),
         };
+        let span = tracing::info_span!(
+            "turn",
+            agent = %self.shared.agent_name,
+            instance = %self.shared.instance_key,
+            turn_id = %turn.turn_id,
+            trace_id = %turn.trace_id,
+        );
         let core = Arc::new(TurnRunner(Arc::clone(&self.shared)));
-        TurnNext::new(Arc::clone(&self.shared.turn_chain), core)
-            .run(turn)
-            .await
+        let run = TurnNext::new(Arc::clone(&self.shared.turn_chain), core).run(turn);
+        tracing::Instrument::instrument(run, span).await
     }
 }
 
@@ -316,6 +362,7 @@ impl TurnCore for TurnRunner {
                     agent_name: shared.agent_name.clone(),
                     instance_key: shared.instance_key.clone(),
                     turn_id: turn.turn_id.clone(),
+                    trace_id: turn.trace_id.clone(),
                     step: index,
                     messages: Arc::new(shared.conversation().clone()),
                 };
@@ -329,6 +376,7 @@ impl TurnCore for TurnRunner {
                 if answered {
                     return Ok(TurnOutcome {
                         turn_id: turn.turn_id,
+                        trace_id: turn.trace_id,
                         steps,
                         end: TurnEnd::Answered,
                     });
@@ -336,6 +384,7 @@ impl TurnCore for TurnRunner {
             }
             Ok(TurnOutcome {
                 turn_id: turn.turn_id,
+                trace_id: turn.trace_id,
                 steps,
                 end: TurnEnd::MaxSteps,
             })
@@ -394,6 +443,7 @@ impl StepCore for StepRunner {
                 .agent_name(step.agent_name.clone())
                 .instance_key(step.instance_key.clone())
                 .turn_id(step.turn_id.clone())
+                .trace_id(step.trace_id.clone())
                 .message(assistant.clone());
             if let Some(runtime) = &shared.runtime {
                 ctx = ctx.runtime(Arc::clone(runtime));

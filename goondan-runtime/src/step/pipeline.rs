@@ -26,6 +26,7 @@ pub struct StepContext {
     pub(crate) agent_name: String,
     pub(crate) instance_key: String,
     pub(crate) turn_id: String,
+    pub(crate) trace_id: String,
     pub(crate) step: usize,
     pub(crate) messages: Arc<Vec<Message>>,
 }
@@ -44,6 +45,11 @@ impl StepContext {
     /// The Turn.
     pub fn turn_id(&self) -> &str {
         &self.turn_id
+    }
+
+    /// The Turn's trace: every call of the Step runs in it (HO-3).
+    pub fn trace_id(&self) -> &str {
+        &self.trace_id
     }
 
     /// The Step's index in its Turn, from 0.
@@ -162,6 +168,7 @@ pub struct TurnContext {
     pub metadata: serde_json::Map<String, Value>,
     pub(crate) agent_name: String,
     pub(crate) turn_id: String,
+    pub(crate) trace_id: String,
 }
 
 impl TurnContext {
@@ -173,6 +180,12 @@ impl TurnContext {
     /// The Turn.
     pub fn turn_id(&self) -> &str {
         &self.turn_id
+    }
+
+    /// The Turn's trace: the caller's when another agent asked for this Turn (HO-3), else a
+    /// fresh one. Every Step and tool call of the Turn carries it.
+    pub fn trace_id(&self) -> &str {
+        &self.trace_id
     }
 }
 
@@ -190,6 +203,8 @@ pub enum TurnEnd {
 pub struct TurnOutcome {
     /// The Turn's id.
     pub turn_id: String,
+    /// The Turn's trace (HO-3): see [`TurnContext::trace_id`].
+    pub trace_id: String,
     /// Every Step, in order.
     pub steps: Vec<StepResult>,
     /// Why it ended.

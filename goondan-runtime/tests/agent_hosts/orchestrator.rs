@@ -1,0 +1,95 @@
+//! The agent-process program of `tests/orchestrator.rs`: the Orchestrator of those tests runs
+//! it as every agent. Built only for the tests (`required-features`).
+
+use std::time::Duration;
+
+use goondan_runtime::ToolError;
+use goondan_runtime::agent::{AgentEvent, RequestOptions, SpawnOptions};
+use goondan_runtime::orchestrator::{AgentWorker, agent_mode, worker_fn};
+use serde_json::{Value, json};
+
+fn opts(timeout_ms: Option<u64>) -> RequestOptions {
+    RequestOptions {
+        timeout_ms,
+        ..RequestOptions::default()
+    }
+}
+
+fn err_json(e: &ToolError) -> Value {
+    serde_json::to_value(e).unwrap_or_default()
+}
+
+/// What every agent of these tests does, by `input.op`.
+fn worker() -> impl AgentWorker {
+    worker_fn(|event, ctx| async move {
+        let input = event.input;
+        let me = ctx.identity().agent.clone();
+        let pid = std::process::id();
+        let str_of = |k: &str| input[k].as_str().unwrap_or_default().to_owned();
+        match input["op"].as_str().unwrap_or("echo") {
+            "echo" => Ok(json!({
+                "agent": me,
+                "instance": ctx.identity().instance_key,
+                "pid": pid,
+                "value": input["value"],
+                "correlationId": ctx.correlation_id(),
+                "traceId": ctx.caller_trace_id(),
+                "from": ctx.from(),
+                "workdir": ctx.identity().workdir,
+            })),
+            "sleep" => {
+                let ms = input["ms"].as_u64().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(json!({ "slept": ms, "pid": pid }))
+            }
+            "ask" => {
+                let target = str_of("target");
+                let inner = AgentEvent::new("agent.request", input["input"].clone());
+                let r = ctx
+                    .runtime()
+                    .request(&target, inner, opts(input["timeoutMs"].as_u64()))
+                    .await?;
+                Ok(
+                    json!({ "via": me, "pid": pid, "answer": r.response, "correlationId": r.correlation_id }),
+                )
+            }
+            "send" => {
+                let target = str_of("target");
+                let inner = AgentEvent::new("agent.event", input["input"].clone());
+                let r = ctx.runtime().send(&target, inner).await?;
+                Ok(serde_json::to_value(r).unwrap_or_default())
+            }
+            "touch" => {
+                std::fs::write(str_of("path"), &me)?;
+                Ok(json!(true))
+            }
+            "manage" => {
+                let rt = ctx.runtime();
+                let key = SpawnOptions {
+                    instance_key: Some("w1".into()),
+                    cwd: Some("w1-dir".into()),
+                };
+                let first = rt.spawn("b", key.clone()).await?;
+                let again = rt.spawn("b", key).await?;
+                let ghost = rt.spawn("ghost", SpawnOptions::default()).await.err();
+                let mine = rt.list(false).await?;
+                let all = rt.list(true).await?;
+                let catalog = rt.catalog().await?;
+                Ok(json!({
+                    "first": first, "again": again, "ghost": ghost.map(|e| err_json(&e)),
+                    "mine": mine, "all": all, "catalog": catalog,
+                }))
+            }
+            "big" => Ok(json!(
+                "x".repeat(input["bytes"].as_u64().unwrap_or(0) as usize)
+            )),
+            other => Err(ToolError::new(format!("unknown op {other}"))),
+        }
+    })
+}
+
+fn main() {
+    agent_mode::run_if_requested(|_me| worker());
+    eprintln!("goondan-test-agent-host: run by the Orchestrator of the tests only");
+    std::process::exit(2);
+}
