@@ -46,8 +46,9 @@ fn fake_bash() -> Tool {
 }
 
 fn library() -> ToolLibrary {
-    ToolLibrary::new([text_utils::TOOL])
-        .package("@goondan/base", |name| (name == "bash").then(fake_bash))
+    ToolLibrary::new([text_utils::TOOL]).package("@goondan/base", |name| {
+        (name == "bash").then(|| Ok(fake_bash()))
+    })
 }
 
 #[test]
@@ -230,7 +231,7 @@ fn unknown_fields_are_kept_and_warned() {
 
 #[test]
 fn spec_7_export_then_load_gives_the_same_specs() {
-    let tools = vec![text_utils::TOOL.build(), fake_bash()];
+    let tools = vec![text_utils::TOOL.build().unwrap(), fake_bash()];
     let yaml = export_tools(tools.iter());
     let bundle = Bundle::from_yaml(&yaml, "exported.yaml");
     assert!(!bundle.has_errors(), "{:?}\n{yaml}", bundle.diagnostics());
