@@ -500,6 +500,12 @@ pub mod lookup {
     pub fn area(point: Point) -> i64 {
         point.x * point.y
     }
+
+    /// A struct read whole, as the marker says.
+    #[export(input = "whole")]
+    pub fn diagonal(point: Point) -> i64 {
+        point.x.max(point.y)
+    }
 }
 
 #[tokio::test]
@@ -547,4 +553,9 @@ async fn spec_6_input_marker_and_object_schemas_decide_whole_or_named() {
     kit.call("lookup__area", json!({"x": 2, "y": 3}))
         .await
         .assert_output(json!(6));
+    let diagonal = export(&tool, "lookup__diagonal").parameters();
+    assert_eq!(diagonal["required"], json!(["x", "y"]));
+    kit.call("lookup__diagonal", json!({"x": 2, "y": 3}))
+        .await
+        .assert_output(json!(3));
 }
