@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use goondan_runtime::prelude::*;
+use goondan_runtime::tool::ToolDefinitionError;
 
 /// The uppercased text.
 #[derive(Debug, Serialize)]
@@ -155,8 +156,9 @@ pub fn reset() -> &'static str {
     "everything is gone"
 }
 
-/// The quickstart's tools, as a host would register them.
-pub fn quickstart_tools() -> Vec<goondan_runtime::Tool> {
+/// The quickstart's tools, each as built, as a host would register them (a registry reports a
+/// failed build with the tool's name).
+pub fn quickstart_tools() -> Vec<Result<goondan_runtime::Tool, ToolDefinitionError>> {
     vec![
         text_utils::TOOL.build(),
         Notes::new().into_tool(),

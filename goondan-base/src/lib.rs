@@ -33,6 +33,7 @@ pub mod file_system;
 pub mod http_fetch;
 pub mod workspace;
 
+use goondan_runtime::tool::ToolDefinitionError;
 use goondan_runtime::{IntoTool, Tool};
 
 pub use crate::agents::Agents;
@@ -46,8 +47,9 @@ pub const PACKAGE: &str = "@goondan/base";
 /// The resource names this crate provides.
 pub const TOOL_NAMES: &[&str] = &[Bash::NAME, FileSystem::NAME, HttpFetch::NAME, Agents::NAME];
 
-/// Every base tool, with default policies.
-pub fn tools() -> Vec<Tool> {
+/// Every base tool, with default policies, each as built: registries, kits and libraries take
+/// them as they are and report a failed build with the tool's name.
+pub fn tools() -> Vec<Result<Tool, ToolDefinitionError>> {
     TOOL_NAMES
         .iter()
         .filter_map(|name| resolve_ref(PACKAGE, name))
@@ -58,11 +60,12 @@ pub fn tools() -> Vec<Tool> {
 /// `None` when `package` is not [`PACKAGE`] or `name` is not a base tool (BASE-5).
 ///
 /// ```
-/// let bash = goondan_base::resolve_ref("@goondan/base", "bash").map(|t| t.name().to_owned());
-/// assert_eq!(bash.as_deref(), Some("bash"));
+/// let bash = goondan_base::resolve_ref("@goondan/base", "bash").transpose()?;
+/// assert_eq!(bash.as_ref().map(|t| t.name()), Some("bash"));
 /// assert!(goondan_base::resolve_ref("@other/pkg", "bash").is_none());
+/// # Ok::<(), goondan_runtime::tool::ToolDefinitionError>(())
 /// ```
-pub fn resolve_ref(package: &str, name: &str) -> Option<Tool> {
+pub fn resolve_ref(package: &str, name: &str) -> Option<Result<Tool, ToolDefinitionError>> {
     if package != PACKAGE {
         return None;
     }

@@ -76,7 +76,7 @@ async fn bounded<F: Future<Output = ()>>(secs: u64, f: F) {
 
 #[test]
 fn ho_5_base_4_the_package_ships_the_agents_tool() {
-    let tool = resolve_ref("@goondan/base", "agents").unwrap();
+    let tool = resolve_ref("@goondan/base", "agents").unwrap().unwrap();
     assert_eq!(tool.name(), Agents::NAME);
     assert_eq!(tool.error_message_limit(), 1500);
     let kit = TestKit::with_tools([tool]).unwrap();

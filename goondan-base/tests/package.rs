@@ -14,7 +14,7 @@ fn base_5_refs_to_the_package_resolve_to_its_tools() {
         ("http-fetch", 1000),
         ("agents", 1500),
     ] {
-        let tool = resolve_ref("@goondan/base", name).unwrap();
+        let tool = resolve_ref("@goondan/base", name).unwrap().unwrap();
         assert_eq!(tool.name(), name);
         assert_eq!(tool.error_message_limit(), limit, "{name}");
     }

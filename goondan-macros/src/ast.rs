@@ -51,6 +51,8 @@ pub(crate) struct Export {
     /// `#[export(description)]`, else the function's doc comments.
     pub(crate) description: Option<String>,
     pub(crate) timeout_ms: Option<LitInt>,
+    /// `#[export(input = "...")]`, checked by `valid`.
+    pub(crate) input_attr: Option<LitStr>,
     /// The signature as written (helper attributes removed).
     pub(crate) sig: Signature,
     pub(crate) receiver: Option<Receiver>,
@@ -82,9 +84,18 @@ pub(crate) enum ParamKind {
 pub(crate) enum Inputs {
     /// One field per input parameter, in a generated struct.
     Named,
-    /// The only input parameter's type is the whole input (see `is_whole_input`).
-    Struct,
+    /// The only input parameter's type is the whole input: `#[export(input = "whole")]`.
+    Whole,
+    /// A lone input parameter without doc comment or `serde`/`schemars` attribute: the whole
+    /// input when its type's schema is an object with properties, else a named property.
+    /// Only the schema tells, so the generated code decides when the tool is built.
+    BySchema,
 }
+
+/// `#[export(input = "whole")]`: the lone input parameter is the whole input.
+pub(crate) const INPUT_WHOLE: &str = "whole";
+/// `#[export(input = "named")]`: every input parameter is a named property.
+pub(crate) const INPUT_NAMED: &str = "named";
 
 /// What the function returns.
 pub(crate) enum Output {
@@ -98,13 +109,6 @@ pub(crate) enum Output {
         err: Option<Box<Type>>,
     },
 }
-
-/// Type names that are values of one property, never a whole input object.
-const NOT_WHOLE_INPUT: &[&str] = &[
-    "bool", "char", "str", "String", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16",
-    "u32", "u64", "u128", "usize", "f32", "f64", "Option", "Vec", "VecDeque", "HashMap",
-    "BTreeMap", "HashSet", "BTreeSet", "Box", "Arc", "Rc", "Value", "PathBuf",
-];
 
 impl Tool {
     /// The resource name (empty when missing, which `valid` reports).
@@ -246,6 +250,7 @@ fn read_fn(
         name,
         description,
         timeout_ms,
+        input: input_attr,
     } = export_attr.unwrap_or_default();
     let mut receiver = None;
     let mut params = Vec::new();
@@ -271,7 +276,7 @@ fn read_fn(
             }
         }
     }
-    let inputs = inputs_of(&params);
+    let inputs = inputs_of(&params, input_attr.as_ref());
     let output = match &sig.output {
         ReturnType::Default => Output::Infallible(syn::parse_quote!(())),
         ReturnType::Type(_, ty) => output_of(ty),
@@ -283,6 +288,7 @@ fn read_fn(
         name,
         description: description.map(|d| d.value()).or_else(|| attr::docs(attrs)),
         timeout_ms,
+        input_attr,
         sig: sig.clone(),
         receiver,
         params,
@@ -291,26 +297,21 @@ fn read_fn(
     })
 }
 
-/// The whole-input rule: exactly one input parameter, without doc comment or `serde` /
-/// `schemars` attributes, whose type is a path not in [`NOT_WHOLE_INPUT`].
-fn inputs_of(params: &[Param]) -> Inputs {
+/// The whole-input rule: `#[export(input = "...")]` when given (an unknown value is reported
+/// by `valid`); else a lone input parameter without doc comment or `serde` / `schemars`
+/// attributes is decided by its schema, and anything else is named.
+fn inputs_of(params: &[Param], input_attr: Option<&LitStr>) -> Inputs {
+    if let Some(lit) = input_attr {
+        return if lit.value() == INPUT_WHOLE {
+            Inputs::Whole
+        } else {
+            Inputs::Named
+        };
+    }
     let mut inputs = params.iter().filter(|p| p.kind == ParamKind::Input);
     match (inputs.next(), inputs.next()) {
-        (Some(only), None) if only.field_attrs.is_empty() && is_whole_input(&only.ty) => {
-            Inputs::Struct
-        }
+        (Some(only), None) if only.field_attrs.is_empty() => Inputs::BySchema,
         _ => Inputs::Named,
-    }
-}
-
-fn is_whole_input(ty: &Type) -> bool {
-    match ty {
-        Type::Path(p) if p.qself.is_none() => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident != "Self" && !NOT_WHOLE_INPUT.iter().any(|n| s.ident == n)),
-        _ => false,
     }
 }
 

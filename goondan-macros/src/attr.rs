@@ -15,9 +15,10 @@ const DESCRIPTION: &str = "description";
 const ERROR_MESSAGE_LIMIT: &str = "error_message_limit";
 const CRATE: &str = "crate";
 const TIMEOUT_MS: &str = "timeout_ms";
+const INPUT: &str = "input";
 
 const TOOL_KEYS: &[&str] = &[NAME, DESCRIPTION, ERROR_MESSAGE_LIMIT, CRATE];
-const EXPORT_KEYS: &[&str] = &[NAME, DESCRIPTION, TIMEOUT_MS];
+const EXPORT_KEYS: &[&str] = &[NAME, DESCRIPTION, TIMEOUT_MS, INPUT];
 
 /// The name of the per-export helper attribute.
 pub(crate) const EXPORT_ATTR: &str = "export";
@@ -33,12 +34,14 @@ pub(crate) struct ToolAttr {
     pub(crate) krate: Option<Path>,
 }
 
-/// `#[export(name = "...", description = "...", timeout_ms = N)]`.
+/// `#[export(name = "...", description = "...", timeout_ms = N, input = "whole" | "named")]`.
 #[derive(Default)]
 pub(crate) struct ExportAttr {
     pub(crate) name: Option<LitStr>,
     pub(crate) description: Option<LitStr>,
     pub(crate) timeout_ms: Option<LitInt>,
+    /// How the parameters make the input; `valid.rs` checks the value.
+    pub(crate) input: Option<LitStr>,
 }
 
 /// One `key = value` (or a bare `key`, which is reported later).
@@ -109,6 +112,7 @@ fn example(key: &str) -> &'static str {
         DESCRIPTION => "description = \"What it does\"",
         ERROR_MESSAGE_LIMIT => "error_message_limit = 1000",
         TIMEOUT_MS => "timeout_ms = 30000",
+        INPUT => "input = \"whole\"",
         _ => "crate = ::goondan_runtime",
     }
 }
@@ -190,6 +194,7 @@ impl ExportAttr {
             match key.as_str() {
                 NAME => attr.name = lit_str(cx, NAME, value),
                 DESCRIPTION => attr.description = lit_str(cx, DESCRIPTION, value),
+                INPUT => attr.input = lit_str(cx, INPUT, value),
                 _ => attr.timeout_ms = lit_int(cx, TIMEOUT_MS, value),
             }
         }
@@ -219,7 +224,8 @@ pub(crate) fn take_export(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Option<Expor
             Meta::NameValue(nv) => {
                 cx.error_spanned_by(
                     &nv,
-                    "expected `#[export(name = \"...\", description = \"...\", timeout_ms = N)]`",
+                    "expected `#[export(name = \"...\", description = \"...\", timeout_ms = N, \
+                     input = \"whole\")]`",
                 );
                 ExportAttr::default()
             }

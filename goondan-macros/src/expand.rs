@@ -65,7 +65,12 @@ fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStre
             #name,
             {
                 #[doc(hidden)]
-                fn #build() -> #krate::__private::Tool { #body }
+                fn #build() -> #krate::__private::core::result::Result<
+                    #krate::__private::Tool,
+                    #krate::__private::ToolDefinitionError,
+                > {
+                    #body
+                }
                 #build
             },
             #location,
@@ -107,7 +112,10 @@ fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStre
             quote! {
                 #item
                 impl #krate::__private::IntoTool for #self_ty {
-                    fn into_tool(self) -> #krate::__private::Tool {
+                    fn into_tool(self) -> #krate::__private::core::result::Result<
+                        #krate::__private::Tool,
+                        #krate::__private::ToolDefinitionError,
+                    > {
                         #[allow(unused_variables)]
                         let #this = #krate::__private::std::sync::Arc::new(self);
                         #body
@@ -140,8 +148,7 @@ fn build_body(tool: &Tool, names: &Names) -> TokenStream {
     let mut prelude = TokenStream::new();
     let mut exports = Vec::new();
     for export in &tool.exports {
-        let input_ty = input_type(export, names, &mut prelude);
-        exports.push(export_expr(tool, export, names, &input_ty));
+        exports.push(export_of(tool, export, names, &mut prelude));
     }
     quote! {
         #prelude
@@ -155,17 +162,69 @@ fn build_body(tool: &Tool, names: &Names) -> TokenStream {
     }
 }
 
-/// The input type of `export`: the user's type (whole-struct input) or a generated struct,
-/// added to `prelude` (named parameters).
-fn input_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> TokenStream {
+/// How the handler reads the model's arguments.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// The lone input parameter's type is the input.
+    Whole,
+    /// The input is the generated struct with one field per input parameter.
+    Named,
+}
+
+/// The `Export` expression of `export`. A lone parameter read [`Inputs::BySchema`] gets both
+/// readings, and the build picks one from its type's schema: an object with properties is the
+/// whole input, anything else (a string newtype, a timestamp, a map) a named property.
+fn export_of(
+    tool: &Tool,
+    export: &Export,
+    names: &Names,
+    prelude: &mut TokenStream,
+) -> TokenStream {
     let krate = &names.krate;
-    let checked =
-        |ty: &Type| quote_spanned!(ty.span()=> <#ty as #krate::__private::InputType>::Type);
-    if export.inputs == Inputs::Struct
-        && let Some(param) = export.input_params().next()
-    {
-        return checked(&param.ty);
+    let whole = whole_type(export, names);
+    match (export.inputs, whole) {
+        (Inputs::Whole, Some(whole_ty)) => {
+            export_expr(tool, export, names, Reading::Whole, &whole_ty)
+        }
+        (Inputs::BySchema, Some(whole_ty)) => {
+            let named_ty = named_type(export, names, prelude);
+            let as_whole = export_expr(tool, export, names, Reading::Whole, &whole_ty);
+            let as_named = export_expr(tool, export, names, Reading::Named, &named_ty);
+            quote! {
+                if #krate::__private::is_whole_input::<#whole_ty>() {
+                    #as_whole
+                } else {
+                    #as_named
+                }
+            }
+        }
+        _ => {
+            let named_ty = named_type(export, names, prelude);
+            export_expr(tool, export, names, Reading::Named, &named_ty)
+        }
     }
+}
+
+/// `<T as InputType>::Type`, spanned on `T`, so that a type that cannot be an input is
+/// reported once, on the user's type.
+fn checked(ty: &Type, names: &Names) -> TokenStream {
+    let krate = &names.krate;
+    quote_spanned!(ty.span()=> <#ty as #krate::__private::InputType>::Type)
+}
+
+/// The lone input parameter's type, as the whole input.
+fn whole_type(export: &Export, names: &Names) -> Option<TokenStream> {
+    let mut params = export.input_params();
+    match (params.next(), params.next()) {
+        (Some(only), None) => Some(checked(&only.ty, names)),
+        _ => None,
+    }
+}
+
+/// A generated struct with one field per input parameter, added to `prelude`; returns its
+/// type.
+fn named_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> TokenStream {
+    let krate = &names.krate;
     let struct_ident = format_ident!("__GoondanInput_{}", export.ident.unraw());
     let serde_crate = quote!(#krate::__private::serde).to_string();
     let schemars_crate = quote!(#krate::__private::schemars).to_string();
@@ -183,7 +242,7 @@ fn input_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> Toke
         let ident = param.ident();
         let ty = if attrs.iter().all(|a| a.path().is_ident("doc")) {
             let generic = format_ident!("__GoondanT{}", generics.len());
-            args.push(checked(&param.ty));
+            args.push(checked(&param.ty, names));
             generics.push(generic.clone());
             generic.into_token_stream()
         } else {
@@ -200,14 +259,22 @@ fn input_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> Toke
         #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
         #[serde(crate = #serde_crate, deny_unknown_fields, bound = #bound)]
         #[schemars(crate = #schemars_crate, bound = #bound)]
-        #[allow(non_camel_case_types)]
+        // Fields are named after the parameters (`fanSpeed` too), which is not for this
+        // struct to warn about.
+        #[allow(non_camel_case_types, non_snake_case)]
         struct #struct_ident<#(#generics),*> { #(#fields,)* }
     });
     quote!(#struct_ident<#(#args),*>)
 }
 
 /// `export::<Input, _, _>("name", handler)` with its description and timeout.
-fn export_expr(tool: &Tool, export: &Export, names: &Names, input_ty: &TokenStream) -> TokenStream {
+fn export_expr(
+    tool: &Tool,
+    export: &Export,
+    names: &Names,
+    reading: Reading,
+    input_ty: &TokenStream,
+) -> TokenStream {
     let Names {
         krate,
         ctx,
@@ -221,7 +288,7 @@ fn export_expr(tool: &Tool, export: &Export, names: &Names, input_ty: &TokenStre
         // An async handler owns its context, a sync one already has a reference.
         ParamKind::Context if export.sig.asyncness.is_some() => quote!(&#ctx),
         ParamKind::Context => quote!(#ctx),
-        ParamKind::Input if export.inputs == Inputs::Struct => quote!(#input),
+        ParamKind::Input if reading == Reading::Whole => quote!(#input),
         ParamKind::Input => {
             let field = p.ident();
             quote!(#input.#field)

@@ -49,13 +49,14 @@ use proc_macro::TokenStream;
 ///     pub text: String,
 /// }
 ///
-/// # fn main() {
-/// let tool = text_utils::TOOL.build();
+/// # fn main() -> Result<(), goondan_runtime::tool::ToolDefinitionError> {
+/// let tool = text_utils::TOOL.build()?;
 /// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
 /// assert_eq!(names, ["text-utils__uppercase", "text-utils__count-words"]);
 /// assert_eq!(tool.description(), Some("Text utilities."));
 /// // The functions stay plain functions.
 /// assert_eq!(text_utils::count_words(CountInput { text: "a b".into() }), 2);
+/// # Ok(())
 /// # }
 /// ```
 ///
@@ -65,15 +66,16 @@ use proc_macro::TokenStream;
 ///   `inventory` (see `goondan_runtime::tool::linked_tools`).
 /// - **`impl Type { ... }`**: every `pub fn` taking `&self` is an export; `pub fn`s without a
 ///   receiver (constructors) are left alone. Implements `IntoTool for Type`, so
-///   `Type::new(..).into_tool()` builds the tool around one shared instance. Not registered:
+///   `Type::new(..).into_tool()?` builds the tool around one shared instance. Not registered:
 ///   it needs state. Not generic.
 /// - **`fn name(..)`**: a resource with one export named after the function. Adds a type
 ///   `name` (braced, so it does not clash with the function) with `name::TOOL`, registered.
 ///
 /// # Arguments
 /// `#[tool(name = "...", description = "...", error_message_limit = N, crate = path)]`:
-/// - `name` (required): the resource name: lowercase letters, digits, `_`, `-`; starts with a
-///   letter or `_`; no `__`; does not end with `_`.
+/// - `name` (required): the resource name: ASCII letters, digits, `_`, `-`; starts with a
+///   letter or `_`; no `__`; does not end with `_`. Lowercase (`text-utils`) is the
+///   documented style; upper-case letters are accepted, as in `my-tool__doSomething` (NAME-5).
 /// - `description`: else the item's doc comments (for a lone `fn`, its doc comments describe
 ///   both the resource and the export).
 /// - `error_message_limit`: how many characters of an error message the model sees (default
@@ -81,10 +83,12 @@ use proc_macro::TokenStream;
 /// - `crate`: where the runtime is, for crates that re-export it (default
 ///   `::goondan_runtime`).
 ///
-/// On an export, `#[export(name = "...", description = "...", timeout_ms = N)]` sets the
-/// export name (default: the function's name without `r#`), its description (default: its doc
-/// comments) and its timeout. Place it after `#[tool]` on a lone `fn`. It is removed from the
-/// emitted code. Each `{resource}__{export}` must fit in 64 characters.
+/// On an export, `#[export(name = "...", description = "...", timeout_ms = N, input = "...")]`
+/// sets the export name (default: the function's name without `r#`; same characters as a
+/// resource name, e.g. `setChatAction`), its description (default: its doc comments), its
+/// timeout and how its parameters make the input (see *Inputs*). Place it after `#[tool]` on a
+/// lone `fn`. It is removed from the emitted code. Each `{resource}__{export}` must fit in 64
+/// characters.
 ///
 /// # Inputs
 /// - A `&ToolContext` parameter, at any position, receives the call's context; it is not part
@@ -94,13 +98,17 @@ use proc_macro::TokenStream;
 ///   `#[schemars(...)]` on it apply to the property. `Option<T>` is not required. Unknown
 ///   properties are refused. No parameter: the input is `{}`.
 /// - **Whole-struct input:** when there is exactly one such parameter, *without* doc comment or
-///   `serde`/`schemars` attribute, and its type is a path whose last segment is not one of
-///   `bool`, `char`, `str`, `String`, the integer and float types, `Option`, `Vec`,
-///   `VecDeque`, `HashMap`, `BTreeMap`, `HashSet`, `BTreeSet`, `Box`, `Arc`, `Rc`, `Value`,
-///   `PathBuf`, then that type *is* the input: `fn count(input: CountInput)` takes
-///   `{"text": ...}`, not `{"input": {"text": ...}}`. Its schema must be an object (a struct
-///   with named fields, or a map). To make such a parameter an ordinary property instead,
-///   give it a doc comment.
+///   `serde`/`schemars` attribute, its type's schema decides, when the tool is built: an
+///   object with properties (a struct with named fields) *is* the input, so
+///   `fn count(input: CountInput)` takes `{"text": ...}`, not `{"input": {"text": ...}}`;
+///   anything else (`String`, a number, `Vec<T>`, a map, a newtype such as
+///   `struct Slug(String)`, a `Uuid`, a timestamp) is a named property: `fn get(id: Slug)`
+///   takes `{"id": ...}`.
+/// - To say it yourself: `#[export(input = "named")]` makes every parameter a property (a doc
+///   comment on the parameter does the same); `#[export(input = "whole")]` makes the lone
+///   parameter the whole input whatever its type. Its schema must then be an object: when it
+///   is not, building the tool fails with an error naming the tool and the export, and
+///   `ToolRegistry::builder().tool(..).build()` reports it (nothing panics).
 /// - Each input type must implement `Deserialize` and `JsonSchema` and own its data (no
 ///   `&str`; use `String`).
 ///

@@ -8,7 +8,9 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{LitInt, LitStr, Pat, Type};
 
-use crate::ast::{Export, Host, Param, ParamKind, Tool, find_ident, is_context};
+use crate::ast::{
+    Export, Host, INPUT_NAMED, INPUT_WHOLE, Param, ParamKind, Tool, find_ident, is_context,
+};
 use crate::ctxt::Ctxt;
 
 /// The separator between the resource name and the export name (NAME-1).
@@ -75,6 +77,9 @@ fn check_export(cx: &Ctxt, tool: &Tool, export: &Export) {
     if let Some(timeout) = &export.timeout_ms {
         positive::<u64>(cx, timeout, "timeout_ms", "milliseconds, e.g. `30000`");
     }
+    if let Some(input) = &export.input_attr {
+        check_input_attr(cx, export, input);
+    }
     check_signature(cx, export);
     check_receiver(cx, tool, export);
     let mut context_seen = false;
@@ -87,6 +92,44 @@ fn check_export(cx: &Ctxt, tool: &Tool, export: &Export) {
             ParamKind::Context => context_seen = true,
             ParamKind::Input => check_input_param(cx, param),
         }
+    }
+}
+
+/// `#[export(input = "whole" | "named")]`; `whole` needs exactly one plain input parameter.
+fn check_input_attr(cx: &Ctxt, export: &Export, input: &LitStr) {
+    match input.value().as_str() {
+        INPUT_WHOLE => {
+            let mut params = export.input_params();
+            match (params.next(), params.next()) {
+                (Some(only), None) => {
+                    if let Some(attr) = only.field_attrs.first() {
+                        cx.error_spanned_by(
+                            attr,
+                            "a whole input is not a property, so this attribute has nothing to \
+                             apply to; put it on the input type's fields, or remove \
+                             `input = \"whole\"`",
+                        );
+                    }
+                }
+                _ => cx.error_spanned_by(
+                    input,
+                    format!(
+                        "`input = \"whole\"` needs exactly one input parameter (besides the \
+                         context), whose type is the whole input; `fn {}` has {}",
+                        export.ident,
+                        export.input_params().count()
+                    ),
+                ),
+            }
+        }
+        INPUT_NAMED => {}
+        other => cx.error_spanned_by(
+            input,
+            format!(
+                "unknown input `{other}`; expected `\"whole\"` (the lone parameter is the whole \
+                 input object) or `\"named\"` (each parameter is a property)"
+            ),
+        ),
     }
 }
 
@@ -255,21 +298,22 @@ impl Part {
     }
 }
 
-/// Lowercase letters, digits, `_` and `-`; not empty; no `__` (NAME-3, NAME-5).
+/// ASCII letters, digits, `_` and `-`; not empty; no `__` (NAME-3, NAME-5). Lowercase is
+/// the documented style, but upper-case letters are accepted (`setChatAction`).
 fn chars_problem(part: Part, name: &str) -> Option<String> {
     let what = part.as_str();
     if name.is_empty() {
         return Some(format!(
-            "{what} name is empty; use lowercase letters, digits, `_` and `-`, e.g. `text-utils`"
+            "{what} name is empty; use letters, digits, `_` and `-`, e.g. `text-utils`"
         ));
     }
     if let Some(found) = name
         .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == '-'))
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
         return Some(format!(
-            "{what} name `{name}` contains `{found}`; use lowercase letters, digits, `_` and \
-             `-`: try `{}`",
+            "{what} name `{name}` contains `{found}`; use ASCII letters, digits, `_` and `-`: \
+             try `{}`",
             suggest(name)
         ));
     }
@@ -288,9 +332,9 @@ fn resource_name_problem(name: &str) -> Option<String> {
     if let Some(problem) = chars_problem(Part::Resource, name) {
         return Some(problem);
     }
-    if !name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') {
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         return Some(format!(
-            "resource name `{name}` must start with a lowercase letter or `_`"
+            "resource name `{name}` must start with a letter or `_`"
         ));
     }
     if name.ends_with('_') {
@@ -372,6 +416,27 @@ mod tests {
             assert_eq!(
                 export_name_problem(name).is_none(),
                 validate_export_name(name).is_ok(),
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn name_5_upper_case_names_are_accepted_at_compile_time() {
+        assert_eq!(export_name_problem("doSomething"), None);
+        assert_eq!(export_name_problem("setChatAction"), None);
+        assert_eq!(resource_name_problem("MyTool"), None);
+        assert!(resource_name_problem("9Lives").is_some());
+        assert!(export_name_problem("do__Something").is_some());
+        for name in ["doSomething", "MyTool", "9Lives", "do__Something", "Ä"] {
+            assert_eq!(
+                export_name_problem(name).is_none(),
+                validate_export_name(name).is_ok(),
+                "{name:?}"
+            );
+            assert_eq!(
+                resource_name_problem(name).is_none(),
+                validate_resource_name(name).is_ok(),
                 "{name:?}"
             );
         }

@@ -108,7 +108,10 @@ pub mod __private {
     pub use crate::context::ToolContext;
     pub use crate::error::ToolError;
     pub use crate::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
-    pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolBuilder, finish_generated};
+    pub use crate::tool::{
+        Export, IntoTool, StaticTool, Tool, ToolBuilder, ToolDefinitionError, finish_generated,
+        is_whole_input,
+    };
 
     /// An export whose handler gets the typed input `I`.
     pub fn export<I, F, Fut>(name: &'static str, f: F) -> Export

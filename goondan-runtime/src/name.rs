@@ -51,8 +51,8 @@ pub enum NameError {
         /// The offending name.
         name: String,
     },
-    /// A character outside lowercase letters, digits, `_` and `-` (NAME-5).
-    #[error("{part} name `{name}` contains {found:?}; use lowercase letters, digits, `_` and `-`")]
+    /// A character outside ASCII letters, digits, `_` and `-` (NAME-5).
+    #[error("{part} name `{name}` contains {found:?}; use ASCII letters, digits, `_` and `-`")]
     InvalidChar {
         /// Which part.
         part: NamePart,
@@ -62,7 +62,7 @@ pub enum NameError {
         found: char,
     },
     /// A resource name must start with a letter or `_` so the joined name is accepted everywhere.
-    #[error("resource name `{name}` must start with a lowercase letter or `_`")]
+    #[error("resource name `{name}` must start with a letter or `_`")]
     InvalidStart {
         /// The offending name.
         name: String,
@@ -97,7 +97,7 @@ fn check_chars(part: NamePart, name: &str) -> Result<(), NameError> {
     }
     if let Some(found) = name
         .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == '-'))
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
         return Err(NameError::InvalidChar {
             part,
@@ -114,17 +114,19 @@ fn check_chars(part: NamePart, name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-/// Checks a Tool resource name: lowercase letters, digits, `_`, `-`, starting with a letter or
-/// `_`, not ending with `_`, no `__` (NAME-3, NAME-5).
+/// Checks a Tool resource name: ASCII letters, digits, `_`, `-`, starting with a letter or
+/// `_`, not ending with `_`, no `__` (NAME-3, NAME-5). Lowercase is the documented style;
+/// upper-case letters are accepted, as the seeds' own names use them.
 ///
 /// ```
 /// use goondan_runtime::name::validate_resource_name;
 /// assert!(validate_resource_name("file-system").is_ok());
+/// assert!(validate_resource_name("myTool").is_ok());
 /// assert!(validate_resource_name("file__system").is_err());
 /// ```
 pub fn validate_resource_name(name: &str) -> Result<(), NameError> {
     check_chars(NamePart::Resource, name)?;
-    if !name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') {
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         return Err(NameError::InvalidStart {
             name: name.to_owned(),
         });
@@ -137,7 +139,15 @@ pub fn validate_resource_name(name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-/// Checks an export name: lowercase letters, digits, `_` and `-`, no `__` (NAME-3, NAME-5).
+/// Checks an export name: ASCII letters, digits, `_` and `-`, no `__` (NAME-3, NAME-5).
+/// Lowercase is the documented style; `doSomething` and `setChatAction` are accepted too.
+///
+/// ```
+/// use goondan_runtime::name::validate_export_name;
+/// assert!(validate_export_name("list-channels").is_ok());
+/// assert!(validate_export_name("setChatAction").is_ok());
+/// assert!(validate_export_name("set.chat").is_err());
+/// ```
 pub fn validate_export_name(name: &str) -> Result<(), NameError> {
     check_chars(NamePart::Export, name)
 }
@@ -360,10 +370,10 @@ mod tests {
 
     #[test]
     fn name_5_export_charset() {
-        for ok in ["list-channels", "post_message", "v2", "a-b_c-1"] {
+        for ok in ["list-channels", "post_message", "v2", "a-b_c-1", "List"] {
             assert!(validate_export_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["List", "a.b", "a b", "é", "a/b", ""] {
+        for bad in ["a.b", "a b", "é", "a/b", "Ä", ""] {
             assert!(validate_export_name(bad).is_err(), "{bad:?}");
         }
         assert!(matches!(
@@ -374,6 +384,53 @@ mod tests {
         assert!(matches!(
             ToolName::new(&long, &long),
             Err(NameError::TooLong { len: 82, .. })
+        ));
+    }
+
+    #[test]
+    fn name_5_accepts_upper_case_as_the_seeds_name_tools() {
+        // The API reference's example and upstream's base package exports.
+        let n = ToolName::parse("my-tool__doSomething").unwrap();
+        assert_eq!((n.resource(), n.export()), ("my-tool", "doSomething"));
+        for export in ["setChatAction", "downloadFile"] {
+            assert_eq!(ToolName::new("telegram", export).unwrap().export(), export);
+        }
+        assert_eq!(
+            ToolName::new("MyTool", "Run").unwrap().as_str(),
+            "MyTool__Run"
+        );
+        // The joined name still fits `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
+        assert!(matches!(
+            validate_resource_name("9Lives"),
+            Err(NameError::InvalidStart { .. })
+        ));
+        assert!(matches!(
+            validate_resource_name("-Dash"),
+            Err(NameError::InvalidStart { .. })
+        ));
+        assert!(matches!(
+            validate_export_name("doSomething!"),
+            Err(NameError::InvalidChar { found: '!', .. })
+        ));
+        let long = format!("A{}", "b".repeat(61));
+        assert!(matches!(
+            ToolName::new(&long, "X"),
+            Err(NameError::TooLong { len: 65, .. })
+        ));
+    }
+
+    #[test]
+    fn name_3_double_underscore_stays_forbidden_with_upper_case() {
+        assert!(matches!(
+            ToolName::new("MyTool", "do__It"),
+            Err(NameError::DoubleUnderscore {
+                part: NamePart::Export,
+                ..
+            })
+        ));
+        assert!(matches!(
+            ToolName::parse("My__Tool__run"),
+            Err(NameError::DoubleUnderscore { .. })
         ));
     }
 

@@ -189,7 +189,7 @@ impl ToolRegistry {
     /// Adds a whole resource (CAT-4 for resources). Fails, changing nothing, if the resource
     /// or any of its full names is taken (REG-3).
     pub fn register(&self, tool: impl IntoTool) -> Result<(), RegistryError> {
-        let tool = tool.into_tool();
+        let tool = tool.into_tool()?;
         let mut inner = self.write();
         insert(&mut inner, tool, false)
     }
@@ -358,7 +358,8 @@ fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryEr
 /// Builds a [`ToolRegistry`] from linked and explicit tools.
 #[must_use]
 pub struct RegistryBuilder {
-    tools: Vec<Tool>,
+    /// Each tool as built; a failed build is reported by [`build`](RegistryBuilder::build).
+    tools: Vec<Result<Tool, ToolDefinitionError>>,
     linked: bool,
 }
 
@@ -384,16 +385,17 @@ impl RegistryBuilder {
         self
     }
 
-    /// Builds the registry; a name defined twice is an error naming both definitions.
+    /// Builds the registry. A tool whose definition is refused is an error naming that tool;
+    /// a name defined twice is an error naming both definitions.
     pub fn build(self) -> Result<ToolRegistry, RegistryError> {
         let mut inner = Inner::default();
         if self.linked {
             for s in linked_tools() {
-                insert(&mut inner, s.build(), false)?;
+                insert(&mut inner, s.build()?, false)?;
             }
         }
         for tool in self.tools {
-            insert(&mut inner, tool, false)?;
+            insert(&mut inner, tool?, false)?;
         }
         Ok(ToolRegistry {
             inner: RwLock::new(inner),

@@ -32,7 +32,7 @@ use crate::executor::{CallPolicy, ToolExecutor};
 use crate::middleware::Middleware;
 use crate::registry::{RegistryError, ToolRegistry};
 use crate::result::{ToolCall, ToolCallResult};
-use crate::tool::{IntoTool, Tool};
+use crate::tool::{IntoTool, Tool, ToolDefinitionError};
 
 /// Why a [`TestKit`] could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +133,8 @@ impl TestKit {
 /// Builds a [`TestKit`].
 #[must_use]
 pub struct TestKitBuilder {
-    tools: Vec<Tool>,
+    /// Each tool as built; a failed build is reported by `build`.
+    tools: Vec<Result<Tool, ToolDefinitionError>>,
     middlewares: Vec<(i32, Arc<dyn Middleware>)>,
     policy: CallPolicy,
     timeout: Option<Duration>,

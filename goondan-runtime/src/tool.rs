@@ -274,6 +274,35 @@ pub enum ToolDefinitionError {
         #[source]
         source: SchemaError,
     },
+    /// An export marked `#[export(input = "whole")]` takes a type whose schema is not an
+    /// object, so it cannot be the whole input (SPEC-6).
+    #[error(
+        "tool `{resource}`, export `{export}`: its input is marked `#[export(input = \"whole\")]`, \
+         but the type's schema is not an object with properties ({source}); use a struct with \
+         named fields, or remove `input = \"whole\"` to make the parameter a named property"
+    )]
+    WholeInputNotObject {
+        /// The resource.
+        resource: String,
+        /// The export.
+        export: String,
+        /// What is wrong.
+        #[source]
+        source: SchemaError,
+    },
+}
+
+impl ToolDefinitionError {
+    /// The resource whose definition is refused.
+    pub fn resource(&self) -> &str {
+        match self {
+            Self::InvalidName { resource, .. }
+            | Self::NoExports { resource }
+            | Self::DuplicateExport { resource, .. }
+            | Self::InvalidParameters { resource, .. }
+            | Self::WholeInputNotObject { resource, .. } => resource,
+        }
+    }
 }
 
 /// A Tool resource, ready to register.
@@ -529,14 +558,34 @@ impl ToolBuilder {
 }
 
 /// Anything that turns into a [`Tool`]: a `Tool`, a [`StaticTool`] (what `#[tool]` generates
-/// for modules and functions), or a type with a `#[tool]` impl block.
+/// for modules and functions), a type with a `#[tool]` impl block, or the result of building
+/// one. Building checks the resource rules, so it can fail; the error names the tool.
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// Says hello.
+/// #[tool(name = "greet")]
+/// pub fn hello(name: String) -> String { format!("hello, {name}") }
+///
+/// let tool = hello::TOOL.into_tool()?;
+/// assert_eq!(tool.name(), "greet");
+/// # Ok::<(), goondan_runtime::tool::ToolDefinitionError>(())
+/// ```
 pub trait IntoTool {
     /// Builds the tool.
-    fn into_tool(self) -> Tool;
+    fn into_tool(self) -> Result<Tool, ToolDefinitionError>;
 }
 
 impl IntoTool for Tool {
-    fn into_tool(self) -> Tool {
+    fn into_tool(self) -> Result<Tool, ToolDefinitionError> {
+        Ok(self)
+    }
+}
+
+/// A build that already ran: registries and kits take it as it is and report its error.
+impl IntoTool for Result<Tool, ToolDefinitionError> {
+    fn into_tool(self) -> Result<Tool, ToolDefinitionError> {
         self
     }
 }
@@ -548,13 +597,17 @@ impl IntoTool for Tool {
 /// reference something from it (for example its `tools()` function) to keep them.
 pub struct StaticTool {
     name: &'static str,
-    build: fn() -> Tool,
+    build: fn() -> Result<Tool, ToolDefinitionError>,
     location: &'static str,
 }
 
 impl StaticTool {
     #[doc(hidden)]
-    pub const fn new(name: &'static str, build: fn() -> Tool, location: &'static str) -> Self {
+    pub const fn new(
+        name: &'static str,
+        build: fn() -> Result<Tool, ToolDefinitionError>,
+        location: &'static str,
+    ) -> Self {
         Self {
             name,
             build,
@@ -573,7 +626,11 @@ impl StaticTool {
     }
 
     /// Builds the tool. Schemas are computed once per type and shared by every build.
-    pub fn build(&self) -> Tool {
+    ///
+    /// Fails when the definition breaks a resource rule the macro cannot see at compile time:
+    /// an export marked `#[export(input = "whole")]` whose input type's schema is not an
+    /// object (SPEC-6).
+    pub fn build(&self) -> Result<Tool, ToolDefinitionError> {
         (self.build)()
     }
 }
@@ -588,13 +645,13 @@ impl fmt::Debug for StaticTool {
 }
 
 impl IntoTool for &StaticTool {
-    fn into_tool(self) -> Tool {
+    fn into_tool(self) -> Result<Tool, ToolDefinitionError> {
         self.build()
     }
 }
 
 impl IntoTool for StaticTool {
-    fn into_tool(self) -> Tool {
+    fn into_tool(self) -> Result<Tool, ToolDefinitionError> {
         self.build()
     }
 }
@@ -609,23 +666,53 @@ pub fn linked_tools() -> Vec<&'static StaticTool> {
     all
 }
 
-/// Builds what `#[tool]` generated. The macro checks every rule at compile time, so a failure
-/// here is a bug in the macro, not in the user's code.
+/// Builds what `#[tool]` generated. The macro checks the names and exports at compile time;
+/// what only the input types' schemas tell (SPEC-6) is checked here, and reported as an error
+/// naming the tool, never as a panic. A generated named input is always an object, and a
+/// lone parameter is read whole only when its schema is one, so a parameter schema that is
+/// not an object comes from `#[export(input = "whole")]`.
 #[doc(hidden)]
-pub fn finish_generated(builder: ToolBuilder) -> Tool {
-    match builder.build() {
-        Ok(tool) => tool,
-        Err(ToolDefinitionError::InvalidParameters {
-            resource, export, ..
-        }) => panic!(
-            "goondan: export `{export}` of tool `{resource}` takes a whole-struct input whose \
-             schema is not an object: the input type must be a struct with named fields \
-             (SPEC-6); to make the parameter a named property instead, give it a `///` comment"
-        ),
-        Err(err) => {
-            panic!("goondan: #[tool] generated an invalid tool (a bug in goondan-macros): {err}")
-        }
-    }
+pub fn finish_generated(builder: ToolBuilder) -> Result<Tool, ToolDefinitionError> {
+    builder.build().map_err(|err| match err {
+        ToolDefinitionError::InvalidParameters {
+            resource,
+            export,
+            source,
+        } => ToolDefinitionError::WholeInputNotObject {
+            resource,
+            export,
+            source,
+        },
+        other => other,
+    })
+}
+
+/// Whether `T` is read as a whole input object rather than as one named property: its schema
+/// is an object with named properties, or one that allows no other key (a struct with named
+/// fields, even none); a map, whose keys are free, is not. `#[tool]` asks this for a lone
+/// parameter without doc comment or `serde`/`schemars` attributes.
+///
+/// ```
+/// use goondan_runtime::tool::is_whole_input;
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Point { x: i32, y: i32 }
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Slug(String);
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Nothing {}
+/// assert!(is_whole_input::<Point>());
+/// assert!(is_whole_input::<Nothing>());
+/// assert!(!is_whole_input::<Slug>());
+/// assert!(!is_whole_input::<std::collections::HashMap<String, i32>>());
+/// ```
+pub fn is_whole_input<T: ToolInput>() -> bool {
+    let schema = schema_for::<T>();
+    let has_properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    check_parameters(&schema).is_ok() && (has_properties || closed)
 }
 
 /// The descriptive part of an export, without its handler: what a bundle's Tool resource

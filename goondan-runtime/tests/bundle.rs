@@ -46,8 +46,9 @@ fn fake_bash() -> Tool {
 }
 
 fn library() -> ToolLibrary {
-    ToolLibrary::new([text_utils::TOOL])
-        .package("@goondan/base", |name| (name == "bash").then(fake_bash))
+    ToolLibrary::new([text_utils::TOOL]).package("@goondan/base", |name| {
+        (name == "bash").then(|| Ok(fake_bash()))
+    })
 }
 
 #[test]
@@ -162,6 +163,49 @@ fn spec_5_tool_resource_without_compiled_tool_and_unknown_package_are_errors() {
     assert!(lines[2].1.contains("has no tool named `nope`"));
 }
 
+/// A slug: its schema is a string.
+#[derive(Deserialize, JsonSchema)]
+pub struct Slug(String);
+
+/// A compiled tool whose definition is refused: its whole input is not an object (SPEC-6).
+pub struct Pages;
+
+/// Pages.
+#[tool(name = "pages")]
+impl Pages {
+    /// Reads a page.
+    #[export(input = "whole")]
+    pub fn get(&self, id: Slug) -> String {
+        id.0
+    }
+}
+
+#[test]
+fn spec_6_a_refused_compiled_or_package_tool_is_a_diagnostic_not_a_panic() {
+    let library = ToolLibrary::new([text_utils::TOOL])
+        .tools([Pages])
+        .package("@acme/tools", |name| {
+            (name == "pages").then(|| Pages.into_tool())
+        });
+    assert_eq!(library.refused().len(), 1);
+    assert_eq!(library.refused()[0].resource(), "pages");
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Tool\nmetadata:\n  name: pages\nspec:\n  exports:\n    - name: get\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata:\n  name: a\nspec:\n  tools:\n    - ref: {kind: Tool, name: pages, package: \"@acme/tools\"}\n";
+    let err = Bundle::from_yaml(yaml, "b.yaml")
+        .registry(&library)
+        .unwrap_err();
+    let lines: Vec<_> = err
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0].0, 4);
+    assert_eq!(lines[1].0, 15);
+    for (_, message) in &lines {
+        assert!(message.contains("tool `pages`, export `get`"), "{message}");
+    }
+}
+
 #[test]
 fn broken_bundle_reports_every_error_with_file_line_and_resource() {
     let path = fixture("broken.yaml");
@@ -200,7 +244,7 @@ fn broken_bundle_reports_every_error_with_file_line_and_resource() {
         "{errors:#?}"
     );
     assert!(has(18, "Tool/text-utils", "SPEC-3"), "{errors:#?}");
-    assert!(has(19, "Tool/text-utils", "Nope"), "{errors:#?}");
+    assert!(has(19, "Tool/text-utils", "no.pe"), "{errors:#?}");
     assert!(has(21, "Agent/coder", "apiVersion"), "{errors:#?}");
     assert!(has(26, "Agent/coder", "Tool/missing"), "{errors:#?}");
     assert!(has(27, "Agent/coder", "42"), "{errors:#?}");
@@ -230,7 +274,7 @@ fn unknown_fields_are_kept_and_warned() {
 
 #[test]
 fn spec_7_export_then_load_gives_the_same_specs() {
-    let tools = vec![text_utils::TOOL.build(), fake_bash()];
+    let tools = vec![text_utils::TOOL.build().unwrap(), fake_bash()];
     let yaml = export_tools(tools.iter());
     let bundle = Bundle::from_yaml(&yaml, "exported.yaml");
     assert!(!bundle.has_errors(), "{:?}\n{yaml}", bundle.diagnostics());

@@ -161,7 +161,7 @@ fn args(value: Value) -> JsonObject {
 
 #[test]
 fn name_1_exports_are_named_resource_double_underscore_export() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     assert_eq!(tool.name(), "text-utils");
     assert_eq!(
         names(&tool),
@@ -176,13 +176,13 @@ fn name_1_exports_are_named_resource_double_underscore_export() {
 
 #[test]
 fn name_4_lone_fn_is_a_resource_with_one_export_named_after_it() {
-    assert_eq!(names(&echo::TOOL.build()), ["echo__echo"]);
-    assert_eq!(names(&frozen_clock::TOOL.build()), ["clock__now"]);
+    assert_eq!(names(&echo::TOOL.build().unwrap()), ["echo__echo"]);
+    assert_eq!(names(&frozen_clock::TOOL.build().unwrap()), ["clock__now"]);
 }
 
 #[test]
 fn descriptions_come_from_doc_comments() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     assert_eq!(tool.description(), Some("Text utilities.\n\nFor tests."));
     let upper = export(&tool, "text-utils__uppercase");
     assert_eq!(upper.description(), Some("Convert text to uppercase."));
@@ -199,14 +199,14 @@ fn descriptions_come_from_doc_comments() {
         "The text whose words to count."
     );
     // A lone fn: its doc describes the resource and the export.
-    let echo = echo::TOOL.build();
+    let echo = echo::TOOL.build().unwrap();
     assert_eq!(echo.description(), Some("Repeat the text back."));
     assert_eq!(
         export(&echo, "echo__echo").description(),
         Some("Repeat the text back.")
     );
     // `#[export(description)]` wins over the doc comment.
-    let clock = frozen_clock::TOOL.build();
+    let clock = frozen_clock::TOOL.build().unwrap();
     assert_eq!(
         export(&clock, "clock__now").description(),
         Some("The time, frozen")
@@ -215,7 +215,7 @@ fn descriptions_come_from_doc_comments() {
 
 #[test]
 fn spec_6_named_parameters_are_an_object_schema_without_the_context() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     let params = export(&tool, "text-utils__uppercase").parameters();
     assert_eq!(params["type"], "object");
     assert_eq!(params["additionalProperties"], false);
@@ -229,7 +229,7 @@ fn spec_6_named_parameters_are_an_object_schema_without_the_context() {
 
 #[test]
 fn whole_struct_input_is_the_schema_of_that_struct() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     let params = export(&tool, "text-utils__count-words").parameters();
     assert_eq!(params["required"], json!(["text"]));
     assert!(params["properties"].get("input").is_none(), "{params}");
@@ -237,7 +237,7 @@ fn whole_struct_input_is_the_schema_of_that_struct() {
 
 #[test]
 fn zero_parameters_take_an_empty_object() {
-    let tool = frozen_clock::TOOL.build();
+    let tool = frozen_clock::TOOL.build().unwrap();
     assert_eq!(
         export(&tool, "clock__now").parameters(),
         &json!({"type": "object", "properties": {}, "additionalProperties": false})
@@ -246,7 +246,7 @@ fn zero_parameters_take_an_empty_object() {
 
 #[test]
 fn serde_attributes_on_parameters_shape_the_properties() {
-    let tool = misc::TOOL.build();
+    let tool = misc::TOOL.build().unwrap();
     let params = export(&tool, "misc__find").parameters();
     let keys: Vec<&String> = params["properties"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["q", "exact", "type"]);
@@ -256,13 +256,19 @@ fn serde_attributes_on_parameters_shape_the_properties() {
 
 #[test]
 fn spec_4_error_message_limit_defaults_to_1000_and_can_be_set() {
-    assert_eq!(text_utils::TOOL.build().error_message_limit(), 1000);
-    assert_eq!(frozen_clock::TOOL.build().error_message_limit(), 200);
+    assert_eq!(
+        text_utils::TOOL.build().unwrap().error_message_limit(),
+        1000
+    );
+    assert_eq!(
+        frozen_clock::TOOL.build().unwrap().error_message_limit(),
+        200
+    );
 }
 
 #[test]
 fn export_timeout_comes_from_the_attribute() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     assert_eq!(
         export(&tool, "text-utils__count-words").timeout(),
         Some(Duration::from_millis(1500))
@@ -310,7 +316,7 @@ async fn spec_1_generated_handlers_cover_every_export() {
 #[tokio::test]
 async fn spec_5_every_export_has_a_handler_and_no_handler_lacks_an_export() {
     // Call every export's handler directly: each one exists, runs, and answers.
-    let tool = misc::TOOL.build();
+    let tool = misc::TOOL.build().unwrap();
     assert_eq!(
         names(&tool),
         ["misc__record", "misc__later", "misc__size", "misc__find"]
@@ -382,7 +388,7 @@ async fn res_2_pending_return_submits_background_work() {
 
 #[tokio::test]
 async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
-    let tool = misc::TOOL.build();
+    let tool = misc::TOOL.build().unwrap();
     let ctx = ToolContext::builder("/tmp").build();
     SIDE_EFFECT.store(false, Ordering::SeqCst);
     // A plain `fn` runs inside `call` and answers without a future.
@@ -400,7 +406,7 @@ async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
         "{outcome:?}"
     );
     // An `async fn` returns a future; nothing of it runs before it is polled.
-    let kit_tool = text_utils::TOOL.build();
+    let kit_tool = text_utils::TOOL.build().unwrap();
     let mut args = JsonObject::new();
     args.insert("text".into(), json!("abc"));
     let call = export(&kit_tool, "text-utils__uppercase")
@@ -413,7 +419,7 @@ async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
 
 #[tokio::test]
 async fn impl_form_shares_one_instance_across_calls() {
-    let tool = Counter::new(5).into_tool();
+    let tool = Counter::new(5).into_tool().unwrap();
     assert_eq!(tool.description(), Some("Counting."));
     assert_eq!(names(&tool), ["counter__bump", "counter__peek_plus"]);
     let kit = TestKit::with_tools([tool]).unwrap();
@@ -444,4 +450,112 @@ fn mod_and_fn_tools_are_registered_and_impl_tools_are_not() {
             && location.contains("macro_expand.rs:"),
         "{location}"
     );
+}
+
+/// A string newtype, as a slug or a `Uuid` is: its schema is a string, not an object.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Slug(String);
+
+/// A timestamp newtype, as `DateTime<Utc>` is: a string with `format: date-time`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(extend("format" = "date-time"))]
+pub struct At(String);
+
+/// A point, whose schema is an object.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Point {
+    /// Across.
+    pub x: i64,
+    /// Down.
+    pub y: i64,
+}
+
+/// Lone parameters whose type's schema decides how they are read.
+#[tool(name = "lookup")]
+pub mod lookup {
+    use super::*;
+
+    /// Finds a page by its slug.
+    pub fn page(id: Slug) -> String {
+        format!("page {}", id.0)
+    }
+
+    /// Events after a time.
+    pub async fn since(at: At) -> String {
+        format!("since {}", at.0)
+    }
+
+    /// Counts by key: a map is a named property too.
+    pub fn tally(counts: std::collections::BTreeMap<String, u32>) -> u32 {
+        counts.values().sum()
+    }
+
+    /// A struct made a named property by the marker.
+    #[export(input = "named")]
+    pub fn shift(point: Point) -> i64 {
+        point.x + point.y
+    }
+
+    /// A struct read whole, by its schema.
+    pub fn area(point: Point) -> i64 {
+        point.x * point.y
+    }
+
+    /// A struct read whole, as the marker says.
+    #[export(input = "whole")]
+    pub fn diagonal(point: Point) -> i64 {
+        point.x.max(point.y)
+    }
+}
+
+#[tokio::test]
+async fn spec_6_a_lone_newtype_parameter_is_a_named_property() {
+    let tool = lookup::TOOL.build().unwrap();
+    let page = export(&tool, "lookup__page").parameters();
+    assert_eq!(page["type"], "object");
+    assert_eq!(page["properties"]["id"]["type"], "string");
+    assert_eq!(page["required"], json!(["id"]));
+    let since = export(&tool, "lookup__since").parameters();
+    assert_eq!(since["properties"]["at"]["type"], "string");
+    assert_eq!(since["properties"]["at"]["format"], "date-time");
+    assert_eq!(since["required"], json!(["at"]));
+    let tally = export(&tool, "lookup__tally").parameters();
+    assert_eq!(tally["properties"]["counts"]["type"], "object");
+
+    let kit = TestKit::with_tools([lookup::TOOL]).unwrap();
+    kit.call("lookup__page", json!({"id": "hello-world"}))
+        .await
+        .assert_output(json!("page hello-world"));
+    kit.call("lookup__since", json!({"at": "2026-01-01T00:00:00Z"}))
+        .await
+        .assert_output(json!("since 2026-01-01T00:00:00Z"));
+    kit.call("lookup__tally", json!({"counts": {"a": 2, "b": 3}}))
+        .await
+        .assert_output(json!(5));
+    // The whole-input reading is not accepted: the id is a property.
+    kit.call("lookup__page", json!({"hello": "world"}))
+        .await
+        .assert_error("E_TOOL_INVALID_ARGS");
+}
+
+#[tokio::test]
+async fn spec_6_input_marker_and_object_schemas_decide_whole_or_named() {
+    let tool = lookup::TOOL.build().unwrap();
+    let shift = export(&tool, "lookup__shift").parameters();
+    assert_eq!(shift["required"], json!(["point"]));
+    assert_eq!(shift["properties"]["point"]["required"], json!(["x", "y"]));
+    let area = export(&tool, "lookup__area").parameters();
+    assert_eq!(area["required"], json!(["x", "y"]));
+    let kit = TestKit::with_tools([lookup::TOOL]).unwrap();
+    kit.call("lookup__shift", json!({"point": {"x": 2, "y": 3}}))
+        .await
+        .assert_output(json!(5));
+    kit.call("lookup__area", json!({"x": 2, "y": 3}))
+        .await
+        .assert_output(json!(6));
+    let diagonal = export(&tool, "lookup__diagonal").parameters();
+    assert_eq!(diagonal["required"], json!(["x", "y"]));
+    kit.call("lookup__diagonal", json!({"x": 2, "y": 3}))
+        .await
+        .assert_output(json!(3));
 }

@@ -140,7 +140,7 @@ fn cat_4_dynamic_registration_joins_the_registry() {
         Err(RegistryError::InvalidName { .. })
     ));
     assert!(matches!(
-        item("Weather__x"),
+        item("weather!__x"),
         Err(RegistryError::InvalidName { .. })
     ));
     let info = registry.resource("weather").unwrap();
@@ -212,6 +212,108 @@ fn spec_6_parameters_must_be_an_object_schema() {
         assert_eq!(p["type"], "object");
         assert!(p["properties"].is_object(), "{p}");
     }
+}
+
+/// A slug: its schema is a string, not an object.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Slug(String);
+
+/// Marks its lone string input as the whole input, which SPEC-6 refuses.
+#[goondan_runtime::tool(name = "slug-pages")]
+#[export(input = "whole")]
+pub fn page(id: Slug) -> String {
+    id.0
+}
+
+/// The same mistake in an `impl` block.
+pub struct Pages;
+
+/// Pages by slug.
+#[goondan_runtime::tool(name = "slug-store")]
+impl Pages {
+    /// Reads a page.
+    #[export(input = "whole")]
+    pub fn get(&self, id: Slug) -> String {
+        id.0
+    }
+}
+
+#[test]
+fn spec_6_a_whole_input_that_is_not_an_object_is_a_build_error_naming_the_tool() {
+    let err = ToolRegistry::builder()
+        .tool(page::TOOL)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            RegistryError::Definition(ToolDefinitionError::WholeInputNotObject {
+                resource,
+                export,
+                ..
+            }) if resource == "slug-pages" && export == "page"
+        ),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("tool `slug-pages`, export `page`") && message.contains("input = "),
+        "{message}"
+    );
+    // Every linked tool is built at start-up: the mistake is an error there too, not a panic.
+    let linked = ToolRegistry::builder().linked().build().unwrap_err();
+    assert!(linked.to_string().contains("`slug-pages`"), "{linked}");
+    // An `impl` block's tool, through the builder, `register` and a test kit.
+    let store = ToolRegistry::builder().tool(Pages).build().unwrap_err();
+    assert!(
+        store
+            .to_string()
+            .contains("tool `slug-store`, export `get`"),
+        "{store}"
+    );
+    let registry = ToolRegistry::new();
+    assert!(registry.register(Pages).is_err());
+    assert!(registry.is_empty());
+    assert!(TestKit::with_tools([page::TOOL]).is_err());
+}
+
+#[test]
+fn name_5_upper_case_export_and_resource_names_are_registered() {
+    // The seeds' own names: the API reference's `my-tool__doSomething`, upstream's
+    // `setChatAction` and `downloadFile`.
+    let registry = ToolRegistry::builder()
+        .tool(resource("my-tool", &["doSomething"]))
+        .tool(resource("Telegram", &["setChatAction", "downloadFile"]))
+        .build()
+        .unwrap();
+    assert!(registry.get("my-tool__doSomething").is_some());
+    assert!(registry.get("Telegram__setChatAction").is_some());
+    assert!(registry.get("Telegram__downloadFile").is_some());
+    // Names stay case-sensitive, as the model must send them back exactly.
+    assert!(registry.get("my-tool__dosomething").is_none());
+    registry
+        .register_item(
+            "bot__sendMessage",
+            None,
+            json!({"type": "object", "properties": {}}),
+            handler_fn(|_c, _a| async { Ok::<_, ToolError>("sent") }),
+            ToolSource::extension("bot-ext"),
+        )
+        .unwrap();
+    assert!(registry.contains("bot__sendMessage"));
+}
+
+#[test]
+fn name_3_double_underscore_stays_refused_in_upper_case_names() {
+    let err = Tool::builder("MyTool")
+        .export(echo_export("do__It"))
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolDefinitionError::InvalidName { resource, .. } if resource == "MyTool"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("`__`"), "{err}");
 }
 
 #[test]

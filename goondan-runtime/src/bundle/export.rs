@@ -9,10 +9,11 @@
 //! #[tool(name = "echo")]
 //! pub fn say(text: String) -> String { text }
 //!
-//! let yaml = export_tools([say::TOOL.build()].iter());
+//! let yaml = export_tools([say::TOOL.build()?].iter());
 //! assert!(yaml.contains("kind: Tool"));
 //! let bundle = Bundle::from_yaml(&yaml, "exported.yaml");
 //! assert!(!bundle.has_errors());
+//! # Ok::<(), goondan_runtime::tool::ToolDefinitionError>(())
 //! ```
 
 use serde_json::{Map, Value, json};

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::Bundle;
 use super::diagnostic::{Diagnostic, Locus};
 use super::resource::Kind;
-use crate::tool::{IntoTool, Tool, linked_tools};
+use crate::tool::{IntoTool, Tool, ToolDefinitionError, linked_tools};
 
-type Resolver = Arc<dyn Fn(&str) -> Option<Tool> + Send + Sync>;
+type Resolver = Arc<dyn Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync>;
 
 /// Compiled tools by name, and packages (such as `@goondan/base`) that answer
 /// `ref: {kind: Tool, name, package}`.
@@ -25,6 +25,8 @@ type Resolver = Arc<dyn Fn(&str) -> Option<Tool> + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct ToolLibrary {
     tools: Vec<Tool>,
+    /// Compiled tools whose definition is refused, reported when a bundle names them.
+    refused: Vec<ToolDefinitionError>,
     packages: BTreeMap<String, Resolver>,
 }
 
@@ -51,17 +53,21 @@ impl ToolLibrary {
     /// Adds tools.
     #[must_use]
     pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
-        self.tools
-            .extend(tools.into_iter().map(IntoTool::into_tool));
+        for tool in tools {
+            match tool.into_tool() {
+                Ok(tool) => self.tools.push(tool),
+                Err(err) => self.refused.push(err),
+            }
+        }
         self
     }
 
-    /// Adds a package: `resolve(name)` gives the package's tool named `name`.
+    /// Adds a package: `resolve(name)` builds the package's tool named `name`.
     #[must_use]
     pub fn package(
         mut self,
         package: impl Into<String>,
-        resolve: impl Fn(&str) -> Option<Tool> + Send + Sync + 'static,
+        resolve: impl Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync + 'static,
     ) -> Self {
         self.packages.insert(package.into(), Arc::new(resolve));
         self
@@ -84,8 +90,13 @@ impl ToolLibrary {
         self.tools.iter()
     }
 
-    /// The tool `name` of `package`.
-    pub fn resolve(&self, package: &str, name: &str) -> Option<Tool> {
+    /// The compiled tools whose definition is refused (SPEC-6, say), with the reason.
+    pub fn refused(&self) -> &[ToolDefinitionError] {
+        &self.refused
+    }
+
+    /// The tool `name` of `package`, built.
+    pub fn resolve(&self, package: &str, name: &str) -> Option<Result<Tool, ToolDefinitionError>> {
         self.packages.get(package).and_then(|r| r(name))
     }
 
@@ -106,6 +117,10 @@ pub(crate) fn match_tools(
     let mut diags = Vec::new();
     for r in bundle.of_kind(&Kind::Tool) {
         let at = r.locus_of("/metadata/name");
+        if let Some(err) = library.refused().iter().find(|e| e.resource() == r.name) {
+            diags.push(at.error(err.to_string()));
+            continue;
+        }
         let same: Vec<_> = library.iter().filter(|t| t.name() == r.name).collect();
         if same.len() > 1 {
             let origins: Vec<_> = same.iter().map(|t| t.origin()).collect();
@@ -216,7 +231,8 @@ pub(crate) fn match_tools(
                 continue;
             }
             match library.resolve(package, &reference.name) {
-                Some(tool) => tools.push((tool, at)),
+                Some(Ok(tool)) => tools.push((tool, at)),
+                Some(Err(err)) => diags.push(at.error(err.to_string())),
                 None => diags.push(at.error(format!(
                     "package `{package}` has no tool named `{}`",
                     reference.name

@@ -22,5 +22,5 @@ pub mod positions {
 }
 
 fn main() {
-    assert_eq!(positions::TOOL.build().exports().len(), 4);
+    assert_eq!(positions::TOOL.build().unwrap().exports().len(), 4);
 }

@@ -18,6 +18,6 @@ pub fn bye(name: String) -> String {
 }
 
 fn main() {
-    assert_eq!(greeter::TOOL.build().name(), "greeter");
-    assert_eq!(bye::TOOL.build().name(), "farewell");
+    assert_eq!(greeter::TOOL.build().unwrap().name(), "greeter");
+    assert_eq!(bye::TOOL.build().unwrap().name(), "farewell");
 }

@@ -23,7 +23,7 @@ pub fn hello(name: String) -> String {
 }
 
 fn main() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     assert_eq!(tool.error_message_limit(), 200);
     assert_eq!(tool.description(), Some("Text tools"));
     let (name, export) = tool.exports().next().unwrap();
@@ -31,7 +31,7 @@ fn main() {
     assert_eq!(export.description(), Some("Count words"));
     assert_eq!(export.timeout(), Some(Duration::from_millis(1500)));
 
-    let tool = hello::TOOL.build();
+    let tool = hello::TOOL.build().unwrap();
     let (name, export) = tool.exports().next().unwrap();
     assert_eq!(name.as_str(), "greeter__say-hello");
     assert_eq!(export.timeout(), Some(Duration::from_millis(10)));

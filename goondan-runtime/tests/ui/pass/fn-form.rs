@@ -7,7 +7,7 @@ pub async fn echo(text: String) -> String {
 }
 
 fn main() {
-    let tool = echo::TOOL.build();
+    let tool = echo::TOOL.build().unwrap();
     assert_eq!(tool.tool_names().next().unwrap().as_str(), "echo__echo");
     assert_eq!(tool.description(), Some("Repeat the text."));
     // The function is still a function.

@@ -38,7 +38,7 @@ fn main() {
     let counter = Counter::new(5);
     assert_eq!(counter.helper(), 5);
     assert_eq!(counter.bump(), 6);
-    let tool = counter.into_tool();
+    let tool = counter.into_tool().unwrap();
     assert_eq!(tool.name(), "counter");
     assert_eq!(tool.exports().len(), 2);
 }

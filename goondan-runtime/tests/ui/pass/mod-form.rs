@@ -30,7 +30,7 @@ pub mod text_utils {
 }
 
 fn main() {
-    let tool = text_utils::TOOL.build();
+    let tool = text_utils::TOOL.build().unwrap();
     let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
     assert_eq!(names, ["text-utils__uppercase", "text-utils__count_words"]);
     assert_eq!(text_utils::count_words("a b c".into()), 3);

@@ -11,7 +11,7 @@ pub fn search(
 }
 
 fn main() {
-    let tool = search::TOOL.build();
+    let tool = search::TOOL.build().unwrap();
     let (_, export) = tool.exports().next().unwrap();
     assert_eq!(
         export.parameters()["required"],

@@ -17,5 +17,5 @@ pub mod jobs {
 }
 
 fn main() {
-    assert_eq!(jobs::TOOL.build().exports().len(), 2);
+    assert_eq!(jobs::TOOL.build().unwrap().exports().len(), 2);
 }

@@ -15,7 +15,7 @@ pub mod types {
 }
 
 fn main() {
-    let tool = types::TOOL.build();
+    let tool = types::TOOL.build().unwrap();
     let (name, export) = tool.exports().next().unwrap();
     assert_eq!(name.as_str(), "types__type");
     assert_eq!(

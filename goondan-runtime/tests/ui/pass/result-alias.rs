@@ -9,5 +9,5 @@ pub mod files {
 }
 
 fn main() {
-    assert_eq!(files::TOOL.build().exports().len(), 1);
+    assert_eq!(files::TOOL.build().unwrap().exports().len(), 1);
 }

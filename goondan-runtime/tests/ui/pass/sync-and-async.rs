@@ -13,5 +13,5 @@ pub mod math {
 
 fn main() {
     assert_eq!(math::double(2), 4);
-    assert_eq!(math::TOOL.build().exports().len(), 2);
+    assert_eq!(math::TOOL.build().unwrap().exports().len(), 2);
 }

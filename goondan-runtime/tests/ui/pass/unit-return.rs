@@ -10,5 +10,5 @@ pub mod log {
 }
 
 fn main() {
-    assert_eq!(log::TOOL.build().exports().len(), 2);
+    assert_eq!(log::TOOL.build().unwrap().exports().len(), 2);
 }

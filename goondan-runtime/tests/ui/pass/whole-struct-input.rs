@@ -13,7 +13,7 @@ pub fn count(input: CountInput) -> usize {
 }
 
 fn main() {
-    let tool = count::TOOL.build();
+    let tool = count::TOOL.build().unwrap();
     let (_, export) = tool.exports().next().unwrap();
     assert_eq!(export.parameters()["required"], serde_json::json!(["text"]));
 }

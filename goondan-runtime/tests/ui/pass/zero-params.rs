@@ -6,7 +6,7 @@ pub fn now() -> u64 {
 }
 
 fn main() {
-    let tool = now::TOOL.build();
+    let tool = now::TOOL.build().unwrap();
     let (_, export) = tool.exports().next().unwrap();
     assert_eq!(
         export.parameters(),

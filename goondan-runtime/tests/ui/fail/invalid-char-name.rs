@@ -1,6 +1,6 @@
 use goondan_runtime::prelude::*;
 
-#[tool(name = "TextUtils")]
+#[tool(name = "text.utils")]
 pub mod text_utils {
     pub fn upper(text: String) -> String {
         text.to_uppercase()
