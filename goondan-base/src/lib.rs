@@ -31,6 +31,10 @@ pub mod cli;
 pub mod extensions;
 pub mod file_system;
 pub mod http_fetch;
+pub mod json_query;
+pub mod self_restart;
+pub mod text_transform;
+pub mod wait;
 pub mod workspace;
 
 use goondan_runtime::tool::ToolDefinitionError;
@@ -40,12 +44,25 @@ pub use crate::agents::Agents;
 pub use crate::bash::{Bash, BashPolicy};
 pub use crate::file_system::{FileSystem, FsPolicy};
 pub use crate::http_fetch::{HttpFetch, HttpPolicy};
+pub use crate::json_query::JsonQuery;
+pub use crate::self_restart::SelfRestart;
+pub use crate::text_transform::TextTransform;
+pub use crate::wait::{Wait, WaitPolicy};
 
 /// The package name agents use to reference these tools (BASE-5).
 pub const PACKAGE: &str = "@goondan/base";
 
 /// The resource names this crate provides.
-pub const TOOL_NAMES: &[&str] = &[Bash::NAME, FileSystem::NAME, HttpFetch::NAME, Agents::NAME];
+pub const TOOL_NAMES: &[&str] = &[
+    Bash::NAME,
+    FileSystem::NAME,
+    HttpFetch::NAME,
+    Agents::NAME,
+    JsonQuery::NAME,
+    TextTransform::NAME,
+    Wait::NAME,
+    SelfRestart::NAME,
+];
 
 /// Every base tool, with default policies, each as built: registries, kits and libraries take
 /// them as they are and report a failed build with the tool's name.
@@ -74,6 +91,10 @@ pub fn resolve_ref(package: &str, name: &str) -> Option<Result<Tool, ToolDefinit
         FileSystem::NAME => Some(FileSystem::default().into_tool()),
         HttpFetch::NAME => Some(HttpFetch::default().into_tool()),
         Agents::NAME => Some(Agents.into_tool()),
+        JsonQuery::NAME => Some(JsonQuery.into_tool()),
+        TextTransform::NAME => Some(TextTransform.into_tool()),
+        Wait::NAME => Some(Wait::default().into_tool()),
+        SelfRestart::NAME => Some(SelfRestart.into_tool()),
         _ => None,
     }
 }

@@ -49,6 +49,18 @@ fn base_5_tools_lists_every_resource_with_its_exports() {
             "file-system__write",
             "http-fetch__get",
             "http-fetch__post",
+            "json-query__count",
+            "json-query__flatten",
+            "json-query__pick",
+            "json-query__query",
+            "self-restart__request",
+            "text-transform__case",
+            "text-transform__join",
+            "text-transform__replace",
+            "text-transform__slice",
+            "text-transform__split",
+            "text-transform__trim",
+            "wait__seconds",
         ]
     );
     assert_eq!(tools().len(), TOOL_NAMES.len());
