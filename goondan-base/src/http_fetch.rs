@@ -11,9 +11,9 @@
 //! hop checked again. The body is streamed and capped after decompression.
 
 mod address;
-mod client;
+pub(crate) mod client;
 mod resolver;
-mod target;
+pub(crate) mod target;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

@@ -33,8 +33,10 @@ pub mod file_system;
 pub mod http_fetch;
 pub mod json_query;
 pub mod self_restart;
+pub mod telegram;
 pub mod text_transform;
 pub mod wait;
+pub mod web_api;
 pub mod workspace;
 
 use goondan_runtime::tool::ToolDefinitionError;
@@ -46,6 +48,7 @@ pub use crate::file_system::{FileSystem, FsPolicy};
 pub use crate::http_fetch::{HttpFetch, HttpPolicy};
 pub use crate::json_query::JsonQuery;
 pub use crate::self_restart::SelfRestart;
+pub use crate::telegram::{Telegram, TelegramPolicy};
 pub use crate::text_transform::TextTransform;
 pub use crate::wait::{Wait, WaitPolicy};
 
@@ -62,6 +65,7 @@ pub const TOOL_NAMES: &[&str] = &[
     TextTransform::NAME,
     Wait::NAME,
     SelfRestart::NAME,
+    Telegram::NAME,
 ];
 
 /// Every base tool, with default policies, each as built: registries, kits and libraries take
@@ -95,6 +99,7 @@ pub fn resolve_ref(package: &str, name: &str) -> Option<Result<Tool, ToolDefinit
         TextTransform::NAME => Some(TextTransform.into_tool()),
         Wait::NAME => Some(Wait::default().into_tool()),
         SelfRestart::NAME => Some(SelfRestart.into_tool()),
+        Telegram::NAME => Some(Telegram::default().into_tool()),
         _ => None,
     }
 }
