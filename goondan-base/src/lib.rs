@@ -33,6 +33,7 @@ pub mod file_system;
 pub mod http_fetch;
 pub mod json_query;
 pub mod self_restart;
+pub mod slack;
 pub mod telegram;
 pub mod text_transform;
 pub mod wait;
@@ -48,6 +49,7 @@ pub use crate::file_system::{FileSystem, FsPolicy};
 pub use crate::http_fetch::{HttpFetch, HttpPolicy};
 pub use crate::json_query::JsonQuery;
 pub use crate::self_restart::SelfRestart;
+pub use crate::slack::{Slack, SlackPolicy};
 pub use crate::telegram::{Telegram, TelegramPolicy};
 pub use crate::text_transform::TextTransform;
 pub use crate::wait::{Wait, WaitPolicy};
@@ -66,6 +68,7 @@ pub const TOOL_NAMES: &[&str] = &[
     Wait::NAME,
     SelfRestart::NAME,
     Telegram::NAME,
+    Slack::NAME,
 ];
 
 /// Every base tool, with default policies, each as built: registries, kits and libraries take
@@ -100,6 +103,7 @@ pub fn resolve_ref(package: &str, name: &str) -> Option<Result<Tool, ToolDefinit
         Wait::NAME => Some(Wait::default().into_tool()),
         SelfRestart::NAME => Some(SelfRestart.into_tool()),
         Telegram::NAME => Some(Telegram::default().into_tool()),
+        Slack::NAME => Some(Slack::default().into_tool()),
         _ => None,
     }
 }

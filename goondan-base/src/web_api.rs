@@ -299,6 +299,28 @@ pub fn resolve_token(
         .find_map(|key| lookup(key).filter(|v| !v.is_empty()))
 }
 
+/// Percent-encodes `pairs` as `application/x-www-form-urlencoded`.
+pub(crate) fn form_encode(pairs: &[(&str, String)]) -> String {
+    let encode = |s: &str| {
+        let mut out = String::with_capacity(s.len());
+        for b in s.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    out.push(char::from(b));
+                }
+                b' ' => out.push('+'),
+                _ => out.push_str(&format!("%{b:02X}")),
+            }
+        }
+        out
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +340,12 @@ mod tests {
         assert!(!base.same_as("http://127.0.0.2:8080/api"));
         assert!(ApiBase::parse("ftp://x").is_err());
         assert!(ApiBase::parse("https://x/?a=1").is_err());
+    }
+
+    #[test]
+    fn form_encoding() {
+        let body = form_encode(&[("channel", "C1".into()), ("latest", "1.5 x&y".into())]);
+        assert_eq!(body, "channel=C1&latest=1.5+x%26y");
     }
 
     #[test]
