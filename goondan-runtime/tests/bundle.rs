@@ -710,3 +710,22 @@ fn loader_never_panics_on_mutated_yaml() {
         let _ = bundle.registry(&library());
     }
 }
+
+/// Nesting a million levels deep in flow style, or in block style (`- - - x`), is an
+/// error, found without recursing on the input (the parser's own loader would overflow the
+/// stack).
+#[test]
+fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
+    let flow = "[".repeat(1_000_000);
+    let block = format!("{}x\n", "- ".repeat(1_000_000));
+    for text in [flow, block] {
+        let diagnostics =
+            within_10s(move || Bundle::from_yaml(&text, "deep.yaml").diagnostics().to_vec());
+        assert!(
+            diagnostics.iter().any(|d| d.line >= 1
+                && (d.message.contains("nest deeper than 64 levels")
+                    || d.message.contains("recursion limit"))),
+            "{diagnostics:?}"
+        );
+    }
+}

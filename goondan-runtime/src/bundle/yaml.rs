@@ -11,8 +11,8 @@
 //!   few bytes), and all aliases and anchors of a file together may cost at most
 //!   [`MAX_ALIAS_EXPANSION`]: the "billion laughs" guard, for nested mappings, sequences and
 //!   long strings alike;
-//! - lines are remembered only for JSON pointers up to 1 KiB long (deeper fields take the line
-//!   of their nearest remembered ancestor).
+//! - lines are remembered only for JSON pointers up to 1 KiB long, and for at most 8 MiB of
+//!   pointers per file (other fields take the line of their nearest remembered ancestor).
 //!
 //! A leading byte order mark is skipped, and YAML merge keys (`<<: *base`, or
 //! `<<: [*a, *b]`) merge the named mappings into the mapping that holds them; keys written in
@@ -44,6 +44,10 @@ const MAX_NODES: usize = 1_000_000;
 
 /// The longest JSON pointer whose line is remembered.
 const MAX_POINTER: usize = 1024;
+
+/// How many bytes of JSON pointers one file may remember lines for; past it, fields take the
+/// line of their nearest remembered ancestor.
+const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
 /// The key that merges mappings into the mapping that holds it.
 const MERGE_KEY: &str = "<<";
@@ -141,6 +145,8 @@ struct Builder {
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     lines: HashMap<String, usize>,
+    /// The bytes of the pointers in `lines`, over every document.
+    remembered: usize,
     doc_line: usize,
     nodes: usize,
     expanded: usize,
@@ -219,8 +225,12 @@ impl Builder {
     /// Remembers the line of the node about to be added.
     fn remember_line(&mut self, line: usize) -> Option<String> {
         let p = self.child_pointer();
-        if let Some(p) = &p {
-            self.lines.entry(p.clone()).or_insert(line);
+        if let Some(p) = &p
+            && self.remembered.saturating_add(p.len()) <= MAX_LINE_BYTES
+            && !self.lines.contains_key(p)
+        {
+            self.remembered += p.len();
+            self.lines.insert(p.clone(), line);
         }
         p
     }
@@ -577,5 +587,36 @@ mod tests {
             ));
         }
         assert!(parse(&bomb).unwrap_err().message.contains("more than"));
+    }
+
+    /// `levels` nested mappings with 110-byte keys around `leaf`, and the leaf's pointer.
+    fn nested(levels: usize, leaf: &str) -> (String, String) {
+        let mut text = String::new();
+        let mut pointer = String::new();
+        for l in 0..levels {
+            let key = format!("{l:03}{}", "k".repeat(107));
+            text.push_str(&format!("{}{key}:\n", "  ".repeat(l)));
+            pointer.push_str(&format!("/{key}"));
+        }
+        text.push_str(&format!("{}{leaf}\n", "  ".repeat(levels)));
+        (text, pointer)
+    }
+
+    #[test]
+    fn lines_are_remembered_for_bounded_pointer_bytes() {
+        // 200 000 values under a path of about 1 000 bytes would remember 200 MB of pointers.
+        let items = vec!["x"; 200_000].join(",");
+        let (text, pointer) = nested(9, &format!("[{items}]"));
+        let docs = parse(&text).unwrap();
+        let bytes: usize = docs[0].lines.keys().map(String::len).sum();
+        assert!(bytes <= MAX_LINE_BYTES, "{bytes}");
+        assert_eq!(docs[0].line_of(&format!("{pointer}/0")), 10);
+        // Fields past the budget take an ancestor's line.
+        assert_eq!(docs[0].line_of(&format!("{pointer}/199999")), 10);
+        // Pointers over 1 KiB are not remembered at all.
+        let (text, pointer) = nested(12, "a: 1");
+        let docs = parse(&text).unwrap();
+        assert!(docs[0].lines.keys().all(|p| p.len() < MAX_POINTER));
+        assert!(docs[0].line_of(&format!("{pointer}/a")) < 12);
     }
 }
