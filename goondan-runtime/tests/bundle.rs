@@ -336,6 +336,17 @@ spec:
             .error_message_limit(),
         40
     );
+    // A quoted "<<" is an ordinary key.
+    let quoted = Bundle::from_yaml(
+        "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  \"<<\": {b: 1}\n",
+        "quoted.yaml",
+    );
+    assert!(
+        quoted.diagnostics().is_empty(),
+        "{:?}",
+        quoted.diagnostics()
+    );
+    assert_eq!(quoted.resources()[0].value["spec"], json!({"<<": {"b": 1}}));
     // A merge key takes mappings only, and says so.
     let bad = Bundle::from_yaml("a:\n  <<: [1, 2]\n", "bad.yaml");
     assert!(

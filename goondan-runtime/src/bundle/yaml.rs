@@ -14,9 +14,10 @@
 //! - lines are remembered only for JSON pointers up to 1 KiB long, and for at most 8 MiB of
 //!   pointers per file (other fields take the line of their nearest remembered ancestor).
 //!
-//! A leading byte order mark is skipped, and YAML merge keys (`<<: *base`, or
+//! A leading byte order mark is skipped, and YAML merge keys (a plain `<<: *base`, or
 //! `<<: [*a, *b]`) merge the named mappings into the mapping that holds them; keys written in
-//! that mapping win, then earlier merged mappings over later ones.
+//! that mapping win, then earlier merged mappings over later ones. A quoted `"<<"` is an
+//! ordinary key.
 
 use std::collections::HashMap;
 
@@ -92,6 +93,8 @@ struct Node {
     nodes: usize,
     /// How deep it nests (a scalar is 1).
     depth: usize,
+    /// Whether it is a plain `<<`, read where a key is expected: a merge key.
+    merge: bool,
 }
 
 /// A key being read, or read.
@@ -305,7 +308,7 @@ impl Builder {
                 ..
             } => match std::mem::replace(key, Key::Pending) {
                 Key::Pending => {
-                    let merge = matches!(&node.value, Value::String(s) if s == MERGE_KEY);
+                    let merge = node.merge;
                     let k = key_text(&node.value);
                     *size = size.saturating_add(k.len());
                     let twice = map.contains_key(&k);
@@ -364,6 +367,7 @@ impl Builder {
                     size: size.saturating_add(NODE_COST),
                     nodes: nodes.saturating_add(1),
                     depth: depth.max(1),
+                    merge: false,
                 };
                 self.add(node, anchor, line);
             }
@@ -387,6 +391,7 @@ impl Builder {
                     size: size.saturating_add(NODE_COST),
                     nodes: nodes.saturating_add(1),
                     depth: depth.max(1),
+                    merge: false,
                 };
                 self.add(node, anchor, line);
             }
@@ -415,6 +420,7 @@ impl MarkedEventReceiver for Builder {
                     self.remember_line(line);
                 }
                 let size = NODE_COST.saturating_add(text.len());
+                let merge = self.is_key_next() && style == TScalarStyle::Plain && text == MERGE_KEY;
                 let value = if self.is_key_next() && style == TScalarStyle::Plain {
                     // Keys stay text (`<<` included), whatever they look like.
                     Value::String(text)
@@ -426,6 +432,7 @@ impl MarkedEventReceiver for Builder {
                     size,
                     nodes: 1,
                     depth: 1,
+                    merge,
                 };
                 self.add(node, anchor, line);
             }
@@ -454,6 +461,7 @@ impl MarkedEventReceiver for Builder {
                     size,
                     nodes,
                     depth,
+                    merge: false,
                 };
                 self.add(node, 0, line);
             }
