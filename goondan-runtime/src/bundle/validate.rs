@@ -1,5 +1,7 @@
-//! The rules of each kind: the seeds' validation checklist (§13) for Tool resources, and the
-//! references of Agents and Swarms. Every problem is collected; nothing stops at the first.
+//! The rules of each kind: the seeds' validation checklist (§13) for Tool resources, and every
+//! reference between resources (an Agent's tools, model, extensions and system prompt file, a
+//! Swarm's agents, a Connection's swarm), each miss an `E_CONFIG_REF_NOT_FOUND` with its line.
+//! Every problem is collected; nothing stops at the first.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;

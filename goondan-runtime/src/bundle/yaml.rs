@@ -254,7 +254,7 @@ impl Builder {
             self.fail(
                 line,
                 format!(
-                    "aliases expand to more than {MAX_ALIAS_EXPANSION} bytes (the alias expansion limit): write the values out, or alias less"
+                    "anchors and aliases expand to more than {MAX_ALIAS_EXPANSION} bytes (the alias expansion limit): write the values out, or alias less"
                 ),
             );
             return false;
