@@ -180,6 +180,10 @@ pub struct ScriptInput {
     /// Arguments passed to the script.
     #[serde(default)]
     pub args: Option<Vec<String>>,
+    /// The interpreter, run as `shell path args...` (default: run the script directly when it
+    /// is executable, else with the configured shell).
+    #[serde(default)]
+    pub shell: Option<String>,
     /// Milliseconds before the script is killed (default 30000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
@@ -283,11 +287,13 @@ impl Bash {
             .unwrap_or_default()
             .into_iter()
             .map(OsString::from);
-        let (program, args) = if executable {
-            (abs.into_os_string(), script_args.collect())
-        } else {
-            let args = std::iter::once(abs.into_os_string()).chain(script_args);
-            (self.policy.shell.clone().into_os_string(), args.collect())
+        let (program, args) = match input.shell {
+            None if executable => (abs.into_os_string(), script_args.collect()),
+            shell => {
+                let shell = shell.map_or_else(|| self.policy.shell.clone(), PathBuf::from);
+                let args = std::iter::once(abs.into_os_string()).chain(script_args);
+                (shell.into_os_string(), args.collect())
+            }
         };
         let invocation = Invocation {
             program,

@@ -2,8 +2,8 @@
 //!
 //! - `file-system__read {path, maxBytes? = 100000}` -> `{path, size, truncated, content}`
 //! - `file-system__write {path, content, append?}` -> `{path, size, written: true}`
-//! - `file-system__list {path? = ".", recursive?}` -> `{path, entries, truncated}`
-//! - `file-system__mkdir {path}` -> `{path, created}`
+//! - `file-system__list {path? = ".", recursive?, includeDirs? = true, includeFiles? = true}` -> `{path, entries, truncated}`
+//! - `file-system__mkdir {path, recursive? = true}` -> `{path, created}`
 //!
 //! Every path is confined to the workdir, links included: see [`crate::workspace`]. A regular
 //! file with more than one hard link is never read or appended to (`E_PATH_HARDLINK`): another
@@ -114,6 +114,13 @@ pub struct ListInput {
     /// List subdirectories too (default false). Links to directories are not followed.
     #[serde(default)]
     pub recursive: Option<bool>,
+    /// Include directories in the entries (default true). Directories left out are still
+    /// walked when `recursive`.
+    #[serde(default)]
+    pub include_dirs: Option<bool>,
+    /// Include files and everything else that is not a directory (default true).
+    #[serde(default)]
+    pub include_files: Option<bool>,
 }
 
 /// One entry of a listing.
@@ -146,8 +153,11 @@ pub struct ListOutput {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MkdirInput {
-    /// The directory, relative to the workdir. Parents are created.
+    /// The directory, relative to the workdir.
     pub path: String,
+    /// Create missing parents too (default true). When false, the parent must exist.
+    #[serde(default)]
+    pub recursive: Option<bool>,
 }
 
 /// Output of `file-system__mkdir`.
@@ -212,10 +222,12 @@ impl FileSystem {
         let raw = input.path.unwrap_or_else(|| ".".to_owned());
         let rel = RelPath::parse(&raw)?;
         let policy = Arc::clone(&self.policy);
-        let recursive = input.recursive.unwrap_or(false);
-        with_dir(ctx, move |dir| {
-            list_dir(dir, &rel, &raw, recursive, &policy)
-        })
+        let walk = Walk {
+            recursive: input.recursive.unwrap_or(false),
+            dirs: input.include_dirs.unwrap_or(true),
+            files: input.include_files.unwrap_or(true),
+        };
+        with_dir(ctx, move |dir| list_dir(dir, &rel, &raw, walk, &policy))
         .await
     }
 
@@ -226,7 +238,18 @@ impl FileSystem {
         input: MkdirInput,
     ) -> Result<MkdirOutput, ToolError> {
         let rel = RelPath::parse(&input.path)?;
+        let parents = input.recursive.unwrap_or(true);
         with_dir(ctx, move |dir| {
+            if !parents
+                && let Some(parent) = rel.as_path().parent()
+                && !parent.as_os_str().is_empty()
+            {
+                match dir.metadata(parent) {
+                    Ok(meta) if meta.is_dir() => {}
+                    Ok(_) => return Err(not_a(codes::NOT_A_DIRECTORY, &input.path, "directory")),
+                    Err(err) => return Err(io_error(&input.path, &err)),
+                }
+            }
             let created = ensure_dir(dir, rel.as_path(), &input.path)?;
             Ok(MkdirOutput {
                 path: rel.display(),
@@ -374,13 +397,22 @@ fn temp_name(parent: &Path, name: &std::ffi::OsStr) -> PathBuf {
     parent.join(tmp)
 }
 
+/// What a `list` walks and shows.
+#[derive(Clone, Copy)]
+struct Walk {
+    recursive: bool,
+    dirs: bool,
+    files: bool,
+}
+
 fn list_dir(
     dir: &Dir,
     rel: &RelPath,
     raw: &str,
-    recursive: bool,
+    walk: Walk,
     policy: &FsPolicy,
 ) -> Result<ListOutput, ToolError> {
+    let recursive = walk.recursive;
     let meta = dir.metadata(rel.as_path()).map_err(|e| io_error(raw, &e))?;
     if !meta.is_dir() {
         return Err(not_a(codes::NOT_A_DIRECTORY, raw, "directory"));
@@ -434,6 +466,14 @@ fn list_dir(
                     // The depth bound, not the caller, leaves this directory's entries out.
                     too_deep = true;
                 }
+            }
+            let shown = if file_type.is_dir() {
+                walk.dirs
+            } else {
+                walk.files
+            };
+            if !shown {
+                continue;
             }
             entries.push(Entry {
                 path: path.to_string_lossy().into_owned(),

@@ -602,3 +602,26 @@ async fn base_1_a_missing_shell_is_a_spawn_error() {
         .await
         .assert_error("E_BASH_SPAWN");
 }
+
+/// Upstream's `script {shell}`: the script runs under the named interpreter.
+#[tokio::test]
+async fn base_5_script_runs_under_the_shell_it_names() {
+    let kit = kit();
+    let dir = kit.workdir();
+    std::fs::write(dir.join("s.sh"), "echo \"$0 $1\"\n").unwrap();
+    let r = kit
+        .call(
+            "bash__script",
+            json!({"path": "s.sh", "args": ["x"], "shell": "/bin/bash"}),
+        )
+        .await;
+    let out = r.assert_ok();
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(stdout.ends_with("s.sh x\n"), "{stdout}");
+    kit.call(
+        "bash__script",
+        json!({"path": "s.sh", "shell": "/no/such/shell"}),
+    )
+    .await
+    .assert_error("E_BASH_SPAWN");
+}

@@ -512,3 +512,48 @@ async fn list_reports_truncated_when_the_depth_bound_cuts_the_walk() {
     assert_eq!(paths(&r), ["t/a"]);
     assert_eq!(r.assert_ok()["truncated"], false);
 }
+
+/// Upstream's `includeDirs` / `includeFiles` (BASE-5: the same parameters as the base package).
+#[tokio::test]
+async fn base_5_list_include_dirs_and_files_filter_the_entries() {
+    let f = Fixture::new();
+    let w = f.kit.workdir();
+    std::fs::create_dir_all(w.join("t/d/e")).unwrap();
+    std::fs::write(w.join("t/a.txt"), "a").unwrap();
+    std::fs::write(w.join("t/d/b.txt"), "b").unwrap();
+    let paths = |r: ToolCallResult| -> Vec<String> {
+        r.assert_ok()["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = json!({"path": "t", "recursive": true});
+    assert_eq!(
+        paths(f.call("list", all).await),
+        ["t/a.txt", "t/d", "t/d/b.txt", "t/d/e"]
+    );
+    let files = json!({"path": "t", "recursive": true, "includeDirs": false});
+    assert_eq!(paths(f.call("list", files).await), ["t/a.txt", "t/d/b.txt"]);
+    let dirs = json!({"path": "t", "recursive": true, "includeFiles": false});
+    assert_eq!(paths(f.call("list", dirs).await), ["t/d", "t/d/e"]);
+}
+
+/// Upstream's `mkdir {recursive}`: true by default; false needs the parent to exist.
+#[tokio::test]
+async fn base_5_mkdir_without_recursive_needs_the_parent() {
+    let f = Fixture::new();
+    let w = f.kit.workdir().to_path_buf();
+    let r = f
+        .call("mkdir", json!({"path": "p/q/r", "recursive": false}))
+        .await;
+    assert!(r.is_error(), "{r:?}");
+    assert!(!w.join("p").exists());
+    f.call("mkdir", json!({"path": "p", "recursive": false}))
+        .await
+        .assert_ok();
+    assert!(w.join("p").is_dir());
+    f.call("mkdir", json!({"path": "x/y/z"})).await.assert_ok();
+    assert!(w.join("x/y/z").is_dir());
+}

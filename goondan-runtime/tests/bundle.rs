@@ -64,18 +64,15 @@ fn spec_7_typescript_style_bundle_loads_with_every_kind() {
             Kind::Agent,
             Kind::Swarm,
             Kind::Connection,
-            Kind::Other("Gadget".into())
+            Kind::Extension,
         ]
     );
-    // Unknown kinds are kept and reported as warnings, with their line.
-    let warnings: Vec<_> = bundle
-        .diagnostics()
-        .iter()
-        .filter(|d| d.severity == Severity::Warning)
-        .collect();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].message.contains("unknown kind `Gadget`"));
-    assert_eq!(warnings[0].line, 77);
+    // Every reference (model, system prompt file, extension, swarm) resolves: no problem.
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
     assert_eq!(
         bundle.agent_tools("coder").unwrap(),
         vec!["bash", "text-utils"]
@@ -83,6 +80,402 @@ fn spec_7_typescript_style_bundle_loads_with_every_kind() {
     assert_eq!(bundle.max_steps_per_turn("coder"), Some(7));
     assert_eq!(bundle.entry_agent().as_deref(), Some("coder"));
     assert!(bundle.agent_tools("nobody").is_err());
+}
+
+#[test]
+fn config_unknown_kind_is_an_error_with_its_code_and_line() {
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec: {}\n---\napiVersion: goondan.ai/v1\nkind: Gadget\nmetadata:\n  name: future-kind\nspec: {}\n";
+    let err = Bundle::from_yaml(yaml, "g.yaml").checked().unwrap_err();
+    let d = err.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].severity, Severity::Error);
+    assert_eq!(d[0].line, 7);
+    assert_eq!(d[0].resource.as_deref(), Some("Gadget/future-kind"));
+    assert!(
+        d[0].message
+            .starts_with("E_CONFIG_UNKNOWN_KIND: unknown kind `Gadget`"),
+        "{}",
+        d[0].message
+    );
+    assert!(d[0].message.contains("`Extension`"), "{}", d[0].message);
+}
+
+/// A bundle whose every kind of reference misses, in a real directory: each miss is an
+/// `E_CONFIG_REF_NOT_FOUND` error on the line of the reference, naming what the bundle has.
+#[test]
+fn config_every_reference_is_checked_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("prompts")).unwrap();
+    std::fs::write(dir.path().join("prompts/ok.md"), "You help.\n").unwrap();
+    let yaml = r#"apiVersion: goondan.ai/v1
+kind: Model
+metadata: {name: claude}
+spec: {provider: anthropic}
+---
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: skills}
+spec: {}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: good}
+spec:
+  modelConfig: {modelRef: "Model/claude"}
+  prompts: {systemRef: "./prompts/ok.md"}
+  extensions: ["Extension/skills", {ref: {kind: Extension, name: x, package: "@goondan/base"}}]
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: bad}
+spec:
+  modelConfig:
+    modelRef: "Model/gpt"
+  prompts:
+    systemRef: "./prompts/missing.md"
+  extensions:
+    - "Extension/compaction"
+    - "Model/claude"
+---
+apiVersion: goondan.ai/v1
+kind: Swarm
+metadata: {name: s}
+spec:
+  entryAgent: "Agent/ghost"
+  agents:
+    - ref: "Agent/good"
+    - ref: "Agent/phantom"
+---
+apiVersion: goondan.ai/v1
+kind: Connection
+metadata: {name: cli}
+spec:
+  swarmRef: "Swarm/nowhere"
+"#;
+    let path = dir.path().join("goondan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let err = Bundle::load(&path).unwrap_err();
+    let d: Vec<_> = err
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            (
+                d.line,
+                d.resource.clone().unwrap_or_default(),
+                d.message.clone(),
+            )
+        })
+        .collect();
+    let has = |line: usize, resource: &str, texts: &[&str]| {
+        d.iter()
+            .any(|(l, r, m)| *l == line && r == resource && texts.iter().all(|t| m.contains(t)))
+    };
+    let missing = "E_CONFIG_REF_NOT_FOUND";
+    assert!(
+        has(24, "Agent/bad", &[missing, "`Model/gpt`", "`claude`"]),
+        "{d:#?}"
+    );
+    assert!(has(26, "Agent/bad", &[missing, "missing.md"]), "{d:#?}");
+    assert!(
+        has(
+            28,
+            "Agent/bad",
+            &[missing, "`Extension/compaction`", "`skills`"]
+        ),
+        "{d:#?}"
+    );
+    assert!(
+        has(29, "Agent/bad", &["expected kind `Extension`"]),
+        "{d:#?}"
+    );
+    assert!(
+        has(35, "Swarm/s", &[missing, "`Agent/ghost`", "`bad`, `good`"]),
+        "{d:#?}"
+    );
+    assert!(has(38, "Swarm/s", &[missing, "`Agent/phantom`"]), "{d:#?}");
+    assert!(
+        has(44, "Connection/cli", &[missing, "`Swarm/nowhere`", "`s`"]),
+        "{d:#?}"
+    );
+    assert_eq!(d.len(), 7, "{d:#?}");
+    assert!(err.diagnostics().iter().all(|x| x.file == path));
+}
+
+#[test]
+fn base_5_a_missing_package_tool_names_the_tools_the_package_has() {
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata:\n  name: a\nspec:\n  tools:\n    - ref: {kind: Tool, name: bsh, package: \"@goondan/base\"}\n";
+    let library = ToolLibrary::default().package_tools("@goondan/base", [fake_bash()]);
+    let err = Bundle::from_yaml(yaml, "b.yaml")
+        .registry(&library)
+        .unwrap_err();
+    let d = err.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].line, 7);
+    assert!(
+        d[0].message.contains("E_CONFIG_REF_NOT_FOUND")
+            && d[0].message.contains("no tool named `bsh`")
+            && d[0].message.contains("its tools are: `bash`"),
+        "{}",
+        d[0].message
+    );
+    // The same reference, spelled right, resolves.
+    let fixed = yaml.replace("bsh", "bash");
+    assert!(
+        Bundle::from_yaml(&fixed, "b.yaml")
+            .registry(&library)
+            .is_ok()
+    );
+}
+
+/// The YAML `parameters` of an export must describe the compiled tool: a property it lacks,
+/// another type, another required set are each reported once, on their line.
+#[test]
+fn spec_5_yaml_parameters_that_disagree_with_the_compiled_tool_are_errors() {
+    let yaml = r#"apiVersion: goondan.ai/v1
+kind: Tool
+metadata:
+  name: text-utils
+spec:
+  exports:
+    - name: uppercase
+      parameters:
+        type: object
+        properties:
+          text: {type: integer}
+          loud: {type: boolean}
+        required: [text, loud]
+    - name: fail
+      parameters:
+        type: object
+        properties: {}
+"#;
+    let bundle = Bundle::from_yaml(yaml, "b.yaml");
+    assert!(!bundle.has_errors(), "{:?}", bundle.diagnostics());
+    let err = bundle.registry(&library()).unwrap_err();
+    let d: Vec<_> = err
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect();
+    assert_eq!(d.len(), 3, "{d:#?}");
+    let has = |line: usize, texts: &[&str]| {
+        d.iter()
+            .any(|(l, m)| *l == line && texts.iter().all(|t| m.contains(t)))
+    };
+    assert!(
+        has(
+            11,
+            &["export `uppercase`", "`text`", "`integer`", "`string`"]
+        ),
+        "{d:#?}"
+    );
+    assert!(
+        has(12, &["export `uppercase`", "`loud`", "no such parameter"]),
+        "{d:#?}"
+    );
+    assert!(has(13, &["export `uppercase`", "`required`"]), "{d:#?}");
+    // Matching parameters (the fixture's) pass.
+    assert!(
+        Bundle::load(fixture("ts_style.yaml"))
+            .unwrap()
+            .registry(&library())
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_utf8_byte_order_mark_is_accepted() {
+    let yaml = "\u{feff}apiVersion: goondan.ai/v1\nkind: Model\nmetadata:\n  name: m\nspec: {provider: anthropic}\n";
+    let bundle = Bundle::from_yaml(yaml, "bom.yaml");
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    assert_eq!(bundle.resources()[0].name, "m");
+    assert_eq!(bundle.resources()[0].line_of("/metadata/name"), 4);
+    // From a file too.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("goondan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    assert!(Bundle::load(&path).is_ok());
+}
+
+#[test]
+fn yaml_merge_keys_merge_mappings_and_written_keys_win() {
+    let yaml = r#"apiVersion: goondan.ai/v1
+kind: Tool
+metadata: {name: text-utils}
+spec:
+  <<: &defaults {errorMessageLimit: 40, entry: "./a.ts"}
+  entry: "./b.ts"
+  exports:
+    - &upper
+      name: uppercase
+      description: shared
+    - <<: [*upper, {description: other}]
+      name: fail
+"#;
+    let bundle = Bundle::from_yaml(yaml, "merge.yaml");
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    let spec = &bundle.resources()[0].value["spec"];
+    assert_eq!(spec["errorMessageLimit"], 40);
+    assert_eq!(spec["entry"], "./b.ts");
+    assert_eq!(
+        spec["exports"][1],
+        json!({"name": "fail", "description": "shared"})
+    );
+    let registry = bundle.registry(&library()).unwrap();
+    assert_eq!(
+        registry
+            .resource("text-utils")
+            .unwrap()
+            .error_message_limit(),
+        40
+    );
+    // A quoted "<<" is an ordinary key.
+    let quoted = Bundle::from_yaml(
+        "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  \"<<\": {b: 1}\n",
+        "quoted.yaml",
+    );
+    assert!(
+        quoted.diagnostics().is_empty(),
+        "{:?}",
+        quoted.diagnostics()
+    );
+    assert_eq!(quoted.resources()[0].value["spec"], json!({"<<": {"b": 1}}));
+    // A merge key takes mappings only, and says so.
+    let bad = Bundle::from_yaml("a:\n  <<: [1, 2]\n", "bad.yaml");
+    assert!(
+        bad.diagnostics()
+            .iter()
+            .any(|d| d.line == 2 && d.message.contains("merge key `<<`")),
+        "{:?}",
+        bad.diagnostics()
+    );
+}
+
+/// Runs `f` on its own thread; a regression that hangs fails after a generous 10 s instead of
+/// blocking the suite.
+fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the loader did not finish within 10 s")
+}
+
+/// The bundle's errors, checked to name the alias expansion limit.
+fn refused_by_alias_limit(yaml: String) {
+    let size = yaml.len();
+    let diagnostics =
+        within_10s(move || Bundle::from_yaml(&yaml, "bomb.yaml").diagnostics().to_vec());
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error && d.message.contains("alias expansion limit")),
+        "a {size}-byte bomb: {diagnostics:?}"
+    );
+}
+
+#[test]
+fn alias_bomb_of_long_strings_is_refused_by_the_expansion_limit() {
+    // A 90 KB string, aliased ten times per level over three levels: 90 MB expanded from a
+    // file of about 90 KB.
+    let mut bomb = format!("s0: &s0 \"{}\"\n", "x".repeat(90_000));
+    for i in 1..4 {
+        let p = i - 1;
+        let items = vec![format!("*s{p}"); 10].join(", ");
+        bomb.push_str(&format!("s{i}: &s{i} [{items}]\n"));
+    }
+    assert!(bomb.len() < 100_000);
+    refused_by_alias_limit(bomb);
+}
+
+#[test]
+fn alias_bomb_of_nested_sequences_is_refused_by_the_expansion_limit() {
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let p = i - 1;
+        let items = vec![format!("*a{p}"); 10].join(", ");
+        bomb.push_str(&format!("a{i}: &a{i} [{items}]\n"));
+    }
+    refused_by_alias_limit(bomb);
+}
+
+#[test]
+fn alias_bomb_of_nested_mappings_is_refused_by_the_expansion_limit() {
+    let keys = |v: &str| {
+        (0..10)
+            .map(|k| format!("k{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut bomb = format!("m0: &m0 {{{}}}\n", keys("x"));
+    for i in 1..10 {
+        bomb.push_str(&format!(
+            "m{i}: &m{i} {{{}}}\n",
+            keys(&format!("*m{}", i - 1))
+        ));
+    }
+    refused_by_alias_limit(bomb);
+}
+
+#[test]
+fn small_aliases_are_still_expanded() {
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  a: &a [1, 2, {b: c}]\n  c: [*a, *a]\n";
+    let bundle = Bundle::from_yaml(yaml, "ok.yaml");
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    assert_eq!(
+        bundle.resources()[0].value["spec"]["c"][1],
+        json!([1, 2, {"b": "c"}])
+    );
+}
+
+#[test]
+fn a_file_over_the_size_cap_is_refused_with_a_clear_error() {
+    use goondan_runtime::bundle::{BundleError, MAX_FILE_BYTES};
+    assert_eq!(MAX_FILE_BYTES, 8 * 1024 * 1024);
+    let head = "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec: {}\n";
+    let padding = "# padding\n".repeat(MAX_FILE_BYTES / 10 + 1);
+    let text = format!("{head}{padding}");
+    assert!(text.len() > MAX_FILE_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("goondan.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let err = Bundle::read(&path).unwrap_err();
+    assert!(matches!(err, BundleError::TooLarge { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("size limit of 8388608 bytes (8 MiB)"),
+        "{message}"
+    );
+    // The same text handed over in memory is an error too.
+    let bundle = Bundle::from_yaml(&text, "big.yaml");
+    assert!(
+        bundle
+            .diagnostics()
+            .iter()
+            .any(|d| d.line == 1 && d.message.contains("size limit")),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    // Just under the cap is read.
+    let under = format!(
+        "{head}{}",
+        "# padding\n".repeat((MAX_FILE_BYTES - head.len()) / 10)
+    );
+    std::fs::write(&path, &under).unwrap();
+    assert!(Bundle::load(&path).is_ok());
 }
 
 #[tokio::test]
@@ -370,5 +763,24 @@ fn loader_never_panics_on_mutated_yaml() {
             );
         }
         let _ = bundle.registry(&library());
+    }
+}
+
+/// Nesting a million levels deep in flow style, or in block style (`- - - x`), is an
+/// error, found without recursing on the input (the parser's own loader would overflow the
+/// stack).
+#[test]
+fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
+    let flow = "[".repeat(1_000_000);
+    let block = format!("{}x\n", "- ".repeat(1_000_000));
+    for text in [flow, block] {
+        let diagnostics =
+            within_10s(move || Bundle::from_yaml(&text, "deep.yaml").diagnostics().to_vec());
+        assert!(
+            diagnostics.iter().any(|d| d.line >= 1
+                && (d.message.contains("nest deeper than 64 levels")
+                    || d.message.contains("recursion limit"))),
+            "{diagnostics:?}"
+        );
     }
 }

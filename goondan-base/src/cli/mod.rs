@@ -129,9 +129,7 @@ pub enum Format {
 pub fn default_library() -> ToolLibrary {
     ToolLibrary::linked()
         .tools(crate::tools())
-        .package(crate::PACKAGE, |name| {
-            crate::resolve_ref(crate::PACKAGE, name)
-        })
+        .package_tools(crate::PACKAGE, crate::tools())
 }
 
 /// Runs the command line of this process with [`default_library`].

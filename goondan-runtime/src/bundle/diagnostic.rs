@@ -91,6 +91,14 @@ pub enum BundleError {
         #[source]
         source: std::io::Error,
     },
+    /// The file is over [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES).
+    #[error("cannot read `{}`: {message}", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size and the limit.
+        message: String,
+    },
     /// The bundle has errors; every problem found, warnings included.
     #[error("{}", render(diagnostics))]
     Invalid {

@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::Bundle;
 use super::diagnostic::{Diagnostic, Locus};
+use super::parameters;
 use super::resource::Kind;
+use super::validate::E_REF_NOT_FOUND;
 use crate::tool::{IntoTool, Tool, ToolDefinitionError, linked_tools};
 
 type Resolver = Arc<dyn Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync>;
@@ -28,6 +30,7 @@ pub struct ToolLibrary {
     /// Compiled tools whose definition is refused, reported when a bundle names them.
     refused: Vec<ToolDefinitionError>,
     packages: BTreeMap<String, Resolver>,
+    listings: BTreeMap<String, Vec<String>>,
 }
 
 impl fmt::Debug for ToolLibrary {
@@ -69,8 +72,54 @@ impl ToolLibrary {
         package: impl Into<String>,
         resolve: impl Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync + 'static,
     ) -> Self {
-        self.packages.insert(package.into(), Arc::new(resolve));
+        let package = package.into();
+        self.listings.remove(&package);
+        self.packages.insert(package, Arc::new(resolve));
         self
+    }
+
+    /// Adds a package that provides exactly `tools`: unlike [`package`](Self::package), a
+    /// reference to a tool it lacks is answered with the list of the tools it has.
+    ///
+    /// ```
+    /// use goondan_runtime::bundle::ToolLibrary;
+    /// use goondan_runtime::prelude::*;
+    ///
+    /// /// Echoes.
+    /// #[tool(name = "echo")]
+    /// pub fn say(text: String) -> String { text }
+    ///
+    /// let library = ToolLibrary::default().package_tools("@acme/tools", [say::TOOL]);
+    /// assert!(library.resolve("@acme/tools", "echo").is_some());
+    /// assert_eq!(library.package_names("@acme/tools"), Some(vec!["echo".to_owned()]));
+    /// ```
+    #[must_use]
+    pub fn package_tools<T: IntoTool>(
+        mut self,
+        package: impl Into<String>,
+        tools: impl IntoIterator<Item = T>,
+    ) -> Self {
+        let package = package.into();
+        let tools: Vec<Result<Tool, ToolDefinitionError>> =
+            tools.into_iter().map(IntoTool::into_tool).collect();
+        let name_of = |t: &Result<Tool, ToolDefinitionError>| match t {
+            Ok(tool) => tool.name().to_owned(),
+            Err(err) => err.resource().to_owned(),
+        };
+        let mut names: Vec<String> = tools.iter().map(name_of).collect();
+        names.sort_unstable();
+        self.listings.insert(package.clone(), names);
+        self.packages.insert(
+            package,
+            Arc::new(move |name| tools.iter().find(|t| name_of(t) == name).cloned()),
+        );
+        self
+    }
+
+    /// The names of the tools of `package`, when it was added with
+    /// [`package_tools`](Self::package_tools).
+    pub fn package_names(&self, package: &str) -> Option<Vec<String>> {
+        self.listings.get(package).cloned()
     }
 
     /// The compiled tool named `name`.
@@ -166,6 +215,22 @@ pub(crate) fn match_tools(
                 )));
             }
         }
+        for (i, name, _) in &declared {
+            let (Some(yaml), Some((_, export))) = (
+                exports_at(spec, *i).and_then(|e| e.get("parameters")),
+                compiled.exports().find(|(_, e)| e.name() == *name),
+            ) else {
+                continue;
+            };
+            for (pointer, message) in parameters::compare(yaml, export.parameters()) {
+                ok = false;
+                let at = r.locus_of(&format!("/spec/exports/{i}/parameters{pointer}"));
+                diags.push(at.error(format!(
+                    "export `{name}`: {message} (the YAML `parameters` must match the compiled tool `{}`, SPEC-5)",
+                    r.name
+                )));
+            }
+        }
         let declared_names: HashSet<&str> = declared.iter().map(|(_, n, _)| *n).collect();
         for name in compiled_names
             .iter()
@@ -225,22 +290,38 @@ pub(crate) fn match_tools(
             }
             let at = agent.locus.at(line);
             if !library.has_package(package) {
+                let linked: Vec<&str> = library.packages.keys().map(String::as_str).collect();
                 diags.push(at.error(format!(
-                    "package `{package}` is not linked into this program: add it with `ToolLibrary::package`"
+                    "{E_REF_NOT_FOUND}: package `{package}` is not linked into this program: add it with `ToolLibrary::package`; linked packages: {}",
+                    list(&linked)
                 )));
                 continue;
             }
             match library.resolve(package, &reference.name) {
                 Some(Ok(tool)) => tools.push((tool, at)),
                 Some(Err(err)) => diags.push(at.error(err.to_string())),
-                None => diags.push(at.error(format!(
-                    "package `{package}` has no tool named `{}`",
-                    reference.name
-                ))),
+                None => {
+                    let has = match library.package_names(package) {
+                        Some(names) => {
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                            format!("its tools are: {}", list(&names))
+                        }
+                        None => "its tools are not listed (add it with `ToolLibrary::package_tools` to list them)".to_owned(),
+                    };
+                    diags.push(at.error(format!(
+                        "{E_REF_NOT_FOUND}: package `{package}` has no tool named `{}`; {has}",
+                        reference.name
+                    )));
+                }
             }
         }
     }
     (tools, diags)
+}
+
+/// The export at `index` of a Tool's `spec.exports`.
+fn exports_at(spec: &serde_json::Map<String, Value>, index: usize) -> Option<&Value> {
+    spec.get("exports")?.as_array()?.get(index)
 }
 
 fn list(names: &[&str]) -> String {

@@ -10,10 +10,21 @@ use serde_json::Value;
 use super::API_VERSION;
 use super::diagnostic::{Diagnostic, Locus};
 use super::resource::{Kind, Resource};
+use super::validate::E_UNKNOWN_KIND;
 use super::yaml;
 
 const TOP_LEVEL: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 const METADATA: &[&str] = &["name", "labels", "annotations", "namespace"];
+const KINDS: &[&str] = &[
+    "`Package`",
+    "`Model`",
+    "`Tool`",
+    "`Agent`",
+    "`Swarm`",
+    "`Extension`",
+    "`Connection`",
+    "`Connector`",
+];
 
 /// The resources of `text` and the problems of their envelopes.
 pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnostic>) {
@@ -54,7 +65,10 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
                 continue;
             }
             None => {
-                diags.push(at.error("missing `kind`: expected one of `Package`, `Model`, `Tool`, `Agent`, `Swarm`, `Extension`, `Connection`, `Connector`"));
+                diags.push(at.error(format!(
+                    "missing `kind`: expected one of {}",
+                    KINDS.join(", ")
+                )));
                 continue;
             }
         };
@@ -81,10 +95,10 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
             None => diags.push(at.error(format!("missing `apiVersion: {API_VERSION}`"))),
         }
         if let Kind::Other(k) = &kind {
-            diags.push(
-                at.at(doc.line_of("/kind"))
-                    .warning(format!("unknown kind `{k}`: kept, not checked")),
-            );
+            diags.push(at.at(doc.line_of("/kind")).error(format!(
+                "{E_UNKNOWN_KIND}: unknown kind `{k}`: expected one of {}",
+                KINDS.join(", ")
+            )));
         }
         for key in map.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {
             let line = doc.line_of(&format!("/{}", yaml::escape(key)));

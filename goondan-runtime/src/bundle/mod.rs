@@ -43,6 +43,7 @@ mod diagnostic;
 pub mod export;
 mod library;
 mod load;
+mod parameters;
 mod resource;
 mod validate;
 mod yaml;
@@ -53,6 +54,7 @@ pub use self::diagnostic::{BundleError, Diagnostic, Severity};
 pub use self::export::{export_tool, export_tools};
 pub use self::library::ToolLibrary;
 pub use self::resource::{Kind, ObjectRef, Resource};
+pub use self::yaml::{MAX_ALIAS_EXPANSION, MAX_FILE_BYTES};
 
 use crate::registry::ToolRegistry;
 
@@ -71,17 +73,15 @@ pub struct Bundle {
 }
 
 impl Bundle {
-    /// Reads `path` (a file, or a directory holding `goondan.yaml`). Only an unreadable file
-    /// is an `Err`; problems in the file are [`diagnostics`](Self::diagnostics).
+    /// Reads `path` (a file, or a directory holding `goondan.yaml`). Only an unreadable file,
+    /// or one over [`MAX_FILE_BYTES`], is an `Err`; problems in the file are
+    /// [`diagnostics`](Self::diagnostics).
     pub fn read(path: impl AsRef<Path>) -> Result<Self, BundleError> {
         let mut path = path.as_ref().to_path_buf();
         if path.is_dir() {
             path.push(BUNDLE_FILE);
         }
-        let text = std::fs::read_to_string(&path).map_err(|source| BundleError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let text = read_capped(&path)?;
         Ok(Self::from_yaml(&text, path))
     }
 
@@ -94,7 +94,7 @@ impl Bundle {
     pub fn from_yaml(text: &str, file: impl Into<PathBuf>) -> Self {
         let file = file.into();
         let (resources, mut diagnostics) = load::resources(text, &file);
-        diagnostics.extend(validate::check(&resources));
+        diagnostics.extend(validate::check(&resources, &file));
         diagnostics.sort_by_key(|d| d.line);
         Self {
             file,
@@ -205,4 +205,37 @@ impl Bundle {
         }
         Ok(registry)
     }
+}
+
+/// The text of `path`, refused unread when it is over [`MAX_FILE_BYTES`]; the buffer is
+/// reserved fallibly, so a large file is an error rather than an abort.
+fn read_capped(path: &Path) -> Result<String, BundleError> {
+    use std::io::Read;
+    let io = |source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let too_large = |size: u64| BundleError::TooLarge {
+        path: path.to_path_buf(),
+        message: yaml::too_large(size),
+    };
+    let cap = u64::try_from(MAX_FILE_BYTES).unwrap_or(u64::MAX);
+    if size > cap {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve(usize::try_from(size).unwrap_or(MAX_FILE_BYTES))
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
+    // The file may grow while it is read: never read past the cap.
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }

@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::diagnostic::Locus;
 use super::yaml::Document;
 
-/// The kind of a resource. Unknown kinds are kept (and reported as warnings).
+/// The kind of a resource. Unknown kinds are kept, and reported as errors
+/// (`E_CONFIG_UNKNOWN_KIND`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// `Package`.

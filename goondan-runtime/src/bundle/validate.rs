@@ -1,39 +1,110 @@
-//! The rules of each kind: the seeds' validation checklist (§13) for Tool resources, and the
-//! references of Agents and Swarms. Every problem is collected; nothing stops at the first.
+//! The rules of each kind: the seeds' validation checklist (§13) for Tool resources, and every
+//! reference between resources (an Agent's tools, model, extensions and system prompt file, a
+//! Swarm's agents, a Connection's swarm), each miss an `E_CONFIG_REF_NOT_FOUND` with its line.
+//! Every problem is collected; nothing stops at the first.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
 
 use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
-use super::resource::{Kind, Resource};
+use super::resource::{Kind, ObjectRef, Resource};
 use crate::name::{validate_export_name, validate_resource_name};
 use crate::schema::{check_metaschema, check_parameters};
 
 const TOOL_SPEC: &[&str] = &["entry", "errorMessageLimit", "exports"];
 const EXPORT: &[&str] = &["name", "description", "parameters"];
 
-/// Every kind-specific problem of `resources`.
-pub(crate) fn check(resources: &[Resource]) -> Vec<Diagnostic> {
+/// The code of a reference to a resource the bundle does not have, as the TypeScript runtime
+/// raises it.
+pub(crate) const E_REF_NOT_FOUND: &str = "E_CONFIG_REF_NOT_FOUND";
+
+/// The code of a document whose `kind` is none the runtime knows.
+pub(crate) const E_UNKNOWN_KIND: &str = "E_CONFIG_UNKNOWN_KIND";
+
+/// The names of the resources of each kind.
+struct Names<'a>(HashMap<&'a Kind, BTreeSet<&'a str>>);
+
+impl Names<'_> {
+    fn has(&self, kind: &Kind, name: &str) -> bool {
+        self.0.get(kind).is_some_and(|n| n.contains(name))
+    }
+
+    fn list(&self, kind: &Kind) -> String {
+        match self.0.get(kind) {
+            Some(n) if !n.is_empty() => n
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => "none".to_owned(),
+        }
+    }
+}
+
+/// Every kind-specific problem of `resources`, read from `file` (`prompts.systemRef` files
+/// are found next to it).
+pub(crate) fn check(resources: &[Resource], file: &Path) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let names = |kind: Kind| -> HashSet<&str> {
-        resources
-            .iter()
-            .filter(|r| r.kind == kind)
-            .map(|r| r.name.as_str())
-            .collect()
-    };
-    let tools = names(Kind::Tool);
-    let agents = names(Kind::Agent);
+    let mut names = Names(HashMap::new());
+    for r in resources {
+        names.0.entry(&r.kind).or_default().insert(r.name.as_str());
+    }
+    let dir = file.parent().unwrap_or(Path::new(""));
     for r in resources {
         match r.kind {
             Kind::Tool => check_tool(r, &mut out),
-            Kind::Agent => check_agent(r, &tools, &mut out),
-            Kind::Swarm => check_swarm(r, &agents, &mut out),
+            Kind::Agent => check_agent(r, &names, dir, &mut out),
+            Kind::Swarm => check_swarm(r, &names, &mut out),
+            Kind::Connection => {
+                if let Some(v) = r.spec().and_then(|s| s.get("swarmRef")) {
+                    check_ref(r, v, "/spec/swarmRef", &Kind::Swarm, &names, &mut out);
+                }
+            }
             _ => {}
         }
     }
     out
+}
+
+/// The reference at `pointer` names a resource of `kind` in this bundle (or of a package).
+fn check_ref(
+    r: &Resource,
+    value: &Value,
+    pointer: &str,
+    kind: &Kind,
+    names: &Names<'_>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let at = r.locus_of(pointer);
+    let reference = ObjectRef::parse(value).or_else(|| {
+        value
+            .as_str()
+            .filter(|s| !s.is_empty() && !s.contains('/'))
+            .map(|name| ObjectRef {
+                kind: kind.to_string(),
+                name: name.to_owned(),
+                package: None,
+            })
+    });
+    let field = pointer.trim_start_matches("/spec/").replace('/', ".");
+    let Some(reference) = reference else {
+        out.push(at.error(format!(
+            "{value} is not a reference: write `{kind}/name` in `spec.{field}`"
+        )));
+        return;
+    };
+    if reference.kind != kind.as_str() {
+        out.push(at.error(format!(
+            "`spec.{field}` references `{reference}`; expected kind `{kind}`"
+        )));
+    } else if reference.package.is_none() && !names.has(kind, &reference.name) {
+        out.push(at.error(format!(
+            "{E_REF_NOT_FOUND}: `{reference}` is not a {kind} of this bundle; its {kind} resources are: {}",
+            names.list(kind)
+        )));
+    }
 }
 
 /// SPEC-1..7, NAME-3, NAME-5.
@@ -128,9 +199,11 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// `spec.tools` references (CAT-2, BASE-5).
-fn check_agent(r: &Resource, tools: &HashSet<&str>, out: &mut Vec<Diagnostic>) {
-    if let Some(v) = r.spec().and_then(|s| s.get("tools"))
+/// `spec.tools` (CAT-2, BASE-5), `spec.modelConfig.modelRef`, `spec.extensions` and
+/// `spec.prompts.systemRef`.
+fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagnostic>) {
+    let spec = r.spec();
+    if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {
         out.push(
@@ -148,38 +221,78 @@ fn check_agent(r: &Resource, tools: &HashSet<&str>, out: &mut Vec<Diagnostic>) {
                 "`spec.tools` references `{reference}`; expected kind `Tool`"
             ))),
             Ok(reference) => {
-                if reference.package.is_none() && !tools.contains(reference.name.as_str()) {
+                if reference.package.is_none() && !names.has(&Kind::Tool, &reference.name) {
                     out.push(at.error(format!(
-                        "`{reference}` is not a Tool of this bundle: declare it, or add `package:` to reference a linked package"
+                        "{E_REF_NOT_FOUND}: `{reference}` is not a Tool of this bundle: declare it, or add `package:` to reference a linked package; its Tool resources are: {}",
+                        names.list(&Kind::Tool)
                     )));
                 }
             }
         }
     }
+    if let Some(v) = spec
+        .and_then(|s| s.get("modelConfig"))
+        .and_then(|m| m.get("modelRef"))
+    {
+        check_ref(r, v, "/spec/modelConfig/modelRef", &Kind::Model, names, out);
+    } else if let Some(v) = spec.and_then(|s| s.get("modelRef")) {
+        check_ref(r, v, "/spec/modelRef", &Kind::Model, names, out);
+    }
+    match spec.and_then(|s| s.get("extensions")) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, v) in items.iter().enumerate() {
+                let pointer = format!("/spec/extensions/{i}");
+                check_ref(r, v, &pointer, &Kind::Extension, names, out);
+            }
+        }
+        Some(_) => out.push(
+            r.locus_of("/spec/extensions")
+                .error("`spec.extensions` must be a list of extension references"),
+        ),
+    }
+    for field in ["prompts", "prompt"] {
+        let Some(v) = spec
+            .and_then(|s| s.get(field))
+            .and_then(|p| p.get("systemRef"))
+        else {
+            continue;
+        };
+        let pointer = format!("/spec/{field}/systemRef");
+        let at = r.locus_of(&pointer);
+        match v.as_str() {
+            Some(rel) if !rel.is_empty() => {
+                let path = dir.join(rel);
+                if !path.is_file() {
+                    out.push(at.error(format!(
+                        "{E_REF_NOT_FOUND}: `spec.{field}.systemRef` names `{rel}`, but `{}` is not a file (paths are relative to the bundle file)",
+                        path.display()
+                    )));
+                }
+            }
+            _ => out.push(at.error(format!(
+                "`spec.{field}.systemRef` must be the path of a file, relative to the bundle file"
+            ))),
+        }
+    }
 }
 
 /// `spec.entryAgent` and `spec.agents` name Agents of the bundle.
-fn check_swarm(r: &Resource, agents: &HashSet<&str>, out: &mut Vec<Diagnostic>) {
-    let check = |name: &str, line: usize| {
-        (!agents.contains(name)).then(|| {
-            r.locus
-                .at(line)
-                .error(format!("`Agent/{name}` is not an Agent of this bundle"))
-        })
-    };
-    if let Some((reference, line)) = r.entry_agent() {
-        out.extend(check(&reference.name, line));
+fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
+    let spec = r.spec();
+    if let Some(v) = spec.and_then(|s| s.get("entryAgent")) {
+        check_ref(r, v, "/spec/entryAgent", &Kind::Agent, names, out);
     }
-    for (parsed, pointer) in r.raw_refs("agents") {
-        let line = r.line_of(&pointer);
-        match parsed {
-            Ok(reference) if reference.package.is_none() => {
-                out.extend(check(&reference.name, line));
+    match spec.and_then(|s| s.get("agents")) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, v) in items.iter().enumerate() {
+                check_ref(r, v, &format!("/spec/agents/{i}"), &Kind::Agent, names, out);
             }
-            Ok(_) => {}
-            Err(found) => out.push(r.locus.at(line).error(format!(
-                "{found} is not an agent reference: write `Agent/name`"
-            ))),
         }
+        Some(_) => out.push(
+            r.locus_of("/spec/agents")
+                .error("`spec.agents` must be a list of agent references"),
+        ),
     }
 }

@@ -3,7 +3,21 @@
 //! `yaml-rust2`'s event parser gives every node its position; this module builds one
 //! [`serde_json::Value`] per document and a map from each node's JSON pointer to its line, so
 //! that validation can say "line 12" without knowing any YAML. Nothing here panics or recurses
-//! on the input: nesting, aliases and size are bounded.
+//! on the input, and memory is bounded on any input:
+//!
+//! - the text is at most [`MAX_FILE_BYTES`] long;
+//! - nesting is at most 64 levels and a file holds at most a million values;
+//! - every alias costs the size of what it expands to (strings by their length, every node a
+//!   few bytes), and all aliases and anchors of a file together may cost at most
+//!   [`MAX_ALIAS_EXPANSION`]: the "billion laughs" guard, for nested mappings, sequences and
+//!   long strings alike;
+//! - lines are remembered only for JSON pointers up to 1 KiB long, and for at most 8 MiB of
+//!   pointers per file (other fields take the line of their nearest remembered ancestor).
+//!
+//! A leading byte order mark is skipped, and YAML merge keys (a plain `<<: *base`, or
+//! `<<: [*a, *b]`) merge the named mappings into the mapping that holds them; keys written in
+//! that mapping win, then earlier merged mappings over later ones. A quoted `"<<"` is an
+//! ordinary key.
 
 use std::collections::HashMap;
 
@@ -11,11 +25,33 @@ use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, ScanError, TScalarStyle};
 
+/// The largest bundle file read, in bytes (8 MiB). A larger file is refused with an error
+/// naming this limit.
+pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
+
+/// How much all aliases and anchors of one file may expand to, in bytes as
+/// [`MAX_FILE_BYTES`] counts them (8 MiB): a string costs its length and every node
+/// [`NODE_COST`] more.
+pub const MAX_ALIAS_EXPANSION: usize = 8 * 1024 * 1024;
+
+/// What one node costs in the alias budget, besides the text it holds.
+const NODE_COST: usize = 16;
+
 /// How deep mappings and sequences may nest.
 const MAX_DEPTH: usize = 64;
 
-/// How many nodes one file may produce, aliases expanded (the "billion laughs" guard).
+/// How many nodes one file may produce, aliases expanded.
 const MAX_NODES: usize = 1_000_000;
+
+/// The longest JSON pointer whose line is remembered.
+const MAX_POINTER: usize = 1024;
+
+/// How many bytes of JSON pointers one file may remember lines for; past it, fields take the
+/// line of their nearest remembered ancestor.
+const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The key that merges mappings into the mapping that holds it.
+const MERGE_KEY: &str = "<<";
 
 /// One YAML document: its value, where it starts and the line of every node.
 #[derive(Debug, Clone)]
@@ -48,28 +84,75 @@ pub(crate) struct SyntaxError {
     pub(crate) message: String,
 }
 
+/// A finished node and what it weighs.
+struct Node {
+    value: Value,
+    /// [`NODE_COST`] per node plus the length of every string and key.
+    size: usize,
+    /// How many nodes it holds.
+    nodes: usize,
+    /// How deep it nests (a scalar is 1).
+    depth: usize,
+    /// Whether it is a plain `<<`, read where a key is expected: a merge key.
+    merge: bool,
+}
+
+/// A key being read, or read.
+enum Key {
+    /// The next node is a key.
+    Pending,
+    /// The next node is the value of this key.
+    Named(String),
+    /// The next node is the value of a merge key.
+    Merge,
+}
+
 enum Frame {
     Seq {
         items: Vec<Value>,
         anchor: usize,
-        pointer: String,
+        pointer: Option<String>,
+        size: usize,
+        nodes: usize,
+        depth: usize,
     },
     Map {
         map: Map<String, Value>,
-        key: Option<String>,
+        key: Key,
+        merges: Vec<Map<String, Value>>,
         anchor: usize,
-        pointer: String,
+        pointer: Option<String>,
+        size: usize,
+        nodes: usize,
+        depth: usize,
     },
+}
+
+impl Frame {
+    fn weigh(&mut self, node: &Node) {
+        let (Frame::Seq {
+            size, nodes, depth, ..
+        }
+        | Frame::Map {
+            size, nodes, depth, ..
+        }) = self;
+        *size = size.saturating_add(node.size);
+        *nodes = nodes.saturating_add(node.nodes);
+        *depth = (*depth).max(node.depth + 1);
+    }
 }
 
 #[derive(Default)]
 struct Builder {
     docs: Vec<Document>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, (Value, usize, usize)>,
+    anchors: HashMap<usize, Node>,
     lines: HashMap<String, usize>,
+    /// The bytes of the pointers in `lines`, over every document.
+    remembered: usize,
     doc_line: usize,
     nodes: usize,
+    expanded: usize,
     error: Option<SyntaxError>,
 }
 
@@ -110,6 +193,12 @@ fn key_text(v: &Value) -> String {
     }
 }
 
+/// The pointer of a child of `parent` named `step`, unless it would be too long to remember.
+fn child_of(parent: Option<&String>, step: &str) -> Option<String> {
+    let parent = parent?;
+    (parent.len() + step.len() < MAX_POINTER).then(|| format!("{parent}/{step}"))
+}
+
 impl Builder {
     fn fail(&mut self, line: usize, message: impl Into<String>) {
         if self.error.is_none() {
@@ -120,17 +209,33 @@ impl Builder {
         }
     }
 
-    /// The pointer of the node about to be added to the top frame.
-    fn child_pointer(&self) -> String {
+    /// The pointer of the node about to be added to the top frame, when it is remembered.
+    fn child_pointer(&self) -> Option<String> {
         match self.stack.last() {
-            None => String::new(),
-            Some(Frame::Seq { items, pointer, .. }) => format!("{pointer}/{}", items.len()),
+            None => Some(String::new()),
+            Some(Frame::Seq { items, pointer, .. }) => {
+                child_of(pointer.as_ref(), &items.len().to_string())
+            }
             Some(Frame::Map { key, pointer, .. }) => match key {
-                Some(k) => format!("{pointer}/{}", escape(k)),
+                Key::Named(k) => child_of(pointer.as_ref(), &escape(k)),
+                Key::Merge => child_of(pointer.as_ref(), MERGE_KEY),
                 // A key being read: it has no pointer of its own.
-                None => pointer.clone(),
+                Key::Pending => pointer.clone(),
             },
         }
+    }
+
+    /// Remembers the line of the node about to be added.
+    fn remember_line(&mut self, line: usize) -> Option<String> {
+        let p = self.child_pointer();
+        if let Some(p) = &p
+            && self.remembered.saturating_add(p.len()) <= MAX_LINE_BYTES
+            && !self.lines.contains_key(p)
+        {
+            self.remembered += p.len();
+            self.lines.insert(p.clone(), line);
+        }
+        p
     }
 
     fn count(&mut self, n: usize, line: usize) -> bool {
@@ -142,35 +247,101 @@ impl Builder {
         true
     }
 
-    /// Adds a finished node to the frame below it, or ends the document.
-    fn add(&mut self, value: Value, anchor: usize, line: usize) {
-        if anchor > 0 {
-            let (w, d) = weight(&value);
-            self.anchors.insert(anchor, (value.clone(), w, d));
+    /// Charges `size` to the alias expansion budget.
+    fn expand(&mut self, size: usize, line: usize) -> bool {
+        self.expanded = self.expanded.saturating_add(size);
+        if self.expanded > MAX_ALIAS_EXPANSION {
+            self.fail(
+                line,
+                format!(
+                    "anchors and aliases expand to more than {MAX_ALIAS_EXPANSION} bytes (the alias expansion limit): write the values out, or alias less"
+                ),
+            );
+            return false;
         }
-        match self.stack.last_mut() {
-            None => {
-                let lines = std::mem::take(&mut self.lines);
-                self.docs.push(Document {
-                    value,
-                    line: self.doc_line,
-                    lines,
-                });
+        true
+    }
+
+    fn is_key_next(&self) -> bool {
+        matches!(
+            self.stack.last(),
+            Some(Frame::Map {
+                key: Key::Pending,
+                ..
+            })
+        )
+    }
+
+    /// Adds a finished node to the frame below it, or ends the document.
+    fn add(&mut self, node: Node, anchor: usize, line: usize) {
+        if anchor > 0 {
+            // The anchor keeps a copy: it costs what the node weighs.
+            if !self.expand(node.size, line) {
+                return;
             }
-            Some(Frame::Seq { items, .. }) => items.push(value),
-            Some(Frame::Map { map, key, .. }) => match key.take() {
-                None => {
-                    let k = key_text(&value);
+            let copy = Node {
+                value: node.value.clone(),
+                ..node
+            };
+            self.anchors.insert(anchor, copy);
+        }
+        let Some(frame) = self.stack.last_mut() else {
+            let lines = std::mem::take(&mut self.lines);
+            self.docs.push(Document {
+                value: node.value,
+                line: self.doc_line,
+                lines,
+            });
+            return;
+        };
+        frame.weigh(&node);
+        let problem = match frame {
+            Frame::Seq { items, .. } => {
+                items.push(node.value);
+                None
+            }
+            Frame::Map {
+                map,
+                key,
+                merges,
+                size,
+                ..
+            } => match std::mem::replace(key, Key::Pending) {
+                Key::Pending => {
+                    let merge = node.merge;
+                    let k = key_text(&node.value);
+                    *size = size.saturating_add(k.len());
                     let twice = map.contains_key(&k);
-                    *key = Some(k.clone());
-                    if twice {
-                        self.fail(line, format!("the key `{k}` appears twice in one mapping"));
+                    let problem =
+                        twice.then(|| format!("the key `{k}` appears twice in one mapping"));
+                    *key = if merge { Key::Merge } else { Key::Named(k) };
+                    problem
+                }
+                Key::Named(k) => {
+                    map.insert(k, node.value);
+                    None
+                }
+                Key::Merge => match node.value {
+                    Value::Object(m) => {
+                        merges.push(m);
+                        None
                     }
-                }
-                Some(k) => {
-                    map.insert(k, value);
-                }
+                    Value::Array(items) if items.iter().all(Value::is_object) => {
+                        merges.extend(items.into_iter().filter_map(|v| match v {
+                            Value::Object(m) => Some(m),
+                            _ => None,
+                        }));
+                        None
+                    }
+                    _ => Some(
+                        "a merge key `<<` takes a mapping or a list of mappings (`<<: *base`)"
+                            .to_owned(),
+                    ),
+                },
             },
+        };
+        if let Some(message) = problem {
+            self.fail(line, message);
         }
     }
 
@@ -180,24 +351,53 @@ impl Builder {
         }
         self.stack.push(frame);
     }
-}
 
-/// How many nodes a value holds and how deep it nests (for the alias guards), without
-/// recursion.
-fn weight(value: &Value) -> (usize, usize) {
-    let mut n = 0usize;
-    let mut depth = 0usize;
-    let mut todo = vec![(value, 1usize)];
-    while let Some((v, d)) = todo.pop() {
-        n = n.saturating_add(1);
-        depth = depth.max(d);
-        match v {
-            Value::Array(a) => todo.extend(a.iter().map(|x| (x, d + 1))),
-            Value::Object(o) => todo.extend(o.values().map(|x| (x, d + 1))),
-            _ => {}
+    fn close(&mut self, line: usize) {
+        match self.stack.pop() {
+            Some(Frame::Seq {
+                items,
+                anchor,
+                size,
+                nodes,
+                depth,
+                ..
+            }) => {
+                let node = Node {
+                    value: Value::Array(items),
+                    size: size.saturating_add(NODE_COST),
+                    nodes: nodes.saturating_add(1),
+                    depth: depth.max(1),
+                    merge: false,
+                };
+                self.add(node, anchor, line);
+            }
+            Some(Frame::Map {
+                mut map,
+                merges,
+                anchor,
+                size,
+                nodes,
+                depth,
+                ..
+            }) => {
+                // Keys written in the mapping win, then earlier merged mappings.
+                for merged in merges {
+                    for (k, v) in merged {
+                        map.entry(k).or_insert(v);
+                    }
+                }
+                let node = Node {
+                    value: Value::Object(map),
+                    size: size.saturating_add(NODE_COST),
+                    nodes: nodes.saturating_add(1),
+                    depth: depth.max(1),
+                    merge: false,
+                };
+                self.add(node, anchor, line);
+            }
+            None => self.fail(line, "unbalanced YAML"),
         }
     }
-    (n, depth)
 }
 
 impl MarkedEventReceiver for Builder {
@@ -210,76 +410,102 @@ impl MarkedEventReceiver for Builder {
             Event::DocumentStart => {
                 self.doc_line = line;
                 self.lines.clear();
+                self.anchors.clear();
             }
             Event::Scalar(text, style, anchor, tag) => {
                 if !self.count(1, line) {
                     return;
                 }
-                let is_value = !matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
-                if is_value {
-                    let p = self.child_pointer();
-                    self.lines.entry(p).or_insert(line);
+                if !self.is_key_next() {
+                    self.remember_line(line);
                 }
-                let v = scalar(text, style, tag.as_ref());
-                self.add(v, anchor, line);
+                let size = NODE_COST.saturating_add(text.len());
+                let merge = self.is_key_next() && style == TScalarStyle::Plain && text == MERGE_KEY;
+                let value = if self.is_key_next() && style == TScalarStyle::Plain {
+                    // Keys stay text (`<<` included), whatever they look like.
+                    Value::String(text)
+                } else {
+                    scalar(text, style, tag.as_ref())
+                };
+                let node = Node {
+                    value,
+                    size,
+                    nodes: 1,
+                    depth: 1,
+                    merge,
+                };
+                self.add(node, anchor, line);
             }
-            Event::Alias(id) => match self.anchors.get(&id).cloned() {
-                Some((v, w, d)) => {
-                    if self.stack.len() + d > MAX_DEPTH {
-                        self.fail(line, format!("values nest deeper than {MAX_DEPTH} levels"));
-                    } else if self.count(w, line) {
-                        let p = self.child_pointer();
-                        self.lines.entry(p).or_insert(line);
-                        self.add(v, 0, line);
-                    }
+            Event::Alias(id) => {
+                let Some(target) = self.anchors.get(&id) else {
+                    self.fail(line, "an alias names an unknown anchor");
+                    return;
+                };
+                let (size, nodes, depth) = (target.size, target.nodes, target.depth);
+                if self.stack.len() + depth > MAX_DEPTH {
+                    self.fail(line, format!("values nest deeper than {MAX_DEPTH} levels"));
+                    return;
                 }
-                None => self.fail(line, "an alias names an unknown anchor"),
-            },
+                if !self.expand(size, line) || !self.count(nodes, line) {
+                    return;
+                }
+                let value = match self.anchors.get(&id) {
+                    Some(target) => target.value.clone(),
+                    None => return,
+                };
+                if !self.is_key_next() {
+                    self.remember_line(line);
+                }
+                let node = Node {
+                    value,
+                    size,
+                    nodes,
+                    depth,
+                    merge: false,
+                };
+                self.add(node, 0, line);
+            }
             Event::SequenceStart(anchor, _) => {
-                let pointer = self.child_pointer();
-                if matches!(self.stack.last(), Some(Frame::Map { key: None, .. })) {
+                if self.is_key_next() {
                     self.fail(line, "a sequence cannot be a mapping key");
                     return;
                 }
-                self.lines.entry(pointer.clone()).or_insert(line);
+                let pointer = self.remember_line(line);
                 self.open(
                     Frame::Seq {
                         items: Vec::new(),
                         anchor,
                         pointer,
+                        size: 0,
+                        nodes: 0,
+                        depth: 0,
                     },
                     line,
                 );
             }
             Event::MappingStart(anchor, _) => {
-                let pointer = self.child_pointer();
-                if matches!(self.stack.last(), Some(Frame::Map { key: None, .. })) {
+                if self.is_key_next() {
                     self.fail(line, "a mapping cannot be a mapping key");
                     return;
                 }
-                self.lines.entry(pointer.clone()).or_insert(line);
+                let pointer = self.remember_line(line);
                 self.open(
                     Frame::Map {
                         map: Map::new(),
-                        key: None,
+                        key: Key::Pending,
+                        merges: Vec::new(),
                         anchor,
                         pointer,
+                        size: 0,
+                        nodes: 0,
+                        depth: 0,
                     },
                     line,
                 );
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                if !self.count(1, line) {
-                    return;
-                }
-                match self.stack.pop() {
-                    Some(Frame::Seq { items, anchor, .. }) => {
-                        self.add(Value::Array(items), anchor, line);
-                    }
-                    Some(Frame::Map { map, anchor, .. }) => {
-                        self.add(Value::Object(map), anchor, line);
-                    }
-                    None => self.fail(line, "unbalanced YAML"),
+                if self.count(1, line) {
+                    self.close(line);
                 }
             }
             Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
@@ -287,12 +513,29 @@ impl MarkedEventReceiver for Builder {
     }
 }
 
-/// Every document of `text`, or the first syntax error with its line.
+/// Every document of `text`, or the first error with its line. A leading byte order mark is
+/// skipped; a text longer than [`MAX_FILE_BYTES`] is refused unread.
 pub(crate) fn parse(text: &str) -> Result<Vec<Document>, SyntaxError> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(SyntaxError {
+            line: 1,
+            message: too_large(text.len() as u64),
+        });
+    }
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut builder = Builder::default();
+    // The events are pulled one at a time (the parser's own `load` recurses on nesting), and
+    // reading stops at the first error.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut parser = Parser::new_from_str(text);
-        parser.load(&mut builder, true)
+        loop {
+            let (ev, mark) = parser.next_token()?;
+            let end = ev == Event::StreamEnd;
+            builder.on_event(ev, mark);
+            if end || builder.error.is_some() {
+                return Ok(());
+            }
+        }
     }));
     match outcome {
         Err(_) => Err(SyntaxError {
@@ -305,6 +548,13 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Document>, SyntaxError> {
             None => Ok(builder.docs),
         },
     }
+}
+
+/// The message for a file of `size` bytes, over [`MAX_FILE_BYTES`].
+pub(crate) fn too_large(size: u64) -> String {
+    format!(
+        "the file is {size} bytes, over the bundle file size limit of {MAX_FILE_BYTES} bytes (8 MiB): split it"
+    )
 }
 
 fn scan_error(e: &ScanError) -> SyntaxError {
@@ -345,5 +595,36 @@ mod tests {
             ));
         }
         assert!(parse(&bomb).unwrap_err().message.contains("more than"));
+    }
+
+    /// `levels` nested mappings with 110-byte keys around `leaf`, and the leaf's pointer.
+    fn nested(levels: usize, leaf: &str) -> (String, String) {
+        let mut text = String::new();
+        let mut pointer = String::new();
+        for l in 0..levels {
+            let key = format!("{l:03}{}", "k".repeat(107));
+            text.push_str(&format!("{}{key}:\n", "  ".repeat(l)));
+            pointer.push_str(&format!("/{key}"));
+        }
+        text.push_str(&format!("{}{leaf}\n", "  ".repeat(levels)));
+        (text, pointer)
+    }
+
+    #[test]
+    fn lines_are_remembered_for_bounded_pointer_bytes() {
+        // 200 000 values under a path of about 1 000 bytes would remember 200 MB of pointers.
+        let items = vec!["x"; 200_000].join(",");
+        let (text, pointer) = nested(9, &format!("[{items}]"));
+        let docs = parse(&text).unwrap();
+        let bytes: usize = docs[0].lines.keys().map(String::len).sum();
+        assert!(bytes <= MAX_LINE_BYTES, "{bytes}");
+        assert_eq!(docs[0].line_of(&format!("{pointer}/0")), 10);
+        // Fields past the budget take an ancestor's line.
+        assert_eq!(docs[0].line_of(&format!("{pointer}/199999")), 10);
+        // Pointers over 1 KiB are not remembered at all.
+        let (text, pointer) = nested(12, "a: 1");
+        let docs = parse(&text).unwrap();
+        assert!(docs[0].lines.keys().all(|p| p.len() < MAX_POINTER));
+        assert!(docs[0].line_of(&format!("{pointer}/a")) < 12);
     }
 }

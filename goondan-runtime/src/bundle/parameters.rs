@@ -1,0 +1,159 @@
+//! A Tool resource's YAML `parameters` against the compiled export's schema: the same property
+//! names, the same `type` for each, the same `required` set. Compared structurally, so that a
+//! bundle cannot describe a tool other than the one that runs.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::yaml::escape;
+
+/// Every disagreement between the YAML schema `declared` and the compiled schema `compiled`,
+/// each once, as (JSON pointer inside `parameters`, message).
+pub(crate) fn compare(declared: &Value, compiled: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let empty = Map::new();
+    let ours = properties(declared).unwrap_or(&empty);
+    let theirs = properties(compiled).unwrap_or(&empty);
+    for (name, schema) in ours {
+        let pointer = format!("/properties/{}", escape(name));
+        let Some(actual) = theirs.get(name) else {
+            out.push((
+                pointer,
+                format!(
+                    "property `{name}` is declared, but the compiled tool has no such parameter; its parameters are: {}",
+                    list(theirs.keys())
+                ),
+            ));
+            continue;
+        };
+        let (want, have) = (types(schema), types(actual));
+        if let (Some(want), Some(have)) = (want, have)
+            && as_json_kinds(&want) != as_json_kinds(&have)
+        {
+            out.push((
+                format!("{pointer}/type"),
+                format!(
+                    "property `{name}` has type {}, but the compiled tool takes {}",
+                    show(&want),
+                    show(&have)
+                ),
+            ));
+        }
+    }
+    for name in theirs.keys().filter(|n| !ours.contains_key(*n)) {
+        out.push((
+            "/properties".to_owned(),
+            format!(
+                "the compiled tool takes property `{name}`, which the YAML `parameters` does not declare"
+            ),
+        ));
+    }
+    let (want, have) = (required(declared), required(compiled));
+    if want != have {
+        out.push((
+            "/required".to_owned(),
+            format!(
+                "`required` is [{}], but the compiled tool requires [{}]",
+                list(want.iter()),
+                list(have.iter())
+            ),
+        ));
+    }
+    out
+}
+
+fn properties(schema: &Value) -> Option<&Map<String, Value>> {
+    schema.get("properties")?.as_object()
+}
+
+/// The `type` of a property schema as a set (`null` left out: an optional parameter is the
+/// same parameter), or `None` when it names none.
+fn types(schema: &Value) -> Option<BTreeSet<String>> {
+    let set: BTreeSet<String> = match schema.get("type")? {
+        Value::String(t) => [t.clone()].into(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => return None,
+    };
+    let set: BTreeSet<String> = set.into_iter().filter(|t| t != "null").collect();
+    (!set.is_empty()).then_some(set)
+}
+
+/// The types with `integer` read as `number`: JSON has one number type, the TypeScript
+/// runtime's manifests say `number` for every count, and whether a fraction is allowed is a
+/// constraint the compiled schema enforces on every call.
+fn as_json_kinds(types: &BTreeSet<String>) -> BTreeSet<&str> {
+    types
+        .iter()
+        .map(|t| if t == "integer" { "number" } else { t.as_str() })
+        .collect()
+}
+
+fn required(schema: &Value) -> BTreeSet<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn show(types: &BTreeSet<String>) -> String {
+    types
+        .iter()
+        .map(|t| format!("`{t}`"))
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+fn list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<_> = names.map(|n| format!("`{n}`")).collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn same_schemas_agree_and_each_difference_is_reported_once() {
+        let compiled = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}}, "required": ["a"]});
+        let same = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"]});
+        assert!(compare(&same, &compiled).is_empty());
+        let other = json!({"type": "object", "properties": {"a": {"type": "number"}, "c": {}}, "required": []});
+        let found = compare(&other, &compiled);
+        let pointers: Vec<_> = found.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            pointers,
+            vec![
+                "/properties/a/type",
+                "/properties/c",
+                "/properties",
+                "/required"
+            ],
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn number_in_yaml_agrees_with_a_compiled_integer() {
+        let compiled = json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}});
+        let declared = json!({"type": "object", "properties": {"n": {"type": "number"}}});
+        assert!(compare(&declared, &compiled).is_empty());
+        let text = json!({"type": "object", "properties": {"n": {"type": "string"}}});
+        assert_eq!(compare(&text, &compiled).len(), 1);
+    }
+}
