@@ -393,7 +393,12 @@ impl IntegerWidth {
             return Ok(());
         };
         let Some(v) = shape::exact_integer(n) else {
-            return Err("is not an integer");
+            let integral = n.as_f64().is_some_and(|f| f.fract() == 0.0);
+            return Err(if integral {
+                "is out of range"
+            } else {
+                "is not an integer"
+            });
         };
         if self.min.is_some_and(|min| v < min) || self.max.is_some_and(|max| v > max) {
             return Err("is out of range");

@@ -68,8 +68,7 @@ impl Types {
             Value::Null => bits & Self::NULL != 0,
             Value::Bool(_) => bits & Self::BOOLEAN != 0,
             Value::Number(n) => {
-                bits & Self::NUMBER != 0
-                    || (bits & Self::INTEGER != 0 && exact_integer(n).is_some())
+                bits & Self::NUMBER != 0 || (bits & Self::INTEGER != 0 && is_integer(n))
             }
             Value::String(_) => bits & Self::STRING != 0,
             Value::Array(_) => bits & Self::ARRAY != 0,
@@ -303,6 +302,12 @@ impl Node {
     }
 }
 
+/// Whether JSON Schema counts `n` as an integer: no fractional part, however large (as the
+/// full validator decides it).
+fn is_integer(n: &serde_json::Number) -> bool {
+    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
 /// The exact integer a JSON number holds: an integer, or a float with no fractional part
 /// (JSON Schema counts `2.0` as an integer).
 pub(crate) fn exact_integer(n: &serde_json::Number) -> Option<i128> {
@@ -354,5 +359,7 @@ mod tests {
         assert_eq!(n.as_number().and_then(exact_integer), Some(2));
         let n = json!(2.5);
         assert_eq!(n.as_number().and_then(exact_integer), None);
+        let shape = Shape::compile(&json!({"type": "integer"})).expect("a shape");
+        assert!(shape.admits(&json!(1e300)) && !shape.admits(&json!(0.5)));
     }
 }
