@@ -30,8 +30,8 @@ use crate::middleware::{
 use crate::name;
 use crate::pending::PendingResults;
 use crate::refusal::{
-    args_not_object, cancelled, invalid_args, invalid_name, not_found, not_in_catalog, panic_error,
-    timed_out,
+    args_not_object, cancelled, invalid_args, invalid_name, middleware_panic_error, not_found,
+    not_in_catalog, panic_error, timed_out,
 };
 use crate::registry::{RegisteredExport, ToolRegistry};
 use crate::result::{ToolCall, ToolCallResult};
@@ -259,7 +259,15 @@ impl ToolExecutor {
             entry,
         });
         let chain = Next::new(Arc::clone(&self.shared.chain), core).run(call);
-        Reply::Full(Box::new(chain.instrument(span).await))
+        // A middleware that panics, before or after `next`, answers like a panicking handler
+        // (RES-3); the chain is built lazily, so every middleware's code runs inside this.
+        match AssertUnwindSafe(chain.instrument(span))
+            .catch_unwind()
+            .await
+        {
+            Ok(result) => Reply::Full(Box::new(result)),
+            Err(panic) => Reply::Error(middleware_panic_error(&*panic)),
+        }
     }
 }
 
@@ -430,22 +438,31 @@ fn start_core(
 ) -> Start {
     let export = entry.export();
     let handler = export.handler();
-    let args = if handler.checks_args() {
-        args
-    } else {
-        let value = Value::Object(args);
-        let validator = export.validator();
-        if !validator.is_valid(&value) {
-            let problems = validator.problems(&value);
-            return Start::Done(Reply::Error(invalid_args(problems, export.parameters())));
-        }
-        match value {
-            Value::Object(map) => map,
-            _ => JsonObject::new(),
-        }
+    // Every call, typed handler or not, is checked against exactly the schema the model sees
+    // (serde alone would drop unknown keys and ignore ranges, lengths and patterns).
+    let mut value = Value::Object(args);
+    if let Err(problems) = export.validator().check(&mut value) {
+        return Start::Done(Reply::Error(invalid_args(problems, export.parameters())));
+    }
+    let args = match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
     };
     if ctx.is_cancelled() {
         return Start::Done(Reply::Error(cancelled()));
+    }
+    let timeout = export.timeout().or(shared.default_timeout);
+    if handler.blocks()
+        && let Some(limit) = timeout
+    {
+        let run = run_blocking(
+            Arc::clone(shared),
+            Arc::clone(entry),
+            args,
+            ctx.clone(),
+            limit,
+        );
+        return Start::Wait(Box::pin(run));
     }
     let started = {
         let _entered = ctx.logger().enter();
@@ -459,6 +476,8 @@ fn start_core(
             let entry = Arc::clone(entry);
             let ctx = ctx.clone();
             Start::Wait(Box::pin(async move {
+                // The deadline starts before the first poll: that poll is inside the timeout.
+                let deadline = timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
                 let mut fut = AssertUnwindSafe(fut).catch_unwind();
                 // Most handlers finish on their first poll; only the others pay for a timer.
                 let first = std::future::poll_fn(|cx| {
@@ -468,8 +487,7 @@ fn start_core(
                 let outcome = match first.await {
                     Poll::Ready(outcome) => outcome,
                     Poll::Pending => {
-                        let timeout = entry.export().timeout().or(shared.default_timeout);
-                        let rest = wait_longer(fut, timeout, ctx.cancellation().clone());
+                        let rest = wait_longer(fut, deadline, ctx.cancellation().clone());
                         match rest.instrument(ctx.logger().clone()).await {
                             Ok(outcome) => outcome,
                             Err(stop) => return Reply::Error(stop),
@@ -480,6 +498,47 @@ fn start_core(
             }))
         }
     }
+}
+
+/// A handler that blocks its thread (a synchronous export) under a timeout: it runs on Tokio's
+/// blocking pool, so the timeout fires on time and the runtime keeps serving other calls. The
+/// thread itself cannot be stopped; it finishes in the background and its answer is dropped.
+async fn run_blocking(
+    shared: Arc<Shared>,
+    entry: Arc<RegisteredExport>,
+    args: JsonObject,
+    ctx: ToolContext,
+    limit: Duration,
+) -> Reply {
+    let deadline = tokio::time::Instant::now() + limit;
+    let handler = Arc::clone(entry.export().handler());
+    let call_ctx = ctx.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let _entered = call_ctx.logger().enter();
+        std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call_ctx, args)))
+    });
+    let joined = tokio::select! {
+        joined = task => joined,
+        () = tokio::time::sleep_until(deadline) => return Reply::Error(timed_out(limit)),
+        () = ctx.cancellation().cancelled() => return Reply::Error(cancelled()),
+    };
+    let outcome = match joined {
+        Ok(Ok(HandlerCall::Ready(outcome))) => Ok(outcome),
+        Ok(Ok(HandlerCall::Running(fut))) => {
+            let fut = AssertUnwindSafe(fut).catch_unwind();
+            let rest = wait_longer(fut, Some((deadline, limit)), ctx.cancellation().clone());
+            match rest.instrument(ctx.logger().clone()).await {
+                Ok(outcome) => outcome,
+                Err(stop) => return Reply::Error(stop),
+            }
+        }
+        Ok(Err(panic)) => Err(panic),
+        Err(join) => match join.try_into_panic() {
+            Ok(panic) => Err(panic),
+            Err(_) => return Reply::Error(cancelled()),
+        },
+    };
+    conclude(&shared, &entry, &ctx, outcome)
 }
 
 /// The reply for what the handler produced.
@@ -524,16 +583,16 @@ type CaughtOutcome = Result<Result<Outcome, HandlerError>, Box<dyn Any + Send>>;
 /// timeout, or for cancellation. Boxed by the caller so the common path's future stays small.
 async fn wait_longer<F>(
     fut: F,
-    timeout: Option<Duration>,
+    deadline: Option<(tokio::time::Instant, Duration)>,
     cancel: tokio_util::sync::CancellationToken,
 ) -> Result<CaughtOutcome, ToolError>
 where
     F: Future<Output = CaughtOutcome> + Unpin,
 {
-    match timeout {
-        Some(limit) => tokio::select! {
+    match deadline {
+        Some((at, limit)) => tokio::select! {
             r = fut => Ok(r),
-            () = tokio::time::sleep(limit) => Err(timed_out(limit)),
+            () = tokio::time::sleep_until(at) => Err(timed_out(limit)),
             () = cancel.cancelled() => Err(cancelled()),
         },
         None => tokio::select! {

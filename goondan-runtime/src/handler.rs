@@ -13,6 +13,8 @@ use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::error::{ToolError, codes};
 
+mod finite;
+
 /// The future of a [`Handler`] that has to wait.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Outcome, HandlerError>> + Send>>;
 
@@ -99,10 +101,19 @@ pub trait Handler: Send + Sync + 'static {
     fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall;
 
     /// `true` when the handler reads its arguments into a typed input (derived from the same
-    /// type as the schema) and so checks them itself; the executor then consults the schema
-    /// only to explain a failure. `false` (the default): the executor validates the arguments
-    /// against the schema before every call.
+    /// type as the schema). The executor validates every call against the schema either way;
+    /// this only says that the handler may still refuse arguments
+    /// ([`HandlerError::InvalidArgs`]), explained against the schema.
     fn checks_args(&self) -> bool {
+        false
+    }
+
+    /// `true` when [`call`](Self::call) does the work on the caller's thread (a synchronous
+    /// export). Under a timeout the executor then runs the call on Tokio's blocking pool, so
+    /// the timeout fires on time and the runtime keeps serving; without one it calls it in
+    /// place, as fast as before. `false` (the default): `call` returns quickly, with a future
+    /// for the work.
+    fn blocks(&self) -> bool {
         false
     }
 }
@@ -141,7 +152,19 @@ impl Pending {
     }
 }
 
+/// The output as JSON. A float JSON cannot hold (infinity, NaN) is an error, never the `null`
+/// `serde_json` would write for it.
 fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
+    if let Err(what) = finite::check(&value) {
+        return Err(ToolError::new(format!(
+            "the tool's output holds a number JSON cannot represent ({what})"
+        ))
+        .with_code(codes::OUTPUT)
+        .with_name("ToolOutputError")
+        .with_suggestion(
+            "the tool computed an infinite or undefined number; try other arguments, or report it to the tool's author",
+        ));
+    }
     serde_json::to_value(value).map_err(|e| {
         ToolError::new(format!(
             "the tool's output could not be turned into JSON: {e}"
@@ -304,6 +327,10 @@ where
     }
 
     fn checks_args(&self) -> bool {
+        true
+    }
+
+    fn blocks(&self) -> bool {
         true
     }
 }

@@ -24,7 +24,8 @@ pub type MiddlewareFuture<'a> = Pin<Box<dyn Future<Output = ToolCallResult> + Se
 pub struct ToolCallContext {
     tool_name: String,
     tool_call_id: String,
-    /// The arguments the handler will get (after validation).
+    /// The arguments as the model sent them (or an outer middleware changed them). They are
+    /// validated against the export's schema after the chain, just before the handler.
     pub args: JsonObject,
     /// Free-form data for the middlewares of this call.
     pub metadata: serde_json::Map<String, Value>,

@@ -144,13 +144,28 @@ pub(crate) fn cancelled() -> ToolError {
         .with_suggestion("the turn was stopped; do not retry unless asked to")
 }
 
-/// The error of a panicking handler.
-pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> ToolError {
-    let what = payload
+/// The text of a panic's payload.
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic payload".to_owned());
+        .unwrap_or_else(|| "a non-text panic payload".to_owned())
+}
+
+/// The error of a panicking `toolCall` middleware (RES-3: it still reaches the model as a
+/// result).
+pub(crate) fn middleware_panic_error(payload: &(dyn Any + Send)) -> ToolError {
+    let what = panic_text(payload);
+    ToolError::new(format!("a toolCall middleware panicked: {what}"))
+        .with_code(codes::PANIC)
+        .with_name("ToolPanicError")
+        .with_suggestion("this is a bug in the agent's middleware, not in your call; try again or use another tool")
+}
+
+/// The error of a panicking handler.
+pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> ToolError {
+    let what = panic_text(payload);
     ToolError::new(format!("the tool panicked: {what}"))
         .with_code(codes::PANIC)
         .with_name("ToolPanicError")

@@ -10,8 +10,12 @@
 //!   misspells a parameter is told, not ignored. "Serde accepts" in this crate's tests therefore
 //!   means "serde accepts and drops nothing".
 //! - integer nodes get the `minimum`/`maximum` of their Rust width, and the [`ArgValidator`]
-//!   reads `format: int32`, `uint64`, ... as "a JSON integer in that range", so `1.0` or `2^64`
-//!   is refused before serde would refuse it.
+//!   reads `format: int32`, `uint64`, ... as "an integer in that range", so `2.5` or `2^64`
+//!   is refused before serde would refuse it. `2.0` is an integer (JSON Schema says so):
+//!   [`ArgValidator::check`] turns it into `2` before serde reads it.
+//!
+//! The executor runs [`ArgValidator::check`] on every call, typed handler or not, so a call's
+//! arguments are checked against exactly the schema the model is shown.
 //! - the root of an enum input (all branches objects) is typed `object`.
 
 use std::any::TypeId;
@@ -23,6 +27,8 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
 mod harden;
+mod integers;
+mod shape;
 
 pub use harden::harden;
 pub(crate) use harden::{escape_pointer, has_type, integer_range, is_object_with_union};
@@ -176,8 +182,34 @@ pub struct ArgProblem {
 }
 
 /// A compiled schema, ready to validate arguments.
+///
+/// [`check`](Self::check) is what the executor runs on every call: integral floats the schema
+/// types as integers become integers, then the arguments are checked against the whole schema.
+/// A schema made only of simple keywords (types, properties, required keys, closed objects,
+/// maps, lists, number widths, string enums, optional values) is checked by a precompiled walk;
+/// any other keyword (a range, a length, a pattern, ...) sends every call through the full
+/// JSON Schema validator. Both accept exactly the same arguments.
+///
+/// ```
+/// use goondan_runtime::schema::ArgValidator;
+/// use serde_json::json;
+/// let v = ArgValidator::new(&json!({
+///     "type": "object",
+///     "properties": {"n": {"type": "integer", "maximum": 10}},
+///     "additionalProperties": false
+/// }));
+/// let mut args = json!({"n": 2.0});
+/// assert!(v.check(&mut args).is_ok());
+/// assert_eq!(args, json!({"n": 2}));
+/// assert!(v.check(&mut json!({"n": 11})).is_err());
+/// assert!(v.check(&mut json!({"n": 1, "m": 1})).is_err());
+/// ```
 pub struct ArgValidator {
     inner: Result<jsonschema::Validator, String>,
+    /// The fast path, when the schema has one.
+    shape: Option<shape::Shape>,
+    /// The schema, kept when it types something as an integer (for [`integers::normalise`]).
+    integers: Option<Value>,
 }
 
 impl ArgValidator {
@@ -185,8 +217,7 @@ impl ArgValidator {
     /// as the problem.
     ///
     /// `format` is read as the Rust integer width schemars wrote (`int8` ... `uint64`, `int`,
-    /// `uint`): the value must be a JSON integer (not `1.0`) within that width, as serde
-    /// requires. Other formats are annotations, as JSON Schema 2020-12 has them by default.
+    /// `uint`): the value must be an integer (`2` or `2.0`, not `2.5`) within that width. Other formats are annotations, as JSON Schema 2020-12 has them by default.
     pub fn new(schema: &Value) -> Self {
         let inner = jsonschema::options()
             .with_keyword("format", |parent, value, _location| {
@@ -194,7 +225,59 @@ impl ArgValidator {
             })
             .build(schema)
             .map_err(|e| e.to_string());
-        Self { inner }
+        let shape = inner
+            .as_ref()
+            .ok()
+            .and_then(|_| shape::Shape::compile(schema));
+        let integers = integers::mentions_integer(schema).then(|| schema.clone());
+        Self {
+            inner,
+            shape,
+            integers,
+        }
+    }
+
+    /// Normalises `args` (integral floats where the schema says `integer` become integers)
+    /// and checks them against the whole schema: the fast path when the schema has one, the
+    /// full validator otherwise. On failure, every problem, in document order.
+    pub fn check(&self, args: &mut Value) -> Result<(), Vec<ArgProblem>> {
+        self.normalise(args);
+        let fits = match &self.shape {
+            Some(shape) => shape.admits(args),
+            None => self.is_valid(args),
+        };
+        if fits {
+            return Ok(());
+        }
+        let mut problems = self.problems(args);
+        if problems.is_empty() {
+            problems.push(ArgProblem {
+                path: String::new(),
+                message: "the arguments do not fit the parameter schema".to_owned(),
+            });
+        }
+        Err(problems)
+    }
+
+    /// Turns the integral floats (`2.0`) of `args` that the schema types as integers into
+    /// integers (`2`), as JSON Schema counts them. Part of [`check`](Self::check).
+    pub fn normalise(&self, args: &mut Value) {
+        if let Some(schema) = &self.integers
+            && integers::has_integral_float(args)
+        {
+            integers::normalise(schema, args);
+        }
+    }
+
+    /// Whether the schema is simple enough for the fast path (see [`check`](Self::check)).
+    pub fn has_fast_path(&self) -> bool {
+        self.shape.is_some()
+    }
+
+    /// The fast path's verdict on `args`, or `None` when the schema has no fast path. For
+    /// tests that compare it with [`is_valid`](Self::is_valid).
+    pub fn fast_verdict(&self, args: &Value) -> Option<bool> {
+        self.shape.as_ref().map(|shape| shape.admits(args))
     }
 
     /// Whether `args` fit.
@@ -296,8 +379,8 @@ impl<'i> jsonschema::Keyword<'i> for SingleFloat {
     }
 }
 
-/// `format: uint8` and the like: a JSON integer (not `1.0`), within the width unless the schema
-/// states that bound itself (`None`).
+/// `format: uint8` and the like: an integer (`2` or `2.0`, not `2.5`), within the width unless
+/// the schema states that bound itself (`None`).
 struct IntegerWidth {
     format: String,
     min: Option<i128>,
@@ -309,12 +392,13 @@ impl IntegerWidth {
         let Value::Number(n) = instance else {
             return Ok(());
         };
-        let exact = n
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from));
-        let Some(v) = exact else {
-            return Err("is not an integer");
+        let Some(v) = shape::exact_integer(n) else {
+            let integral = n.as_f64().is_some_and(|f| f.fract() == 0.0);
+            return Err(if integral {
+                "is out of range"
+            } else {
+                "is not an integer"
+            });
         };
         if self.min.is_some_and(|min| v < min) || self.max.is_some_and(|max| v > max) {
             return Err("is out of range");
@@ -412,7 +496,8 @@ mod tests {
         let v = ArgValidator::new(&json!({"type": "integer", "format": "uint8"}));
         assert!(v.is_valid(&json!(255)));
         assert!(!v.is_valid(&json!(256)));
-        assert!(!v.is_valid(&json!(1.0)));
+        assert!(v.is_valid(&json!(1.0)));
+        assert!(!v.is_valid(&json!(1.5)));
         assert!(!v.is_valid(&json!(-1)));
         let v = ArgValidator::new(&json!({"type": "string", "format": "date-time"}));
         assert!(v.is_valid(&json!("not a date: formats are annotations")));

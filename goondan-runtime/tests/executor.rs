@@ -1,6 +1,6 @@
 //! The executor's rules: catalog gate (PERM), results and errors (RES), context (CTX),
 //! argument validation, panics, timeouts, cancellation and pending results.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
 
@@ -531,4 +531,297 @@ async fn fifty_concurrent_calls_keep_their_ids() {
         assert_eq!(r.tool_call_id, format!("c{i}"));
         assert_eq!(r.assert_ok()["result"], format!("T{i}"));
     }
+}
+
+/// Tools for the argument, output and timeout rules below, written with `#[tool]` as a user
+/// would.
+#[goondan_runtime::tool(name = "checked")]
+pub mod checked {
+    use goondan_runtime::Pending;
+    use goondan_runtime::prelude::*;
+
+    /// The README's own struct input: no `deny_unknown_fields`.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub struct CountInput {
+        /// The text whose words are counted.
+        pub text: String,
+        /// At most this many words.
+        pub limit: Option<u32>,
+        /// A nested struct, also without `deny_unknown_fields`.
+        pub options: Option<Options>,
+    }
+
+    /// Nested options.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub struct Options {
+        pub trim: bool,
+    }
+
+    /// A struct input with constraints serde cannot see.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub struct Bounded {
+        #[schemars(range(max = 10))]
+        pub limit: u32,
+        #[schemars(length(min = 1, max = 5))]
+        pub name: String,
+        #[schemars(regex(pattern = r"^[a-z]+$"))]
+        pub slug: Option<String>,
+        #[schemars(length(max = 2))]
+        pub tags: Option<Vec<String>>,
+    }
+
+    /// Count words.
+    pub fn count(input: CountInput) -> usize {
+        let n = input.text.split_whitespace().count();
+        input.limit.map_or(n, |l| n.min(l as usize))
+    }
+
+    /// A struct input with constraints.
+    pub fn bounded(input: Bounded) -> u32 {
+        input.limit
+    }
+
+    /// Named parameters with a constraint.
+    pub fn page(
+        /// At most 10.
+        #[schemars(range(max = 10))]
+        limit: u32,
+    ) -> u32 {
+        limit
+    }
+
+    /// An integer parameter.
+    pub fn double(n: i64) -> i64 {
+        n * 2
+    }
+
+    /// An integer inside a list and an optional.
+    pub fn sum(items: Vec<u8>, extra: Option<i32>) -> i64 {
+        items.iter().map(|&i| i64::from(i)).sum::<i64>() + i64::from(extra.unwrap_or(0))
+    }
+
+    /// An output JSON cannot hold: NaN.
+    pub fn nan() -> f64 {
+        f64::NAN
+    }
+
+    /// A report whose mean is undefined when there are no samples.
+    #[derive(serde::Serialize)]
+    pub struct Report {
+        pub name: String,
+        pub stats: Vec<Stat>,
+    }
+
+    /// One statistic.
+    #[derive(serde::Serialize)]
+    pub struct Stat {
+        pub mean: f64,
+    }
+
+    /// A NaN deep in a struct when `samples` is 0.
+    pub fn report(samples: u32) -> Report {
+        let total = f64::from(samples) * 1.5;
+        Report {
+            name: "r".to_owned(),
+            stats: vec![Stat {
+                mean: total / f64::from(samples),
+            }],
+        }
+    }
+
+    /// An infinity deep in a list of numbers.
+    pub fn readings() -> Vec<Vec<f32>> {
+        vec![vec![1.0], vec![2.0, f32::INFINITY]]
+    }
+
+    /// A pending completion that is NaN.
+    pub fn later() -> Pending {
+        Pending::new(async { Ok::<_, ToolError>(vec![f64::NEG_INFINITY]) })
+    }
+
+    /// Blocks its thread for `ms` under a 100 ms timeout.
+    #[export(timeout_ms = 100)]
+    pub fn block(ms: u64) -> u64 {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        super::BLOCK_DONE.store(true, std::sync::atomic::Ordering::SeqCst);
+        ms
+    }
+
+    /// Blocks its first poll for `block_ms`, then waits `wait_ms`, under a 1 s timeout.
+    #[export(timeout_ms = 1000)]
+    pub async fn slow_start(block_ms: u64, wait_ms: u64) -> u64 {
+        std::thread::sleep(std::time::Duration::from_millis(block_ms));
+        tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+        block_ms + wait_ms
+    }
+}
+
+static BLOCK_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn checked_kit() -> TestKit {
+    TestKit::with_tools([checked::TOOL]).unwrap()
+}
+
+#[tokio::test]
+async fn spec_6_struct_inputs_refuse_unknown_and_misspelt_keys_at_any_depth() {
+    let kit = checked_kit();
+    kit.call("checked__count", json!({"text": "a b"}))
+        .await
+        .assert_output(json!(2));
+    for bad in [
+        json!({"text": "a b", "extra": 1}),
+        json!({"text": "a b c", "limt": 1}),
+        json!({"text": "a b", "options": {"trim": true, "trimm": false}}),
+    ] {
+        let r = kit.call("checked__count", bad.clone()).await;
+        let err = r.assert_error(codes::INVALID_ARGS);
+        assert!(
+            err.message().contains("extra")
+                || err.message().contains("limt")
+                || err.message().contains("trimm"),
+            "{bad}: {}",
+            err.message()
+        );
+    }
+    kit.call("checked__count", json!({"text": "a b c", "limit": 1}))
+        .await
+        .assert_output(json!(1));
+}
+
+#[tokio::test]
+async fn spec_6_constraints_the_model_is_shown_are_enforced_for_struct_and_named_inputs() {
+    let kit = checked_kit();
+    kit.call("checked__page", json!({"limit": 10}))
+        .await
+        .assert_output(json!(10));
+    let err = kit.call("checked__page", json!({"limit": 50})).await;
+    let err = err.assert_error(codes::INVALID_ARGS);
+    assert!(err.message().contains("/limit"), "{}", err.message());
+
+    let ok = json!({"limit": 3, "name": "ab", "slug": "ab", "tags": ["x"]});
+    kit.call("checked__bounded", ok)
+        .await
+        .assert_output(json!(3));
+    for bad in [
+        json!({"limit": 11, "name": "ab"}),
+        json!({"limit": 1, "name": ""}),
+        json!({"limit": 1, "name": "abcdef"}),
+        json!({"limit": 1, "name": "ab", "slug": "AB"}),
+        json!({"limit": 1, "name": "ab", "tags": ["a", "b", "c"]}),
+        json!({"limit": 1, "name": "ab", "other": true}),
+    ] {
+        kit.call("checked__bounded", bad.clone())
+            .await
+            .assert_error(codes::INVALID_ARGS);
+    }
+}
+
+#[tokio::test]
+async fn integral_floats_count_as_integers_but_fractions_and_strings_do_not() {
+    let kit = checked_kit();
+    kit.call("checked__double", json!({"n": 2.0}))
+        .await
+        .assert_output(json!(4));
+    kit.call("checked__double", json!({"n": -3.0}))
+        .await
+        .assert_output(json!(-6));
+    kit.call("checked__sum", json!({"items": [1.0, 2], "extra": 3.0}))
+        .await
+        .assert_output(json!(6));
+    kit.call("checked__page", json!({"limit": 10.0}))
+        .await
+        .assert_output(json!(10));
+    for bad in [json!({"n": 2.5}), json!({"n": "2"}), json!({"n": 1e30})] {
+        kit.call("checked__double", bad.clone())
+            .await
+            .assert_error(codes::INVALID_ARGS);
+    }
+    kit.call("checked__sum", json!({"items": [256.0]}))
+        .await
+        .assert_error(codes::INVALID_ARGS);
+    kit.call("checked__page", json!({"limit": 11.0}))
+        .await
+        .assert_error(codes::INVALID_ARGS);
+}
+
+#[tokio::test]
+async fn res_3_an_output_json_cannot_hold_is_e_tool_output_never_null() {
+    let kit = checked_kit();
+    kit.call("checked__report", json!({"samples": 2}))
+        .await
+        .assert_output(json!({"name": "r", "stats": [{"mean": 1.5}]}));
+    let r = kit.call("checked__report", json!({"samples": 0})).await;
+    let err = r.assert_error(codes::OUTPUT);
+    assert!(err.message().contains("stats"), "{}", err.message());
+    for tool in ["checked__nan", "checked__readings"] {
+        let r = kit.call(tool, json!({})).await;
+        assert!(r.output.is_none(), "{tool}: {:?}", r.output);
+        let err = r.assert_error(codes::OUTPUT);
+        assert!(err.suggestion().is_some(), "{tool}");
+        assert!(
+            err.message().contains("NaN") || err.message().contains("inf"),
+            "{}",
+            err.message()
+        );
+    }
+    // A pending completion too.
+    let r = kit.call("checked__later", json!({})).await;
+    let handle = r.assert_pending().to_owned();
+    let done = tokio::time::timeout(
+        Duration::from_secs(5),
+        kit.executor().pending().wait(&handle),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(done.output.is_none(), "{:?}", done.output);
+    assert_eq!(done.error_code(), Some(codes::OUTPUT));
+}
+
+#[tokio::test]
+async fn timeout_holds_for_a_sync_export_and_the_runtime_keeps_serving() {
+    let kit = checked_kit();
+    let started = std::time::Instant::now();
+    let blocked = async {
+        let r = kit.call("checked__block", json!({"ms": 3000})).await;
+        (r, started.elapsed())
+    };
+    let other = async {
+        // Give the blocked call a head start, then ask for something else.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let r = kit.call("checked__double", json!({"n": 21})).await;
+        let still_sleeping = !BLOCK_DONE.load(std::sync::atomic::Ordering::SeqCst);
+        (r, started.elapsed(), still_sleeping)
+    };
+    let ((blocked, blocked_after), (other, other_after, still_sleeping)) =
+        tokio::join!(blocked, other);
+    let err = blocked.assert_error(codes::TIMEOUT);
+    assert!(err.message().contains("100 ms"), "{}", err.message());
+    assert!(blocked_after < Duration::from_secs(2), "{blocked_after:?}");
+    other.assert_output(json!(42));
+    assert!(other_after < Duration::from_secs(2), "{other_after:?}");
+    assert!(
+        still_sleeping,
+        "the second call finished while the first slept"
+    );
+    // Without hitting the limit, a sync export answers as before.
+    kit.call("checked__block", json!({"ms": 1}))
+        .await
+        .assert_output(json!(1));
+}
+
+#[tokio::test]
+async fn timeout_counts_an_async_handlers_first_poll() {
+    let kit = checked_kit();
+    // 1 s blocked in the first poll, then 500 ms of waiting: 1.5 s against a 1 s limit. Timed
+    // from after the first poll it would have fit.
+    kit.call(
+        "checked__slow_start",
+        json!({"block_ms": 1000, "wait_ms": 500}),
+    )
+    .await
+    .assert_error(codes::TIMEOUT);
+    kit.call("checked__slow_start", json!({"block_ms": 0, "wait_ms": 10}))
+        .await
+        .assert_output(json!(10));
 }

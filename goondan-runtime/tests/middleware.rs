@@ -203,3 +203,41 @@ async fn args_rewritten_by_middleware_are_validated_after_it() {
         .await
         .assert_error("E_TOOL_INVALID_ARGS");
 }
+
+#[tokio::test]
+async fn res_3_mw_1_a_panicking_middleware_before_or_after_next_is_e_tool_panic() {
+    let before = from_fn(|call: ToolCallContext, next: Next| async move {
+        if call.args.get("text").and_then(Value::as_str) == Some("before") {
+            panic!("middleware broke before next");
+        }
+        next.run(call).await
+    });
+    let after = from_fn(|call: ToolCallContext, next: Next| async move {
+        let boom = call.args.get("text").and_then(Value::as_str) == Some("after");
+        let result = next.run(call).await;
+        if boom {
+            panic!("middleware broke after next");
+        }
+        result
+    });
+    let kit = TestKit::builder()
+        .tool(common::text_tool(None))
+        .middleware(0, before)
+        .middleware(0, after)
+        .build()
+        .unwrap();
+    for (text, said) in [
+        ("before", "broke before next"),
+        ("after", "broke after next"),
+    ] {
+        let r = kit.call("text__upper", json!({"text": text})).await;
+        assert_eq!(r.tool_name, "text__upper");
+        let err = r.assert_error("E_TOOL_PANIC");
+        assert!(err.message().contains(said), "{}", err.message());
+        assert!(err.suggestion().is_some());
+    }
+    // The executor keeps serving.
+    kit.call("text__upper", json!({"text": "fine"}))
+        .await
+        .assert_output(json!({"result": "FINE"}));
+}
