@@ -152,7 +152,6 @@ pub struct SendInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Target channel id to post the message to.
-    #[serde(alias = "channel")]
     pub channel_id: String,
     /// Message text content to post.
     pub text: String,
@@ -201,10 +200,9 @@ pub struct ReadInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Target channel id to read from.
-    #[serde(alias = "channel")]
     pub channel_id: String,
     /// Specific message timestamp to find in history.
-    #[serde(default, alias = "ts", alias = "timestamp")]
+    #[serde(default)]
     pub message_ts: Option<String>,
     /// Thread root timestamp. When set, reads the thread's replies.
     #[serde(default)]
@@ -266,10 +264,8 @@ pub struct EditInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Target channel id containing the message.
-    #[serde(alias = "channel")]
     pub channel_id: String,
     /// Timestamp of the message to edit.
-    #[serde(alias = "ts", alias = "timestamp")]
     pub message_ts: String,
     /// New message text content.
     pub text: String,
@@ -306,10 +302,8 @@ pub struct DeleteInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Target channel id containing the message.
-    #[serde(alias = "channel")]
     pub channel_id: String,
     /// Timestamp of the message to delete.
-    #[serde(alias = "ts", alias = "timestamp")]
     pub message_ts: String,
     /// Slack API timeout in milliseconds (default 15000).
     #[serde(default)]
@@ -341,10 +335,8 @@ pub struct ReactInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Target channel id containing the message.
-    #[serde(alias = "channel")]
     pub channel_id: String,
     /// Timestamp of the message to react to.
-    #[serde(alias = "ts", alias = "timestamp")]
     pub message_ts: String,
     /// Single emoji name to add, with or without surrounding colons.
     #[serde(default)]
@@ -384,7 +376,6 @@ pub struct DownloadFileInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Download URL to fetch (a file's `url_private_download` or `url_private`).
-    #[serde(alias = "fileUrl", alias = "downloadUrl")]
     pub url: String,
     /// Maximum downloaded bytes allowed (default 3000000, at most 20000000).
     #[serde(default)]
@@ -396,7 +387,7 @@ pub struct DownloadFileInput {
     #[serde(default)]
     pub include_data_url: Option<bool>,
     /// Optional path relative to the workdir to save the downloaded file.
-    #[serde(default, alias = "outputPath")]
+    #[serde(default)]
     pub save_path: Option<String>,
     /// Slack API timeout in milliseconds (default 15000).
     #[serde(default)]

@@ -320,7 +320,7 @@ pub struct SetChatActionInput {
     /// Chat action to set (default `typing`): typing, upload-photo, record-video,
     /// upload-video, record-voice, upload-voice, upload-document, choose-sticker,
     /// find-location, record-video-note, upload-video-note.
-    #[serde(default, alias = "status")]
+    #[serde(default)]
     pub action: Option<String>,
     /// Telegram API timeout in milliseconds (default 15000).
     #[serde(default)]
@@ -352,7 +352,6 @@ pub struct DownloadFileInput {
     #[serde(default)]
     pub token: Option<String>,
     /// Telegram file id to download.
-    #[serde(alias = "file_id")]
     pub file_id: String,
     /// Maximum downloaded bytes allowed (default 3000000, at most 20000000).
     #[serde(default)]
@@ -364,7 +363,7 @@ pub struct DownloadFileInput {
     #[serde(default)]
     pub include_data_url: Option<bool>,
     /// Optional path relative to the workdir to save the downloaded file.
-    #[serde(default, alias = "outputPath")]
+    #[serde(default)]
     pub save_path: Option<String>,
     /// Telegram API timeout in milliseconds (default 15000).
     #[serde(default)]

@@ -227,7 +227,7 @@ async fn send_edit_delete_with_bearer_json() {
     );
     kit.call(
         "slack__edit",
-        json!({"channel": "C1", "ts": "1700000000.000100", "text": "edited", "mrkdwn": true}),
+        json!({"channelId": "C1", "messageTs": "1700000000.000100", "text": "edited", "mrkdwn": true}),
     )
     .await
     .assert_output(
@@ -446,7 +446,7 @@ async fn download_file_with_token_into_the_workdir() {
     let big = kit
         .call(
             "slack__downloadFile",
-            json!({"fileUrl": format!("{}/files/big.png", server.base), "maxBytes": 1000}),
+            json!({"url": format!("{}/files/big.png", server.base), "maxBytes": 1000}),
         )
         .await;
     big.assert_error("E_SLACK_FILE_TOO_LARGE");
@@ -494,4 +494,21 @@ async fn the_token_goes_only_where_configured() {
             .contains("GOONDAN_TEST_SLACK_TOKEN_NEVER_SET")
     );
     assert!(!format!("{:?}", SlackPolicy::default().token(TOKEN)).contains("SECRET"));
+}
+
+/// The model is shown `channelId` and `messageTs`; Slack's own spellings are unknown keys,
+/// refused before any request (SPEC-6: arguments are checked against the schema shown).
+#[tokio::test]
+async fn spec_6_slack_spellings_outside_the_schema_are_refused_not_aliased() {
+    let server = Server::start().await;
+    let kit = server.kit();
+    for args in [
+        json!({"channel": "C1", "text": "x"}),
+        json!({"channelId": "C1", "ts": "1.0", "text": "x"}),
+    ] {
+        kit.call("slack__send", args)
+            .await
+            .assert_error("E_TOOL_INVALID_ARGS");
+    }
+    assert!(server.requests().is_empty());
 }

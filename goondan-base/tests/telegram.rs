@@ -355,7 +355,7 @@ async fn download_file_saves_inside_the_workdir() {
     let bare = kit
         .call(
             "telegram__downloadFile",
-            json!({"file_id": "F1", "includeBase64": false}),
+            json!({"fileId": "F1", "includeBase64": false}),
         )
         .await;
     let bare = bare.assert_ok();
