@@ -227,8 +227,7 @@ impl FileSystem {
             dirs: input.include_dirs.unwrap_or(true),
             files: input.include_files.unwrap_or(true),
         };
-        with_dir(ctx, move |dir| list_dir(dir, &rel, &raw, walk, &policy))
-        .await
+        with_dir(ctx, move |dir| list_dir(dir, &rel, &raw, walk, &policy)).await
     }
 
     /// Create a directory of the workdir and its parents.

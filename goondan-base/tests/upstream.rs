@@ -99,7 +99,9 @@ fn base_5_exports_and_parameters_match_upstream() {
             );
             checked += 1;
         }
-        let resource = goondan_base::resolve_ref(goondan_base::PACKAGE, name).unwrap().unwrap();
+        let resource = goondan_base::resolve_ref(goondan_base::PACKAGE, name)
+            .unwrap()
+            .unwrap();
         assert_eq!(resource.error_message_limit() as u64, limit, "{name}");
     }
     assert_eq!(checked, 4 + 6 + 1 + 1 + 6 + 6);

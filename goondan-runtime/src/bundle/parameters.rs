@@ -150,7 +150,8 @@ mod tests {
 
     #[test]
     fn number_in_yaml_agrees_with_a_compiled_integer() {
-        let compiled = json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}});
+        let compiled =
+            json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}});
         let declared = json!({"type": "object", "properties": {"n": {"type": "number"}}});
         assert!(compare(&declared, &compiled).is_empty());
         let text = json!({"type": "object", "properties": {"n": {"type": "string"}}});

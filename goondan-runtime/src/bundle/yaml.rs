@@ -31,7 +31,7 @@ pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
 
 /// How much all aliases and anchors of one file may expand to, in bytes as
 /// [`MAX_FILE_BYTES`] counts them (8 MiB): a string costs its length and every node
-/// [`NODE_COST`] more.
+/// 16 bytes more.
 pub const MAX_ALIAS_EXPANSION: usize = 8 * 1024 * 1024;
 
 /// What one node costs in the alias budget, besides the text it holds.
