@@ -28,9 +28,12 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// A fuzz entry point.
+type Entry = fn(&[u8]);
+
 #[test]
 fn every_seed_replays_through_its_fuzz_entry_point() {
-    let targets: [(&str, fn(&[u8])); 6] = [
+    let targets: [(&str, Entry); 6] = [
         ("tool_name", fuzz_entry::tool_name),
         ("args", fuzz_entry::args),
         ("args_differential", fuzz_entry::args_differential),

@@ -189,13 +189,16 @@ fn serde_reading<T: serde::Serialize + serde::de::DeserializeOwned>(
     serde_json::to_value(&typed).map_err(|e| e.to_string())
 }
 
+/// serde's reading of some arguments, see [`serde_reading`].
+type Reading = fn(&Value) -> Result<Value, String>;
+
 /// One corpus export: its handler answers with the input it received.
 struct TypedCase {
     export: Export,
     /// The name of the export in the `corpus` Tool.
     name: String,
     /// What the handler answers for given arguments, when serde reads them.
-    reading: fn(&Value) -> Result<Value, String>,
+    reading: Reading,
 }
 
 fn typed_case<T>(type_name: &str) -> TypedCase
@@ -270,8 +273,8 @@ pub fn corpus_tool() -> Tool {
 }
 
 /// The name and serde reading of each export of [`corpus_tool`], in corpus order.
-fn readings() -> &'static [(String, fn(&Value) -> Result<Value, String>)] {
-    static READINGS: OnceLock<Vec<(String, fn(&Value) -> Result<Value, String>)>> = OnceLock::new();
+fn readings() -> &'static [(String, Reading)] {
+    static READINGS: OnceLock<Vec<(String, Reading)>> = OnceLock::new();
     READINGS.get_or_init(|| {
         typed_cases()
             .into_iter()
