@@ -65,8 +65,8 @@ fn every_seed_replays_through_its_fuzz_entry_point() {
 /// `minLength: 1` and `pattern: ^[a-z]+$` (schemars' `range`, `length`, `regex`) runs with
 /// arguments outside them, because the executor skips the schema for handlers that read their
 /// arguments with serde (`Handler::checks_args`), and serde does not check those keywords.
+/// Fixed by checking every call against the schema (issue 9, item 1).
 #[tokio::test]
-#[ignore = "found by fuzzing: execute, fixed in the executor's argument validation (items 1-5)"]
 async fn execute_typed_export_refuses_arguments_outside_its_schema_bounds() {
     let kit = goondan_runtime::testing::TestKit::with_tools([fuzz_entry::corpus_tool()]).unwrap();
     let result = kit

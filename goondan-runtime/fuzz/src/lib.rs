@@ -328,6 +328,18 @@ pub fn execute(data: &[u8]) {
         ToolStatus::Ok => {
             let reading =
                 reading.unwrap_or_else(|| panic!("{name:?} is not a corpus export, yet ran"));
+            // Only arguments the schema the model sees accepts may reach a handler.
+            let entry = kit().registry().get(&name);
+            let entry = entry.unwrap_or_else(|| panic!("{name:?} ran but is not registered"));
+            let shown = if args.is_null() {
+                serde_json::json!({})
+            } else {
+                args.clone()
+            };
+            assert!(
+                entry.export().validator().is_valid(&shown),
+                "{name}: ran with arguments its schema refuses: {args}"
+            );
             assert_eq!(
                 result.output,
                 reading(&args).ok(),
