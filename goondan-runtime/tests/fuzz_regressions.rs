@@ -81,3 +81,18 @@ async fn execute_typed_export_refuses_arguments_outside_its_schema_bounds() {
         "{result:?}"
     );
 }
+
+/// Found by the `execute` and `args_differential` targets (seeds `negative_zero_isize`):
+/// `"isize": -0.0` is an integer for JSON Schema (item 2 of issue 9), and the call reads it as
+/// 0; the fuzz properties had compared against serde on the raw arguments.
+#[tokio::test]
+async fn execute_reads_negative_zero_as_the_integer_zero() {
+    let kit = goondan_runtime::testing::TestKit::with_tools([fuzz_entry::corpus_tool()]).unwrap();
+    let args = serde_json::json!({"i8": -127, "i16": 300, "i32": -70000,
+        "i64": 9007199254740993_i64, "u8": 255, "u16": 65535, "u32": 4294967295_u32,
+        "u64": 18446744073709551615_u64, "usize": 1, "isize": -0.0});
+    let result = kit.call("corpus__integers", args).await;
+    let output = result.output.clone().unwrap_or_else(|| panic!("{result:?}"));
+    assert_eq!(output["isize"], serde_json::json!(0));
+    assert_eq!(output["u64"], serde_json::json!(18446744073709551615_u64));
+}

@@ -170,8 +170,12 @@ pub fn args_differential(data: &[u8]) {
         return;
     };
     let validator = case.validator.is_valid(&args);
-    let serde = (case.case.serde)(&args);
-    let serde_ok = serde.as_ref().is_ok_and(|out| covers(&args, out));
+    // The executor hands serde the arguments with integral floats made integers where the
+    // schema says integer (`2.0` is an integer in JSON Schema); serde reads those.
+    let mut read = args.clone();
+    case.validator.normalise(&mut read);
+    let serde = (case.case.serde)(&read);
+    let serde_ok = serde.as_ref().is_ok_and(|out| covers(&read, out));
     assert_eq!(
         validator,
         serde_ok,
@@ -340,9 +344,11 @@ pub fn execute(data: &[u8]) {
                 entry.export().validator().is_valid(&shown),
                 "{name}: ran with arguments its schema refuses: {args}"
             );
+            let mut read = shown;
+            entry.export().validator().normalise(&mut read);
             assert_eq!(
                 result.output,
-                reading(&args).ok(),
+                reading(&read).ok(),
                 "{name}: the handler got other arguments than serde makes of {args}"
             );
         }
