@@ -92,7 +92,10 @@ async fn execute_reads_negative_zero_as_the_integer_zero() {
         "i64": 9007199254740993_i64, "u8": 255, "u16": 65535, "u32": 4294967295_u32,
         "u64": 18446744073709551615_u64, "usize": 1, "isize": -0.0});
     let result = kit.call("corpus__integers", args).await;
-    let output = result.output.clone().unwrap_or_else(|| panic!("{result:?}"));
+    let output = result
+        .output
+        .clone()
+        .unwrap_or_else(|| panic!("{result:?}"));
     assert_eq!(output["isize"], serde_json::json!(0));
     assert_eq!(output["u64"], serde_json::json!(18446744073709551615_u64));
 }
