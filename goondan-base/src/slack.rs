@@ -36,9 +36,9 @@ use serde_json::{Map, Value, json};
 
 use self::api::{Encoding, Session};
 use crate::http_fetch::target::{Host, Target};
-use crate::web_api::connection::{Asked, Connection, Settings};
+use crate::web_api::connection::{Asked, Connection, settings_of};
 use crate::web_api::download::{self, Wanted};
-use crate::web_api::service::{Codes, Service, any_token};
+use crate::web_api::service::{Service, any_token, codes_of};
 use crate::web_api::{RetryPolicy, Secret};
 
 /// Error codes of `slack`.
@@ -77,18 +77,7 @@ static SERVICE: Service = Service {
     remote: "Slack",
     fewer: "make fewer calls",
     check_token: any_token,
-    codes: Codes {
-        token_missing: codes::TOKEN_MISSING,
-        invalid_input: codes::INVALID_INPUT,
-        base_url: codes::BASE_URL,
-        rate_limited: codes::RATE_LIMITED,
-        request: codes::REQUEST,
-        timeout: codes::TIMEOUT,
-        cancelled: codes::CANCELLED,
-        file_too_large: codes::FILE_TOO_LARGE,
-        download: codes::DOWNLOAD,
-        save: codes::SAVE,
-    },
+    codes: codes_of!(codes),
 };
 
 /// The official Web API base URL.
@@ -732,22 +721,12 @@ impl Slack {
         timeout_ms: Option<u64>,
         api_base_url: Option<&str>,
     ) -> Result<Session<'a>, ToolError> {
-        let policy = &self.policy;
-        let settings = Settings {
-            api_base_url: &policy.api_base_url,
-            allowed_api_base_urls: &policy.allowed_api_base_urls,
-            token: policy.token.as_ref(),
-            token_env: &policy.token_env,
-            retry: policy.retry,
-            default_timeout: policy.default_timeout,
-            max_timeout: policy.max_timeout,
-        };
         let asked = Asked {
             token,
             timeout_ms,
             api_base_url,
         };
-        Connection::open(&SERVICE, ctx, &settings, asked).map(Session)
+        Connection::open(&SERVICE, ctx, &settings_of!(self.policy), asked).map(Session)
     }
 
     /// `url`, when its host is one the token may go to.

@@ -34,9 +34,9 @@ use serde_json::{Map, Value, json};
 use self::api::Session;
 pub use self::options::Id;
 use self::options::invalid;
-use crate::web_api::connection::{Asked, Connection, Settings};
+use crate::web_api::connection::{Asked, Connection, settings_of};
 use crate::web_api::download::{self, Wanted};
-use crate::web_api::service::{Codes, Service};
+use crate::web_api::service::{Service, codes_of};
 use crate::web_api::{RetryPolicy, Secret};
 
 /// Error codes of `telegram`.
@@ -73,18 +73,7 @@ static SERVICE: Service = Service {
     remote: "the Bot API",
     fewer: "send fewer messages per chat",
     check_token,
-    codes: Codes {
-        token_missing: codes::TOKEN_MISSING,
-        invalid_input: codes::INVALID_INPUT,
-        base_url: codes::BASE_URL,
-        rate_limited: codes::RATE_LIMITED,
-        request: codes::REQUEST,
-        timeout: codes::TIMEOUT,
-        cancelled: codes::CANCELLED,
-        file_too_large: codes::FILE_TOO_LARGE,
-        download: codes::DOWNLOAD,
-        save: codes::SAVE,
-    },
+    codes: codes_of!(codes),
 };
 
 /// The official Bot API base URL.
@@ -709,22 +698,12 @@ impl Telegram {
         timeout_ms: Option<u64>,
         api_base_url: Option<&str>,
     ) -> Result<Session<'a>, ToolError> {
-        let policy = &self.policy;
-        let settings = Settings {
-            api_base_url: &policy.api_base_url,
-            allowed_api_base_urls: &policy.allowed_api_base_urls,
-            token: policy.token.as_ref(),
-            token_env: &policy.token_env,
-            retry: policy.retry,
-            default_timeout: policy.default_timeout,
-            max_timeout: policy.max_timeout,
-        };
         let asked = Asked {
             token,
             timeout_ms,
             api_base_url,
         };
-        Connection::open(&SERVICE, ctx, &settings, asked).map(Session)
+        Connection::open(&SERVICE, ctx, &settings_of!(self.policy), asked).map(Session)
     }
 
     fn max_bytes(&self, asked: Option<u64>) -> Result<usize, ToolError> {

@@ -28,6 +28,23 @@ pub(crate) struct Settings<'p> {
     pub(crate) max_timeout: Duration,
 }
 
+/// The [`Settings`] of a tool policy that has the fields of the same names.
+macro_rules! settings_of {
+    ($policy:expr) => {{
+        let policy = &$policy;
+        $crate::web_api::connection::Settings {
+            api_base_url: &policy.api_base_url,
+            allowed_api_base_urls: &policy.allowed_api_base_urls,
+            token: policy.token.as_ref(),
+            token_env: &policy.token_env,
+            retry: policy.retry,
+            default_timeout: policy.default_timeout,
+            max_timeout: policy.max_timeout,
+        }
+    }};
+}
+pub(crate) use settings_of;
+
 /// What a call's `token`, `timeoutMs` and `apiBaseUrl` ask for.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Asked<'c> {

@@ -33,6 +33,28 @@ pub(crate) struct Codes {
     pub(crate) save: &'static str,
 }
 
+/// The [`Codes`] of a tool whose `codes` module names them `TOKEN_MISSING`, `INVALID_INPUT`,
+/// `BASE_URL`, `RATE_LIMITED`, `REQUEST`, `TIMEOUT`, `CANCELLED`, `FILE_TOO_LARGE`,
+/// `DOWNLOAD` and `SAVE`.
+macro_rules! codes_of {
+    ($codes:path) => {{
+        use $codes as c;
+        $crate::web_api::service::Codes {
+            token_missing: c::TOKEN_MISSING,
+            invalid_input: c::INVALID_INPUT,
+            base_url: c::BASE_URL,
+            rate_limited: c::RATE_LIMITED,
+            request: c::REQUEST,
+            timeout: c::TIMEOUT,
+            cancelled: c::CANCELLED,
+            file_too_large: c::FILE_TOO_LARGE,
+            download: c::DOWNLOAD,
+            save: c::SAVE,
+        }
+    }};
+}
+pub(crate) use codes_of;
+
 /// One chat service, as its tool's messages name it.
 #[derive(Debug)]
 pub(crate) struct Service {
