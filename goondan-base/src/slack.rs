@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 
 use self::api::{Encoding, Session};
 use crate::http_fetch::target::{Host, Target};
-use crate::web_api::connection::{Asked, Connection, settings_of};
+use crate::web_api::connection::{Asked, Connection, impl_asked, settings_of};
 use crate::web_api::download::{self, Wanted};
 use crate::web_api::service::{Service, any_token, codes_of};
 use crate::web_api::{RetryPolicy, Secret};
@@ -437,6 +437,15 @@ pub struct DownloadFileOutput {
     pub data_url: Option<String>,
 }
 
+impl_asked!(
+    SendInput,
+    ReadInput,
+    EditInput,
+    DeleteInput,
+    ReactInput,
+    DownloadFileInput
+);
+
 /// The `slack` tool. `Slack::default()` talks to the official Web API with a token from the
 /// environment.
 #[derive(Debug, Clone, Default)]
@@ -461,12 +470,7 @@ impl Slack {
 
     /// Send a Slack message to a channel (or a thread with `threadTs`).
     pub async fn send(&self, ctx: &ToolContext, input: SendInput) -> Result<SendOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         if input.text.is_empty() {
             return Err(invalid(
@@ -505,12 +509,7 @@ impl Slack {
 
     /// Read Slack channel or thread messages; with `messageTs`, find that message.
     pub async fn read(&self, ctx: &ToolContext, input: ReadInput) -> Result<ReadOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let message_ts = non_empty(input.message_ts.as_deref());
         let thread_ts = non_empty(input.thread_ts.as_deref());
@@ -586,12 +585,7 @@ impl Slack {
 
     /// Edit the text of a Slack message.
     pub async fn edit(&self, ctx: &ToolContext, input: EditInput) -> Result<EditOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let ts = required("messageTs", &input.message_ts)?;
         if input.text.is_empty() {
@@ -620,12 +614,7 @@ impl Slack {
         ctx: &ToolContext,
         input: DeleteInput,
     ) -> Result<DeleteOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let ts = required("messageTs", &input.message_ts)?;
         let mut args = Map::new();
@@ -646,12 +635,7 @@ impl Slack {
         ctx: &ToolContext,
         input: ReactInput,
     ) -> Result<ReactOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let ts = required("messageTs", &input.message_ts)?;
         let names = emoji_names(input.emoji.as_deref(), input.emojis.as_deref())?;
@@ -678,7 +662,13 @@ impl Slack {
         ctx: &ToolContext,
         input: DownloadFileInput,
     ) -> Result<DownloadFileOutput, ToolError> {
-        let session = self.session(ctx, input.token.as_deref(), input.timeout_ms, None)?;
+        let session = self.session(
+            ctx,
+            Asked {
+                api_base_url: None,
+                ..input.asked()
+            },
+        )?;
         let url = required("url", &input.url)?;
         let target = self.download_target(&url)?;
         let max_bytes = self.max_bytes(input.max_bytes)?;
@@ -717,15 +707,8 @@ impl Slack {
     fn session<'a>(
         &self,
         ctx: &'a ToolContext,
-        token: Option<&str>,
-        timeout_ms: Option<u64>,
-        api_base_url: Option<&str>,
+        asked: Asked<'_>,
     ) -> Result<Session<'a>, ToolError> {
-        let asked = Asked {
-            token,
-            timeout_ms,
-            api_base_url,
-        };
         Connection::open(&SERVICE, ctx, &settings_of!(self.policy), asked).map(Session)
     }
 

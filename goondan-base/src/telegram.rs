@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use self::api::Session;
 pub use self::options::Id;
 use self::options::invalid;
-use crate::web_api::connection::{Asked, Connection, settings_of};
+use crate::web_api::connection::{Asked, Connection, impl_asked, settings_of};
 use crate::web_api::download::{self, Wanted};
 use crate::web_api::service::{Service, codes_of};
 use crate::web_api::{RetryPolicy, Secret};
@@ -415,6 +415,15 @@ pub struct DownloadFileOutput {
     pub data_url: Option<String>,
 }
 
+impl_asked!(
+    SendInput,
+    EditInput,
+    DeleteInput,
+    ReactInput,
+    SetChatActionInput,
+    DownloadFileInput
+);
+
 /// The `telegram` tool. `Telegram::default()` talks to the official Bot API with a token from
 /// the environment.
 #[derive(Debug, Clone, Default)]
@@ -439,12 +448,7 @@ impl Telegram {
 
     /// Send a Telegram text message to a chat.
     pub async fn send(&self, ctx: &ToolContext, input: SendInput) -> Result<SendOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         require_text(&input.text)?;
         let mut payload = Map::new();
@@ -496,12 +500,7 @@ impl Telegram {
 
     /// Edit the text of an existing Telegram message.
     pub async fn edit(&self, ctx: &ToolContext, input: EditInput) -> Result<EditOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let message_id = options::message_id(&input.message_id, "messageId")?;
         require_text(&input.text)?;
@@ -540,12 +539,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: DeleteInput,
     ) -> Result<DeleteOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let message_id = options::message_id(&input.message_id, "messageId")?;
         session
@@ -568,12 +562,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: ReactInput,
     ) -> Result<ReactOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let message_id = options::message_id(&input.message_id, "messageId")?;
         let cleared = input.clear.unwrap_or(false);
@@ -605,12 +594,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: SetChatActionInput,
     ) -> Result<SetChatActionOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let action = options::chat_action(input.action.as_deref())?;
         session
@@ -634,12 +618,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: DownloadFileInput,
     ) -> Result<DownloadFileOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let file_id = input.file_id.trim().to_owned();
         if file_id.is_empty() {
             return Err(invalid(
@@ -694,15 +673,8 @@ impl Telegram {
     fn session<'a>(
         &self,
         ctx: &'a ToolContext,
-        token: Option<&str>,
-        timeout_ms: Option<u64>,
-        api_base_url: Option<&str>,
+        asked: Asked<'_>,
     ) -> Result<Session<'a>, ToolError> {
-        let asked = Asked {
-            token,
-            timeout_ms,
-            api_base_url,
-        };
         Connection::open(&SERVICE, ctx, &settings_of!(self.policy), asked).map(Session)
     }
 

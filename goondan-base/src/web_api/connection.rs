@@ -56,6 +56,24 @@ pub(crate) struct Asked<'c> {
     pub(crate) api_base_url: Option<&'c str>,
 }
 
+/// Gives each named tool input, which has the fields `token`, `timeout_ms` and
+/// `api_base_url`, a method `asked` that returns them as an [`Asked`].
+macro_rules! impl_asked {
+    ($($input:ty),+ $(,)?) => {$(
+        impl $input {
+            /// The call's `token`, `timeoutMs` and `apiBaseUrl`.
+            pub(crate) fn asked(&self) -> $crate::web_api::connection::Asked<'_> {
+                $crate::web_api::connection::Asked {
+                    token: self.token.as_deref(),
+                    timeout_ms: self.timeout_ms,
+                    api_base_url: self.api_base_url.as_deref(),
+                }
+            }
+        }
+    )+};
+}
+pub(crate) use impl_asked;
+
 /// What a call needs to reach the API.
 pub(crate) struct Connection<'a> {
     /// Whose API it is, for errors.
