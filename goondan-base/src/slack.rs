@@ -36,7 +36,10 @@ use serde_json::{Map, Value, json};
 
 use self::api::{Encoding, Session};
 use crate::http_fetch::target::{Host, Target};
-use crate::web_api::{ApiBase, RetryPolicy, Secret, download, resolve_token};
+use crate::web_api::connection::{Asked, Connection, impl_asked, settings_of};
+use crate::web_api::download::{self, Wanted};
+use crate::web_api::service::{Service, any_token, codes_of};
+use crate::web_api::{RetryPolicy, Secret};
 
 /// Error codes of `slack`.
 pub mod codes {
@@ -65,6 +68,17 @@ pub mod codes {
     /// The file could not be saved.
     pub const SAVE: &str = "E_SLACK_SAVE";
 }
+
+/// How the shared web API code names `slack`'s errors.
+static SERVICE: Service = Service {
+    tag: "slack",
+    title: "Slack",
+    api: "Web API",
+    remote: "Slack",
+    fewer: "make fewer calls",
+    check_token: any_token,
+    codes: codes_of!(codes),
+};
 
 /// The official Web API base URL.
 pub const API_BASE_URL: &str = "https://slack.com/api";
@@ -423,6 +437,15 @@ pub struct DownloadFileOutput {
     pub data_url: Option<String>,
 }
 
+impl_asked!(
+    SendInput,
+    ReadInput,
+    EditInput,
+    DeleteInput,
+    ReactInput,
+    DownloadFileInput
+);
+
 /// The `slack` tool. `Slack::default()` talks to the official Web API with a token from the
 /// environment.
 #[derive(Debug, Clone, Default)]
@@ -447,12 +470,7 @@ impl Slack {
 
     /// Send a Slack message to a channel (or a thread with `threadTs`).
     pub async fn send(&self, ctx: &ToolContext, input: SendInput) -> Result<SendOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         if input.text.is_empty() {
             return Err(invalid(
@@ -491,12 +509,7 @@ impl Slack {
 
     /// Read Slack channel or thread messages; with `messageTs`, find that message.
     pub async fn read(&self, ctx: &ToolContext, input: ReadInput) -> Result<ReadOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let message_ts = non_empty(input.message_ts.as_deref());
         let thread_ts = non_empty(input.thread_ts.as_deref());
@@ -572,12 +585,7 @@ impl Slack {
 
     /// Edit the text of a Slack message.
     pub async fn edit(&self, ctx: &ToolContext, input: EditInput) -> Result<EditOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let ts = required("messageTs", &input.message_ts)?;
         if input.text.is_empty() {
@@ -606,12 +614,7 @@ impl Slack {
         ctx: &ToolContext,
         input: DeleteInput,
     ) -> Result<DeleteOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let ts = required("messageTs", &input.message_ts)?;
         let mut args = Map::new();
@@ -632,12 +635,7 @@ impl Slack {
         ctx: &ToolContext,
         input: ReactInput,
     ) -> Result<ReactOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
         let ts = required("messageTs", &input.message_ts)?;
         let names = emoji_names(input.emoji.as_deref(), input.emojis.as_deref())?;
@@ -664,43 +662,43 @@ impl Slack {
         ctx: &ToolContext,
         input: DownloadFileInput,
     ) -> Result<DownloadFileOutput, ToolError> {
-        let session = self.session(ctx, input.token.as_deref(), input.timeout_ms, None)?;
+        let session = self.session(
+            ctx,
+            Asked {
+                api_base_url: None,
+                ..input.asked()
+            },
+        )?;
         let url = required("url", &input.url)?;
         let target = self.download_target(&url)?;
         let max_bytes = self.max_bytes(input.max_bytes)?;
         let reply = session.download(target, max_bytes).await?;
         let header = |name: &str| reply.header(name).map(str::to_owned);
-        let content_type = header("content-type");
         let content_length = header("content-length").and_then(|v| v.trim().parse().ok());
         let etag = header("etag");
         let content_disposition = header("content-disposition");
-        let include_base64 = input.include_base64.unwrap_or(true);
-        let base64 = include_base64.then(|| download::base64(&reply.body));
-        let data_url = match (&base64, input.include_data_url.unwrap_or(true)) {
-            (Some(encoded), true) => download::data_url(content_type.as_deref(), encoded),
-            _ => None,
-        };
-        let size_bytes = reply.body.len() as u64;
-        let saved_path = match non_empty(input.save_path.as_deref()) {
-            Some(path) => Some(
-                download::save(ctx, &path, reply.body, codes::SAVE)
-                    .await?
-                    .to_string_lossy()
-                    .into_owned(),
-            ),
-            None => None,
-        };
+        let delivered = download::deliver(
+            ctx,
+            &SERVICE,
+            reply,
+            Wanted {
+                include_base64: input.include_base64,
+                include_data_url: input.include_data_url,
+                save_path: input.save_path.as_deref(),
+            },
+        )
+        .await?;
         Ok(DownloadFileOutput {
             ok: true,
             url,
-            content_type,
+            content_type: delivered.content_type,
             content_length,
-            size_bytes,
+            size_bytes: delivered.size_bytes,
             etag,
             content_disposition,
-            saved_path,
-            base64,
-            data_url,
+            saved_path: delivered.saved_path,
+            base64: delivered.base64,
+            data_url: delivered.data_url,
         })
     }
 }
@@ -709,69 +707,9 @@ impl Slack {
     fn session<'a>(
         &self,
         ctx: &'a ToolContext,
-        token: Option<&str>,
-        timeout_ms: Option<u64>,
-        api_base_url: Option<&str>,
+        asked: Asked<'_>,
     ) -> Result<Session<'a>, ToolError> {
-        let policy = &self.policy;
-        let base_error = |why: String| {
-            ToolError::new(why)
-                .with_code(codes::BASE_URL)
-                .with_name("SlackBaseUrlError")
-                .with_suggestion(
-                    "leave `apiBaseUrl` out to use the configured Web API; other base URLs must \
-                     be allowed in the tool's configuration",
-                )
-        };
-        let configured =
-            ApiBase::parse(&policy.api_base_url).map_err(|e| base_error(e.to_string()))?;
-        let base = match api_base_url.map(str::trim).filter(|u| !u.is_empty()) {
-            None => configured,
-            Some(url) if configured.same_as(url) => configured,
-            Some(url)
-                if policy
-                    .allowed_api_base_urls
-                    .iter()
-                    .any(|a| ApiBase::parse(a).is_ok_and(|a| a.same_as(url))) =>
-            {
-                ApiBase::parse(url).map_err(|e| base_error(e.to_string()))?
-            }
-            Some(url) => {
-                return Err(base_error(format!(
-                    "apiBaseUrl `{url}` is not an allowed Slack API base URL"
-                )));
-            }
-        };
-        let env_keys: Vec<&str> = policy.token_env.iter().map(String::as_str).collect();
-        let token = resolve_token(token, policy.token.as_ref(), &env_keys, |k| {
-            std::env::var(k).ok()
-        })
-        .ok_or_else(|| {
-            ToolError::new("Slack bot token not found")
-                .with_code(codes::TOKEN_MISSING)
-                .with_name("SlackTokenMissingError")
-                .with_suggestion(format!(
-                    "provide `token`, or set {} in the environment",
-                    env_keys.join("/")
-                ))
-        })?;
-        let timeout = match timeout_ms {
-            Some(0) => {
-                return Err(invalid(
-                    "'timeoutMs' must be a positive number".to_owned(),
-                    "give `timeoutMs` in milliseconds, e.g. 15000",
-                ));
-            }
-            Some(ms) => Duration::from_millis(ms).min(policy.max_timeout),
-            None => policy.default_timeout,
-        };
-        Ok(Session {
-            base,
-            token,
-            timeout,
-            retry: policy.retry,
-            cancel: ctx.cancellation(),
-        })
+        Connection::open(&SERVICE, ctx, &settings_of!(self.policy), asked).map(Session)
     }
 
     /// `url`, when its host is one the token may go to.
@@ -804,15 +742,8 @@ impl Slack {
     }
 
     fn max_bytes(&self, asked: Option<u64>) -> Result<usize, ToolError> {
-        let limit = self.policy.max_bytes_limit;
-        let n = asked.unwrap_or(self.policy.default_max_bytes);
-        if n == 0 || n > limit {
-            return Err(invalid(
-                format!("'maxBytes' must be between 1 and {limit}"),
-                &format!("give `maxBytes` between 1 and {limit}, or leave it out"),
-            ));
-        }
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        let policy = &self.policy;
+        SERVICE.max_bytes(asked, policy.default_max_bytes, policy.max_bytes_limit)
     }
 }
 
@@ -850,10 +781,7 @@ fn emoji_names(emoji: Option<&str>, emojis: Option<&[String]>) -> Result<Vec<Str
 }
 
 pub(crate) fn invalid(message: String, suggestion: &str) -> ToolError {
-    ToolError::new(message)
-        .with_code(codes::INVALID_INPUT)
-        .with_name("InvalidInputError")
-        .with_suggestion(suggestion)
+    SERVICE.invalid(message, suggestion)
 }
 
 fn required(key: &str, value: &str) -> Result<String, ToolError> {
@@ -888,6 +816,23 @@ fn put<T: Serialize>(args: &mut Map<String, Value>, key: &str, value: Option<T>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The wording the shared code gives `slack`'s errors, as it was before it was shared.
+    #[test]
+    fn shared_errors_keep_slack_wording() {
+        let expected = [
+            "E_SLACK_BASE_URL | SlackBaseUrlError | apiBaseUrl `http://127.0.0.1:2/api` is not an allowed Slack API base URL | leave `apiBaseUrl` out to use the configured Web API; other base URLs must be allowed in the tool's configuration",
+            "E_SLACK_TOKEN_MISSING | SlackTokenMissingError | Slack bot token not found | provide `token`, or set GOONDAN_TEST_UNSET_TOKEN in the environment",
+            "E_SLACK_INVALID_INPUT | InvalidInputError | bad | fix it",
+            "E_SLACK_REQUEST | SlackRequestError | [slack] m request failed: refused | check the network and the API base URL; Slack may be unreachable",
+            "E_SLACK_TIMEOUT | TimeoutError | [slack] m request failed: the request took longer than 3 ms | retry with a larger `timeoutMs`",
+            "E_SLACK_CANCELLED | CancelledError | [slack] m request failed: the request was cancelled | send it again if it is still needed",
+            "E_SLACK_RATE_LIMITED | SlackRateLimitError | [slack] m is rate limited: retry after 7 s (2 retries made) | wait 7 seconds (`wait__seconds`) and call again; make fewer calls",
+            "E_SLACK_FILE_TOO_LARGE | FileTooLargeError | the Slack file is larger than maxBytes (5 bytes) | raise `maxBytes` (at most 20000000), or do not download this file",
+            "E_SLACK_DOWNLOAD | SlackDownloadError | [slack] file download failed: HTTP 404 Not Found | hint",
+        ];
+        assert_eq!(crate::web_api::service::wording(&SERVICE), expected);
+    }
 
     #[test]
     fn emoji_names_like_upstream() {

@@ -34,7 +34,10 @@ use serde_json::{Map, Value, json};
 use self::api::Session;
 pub use self::options::Id;
 use self::options::invalid;
-use crate::web_api::{ApiBase, RetryPolicy, Secret, download, resolve_token};
+use crate::web_api::connection::{Asked, Connection, impl_asked, settings_of};
+use crate::web_api::download::{self, Wanted};
+use crate::web_api::service::{Service, codes_of};
+use crate::web_api::{RetryPolicy, Secret};
 
 /// Error codes of `telegram`.
 pub mod codes {
@@ -61,6 +64,17 @@ pub mod codes {
     /// The file could not be saved.
     pub const SAVE: &str = "E_TELEGRAM_SAVE";
 }
+
+/// How the shared web API code names `telegram`'s errors.
+static SERVICE: Service = Service {
+    tag: "telegram",
+    title: "Telegram",
+    api: "Bot API",
+    remote: "the Bot API",
+    fewer: "send fewer messages per chat",
+    check_token,
+    codes: codes_of!(codes),
+};
 
 /// The official Bot API base URL.
 pub const API_BASE_URL: &str = "https://api.telegram.org";
@@ -401,6 +415,15 @@ pub struct DownloadFileOutput {
     pub data_url: Option<String>,
 }
 
+impl_asked!(
+    SendInput,
+    EditInput,
+    DeleteInput,
+    ReactInput,
+    SetChatActionInput,
+    DownloadFileInput
+);
+
 /// The `telegram` tool. `Telegram::default()` talks to the official Bot API with a token from
 /// the environment.
 #[derive(Debug, Clone, Default)]
@@ -425,12 +448,7 @@ impl Telegram {
 
     /// Send a Telegram text message to a chat.
     pub async fn send(&self, ctx: &ToolContext, input: SendInput) -> Result<SendOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         require_text(&input.text)?;
         let mut payload = Map::new();
@@ -482,12 +500,7 @@ impl Telegram {
 
     /// Edit the text of an existing Telegram message.
     pub async fn edit(&self, ctx: &ToolContext, input: EditInput) -> Result<EditOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let message_id = options::message_id(&input.message_id, "messageId")?;
         require_text(&input.text)?;
@@ -526,12 +539,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: DeleteInput,
     ) -> Result<DeleteOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let message_id = options::message_id(&input.message_id, "messageId")?;
         session
@@ -554,12 +562,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: ReactInput,
     ) -> Result<ReactOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let message_id = options::message_id(&input.message_id, "messageId")?;
         let cleared = input.clear.unwrap_or(false);
@@ -591,12 +594,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: SetChatActionInput,
     ) -> Result<SetChatActionOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
         let action = options::chat_action(input.action.as_deref())?;
         session
@@ -620,12 +618,7 @@ impl Telegram {
         ctx: &ToolContext,
         input: DownloadFileInput,
     ) -> Result<DownloadFileOutput, ToolError> {
-        let session = self.session(
-            ctx,
-            input.token.as_deref(),
-            input.timeout_ms,
-            input.api_base_url.as_deref(),
-        )?;
+        let session = self.session(ctx, input.asked())?;
         let file_id = input.file_id.trim().to_owned();
         if file_id.is_empty() {
             return Err(invalid(
@@ -643,36 +636,23 @@ impl Telegram {
                 .map(str::to_owned)
         };
         let (Some(resolved_id), Some(file_path)) = (text("file_id"), text("file_path")) else {
-            return Err(
-                ToolError::new("[telegram] getFile result missing file_id/file_path")
-                    .with_code(codes::DOWNLOAD)
-                    .with_name("TelegramDownloadError")
-                    .with_suggestion("the file may be too big for the Bot API (20 MB) or gone"),
-            );
+            return Err(SERVICE.download_failed(
+                "[telegram] getFile result missing file_id/file_path".to_owned(),
+                "the file may be too big for the Bot API (20 MB) or gone",
+            ));
         };
         let reply = session.download(&file_path, max_bytes).await?;
-        let content_type = reply.header("content-type").map(str::to_owned);
-        let include_base64 = input.include_base64.unwrap_or(true);
-        let base64 = include_base64.then(|| download::base64(&reply.body));
-        let data_url = match (&base64, input.include_data_url.unwrap_or(true)) {
-            (Some(encoded), true) => download::data_url(content_type.as_deref(), encoded),
-            _ => None,
-        };
-        let size_bytes = reply.body.len() as u64;
-        let saved_path = match input
-            .save_path
-            .as_deref()
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
-            Some(path) => Some(
-                download::save(ctx, path, reply.body, codes::SAVE)
-                    .await?
-                    .to_string_lossy()
-                    .into_owned(),
-            ),
-            None => None,
-        };
+        let delivered = download::deliver(
+            ctx,
+            &SERVICE,
+            reply,
+            Wanted {
+                include_base64: input.include_base64,
+                include_data_url: input.include_data_url,
+                save_path: input.save_path.as_deref(),
+            },
+        )
+        .await?;
         Ok(DownloadFileOutput {
             ok: true,
             file_unique_id: text("file_unique_id"),
@@ -680,11 +660,11 @@ impl Telegram {
             download_url: session.shown_file_url(&file_path),
             file_id: resolved_id,
             file_path,
-            content_type,
-            size_bytes,
-            saved_path,
-            base64,
-            data_url,
+            content_type: delivered.content_type,
+            size_bytes: delivered.size_bytes,
+            saved_path: delivered.saved_path,
+            base64: delivered.base64,
+            data_url: delivered.data_url,
         })
     }
 }
@@ -693,88 +673,26 @@ impl Telegram {
     fn session<'a>(
         &self,
         ctx: &'a ToolContext,
-        token: Option<&str>,
-        timeout_ms: Option<u64>,
-        api_base_url: Option<&str>,
+        asked: Asked<'_>,
     ) -> Result<Session<'a>, ToolError> {
-        let policy = &self.policy;
-        let base_error = |why: String| {
-            ToolError::new(why)
-                .with_code(codes::BASE_URL)
-                .with_name("TelegramBaseUrlError")
-                .with_suggestion(
-                    "leave `apiBaseUrl` out to use the configured Bot API; other base URLs must \
-                     be allowed in the tool's configuration",
-                )
-        };
-        let configured =
-            ApiBase::parse(&policy.api_base_url).map_err(|e| base_error(e.to_string()))?;
-        let base = match api_base_url.map(str::trim).filter(|u| !u.is_empty()) {
-            None => configured,
-            Some(url) if configured.same_as(url) => configured,
-            Some(url)
-                if policy
-                    .allowed_api_base_urls
-                    .iter()
-                    .any(|a| ApiBase::parse(a).is_ok_and(|a| a.same_as(url))) =>
-            {
-                ApiBase::parse(url).map_err(|e| base_error(e.to_string()))?
-            }
-            Some(url) => {
-                return Err(base_error(format!(
-                    "apiBaseUrl `{url}` is not an allowed Telegram API base URL"
-                )));
-            }
-        };
-        let env_keys: Vec<&str> = policy.token_env.iter().map(String::as_str).collect();
-        let token = resolve_token(token, policy.token.as_ref(), &env_keys, |k| {
-            std::env::var(k).ok()
-        })
-        .ok_or_else(|| {
-            ToolError::new("Telegram bot token not found")
-                .with_code(codes::TOKEN_MISSING)
-                .with_name("TelegramTokenMissingError")
-                .with_suggestion(format!(
-                    "provide `token`, or set {} in the environment",
-                    env_keys.join("/")
-                ))
-        })?;
-        if token.contains(['/', '?', '#', ' ']) {
-            return Err(invalid(
-                "the Telegram bot token has characters a token never has".to_owned(),
-                "a bot token looks like `123456:ABC-DEF...`; check `token` or the environment",
-            ));
-        }
-        let timeout = match timeout_ms {
-            Some(0) => {
-                return Err(invalid(
-                    "'timeoutMs' must be a positive number".to_owned(),
-                    "give `timeoutMs` in milliseconds, e.g. 15000",
-                ));
-            }
-            Some(ms) => Duration::from_millis(ms).min(policy.max_timeout),
-            None => policy.default_timeout,
-        };
-        Ok(Session {
-            base,
-            token,
-            timeout,
-            retry: policy.retry,
-            cancel: ctx.cancellation(),
-        })
+        Connection::open(&SERVICE, ctx, &settings_of!(self.policy), asked).map(Session)
     }
 
     fn max_bytes(&self, asked: Option<u64>) -> Result<usize, ToolError> {
-        let limit = self.policy.max_bytes_limit;
-        let n = asked.unwrap_or(self.policy.default_max_bytes);
-        if n == 0 || n > limit {
-            return Err(invalid(
-                format!("'maxBytes' must be between 1 and {limit}"),
-                &format!("give `maxBytes` between 1 and {limit}, or leave it out"),
-            ));
-        }
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        let policy = &self.policy;
+        SERVICE.max_bytes(asked, policy.default_max_bytes, policy.max_bytes_limit)
     }
+}
+
+/// Refuses a token with characters a bot token never has (it goes into the request path).
+fn check_token(token: &str) -> Result<(), ToolError> {
+    if token.contains(['/', '?', '#', ' ']) {
+        return Err(invalid(
+            "the Telegram bot token has characters a token never has".to_owned(),
+            "a bot token looks like `123456:ABC-DEF...`; check `token` or the environment",
+        ));
+    }
+    Ok(())
 }
 
 fn require_text(text: &str) -> Result<(), ToolError> {
@@ -793,5 +711,38 @@ fn put<T: Serialize>(payload: &mut Map<String, Value>, key: &str, value: Option<
         && let Ok(value) = serde_json::to_value(value)
     {
         payload.insert(key.to_owned(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wording the shared code gives `telegram`'s errors, as it was before it was shared.
+    #[test]
+    fn shared_errors_keep_telegram_wording() {
+        let expected = [
+            "E_TELEGRAM_BASE_URL | TelegramBaseUrlError | apiBaseUrl `http://127.0.0.1:2/api` is not an allowed Telegram API base URL | leave `apiBaseUrl` out to use the configured Bot API; other base URLs must be allowed in the tool's configuration",
+            "E_TELEGRAM_TOKEN_MISSING | TelegramTokenMissingError | Telegram bot token not found | provide `token`, or set GOONDAN_TEST_UNSET_TOKEN in the environment",
+            "E_TELEGRAM_INVALID_INPUT | InvalidInputError | bad | fix it",
+            "E_TELEGRAM_REQUEST | TelegramRequestError | [telegram] m request failed: refused | check the network and the API base URL; the Bot API may be unreachable",
+            "E_TELEGRAM_TIMEOUT | TimeoutError | [telegram] m request failed: the request took longer than 3 ms | retry with a larger `timeoutMs`",
+            "E_TELEGRAM_CANCELLED | CancelledError | [telegram] m request failed: the request was cancelled | send it again if it is still needed",
+            "E_TELEGRAM_RATE_LIMITED | TelegramRateLimitError | [telegram] m is rate limited: retry after 7 s (2 retries made) | wait 7 seconds (`wait__seconds`) and call again; send fewer messages per chat",
+            "E_TELEGRAM_FILE_TOO_LARGE | FileTooLargeError | the Telegram file is larger than maxBytes (5 bytes) | raise `maxBytes` (at most 20000000), or do not download this file",
+            "E_TELEGRAM_DOWNLOAD | TelegramDownloadError | [telegram] file download failed: HTTP 404 Not Found | hint",
+        ];
+        assert_eq!(crate::web_api::service::wording(&SERVICE), expected);
+    }
+
+    #[test]
+    fn token_with_path_characters_is_refused() {
+        let e = SERVICE.token(Some("1:a/b"), None, &[]).unwrap_err();
+        assert_eq!(e.code(), codes::INVALID_INPUT);
+        assert_eq!(
+            e.message(),
+            "the Telegram bot token has characters a token never has"
+        );
+        assert!(SERVICE.token(Some("1:ab"), None, &[]).is_ok());
     }
 }

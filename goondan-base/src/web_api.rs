@@ -8,8 +8,15 @@
 //! Tokens travel in URLs (Telegram) or headers (Slack); they are never put in an error
 //! message or a log line: [`Secret`] has a redacted `Debug`, and errors name the API's base
 //! URL, never the full request URL.
+//!
+//! What both tools do alike lives here too, parameterised by a `Service` (each
+//! tool's error codes and wording): `connection` opens a call's connection (base URL, token,
+//! timeout) and retries rate-limited requests, `download` turns a downloaded file into
+//! base64, a data URL and a saved copy.
 
+pub(crate) mod connection;
 pub(crate) mod download;
+pub(crate) mod service;
 
 use std::fmt;
 use std::net::IpAddr;

@@ -1,7 +1,7 @@
 //! One Slack Web API session: `POST {base}/{method}` with `Authorization: Bearer {token}`,
 //! a JSON body for write methods and a form body for the `conversations.*` read methods
 //! (which do not take JSON), the documented answer `{ok, ...}` or `{ok: false, error}`, and
-//! retries after `429` as its `Retry-After` header says, within the [`RetryPolicy`].
+//! retries after `429` as its `Retry-After` header says, within the [`RetryPolicy`](crate::web_api::RetryPolicy).
 
 use std::time::Duration;
 
@@ -10,13 +10,11 @@ use goondan_runtime::ToolError;
 use http::Method;
 use http::header::{self, HeaderMap, HeaderValue};
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use super::codes;
 use crate::http_fetch::target::Target;
-use crate::web_api::{
-    ApiBase, Outgoing, Reply, RetryPolicy, WebError, exchange, form_encode, pause,
-};
+use crate::web_api::connection::Connection;
+use crate::web_api::{Outgoing, Reply, form_encode};
 
 /// The most bytes of a method's JSON answer that are read.
 const ANSWER_CAP: usize = 8 * 1024 * 1024;
@@ -31,23 +29,18 @@ pub(super) enum Encoding {
 }
 
 /// What a call needs to reach the API.
-pub(super) struct Session<'a> {
-    pub(super) base: ApiBase,
-    pub(super) token: String,
-    pub(super) timeout: Duration,
-    pub(super) retry: RetryPolicy,
-    pub(super) cancel: &'a CancellationToken,
-}
+pub(super) struct Session<'a>(pub(super) Connection<'a>);
 
 impl Session<'_> {
     fn auth(&self) -> Result<HeaderMap, ToolError> {
         let mut headers = HeaderMap::new();
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", self.token)).map_err(|_| {
-            super::invalid(
-                "the Slack token has characters a token never has".to_owned(),
-                "a bot token looks like `xoxb-...`; check `token` or the environment",
-            )
-        })?;
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", self.0.token)).map_err(|_| {
+                super::invalid(
+                    "the Slack token has characters a token never has".to_owned(),
+                    "a bot token looks like `xoxb-...`; check `token` or the environment",
+                )
+            })?;
         value.set_sensitive(true);
         headers.insert(header::AUTHORIZATION, value);
         Ok(headers)
@@ -84,38 +77,28 @@ impl Session<'_> {
         };
         let out = Outgoing {
             method: Method::POST,
-            target: self.base.join(method),
+            target: self.0.base.join(method),
             headers: self.auth()?,
             body: Some(body),
             cap: ANSWER_CAP,
         };
-        let mut retries = 0;
-        loop {
-            let reply = exchange(&out, self.timeout, self.cancel)
-                .await
-                .map_err(|e| request_error(method, &e))?;
-            let answer = match reply.json() {
-                Some(Value::Object(map)) => map,
-                _ => Map::new(),
-            };
-            let limited = reply.status == 429
-                || answer.get("error").and_then(Value::as_str) == Some("ratelimited");
-            if limited {
-                let after = reply.retry_after().unwrap_or(Duration::from_secs(1));
-                if self.retry.allows(retries, after) {
-                    pause(after, self.cancel)
-                        .await
-                        .map_err(|e| request_error(method, &e))?;
-                    retries += 1;
-                    continue;
-                }
-                return Err(rate_limited(method, after, retries));
-            }
-            if (200..300).contains(&reply.status) && answer.get("ok") == Some(&Value::Bool(true)) {
-                return Ok(answer);
-            }
-            return Err(api_error(method, &reply, &answer));
+        let (reply, answer) = self
+            .0
+            .call(method, &out, |reply| {
+                let answer = match reply.json() {
+                    Some(Value::Object(map)) => map,
+                    _ => Map::new(),
+                };
+                let limited = reply.status == 429
+                    || answer.get("error").and_then(Value::as_str) == Some("ratelimited");
+                let after = limited.then(|| reply.retry_after().unwrap_or(Duration::from_secs(1)));
+                (answer, after)
+            })
+            .await?;
+        if (200..300).contains(&reply.status) && answer.get("ok") == Some(&Value::Bool(true)) {
+            return Ok(answer);
         }
+        Err(api_error(method, &reply, &answer))
     }
 
     /// `GET target` with the token, at most `cap` bytes; redirects are not followed.
@@ -127,35 +110,16 @@ impl Session<'_> {
             body: None,
             cap,
         };
-        let reply = exchange(&out, self.timeout, self.cancel)
+        self.0
+            .download(&out, |status| {
+                if (300..400).contains(&status) {
+                    "Slack redirects file downloads it does not authorise: the token needs the \
+                     `files:read` scope and access to the file"
+                } else {
+                    "use the file's `url_private_download` (or `url_private`) from the message"
+                }
+            })
             .await
-            .map_err(|e| match e {
-                WebError::TooLarge { cap } => ToolError::new(format!(
-                    "the Slack file is larger than maxBytes ({cap} bytes)"
-                ))
-                .with_code(codes::FILE_TOO_LARGE)
-                .with_name("FileTooLargeError")
-                .with_suggestion(
-                    "raise `maxBytes` (at most 20000000), or do not download this file",
-                ),
-                other => request_error("file download", &other),
-            })?;
-        if !(200..300).contains(&reply.status) {
-            let hint = if (300..400).contains(&reply.status) {
-                "Slack redirects file downloads it does not authorise: the token needs the \
-                 `files:read` scope and access to the file"
-            } else {
-                "use the file's `url_private_download` (or `url_private`) from the message"
-            };
-            return Err(ToolError::new(format!(
-                "[slack] file download failed: {}",
-                reply.describe()
-            ))
-            .with_code(codes::DOWNLOAD)
-            .with_name("SlackDownloadError")
-            .with_suggestion(hint));
-        }
-        Ok(reply)
     }
 }
 
@@ -199,41 +163,4 @@ fn api_error(method: &str, reply: &Reply, answer: &Map<String, Value>) -> ToolEr
         .with_name("SlackApiError")
         .with_suggestion(suggestion)
         .with_help_url(format!("https://api.slack.com/methods/{method}"))
-}
-
-fn rate_limited(method: &str, after: Duration, retries: u32) -> ToolError {
-    ToolError::new(format!(
-        "[slack] {method} is rate limited: retry after {} s ({retries} retries made)",
-        after.as_secs()
-    ))
-    .with_code(codes::RATE_LIMITED)
-    .with_name("SlackRateLimitError")
-    .with_suggestion(format!(
-        "wait {} seconds (`wait__seconds`) and call again; make fewer calls",
-        after.as_secs()
-    ))
-}
-
-fn request_error(method: &str, err: &WebError) -> ToolError {
-    let (code, name, suggestion) = match err {
-        WebError::Timeout { .. } => (
-            codes::TIMEOUT,
-            "TimeoutError",
-            "retry with a larger `timeoutMs`",
-        ),
-        WebError::Cancelled => (
-            codes::CANCELLED,
-            "CancelledError",
-            "send it again if it is still needed",
-        ),
-        _ => (
-            codes::REQUEST,
-            "SlackRequestError",
-            "check the network and the API base URL; Slack may be unreachable",
-        ),
-    };
-    ToolError::new(format!("[slack] {method} request failed: {err}"))
-        .with_code(code)
-        .with_name(name)
-        .with_suggestion(suggestion)
 }

@@ -6,8 +6,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::codes;
-
 /// A chat or message id: an integer, or a string (`"@channel"`, `"-100123"`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
@@ -42,10 +40,7 @@ const CHAT_ACTIONS: &[(&str, &str)] = &[
 ];
 
 pub(super) fn invalid(message: String, suggestion: &str) -> ToolError {
-    ToolError::new(message)
-        .with_code(codes::INVALID_INPUT)
-        .with_name("InvalidInputError")
-        .with_suggestion(suggestion)
+    super::SERVICE.invalid(message, suggestion)
 }
 
 /// A chat id as Telegram takes it: a non-empty string, or an integer written as a string.

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cap_std::fs::OpenOptions;
 use goondan_runtime::{ToolContext, ToolError};
 
+use super::Reply;
+use super::service::Service;
 use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside, shorten};
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -44,6 +46,68 @@ pub(crate) fn data_url(content_type: Option<&str>, encoded: &str) -> Option<Stri
         return None;
     }
     Some(format!("data:{content_type};base64,{encoded}"))
+}
+
+/// What a `downloadFile` call asks for besides the bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wanted<'a> {
+    /// `includeBase64` (default true).
+    pub(crate) include_base64: Option<bool>,
+    /// `includeDataUrl` (default true; needs base64).
+    pub(crate) include_data_url: Option<bool>,
+    /// `savePath`, relative to the workdir; blank means none.
+    pub(crate) save_path: Option<&'a str>,
+}
+
+/// A download as the model gets it.
+#[derive(Debug)]
+pub(crate) struct Delivered {
+    /// The `Content-Type` of the download.
+    pub(crate) content_type: Option<String>,
+    /// The bytes downloaded.
+    pub(crate) size_bytes: u64,
+    /// The absolute path written, when a save path was given.
+    pub(crate) saved_path: Option<String>,
+    /// The content, base64-encoded, when wanted.
+    pub(crate) base64: Option<String>,
+    /// The data URL, when wanted and possible.
+    pub(crate) data_url: Option<String>,
+}
+
+/// Encodes the body of `reply` as `wanted` says and saves it where it says (I/O failures
+/// carry `service`'s save code).
+pub(crate) async fn deliver(
+    ctx: &ToolContext,
+    service: &Service,
+    reply: Reply,
+    wanted: Wanted<'_>,
+) -> Result<Delivered, ToolError> {
+    let content_type = reply.header("content-type").map(str::to_owned);
+    let base64 = wanted
+        .include_base64
+        .unwrap_or(true)
+        .then(|| base64(&reply.body));
+    let data_url = match (&base64, wanted.include_data_url.unwrap_or(true)) {
+        (Some(encoded), true) => data_url(content_type.as_deref(), encoded),
+        _ => None,
+    };
+    let size_bytes = reply.body.len() as u64;
+    let saved_path = match wanted.save_path.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(path) => Some(
+            save(ctx, path, reply.body, service.codes.save)
+                .await?
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        None => None,
+    };
+    Ok(Delivered {
+        content_type,
+        size_bytes,
+        saved_path,
+        base64,
+        data_url,
+    })
 }
 
 /// Writes `bytes` to `raw` inside the workdir (parents created, replaced atomically) and
