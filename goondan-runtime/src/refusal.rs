@@ -26,11 +26,39 @@ fn closest<'a>(name: &str, catalog: &'a ToolCatalog) -> Vec<&'a str> {
     same
 }
 
-fn list_or_none(names: &[&str]) -> String {
-    if names.is_empty() {
+/// How alike two names must be (normalised Damerau-Levenshtein, 0 to 1) for the one in the
+/// catalog to be offered as what the model meant: one or two slips in a short name, a few more
+/// in a long one, never an unrelated tool.
+const DID_YOU_MEAN_SIMILARITY: f64 = 0.7;
+
+/// The catalog's name most like `name`, when one is close enough to be a slip of the pen
+/// (`notes__sav`, `Notes__save`, `notes_save`, `notes__svae`).
+fn did_you_mean<'a>(name: &str, catalog: &'a ToolCatalog) -> Option<&'a str> {
+    let wanted = name.to_ascii_lowercase();
+    catalog
+        .names()
+        .map(|candidate| {
+            let score =
+                strsim::normalized_damerau_levenshtein(&wanted, &candidate.to_ascii_lowercase());
+            (candidate, score)
+        })
+        .filter(|(_, score)| *score >= DID_YOU_MEAN_SIMILARITY)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(candidate, _)| candidate)
+}
+
+/// A suggestion for a call to `name` the catalog cannot serve: the likely meant name first,
+/// then `advice`, then a few of the catalog's names.
+fn suggest(name: &str, catalog: &ToolCatalog, advice: &str) -> String {
+    let names = closest(name, catalog);
+    let list = if names.is_empty() {
         "the catalog is empty".to_owned()
     } else {
         format!("available tools include: {}", names.join(", "))
+    };
+    match did_you_mean(name, catalog) {
+        Some(meant) if meant != name => format!("did you mean `{meant}`? {advice}; {list}"),
+        _ => format!("{advice}; {list}"),
     }
 }
 
@@ -38,9 +66,10 @@ pub(crate) fn invalid_name(name: &str, err: &name::NameError, catalog: &ToolCata
     ToolError::new(format!("invalid tool name `{name}`: {err}"))
         .with_code(codes::INVALID_NAME)
         .with_name("InvalidToolNameError")
-        .with_suggestion(format!(
-            "call a tool by its full `{{resource}}__{{export}}` name, exactly as listed; {}",
-            list_or_none(&closest(name, catalog))
+        .with_suggestion(suggest(
+            name,
+            catalog,
+            "call a tool by its full `{resource}__{export}` name, exactly as listed",
         ))
 }
 
@@ -50,9 +79,10 @@ pub(crate) fn not_in_catalog(name: &str, catalog: &ToolCatalog) -> ToolError {
     ))
     .with_code(codes::NOT_IN_CATALOG)
     .with_name("ToolNotInCatalogError")
-    .with_suggestion(format!(
-        "add the tool to the Agent's spec.tools or register it from a step middleware; {}",
-        list_or_none(&closest(name, catalog))
+    .with_suggestion(suggest(
+        name,
+        catalog,
+        "add the tool to the Agent's spec.tools or register it from a step middleware",
     ))
 }
 
@@ -62,9 +92,10 @@ pub(crate) fn not_found(name: &str, catalog: &ToolCatalog) -> ToolError {
     ))
     .with_code(codes::NOT_FOUND)
     .with_name("ToolNotFoundError")
-    .with_suggestion(format!(
-        "register the tool before listing it in the catalog; {}",
-        list_or_none(&closest(name, catalog))
+    .with_suggestion(suggest(
+        name,
+        catalog,
+        "register the tool before listing it in the catalog",
     ))
 }
 

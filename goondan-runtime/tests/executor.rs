@@ -133,6 +133,40 @@ async fn perm_4_refusal_is_structured() {
 }
 
 #[tokio::test]
+async fn perm_4_a_slip_in_the_name_gets_a_did_you_mean() {
+    fn suggestion_of(r: &goondan_runtime::ToolCallResult) -> String {
+        r.error
+            .as_ref()
+            .and_then(|e| e.suggestion())
+            .unwrap_or_default()
+            .to_owned()
+    }
+    let kit = kit();
+    for (slip, meant) in [
+        ("text__uper", "text__upper"),
+        ("Text__upper", "text__upper"),
+        ("text_upper", "text__upper"),
+        ("text__uppre", "text__upper"),
+        ("weather__gte", "weather__get"),
+    ] {
+        let r = kit.call(slip, json!({"text": "a"})).await;
+        let suggestion = suggestion_of(&r);
+        assert!(
+            suggestion.starts_with(&format!("did you mean `{meant}`?")),
+            "{slip}: {suggestion}"
+        );
+    }
+    // Nothing alike: no guess, only the list.
+    let r = kit.call("calendar__create", json!({})).await;
+    let suggestion = suggestion_of(&r);
+    assert!(!suggestion.contains("did you mean"), "{suggestion}");
+    assert!(
+        suggestion.contains("available tools include"),
+        "{suggestion}"
+    );
+}
+
+#[tokio::test]
 async fn names_with_double_underscores_in_odd_places_are_structured_errors() {
     let kit = kit();
     for name in [
