@@ -86,7 +86,10 @@ fn bench_warm(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         let stdout = child.stdout.take().unwrap();
         (stdin, stdout, child)
     });
-    let pipe = Arc::new(tokio::sync::Mutex::new((stdin, stdout)));
+    let pipe = Arc::new(tokio::sync::Mutex::new((
+        stdin,
+        ipc::frame_reader(stdout, usize::MAX),
+    )));
     let msg = IpcMessage::new(
         MessageType::Delegate,
         "orchestrator",
@@ -103,7 +106,7 @@ fn bench_warm(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 let started = Instant::now();
                 for _ in 0..iters {
                     ipc::write_frame(stdin, &msg, usize::MAX).await.unwrap();
-                    ipc::read_frame(stdout, usize::MAX).await.unwrap();
+                    ipc::read_frame(stdout).await.unwrap();
                 }
                 started.elapsed()
             }

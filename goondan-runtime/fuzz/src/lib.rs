@@ -402,15 +402,19 @@ pub fn ipc_frame(data: &[u8]) {
         assert_eq!(again, msg);
     }
     runtime().block_on(async {
-        let mut stream = data;
+        // Every frame is an item (a message or a recoverable error) until the stream ends; the
+        // codec never loops without consuming input and never holds more than one frame.
+        let mut frames = ipc::frame_reader(data, FUZZ_MAX_FRAME_BYTES);
+        let mut items = 0usize;
         loop {
-            let before = stream.len();
-            match ipc::read_frame(&mut stream, FUZZ_MAX_FRAME_BYTES).await {
+            match ipc::read_frame(&mut frames).await {
                 Ok(msg) => assert_eq!(msg.v, ipc::PROTOCOL_VERSION),
                 Err(e) if e.is_recoverable() => {}
                 Err(_) => break,
             }
-            assert!(stream.len() < before, "read_frame consumed nothing");
+            items += 1;
+            assert!(items <= data.len() / 4, "more frames than the input holds");
+            assert!(frames.read_buffer().len() <= data.len());
         }
     });
 }

@@ -253,7 +253,7 @@ async fn serve_stream(
         },
     ));
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    let read = tokio::spawn(ipc::pump_in(reader, in_tx, max, "agent"));
+    let read = tokio::spawn(ipc::pump_in(ipc::frame_reader(reader, max), in_tx, "agent"));
     serve(identity, worker, in_rx, out_tx).await;
     read.abort();
     let _ = write.await;

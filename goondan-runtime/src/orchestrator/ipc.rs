@@ -1,13 +1,17 @@
 //! The IPC messages between the Orchestrator and its agent processes (HO-7), and their framing:
 //! a 4-byte big-endian length, then that many bytes of JSON.
 //!
-//! A frame longer than the limit is skipped (its bytes are read and dropped) and a frame that is
+//! Frames are read by [`FrameCodec`], a `tokio_util::codec` decoder: a frame longer than the
+//! limit is skipped (its bytes are dropped as they arrive, never buffered) and a frame that is
 //! not a valid message is reported; neither ends the stream. Only a broken stream (EOF in the
 //! middle of a frame, an I/O error) ends it.
 
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio_util::bytes::{Buf, BytesMut};
+use tokio_util::codec::{Decoder, Encoder, FramedRead};
 
 use crate::agent::{AgentEvent, SpawnOptions};
 use crate::error::ToolError;
@@ -179,39 +183,134 @@ impl FrameError {
     }
 }
 
-/// Reads the next message. Oversized and malformed frames are consumed and reported as
-/// recoverable errors.
-pub async fn read_frame<R: AsyncRead + Unpin>(
-    reader: &mut R,
-    max_bytes: usize,
-) -> Result<IpcMessage, FrameError> {
-    let len = reader.read_u32().await.map_err(FrameError::Closed)?;
-    let len = usize::try_from(len).unwrap_or(usize::MAX);
-    if len > max_bytes {
-        let mut rest = u64::try_from(len).unwrap_or(u64::MAX);
-        let mut sink = [0u8; 8192];
-        while rest > 0 {
-            let want = usize::try_from(rest.min(sink.len() as u64)).unwrap_or(sink.len());
-            let n = reader
-                .read(&mut sink[..want])
-                .await
-                .map_err(FrameError::Closed)?;
-            if n == 0 {
-                return Err(FrameError::Closed(std::io::ErrorKind::UnexpectedEof.into()));
-            }
-            rest -= n as u64;
-        }
-        return Err(FrameError::Oversized {
-            len,
-            limit: max_bytes,
-        });
+impl From<std::io::Error> for FrameError {
+    fn from(err: std::io::Error) -> Self {
+        FrameError::Closed(err)
     }
-    let mut buf = vec![0u8; len];
-    reader
-        .read_exact(&mut buf)
-        .await
-        .map_err(FrameError::Closed)?;
-    decode(&buf)
+}
+
+/// The length prefix of a frame.
+const PREFIX: usize = 4;
+
+/// Reads and writes IPC frames (`tokio_util::codec`). Decoding yields one
+/// `Result<IpcMessage, FrameError>` per frame, so an oversized or malformed frame is an item the
+/// reader can log and pass over, while an I/O error or an EOF inside a frame ends the stream.
+///
+/// ```
+/// use futures_util::StreamExt;
+/// use goondan_runtime::orchestrator::ipc::{self, FrameCodec, FrameError, IpcMessage, MessageType};
+/// use tokio_util::codec::FramedRead;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let msg = IpcMessage::new(MessageType::Event, "a/default", "b/default", serde_json::json!({}), None);
+/// let mut bytes = Vec::new();
+/// bytes.extend_from_slice(&100u32.to_be_bytes()); // a frame over the limit of 50 bytes ...
+/// bytes.extend_from_slice(&[b'x'; 100]);
+/// bytes.extend_from_slice(&ipc::encode(&msg).unwrap()); // ... then a good one
+/// let mut frames = FramedRead::new(&bytes[..], FrameCodec::new(50.max(bytes.len() - 104)));
+/// assert!(matches!(frames.next().await, Some(Ok(Err(FrameError::Oversized { len: 100, .. })))));
+/// assert!(matches!(frames.next().await, Some(Ok(Ok(m))) if m == msg));
+/// assert!(frames.next().await.is_none());
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct FrameCodec {
+    max_bytes: usize,
+    /// Bytes of an oversized frame still to drop.
+    skipping: usize,
+}
+
+impl FrameCodec {
+    /// A codec accepting frame bodies of at most `max_bytes` bytes.
+    pub fn new(max_bytes: usize) -> Self {
+        Self {
+            max_bytes,
+            skipping: 0,
+        }
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Result<IpcMessage, FrameError>;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        if self.skipping > 0 {
+            let n = self.skipping.min(src.len());
+            src.advance(n);
+            self.skipping -= n;
+            if self.skipping > 0 {
+                return Ok(None);
+            }
+        }
+        let Some(prefix) = src.get(..PREFIX) else {
+            src.reserve(PREFIX - src.len());
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len > self.max_bytes {
+            src.advance(PREFIX);
+            let n = len.min(src.len());
+            src.advance(n);
+            self.skipping = len - n;
+            return Ok(Some(Err(FrameError::Oversized {
+                len,
+                limit: self.max_bytes,
+            })));
+        }
+        if src.len() < PREFIX + len {
+            src.reserve(PREFIX + len - src.len());
+            return Ok(None);
+        }
+        src.advance(PREFIX);
+        let body = src.split_to(len);
+        Ok(Some(decode(&body)))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, Self::Error> {
+        match self.decode(src)? {
+            Some(item) => Ok(Some(item)),
+            None if src.is_empty() && self.skipping == 0 => Ok(None),
+            None => Err(std::io::ErrorKind::UnexpectedEof.into()),
+        }
+    }
+}
+
+impl Encoder<&IpcMessage> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, msg: &IpcMessage, dst: &mut BytesMut) -> Result<(), Self::Error> {
+        let frame = encode(msg)?;
+        if frame.len() - PREFIX > self.max_bytes {
+            return Err(FrameError::Oversized {
+                len: frame.len() - PREFIX,
+                limit: self.max_bytes,
+            });
+        }
+        dst.extend_from_slice(&frame);
+        Ok(())
+    }
+}
+
+/// The frames of a stream, read by [`FrameCodec`].
+pub type FrameReader<R> = FramedRead<R, FrameCodec>;
+
+/// Reads frames from `reader`, accepting bodies of at most `max_bytes` bytes.
+pub fn frame_reader<R: AsyncRead>(reader: R, max_bytes: usize) -> FrameReader<R> {
+    FramedRead::new(reader, FrameCodec::new(max_bytes))
+}
+
+/// Reads the next message. Oversized and malformed frames are consumed and reported as
+/// recoverable errors; the end of the stream is [`FrameError::Closed`].
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    frames: &mut FrameReader<R>,
+) -> Result<IpcMessage, FrameError> {
+    match frames.next().await {
+        Some(Ok(item)) => item,
+        Some(Err(err)) => Err(FrameError::Closed(err)),
+        None => Err(FrameError::Closed(std::io::ErrorKind::UnexpectedEof.into())),
+    }
 }
 
 /// Parses one frame's body.
@@ -246,13 +345,8 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     msg: &IpcMessage,
     max_bytes: usize,
 ) -> Result<(), FrameError> {
-    let frame = encode(msg)?;
-    if frame.len() - 4 > max_bytes {
-        return Err(FrameError::Oversized {
-            len: frame.len() - 4,
-            limit: max_bytes,
-        });
-    }
+    let mut frame = BytesMut::new();
+    FrameCodec::new(max_bytes).encode(msg, &mut frame)?;
     writer.write_all(&frame).await.map_err(FrameError::Closed)?;
     writer.flush().await.map_err(FrameError::Closed)
 }
@@ -302,13 +396,12 @@ pub(crate) async fn pump_out<W: AsyncWrite + Unpin>(
 /// Reads frames into `incoming` until the stream or the channel closes; rejected frames are
 /// logged and skipped. `side` names the end in log lines.
 pub(crate) async fn pump_in<R: AsyncRead + Unpin>(
-    mut reader: R,
+    mut frames: FrameReader<R>,
     incoming: tokio::sync::mpsc::UnboundedSender<IpcMessage>,
-    max_bytes: usize,
     side: &'static str,
 ) {
     loop {
-        match read_frame(&mut reader, max_bytes).await {
+        match read_frame(&mut frames).await {
             Ok(msg) => {
                 if incoming.send(msg).is_err() {
                     break;
@@ -345,8 +438,8 @@ mod tests {
         assert_eq!(body["type"], "delegate");
         assert_eq!(body["correlationId"], "corr-1");
         assert_eq!(body["v"], PROTOCOL_VERSION);
-        let mut reader = &frame[..];
-        let back = read_frame(&mut reader, DEFAULT_MAX_FRAME_BYTES).await;
+        let mut frames = frame_reader(&frame[..], DEFAULT_MAX_FRAME_BYTES);
+        let back = read_frame(&mut frames).await;
         assert!(matches!(back, Ok(m) if m == msg()));
     }
 
@@ -361,16 +454,53 @@ mod tests {
         stream.extend_from_slice(&(wrong_version.len() as u32).to_be_bytes());
         stream.extend_from_slice(wrong_version);
         stream.extend_from_slice(&encode(&msg()).unwrap_or_default());
-        let mut reader = &stream[..];
-        let first = read_frame(&mut reader, 50).await;
+        let mut frames = frame_reader(&stream[..], 50);
+        let first = read_frame(&mut frames).await;
         assert!(matches!(first, Err(FrameError::Oversized { len: 100, .. })));
-        let second = read_frame(&mut reader, 50).await;
+        let second = read_frame(&mut frames).await;
         assert!(matches!(&second, Err(e @ FrameError::Malformed(_)) if e.is_recoverable()));
-        let third = read_frame(&mut reader, 50).await;
+        let third = read_frame(&mut frames).await;
         assert!(matches!(third, Err(FrameError::Malformed(_))));
-        let fourth = read_frame(&mut reader, 1000).await;
+        frames.decoder_mut().max_bytes = 1000;
+        let fourth = read_frame(&mut frames).await;
         assert!(matches!(fourth, Ok(m) if m == msg()));
-        let end = read_frame(&mut reader, 1000).await;
+        let end = read_frame(&mut frames).await;
         assert!(matches!(end, Err(FrameError::Closed(_))));
+    }
+
+    /// The reader the agent processes use: bytes arrive a few at a time, an oversized frame is
+    /// dropped as it streams in (never buffered whole), and a frame cut by EOF ends the stream.
+    #[tokio::test]
+    async fn ho_7_an_oversized_frame_streaming_in_is_dropped_without_buffering_it() {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let writer = tokio::spawn(async move {
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&(1_000_000u32).to_be_bytes());
+            bytes.extend_from_slice(&vec![b'x'; 1_000_000]);
+            bytes.extend_from_slice(&encode(&msg()).unwrap_or_default());
+            bytes.extend_from_slice(&10u32.to_be_bytes());
+            bytes.extend_from_slice(b"cut");
+            tx.write_all(&bytes).await
+        });
+        let mut frames = frame_reader(rx, 1024);
+        let first = read_frame(&mut frames).await;
+        assert!(matches!(
+            first,
+            Err(FrameError::Oversized {
+                len: 1_000_000,
+                limit: 1024
+            })
+        ));
+        assert!(
+            frames.read_buffer().capacity() < 64 * 1024,
+            "the oversized frame was buffered"
+        );
+        let second = read_frame(&mut frames).await;
+        assert!(matches!(second, Ok(m) if m == msg()));
+        assert!(matches!(writer.await, Ok(Ok(()))));
+        let cut = read_frame(&mut frames).await;
+        assert!(
+            matches!(cut, Err(FrameError::Closed(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof)
+        );
     }
 }

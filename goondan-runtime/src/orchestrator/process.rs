@@ -77,7 +77,7 @@ impl ProcessConfig {
     }
 }
 
-type Halves = (OwnedReadHalf, OwnedWriteHalf, u32);
+type Halves = (ipc::FrameReader<OwnedReadHalf>, OwnedWriteHalf, u32);
 type Hellos = Arc<Mutex<HashMap<String, oneshot::Sender<Halves>>>>;
 
 fn lock(hellos: &Hellos) -> MutexGuard<'_, HashMap<String, oneshot::Sender<Halves>>> {
@@ -137,12 +137,10 @@ async fn accept_loop(listener: UnixListener, hellos: Hellos, max_frame_bytes: us
 }
 
 async fn handshake(stream: UnixStream, hellos: Hellos, max_frame_bytes: usize) {
-    let (mut reader, writer) = stream.into_split();
-    let first = tokio::time::timeout(
-        Duration::from_secs(5),
-        ipc::read_frame(&mut reader, max_frame_bytes),
-    )
-    .await;
+    let (reader, writer) = stream.into_split();
+    // The frame reader goes on to the link with whatever it read past the hello.
+    let mut reader = ipc::frame_reader(reader, max_frame_bytes);
+    let first = tokio::time::timeout(Duration::from_secs(5), ipc::read_frame(&mut reader)).await;
     let hello = match first {
         Ok(Ok(msg)) if msg.kind == MessageType::Event => {
             serde_json::from_value::<Control>(msg.payload).ok()
@@ -276,7 +274,7 @@ impl Launcher for ProcessLauncher {
                     ipc::OnOversized::Handled
                 },
             ));
-            let read = tokio::spawn(ipc::pump_in(reader, in_tx, max, "orchestrator"));
+            let read = tokio::spawn(ipc::pump_in(reader, in_tx, "orchestrator"));
             let (kill_tx, kill_rx) = oneshot::channel::<()>();
             tokio::spawn(async move {
                 tokio::select! {
