@@ -15,28 +15,10 @@ use super::Reply;
 use super::service::Service;
 use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside, shorten};
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /// Standard base64 (RFC 4648, with padding).
 pub(crate) fn base64(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk.first().copied().unwrap_or(0),
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                let index = usize::try_from((n >> (18 - 6 * i)) & 63).unwrap_or(0);
-                out.push(char::from(ALPHABET[index]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// `data:{content type};base64,...`, or `None` without a content type or bytes (as upstream).

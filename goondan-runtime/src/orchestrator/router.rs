@@ -57,26 +57,9 @@ pub(super) struct Core {
     next: AtomicU64,
 }
 
+/// Now, as RFC 3339 in UTC with milliseconds (`2026-11-22T21:31:00.123Z`).
 fn rfc3339_now() -> String {
-    let ms = crate::context::now_ms();
-    let (secs, millis) = (ms / 1000, ms % 1000);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 /// Removes the requests waiting on `addr`.
@@ -683,6 +666,7 @@ mod tests {
     fn created_at_is_rfc3339() {
         let t = rfc3339_now();
         assert_eq!(t.len(), 24, "{t}");
+        assert!(humantime::parse_rfc3339(&t).is_ok(), "{t}");
         assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
         assert!(t.starts_with("20"), "{t}");
     }
