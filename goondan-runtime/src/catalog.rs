@@ -32,36 +32,10 @@ impl std::fmt::Debug for Resolved {
     }
 }
 
-/// The catalog's index hasher: FxHash (rustc's), several times cheaper than SipHash on short
-/// names. Hash flooding does not apply: the index's keys are the catalog's own names, fixed
-/// when the catalog is built; a model's input only probes it.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct NameHasher(u64);
-
-impl std::hash::Hasher for NameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.write(&[i]);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type NameIndex = HashMap<ToolName, usize, std::hash::BuildHasherDefault<NameHasher>>;
+/// The catalog's index: FxHash (rustc's, from `rustc-hash`), several times cheaper than SipHash
+/// on short names. Hash flooding does not apply: the index's keys are the catalog's own names,
+/// fixed when the catalog is built; a model's input only probes it.
+type NameIndex = HashMap<ToolName, usize, rustc_hash::FxBuildHasher>;
 
 /// What the catalog says about a name, for the executor.
 pub(crate) enum Lookup<'a> {
