@@ -22,6 +22,7 @@ use crate::JsonObject;
 use crate::catalog::{Lookup, ToolCatalog};
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
+use crate::events::{emit_called, emit_finished};
 use crate::handler::{HandlerCall, HandlerError, Outcome};
 use crate::help_url;
 use crate::middleware::{
@@ -37,8 +38,7 @@ use crate::registry::{RegisteredExport, ToolRegistry};
 use crate::result::{ToolCall, ToolCallResult};
 use crate::schema::ArgProblem;
 
-/// How many argument problems an `E_TOOL_INVALID_ARGS` message lists before counting the rest.
-pub const MAX_LISTED_PROBLEMS: usize = 5;
+pub use crate::refusal::MAX_LISTED_PROBLEMS;
 
 /// Which calls are allowed (PERM-1..3).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -599,54 +599,5 @@ where
             r = fut => Ok(r),
             () = cancel.cancelled() => Err(cancelled()),
         },
-    }
-}
-
-fn emit_called(ctx: &ToolContext) {
-    tracing::info!(
-        name: "tool.called",
-        target: "goondan::tool",
-        trace_id = ctx.trace_id(),
-        span_id = ctx.logger().id().map(|id| id.into_u64()),
-        tool_call_id = ctx.tool_call_id(),
-        "tool.called"
-    );
-}
-
-/// Emits `tool.completed` or `tool.failed` (or `tool.submitted` for a pending result).
-pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace_id: &str) {
-    let span_id = tracing::Span::current().id().map(|id| id.into_u64());
-    match &result.error {
-        Some(err) => tracing::warn!(
-            name: "tool.failed",
-            target: "goondan::tool",
-            trace_id,
-            span_id,
-            tool = %result.tool_name,
-            tool_call_id = %result.tool_call_id,
-            handle,
-            code = err.code(),
-            "tool.failed"
-        ),
-        None if result.is_pending() => tracing::info!(
-            name: "tool.submitted",
-            target: "goondan::tool",
-            trace_id,
-            span_id,
-            tool = %result.tool_name,
-            tool_call_id = %result.tool_call_id,
-            handle = result.handle.as_deref(),
-            "tool.submitted"
-        ),
-        None => tracing::info!(
-            name: "tool.completed",
-            target: "goondan::tool",
-            trace_id,
-            span_id,
-            tool = %result.tool_name,
-            tool_call_id = %result.tool_call_id,
-            handle,
-            "tool.completed"
-        ),
     }
 }

@@ -122,7 +122,7 @@ pub trait Handler: Send + Sync + 'static {
 ///
 /// Return it from a handler (or `Ok(Pending)`); the caller gets `status: "pending"` with a
 /// handle, and the completion arrives through
-/// [`PendingResults`](crate::pending::PendingResults).
+/// [`PendingResults`](crate::PendingResults).
 ///
 /// ```
 /// use goondan_runtime::{Pending, ToolError};

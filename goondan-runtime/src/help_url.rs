@@ -3,7 +3,7 @@
 //! - The codes the runtime and `goondan-base` raise ([`DOCUMENTED_CODES`]) are explained in
 //!   `docs/errors.md`, one heading per code. Their `helpUrl` is `{base}#{anchor}`: the base is
 //!   that file's address, [`DEFAULT_HELP_URL_BASE`] unless the host sets another (per executor
-//!   with [`ExecutorBuilder::help_url_base`](crate::executor::ExecutorBuilder::help_url_base),
+//!   with [`ToolExecutor::builder`](crate::ToolExecutor::builder)`.help_url_base(..)`,
 //!   per process with [`set_help_url_base`] or the [`HELP_URL_BASE_ENV`] variable); the anchor
 //!   is the heading's GitHub anchor, the code in lower case ([`anchor`]).
 //! - A tool author's own codes get a `helpUrl` only when the author gives one: per error with
@@ -176,7 +176,7 @@ fn configured() -> &'static RwLock<Option<Arc<str>>> {
 
 /// Sets the process-wide base of runtime codes' help URLs: the address of this process's copy
 /// of `docs/errors.md`. Executors built with
-/// [`help_url_base`](crate::executor::ExecutorBuilder::help_url_base) keep their own.
+/// [`ToolExecutor::builder`](crate::ToolExecutor::builder)`.help_url_base(..)` keep their own.
 ///
 /// ```
 /// use goondan_runtime::help_url::{help_url_base, set_help_url_base};

@@ -9,9 +9,11 @@ use serde_json::Value;
 
 use crate::catalog::ToolCatalog;
 use crate::error::{ToolError, codes};
-use crate::executor::MAX_LISTED_PROBLEMS;
 use crate::name::{self, split_tool_name};
 use crate::schema::{ArgProblem, keys_of};
+
+/// How many argument problems an `E_TOOL_INVALID_ARGS` message lists before counting the rest.
+pub const MAX_LISTED_PROBLEMS: usize = 5;
 
 fn closest<'a>(name: &str, catalog: &'a ToolCatalog) -> Vec<&'a str> {
     let wanted_resource = split_tool_name(name).map_or(name, |(r, _)| r);
