@@ -1,8 +1,7 @@
 //! The agent-to-agent API a tool reaches through [`ToolContext::runtime`](crate::ToolContext::runtime)
-//! (AG-1..5). This module fixes the shapes both sides agree on; the
-//! [`orchestrator`](crate::orchestrator) implements it: the
-//! [`Orchestrator`](crate::orchestrator::Orchestrator) for the host, and an IPC client in every
-//! agent process.
+//! (AG-1..5). This module fixes the shapes both sides agree on and depends on no implementation;
+//! the `orchestrator` module, built on top of it, implements it: the `Orchestrator` for the host,
+//! and an IPC client in every agent process.
 
 use std::future::Future;
 use std::pin::Pin;
