@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use goondan_runtime::bundle::Bundle;
-use goondan_runtime::orchestrator::bundle_worker::LOAD_FAILED;
-use goondan_runtime::orchestrator::{
-    ENV_BUNDLE, Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec,
-};
+use goondan_runtime::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec};
+use goondan_runtime::swarm::{ENV_BUNDLE, LOAD_FAILED};
 use serde_json::{Value, json};
 
 fn fixture() -> PathBuf {

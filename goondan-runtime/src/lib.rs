@@ -59,6 +59,7 @@ pub mod registry;
 pub mod result;
 pub mod schema;
 pub mod step;
+pub mod swarm;
 pub mod testing;
 pub mod tool;
 

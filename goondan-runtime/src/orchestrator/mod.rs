@@ -33,24 +33,23 @@
 //! ```
 
 pub mod agent_mode;
-pub mod bundle_worker;
-mod host;
 mod inproc;
 pub mod ipc;
 mod link;
+#[allow(clippy::module_inception)] // the file holds `Orchestrator`, as tokio's runtime/runtime.rs
+mod orchestrator;
 mod process;
 mod router;
 mod runtime;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::ToolError;
 
 pub use self::agent_mode::{AgentContext, AgentIdentity, AgentWorker, worker_fn};
-pub use self::bundle_worker::{
-    ENV_BUNDLE, ModelFactory, StepWorker, StepWorkerError, SwarmSpecError,
-};
-pub use self::host::{Orchestrator, OrchestratorConfig, OrchestratorError};
+pub use self::orchestrator::{Orchestrator, OrchestratorError};
 pub use self::process::ProcessConfig;
 
 /// The instance key used when a call names none.
@@ -81,6 +80,33 @@ pub mod codes {
     pub const PROTOCOL: &str = "E_AGENT_PROTOCOL";
     /// The tool runs without an agent runtime.
     pub const NO_RUNTIME: &str = "E_AGENT_NO_RUNTIME";
+}
+
+/// How the Orchestrator times, retries and places its instances.
+#[derive(Debug, Clone)]
+pub struct OrchestratorConfig {
+    /// The first wait before a respawn; doubled after each quick failure (default 100 ms).
+    pub backoff_initial: Duration,
+    /// The longest wait before a respawn (default 5 s).
+    pub backoff_max: Duration,
+    /// A process that lived this long resets the backoff (default 10 s).
+    pub stable_after: Duration,
+    /// Consecutive failed starts after which an instance is given up (default 5).
+    pub max_spawn_failures: u32,
+    /// The directory relative `cwd`s are resolved against (default: the current directory).
+    pub workdir: PathBuf,
+}
+
+impl Default for OrchestratorConfig {
+    fn default() -> Self {
+        Self {
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+            stable_after: Duration::from_secs(10),
+            max_spawn_failures: 5,
+            workdir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        }
+    }
 }
 
 /// One agent of a swarm, as the Orchestrator needs it.

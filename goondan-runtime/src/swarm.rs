@@ -1,17 +1,18 @@
-//! Agents from a bundle: [`SwarmSpec::from_bundle`] reads a Swarm resource, and [`StepWorker`]
-//! serves one of its Agents by running the step loop.
+//! A bundle's swarm on the Orchestrator: [`SwarmSpec::from_bundle`] reads a Swarm resource, and
+//! [`StepWorker`] serves one of its Agents in an agent process by running the step loop. This
+//! module sits above both the [`orchestrator`](crate::orchestrator) (which knows nothing of
+//! bundles or steps) and the [`bundle`](crate::bundle) and [`step`](crate::step) modules.
 //!
 //! Each agent process loads the bundle itself (its path is in [`ENV_BUNDLE`], which the host
-//! sets with [`ProcessConfig::env`](super::ProcessConfig::env)), builds its
+//! sets with [`ProcessConfig::env`](crate::orchestrator::ProcessConfig::env)), builds its
 //! [`AgentInstance`] with the tools of a [`ToolLibrary`] and the [`Model`] the host's
 //! [`ModelFactory`] gives, and answers every event with one Turn.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use goondan_runtime::bundle::{Bundle, ToolLibrary};
-//! use goondan_runtime::orchestrator::{
-//!     ENV_BUNDLE, ModelFactory, Orchestrator, ProcessConfig, StepWorker, SwarmSpec, agent_mode,
-//! };
+//! use goondan_runtime::orchestrator::{Orchestrator, ProcessConfig, SwarmSpec, agent_mode};
+//! use goondan_runtime::swarm::{ENV_BUNDLE, ModelFactory, StepWorker};
 //! use goondan_runtime::step::{Model, ModelResponse, ScriptedModel};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,14 +34,14 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::agent_mode::{AgentContext, AgentIdentity, AgentWorker};
-use super::{AgentSpec, SwarmSpec, disconnected, error};
 use crate::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
 };
 use crate::bundle::{Bundle, BundleError, Kind, ToolLibrary};
 use crate::error::ToolError;
+use crate::orchestrator::agent_mode::{AgentContext, AgentIdentity, AgentWorker};
+use crate::orchestrator::{AgentSpec, SwarmSpec, disconnected, error};
 use crate::step::{AgentInstance, Model, StepError, TurnEnd, TurnOutcome};
 
 /// The path of the bundle an agent process loads, set by the host on its agent processes.
@@ -379,7 +380,7 @@ const _: () = {
 mod tests {
     use super::*;
 
-    const HANDOFF: &str = include_str!("../../tests/fixtures/bundles/handoff.yaml");
+    const HANDOFF: &str = include_str!("../tests/fixtures/bundles/handoff.yaml");
 
     #[test]
     fn ho_6_the_swarm_comes_from_the_bundle() {

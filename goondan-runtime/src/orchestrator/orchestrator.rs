@@ -1,6 +1,6 @@
 //! The [`Orchestrator`]: the host's handle on a swarm of agent processes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,39 +13,13 @@ use super::process::{ProcessConfig, ProcessLauncher};
 use super::router::{Caller, Core};
 use super::runtime::request_result;
 use super::{
-    AgentIdentity, AgentWorker, DEFAULT_TIMEOUT_MS, SwarmSpec, address, disconnected, timed_out,
+    AgentIdentity, AgentWorker, DEFAULT_TIMEOUT_MS, OrchestratorConfig, SwarmSpec, address,
+    disconnected, timed_out,
 };
 use crate::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
 };
-
-/// How the Orchestrator times, retries and places its instances.
-#[derive(Debug, Clone)]
-pub struct OrchestratorConfig {
-    /// The first wait before a respawn; doubled after each quick failure (default 100 ms).
-    pub backoff_initial: Duration,
-    /// The longest wait before a respawn (default 5 s).
-    pub backoff_max: Duration,
-    /// A process that lived this long resets the backoff (default 10 s).
-    pub stable_after: Duration,
-    /// Consecutive failed starts after which an instance is given up (default 5).
-    pub max_spawn_failures: u32,
-    /// The directory relative `cwd`s are resolved against (default: the current directory).
-    pub workdir: PathBuf,
-}
-
-impl Default for OrchestratorConfig {
-    fn default() -> Self {
-        Self {
-            backoff_initial: Duration::from_millis(100),
-            backoff_max: Duration::from_secs(5),
-            stable_after: Duration::from_secs(10),
-            max_spawn_failures: 5,
-            workdir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-        }
-    }
-}
 
 /// Why an Orchestrator could not start.
 #[derive(Debug, thiserror::Error)]
