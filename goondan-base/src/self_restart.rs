@@ -4,9 +4,10 @@
 //! - `self-restart__request {reason?}` -> `{ok: true, restartRequested: true, restartReason}`
 //!
 //! The tool restarts nothing itself: its output is a structured signal. Whoever runs the turn
-//! reads it back with [`RestartSignal::from_output`] and honours it after the turn (in
-//! goondan-rs, the Orchestrator already respawns an agent process that ends; see
-//! `goondan_runtime::orchestrator`). The reason defaults to [`DEFAULT_REASON`].
+//! reads it back with [`RestartSignal::from_output`] and honours it after the turn: a bundle's
+//! agent (`goondan_runtime::swarm::StepWorker`) asks the Orchestrator, which lets the process
+//! finish its in-flight work, holds new work for the next process, and starts it at once
+//! without counting a crash. The reason defaults to [`DEFAULT_REASON`].
 //!
 //! ```
 //! use goondan_base::self_restart::RestartSignal;
@@ -18,10 +19,9 @@
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The reason given when the call gives none (upstream's value).
-pub const DEFAULT_REASON: &str = "tool:self-restart";
+pub const DEFAULT_REASON: &str = goondan_runtime::agent::DEFAULT_RESTART_REASON;
 
 /// Input of `self-restart__request`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -44,29 +44,9 @@ pub struct RequestOutput {
     pub restart_reason: String,
 }
 
-/// A restart asked for by `self-restart__request`, read back from a tool output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RestartSignal {
-    /// Why the restart was asked for.
-    pub reason: String,
-}
-
-impl RestartSignal {
-    /// The signal carried by a tool `output`, if it carries one: `restartRequested: true` and a
-    /// string `restartReason` ([`DEFAULT_REASON`] when it is missing).
-    pub fn from_output(output: &Value) -> Option<Self> {
-        if output.get("restartRequested")? != &Value::Bool(true) {
-            return None;
-        }
-        let reason = output
-            .get("restartReason")
-            .and_then(Value::as_str)
-            .unwrap_or(DEFAULT_REASON);
-        Some(Self {
-            reason: reason.to_owned(),
-        })
-    }
-}
+/// A restart asked for by `self-restart__request`, read back from a tool output (the runtime's
+/// type: a bundle's agents honour it through the Orchestrator).
+pub use goondan_runtime::agent::RestartSignal;
 
 /// The `self-restart` tool.
 #[derive(Debug, Clone, Copy, Default)]

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use goondan_runtime::bundle::Bundle;
@@ -203,6 +203,64 @@ async fn ho_3_the_caller_s_trace_reaches_the_turn_steps_and_tool_calls_of_a_bund
         let probes = probes(&callee);
         assert!(!probes.is_empty(), "{callee}");
         assert!(probes.iter().all(|p| p["traceId"] == trace), "{callee}");
+        orch.shutdown(Duration::from_secs(5)).await;
+    })
+    .await;
+}
+
+const RESTARTER: &str = r#"
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: restarter}
+spec:
+  tools:
+    - ref: {kind: Tool, name: self-restart, package: "@goondan/base"}
+---
+apiVersion: goondan.ai/v1
+kind: Swarm
+metadata: {name: restarting}
+spec:
+  entryAgent: "Agent/restarter"
+  agents: ["Agent/restarter"]
+"#;
+
+/// `self-restart__request` is honoured: the Turn's answer goes out, then the Orchestrator starts
+/// the agent again as a new process, at once and without counting a crash, and the new process
+/// serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_8_self_restart_request_restarts_the_agent_process_after_its_answer() {
+    bounded(60, async {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, RESTARTER).unwrap();
+        let (orch, _work) = start_swarm(&bundle, &bundle).await;
+        let ask = || AgentEvent::new("user.message", json!("reload yourself"));
+        let first = orch
+            .request("restarter", ask(), RequestOptions::default())
+            .await
+            .unwrap();
+        let first = first.response.unwrap();
+        assert_eq!(first["answer"], "restarting", "{first}");
+        let signal = &first["toolResults"][0]["output"];
+        assert_eq!(signal["restartRequested"], true, "{first}");
+        assert_eq!(signal["restartReason"], "reload the prompt", "{first}");
+        let old = orch.pid("restarter", "default");
+        assert!(old.is_some());
+        // Started again as a new process, well before any crash backoff would allow.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while orch
+            .pid("restarter", "default")
+            .is_none_or(|p| Some(p) == old)
+        {
+            assert!(Instant::now() < deadline, "the agent was not restarted");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(orch.restarts("restarter", "default"), Some(1));
+        let second = orch
+            .request("restarter", ask(), RequestOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(second.response.unwrap()["answer"], "restarting");
         orch.shutdown(Duration::from_secs(5)).await;
     })
     .await;

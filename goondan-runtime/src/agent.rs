@@ -150,6 +150,46 @@ pub struct AgentCatalog {
     pub callable_agents: Vec<String>,
 }
 
+/// The reason of a restart asked for without one (upstream's `self-restart` default).
+pub const DEFAULT_RESTART_REASON: &str = "tool:self-restart";
+
+/// A restart of its own agent process asked for by a tool (the base package's
+/// `self-restart__request`), read back from the tool's output: `restartRequested: true` and a
+/// `restartReason`.
+///
+/// Whoever runs the Turn honours it once the Turn is over; a bundle's agents do it through
+/// their `AgentContext`, and the Orchestrator restarts the process after it finishes its
+/// in-flight work, at once and without counting it as a crash.
+///
+/// ```
+/// use goondan_runtime::agent::RestartSignal;
+/// let output = serde_json::json!({"ok": true, "restartRequested": true, "restartReason": "config changed"});
+/// assert_eq!(RestartSignal::from_output(&output).map(|s| s.reason), Some("config changed".to_owned()));
+/// assert!(RestartSignal::from_output(&serde_json::json!({"restartRequested": "yes"})).is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartSignal {
+    /// Why the restart was asked for.
+    pub reason: String,
+}
+
+impl RestartSignal {
+    /// The signal carried by a tool `output`, if it carries one: `restartRequested: true` and a
+    /// string `restartReason` ([`DEFAULT_RESTART_REASON`] when it is missing).
+    pub fn from_output(output: &serde_json::Value) -> Option<Self> {
+        if output.get("restartRequested")? != &serde_json::Value::Bool(true) {
+            return None;
+        }
+        let reason = output
+            .get("restartReason")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or(DEFAULT_RESTART_REASON);
+        Some(Self {
+            reason: reason.to_owned(),
+        })
+    }
+}
+
 /// The agent-to-agent API on [`ToolContext`](crate::ToolContext) (AG-1..5). Every failure is a
 /// [`ToolError`], so the `agents` tool can return it to the model as it is.
 pub trait AgentRuntime: Send + Sync + 'static {

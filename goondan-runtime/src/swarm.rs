@@ -6,7 +6,10 @@
 //! Each agent process loads the bundle itself (its path is in [`ENV_BUNDLE`], which the host
 //! sets with [`ProcessConfig::env`](crate::orchestrator::ProcessConfig::env)), builds its
 //! [`AgentInstance`] with the tools of a [`ToolLibrary`] and the [`Model`] the host's
-//! [`ModelFactory`] gives, and answers every event with one Turn.
+//! [`ModelFactory`] gives, and answers every event with one Turn. When a tool of the Turn asks
+//! for a restart ([`RestartSignal`], the base package's `self-restart__request`), the process
+//! is restarted after the answer goes out
+//! ([`AgentContext::request_restart`](crate::orchestrator::AgentContext::request_restart)).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -36,7 +39,7 @@ use serde_json::{Value, json};
 
 use crate::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
-    RequestResult, SendResult, SpawnOptions, SpawnResult,
+    RequestResult, RestartSignal, SendResult, SpawnOptions, SpawnResult,
 };
 use crate::bundle::{Bundle, BundleError, Kind, ToolLibrary};
 use crate::error::ToolError;
@@ -292,6 +295,17 @@ impl StepWorker {
                 "retry once; if it fails again, hand the task to another agent or do it yourself",
             )
         })?;
+        // A tool asked for this agent's process to be restarted (`self-restart__request`):
+        // the answer goes out first, then the Orchestrator restarts the process.
+        let restart = outcome
+            .steps
+            .iter()
+            .flat_map(|s| &s.results)
+            .filter_map(|r| r.output.as_ref().and_then(RestartSignal::from_output))
+            .next_back();
+        if let Some(signal) = restart {
+            ctx.request_restart(signal.reason);
+        }
         Ok(answer(&outcome))
     }
 }

@@ -42,6 +42,7 @@ fn library() -> ToolLibrary {
 ///
 /// - `planner` hands the task to `coder` and reports; `coder` runs `bash` and answers.
 /// - `caller` probes its own trace, then asks `callee`; `callee` probes its trace (HO-3).
+/// - `restarter` asks for its own restart with `self-restart__request`.
 fn models() -> ModelFactory {
     Arc::new(|agent: &str| -> Arc<dyn Model> {
         let probe = |id: &str| ToolCall::new(id, "probe__ids", json!({}));
@@ -62,6 +63,15 @@ fn models() -> ModelFactory {
                     json!({"target": "callee", "input": "which trace are you in?", "timeoutMs": 20000}),
                 )]),
                 ModelResponse::text("asked"),
+            ],
+            // Every process's first Turn asks for its own restart.
+            "restarter" => vec![
+                ModelResponse::calls([ToolCall::new(
+                    "call_restart",
+                    "self-restart__request",
+                    json!({"reason": "reload the prompt"}),
+                )]),
+                ModelResponse::text("restarting"),
             ],
             // Two Turns of two Steps each.
             "callee" => [1, 2]

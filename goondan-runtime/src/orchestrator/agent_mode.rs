@@ -62,6 +62,17 @@ pub struct AgentContext {
     trace_id: Option<String>,
     turn_id: Option<String>,
     runtime: Arc<dyn AgentRuntime>,
+    restart: Arc<RestartSlot>,
+}
+
+/// A restart this instance asked for, shared by the contexts of its events.
+#[derive(Debug, Default)]
+struct RestartSlot(std::sync::Mutex<Option<String>>);
+
+impl RestartSlot {
+    fn take(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
 }
 
 impl std::fmt::Debug for AgentContext {
@@ -104,6 +115,17 @@ impl AgentContext {
     /// it carry the call chain, so a cycle back to a waiting caller is refused.
     pub fn runtime(&self) -> &Arc<dyn AgentRuntime> {
         &self.runtime
+    }
+
+    /// Asks for this instance's process to be restarted (the base package's `self-restart`
+    /// tool asks through its output; see [`RestartSignal`](crate::agent::RestartSignal)).
+    ///
+    /// Nothing stops at once: the current event's answer goes out as usual. The instance then
+    /// tells the Orchestrator, which sends it no new work (it waits for the next process),
+    /// lets it finish what it is doing, and starts a new process as soon as it exits, without
+    /// counting it as a crash. Asking twice before the restart keeps the last reason.
+    pub fn request_restart(&self, reason: impl Into<String>) {
+        *self.restart.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.into());
     }
 
     /// A [`ToolContext`](crate::ToolContext) builder for this instance: its name, key and
@@ -270,15 +292,30 @@ pub(crate) async fn serve(
     tx: mpsc::UnboundedSender<IpcMessage>,
 ) {
     let conn = Arc::new(Conn::new(identity.address(), tx));
-    let mut tasks = JoinSet::new();
+    let restart = Arc::new(RestartSlot::default());
+    let mut tasks: JoinSet<Done> = JoinSet::new();
     let mut stopping = false;
+    let mut restart_asked = false;
     loop {
         if stopping && tasks.is_empty() {
             break;
         }
         let msg = tokio::select! {
             msg = rx.recv() => msg,
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                match done {
+                    // The Orchestrator holds new work back: finish what runs, then exit.
+                    Ok(Done::RestartAccepted) => stopping = true,
+                    Ok(Done::Event) if !restart_asked => {
+                        if let Some(reason) = restart.take() {
+                            restart_asked = true;
+                            tasks.spawn(ask_restart(Arc::clone(&conn), reason));
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
         };
         let Some(msg) = msg else { break };
         match msg.kind {
@@ -297,22 +334,48 @@ pub(crate) async fn serve(
                 reply(&conn, &msg, Err(refusal));
             }
             MessageType::Delegate | MessageType::Event => {
-                let (conn, worker, identity) = (
+                let (conn, worker, identity, restart) = (
                     Arc::clone(&conn),
                     Arc::clone(&worker),
                     Arc::clone(&identity),
+                    Arc::clone(&restart),
                 );
-                tasks.spawn(handle(conn, worker, identity, msg));
+                tasks.spawn(async move {
+                    handle(conn, worker, identity, restart, msg).await;
+                    Done::Event
+                });
             }
         }
     }
     conn.close();
 }
 
+/// What a task of the agent loop finished.
+enum Done {
+    /// An event's work.
+    Event,
+    /// The Orchestrator accepted a restart: it sends no new work.
+    RestartAccepted,
+    /// The restart was refused (the swarm is stopping) or could not be asked for.
+    RestartRefused,
+}
+
+async fn ask_restart(conn: Arc<Conn>, reason: String) -> Done {
+    match conn.control(Control::Restart { reason }).await {
+        Ok(v) if v.get("restarting") == Some(&Value::Bool(true)) => Done::RestartAccepted,
+        Ok(_) => Done::RestartRefused,
+        Err(e) => {
+            tracing::warn!(target: "goondan::agent", error = %e, "the restart could not be asked for");
+            Done::RestartRefused
+        }
+    }
+}
+
 async fn handle(
     conn: Arc<Conn>,
     worker: Arc<dyn AgentWorker>,
     identity: Arc<AgentIdentity>,
+    restart: Arc<RestartSlot>,
     msg: IpcMessage,
 ) {
     let delegate = msg.kind == MessageType::Delegate;
@@ -354,6 +417,7 @@ async fn handle(
         trace_id: payload.trace_id,
         turn_id: payload.turn_id,
         runtime,
+        restart,
     };
     let span = tracing::info_span!(
         "agent_event",

@@ -133,6 +133,14 @@ pub enum Control {
     },
     /// [`AgentRuntime::catalog`](crate::AgentRuntime::catalog).
     Catalog,
+    /// The instance asks to be restarted once its in-flight work is done (see
+    /// [`AgentContext::request_restart`](super::AgentContext::request_restart)). After the
+    /// answer, the Orchestrator sends it no new work: it queues it for the next process.
+    #[serde(rename_all = "camelCase")]
+    Restart {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The payload of a successful answer.

@@ -97,6 +97,22 @@ impl Conn {
         true
     }
 
+    /// A control call to the Orchestrator; its `ok` value.
+    pub(crate) async fn control(&self, op: Control) -> Result<Value, ToolError> {
+        let payload = serde_json::to_value(&op).map_err(protocol)?;
+        let id = self.fresh_id();
+        let answer = self
+            .call(
+                MessageType::Event,
+                ORCHESTRATOR,
+                payload,
+                &id,
+                CONTROL_TIMEOUT,
+            )
+            .await?;
+        answer.ok_or_else(|| timed_out(ORCHESTRATOR, CONTROL_TIMEOUT.as_millis() as u64))
+    }
+
     /// Fails every waiting call: the Orchestrator is gone.
     pub(crate) fn close(&self) {
         self.lock().clear();
@@ -115,22 +131,7 @@ fn parse<T: DeserializeOwned>(value: Value) -> Result<T, ToolError> {
 
 impl LinkRuntime {
     async fn control<T: DeserializeOwned>(&self, op: Control) -> Result<T, ToolError> {
-        let payload = serde_json::to_value(&op).map_err(protocol)?;
-        let id = self.conn.fresh_id();
-        let answer = self
-            .conn
-            .call(
-                MessageType::Event,
-                ORCHESTRATOR,
-                payload,
-                &id,
-                CONTROL_TIMEOUT,
-            )
-            .await?;
-        match answer {
-            Some(v) => parse(v),
-            None => Err(timed_out(ORCHESTRATOR, CONTROL_TIMEOUT.as_millis() as u64)),
-        }
+        parse(self.conn.control(op).await?)
     }
 }
 

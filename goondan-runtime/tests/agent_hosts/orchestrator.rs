@@ -59,6 +59,10 @@ fn worker() -> impl AgentWorker {
                 let r = ctx.runtime().send(&target, inner).await?;
                 Ok(serde_json::to_value(r).unwrap_or_default())
             }
+            "restart" => {
+                ctx.request_restart(str_of("reason"));
+                Ok(json!({ "pid": pid, "restarting": true }))
+            }
             "touch" => {
                 std::fs::write(str_of("path"), &me)?;
                 Ok(json!(true))

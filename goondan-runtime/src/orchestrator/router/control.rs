@@ -1,6 +1,7 @@
 //! The control calls an agent makes to the Orchestrator: spawn, list, catalog (AG-3..5).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
@@ -24,6 +25,7 @@ impl Core {
             }
             Control::List { include_all } => Ok(json!({ "agents": self.list(from, include_all) })),
             Control::Catalog => Ok(json!(self.catalog(split(from).0))),
+            Control::Restart { reason } => Ok(json!({ "restarting": self.drain(from, reason) })),
             Control::Hello { .. } => Err(protocol("`hello` is only the first message")),
         }
     }
@@ -77,6 +79,27 @@ impl Core {
             ))
         });
         out
+    }
+
+    /// Marks `from` as draining before a restart it asked for; `false` when it is unknown or
+    /// the swarm is stopping (it then simply ends).
+    fn drain(&self, from: &str, reason: String) -> bool {
+        if self.stopping.load(Ordering::SeqCst) {
+            return false;
+        }
+        let mut st = self.lock();
+        let Some(inst) = st.instances.get_mut(from) else {
+            return false;
+        };
+        tracing::info!(
+            name: "agent.restart_requested",
+            target: "goondan::orchestrator",
+            agent = %from,
+            %reason,
+            "agent.restart_requested"
+        );
+        inst.draining = Some(reason);
+        true
     }
 
     /// The swarm seen from `agent` (AG-5).

@@ -2,6 +2,7 @@
 //! backoff when it ends (HO-8) with its pending requests failed at once (HO-4), given up after
 //! repeated failed starts, and shut down with the swarm.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -110,9 +111,21 @@ impl Core {
                     while let Some(msg) = link.rx.recv().await {
                         self.route(&addr, msg);
                     }
-                    let crashed = self.on_exit(&addr);
-                    if crashed == Exit::Removed || self.stopping.load(Ordering::SeqCst) {
+                    let exit = self.on_exit(&addr);
+                    if exit == Exit::Removed || self.stopping.load(Ordering::SeqCst) {
                         return;
+                    }
+                    if let Exit::Restarted(reason) = exit {
+                        // Asked for: start the next process at once, as a fresh start.
+                        tracing::info!(
+                            name: "agent.restarted",
+                            target: "goondan::orchestrator",
+                            agent = %addr,
+                            %reason,
+                            "agent.restarted"
+                        );
+                        failures = 0;
+                        continue;
                     }
                     tracing::warn!(target: "goondan::orchestrator", agent = %addr, "agent process ended; respawning");
                     failures = if started.elapsed() >= self.config.stable_after {
@@ -141,7 +154,18 @@ impl Core {
         };
         inst.live = None;
         inst.restarts += 1;
-        let failed = take_waiting_on(&mut st, addr);
+        let restarted = inst.draining.take();
+        // Requests queued for the next process (new work held back while it drained) wait for
+        // it; those the ended process had taken and not answered are lost.
+        let queued: HashSet<String> = if restarted.is_some() {
+            inst.queue
+                .iter()
+                .filter_map(|m| m.correlation_id.clone())
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        let failed = take_waiting_on(&mut st, addr, |id| !queued.contains(id));
         drop(st);
         for (id, w) in failed {
             let err = error(
@@ -152,13 +176,13 @@ impl Core {
             );
             self.answer(w, addr, &id, ipc::error_payload(&err));
         }
-        Exit::Crashed
+        restarted.map_or(Exit::Crashed, Exit::Restarted)
     }
 
     fn give_up(&self, addr: &str, reason: &str) {
         let mut st = self.lock();
         st.instances.remove(addr);
-        let failed = take_waiting_on(&mut st, addr);
+        let failed = take_waiting_on(&mut st, addr, |_| true);
         drop(st);
         for (id, w) in failed {
             let err = error(
@@ -179,6 +203,10 @@ impl Core {
 
 #[derive(Debug, PartialEq, Eq)]
 enum Exit {
+    /// It ended without being asked to: respawned with backoff.
     Crashed,
+    /// It ended after asking for a restart, with this reason: started again at once.
+    Restarted(String),
+    /// The instance is gone from the state.
     Removed,
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::OrchestratorConfig;
-use super::ipc::{IpcMessage, MessageType};
+use super::ipc::{IpcMessage, MessageType, ORCHESTRATOR};
 use super::link::{Launcher, LinkControl};
 use super::{SwarmSpec, address, codes, error};
 use crate::agent::AgentInstanceInfo;
@@ -38,6 +38,11 @@ pub(super) struct Instance {
     live: Option<(mpsc::UnboundedSender<IpcMessage>, Box<dyn LinkControl>)>,
     queue: Vec<IpcMessage>,
     restarts: u64,
+    /// Set when the instance asked to be restarted ([`Control::Restart`]): it gets no new work
+    /// (that waits in `queue` for the next process) and its exit is a restart, not a crash.
+    ///
+    /// [`Control::Restart`]: super::ipc::Control::Restart
+    draining: Option<String>,
 }
 
 #[derive(Default)]
@@ -60,12 +65,16 @@ fn rfc3339_now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
-/// Removes the requests waiting on `addr`.
-fn take_waiting_on(st: &mut State, addr: &str) -> Vec<(String, Waiting)> {
+/// Removes the requests waiting on `addr` whose correlation id `which` picks.
+fn take_waiting_on(
+    st: &mut State,
+    addr: &str,
+    which: impl Fn(&str) -> bool,
+) -> Vec<(String, Waiting)> {
     let ids: Vec<String> = st
         .waiting
         .iter()
-        .filter(|(_, w)| w.target == addr)
+        .filter(|(id, w)| w.target == addr && which(id))
         .map(|(id, _)| id.clone())
         .collect();
     ids.into_iter()
@@ -123,11 +132,19 @@ impl Core {
     }
 
     /// Sends `msg` to an instance, or queues it until the instance runs.
+    /// While the instance drains before a restart, only answers reach it (to its own requests
+    /// and control calls) and `shutdown`; new work waits for the next process.
     fn deliver(st: &mut State, to: &str, msg: IpcMessage) -> bool {
         let Some(inst) = st.instances.get_mut(to) else {
             return false;
         };
+        let answer = msg.kind == MessageType::DelegateResult
+            || msg.kind == MessageType::Shutdown
+            || (msg.kind == MessageType::Event
+                && msg.from == ORCHESTRATOR
+                && msg.correlation_id.is_some());
         match &inst.live {
+            Some(_) if inst.draining.is_some() && !answer => inst.queue.push(msg),
             Some((tx, _)) => {
                 if let Err(mpsc::error::SendError(msg)) = tx.send(msg) {
                     inst.queue.push(msg);
@@ -184,6 +201,7 @@ impl Core {
                 live: None,
                 queue: Vec::new(),
                 restarts: 0,
+                draining: None,
             },
         );
         tokio::spawn(Arc::clone(self).run_instance(addr.clone()));
