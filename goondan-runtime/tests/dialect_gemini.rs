@@ -109,15 +109,21 @@ const INEXPRESSIBLE: &[(&str, &str)] = &[
 ];
 
 #[test]
-fn every_corpus_type_is_a_gemini_schema_or_refused_with_tool_and_path() {
+fn every_corpus_type_is_a_gemini_schema_or_sent_as_json_schema_with_its_reason() {
     for case in corpus::corpus() {
         let catalog = corpus::catalog_of(&case);
         let tool = format!("corpus__{}", corpus::export_name(&case));
-        let expected_error = INEXPRESSIBLE.iter().find(|(n, _)| *n == case.name);
-        match (Dialect::Gemini.tools(&catalog), expected_error) {
-            (Ok(tools), None) => {
-                let decl = &tools[0]["functionDeclarations"][0];
-                assert_eq!(decl["name"], tool);
+        let expected_problem = INEXPRESSIBLE.iter().find(|(n, _)| *n == case.name);
+        let tools = Dialect::Gemini
+            .tools(&catalog)
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
+        let decl = &tools[0]["functionDeclarations"][0];
+        assert_eq!(decl["name"], tool);
+        let problems = Dialect::Gemini.strict_problems(&catalog);
+        match expected_problem {
+            None => {
+                assert!(decl.get("parametersJsonSchema").is_none(), "{tool}");
+                assert!(problems.is_empty(), "{tool}: {problems:?}");
                 match decl.get("parameters") {
                     Some(p) => assert_gemini(p, &tool),
                     None => assert_eq!(
@@ -126,29 +132,28 @@ fn every_corpus_type_is_a_gemini_schema_or_refused_with_tool_and_path() {
                     ),
                 }
             }
-            (Err(e), Some((_, path))) => {
-                assert_eq!(e.tool, tool);
-                assert_eq!(e.path, *path, "{e}");
-                assert_eq!(e.dialect, "gemini");
+            Some((_, path)) => {
+                // `parametersJsonSchema` with the neutral schema, never both fields.
+                assert!(decl.get("parameters").is_none(), "{tool}");
+                let mut neutral = (*case.schema).clone();
+                neutral.as_object_mut().unwrap().remove("$schema");
+                assert_eq!(decl["parametersJsonSchema"], neutral, "{tool}");
+                assert_eq!(problems.len(), 1, "{tool}: {problems:?}");
+                assert_eq!(problems[0].tool, tool);
+                assert_eq!(problems[0].path, *path, "{}", problems[0]);
+                assert_eq!(problems[0].dialect, "gemini");
             }
-            (Ok(tools), Some(_)) => panic!("{tool}: expected an error, got {tools}"),
-            (Err(e), None) => panic!("{tool}: {e}"),
         }
     }
 }
 
-#[test]
-fn recursion_is_refused_with_a_message_that_names_the_cause() {
-    let case = corpus::corpus()
-        .into_iter()
-        .find(|c| c.name == "Tree")
-        .unwrap();
-    let err = gemini::tools(&corpus::catalog_of(&case)).unwrap_err();
-    let text = err.to_string();
-    assert!(
-        text.contains("corpus__tree") && text.contains("recursive"),
-        "{text}"
-    );
+/// The reason Gemini's `Schema` cannot take a schema, from [`Dialect::strict_problems`].
+fn gemini_problem(
+    catalog: &goondan_runtime::ToolCatalog,
+) -> goondan_runtime::dialect::DialectError {
+    let mut problems = Dialect::Gemini.strict_problems(catalog);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    problems.remove(0)
 }
 
 #[test]
@@ -208,13 +213,13 @@ async fn generate_content_round_trip_keeps_names_and_ids() {
 }
 
 #[test]
-fn nested_empty_objects_and_type_unions_are_refused() {
+fn nested_empty_objects_and_type_unions_are_not_gemini_schemas() {
     let empty =
         json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}});
-    let err = gemini::tools(&corpus::catalog_with("empty", empty)).unwrap_err();
+    let err = gemini_problem(&corpus::catalog_with("empty", empty));
     assert_eq!(err.path, "/properties/a");
     let union = json!({"type": "object", "properties": {"a": {"type": ["string", "integer"]}}});
-    let err = gemini::tools(&corpus::catalog_with("union", union)).unwrap_err();
+    let err = gemini_problem(&corpus::catalog_with("union", union));
     assert_eq!(err.path, "/properties/a/type");
 }
 

@@ -5,9 +5,9 @@
 mod corpus;
 mod kit;
 
-use goondan_runtime::ToolCall;
 use goondan_runtime::dialect::{Dialect, openai};
 use goondan_runtime::testing::ResultAssertions;
+use goondan_runtime::{ToolCall, ToolCatalog};
 use serde_json::{Value, json};
 
 /// Keywords strict mode accepts (OpenAI, Structured Outputs, "Supported schemas").
@@ -141,37 +141,68 @@ const INEXPRESSIBLE: &[(&str, &str)] = &[
 ];
 
 #[test]
-fn every_corpus_type_is_strict_or_refused_with_tool_and_path() {
+fn every_corpus_type_is_strict_or_sent_alone_in_the_loose_form_with_its_reason() {
     for case in corpus::corpus() {
         let catalog = corpus::catalog_of(&case);
         let tool = format!("corpus__{}", corpus::export_name(&case));
-        let expected_error = INEXPRESSIBLE.iter().find(|(n, _)| *n == case.name);
+        let expected_problem = INEXPRESSIBLE.iter().find(|(n, _)| *n == case.name);
         for dialect in [Dialect::OpenAiChat, Dialect::OpenAiResponses] {
-            match (dialect.tools(&catalog), expected_error) {
-                (Ok(tools), None) => {
-                    let t = &tools[0];
-                    let f = if dialect == Dialect::OpenAiChat {
-                        assert_eq!(t["type"], "function");
-                        &t["function"]
-                    } else {
-                        assert_eq!(t["type"], "function");
-                        t
-                    };
-                    assert_eq!(f["name"], tool);
-                    assert_eq!(f["strict"], true);
-                    assert!(f["description"].is_string());
+            let tools = dialect
+                .tools(&catalog)
+                .unwrap_or_else(|e| panic!("{tool}: {e}"));
+            let t = &tools[0];
+            assert_eq!(t["type"], "function");
+            let f = if dialect == Dialect::OpenAiChat {
+                &t["function"]
+            } else {
+                t
+            };
+            assert_eq!(f["name"], tool);
+            assert!(f["description"].is_string());
+            let problems = dialect.strict_problems(&catalog);
+            match expected_problem {
+                None => {
+                    assert_eq!(f["strict"], true, "{tool}");
                     assert_openai_strict(&f["parameters"], &tool);
+                    assert!(problems.is_empty(), "{tool}: {problems:?}");
                 }
-                (Err(e), Some((_, path))) => {
-                    assert_eq!(e.tool, tool);
-                    assert_eq!(e.path, *path, "{e}");
-                    assert!(e.to_string().contains(&tool), "{e}");
+                Some((_, path)) => {
+                    // Not strict, with the whole neutral schema, and the reason on record.
+                    assert_eq!(f["strict"], false, "{tool}");
+                    let mut neutral = (*case.schema).clone();
+                    neutral.as_object_mut().unwrap().remove("$schema");
+                    assert_eq!(f["parameters"], neutral, "{tool}");
+                    assert_eq!(problems.len(), 1, "{tool}: {problems:?}");
+                    assert_eq!(problems[0].tool, tool);
+                    assert_eq!(problems[0].path, *path, "{}", problems[0]);
+                    assert!(problems[0].to_string().contains(&tool));
                 }
-                (Ok(tools), Some(_)) => panic!("{tool}: expected an error, got {tools}"),
-                (Err(e), None) => panic!("{tool}: {e}"),
             }
         }
     }
+}
+
+/// One tool strict mode cannot express does not take strict mode away from the others.
+#[test]
+fn a_loose_tool_leaves_the_rest_of_the_catalog_strict() {
+    let mut catalog = corpus::catalog_with(
+        "map",
+        json!({"type": "object", "properties": {"env": {"type": "object",
+            "additionalProperties": {"type": "string"}}}}),
+    );
+    let strict = corpus::catalog_with(
+        "plain",
+        json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+    );
+    for item in strict.items() {
+        catalog.push(item.clone());
+    }
+    let tools = Dialect::OpenAiChat.tools(&catalog).unwrap();
+    assert_eq!(tools[0]["function"]["strict"], false);
+    assert_eq!(tools[1]["function"]["strict"], true);
+    let problems = Dialect::OpenAiChat.strict_problems(&catalog);
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].path, "/properties/env/additionalProperties");
 }
 
 #[test]
@@ -375,24 +406,51 @@ fn a_response_without_tool_calls_has_no_calls_and_a_broken_one_is_an_error() {
     assert_eq!(err.path, "/tool_calls/0/id");
 }
 
+/// The reason strict mode cannot take a schema, from [`Dialect::strict_problems`].
+fn strict_problem(catalog: &ToolCatalog) -> goondan_runtime::dialect::DialectError {
+    let mut problems = Dialect::OpenAiChat.strict_problems(catalog);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    problems.remove(0)
+}
+
 #[test]
-fn nesting_deeper_than_the_limit_is_refused() {
+fn nesting_deeper_than_the_limit_is_not_strict() {
     let mut schema = json!({"type": "string"});
     for _ in 0..=openai::MAX_DEPTH {
         schema = json!({"type": "object", "properties": {"n": schema}, "required": ["n"]});
     }
-    let err = openai::chat_tools(&corpus::catalog_with("deep", schema)).unwrap_err();
+    let catalog = corpus::catalog_with("deep", schema);
+    let err = strict_problem(&catalog);
     assert!(err.reason.contains("deeper than 10"), "{err}");
+    assert_eq!(
+        openai::chat_tools(&catalog).unwrap()[0]["function"]["strict"],
+        false
+    );
 }
 
 #[test]
-fn all_of_and_untyped_values_are_refused_not_passed_through() {
+fn all_of_and_untyped_values_are_never_passed_through_as_strict() {
     let all_of = json!({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}]}}});
-    let err = openai::chat_tools(&corpus::catalog_with("allof", all_of)).unwrap_err();
-    assert_eq!(err.path, "/properties/a/allOf");
+    let catalog = corpus::catalog_with("allof", all_of);
+    assert_eq!(strict_problem(&catalog).path, "/properties/a/allOf");
+    assert_eq!(
+        openai::chat_tools(&catalog).unwrap()[0]["function"]["strict"],
+        false
+    );
     let untyped = json!({"type": "object", "properties": {"a": {"description": "anything"}}});
-    let err = openai::chat_tools(&corpus::catalog_with("untyped", untyped)).unwrap_err();
-    assert_eq!(err.path, "/properties/a");
+    let catalog = corpus::catalog_with("untyped", untyped);
+    assert_eq!(strict_problem(&catalog).path, "/properties/a");
+    assert_eq!(
+        openai::chat_tools(&catalog).unwrap()[0]["function"]["strict"],
+        false
+    );
+}
+
+#[test]
+fn parameters_that_are_not_an_object_are_still_an_error() {
+    let catalog = corpus::catalog_with("scalar", json!({"type": "string"}));
+    let err = openai::chat_tools(&catalog).unwrap_err();
+    assert_eq!(err.path, "");
 }
 
 #[test]
@@ -425,7 +483,14 @@ fn odd_schemas_give_a_schema_or_an_error_never_a_panic() {
             if let Ok(tools) = dialect.tools(&catalog)
                 && matches!(dialect, Dialect::OpenAiChat)
             {
-                assert_openai_strict(&tools[0]["function"]["parameters"], &schema.to_string());
+                // Strict only when strict mode can take it; otherwise loose, with a reason.
+                let f = &tools[0]["function"];
+                if f["strict"] == true {
+                    assert_openai_strict(&f["parameters"], &schema.to_string());
+                } else {
+                    assert_eq!(f["strict"], false, "{schema}");
+                    assert_eq!(dialect.strict_problems(&catalog).len(), 1, "{schema}");
+                }
             }
         }
     }

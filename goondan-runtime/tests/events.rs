@@ -96,4 +96,35 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
             assert_eq!(get("code").as_deref(), Some("E_DEMO"));
         }
     }
+
+    // A tool strict mode cannot express is sent in the loose form, said once per process per
+    // dialect and tool, however often the catalog is rendered.
+    let mut item =
+        goondan_runtime::CatalogItem::new(goondan_runtime::ToolName::new("shell", "run").unwrap());
+    item.parameters = Some(Arc::new(json!({"type": "object", "properties": {
+        "env": {"type": "object", "additionalProperties": {"type": "string"}}}})));
+    let mut catalog = goondan_runtime::ToolCatalog::new();
+    catalog.push(item);
+    for _ in 0..3 {
+        for dialect in [
+            goondan_runtime::Dialect::OpenAiChat,
+            goondan_runtime::Dialect::OpenAiResponses,
+            goondan_runtime::Dialect::Gemini,
+        ] {
+            dialect.tools(&catalog).unwrap();
+        }
+    }
+    let events = captured.0.lock().unwrap().clone();
+    let fallbacks: Vec<Vec<(String, String)>> = events
+        .into_iter()
+        .filter(|(n, _)| n == "dialect.strict_fallback")
+        .map(|(_, f)| f)
+        .collect();
+    assert_eq!(fallbacks.len(), 2, "{fallbacks:?}");
+    for (fields, dialect) in fallbacks.iter().zip(["openai", "gemini"]) {
+        let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+        assert_eq!(get("dialect").as_deref(), Some(dialect), "{fields:?}");
+        assert_eq!(get("tool").as_deref(), Some("shell__run"), "{fields:?}");
+        assert!(get("reason").is_some_and(|r| !r.is_empty()), "{fields:?}");
+    }
 }

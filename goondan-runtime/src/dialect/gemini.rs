@@ -13,16 +13,19 @@
 //!   checks the neutral schema);
 //! - a tool without parameters has no `parameters`.
 //!
-//! Not expressible, reported as [`DialectError`]: recursive types (`$ref`), maps with free keys,
-//! values of any type (`serde_json::Value`), objects without properties below the top, unions of
-//! several types in one `type`, tuples, and top-level parameter names outside
-//! `[A-Za-z_][A-Za-z0-9_]*` (at most 64).
+//! Not expressible in `parameters`: recursive types (`$ref`), maps with free keys, values of any
+//! type (`serde_json::Value`), objects without properties below the top, unions of several
+//! types in one `type`, tuples, and top-level parameter names outside `[A-Za-z_][A-Za-z0-9_]*`
+//! (at most 64). Such a tool is sent with its neutral JSON Schema in `parametersJsonSchema`
+//! instead (Gemini takes either field), and
+//! [`Dialect::strict_problems`](super::Dialect::strict_problems) says why.
 
 use serde_json::{Map, Value, json};
 
 use super::{
-    DialectError, ParseError, Unsupported, distribute, first_union, parameters_of,
-    require_object_root, split_null, str_field, string_enum, undistributable,
+    DialectError, ParseError, Unsupported, distribute, first_union, loose_parameters,
+    note_fallback, parameters_of, require_object_root, split_null, str_field, string_enum,
+    undistributable,
 };
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -63,10 +66,17 @@ fn declaration(item: &CatalogItem) -> Result<Value, DialectError> {
     if let Some(d) = &item.description {
         decl.insert("description".into(), Value::from(d.as_ref()));
     }
-    let parameters =
-        gemini_parameters(&parameters_of(item)).map_err(|e| e.for_tool(item, DIALECT))?;
-    if let Some(p) = parameters {
-        decl.insert("parameters".into(), p);
+    let neutral = parameters_of(item);
+    match gemini_parameters(&neutral) {
+        Ok(Some(p)) => {
+            decl.insert("parameters".into(), p);
+        }
+        Ok(None) => {}
+        Err(why) => {
+            require_object_root(&neutral).map_err(|e| e.for_tool(item, DIALECT))?;
+            note_fallback(DIALECT, item, &why);
+            decl.insert("parametersJsonSchema".into(), loose_parameters(item));
+        }
     }
     Ok(Value::Object(decl))
 }

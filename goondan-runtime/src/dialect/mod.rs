@@ -2,9 +2,16 @@
 //! calls as [`ToolCall`]s, and each [`ToolCallResult`] as the provider's tool-result message.
 //!
 //! Every dialect is derived at send time from the neutral schema of each export
-//! ([`crate::schema`]); nothing is cached per provider. A schema a provider cannot express is a
-//! [`DialectError`] naming the tool and the JSON path, never a panic and never a silently
-//! different schema.
+//! ([`crate::schema`]); nothing is cached per provider.
+//!
+//! OpenAI's strict mode and Gemini's `Schema` cannot express every schema (free-form maps,
+//! values of any type, recursion, ...). Such a tool is still sent, alone in a looser form that
+//! carries its full schema: OpenAI `strict: false` with the neutral schema, Gemini
+//! `parametersJsonSchema` instead of `parameters`. The rest of the catalog stays strict. Each
+//! fallback is said once per process in a `dialect.strict_fallback` trace event, and
+//! [`Dialect::strict_problems`] lists them with the JSON path and the reason. The executor
+//! checks every call against the neutral schema either way. Only a parameter schema that is not
+//! an object at all is a [`DialectError`], never a panic.
 //!
 //! | dialect | tools | calls in | results out |
 //! |---|---|---|---|
@@ -91,6 +98,55 @@ impl Dialect {
             Dialect::Anthropic => anthropic::tools(catalog),
             Dialect::Gemini => gemini::tools(catalog),
             Dialect::Mcp => mcp::tools_list(catalog),
+        }
+    }
+
+    /// The tools of `catalog` this dialect sends in its looser form, because its strict form
+    /// cannot express them (see the module docs), each with the path and reason. Empty for
+    /// dialects that take any JSON Schema (Anthropic, MCP).
+    ///
+    /// ```
+    /// use goondan_runtime::dialect::Dialect;
+    /// use goondan_runtime::{CatalogItem, ToolCatalog, ToolName};
+    /// use std::sync::Arc;
+    ///
+    /// let mut catalog = ToolCatalog::new();
+    /// let mut item = CatalogItem::new(ToolName::new("shell", "run")?);
+    /// item.parameters = Some(Arc::new(serde_json::json!({"type": "object", "properties": {
+    ///     "env": {"type": "object", "additionalProperties": {"type": "string"}}}})));
+    /// catalog.push(item);
+    /// let problems = Dialect::OpenAiChat.strict_problems(&catalog);
+    /// assert_eq!(problems[0].path, "/properties/env");
+    /// // Still sent: alone, not strict, with its full schema.
+    /// let tools = Dialect::OpenAiChat.tools(&catalog)?;
+    /// assert_eq!(tools[0]["function"]["strict"], false);
+    /// assert!(Dialect::Anthropic.strict_problems(&catalog).is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn strict_problems(self, catalog: &ToolCatalog) -> Vec<DialectError> {
+        let check: fn(&Value) -> Result<(), Unsupported> = match self {
+            Dialect::OpenAiChat | Dialect::OpenAiResponses => {
+                |p| openai::strict_schema(p).map(drop)
+            }
+            Dialect::Gemini => |p| gemini::gemini_parameters(p).map(drop),
+            Dialect::Anthropic | Dialect::Mcp => return Vec::new(),
+        };
+        catalog
+            .items()
+            .iter()
+            .filter_map(|item| {
+                check(&parameters_of(item))
+                    .err()
+                    .map(|e| e.for_tool(item, self.family()))
+            })
+            .collect()
+    }
+
+    /// The name in [`DialectError::dialect`]: `openai` for both OpenAI APIs.
+    fn family(self) -> &'static str {
+        match self {
+            Dialect::OpenAiChat | Dialect::OpenAiResponses => "openai",
+            other => other.as_str(),
         }
     }
 
@@ -207,6 +263,36 @@ impl Unsupported {
             reason: self.reason,
         }
     }
+}
+
+/// Says once per process, per dialect and tool, that a tool is sent in its looser form.
+pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Unsupported) {
+    static SAID: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (dialect, item.name.as_str().to_owned());
+    if said.contains(&key) {
+        return;
+    }
+    said.push(key);
+    drop(said);
+    tracing::info!(
+        name: "dialect.strict_fallback",
+        target: "goondan::dialect",
+        dialect,
+        tool = item.name.as_str(),
+        path = %why.path,
+        reason = %why.reason,
+        "dialect.strict_fallback"
+    );
+}
+
+/// The neutral schema as a looser form carries it: without the `$schema` marker.
+pub(crate) fn loose_parameters(item: &CatalogItem) -> Value {
+    let mut p = parameters_of(item);
+    if let Some(obj) = p.as_object_mut() {
+        obj.remove("$schema");
+    }
+    p
 }
 
 /// The parameters of an item, or the empty object schema when it has none.

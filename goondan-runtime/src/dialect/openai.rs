@@ -20,15 +20,18 @@
 //!   one-value `enum`.
 //! - recursion stays as `$ref` (OpenAI supports `#` and `#/$defs/...`).
 //!
-//! Not expressible, reported as [`DialectError`]: a map with free keys (`HashMap`), a value of
-//! any type (`serde_json::Value`), `allOf`/`not`/tuples, an enum as the whole input, and nesting
-//! deeper than [`MAX_DEPTH`].
+//! Not expressible in strict mode: a map with free keys (`HashMap`), a value of any type
+//! (`serde_json::Value`), `allOf`/`not`/tuples, and nesting deeper than [`MAX_DEPTH`]. Such a
+//! tool is sent alone with `strict: false` and its neutral schema (the rest of the catalog stays
+//! strict), and [`Dialect::strict_problems`](super::Dialect::strict_problems) says why. An
+//! enum as the whole input (not an object) is a [`DialectError`].
 
 use serde_json::{Map, Value, json};
 
 use super::{
     DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
-    parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
+    loose_parameters, note_fallback, parameters_of, require_object_root, split_null, str_field,
+    string_enum, undistributable,
 };
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult};
@@ -95,9 +98,19 @@ fn function_fields(item: &CatalogItem) -> Result<Map<String, Value>, DialectErro
     if let Some(d) = &item.description {
         f.insert("description".into(), Value::from(d.as_ref()));
     }
-    let parameters = strict_schema(&parameters_of(item)).map_err(|e| e.for_tool(item, DIALECT))?;
-    f.insert("parameters".into(), parameters);
-    f.insert("strict".into(), Value::Bool(true));
+    let neutral = parameters_of(item);
+    match strict_schema(&neutral) {
+        Ok(parameters) => {
+            f.insert("parameters".into(), parameters);
+            f.insert("strict".into(), Value::Bool(true));
+        }
+        Err(why) => {
+            require_object_root(&neutral).map_err(|e| e.for_tool(item, DIALECT))?;
+            note_fallback(DIALECT, item, &why);
+            f.insert("parameters".into(), loose_parameters(item));
+            f.insert("strict".into(), Value::Bool(false));
+        }
+    }
     Ok(f)
 }
 
