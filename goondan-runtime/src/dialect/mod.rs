@@ -116,7 +116,7 @@ impl Dialect {
     ///     "env": {"type": "object", "additionalProperties": {"type": "string"}}}})));
     /// catalog.push(item);
     /// let problems = Dialect::OpenAiChat.strict_problems(&catalog);
-    /// assert_eq!(problems[0].path, "/properties/env");
+    /// assert_eq!(problems[0].path, "/properties/env/additionalProperties");
     /// // Still sent: alone, not strict, with its full schema.
     /// let tools = Dialect::OpenAiChat.tools(&catalog)?;
     /// assert_eq!(tools[0]["function"]["strict"], false);
