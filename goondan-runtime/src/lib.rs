@@ -49,6 +49,8 @@ pub mod executor;
 pub mod extension;
 pub mod handler;
 pub mod help_url;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod middleware;
 pub mod name;
 pub mod orchestrator;

@@ -43,6 +43,8 @@ mod diagnostic;
 pub mod export;
 mod library;
 mod load;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod parameters;
 mod resource;
 mod validate;

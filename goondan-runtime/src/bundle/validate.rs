@@ -57,6 +57,8 @@ pub(crate) fn check(resources: &[Resource], file: &Path) -> Vec<Diagnostic> {
             Kind::Tool => check_tool(r, &mut out),
             Kind::Agent => check_agent(r, &names, dir, &mut out),
             Kind::Swarm => check_swarm(r, &names, &mut out),
+            #[cfg(feature = "mcp")]
+            Kind::Extension => super::mcp::check(r, &mut out),
             Kind::Connection => {
                 if let Some(v) = r.spec().and_then(|s| s.get("swarmRef")) {
                     check_ref(r, v, "/spec/swarmRef", &Kind::Swarm, &names, &mut out);

@@ -1,0 +1,504 @@
+//! The MCP client bridge against real servers: `@modelcontextprotocol/server-everything` (from
+//! `scripts/mcp-peers`) declared in a bundle, and `goondan-test-mcp-server` (this package's
+//! test server on rmcp) for errors, cancellation, list changes, odd names and restarts.
+#![cfg(feature = "mcp")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mcp_peers.rs"]
+mod mcp_peers;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::bundle::Bundle;
+use goondan_runtime::mcp::client::{
+    McpExtension, McpExtensionConfig, McpServerConfig, ServerStatus, local_name,
+};
+use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnEnd};
+use goondan_runtime::{
+    ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry,
+};
+use serde_json::{Value, json};
+
+/// A bundle whose Extension `mcp` declares server-everything over stdio, its environment
+/// tool excluded, and whose Agent `helper` uses it.
+fn everything_bundle(dir: &Path) -> Bundle {
+    let yaml = format!(
+        r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: everything
+        command: "{node}"
+        args: ["{server}", "stdio"]
+        exclude: [get-env]
+        callTimeoutMs: 60000
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: helper}}
+spec:
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+        node = mcp_peers::peer("node").display(),
+        server = mcp_peers::peer("mcp-server-everything").display(),
+    );
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let bundle = Bundle::load(&file).unwrap();
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    bundle
+}
+
+async fn everything(dir: &Path) -> (Bundle, McpExtension) {
+    let bundle = everything_bundle(dir);
+    let mut configs = bundle.agent_mcp_extensions("helper").unwrap();
+    assert_eq!(configs.len(), 1);
+    let mcp = McpExtension::connect(configs.remove(0)).await.unwrap();
+    (bundle, mcp)
+}
+
+fn test_server(name: &str) -> McpServerConfig {
+    McpServerConfig::stdio(name, env!("CARGO_BIN_EXE_goondan-test-mcp-server"))
+}
+
+/// An executor, a context and the catalog of a registry holding only `mcp`'s tools.
+struct Bridged {
+    agent: AgentInstance,
+    executor: ToolExecutor,
+    _state: tempfile::TempDir,
+}
+
+impl Bridged {
+    fn new(mcp: &McpExtension) -> Self {
+        let state = tempfile::tempdir().unwrap();
+        let registry = Arc::new(ToolRegistry::new());
+        let agent = AgentInstance::builder(
+            "helper",
+            Arc::clone(&registry),
+            Arc::new(ScriptedModel::new([])),
+        )
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+        Self {
+            agent,
+            executor: ToolExecutor::new(registry),
+            _state: state,
+        }
+    }
+
+    async fn call(&self, name: &str, args: Value) -> ToolCallResult {
+        let catalog = self.agent.base_catalog().unwrap();
+        self.call_in(
+            &catalog,
+            name,
+            args,
+            &ToolContext::builder(self.agent.workdir()).build(),
+        )
+        .await
+    }
+
+    async fn call_in(
+        &self,
+        catalog: &ToolCatalog,
+        name: &str,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> ToolCallResult {
+        self.executor
+            .execute(ToolCall::new("c1", name, args), ctx, catalog)
+            .await
+    }
+}
+
+fn pid(mcp: &McpExtension, server: &str) -> u32 {
+    match mcp.status(server) {
+        Some(ServerStatus::Up { pid: Some(pid) }) => pid,
+        other => panic!("`{server}` is not up: {other:?}"),
+    }
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bundle_bridges_server_everything_echo_and_sum_through_the_catalog_and_refuses_the_excluded_env_tool()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (bundle, mcp) = everything(dir.path()).await;
+    let names = mcp.tool_names("everything");
+    assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"everything__get-sum".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("get-env")), "{names:?}");
+
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([
+            ToolCall::new("c1", "everything__echo", json!({"message": "hello bridge"})),
+            ToolCall::new("c2", "everything__get-sum", json!({"a": 2, "b": 40})),
+            ToolCall::new("c3", "everything__get-env", json!({})),
+        ]),
+        ModelResponse::text("done"),
+    ]));
+    let registry = Arc::new(ToolRegistry::new());
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::from_bundle(&bundle, "helper", registry, model)
+        .unwrap()
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+
+    // The tools are in the registry and the first Step's catalog, with the seeds' source.
+    let catalog = agent.base_catalog().unwrap();
+    let echo = catalog
+        .get("everything__echo")
+        .expect("echo in the catalog");
+    assert_eq!(
+        serde_json::to_value(echo.source.as_deref().unwrap()).unwrap(),
+        json!({"type": "mcp", "name": "mcp", "mcp": {"extensionName": "mcp", "serverName": "everything"}})
+    );
+    assert_eq!(
+        echo.parameters.as_deref().unwrap()["required"],
+        json!(["message"])
+    );
+    assert!(!catalog.contains("everything__get-env"));
+
+    let turn = agent.run_turn("use the tools").await.unwrap();
+    assert_eq!(turn.end, TurnEnd::Answered);
+    let results = &turn.steps[0].results;
+    let echoed = results[0]
+        .output
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        results[0].is_ok() && echoed.contains("hello bridge"),
+        "{:?}",
+        results[0]
+    );
+    let sum = results[1]
+        .output
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(results[1].is_ok() && sum.contains("42"), "{:?}", results[1]);
+    assert_eq!(
+        results[2].error_code(),
+        Some("E_TOOL_NOT_IN_CATALOG"),
+        "{:?}",
+        results[2]
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_everything_killed_mid_call_gives_e_mcp_unavailable_and_the_next_call_restarts_it()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (_bundle, mcp) = everything(dir.path()).await;
+    let bridged = Arc::new(Bridged::new(&mcp));
+    let first = pid(&mcp, "everything");
+
+    let slow = {
+        let bridged = Arc::clone(&bridged);
+        tokio::spawn(async move {
+            bridged
+                .call(
+                    "everything__trigger-long-running-operation",
+                    json!({"duration": 30, "steps": 30}),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!slow.is_finished(), "the slow call should still run");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let started = Instant::now();
+    let failed = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("the call ends when its server dies")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(failed.error_code(), Some("E_MCP_UNAVAILABLE"), "{failed:?}");
+    let error = failed.error.as_ref().unwrap();
+    assert!(error.message().contains("everything"), "{error:?}");
+    assert!(
+        error.suggestion().is_some_and(|s| s.contains("again")),
+        "{error:?}"
+    );
+
+    let again = bridged
+        .call("everything__echo", json!({"message": "back"}))
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+    assert!(
+        again
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .contains("back")
+    );
+    assert_ne!(
+        pid(&mcp, "everything"),
+        first,
+        "a new process serves the tools"
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_is_error_is_a_goondan_error_result_with_the_remote_text() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let failed = bridged
+        .call("srv__fail", json!({"message": "the disk is full"}))
+        .await;
+    assert_eq!(failed.error_code(), Some("E_MCP_TOOL_ERROR"), "{failed:?}");
+    let error = failed.error.as_ref().unwrap();
+    assert_eq!(error.message(), "the disk is full");
+    assert!(error.suggestion().is_some());
+    assert!(
+        error
+            .help_url()
+            .is_some_and(|u| u.ends_with("#e_mcp_tool_error")),
+        "{error:?}"
+    );
+
+    // The executor still validates arguments against the remote schema before the call.
+    let refused = bridged.call("srv__fail", json!({"message": 5})).await;
+    assert_eq!(refused.error_code(), Some("E_TOOL_INVALID_ARGS"));
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_call_timeout_and_context_cancellation_send_notifications_cancelled_to_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = test_server("srv")
+        .env("MCP_TEST_LOG", log.display().to_string())
+        .call_timeout(Duration::from_millis(300));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let cancelled_lines = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "cancelled wait")
+            .count()
+    };
+
+    let started = Instant::now();
+    let timed_out = bridged.call("srv__wait", json!({"ms": 20_000})).await;
+    assert_eq!(
+        timed_out.error_code(),
+        Some("E_TOOL_TIMEOUT"),
+        "{timed_out:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    eventually("the server to see the first cancellation", || {
+        cancelled_lines() == 1
+    })
+    .await;
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::builder(bridged.agent.workdir())
+        .cancellation(token.clone())
+        .build();
+    let catalog = bridged.agent.base_catalog().unwrap();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        token.cancel();
+    });
+    let cancelled = bridged
+        .call_in(&catalog, "srv__wait", json!({"ms": 250}), &ctx)
+        .await;
+    canceller.await.unwrap();
+    assert_eq!(
+        cancelled.error_code(),
+        Some("E_TOOL_CANCELLED"),
+        "{cancelled:?}"
+    );
+    eventually("the server to see the second cancellation", || {
+        cancelled_lines() == 2
+    })
+    .await;
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_list_changed_registers_new_tools_and_withdraws_removed_ones_for_the_next_step() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    assert!(!bridged.agent.registry().contains("srv__later"));
+
+    let added = bridged
+        .call("srv__add-tool", json!({"name": "later"}))
+        .await;
+    assert!(added.is_ok(), "{added:?}");
+    eventually("`srv__later` to be registered", || {
+        bridged.agent.registry().contains("srv__later")
+    })
+    .await;
+    let later = bridged.call("srv__later", json!({})).await;
+    assert_eq!(later.output, Some(json!("later")), "{later:?}");
+
+    // Removed: the next Step's catalog leaves it out, so the executor refuses it.
+    let removed = bridged
+        .call("srv__remove-tool", json!({"name": "later"}))
+        .await;
+    assert!(removed.is_ok(), "{removed:?}");
+    eventually("`srv__later` to be withdrawn", || {
+        !mcp.tool_names("srv").contains(&"srv__later".to_owned())
+    })
+    .await;
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new("c1", "srv__later", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("helper", Arc::clone(bridged.agent.registry()), model)
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("call it").await.unwrap();
+    assert!(!turn.steps[0].catalog.contains("srv__later"));
+    assert_eq!(
+        turn.steps[0].results[0].error_code(),
+        Some("E_TOOL_NOT_IN_CATALOG")
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_names_with_double_underscores_or_dots_are_mapped_and_callable() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let mapped = local_name("srv", "fs.read__all");
+    assert!(mapped.mapped);
+    assert!(
+        mcp.tool_names("srv").contains(&mapped.full),
+        "{:?}",
+        mcp.tool_names("srv")
+    );
+    let result = bridged.call(&mapped.full, json!({})).await;
+    assert_eq!(result.output, Some(json!("mapped")), "{result:?}");
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_stdio_server_gets_its_env_and_cwd_and_include_limits_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = test_server("srv")
+        .env("MCP_TEST_GREETING", "hi from the config")
+        .cwd(dir.path())
+        .include(["where", "fail"]);
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    assert_eq!(mcp.tool_names("srv"), ["srv__fail", "srv__where"]);
+    let bridged = Bridged::new(&mcp);
+    let result = bridged.call("srv__where", json!({})).await;
+    let output = result.output.unwrap();
+    assert_eq!(output["greeting"], "hi from the config");
+    assert_eq!(
+        Path::new(output["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        dir.path().canonicalize().unwrap()
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_that_cannot_start_fails_connect_with_its_name_and_reason_without_hanging() {
+    let started = Instant::now();
+    let config = McpExtensionConfig::new("t").server(
+        McpServerConfig::stdio("ghost", "/nonexistent/mcp-server")
+            .startup_timeout(Duration::from_secs(5)),
+    );
+    let err = McpExtension::connect(config).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("ghost") && text.contains("/nonexistent/mcp-server"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_extension_yaml_problems_are_bundle_diagnostics_with_lines() {
+    let yaml = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: a__b
+        command: x
+      - name: both
+        command: x
+        url: http://127.0.0.1:1/mcp
+      - name: web
+        url: http://127.0.0.1:1/mcp
+        env: {A: b}
+"#;
+    let bundle = Bundle::from_yaml(yaml, "goondan.yaml");
+    let errors: Vec<_> = bundle
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|(l, m)| *l == 10 && m.contains("not both")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|(l, m)| *l == 15 && m.contains("`env` is for `command`")),
+        "{errors:?}"
+    );
+    assert!(errors.iter().any(|(_, m)| m.contains("a__b")), "{errors:?}");
+    assert!(bundle.mcp_extension("mcp").is_err());
+    assert!(bundle.mcp_extension("other").is_err());
+}
