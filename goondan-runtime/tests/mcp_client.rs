@@ -502,3 +502,63 @@ spec:
     assert!(bundle.mcp_extension("mcp").is_err());
     assert!(bundle.mcp_extension("other").is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_task_becomes_a_pending_handle_whose_completion_is_the_task_result() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let submitted = bridged.call("srv__slow-task", json!({"ms": 150})).await;
+    assert!(submitted.is_pending(), "{submitted:?}");
+    let handle = submitted.handle.clone().unwrap();
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        bridged.executor.pending().wait(&handle),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(done.output, Some(json!({"done": 150})));
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_cancelling_the_context_of_a_remote_task_sends_tasks_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = test_server("srv").env("MCP_TEST_LOG", log.display().to_string());
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::builder(bridged.agent.workdir())
+        .cancellation(token.clone())
+        .build();
+    let catalog = bridged.agent.base_catalog().unwrap();
+    let submitted = bridged
+        .call_in(&catalog, "srv__slow-task", json!({"ms": 60_000}), &ctx)
+        .await;
+    assert!(submitted.is_pending(), "{submitted:?}");
+    token.cancel();
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        bridged
+            .executor
+            .pending()
+            .wait(submitted.handle.as_deref().unwrap()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(done.error_code(), Some("E_TOOL_CANCELLED"), "{done:?}");
+    eventually("the server to see `tasks/cancel`", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("cancelled task")
+    })
+    .await;
+    mcp.shutdown();
+}

@@ -8,15 +8,19 @@
 //!   `notifications/tools/list_changed`; an added tool answers its own name.
 //! - `where`: the working directory and `MCP_TEST_GREETING`.
 //! - `fs.read__all`: a name our names cannot hold; answers `mapped`.
+//! - `slow-task {ms}`: for a client with the tasks extension, a task that completes after
+//!   `ms` (`tasks/get`); `tasks/cancel` appends `cancelled task` to `MCP_TEST_LOG`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Task, TaskPayload, TaskStatus, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, serve_server};
@@ -24,6 +28,19 @@ use serde_json::{Value, json};
 
 struct TestServer {
     extra: Arc<Mutex<Vec<String>>>,
+    /// Tasks: when each started, how long it takes, whether it was cancelled.
+    tasks: Mutex<HashMap<String, (Instant, Duration, bool)>>,
+}
+
+fn log(line: &str) {
+    if let Some(path) = std::env::var_os("MCP_TEST_LOG") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
 }
 
 fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
@@ -47,6 +64,7 @@ impl ServerHandler for TestServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("goondan-test-mcp-server", "0.0.0"))
@@ -79,6 +97,13 @@ impl ServerHandler for TestServer {
                 "where",
                 "Tells the working directory and MCP_TEST_GREETING.",
                 schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "slow-task",
+                "A task that completes after `ms` milliseconds.",
+                schema(
+                    json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
+                ),
             ),
             Tool::new(
                 "fs.read__all",
@@ -114,10 +139,7 @@ impl ServerHandler for TestServer {
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(text(format!("waited {ms}"))),
                     () = context.ct.cancelled() => {
-                        if let Some(path) = std::env::var_os("MCP_TEST_LOG") {
-                            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
-                            writeln!(f, "cancelled wait").unwrap();
-                        }
+                        log("cancelled wait");
                         Ok(text("cancelled"))
                     }
                 }
@@ -144,6 +166,32 @@ impl ServerHandler for TestServer {
             }))
             .into()),
             "fs.read__all" => Ok(text("mapped")),
+            "slow-task" => {
+                let ms = arg(&request, "ms").and_then(Value::as_u64).unwrap_or(0);
+                let tasks_ok = context
+                    .client_capabilities()
+                    .is_some_and(|c| c.supports_tasks());
+                if !tasks_ok {
+                    return Err(ErrorData::invalid_params(
+                        "slow-task needs the tasks extension",
+                        None,
+                    ));
+                }
+                let mut tasks = self.tasks.lock().unwrap();
+                let id = format!("task-{}", tasks.len() + 1);
+                tasks.insert(
+                    id.clone(),
+                    (Instant::now(), Duration::from_millis(ms), false),
+                );
+                let task = Task::new(
+                    id,
+                    TaskStatus::Working,
+                    "2026-01-01T00:00:00Z",
+                    "2026-01-01T00:00:00Z",
+                )
+                .with_poll_interval_ms(30);
+                Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+            }
             other if self.extra.lock().unwrap().iter().any(|t| t == other) => Ok(text(other)),
             other => Err(ErrorData::invalid_params(
                 format!("no tool `{other}`"),
@@ -151,12 +199,61 @@ impl ServerHandler for TestServer {
             )),
         }
     }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.task_state(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(t) = self.tasks.lock().unwrap().get_mut(&request.task_id) {
+            t.2 = true;
+        }
+        log("cancelled task");
+        Ok(())
+    }
+}
+
+impl TestServer {
+    fn task_state(&self, id: &str) -> Result<DetailedTask, ErrorData> {
+        let tasks = self.tasks.lock().unwrap();
+        let Some((started, takes, cancelled)) = tasks.get(id) else {
+            return Err(ErrorData::invalid_params(format!("no task `{id}`"), None));
+        };
+        let task = Task::new(
+            id,
+            TaskStatus::Working,
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T00:00:00Z",
+        )
+        .with_poll_interval_ms(30);
+        let payload = if *cancelled {
+            TaskPayload::Cancelled
+        } else if started.elapsed() >= *takes {
+            let result = CallToolResult::structured(json!({"done": takes.as_millis() as u64}));
+            match serde_json::to_value(result).unwrap() {
+                Value::Object(result) => TaskPayload::Completed { result },
+                _ => unreachable!(),
+            }
+        } else {
+            TaskPayload::Working
+        };
+        Ok(DetailedTask::new(task, payload))
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let server = TestServer {
         extra: Arc::new(Mutex::new(Vec::new())),
+        tasks: Mutex::new(HashMap::new()),
     };
     let running = serve_server(server, rmcp::transport::stdio())
         .await

@@ -22,6 +22,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig, McpTransport};
 use super::naming::local_name;
 use super::outcome::{self, unavailable};
+use super::task;
 use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -196,7 +197,10 @@ impl ServerLink {
     async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
         let limit = self.config.startup_timeout;
         let mut rx = self.state.subscribe();
-        let waited = tokio::time::timeout(limit, rx.wait_for(|s| matches!(s, State::Up { .. })))
+        // A peer whose transport closed is a server that just stopped: its supervisor is about
+        // to restart it, so wait for the new one.
+        let up = |s: &State| matches!(s, State::Up { peer, .. } if !peer.is_transport_closed());
+        let waited = tokio::time::timeout(limit, rx.wait_for(up))
             .await
             .ok()
             .and_then(Result::ok)
@@ -237,11 +241,13 @@ impl ServerLink {
                 &remote,
                 "the server asked for more input (elicitation), which this bridge cannot give",
             )),
-            Ok(CallToolResponse::Task(_)) => Err(outcome::remote_error(
-                server,
-                &remote,
-                "the server answered with a task although this client announced no task support",
-            )),
+            Ok(CallToolResponse::Task(created)) => Ok(Outcome::Pending(task::pending(
+                peer,
+                server.clone(),
+                remote,
+                created.task,
+                limit,
+            ))),
             Ok(_) => Err(outcome::remote_error(
                 server,
                 &remote,
@@ -415,8 +421,10 @@ impl ClientHandler for Notifier {
     }
 
     fn get_info(&self) -> ClientConfig {
+        // The tasks extension (SEP-2663): a server may answer a call with a task, which
+        // becomes a pending result here.
         ClientConfig::new(
-            ClientCapabilities::default(),
+            ClientCapabilities::builder().enable_tasks().build(),
             Implementation::new("goondan", env!("CARGO_PKG_VERSION")),
         )
     }

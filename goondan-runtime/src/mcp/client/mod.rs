@@ -12,12 +12,16 @@
 //! - Errors: a remote `isError` is [`E_MCP_TOOL_ERROR`], a protocol error [`E_MCP_REMOTE`], a
 //!   server that is not running [`E_MCP_UNAVAILABLE`]; a timeout or a cancelled context sends
 //!   `notifications/cancelled` to the server and answers `E_TOOL_TIMEOUT`/`E_TOOL_CANCELLED`.
+//! - A server that answers a call with a task (the SEP-2663 tasks extension, which this client
+//!   announces) gives a pending result; its completion comes from polling `tasks/get`, and a
+//!   cancelled context sends `tasks/cancel`.
 
 mod bridge;
 mod config;
 mod link;
 mod naming;
 mod outcome;
+mod task;
 
 pub use self::bridge::{McpClientError, McpExtension};
 pub use self::config::{

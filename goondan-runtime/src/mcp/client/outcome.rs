@@ -26,6 +26,15 @@ pub(crate) fn from_result(
     remote: &str,
     result: CallToolResult,
 ) -> Result<Outcome, ToolError> {
+    value_of(server, remote, result).map(Outcome::Output)
+}
+
+/// The output of a completed call, or its error (see [`from_result`]).
+pub(crate) fn value_of(
+    server: &str,
+    remote: &str,
+    result: CallToolResult,
+) -> Result<Value, ToolError> {
     if result.is_error == Some(true) {
         let text = text_of(&result.content);
         return Err(ToolError::new(text)
@@ -36,14 +45,14 @@ pub(crate) fn from_result(
             )));
     }
     if let Some(structured) = result.structured_content {
-        return Ok(Outcome::Output(structured));
+        return Ok(structured);
     }
     let output = match result.content.as_slice() {
         [] => Value::Null,
         [ContentBlock::Text(t)] => Value::String(t.text.clone()),
         blocks => serde_json::to_value(blocks).unwrap_or(Value::Null),
     };
-    Ok(Outcome::Output(output))
+    Ok(output)
 }
 
 /// The text blocks of `content`, one per line; the whole content as JSON when it has none.
