@@ -562,3 +562,91 @@ async fn mcp_cancelling_the_context_of_a_remote_task_sends_tasks_cancel() {
     .await;
     mcp.shutdown();
 }
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_streamable_http_server_everything_is_bridged_by_url() {
+    let port = free_port();
+    let mut child = tokio::process::Command::new(mcp_peers::peer("node"))
+        .arg(mcp_peers::peer("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    eventually("server-everything to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await;
+    let server = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+        .header("X-Goondan-Test", "yes")
+        .include(["echo"]);
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    assert_eq!(mcp.tool_names("web"), ["web__echo"]);
+    let bridged = Bridged::new(&mcp);
+    let echoed = bridged
+        .call("web__echo", json!({"message": "over http"}))
+        .await;
+    assert!(echoed.is_ok(), "{echoed:?}");
+    assert!(
+        echoed
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .contains("over http")
+    );
+    mcp.shutdown();
+    child.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_streamable_http_headers_go_with_the_requests_and_a_refusing_server_fails_connect() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            request.extend_from_slice(&buf[..n]);
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await;
+        String::from_utf8_lossy(&request).to_lowercase()
+    });
+    let server = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+        .header("Authorization", "Bearer sesame")
+        .header("X-Goondan-Test", "yes")
+        .startup_timeout(Duration::from_secs(5));
+    let started = Instant::now();
+    let err = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(6));
+    assert!(err.to_string().contains("`web`"), "{err}");
+    let request = seen.await.unwrap();
+    assert!(
+        request.contains("authorization: bearer sesame"),
+        "{request}"
+    );
+    assert!(request.contains("x-goondan-test: yes"), "{request}");
+}
