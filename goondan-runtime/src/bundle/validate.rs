@@ -10,11 +10,18 @@ use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
 use super::resource::{Kind, ObjectRef, Resource};
+use crate::annotations::ExportAnnotations;
 use crate::name::{validate_export_name, validate_resource_name};
 use crate::schema::{check_metaschema, check_parameters};
 
 const TOOL_SPEC: &[&str] = &["entry", "errorMessageLimit", "exports"];
-const EXPORT: &[&str] = &["name", "description", "parameters"];
+const EXPORT: &[&str] = &[
+    "name",
+    "description",
+    "parameters",
+    "annotations",
+    "outputSchema",
+];
 
 /// The code of a reference to a resource the bundle does not have, as the TypeScript runtime
 /// raises it.
@@ -186,6 +193,22 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
             out.push(
                 r.locus_of(&format!("{at}/description"))
                     .error("`description` must be a string"),
+            );
+        }
+        if let Some(a) = map.get("annotations")
+            && let Err(e) = serde_json::from_value::<ExportAnnotations>(a.clone())
+        {
+            out.push(r.locus_of(&format!("{at}/annotations")).error(format!(
+                "`annotations` must be a mapping of `title` (a string) and `readOnly`, \
+                 `destructive`, `idempotent`, `openWorld` (booleans): {e}"
+            )));
+        }
+        if let Some(o) = map.get("outputSchema")
+            && !o.is_object()
+        {
+            out.push(
+                r.locus_of(&format!("{at}/outputSchema"))
+                    .error("`outputSchema` must be a JSON Schema mapping"),
             );
         }
         if let Some(params) = map.get("parameters") {
