@@ -715,3 +715,100 @@ async fn mcp_name_mapping_is_reported_once_across_list_changes_and_restarts() {
     );
     mcp.shutdown();
 }
+
+/// Checks the `calc` tool of `goondan-test-mcp-server goondan` (our server) through our client,
+/// where the server is called `server`.
+async fn check_our_calc(mcp: &McpExtension, server: &str) {
+    let bridged = Bridged::new(mcp);
+    let add = local_name(server, "calc__add");
+    let div = local_name(server, "calc__div");
+    let later = local_name(server, "calc__later");
+    assert!(add.mapped, "a Goondan name holds `__`, so it is mapped");
+    let mut names = mcp.tool_names(server);
+    names.sort();
+    let mut expected = vec![add.full.clone(), div.full.clone(), later.full.clone()];
+    expected.sort();
+    assert_eq!(names, expected);
+    // The schema travels: the executor validates against it before the call.
+    let catalog = bridged.agent.base_catalog().unwrap();
+    assert_eq!(
+        catalog
+            .get(&add.full)
+            .unwrap()
+            .parameters
+            .as_deref()
+            .unwrap()["required"],
+        json!(["a", "b"])
+    );
+    let refused = bridged.call(&add.full, json!({"a": "two", "b": 3})).await;
+    assert_eq!(
+        refused.error_code(),
+        Some("E_TOOL_INVALID_ARGS"),
+        "{refused:?}"
+    );
+
+    let sum = bridged.call(&add.full, json!({"a": 2, "b": 3})).await;
+    assert!(sum.is_ok(), "{sum:?}");
+    assert_eq!(sum.output, Some(json!({"result": 5})));
+
+    let failed = bridged.call(&div.full, json!({"a": 1, "b": 0})).await;
+    assert_eq!(failed.error_code(), Some("E_MCP_TOOL_ERROR"), "{failed:?}");
+    let message = failed.error.as_ref().unwrap().message();
+    assert!(
+        message.contains("E_CALC_DIV_ZERO") && message.contains("cannot divide 1 by zero"),
+        "{message}"
+    );
+
+    // A pending result there is an MCP task on the wire and a pending handle here.
+    let submitted = bridged.call(&later.full, json!({"ms": 100})).await;
+    assert!(submitted.is_pending(), "{submitted:?}");
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        bridged
+            .executor
+            .pending()
+            .wait(submitted.handle.as_deref().unwrap()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(done.output, Some(json!({"result": 100})), "{done:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_our_server_over_stdio_bridged_by_our_client_end_to_end() {
+    let server = test_server("ours").arg("goondan");
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    check_our_calc(&mcp, "ours").await;
+    mcp.shutdown();
+}
+
+/// Adds two numbers (served over Streamable HTTP by our server).
+#[goondan_runtime::tool(name = "calc")]
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_our_server_over_streamable_http_bridged_by_our_client_end_to_end() {
+    let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build().unwrap());
+    let http = goondan_runtime::mcp::server::McpServer::builder(registry)
+        .build()
+        .unwrap()
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mcp = McpExtension::connect(
+        McpExtensionConfig::new("t").server(McpServerConfig::http("ours", http.url())),
+    )
+    .await
+    .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let add = local_name("ours", "calc__add");
+    let sum = bridged.call(&add.full, json!({"a": 20, "b": 22})).await;
+    assert_eq!(sum.output, Some(json!({"result": 42})), "{sum:?}");
+    mcp.shutdown();
+    http.shutdown().await.unwrap();
+}

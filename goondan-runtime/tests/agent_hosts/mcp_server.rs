@@ -8,6 +8,11 @@
 //!   `notifications/tools/list_changed`; an added tool answers its own name.
 //! - `where`: the working directory and `MCP_TEST_GREETING`.
 //! - `fs.read__all`: a name our names cannot hold; answers `mapped`.
+//!
+//! With the argument `goondan`, it serves instead the Goondan tool `calc` (`add`, `div`,
+//! `later`) with `goondan_runtime::mcp::server::McpServer`: our server, for the end-to-end
+//! test of our client.
+//!
 //! - `slow-task {ms}`: for a client with the tasks extension, a task that completes after
 //!   `ms` (`tasks/get`); `tasks/cancel` appends `cancelled task` to `MCP_TEST_LOG`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -249,8 +254,52 @@ impl TestServer {
     }
 }
 
+/// A calculator, served by our own MCP server.
+#[goondan_runtime::tool(name = "calc")]
+pub mod calc {
+    use goondan_runtime::prelude::*;
+
+    /// Adds two numbers.
+    pub fn add(a: i64, b: i64) -> i64 {
+        a + b
+    }
+
+    /// Divides `a` by `b`.
+    pub fn div(a: i64, b: i64) -> Result<i64, ToolError> {
+        if b == 0 {
+            return Err(ToolError::new(format!("cannot divide {a} by zero"))
+                .with_code("E_CALC_DIV_ZERO")
+                .with_suggestion("pass a non-zero `b`"));
+        }
+        Ok(a / b)
+    }
+
+    /// Answers `ms` after `ms` milliseconds, in the background.
+    pub fn later(ms: u64) -> Pending {
+        Pending::new(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            Ok::<_, ToolError>(ms)
+        })
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("goondan") {
+        let registry = Arc::new(
+            goondan_runtime::ToolRegistry::builder()
+                .tool(calc::TOOL)
+                .build()
+                .expect("the calc tool"),
+        );
+        goondan_runtime::mcp::server::McpServer::builder(registry)
+            .build()
+            .expect("the server")
+            .serve_stdio()
+            .await
+            .expect("serving over stdio");
+        return;
+    }
     let server = TestServer {
         extra: Arc::new(Mutex::new(Vec::new())),
         tasks: Mutex::new(HashMap::new()),
