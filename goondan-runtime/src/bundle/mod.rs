@@ -43,8 +43,6 @@ mod diagnostic;
 pub mod export;
 mod library;
 mod load;
-#[cfg(feature = "mcp")]
-mod mcp;
 mod parameters;
 mod resource;
 mod validate;
@@ -56,6 +54,7 @@ pub use self::diagnostic::{BundleError, Diagnostic, Severity};
 pub use self::export::{export_tool, export_tools};
 pub use self::library::ToolLibrary;
 pub use self::resource::{Kind, ObjectRef, Resource};
+pub(crate) use self::validate::SpecCheck;
 pub use self::yaml::{MAX_ALIAS_EXPANSION, MAX_FILE_BYTES};
 
 use crate::registry::ToolRegistry;

@@ -30,6 +30,18 @@ pub(crate) const E_REF_NOT_FOUND: &str = "E_CONFIG_REF_NOT_FOUND";
 /// The code of a document whose `kind` is none the runtime knows.
 pub(crate) const E_UNKNOWN_KIND: &str = "E_CONFIG_UNKNOWN_KIND";
 
+/// A check of one kind's `spec` that lives with the code reading it (an Extension's `spec.mcp`
+/// is read by the MCP client): submitted with `inventory::submit!`, run for every
+/// resource of its kind, so the bundle reports its problems without depending on that code.
+pub(crate) struct SpecCheck {
+    /// The kind it checks.
+    pub(crate) kind: &'static str,
+    /// Pushes the problems of one resource.
+    pub(crate) check: fn(&Resource, &mut Vec<Diagnostic>),
+}
+
+inventory::collect!(SpecCheck);
+
 /// The names of the resources of each kind.
 struct Names<'a>(HashMap<&'a Kind, BTreeSet<&'a str>>);
 
@@ -64,14 +76,17 @@ pub(crate) fn check(resources: &[Resource], file: &Path) -> Vec<Diagnostic> {
             Kind::Tool => check_tool(r, &mut out),
             Kind::Agent => check_agent(r, &names, dir, &mut out),
             Kind::Swarm => check_swarm(r, &names, &mut out),
-            #[cfg(feature = "mcp")]
-            Kind::Extension => super::mcp::check(r, &mut out),
             Kind::Connection => {
                 if let Some(v) = r.spec().and_then(|s| s.get("swarmRef")) {
                     check_ref(r, v, "/spec/swarmRef", &Kind::Swarm, &names, &mut out);
                 }
             }
             _ => {}
+        }
+        for c in inventory::iter::<SpecCheck> {
+            if c.kind == r.kind.as_str() {
+                (c.check)(r, &mut out);
+            }
         }
     }
     out

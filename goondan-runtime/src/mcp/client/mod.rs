@@ -18,6 +18,7 @@
 
 mod bridge;
 mod config;
+mod declaration;
 mod link;
 mod naming;
 mod outcome;

@@ -27,10 +27,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::diagnostic::Diagnostic;
-use super::resource::{Kind, Resource};
-use super::{Bundle, BundleError};
-use crate::mcp::client::{McpExtensionConfig, McpServerConfig};
+use super::config::{McpExtensionConfig, McpServerConfig};
+use crate::bundle::{Bundle, BundleError, Diagnostic, Kind, Resource, Severity, SpecCheck};
 
 const SERVER_KEYS: &[&str] = &[
     "name",
@@ -60,10 +58,7 @@ impl Bundle {
             .ok_or_else(unknown)?;
         let mut problems = Vec::new();
         let config = read(r, self.dir(), &mut problems);
-        if problems
-            .iter()
-            .any(|d| d.severity == super::Severity::Error)
-        {
+        if problems.iter().any(|d| d.severity == Severity::Error) {
             return Err(BundleError::Invalid {
                 diagnostics: problems,
             });
@@ -113,8 +108,12 @@ fn mcp_spec(r: &Resource) -> Option<&Value> {
     r.spec()?.get("mcp")
 }
 
+inventory::submit! {
+    SpecCheck { kind: "Extension", check }
+}
+
 /// The problems of an Extension's `spec.mcp`, for the bundle's diagnostics.
-pub(crate) fn check(r: &Resource, out: &mut Vec<Diagnostic>) {
+fn check(r: &Resource, out: &mut Vec<Diagnostic>) {
     if mcp_spec(r).is_some() {
         read(r, Path::new(""), out);
     }
@@ -289,9 +288,7 @@ fn server(
     if let Some(t) = millis("callTimeoutMs", out) {
         server = server.call_timeout(t);
     }
-    let failed = out[before..]
-        .iter()
-        .any(|d| d.severity == super::Severity::Error);
+    let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
     (!failed && name.is_some()).then_some(server)
 }
 
