@@ -812,3 +812,45 @@ async fn mcp_our_server_over_streamable_http_bridged_by_our_client_end_to_end() 
     mcp.shutdown();
     http.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_that_will_not_restart_gives_e_mcp_unavailable_within_its_startup_timeout_then_comes_back()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let refuse = dir.path().join("refuse");
+    let server = test_server("srv")
+        .env("MCP_TEST_REFUSE_FILE", refuse.display().to_string())
+        .startup_timeout(Duration::from_millis(1500));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let first = pid(&mcp, "srv");
+    std::fs::write(&refuse, "").unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    eventually("the failed restart", || {
+        matches!(mcp.status("srv"), Some(ServerStatus::Down { reason }) if reason.contains("handshake"))
+    })
+    .await;
+
+    let started = Instant::now();
+    let failed = bridged.call("srv__fail", json!({"message": "x"})).await;
+    assert!(started.elapsed() < Duration::from_secs(4), "bounded by the startup timeout");
+    assert_eq!(failed.error_code(), Some("E_MCP_UNAVAILABLE"), "{failed:?}");
+    let error = failed.error.as_ref().unwrap();
+    assert!(error.message().contains("`srv` is not running"), "{error:?}");
+    assert!(error.suggestion().is_some());
+
+    // Restarts go on with backoff; once the server can start, it is back.
+    std::fs::remove_file(&refuse).unwrap();
+    eventually("the restart", || {
+        matches!(mcp.status("srv"), Some(ServerStatus::Up { pid: Some(p) }) if p != first)
+    })
+    .await;
+    let back = bridged.call("srv__fail", json!({"message": "back"})).await;
+    assert_eq!(back.error_code(), Some("E_MCP_TOOL_ERROR"), "{back:?}");
+    mcp.shutdown();
+}

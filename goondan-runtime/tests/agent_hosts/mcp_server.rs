@@ -9,6 +9,8 @@
 //! - `where`: the working directory and `MCP_TEST_GREETING`.
 //! - `fs.read__all`: a name our names cannot hold; answers `mapped`.
 //!
+//! While the file named by `MCP_TEST_REFUSE_FILE` exists, it exits at once instead.
+//!
 //! With the argument `goondan`, it serves instead the Goondan tool `calc` (`add`, `div`,
 //! `later`) with `goondan_runtime::mcp::server::McpServer`: our server, for the end-to-end
 //! test of our client.
@@ -285,6 +287,12 @@ pub mod calc {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    // A server that will not start while this file exists (the restart test).
+    if let Some(refuse) = std::env::var_os("MCP_TEST_REFUSE_FILE")
+        && std::path::Path::new(&refuse).exists()
+    {
+        std::process::exit(3);
+    }
     if std::env::args().nth(1).as_deref() == Some("goondan") {
         let registry = Arc::new(
             goondan_runtime::ToolRegistry::builder()

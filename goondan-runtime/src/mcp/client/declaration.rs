@@ -1,6 +1,15 @@
 //! MCP servers declared by an Extension resource: `spec.mcp.servers`, each a stdio command or
 //! a Streamable HTTP URL, read into an [`McpExtensionConfig`] and checked with the bundle.
 //!
+//! Why this shape: the seeds make an MCP bridge an *Extension* (its tools carry
+//! `source.mcp.extensionName`), and an Extension's `spec` holds what that extension needs
+//! (`spec.entry` for code extensions). `spec.mcp` sits beside it, so one resource can be
+//! referenced from an Agent's `spec.extensions` like any other. Each server's fields are the
+//! ones MCP hosts already use (Claude Desktop's `mcpServers`: `command`, `args`, `env`; plus
+//! `cwd`, and `url`/`headers` for Streamable HTTP), so an existing configuration carries over;
+//! `name` is the resource part of the tools' names, `include`/`exclude` are remote tool names,
+//! and the two timeouts are in milliseconds like the rest of the bundle's fields.
+//!
 //! ```yaml
 //! apiVersion: goondan.ai/v1
 //! kind: Extension

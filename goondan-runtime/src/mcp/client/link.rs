@@ -267,7 +267,7 @@ impl ServerLink {
 /// Starts the server, keeps it running, and starts it again with backoff when it stops, until
 /// the link is dropped or shut down.
 async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
-    let mut backoff = FIRST_RESTART_BACKOFF;
+    let mut backoff = Backoff::default();
     loop {
         let Some(strong) = link.upgrade() else { return };
         strong.state.send_replace(State::Starting);
@@ -278,7 +278,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
         let running = match started {
             Ok(Ok((running, pid))) => {
                 let peer = running.peer().clone();
-                backoff = FIRST_RESTART_BACKOFF;
+                backoff = Backoff::default();
                 strong.state.send_replace(State::Up { peer, pid });
                 strong.notify_changed();
                 Some(running)
@@ -316,9 +316,31 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
         }
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff) => {}
+            () = tokio::time::sleep(backoff.next_pause()) => {}
         }
-        backoff = (backoff * 2).min(MAX_RESTART_BACKOFF);
+    }
+}
+
+/// The pauses between restarts: [`FIRST_RESTART_BACKOFF`], doubling up to
+/// [`MAX_RESTART_BACKOFF`]; back to the first after a successful start.
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            next: FIRST_RESTART_BACKOFF,
+        }
+    }
+}
+
+impl Backoff {
+    fn next_pause(&mut self) -> Duration {
+        let pause = self.next;
+        self.next = (self.next * 2).min(MAX_RESTART_BACKOFF);
+        pause
     }
 }
 
@@ -427,5 +449,20 @@ impl ClientHandler for Notifier {
             ClientCapabilities::builder().enable_tasks().build(),
             Implementation::new("goondan", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_pauses_double_from_the_first_up_to_the_cap() {
+        let mut b = Backoff::default();
+        let pauses: Vec<_> = (0..12).map(|_| b.next_pause().as_millis()).collect();
+        assert_eq!(
+            pauses,
+            [100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000, 30000]
+        );
     }
 }
