@@ -838,19 +838,62 @@ async fn mcp_server_that_will_not_restart_gives_e_mcp_unavailable_within_its_sta
 
     let started = Instant::now();
     let failed = bridged.call("srv__fail", json!({"message": "x"})).await;
-    assert!(started.elapsed() < Duration::from_secs(4), "bounded by the startup timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "bounded by the startup timeout"
+    );
     assert_eq!(failed.error_code(), Some("E_MCP_UNAVAILABLE"), "{failed:?}");
     let error = failed.error.as_ref().unwrap();
-    assert!(error.message().contains("`srv` is not running"), "{error:?}");
+    assert!(
+        error.message().contains("`srv` is not running"),
+        "{error:?}"
+    );
     assert!(error.suggestion().is_some());
 
     // Restarts go on with backoff; once the server can start, it is back.
     std::fs::remove_file(&refuse).unwrap();
-    eventually("the restart", || {
-        matches!(mcp.status("srv"), Some(ServerStatus::Up { pid: Some(p) }) if p != first)
-    })
+    eventually(
+        "the restart",
+        || matches!(mcp.status("srv"), Some(ServerStatus::Up { pid: Some(p) }) if p != first),
+    )
     .await;
     let back = bridged.call("srv__fail", json!({"message": "back"})).await;
     assert_eq!(back.error_code(), Some("E_MCP_TOOL_ERROR"), "{back:?}");
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridged_calls_pass_the_executors_middleware_and_long_remote_errors_are_truncated() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let executor = ToolExecutor::builder(Arc::clone(bridged.agent.registry()))
+        .middleware(goondan_runtime::from_fn(move |call, next| {
+            record.lock().unwrap().push(call.tool_name().to_owned());
+            next.run(call)
+        }))
+        .build();
+    let catalog = bridged.agent.base_catalog().unwrap();
+    let ctx = ToolContext::builder(bridged.agent.workdir()).build();
+    let long = "x".repeat(3000);
+    let failed = executor
+        .execute(
+            ToolCall::new("c1", "srv__fail", json!({"message": long})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert_eq!(failed.error_code(), Some("E_MCP_TOOL_ERROR"));
+    let message = failed.error.as_ref().unwrap().message();
+    assert!(message.ends_with("... (truncated)"), "{message}");
+    assert!(
+        message.chars().count() <= 1000,
+        "{}",
+        message.chars().count()
+    );
+    assert_eq!(*seen.lock().unwrap(), ["srv__fail"]);
     mcp.shutdown();
 }
