@@ -128,33 +128,6 @@ impl ToolsApi {
         )
     }
 
-    /// Registers a tool this extension bridges from its MCP server `server`: the tool's source
-    /// is `{type: mcp, name: <extension>, mcp: {extensionName: <extension>, serverName: <server>}}`
-    /// (CAT-6). Never replaces a tool (REG-3).
-    pub fn register_mcp(
-        &self,
-        item: ToolItem,
-        handler: impl Handler,
-        server: &str,
-    ) -> Result<(), RegistryError> {
-        self.registry.register_item(
-            &item.name,
-            item.description,
-            item.parameters,
-            handler,
-            ToolSource::mcp(
-                self.extension.clone(),
-                self.extension.clone(),
-                Some(server.to_owned()),
-            ),
-        )
-    }
-
-    /// The name of the extension this API registers for.
-    pub fn extension_name(&self) -> &str {
-        &self.extension
-    }
-
     /// The registry.
     pub fn registry(&self) -> &Arc<ToolRegistry> {
         &self.registry

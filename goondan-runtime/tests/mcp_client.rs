@@ -897,3 +897,22 @@ async fn mcp_bridged_calls_pass_the_executors_middleware_and_long_remote_errors_
     assert_eq!(*seen.lock().unwrap(), ["srv__fail"]);
     mcp.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_stops_when_the_extension_and_the_agents_using_it_are_dropped() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let sum = bridged.call("srv__where", json!({})).await;
+    assert!(sum.is_ok(), "{sum:?}");
+    let server = pid(&mcp, "srv");
+    drop(bridged);
+    drop(mcp);
+    eventually("the server process to end", || {
+        !Path::new(&format!("/proc/{server}")).exists()
+            || std::fs::read_to_string(format!("/proc/{server}/stat"))
+                .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
+    })
+    .await;
+}

@@ -1,18 +1,17 @@
 //! [`McpExtension`]: the extension that bridges MCP servers' tools into an agent's registry,
 //! keeps them in step with the servers' lists, and hides withdrawn ones from the catalog.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
 use crate::JsonObject;
 use crate::context::ToolContext;
-use crate::extension::{
-    Extension, ExtensionApi, ExtensionError, PipelineMiddleware, ToolItem, ToolsApi,
-};
+use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use crate::handler::{Handler, HandlerCall, HandlerError};
+use crate::registry::ToolRegistry;
 use crate::step::{StepContext, StepFuture, StepMiddleware, StepNext, StepResult};
-use crate::tool::SourceKind;
+use crate::tool::{SourceKind, ToolSource};
 
 /// Why an MCP extension could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,6 +90,7 @@ impl McpExtension {
     pub async fn connect(config: McpExtensionConfig) -> Result<Self, McpClientError> {
         config.check()?;
         let registrar = Arc::new(Registrar {
+            extension: config.name.clone(),
             sinks: Mutex::new(Vec::new()),
         });
         let links: Arc<[Arc<ServerLink>]> = config
@@ -158,11 +158,13 @@ impl Extension for McpExtension {
     }
 
     fn register(&self, api: &mut ExtensionApi) -> Result<(), ExtensionError> {
-        let sink = api.tools.clone();
+        let registry = api.tools.registry();
         for link in self.links.iter() {
-            register_tools(&sink, link);
+            register_tools(registry, &self.name, link);
         }
-        self.registrar.lock().push(sink);
+        let mut sinks = self.registrar.lock();
+        sinks.retain(|s| s.strong_count() > 0);
+        sinks.push(Arc::downgrade(registry));
         api.pipeline.register(
             PipelineMiddleware::step(Withdrawn {
                 extension: self.name.clone(),
@@ -175,31 +177,36 @@ impl Extension for McpExtension {
 }
 
 /// The registries the extension registered into; a new tool list registers its new tools in
-/// each.
+/// each. Held weakly: a registry holds the tools' handlers, which hold the links, which hold
+/// this; a strong handle would keep registries and servers alive forever.
 struct Registrar {
-    sinks: Mutex<Vec<ToolsApi>>,
+    extension: String,
+    sinks: Mutex<Vec<Weak<ToolRegistry>>>,
 }
 
 impl Registrar {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ToolsApi>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<ToolRegistry>>> {
         self.sinks.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl ToolsChanged for Registrar {
     fn tools_changed(&self, link: &Arc<ServerLink>) {
-        for sink in self.lock().iter() {
-            register_tools(sink, link);
+        let registries: Vec<_> = self.lock().iter().filter_map(Weak::upgrade).collect();
+        for registry in &registries {
+            register_tools(registry, &self.extension, link);
         }
     }
 }
 
-/// Registers the tools of `link` that `sink`'s registry does not have yet. A tool whose schema
-/// changed keeps its first schema (registry entries are immutable, REG-3): a warning says so.
-fn register_tools(sink: &ToolsApi, link: &Arc<ServerLink>) {
+/// Registers the tools of `link` that `registry` does not have yet, with the source
+/// `{type: mcp, name: <extension>, mcp: {extensionName: <extension>, serverName}}` (CAT-6). A
+/// tool whose schema changed keeps its first schema (registry entries are immutable, REG-3):
+/// a warning says so.
+fn register_tools(registry: &ToolRegistry, extension: &str, link: &Arc<ServerLink>) {
     let server = link.config.name();
     for (local, tool) in link.tools() {
-        if let Some(existing) = sink.registry().get(&local) {
+        if let Some(existing) = registry.get(&local) {
             if existing.export().parameters() != &tool.parameters {
                 tracing::warn!(
                     target: "goondan::mcp",
@@ -210,15 +217,14 @@ fn register_tools(sink: &ToolsApi, link: &Arc<ServerLink>) {
             }
             continue;
         }
-        let mut item = ToolItem::new(local.clone(), tool.parameters);
-        if let Some(d) = tool.description {
-            item = item.description(d);
-        }
         let handler = BridgedTool {
             link: Arc::clone(link),
             remote: tool.remote,
         };
-        if let Err(e) = sink.register_mcp(item, handler, server) {
+        let source = ToolSource::mcp(extension, extension, Some(server.to_owned()));
+        let registered =
+            registry.register_item(&local, tool.description, tool.parameters, handler, source);
+        if let Err(e) = registered {
             tracing::warn!(target: "goondan::mcp", server, tool = %local, "cannot register the MCP tool: {e}");
         }
     }
