@@ -141,7 +141,7 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_bundle_bridges_server_everything_echo_and_sum_through_the_catalog_and_refuses_the_excluded_env_tool()
+async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_catalog_and_refuses_the_excluded_env_tool()
  {
     let dir = tempfile::tempdir().unwrap();
     let (bundle, mcp) = everything(dir.path()).await;
