@@ -172,6 +172,9 @@ async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_cat
 
     // The tools are in the registry and the first Step's catalog, with the seeds' source.
     let catalog = agent.base_catalog().unwrap();
+    for name in &names {
+        assert!(catalog.contains(name), "{name} is listed but not in the catalog");
+    }
     let echo = catalog
         .get("everything__echo")
         .expect("echo in the catalog");
