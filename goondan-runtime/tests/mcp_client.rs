@@ -173,7 +173,10 @@ async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_cat
     // The tools are in the registry and the first Step's catalog, with the seeds' source.
     let catalog = agent.base_catalog().unwrap();
     for name in &names {
-        assert!(catalog.contains(name), "{name} is listed but not in the catalog");
+        assert!(
+            catalog.contains(name),
+            "{name} is listed but not in the catalog"
+        );
     }
     let echo = catalog
         .get("everything__echo")
@@ -918,4 +921,43 @@ async fn mcp_server_stops_when_the_extension_and_the_agents_using_it_are_dropped
                 .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bundle_resolves_a_relative_command_and_cwd_against_the_bundles_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("bin")).unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_goondan-test-mcp-server"),
+        dir.path().join("bin/server"),
+    )
+    .unwrap();
+    let yaml = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: local}
+spec:
+  mcp:
+    servers:
+      - name: srv
+        command: ./bin/server
+        cwd: work
+        env: {MCP_TEST_GREETING: from the bundle}
+        include: [where]
+"#;
+    std::fs::write(dir.path().join("goondan.yaml"), yaml).unwrap();
+    let bundle = Bundle::load(dir.path()).unwrap();
+    let config = bundle.mcp_extension("local").unwrap();
+    let mcp = McpExtension::connect(config).await.unwrap();
+    let bridged = Bridged::new(&mcp);
+    let output = bridged.call("srv__where", json!({})).await.output.unwrap();
+    assert_eq!(output["greeting"], "from the bundle");
+    assert_eq!(
+        Path::new(output["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        dir.path().join("work").canonicalize().unwrap()
+    );
+    mcp.shutdown();
 }
