@@ -53,6 +53,10 @@ pub(crate) struct Export {
     pub(crate) timeout_ms: Option<LitInt>,
     /// `#[export(input = "...")]`, checked by `valid`.
     pub(crate) input_attr: Option<LitStr>,
+    /// `#[export(title = "...", read_only, destructive, idempotent, open_world)]`.
+    pub(crate) annotations: Annotations,
+    /// `#[export(output_schema)]`: the flag as written, where errors about it go.
+    pub(crate) output_schema: Option<Ident>,
     /// The signature as written (helper attributes removed).
     pub(crate) sig: Signature,
     pub(crate) receiver: Option<Receiver>,
@@ -60,6 +64,27 @@ pub(crate) struct Export {
     pub(crate) params: Vec<Param>,
     pub(crate) inputs: Inputs,
     pub(crate) output: Output,
+}
+
+/// The title and effect hints of an export; `None` when not written.
+#[derive(Default)]
+pub(crate) struct Annotations {
+    pub(crate) title: Option<LitStr>,
+    pub(crate) read_only: Option<bool>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// Whether nothing is written.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.title.is_none()
+            && self.read_only.is_none()
+            && self.destructive.is_none()
+            && self.idempotent.is_none()
+            && self.open_world.is_none()
+    }
 }
 
 /// A parameter after the receiver.
@@ -251,7 +276,20 @@ fn read_fn(
         description,
         timeout_ms,
         input: input_attr,
+        title,
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+        output_schema,
     } = export_attr.unwrap_or_default();
+    let annotations = Annotations {
+        title,
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+    };
     let mut receiver = None;
     let mut params = Vec::new();
     for arg in &mut sig.inputs {
@@ -289,6 +327,8 @@ fn read_fn(
         description: description.map(|d| d.value()).or_else(|| attr::docs(attrs)),
         timeout_ms,
         input_attr,
+        annotations,
+        output_schema,
         sig: sig.clone(),
         receiver,
         params,

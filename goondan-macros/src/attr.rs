@@ -16,9 +16,28 @@ const ERROR_MESSAGE_LIMIT: &str = "error_message_limit";
 const CRATE: &str = "crate";
 const TIMEOUT_MS: &str = "timeout_ms";
 const INPUT: &str = "input";
+const TITLE: &str = "title";
+const READ_ONLY: &str = "read_only";
+const DESTRUCTIVE: &str = "destructive";
+const IDEMPOTENT: &str = "idempotent";
+const OPEN_WORLD: &str = "open_world";
+const OUTPUT_SCHEMA: &str = "output_schema";
 
 const TOOL_KEYS: &[&str] = &[NAME, DESCRIPTION, ERROR_MESSAGE_LIMIT, CRATE];
-const EXPORT_KEYS: &[&str] = &[NAME, DESCRIPTION, TIMEOUT_MS, INPUT];
+const EXPORT_KEYS: &[&str] = &[
+    NAME,
+    DESCRIPTION,
+    TIMEOUT_MS,
+    INPUT,
+    TITLE,
+    READ_ONLY,
+    DESTRUCTIVE,
+    IDEMPOTENT,
+    OPEN_WORLD,
+    OUTPUT_SCHEMA,
+];
+/// Keys that may stand alone (`read_only`), meaning `= true`.
+const FLAG_KEYS: &[&str] = &[READ_ONLY, DESTRUCTIVE, IDEMPOTENT, OPEN_WORLD, OUTPUT_SCHEMA];
 
 /// The name of the per-export helper attribute.
 pub(crate) const EXPORT_ATTR: &str = "export";
@@ -42,6 +61,15 @@ pub(crate) struct ExportAttr {
     pub(crate) timeout_ms: Option<LitInt>,
     /// How the parameters make the input; `valid.rs` checks the value.
     pub(crate) input: Option<LitStr>,
+    /// The human title (MCP `title`).
+    pub(crate) title: Option<LitStr>,
+    /// The effect hints, each `None` when not written.
+    pub(crate) read_only: Option<bool>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) open_world: Option<bool>,
+    /// `output_schema`: publish the output type's JSON Schema.
+    pub(crate) output_schema: Option<syn::Ident>,
 }
 
 /// One `key = value` (or a bare `key`, which is reported later).
@@ -90,7 +118,7 @@ fn parse_args(cx: &Ctxt, tokens: TokenStream, allowed: &[&str]) -> Vec<(String, 
             continue;
         }
         seen.push(name.clone());
-        if value.is_none() {
+        if value.is_none() && !FLAG_KEYS.contains(&name.as_str()) {
             cx.error_spanned_by(&key, format!("expected a value: `{}`", example(&name)));
         }
         out.push((name, value));
@@ -113,6 +141,8 @@ fn example(key: &str) -> &'static str {
         ERROR_MESSAGE_LIMIT => "error_message_limit = 1000",
         TIMEOUT_MS => "timeout_ms = 30000",
         INPUT => "input = \"whole\"",
+        TITLE => "title = \"Run a command\"",
+        READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD | OUTPUT_SCHEMA => "read_only",
         _ => "crate = ::goondan_runtime",
     }
 }
@@ -141,6 +171,23 @@ fn lit_int(cx: &Ctxt, key: &str, value: Expr) -> Option<LitInt> {
             cx.error_spanned_by(
                 other,
                 format!("expected an integer literal: `{}`", example(key)),
+            );
+            None
+        }
+    }
+}
+
+/// A flag: bare (`read_only`) is `true`; `read_only = false` says so explicitly.
+fn flag(cx: &Ctxt, key: &str, value: Option<Expr>) -> Option<bool> {
+    match value {
+        None => Some(true),
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        })) => Some(b.value),
+        Some(other) => {
+            cx.error_spanned_by(
+                other,
+                format!("expected `true` or `false`, or the bare flag: `{key}`"),
             );
             None
         }
@@ -190,12 +237,29 @@ impl ExportAttr {
     fn parse(cx: &Ctxt, tokens: TokenStream) -> Self {
         let mut attr = ExportAttr::default();
         for (key, value) in parse_args(cx, tokens, EXPORT_KEYS) {
-            let Some(value) = value else { continue };
             match key.as_str() {
-                NAME => attr.name = lit_str(cx, NAME, value),
-                DESCRIPTION => attr.description = lit_str(cx, DESCRIPTION, value),
-                INPUT => attr.input = lit_str(cx, INPUT, value),
-                _ => attr.timeout_ms = lit_int(cx, TIMEOUT_MS, value),
+                READ_ONLY => attr.read_only = flag(cx, READ_ONLY, value),
+                DESTRUCTIVE => attr.destructive = flag(cx, DESTRUCTIVE, value),
+                IDEMPOTENT => attr.idempotent = flag(cx, IDEMPOTENT, value),
+                OPEN_WORLD => attr.open_world = flag(cx, OPEN_WORLD, value),
+                OUTPUT_SCHEMA => {
+                    let span = value
+                        .as_ref()
+                        .map_or_else(proc_macro2::Span::call_site, syn::spanned::Spanned::span);
+                    if flag(cx, OUTPUT_SCHEMA, value) == Some(true) {
+                        attr.output_schema = Some(syn::Ident::new(OUTPUT_SCHEMA, span));
+                    }
+                }
+                _ => {
+                    let Some(value) = value else { continue };
+                    match key.as_str() {
+                        NAME => attr.name = lit_str(cx, NAME, value),
+                        DESCRIPTION => attr.description = lit_str(cx, DESCRIPTION, value),
+                        INPUT => attr.input = lit_str(cx, INPUT, value),
+                        TITLE => attr.title = lit_str(cx, TITLE, value),
+                        _ => attr.timeout_ms = lit_int(cx, TIMEOUT_MS, value),
+                    }
+                }
             }
         }
         attr
@@ -225,7 +289,8 @@ pub(crate) fn take_export(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Option<Expor
                 cx.error_spanned_by(
                     &nv,
                     "expected `#[export(name = \"...\", description = \"...\", timeout_ms = N, \
-                     input = \"whole\")]`",
+                     input = \"whole\", title = \"...\", read_only, destructive, idempotent, \
+                     open_world, output_schema)]`",
                 );
                 ExportAttr::default()
             }

@@ -342,11 +342,45 @@ fn export_expr(
         .as_ref()
         .and_then(timeout_ms)
         .map(|ms| quote!(.with_timeout(#krate::__private::millis(#ms))));
+    let annotations = annotations(&export.annotations, krate);
+    let output_schema = export
+        .output_schema
+        .as_ref()
+        .and_then(|_| crate::valid::output_type(export))
+        .map(|ty| {
+            let schema = quote_spanned!(ty.span()=> #krate::__private::output_schema::<#ty>());
+            quote!(.with_output_schema_value(#schema))
+        });
     quote! {
         #constructor(#name, #handler)
             #description
             #timeout
+            #annotations
+            #output_schema
     }
+}
+
+/// `.with_annotations(...)` for what `#[export]` says of the title and effects.
+fn annotations(a: &crate::ast::Annotations, krate: &Path) -> Option<TokenStream> {
+    if a.is_empty() {
+        return None;
+    }
+    let mut calls = TokenStream::new();
+    if let Some(title) = &a.title {
+        calls.extend(quote!(.title(#title)));
+    }
+    for (method, value) in [
+        ("read_only", a.read_only),
+        ("destructive", a.destructive),
+        ("idempotent", a.idempotent),
+        ("open_world", a.open_world),
+    ] {
+        if let Some(v) = value {
+            let method = Ident::new(method, Span::call_site());
+            calls.extend(quote!(.#method(#v)));
+        }
+    }
+    Some(quote!(.with_annotations(#krate::__private::ExportAnnotations::new() #calls)))
 }
 
 fn timeout_ms(lit: &LitInt) -> Option<u64> {

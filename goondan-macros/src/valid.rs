@@ -80,6 +80,21 @@ fn check_export(cx: &Ctxt, tool: &Tool, export: &Export) {
     if let Some(input) = &export.input_attr {
         check_input_attr(cx, export, input);
     }
+    if let Some(title) = &export.annotations.title
+        && title.value().trim().is_empty()
+    {
+        cx.error_spanned_by(
+            title,
+            "`title` is empty; write a short human-readable name, e.g. `title = \"Run a command\"`",
+        );
+    }
+    if let (Some(flag), None) = (&export.output_schema, output_type(export)) {
+        cx.error_spanned_by(
+            flag,
+            "`output_schema` needs an output type it can name: write the return type as \
+             `T` or `Result<T, E>` with a concrete `T` (not `impl Trait`, not `Pending`)",
+        );
+    }
     check_signature(cx, export);
     check_receiver(cx, tool, export);
     let mut context_seen = false;
@@ -93,6 +108,19 @@ fn check_export(cx: &Ctxt, tool: &Tool, export: &Export) {
             ParamKind::Input => check_input_param(cx, param),
         }
     }
+}
+
+/// The type whose schema `#[export(output_schema)]` publishes: the return type, or the `Ok`
+/// type of a `Result`; `None` when it cannot be named (`impl Trait`, an alias without its
+/// `Ok` type) or is a pending submission.
+pub(crate) fn output_type(export: &Export) -> Option<&Type> {
+    let ty: &Type = match &export.output {
+        crate::ast::Output::Infallible(ty) => ty,
+        crate::ast::Output::Fallible { ok, .. } => ok.as_deref()?,
+    };
+    let tokens = ty.to_token_stream();
+    let pending = matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Pending"));
+    (find_ident(tokens, "impl").is_none() && !pending).then_some(ty)
 }
 
 /// `#[export(input = "whole" | "named")]`; `whole` needs exactly one plain input parameter.

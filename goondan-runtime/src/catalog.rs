@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::annotations::ExportAnnotations;
 use crate::name::ToolName;
+use crate::output_schema::OutputSchema;
 use crate::registry::{RegisteredExport, ToolRegistry};
 use crate::tool::ToolSource;
 
@@ -61,6 +63,16 @@ pub struct CatalogItem {
     /// Where the tool comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Arc<ToolSource>>,
+    /// The export's title and effect hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Arc<ExportAnnotations>>,
+    /// The export's published output schema.
+    #[serde(
+        default,
+        rename = "outputSchema",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_schema: Option<Arc<OutputSchema>>,
     #[serde(skip)]
     resolved: Resolved,
 }
@@ -73,6 +85,8 @@ impl CatalogItem {
             description: None,
             parameters: None,
             source: None,
+            annotations: None,
+            output_schema: None,
             resolved: Resolved::default(),
         }
     }
@@ -85,6 +99,9 @@ impl CatalogItem {
             description: export.description().map(Arc::from),
             parameters: Some(Arc::clone(export.parameters_arc())),
             source: Some(Arc::new(entry.resource().source().clone())),
+            annotations: Some(Arc::clone(export.annotations_arc()))
+                .filter(|a| !a.is_empty()),
+            output_schema: export.output_schema().cloned(),
             resolved: Resolved(Some(Arc::clone(entry))),
         }
     }

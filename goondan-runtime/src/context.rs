@@ -66,6 +66,24 @@ pub(crate) fn fresh_id(prefix: &str) -> String {
     format!("{prefix}-{:x}-{n}", now_ms())
 }
 
+/// One progress report of a call: `done` out of `total` (when known), with a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// How much is done; increases from report to report.
+    pub done: f64,
+    /// How much there is in all, when known.
+    pub total: Option<f64>,
+    /// What the tool is doing.
+    pub message: Option<String>,
+}
+
+/// Where a call's progress reports go. An MCP server forwards them as
+/// `notifications/progress` when the client asked for them; without a sink they are dropped.
+pub trait ProgressSink: Send + Sync + 'static {
+    /// Receives one report of the call `tool_call_id`.
+    fn report(&self, tool_call_id: &str, progress: Progress);
+}
+
 struct Scope {
     agent_name: String,
     instance_key: String,
@@ -75,6 +93,7 @@ struct Scope {
     workdir: PathBuf,
     runtime: Option<Arc<dyn AgentRuntime>>,
     cancel: CancellationToken,
+    progress: Option<Arc<dyn ProgressSink>>,
 }
 
 /// What a handler gets besides its arguments (CTX-1): who is calling, from which Turn and
@@ -109,6 +128,7 @@ impl ToolContext {
             message: None,
             runtime: None,
             cancel: CancellationToken::new(),
+            progress: None,
         }
     }
 
@@ -168,6 +188,43 @@ impl ToolContext {
         self.scope.cancel.is_cancelled()
     }
 
+    /// Reports progress: `done` out of `total` (when known), with an optional message. The
+    /// host decides where it goes (an MCP client that sent a `progressToken` receives
+    /// `notifications/progress`); with nowhere to go, it is dropped. Report increasing
+    /// `done` values.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use goondan_runtime::ToolContext;
+    /// use goondan_runtime::context::{Progress, ProgressSink};
+    ///
+    /// #[derive(Default)]
+    /// struct Log(Mutex<Vec<f64>>);
+    /// impl ProgressSink for Log {
+    ///     fn report(&self, _call: &str, p: Progress) {
+    ///         self.0.lock().map(|mut v| v.push(p.done)).ok();
+    ///     }
+    /// }
+    /// let log = Arc::new(Log::default());
+    /// let ctx = ToolContext::builder("/tmp").progress(log.clone()).build().for_call("c1", "a__b");
+    /// ctx.progress(1.0, Some(2.0), Some("halfway"));
+    /// ctx.progress(2.0, Some(2.0), None);
+    /// assert_eq!(*log.0.lock().map_err(|_| "poisoned")?, vec![1.0, 2.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.scope.progress {
+            sink.report(
+                &self.tool_call_id,
+                Progress {
+                    done,
+                    total,
+                    message: message.map(str::to_owned),
+                },
+            );
+        }
+    }
+
     /// The context of one call: same scope and cancellation token, this call's id, and a span
     /// for it.
     pub fn for_call(&self, tool_call_id: &str, tool_name: &str) -> ToolContext {
@@ -213,6 +270,7 @@ pub struct ToolContextBuilder {
     message: Option<Message>,
     runtime: Option<Arc<dyn AgentRuntime>>,
     cancel: CancellationToken,
+    progress: Option<Arc<dyn ProgressSink>>,
 }
 
 impl ToolContextBuilder {
@@ -258,6 +316,12 @@ impl ToolContextBuilder {
         self
     }
 
+    /// Where the calls' progress reports go.
+    pub fn progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
     /// Finishes the context. Its call id is empty until the executor derives a call's context.
     pub fn build(self) -> ToolContext {
         let message = self
@@ -273,6 +337,7 @@ impl ToolContextBuilder {
                 workdir: self.workdir,
                 runtime: self.runtime,
                 cancel: self.cancel,
+                progress: self.progress,
             }),
             tool_call_id: Arc::from(""),
             span: tracing::Span::none(),
@@ -360,6 +425,7 @@ mod tests {
             workdir,
             runtime,
             cancel,
+            progress,
         } = scope.as_ref();
         let _: (&str, &str, &str, &str, &str) =
             (agent_name, instance_key, turn_id, trace_id, tool_call_id);
@@ -367,6 +433,9 @@ mod tests {
             (message, workdir, span, cancel);
         // The one interface a tool may reach: the agent-to-agent API (CTX-1 `runtime`).
         let _: &Option<Arc<dyn AgentRuntime>> = runtime;
+        // Where the call's progress reports go (issue 10): a write-only sink the host
+        // provides; the tool cannot read anything through it.
+        let _: &Option<Arc<dyn ProgressSink>> = progress;
         assert_eq!(
             [
                 agent_name.as_str(),
@@ -388,6 +457,7 @@ mod tests {
             message: _,
             runtime: _,
             cancel: _,
+            progress: _,
         } = ToolContext::builder("/w");
     }
 

@@ -253,7 +253,8 @@ impl ToolExecutor {
     ) -> Reply {
         let call_id = ctx.tool_call_id().to_owned();
         let span = ctx.logger().clone();
-        let call = ToolCallContext::new(name, &call_id, args, ctx);
+        let annotations = Arc::clone(entry.export().annotations_arc());
+        let call = ToolCallContext::new(name, &call_id, args, ctx, annotations);
         let core = Arc::new(CoreCall {
             shared: Arc::clone(&self.shared),
             entry,

@@ -40,6 +40,7 @@
 //! ```
 
 pub mod agent;
+pub mod annotations;
 pub mod bundle;
 pub mod catalog;
 pub mod context;
@@ -50,9 +51,12 @@ pub mod executor;
 pub mod extension;
 pub mod handler;
 pub mod help_url;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod middleware;
 pub mod name;
 pub mod orchestrator;
+pub mod output_schema;
 pub mod pending;
 mod refusal;
 pub mod registry;
@@ -108,6 +112,7 @@ pub mod __private {
     pub use ::serde_json;
     pub use ::std;
 
+    pub use crate::annotations::ExportAnnotations;
     pub use crate::context::ToolContext;
     pub use crate::error::ToolError;
     pub use crate::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
@@ -138,6 +143,11 @@ pub mod __private {
     /// The outcome of an infallible handler.
     pub fn output<T: IntoOutcome>(value: T) -> Result<Outcome, ToolError> {
         value.into_outcome()
+    }
+
+    /// The output schema of `T`, for `#[export(output_schema)]`.
+    pub fn output_schema<T: ::schemars::JsonSchema>() -> crate::output_schema::OutputSchema {
+        crate::output_schema::OutputSchema::of::<T>()
     }
 
     /// A timeout in milliseconds.

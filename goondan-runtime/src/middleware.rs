@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::JsonObject;
+use crate::annotations::ExportAnnotations;
 use crate::context::ToolContext;
 use crate::result::ToolCallResult;
 
@@ -30,6 +31,7 @@ pub struct ToolCallContext {
     /// Free-form data for the middlewares of this call.
     pub metadata: serde_json::Map<String, Value>,
     ctx: ToolContext,
+    annotations: Arc<ExportAnnotations>,
 }
 
 impl ToolCallContext {
@@ -38,6 +40,7 @@ impl ToolCallContext {
         tool_call_id: &str,
         args: JsonObject,
         ctx: ToolContext,
+        annotations: Arc<ExportAnnotations>,
     ) -> Self {
         Self {
             tool_name: tool_name.to_owned(),
@@ -45,6 +48,7 @@ impl ToolCallContext {
             args,
             metadata: serde_json::Map::new(),
             ctx,
+            annotations,
         }
     }
 
@@ -61,6 +65,24 @@ impl ToolCallContext {
     /// The call's context.
     pub fn context(&self) -> &ToolContext {
         &self.ctx
+    }
+
+    /// The called export's title and effect hints (read-only, destructive, idempotent,
+    /// open-world): what an approval middleware asks before letting a call through.
+    ///
+    /// ```
+    /// use goondan_runtime::{ToolCallResult, ToolError, from_fn};
+    /// let approvals = from_fn(|call, next| async move {
+    ///     if call.annotations().destructive == Some(true) {
+    ///         let err = ToolError::new("destructive calls need approval").with_code("E_DENIED");
+    ///         return ToolCallResult::error(call.tool_call_id(), call.tool_name(), err);
+    ///     }
+    ///     next.run(call).await
+    /// });
+    /// # drop(approvals);
+    /// ```
+    pub fn annotations(&self) -> &ExportAnnotations {
+        &self.annotations
     }
 
     pub(crate) fn into_parts(self) -> (JsonObject, ToolContext) {

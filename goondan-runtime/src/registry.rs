@@ -146,9 +146,17 @@ struct ResourceSlot {
 /// assert!(ToolRegistry::builder().tool(hello::TOOL).tool(hello::TOOL).build().is_err());
 /// # Ok::<(), goondan_runtime::registry::RegistryError>(())
 /// ```
-#[derive(Default)]
 pub struct ToolRegistry {
     inner: RwLock<Inner>,
+    /// How many times the registry has grown; watched by servers that announce
+    /// `list_changed` (an MCP server).
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::from_inner(Inner::default())
+    }
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -176,6 +184,33 @@ impl ToolRegistry {
         }
     }
 
+    fn from_inner(inner: Inner) -> Self {
+        Self {
+            inner: RwLock::new(inner),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// A receiver that sees a new value each time a tool is added after the registry was
+    /// built (CAT-4): how a long-lived catalog (an MCP server's) learns it may have changed.
+    ///
+    /// ```
+    /// use goondan_runtime::{ToolError, ToolRegistry, ToolSource, handler_fn};
+    /// let registry = ToolRegistry::new();
+    /// let changes = registry.subscribe_changes();
+    /// registry.register_item("late__tool", None, serde_json::json!({"type": "object"}),
+    ///     handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(1) }), ToolSource::extension("x"))?;
+    /// assert!(changes.has_changed().unwrap_or(false));
+    /// # Ok::<(), goondan_runtime::registry::RegistryError>(())
+    /// ```
+    pub fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
         // A poisoned lock can only come from a panic inside this module; the data is still
         // consistent because every write inserts fully built entries.
@@ -191,7 +226,10 @@ impl ToolRegistry {
     pub fn register(&self, tool: impl IntoTool) -> Result<(), RegistryError> {
         let tool = tool.into_tool()?;
         let mut inner = self.write();
-        insert(&mut inner, tool, false)
+        insert(&mut inner, tool, false)?;
+        drop(inner);
+        self.changed();
+        Ok(())
     }
 
     /// Adds a tool at run time, the seeds' `api.tools.register(item, handler)` (CAT-4). The
@@ -213,18 +251,45 @@ impl ToolRegistry {
         if let Some(d) = description {
             export = export.with_description(d);
         }
+        self.register_export(full.resource(), export, source)
+    }
+
+    /// Adds one export at run time, like [`register_item`](Self::register_item), with
+    /// everything an [`Export`] carries: title and effect hints, output schema, timeout.
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError, ToolRegistry, ToolSource, handler_fn};
+    /// use goondan_runtime::annotations::ExportAnnotations;
+    /// let registry = ToolRegistry::new();
+    /// let export = Export::new("drop", serde_json::json!({"type": "object"}),
+    ///         handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(()) }))
+    ///     .with_annotations(ExportAnnotations::new().destructive(true));
+    /// registry.register_export("table", export, ToolSource::extension("db"))?;
+    /// let entry = registry.get("table__drop").ok_or("missing")?;
+    /// assert_eq!(entry.export().annotations().destructive, Some(true));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register_export(
+        &self,
+        resource: &str,
+        export: Export,
+        source: ToolSource,
+    ) -> Result<(), RegistryError> {
         let origin = match source.kind {
             SourceKind::Config => format!("tool `{}`", source.name),
             SourceKind::Extension => format!("extension `{}`", source.name),
             SourceKind::Mcp => format!("MCP bridge `{}`", source.name),
         };
-        let tool = Tool::builder(full.resource())
+        let tool = Tool::builder(resource)
             .export(export)
             .source(source)
             .origin(origin)
             .build()?;
         let mut inner = self.write();
-        insert(&mut inner, tool, true)
+        insert(&mut inner, tool, true)?;
+        drop(inner);
+        self.changed();
+        Ok(())
     }
 
     /// The endpoint behind a full name.
@@ -397,8 +462,6 @@ impl RegistryBuilder {
         for tool in self.tools {
             insert(&mut inner, tool?, false)?;
         }
-        Ok(ToolRegistry {
-            inner: RwLock::new(inner),
-        })
+        Ok(ToolRegistry::from_inner(inner))
     }
 }

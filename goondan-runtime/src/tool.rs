@@ -10,10 +10,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::annotations::ExportAnnotations;
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
 use crate::handler::{Handler, Outcome, ToolInput, TypedHandler, TypedSyncHandler};
 use crate::name::{NameError, ToolName, validate_export_name, validate_resource_name};
+use crate::output_schema::OutputSchema;
 use crate::schema::{ArgValidator, SchemaError, check_parameters, schema_for};
 
 /// Where a tool comes from, as the catalog reports it (CAT-6):
@@ -99,6 +101,8 @@ pub struct Export {
     handler: Arc<dyn Handler>,
     timeout: Option<Duration>,
     validator: Arc<OnceLock<ArgValidator>>,
+    annotations: Arc<ExportAnnotations>,
+    output_schema: Option<Arc<OutputSchema>>,
 }
 
 impl Export {
@@ -174,6 +178,8 @@ impl Export {
             handler,
             timeout: None,
             validator: Arc::new(OnceLock::new()),
+            annotations: Arc::default(),
+            output_schema: None,
         }
     }
 
@@ -189,9 +195,63 @@ impl Export {
         self
     }
 
+    /// Sets the title and effect hints (MCP `title` and `annotations`).
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError, annotations::ExportAnnotations, handler_fn};
+    /// let export = Export::new("ls", serde_json::json!({"type": "object"}),
+    ///         handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(()) }))
+    ///     .with_annotations(ExportAnnotations::new().title("List files").read_only(true));
+    /// assert_eq!(export.annotations().read_only, Some(true));
+    /// ```
+    pub fn with_annotations(mut self, annotations: ExportAnnotations) -> Self {
+        self.annotations = Arc::new(annotations);
+        self
+    }
+
+    /// Publishes the output schema of `T` (opt-in, see [`OutputSchema`]): results then carry
+    /// `structuredContent` valid against it.
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    /// let export = Export::typed("add", |_ctx, input: Add| async move {
+    ///     Ok::<_, ToolError>(input.a + input.b)
+    /// })
+    /// .with_output_schema::<i64>();
+    /// let schema = export.output_schema().map(|s| s.schema().clone());
+    /// assert_eq!(schema.map(|s| s["properties"]["result"]["type"].clone()),
+    ///            Some(serde_json::json!("integer")));
+    /// ```
+    pub fn with_output_schema<T: schemars::JsonSchema>(self) -> Self {
+        self.with_output_schema_value(OutputSchema::of::<T>())
+    }
+
+    /// Publishes an output schema given as data (a bundle's `outputSchema`, a bridged tool's).
+    pub fn with_output_schema_value(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(Arc::new(schema));
+        self
+    }
+
     /// The export's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The title and effect hints.
+    pub fn annotations(&self) -> &ExportAnnotations {
+        &self.annotations
+    }
+
+    /// The title and effect hints, shared.
+    pub fn annotations_arc(&self) -> &Arc<ExportAnnotations> {
+        &self.annotations
+    }
+
+    /// The published output schema, if the export opted in.
+    pub fn output_schema(&self) -> Option<&Arc<OutputSchema>> {
+        self.output_schema.as_ref()
     }
 
     /// The description.
@@ -233,6 +293,8 @@ impl fmt::Debug for Export {
             .field("description", &self.description)
             .field("parameters", &self.parameters)
             .field("timeout", &self.timeout)
+            .field("annotations", &self.annotations)
+            .field("output_schema", &self.output_schema)
             .finish_non_exhaustive()
     }
 }
@@ -726,6 +788,16 @@ pub struct ExportSpec {
     pub description: Option<String>,
     /// The parameter schema.
     pub parameters: Value,
+    /// The title and effect hints.
+    #[serde(default, skip_serializing_if = "ExportAnnotations::is_empty")]
+    pub annotations: ExportAnnotations,
+    /// The published output schema, if any.
+    #[serde(
+        default,
+        rename = "outputSchema",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_schema: Option<OutputSchema>,
 }
 
 impl From<&Export> for ExportSpec {
@@ -734,6 +806,8 @@ impl From<&Export> for ExportSpec {
             name: e.name.clone(),
             description: e.description.clone(),
             parameters: (*e.parameters).clone(),
+            annotations: (*e.annotations).clone(),
+            output_schema: e.output_schema.as_deref().cloned(),
         }
     }
 }

@@ -13,7 +13,7 @@ use goondan_runtime::{
 };
 use serde_json::{Value, json};
 
-use super::{Cli, Command, EXIT_FAILED, EXIT_OK, Format, ToolsCommand};
+use super::{Cli, Command, EXIT_FAILED, EXIT_OK, Format, McpCommand, ToolsCommand};
 
 /// Why a command could not run (exit status 2).
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +34,8 @@ pub(crate) enum CliError {
     Io(#[from] std::io::Error),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Mcp(#[from] super::mcp::McpCliError),
 }
 
 pub(crate) fn execute(
@@ -80,6 +82,22 @@ pub(crate) fn execute(
                 cli.json,
                 out,
             )
+        }
+        Command::Mcp(McpCommand::Serve {
+            bundle,
+            agent,
+            tools,
+            http,
+            workdir,
+        }) => {
+            let serve = super::mcp::Serve {
+                bundle: bundle.as_deref(),
+                agent: agent.as_deref(),
+                tools,
+                http: *http,
+                workdir: workdir.as_deref(),
+            };
+            Ok(super::mcp::serve(&serve, library, out)?)
         }
         Command::Tools(ToolsCommand::Export { tools }) => {
             let mut chosen: Vec<_> = library

@@ -13,6 +13,7 @@
 //! [`run_with`] and [`ToolLibrary::tools`].
 
 mod commands;
+mod mcp;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -61,6 +62,36 @@ pub enum Command {
     /// List, call or export tools.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// Serve tools over MCP (the Model Context Protocol).
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+/// `goondan mcp ...`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve a catalog to MCP clients: every linked tool, the tools named by `--tools`, or
+    /// an Agent's catalog from a bundle. Over stdio by default; over Streamable HTTP at
+    /// `http://ADDR/mcp` with `--http ADDR`. Every call goes through the executor, so the
+    /// catalog is the allow-list and errors are structured results.
+    #[command(after_help = AFTER_HELP)]
+    Serve {
+        /// The bundle whose Agent's catalog is served.
+        #[arg(long, conflicts_with = "tools")]
+        bundle: Option<PathBuf>,
+        /// The Agent (default: the bundle's entry agent).
+        #[arg(long, requires = "bundle")]
+        agent: Option<String>,
+        /// Serve only these Tool resources, in this order (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        tools: Vec<String>,
+        /// Serve Streamable HTTP on this address (e.g. `127.0.0.1:8080`) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// The working directory of the calls (default: the current directory).
+        #[arg(long)]
+        workdir: Option<PathBuf>,
+    },
 }
 
 /// A `tools` subcommand.
@@ -139,14 +170,11 @@ pub fn run() -> ExitCode {
 
 /// Runs the command line of this process with `library`.
 pub fn run_with(library: ToolLibrary) -> ExitCode {
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let code = run_from(
-        std::env::args_os(),
-        &library,
-        &mut stdout.lock(),
-        &mut stderr.lock(),
-    );
+    // Not locked for the whole command: `goondan mcp serve` speaks MCP on stdout through
+    // its own handle, which would wait forever for a lock held here.
+    let mut stdout = std::io::stdout();
+    let mut stderr = std::io::stderr();
+    let code = run_from(std::env::args_os(), &library, &mut stdout, &mut stderr);
     ExitCode::from(code)
 }
 

@@ -113,6 +113,14 @@ pub enum BundleError {
         /// The Agents it has.
         known: Vec<String>,
     },
+    /// No Extension with an MCP declaration (`spec.mcp`) has this name.
+    #[error("the bundle has no MCP Extension named `{name}`; its MCP extensions are: {}", known.join(", "))]
+    UnknownMcpExtension {
+        /// The name asked for.
+        name: String,
+        /// The MCP Extensions it has.
+        known: Vec<String>,
+    },
 }
 
 impl BundleError {

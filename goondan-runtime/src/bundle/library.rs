@@ -12,6 +12,7 @@ use super::diagnostic::{Diagnostic, Locus};
 use super::parameters;
 use super::resource::Kind;
 use super::validate::E_REF_NOT_FOUND;
+use crate::annotations::ExportAnnotations;
 use crate::tool::{IntoTool, Tool, ToolDefinitionError, linked_tools};
 
 type Resolver = Arc<dyn Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync>;
@@ -263,11 +264,25 @@ pub(crate) fn match_tools(
         if let Some(d) = compiled.description() {
             builder = builder.description(d);
         }
-        for (_, name, description) in &declared {
+        for (i, name, description) in &declared {
             if let Some((_, export)) = compiled.exports().find(|(_, e)| e.name() == *name) {
                 let mut export = export.clone();
                 if let Some(d) = description {
                     export = export.with_description(*d);
+                }
+                // The YAML's title and hints win over the compiled ones, key by key.
+                let yaml = exports_at(spec, *i)
+                    .and_then(|e| e.get("annotations"))
+                    .and_then(|a| serde_json::from_value::<ExportAnnotations>(a.clone()).ok());
+                if let Some(yaml) = yaml {
+                    let base = export.annotations().clone();
+                    export = export.with_annotations(ExportAnnotations {
+                        title: yaml.title.or(base.title),
+                        read_only: yaml.read_only.or(base.read_only),
+                        destructive: yaml.destructive.or(base.destructive),
+                        idempotent: yaml.idempotent.or(base.idempotent),
+                        open_world: yaml.open_world.or(base.open_world),
+                    });
                 }
                 builder = builder.export(export);
             }

@@ -54,6 +54,8 @@ pub use self::diagnostic::{BundleError, Diagnostic, Severity};
 pub use self::export::{export_tool, export_tools};
 pub use self::library::ToolLibrary;
 pub use self::resource::{Kind, ObjectRef, Resource};
+#[cfg(feature = "mcp")]
+pub(crate) use self::validate::SpecCheck;
 pub use self::yaml::{MAX_ALIAS_EXPANSION, MAX_FILE_BYTES};
 
 use crate::registry::ToolRegistry;

@@ -10,11 +10,18 @@ use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
 use super::resource::{Kind, ObjectRef, Resource};
+use crate::annotations::ExportAnnotations;
 use crate::name::{validate_export_name, validate_resource_name};
 use crate::schema::{check_metaschema, check_parameters};
 
 const TOOL_SPEC: &[&str] = &["entry", "errorMessageLimit", "exports"];
-const EXPORT: &[&str] = &["name", "description", "parameters"];
+const EXPORT: &[&str] = &[
+    "name",
+    "description",
+    "parameters",
+    "annotations",
+    "outputSchema",
+];
 
 /// The code of a reference to a resource the bundle does not have, as the TypeScript runtime
 /// raises it.
@@ -22,6 +29,18 @@ pub(crate) const E_REF_NOT_FOUND: &str = "E_CONFIG_REF_NOT_FOUND";
 
 /// The code of a document whose `kind` is none the runtime knows.
 pub(crate) const E_UNKNOWN_KIND: &str = "E_CONFIG_UNKNOWN_KIND";
+
+/// A check of one kind's `spec` that lives with the code reading it (an Extension's `spec.mcp`
+/// is read by the MCP client): submitted with `inventory::submit!`, run for every
+/// resource of its kind, so the bundle reports its problems without depending on that code.
+pub(crate) struct SpecCheck {
+    /// The kind it checks.
+    pub(crate) kind: &'static str,
+    /// Pushes the problems of one resource.
+    pub(crate) check: fn(&Resource, &mut Vec<Diagnostic>),
+}
+
+inventory::collect!(SpecCheck);
 
 /// The names of the resources of each kind.
 struct Names<'a>(HashMap<&'a Kind, BTreeSet<&'a str>>);
@@ -63,6 +82,11 @@ pub(crate) fn check(resources: &[Resource], file: &Path) -> Vec<Diagnostic> {
                 }
             }
             _ => {}
+        }
+        for c in inventory::iter::<SpecCheck> {
+            if c.kind == r.kind.as_str() {
+                (c.check)(r, &mut out);
+            }
         }
     }
     out
@@ -184,6 +208,22 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
             out.push(
                 r.locus_of(&format!("{at}/description"))
                     .error("`description` must be a string"),
+            );
+        }
+        if let Some(a) = map.get("annotations")
+            && let Err(e) = serde_json::from_value::<ExportAnnotations>(a.clone())
+        {
+            out.push(r.locus_of(&format!("{at}/annotations")).error(format!(
+                "`annotations` must be a mapping of `title` (a string) and `readOnly`, \
+                 `destructive`, `idempotent`, `openWorld` (booleans): {e}"
+            )));
+        }
+        if let Some(o) = map.get("outputSchema")
+            && !o.is_object()
+        {
+            out.push(
+                r.locus_of(&format!("{at}/outputSchema"))
+                    .error("`outputSchema` must be a JSON Schema mapping"),
             );
         }
         if let Some(params) = map.get("parameters") {

@@ -1,0 +1,278 @@
+//! [`McpExtension`]: the extension that bridges MCP servers' tools into an agent's registry,
+//! keeps them in step with the servers' lists, and hides withdrawn ones from the catalog.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use super::config::{McpConfigError, McpExtensionConfig};
+use super::link::{ServerLink, ServerStatus, ToolsChanged};
+use crate::JsonObject;
+use crate::context::ToolContext;
+use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
+use crate::handler::{Handler, HandlerCall, HandlerError};
+use crate::registry::ToolRegistry;
+use crate::step::{StepContext, StepFuture, StepMiddleware, StepNext, StepResult};
+use crate::tool::{SourceKind, ToolSource};
+
+/// Why an MCP extension could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpClientError {
+    /// The configuration is refused.
+    #[error(transparent)]
+    Config(#[from] McpConfigError),
+    /// A server could not be started or reached.
+    #[error("MCP server `{server}` of extension `{extension}` is unavailable: {reason}")]
+    Unavailable {
+        /// The extension.
+        extension: String,
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// An extension whose tools come from MCP servers (item `source: {type: mcp, name, mcp:
+/// {extensionName, serverName}}`, CAT-6).
+///
+/// [`connect`](Self::connect) starts every server and lists its tools; adding the extension
+/// to an agent instance registers them as `{server}__{tool}`, so they are in the registry
+/// before the first Step. Every call goes through the agent's executor like any other tool.
+/// When a server announces `notifications/tools/list_changed`, its new tools are registered
+/// and the withdrawn ones are left out of the next Step's catalog. A stdio server that stops
+/// is started again with backoff; meanwhile its tools answer `E_MCP_UNAVAILABLE`.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use goondan_runtime::mcp::client::{McpExtension, McpExtensionConfig, McpServerConfig};
+/// use goondan_runtime::step::{AgentInstance, ScriptedModel};
+/// use goondan_runtime::ToolRegistry;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = McpExtensionConfig::new("mcp").server(
+///     McpServerConfig::stdio("everything", "mcp-server-everything").exclude(["get-env"]),
+/// );
+/// let mcp = McpExtension::connect(config).await?;
+/// let registry = Arc::new(ToolRegistry::new());
+/// let agent = AgentInstance::builder("helper", registry, Arc::new(ScriptedModel::new([])))
+///     .extension(mcp)
+///     .build()?;
+/// assert!(agent.registry().contains("everything__echo"));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct McpExtension {
+    name: String,
+    links: Arc<[Arc<ServerLink>]>,
+    registrar: Arc<Registrar>,
+}
+
+impl std::fmt::Debug for McpExtension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpExtension")
+            .field("name", &self.name)
+            .field(
+                "servers",
+                &self
+                    .links
+                    .iter()
+                    .map(|l| l.config.name())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl McpExtension {
+    /// Starts every server of `config` and waits, each at most its startup timeout, until
+    /// all are up and their tools listed. Fails, stopping them all, when one is not.
+    pub async fn connect(config: McpExtensionConfig) -> Result<Self, McpClientError> {
+        config.check()?;
+        let registrar = Arc::new(Registrar {
+            extension: config.name.clone(),
+            sinks: Mutex::new(Vec::new()),
+        });
+        let links: Arc<[Arc<ServerLink>]> = config
+            .servers
+            .into_iter()
+            .map(|s| {
+                let changed: Arc<dyn ToolsChanged> = Arc::clone(&registrar) as _;
+                ServerLink::start(&config.name, s, changed)
+            })
+            .collect();
+        for link in links.iter() {
+            let status = link.settled(link.config.startup_timeout).await;
+            let reason = match status {
+                ServerStatus::Up { .. } => continue,
+                ServerStatus::Down { reason } => reason,
+                ServerStatus::Starting => format!(
+                    "it did not start within {} ms",
+                    link.config.startup_timeout.as_millis()
+                ),
+            };
+            for l in links.iter() {
+                l.shutdown();
+            }
+            return Err(McpClientError::Unavailable {
+                extension: config.name,
+                server: link.config.name.clone(),
+                reason,
+            });
+        }
+        Ok(Self {
+            name: config.name,
+            links,
+            registrar,
+        })
+    }
+
+    /// Where the server `server` stands; `None` for a server this extension does not have.
+    pub fn status(&self, server: &str) -> Option<ServerStatus> {
+        self.link(server).map(|l| l.status())
+    }
+
+    /// The local names of the tools the server `server` lists now (after `include`/`exclude`),
+    /// sorted.
+    pub fn tool_names(&self, server: &str) -> Vec<String> {
+        self.link(server)
+            .map(|l| l.tools().into_keys().collect())
+            .unwrap_or_default()
+    }
+
+    /// Stops every server; their tools answer `E_MCP_UNAVAILABLE` from now on.
+    pub fn shutdown(&self) {
+        for l in self.links.iter() {
+            l.shutdown();
+        }
+    }
+
+    fn link(&self, server: &str) -> Option<&Arc<ServerLink>> {
+        self.links.iter().find(|l| l.config.name() == server)
+    }
+}
+
+impl Extension for McpExtension {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn register(&self, api: &mut ExtensionApi) -> Result<(), ExtensionError> {
+        let registry = api.tools.registry();
+        for link in self.links.iter() {
+            register_tools(registry, &self.name, link);
+        }
+        let mut sinks = self.registrar.lock();
+        sinks.retain(|s| s.strong_count() > 0);
+        sinks.push(Arc::downgrade(registry));
+        api.pipeline.register(
+            PipelineMiddleware::step(Withdrawn {
+                extension: self.name.clone(),
+                links: Arc::clone(&self.links),
+            }),
+            0,
+        );
+        Ok(())
+    }
+}
+
+/// The registries the extension registered into; a new tool list registers its new tools in
+/// each. Held weakly: a registry holds the tools' handlers, which hold the links, which hold
+/// this; a strong handle would keep registries and servers alive forever.
+struct Registrar {
+    extension: String,
+    sinks: Mutex<Vec<Weak<ToolRegistry>>>,
+}
+
+impl Registrar {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<ToolRegistry>>> {
+        self.sinks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ToolsChanged for Registrar {
+    fn tools_changed(&self, link: &Arc<ServerLink>) {
+        let registries: Vec<_> = self.lock().iter().filter_map(Weak::upgrade).collect();
+        for registry in &registries {
+            register_tools(registry, &self.extension, link);
+        }
+    }
+}
+
+/// Registers the tools of `link` that `registry` does not have yet, with the source
+/// `{type: mcp, name: <extension>, mcp: {extensionName: <extension>, serverName}}` (CAT-6). A
+/// tool whose schema changed keeps its first schema (registry entries are immutable, REG-3):
+/// a warning says so.
+fn register_tools(registry: &ToolRegistry, extension: &str, link: &Arc<ServerLink>) {
+    let server = link.config.name();
+    for (local, tool) in link.tools() {
+        if let Some(existing) = registry.get(&local) {
+            if existing.export().parameters() != &tool.parameters {
+                tracing::warn!(
+                    target: "goondan::mcp",
+                    server,
+                    tool = %local,
+                    "the MCP server changed the schema of `{local}`; the registry keeps the first one until the agent restarts"
+                );
+            }
+            continue;
+        }
+        let handler = BridgedTool {
+            link: Arc::clone(link),
+            remote: tool.remote,
+        };
+        let source = ToolSource::mcp(extension, extension, Some(server.to_owned()));
+        let registered =
+            registry.register_item(&local, tool.description, tool.parameters, handler, source);
+        if let Err(e) = registered {
+            tracing::warn!(target: "goondan::mcp", server, tool = %local, "cannot register the MCP tool: {e}");
+        }
+    }
+}
+
+/// The handler of one bridged tool: the call goes to the server.
+struct BridgedTool {
+    link: Arc<ServerLink>,
+    remote: String,
+}
+
+impl Handler for BridgedTool {
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+        let link = Arc::clone(&self.link);
+        let ctx = ctx.clone();
+        let remote = self.remote.clone();
+        HandlerCall::Running(Box::pin(async move {
+            link.call(ctx, remote, args)
+                .await
+                .map_err(HandlerError::Failed)
+        }))
+    }
+}
+
+/// Leaves out of each Step's catalog the tools of this extension that their server no longer
+/// lists.
+struct Withdrawn {
+    extension: String,
+    links: Arc<[Arc<ServerLink>]>,
+}
+
+impl StepMiddleware for Withdrawn {
+    fn handle<'a>(&'a self, mut step: StepContext, next: StepNext) -> StepFuture<'a, StepResult> {
+        step.tool_catalog.retain(|item| {
+            let Some(source) = item.source.as_deref() else {
+                return true;
+            };
+            let Some(mcp) = source.mcp.as_ref() else {
+                return true;
+            };
+            if source.kind != SourceKind::Mcp || mcp.extension_name != self.extension {
+                return true;
+            }
+            self.links
+                .iter()
+                .find(|l| Some(l.config.name()) == mcp.server_name.as_deref())
+                .is_none_or(|l| l.lists(item.name.as_str()))
+        });
+        Box::pin(next.run(step))
+    }
+}

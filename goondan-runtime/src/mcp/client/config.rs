@@ -1,0 +1,304 @@
+//! What an MCP extension connects to: its servers, each a child process speaking stdio or a
+//! Streamable HTTP endpoint, with the tools to take from it and the bounds on waiting.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::name::{NameError, validate_resource_name};
+
+/// How long a call waits for its server to be up (starting or restarting) before it fails
+/// with `E_MCP_UNAVAILABLE`.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a bridged call may run when its export sets no timeout of its own.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The longest pause between two restarts of a server that keeps failing.
+pub const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The first pause before a restart.
+pub const FIRST_RESTART_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How to reach one MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking MCP over its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory (default: the host's).
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+        url: String,
+        /// Headers sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One MCP server of an extension: a name (the resource part of its tools' names), how to
+/// reach it, and which of its tools to take.
+///
+/// ```
+/// use goondan_runtime::mcp::client::McpServerConfig;
+/// let files = McpServerConfig::stdio("files", "mcp-server-filesystem")
+///     .arg("/tmp")
+///     .env("LOG_LEVEL", "warn")
+///     .exclude(["write_file"]);
+/// assert_eq!(files.name(), "files");
+/// let search = McpServerConfig::http("search", "http://127.0.0.1:8080/mcp")
+///     .header("Authorization", "Bearer secret")
+///     .include(["search"]);
+/// assert!(search.takes("search"));
+/// assert!(!search.takes("index"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    pub(crate) name: String,
+    pub(crate) transport: McpTransport,
+    pub(crate) include: Option<Vec<String>>,
+    pub(crate) exclude: Vec<String>,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) call_timeout: Duration,
+}
+
+impl McpServerConfig {
+    /// A server run as the child process `command`, spoken to over stdio.
+    pub fn stdio(name: impl Into<String>, command: impl Into<PathBuf>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Stdio {
+                command: command.into(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        )
+    }
+
+    /// A server at the Streamable HTTP endpoint `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Http {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            },
+        )
+    }
+
+    fn with_transport(name: impl Into<String>, transport: McpTransport) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            include: None,
+            exclude: Vec::new(),
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// Adds an argument of a stdio server's command (no effect on an HTTP server).
+    #[must_use]
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        if let McpTransport::Stdio { args, .. } = &mut self.transport {
+            args.push(arg.into());
+        }
+        self
+    }
+
+    /// Adds arguments of a stdio server's command.
+    #[must_use]
+    pub fn args<S: Into<String>>(mut self, more: impl IntoIterator<Item = S>) -> Self {
+        if let McpTransport::Stdio { args, .. } = &mut self.transport {
+            args.extend(more.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Sets an environment variable of a stdio server.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Stdio { env, .. } = &mut self.transport {
+            env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Sets the working directory of a stdio server.
+    #[must_use]
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        if let McpTransport::Stdio { cwd, .. } = &mut self.transport {
+            *cwd = Some(dir.into());
+        }
+        self
+    }
+
+    /// Adds a header sent with every request to an HTTP server.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Http { headers, .. } = &mut self.transport {
+            headers.insert(name.into(), value.into());
+        }
+        self
+    }
+
+    /// Takes only these tools (remote names); the default takes every tool.
+    #[must_use]
+    pub fn include<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.include
+            .get_or_insert_with(Vec::new)
+            .extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Leaves these tools (remote names) out, whatever `include` says.
+    #[must_use]
+    pub fn exclude<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.exclude.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// How long a call waits for the server to be up before `E_MCP_UNAVAILABLE` (default
+    /// [`DEFAULT_STARTUP_TIMEOUT`]); also the bound on the first connection.
+    #[must_use]
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// How long one call may run (default [`DEFAULT_CALL_TIMEOUT`]); past it the call is
+    /// cancelled on the server (`notifications/cancelled`) and fails with `E_TOOL_TIMEOUT`.
+    /// The executor's own timeout, when shorter, fires first.
+    #[must_use]
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How to reach it.
+    pub fn transport(&self) -> &McpTransport {
+        &self.transport
+    }
+
+    /// Whether the remote tool `tool` is taken (include, then exclude).
+    pub fn takes(&self, tool: &str) -> bool {
+        let included = self
+            .include
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == tool));
+        included && !self.exclude.iter().any(|t| t == tool)
+    }
+}
+
+/// An MCP extension: a name (the `source.name` and `source.mcp.extensionName` of its tools)
+/// and its servers.
+///
+/// ```
+/// use goondan_runtime::mcp::client::{McpExtensionConfig, McpServerConfig};
+/// let config = McpExtensionConfig::new("mcp")
+///     .server(McpServerConfig::stdio("everything", "mcp-server-everything").exclude(["get-env"]));
+/// assert!(config.check().is_ok());
+/// assert!(McpExtensionConfig::new("mcp").server(McpServerConfig::stdio("a__b", "x")).check().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpExtensionConfig {
+    pub(crate) name: String,
+    pub(crate) servers: Vec<McpServerConfig>,
+}
+
+/// Why an extension's configuration is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpConfigError {
+    /// A server's name cannot be the resource part of a tool name.
+    #[error("MCP server name `{server}` cannot prefix tool names: {source}")]
+    ServerName {
+        /// The server.
+        server: String,
+        /// Why.
+        #[source]
+        source: NameError,
+    },
+    /// Two servers share a name.
+    #[error("MCP server `{server}` is declared twice")]
+    DuplicateServer {
+        /// The server.
+        server: String,
+    },
+    /// A header name or value HTTP does not accept.
+    #[error("MCP server `{server}`: header `{header}` is not a valid HTTP header")]
+    Header {
+        /// The server.
+        server: String,
+        /// The header's name.
+        header: String,
+    },
+}
+
+impl McpExtensionConfig {
+    /// An extension with no servers yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            servers: Vec::new(),
+        }
+    }
+
+    /// Adds a server.
+    #[must_use]
+    pub fn server(mut self, server: McpServerConfig) -> Self {
+        self.servers.push(server);
+        self
+    }
+
+    /// The extension's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its servers, in order.
+    pub fn servers(&self) -> &[McpServerConfig] {
+        &self.servers
+    }
+
+    /// Checks the server names (each a valid resource name, no two alike) and headers.
+    pub fn check(&self) -> Result<(), McpConfigError> {
+        let mut seen = std::collections::HashSet::new();
+        for s in &self.servers {
+            validate_resource_name(&s.name).map_err(|source| McpConfigError::ServerName {
+                server: s.name.clone(),
+                source,
+            })?;
+            if !seen.insert(s.name.as_str()) {
+                return Err(McpConfigError::DuplicateServer {
+                    server: s.name.clone(),
+                });
+            }
+            if let McpTransport::Http { headers, .. } = &s.transport {
+                for (k, v) in headers {
+                    let ok = http::HeaderName::try_from(k.as_str()).is_ok()
+                        && http::HeaderValue::try_from(v.as_str()).is_ok();
+                    if !ok {
+                        return Err(McpConfigError::Header {
+                            server: s.name.clone(),
+                            header: k.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

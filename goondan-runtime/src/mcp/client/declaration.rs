@@ -1,0 +1,313 @@
+//! MCP servers declared by an Extension resource: `spec.mcp.servers`, each a stdio command or
+//! a Streamable HTTP URL, read into an [`McpExtensionConfig`] and checked with the bundle.
+//!
+//! Why this shape: the seeds make an MCP bridge an *Extension* (its tools carry
+//! `source.mcp.extensionName`), and an Extension's `spec` holds what that extension needs
+//! (`spec.entry` for code extensions). `spec.mcp` sits beside it, so one resource can be
+//! referenced from an Agent's `spec.extensions` like any other. Each server's fields are the
+//! ones MCP hosts already use (Claude Desktop's `mcpServers`: `command`, `args`, `env`; plus
+//! `cwd`, and `url`/`headers` for Streamable HTTP), so an existing configuration carries over;
+//! `name` is the resource part of the tools' names, `include`/`exclude` are remote tool names,
+//! and the two timeouts are in milliseconds like the rest of the bundle's fields.
+//!
+//! ```yaml
+//! apiVersion: goondan.ai/v1
+//! kind: Extension
+//! metadata: {name: mcp}
+//! spec:
+//!   mcp:
+//!     servers:
+//!       - name: everything                 # tools are `everything__{tool}`
+//!         command: mcp-server-everything   # on PATH; `./x` is next to the bundle
+//!         args: [stdio]
+//!         env: {LOG_LEVEL: warn}
+//!         cwd: .                           # relative to the bundle's directory
+//!         exclude: [get-env]
+//!       - name: search
+//!         url: http://127.0.0.1:8080/mcp
+//!         headers: {Authorization: "Bearer ..."}
+//!         include: [search]
+//!         startupTimeoutMs: 20000
+//!         callTimeoutMs: 60000
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::config::{McpExtensionConfig, McpServerConfig};
+use crate::bundle::{Bundle, BundleError, Diagnostic, Kind, Resource, Severity, SpecCheck};
+
+const SERVER_KEYS: &[&str] = &[
+    "name",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "include",
+    "exclude",
+    "startupTimeoutMs",
+    "callTimeoutMs",
+];
+
+impl Bundle {
+    /// The MCP servers the Extension `name` declares (`spec.mcp`), with relative commands
+    /// (`./bin/server`) and working directories resolved against the bundle's directory.
+    pub fn mcp_extension(&self, name: &str) -> Result<McpExtensionConfig, BundleError> {
+        let unknown = || BundleError::UnknownMcpExtension {
+            name: name.to_owned(),
+            known: self.mcp_extension_names(),
+        };
+        let r = self
+            .get(&Kind::Extension, name)
+            .filter(|r| mcp_spec(r).is_some())
+            .ok_or_else(unknown)?;
+        let mut problems = Vec::new();
+        let config = read(r, self.dir(), &mut problems);
+        if problems.iter().any(|d| d.severity == Severity::Error) {
+            return Err(BundleError::Invalid {
+                diagnostics: problems,
+            });
+        }
+        Ok(config)
+    }
+
+    /// The MCP Extensions an Agent lists in `spec.extensions`, in order.
+    pub fn agent_mcp_extensions(
+        &self,
+        agent: &str,
+    ) -> Result<Vec<McpExtensionConfig>, BundleError> {
+        let res = self
+            .get(&Kind::Agent, agent)
+            .ok_or_else(|| BundleError::UnknownAgent {
+                name: agent.to_owned(),
+                known: self.of_kind(&Kind::Agent).map(|a| a.name.clone()).collect(),
+            })?;
+        let mut out = Vec::new();
+        for (r, _) in res.raw_refs("extensions") {
+            let Ok(r) = r else { continue };
+            let is_mcp = r.package.is_none()
+                && self
+                    .get(&Kind::Extension, &r.name)
+                    .is_some_and(|e| mcp_spec(e).is_some());
+            if is_mcp {
+                out.push(self.mcp_extension(&r.name)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The names of the Extensions that declare MCP servers.
+    fn mcp_extension_names(&self) -> Vec<String> {
+        self.of_kind(&Kind::Extension)
+            .filter(|r| mcp_spec(r).is_some())
+            .map(|r| r.name.clone())
+            .collect()
+    }
+
+    fn dir(&self) -> &Path {
+        self.file().parent().unwrap_or(Path::new(""))
+    }
+}
+
+fn mcp_spec(r: &Resource) -> Option<&Value> {
+    r.spec()?.get("mcp")
+}
+
+inventory::submit! {
+    SpecCheck { kind: "Extension", check }
+}
+
+/// The problems of an Extension's `spec.mcp`, for the bundle's diagnostics.
+fn check(r: &Resource, out: &mut Vec<Diagnostic>) {
+    if mcp_spec(r).is_some() {
+        read(r, Path::new(""), out);
+    }
+}
+
+/// Reads `spec.mcp`, pushing every problem found.
+fn read(r: &Resource, dir: &Path, out: &mut Vec<Diagnostic>) -> McpExtensionConfig {
+    let mut config = McpExtensionConfig::new(r.name.clone());
+    let Some(servers) = mcp_spec(r)
+        .and_then(|m| m.get("servers"))
+        .and_then(Value::as_array)
+    else {
+        out.push(r.locus_of("/spec/mcp").error(
+            "`spec.mcp` needs `servers`: a list of `{name, command, args?, env?, cwd?}` or `{name, url, headers?}`",
+        ));
+        return config;
+    };
+    for (i, s) in servers.iter().enumerate() {
+        let at = format!("/spec/mcp/servers/{i}");
+        let Some(map) = s.as_object() else {
+            out.push(
+                r.locus_of(&at)
+                    .error("an MCP server is a mapping with `name` and `command` or `url`"),
+            );
+            continue;
+        };
+        if let Some(server) = server(r, &at, map, dir, out) {
+            config = config.server(server);
+        }
+    }
+    if let Err(e) = config.check() {
+        out.push(r.locus_of("/spec/mcp/servers").error(e.to_string()));
+    }
+    config
+}
+
+fn server(
+    r: &Resource,
+    at: &str,
+    map: &Map<String, Value>,
+    dir: &Path,
+    out: &mut Vec<Diagnostic>,
+) -> Option<McpServerConfig> {
+    let before = out.len();
+    for key in map.keys().filter(|k| !SERVER_KEYS.contains(&k.as_str())) {
+        out.push(r.locus_of(&format!("{at}/{key}")).warning(format!(
+            "unknown field `{key}` of an MCP server: kept, not used"
+        )));
+    }
+    let text = |key: &str, out: &mut Vec<Diagnostic>| match map.get(key) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            out.push(
+                r.locus_of(&format!("{at}/{key}"))
+                    .error(format!("`{key}` must be a string")),
+            );
+            None
+        }
+    };
+    let list = |key: &str, out: &mut Vec<Diagnostic>| -> Option<Vec<String>> {
+        let v = map.get(key)?;
+        let items = v.as_array().and_then(|a| {
+            a.iter()
+                .map(|x| x.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+        });
+        if items.is_none() {
+            out.push(
+                r.locus_of(&format!("{at}/{key}"))
+                    .error(format!("`{key}` must be a list of strings")),
+            );
+        }
+        items
+    };
+    let pairs = |key: &str, out: &mut Vec<Diagnostic>| -> Vec<(String, String)> {
+        let Some(v) = map.get(key) else {
+            return Vec::new();
+        };
+        let pairs = v.as_object().and_then(|m| {
+            m.iter()
+                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect::<Option<Vec<_>>>()
+        });
+        pairs.unwrap_or_else(|| {
+            out.push(
+                r.locus_of(&format!("{at}/{key}"))
+                    .error(format!("`{key}` must map names to strings")),
+            );
+            Vec::new()
+        })
+    };
+    let millis = |key: &str, out: &mut Vec<Diagnostic>| -> Option<Duration> {
+        let v = map.get(key)?;
+        let ms = v.as_u64().filter(|ms| *ms > 0);
+        if ms.is_none() {
+            out.push(
+                r.locus_of(&format!("{at}/{key}"))
+                    .error(format!("`{key}` must be a positive number of milliseconds")),
+            );
+        }
+        ms.map(Duration::from_millis)
+    };
+    let name = text("name", out);
+    if name.is_none() && !map.contains_key("name") {
+        out.push(
+            r.locus_of(at)
+                .error("an MCP server needs a `name` (its tools are `{name}__{tool}`)"),
+        );
+    }
+    let command = text("command", out);
+    let url = text("url", out);
+    let mut server = match (command, url) {
+        (Some(command), None) => {
+            let mut s =
+                McpServerConfig::stdio(name.clone().unwrap_or_default(), resolve(dir, &command));
+            if let Some(args) = list("args", out) {
+                s = s.args(args);
+            }
+            for (k, v) in pairs("env", out) {
+                s = s.env(k, v);
+            }
+            if let Some(cwd) = text("cwd", out) {
+                s = s.cwd(dir.join(cwd));
+            }
+            for key in ["headers"] {
+                if map.contains_key(key) {
+                    out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
+                        "`{key}` is for `url` servers; a `command` server takes `env`"
+                    )));
+                }
+            }
+            s
+        }
+        (None, Some(url)) => {
+            let mut s = McpServerConfig::http(name.clone().unwrap_or_default(), url);
+            for (k, v) in pairs("headers", out) {
+                s = s.header(k, v);
+            }
+            for key in ["args", "env", "cwd"] {
+                if map.contains_key(key) {
+                    out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
+                        "`{key}` is for `command` servers; a `url` server takes `headers`"
+                    )));
+                }
+            }
+            s
+        }
+        (Some(_), Some(_)) => {
+            out.push(r.locus_of(at).error(
+                "an MCP server has either `command` (stdio) or `url` (Streamable HTTP), not both",
+            ));
+            return None;
+        }
+        (None, None) => {
+            out.push(
+                r.locus_of(at)
+                    .error("an MCP server needs `command` (stdio) or `url` (Streamable HTTP)"),
+            );
+            return None;
+        }
+    };
+    if let Some(include) = list("include", out) {
+        server = server.include(include);
+    }
+    if let Some(exclude) = list("exclude", out) {
+        server = server.exclude(exclude);
+    }
+    if let Some(t) = millis("startupTimeoutMs", out) {
+        server = server.startup_timeout(t);
+    }
+    if let Some(t) = millis("callTimeoutMs", out) {
+        server = server.call_timeout(t);
+    }
+    let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
+    (!failed && name.is_some()).then_some(server)
+}
+
+/// A command with a `/` in it is a path, relative to the bundle's directory; a bare name is
+/// looked up on `PATH` when the server starts.
+fn resolve(dir: &Path, command: &str) -> PathBuf {
+    let path = Path::new(command);
+    if command.contains('/') && path.is_relative() {
+        dir.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}

@@ -1,0 +1,34 @@
+//! Tools from MCP servers: an [`McpExtension`] connects to servers (child processes over stdio,
+//! or Streamable HTTP endpoints) with rmcp's client and registers each server's tools as
+//! `{server}__{tool}` with `source: {type: mcp, name, mcp: {extensionName, serverName}}`
+//! (CAT-6). Calls go through the agent's executor (catalog gate, middleware, validation,
+//! timeouts, truncation) and then to the server.
+//!
+//! - [`McpExtensionConfig`] and [`McpServerConfig`] say which servers and which of their tools
+//!   (`include`/`exclude`); a bundle's `kind: Extension` with `spec.mcp` gives the same
+//!   ([`Bundle::mcp_extension`](crate::bundle::Bundle::mcp_extension)).
+//! - [`local_name`] maps remote names our names cannot hold; each mapping is reported once as
+//!   a `goondan::mcp` tracing event.
+//! - Errors: a remote `isError` is [`E_MCP_TOOL_ERROR`], a protocol error [`E_MCP_REMOTE`], a
+//!   server that is not running [`E_MCP_UNAVAILABLE`]; a timeout or a cancelled context sends
+//!   `notifications/cancelled` to the server and answers `E_TOOL_TIMEOUT`/`E_TOOL_CANCELLED`.
+//! - A server that answers a call with a task (the SEP-2663 tasks extension, which this client
+//!   announces) gives a pending result; its completion comes from polling `tasks/get`, and a
+//!   cancelled context sends `tasks/cancel`.
+
+mod bridge;
+mod config;
+mod declaration;
+mod link;
+mod naming;
+mod outcome;
+mod task;
+
+pub use self::bridge::{McpClientError, McpExtension};
+pub use self::config::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF,
+    McpConfigError, McpExtensionConfig, McpServerConfig, McpTransport,
+};
+pub use self::link::ServerStatus;
+pub use self::naming::{LocalName, local_name};
+pub use self::outcome::{E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};

@@ -1,0 +1,89 @@
+//! What a remote answer becomes here: a result's content and structured content become the
+//! output; a remote `isError`, a protocol error or a stopped server become [`ToolError`]s with
+//! the MCP codes.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::handler::Outcome;
+
+/// The remote tool answered with `isError: true`; the message is its text.
+pub const E_MCP_TOOL_ERROR: &str = "E_MCP_TOOL_ERROR";
+
+/// The server answered the call with a protocol error (an unknown tool, arguments it refused,
+/// a request it does not support).
+pub const E_MCP_REMOTE: &str = "E_MCP_REMOTE";
+
+/// The server is not running: it could not start, or it stopped and is being restarted.
+pub const E_MCP_UNAVAILABLE: &str = "E_MCP_UNAVAILABLE";
+
+/// The outcome of a completed call: an error when the server says `isError`, else the
+/// output: `structuredContent` when the server gives one, else the text of a single text
+/// block, else the content blocks as MCP writes them.
+pub(crate) fn from_result(
+    server: &str,
+    remote: &str,
+    result: CallToolResult,
+) -> Result<Outcome, ToolError> {
+    value_of(server, remote, result).map(Outcome::Output)
+}
+
+/// The output of a completed call, or its error (see [`from_result`]).
+pub(crate) fn value_of(
+    server: &str,
+    remote: &str,
+    result: CallToolResult,
+) -> Result<Value, ToolError> {
+    if result.is_error == Some(true) {
+        let text = text_of(&result.content);
+        return Err(ToolError::new(text)
+            .with_code(E_MCP_TOOL_ERROR)
+            .with_name("McpToolError")
+            .with_suggestion(format!(
+                "the tool `{remote}` of the MCP server `{server}` reported this error; fix the arguments it names and call it again"
+            )));
+    }
+    if let Some(structured) = result.structured_content {
+        return Ok(structured);
+    }
+    let output = match result.content.as_slice() {
+        [] => Value::Null,
+        [ContentBlock::Text(t)] => Value::String(t.text.clone()),
+        blocks => serde_json::to_value(blocks).unwrap_or(Value::Null),
+    };
+    Ok(output)
+}
+
+/// The text blocks of `content`, one per line; the whole content as JSON when it has none.
+fn text_of(content: &[ContentBlock]) -> String {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    if texts.is_empty() {
+        serde_json::to_string(content).unwrap_or_default()
+    } else {
+        texts.join("\n")
+    }
+}
+
+/// The server answered with a protocol error.
+pub(crate) fn remote_error(server: &str, remote: &str, message: &str) -> ToolError {
+    ToolError::new(format!(
+        "the MCP server `{server}` refused `{remote}`: {message}"
+    ))
+    .with_code(E_MCP_REMOTE)
+    .with_name("McpRemoteError")
+    .with_suggestion("check the arguments against the tool's schema; if they are right, the server cannot run this call")
+}
+
+/// The server is not running.
+pub(crate) fn unavailable(server: &str, what: &str) -> ToolError {
+    ToolError::new(format!("the MCP server `{server}` {what}"))
+        .with_code(E_MCP_UNAVAILABLE)
+        .with_name("McpUnavailableError")
+        .with_suggestion(format!(
+            "the server `{server}` is restarted automatically; call the tool again in a moment, and if it keeps failing, tell the user that `{server}` is down"
+        ))
+}

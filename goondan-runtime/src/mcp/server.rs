@@ -1,0 +1,381 @@
+//! Serve Goondan tools over MCP: [`McpServer`] implements rmcp's `ServerHandler` over a
+//! [`ToolRegistry`], the catalog it exposes and a [`ToolExecutor`].
+//!
+//! Every Goondan rule holds over MCP, because every `tools/call` goes through
+//! [`ToolExecutor::execute`]:
+//!
+//! - the catalog is the allow-list: a tool outside it is the protocol's unknown-tool error
+//!   (JSON-RPC `-32602`, with the structured `E_TOOL_NOT_IN_CATALOG` error as `data`);
+//! - middleware, argument validation, timeouts and message truncation apply; a failed call is
+//!   a result with `isError: true`, its structured error (`code`, `message`, `suggestion`,
+//!   `helpUrl`) as text and, unless the export declares an output schema, as
+//!   `structuredContent: {error}`;
+//! - an output is `structuredContent` (valid against the export's output schema when it
+//!   publishes one) plus the same JSON as text;
+//! - a pending result becomes an MCP task when the client supports the tasks extension, else
+//!   the call waits for it, bounded by the export's timeout;
+//! - `notifications/cancelled` cancels the call's [`ToolContext`](crate::ToolContext);
+//!   [`ToolContext::progress`](crate::ToolContext::progress) becomes `notifications/progress`
+//!   when the client sent a `progressToken`;
+//! - `tools/list` is in catalog order, paginated, and `notifications/tools/list_changed` is
+//!   sent when a tool registered at run time changes the served catalog;
+//! - names are the Goondan names (`bash__exec`), unchanged.
+//!
+//! A program serves its own `#[tool]`s in a few lines:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use goondan_runtime::prelude::*;
+//! use goondan_runtime::mcp::server::McpServer;
+//!
+//! /// Adds two numbers.
+//! #[tool(name = "calc")]
+//! pub fn add(a: i64, b: i64) -> i64 { a + b }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build()?);
+//!     McpServer::builder(registry).build()?.serve_stdio().await?;
+//!     Ok(())
+//! }
+//! ```
+
+mod call;
+mod handler;
+mod listing;
+mod progress;
+mod tasks;
+mod transport;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::Implementation;
+
+use crate::bundle::{Bundle, BundleError, ToolLibrary};
+use crate::catalog::{CatalogError, ToolCatalog};
+use crate::executor::ToolExecutor;
+use crate::registry::ToolRegistry;
+
+pub use transport::{HttpServer, ServeError};
+
+/// How many tools one `tools/list` page holds by default.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// How long a call whose result is pending waits for it, for a client without task support,
+/// when the export sets no timeout.
+pub const DEFAULT_PENDING_WAIT: Duration = Duration::from_secs(300);
+
+/// Why an [`McpServer`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum McpServerError {
+    /// The tools to expose are not all registered.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// The bundle is invalid or has no such Agent.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The executor runs over another registry than the one served.
+    #[error("the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`")]
+    ForeignExecutor,
+    /// A published name is given twice.
+    #[error("two tools are published as `{name}`")]
+    DuplicatePublishedName {
+        /// The published name.
+        name: String,
+    },
+}
+
+/// Which tools of the registry are served.
+#[derive(Debug, Clone)]
+enum Selection {
+    /// Every tool, resources sorted by name.
+    All,
+    /// These resources in this order, then every tool registered at run time (an Agent's
+    /// `spec.tools`, CAT-2, CAT-5).
+    Declared(Vec<String>),
+}
+
+/// The served catalog, rebuilt when the registry grows.
+struct Served {
+    generation: u64,
+    catalog: Arc<ToolCatalog>,
+}
+
+/// Goondan names published under other names, both ways. Empty unless
+/// [`McpServerBuilder::publish_as`] is used.
+#[derive(Debug, Default)]
+struct Renames {
+    published: HashMap<String, String>,
+    goondan: HashMap<String, String>,
+}
+
+impl Renames {
+    /// The name a client sees for a Goondan name.
+    fn published<'a>(&'a self, goondan: &'a str) -> &'a str {
+        self.published.get(goondan).map_or(goondan, String::as_str)
+    }
+
+    /// The Goondan name a client's name stands for.
+    fn goondan<'a>(&'a self, published: &'a str) -> &'a str {
+        self.goondan.get(published).map_or(published, String::as_str)
+    }
+}
+
+struct Shared {
+    executor: ToolExecutor,
+    selection: Selection,
+    served: Mutex<Served>,
+    renames: Renames,
+    workdir: PathBuf,
+    agent_name: String,
+    info: Implementation,
+    instructions: Option<String>,
+    page_size: usize,
+    pending_wait: Duration,
+    tasks: tasks::TaskTable,
+}
+
+/// An MCP server over Goondan tools. Cheap to clone: clones serve the same catalog and share
+/// tasks. Serve it with [`serve_stdio`](Self::serve_stdio), [`serve`](Self::serve) (any rmcp
+/// transport, such as an in-process duplex) or [`serve_http`](Self::serve_http).
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("selection", &self.shared.selection)
+            .field("name", &self.shared.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Starts a server over `registry`; by default it serves every tool of the registry.
+    pub fn builder(registry: Arc<ToolRegistry>) -> McpServerBuilder {
+        McpServerBuilder {
+            registry,
+            executor: None,
+            selection: Selection::All,
+            workdir: None,
+            agent_name: None,
+            info: Implementation::new("goondan", env!("CARGO_PKG_VERSION")),
+            instructions: None,
+            page_size: DEFAULT_PAGE_SIZE,
+            pending_wait: DEFAULT_PENDING_WAIT,
+            renames: Vec::new(),
+        }
+    }
+
+    /// Starts a server over the catalog of `agent` in `bundle`: its Tool resources matched to
+    /// `library`'s compiled tools, in the order of the Agent's `spec.tools`.
+    ///
+    /// ```
+    /// use goondan_runtime::bundle::{Bundle, ToolLibrary};
+    /// use goondan_runtime::mcp::server::McpServer;
+    /// use goondan_runtime::prelude::*;
+    ///
+    /// /// Echoes.
+    /// #[tool(name = "echo")]
+    /// pub fn say(text: String) -> String { text }
+    ///
+    /// let bundle = Bundle::from_yaml(
+    ///     "apiVersion: goondan.ai/v1\nkind: Tool\nmetadata: {name: echo}\n\
+    ///      spec: {entry: rust:echo, exports: [{name: say}]}\n---\n\
+    ///      apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: helper}\n\
+    ///      spec: {tools: [{kind: Tool, name: echo}]}\n",
+    ///     "goondan.yaml",
+    /// );
+    /// let server = McpServer::for_agent(&bundle, &ToolLibrary::new([say::TOOL]), "helper")?
+    ///     .build()?;
+    /// assert_eq!(server.catalog().names().collect::<Vec<_>>(), ["echo__say"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_agent(
+        bundle: &Bundle,
+        library: &ToolLibrary,
+        agent: &str,
+    ) -> Result<McpServerBuilder, McpServerError> {
+        let tools = bundle.agent_tools(agent)?;
+        let registry = Arc::new(bundle.registry(library)?);
+        Ok(Self::builder(registry)
+            .tools(tools)
+            .agent_name(agent)
+            .server_name(agent))
+    }
+
+    /// The catalog served now: rebuilt when a tool registered at run time changes it.
+    pub fn catalog(&self) -> Arc<ToolCatalog> {
+        self.current().1
+    }
+
+    /// The executor every call goes through.
+    pub fn executor(&self) -> &ToolExecutor {
+        &self.shared.executor
+    }
+
+    /// The served catalog and whether it changed since it was last read.
+    fn current(&self) -> (bool, Arc<ToolCatalog>) {
+        let registry = self.shared.executor.registry();
+        let generation = *registry.subscribe_changes().borrow();
+        let mut served = self
+            .shared
+            .served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if served.generation == generation {
+            return (false, Arc::clone(&served.catalog));
+        }
+        let fresh = build_catalog(registry, &self.shared.selection)
+            .unwrap_or_else(|_| (*served.catalog).clone());
+        let changed = fresh.names().ne(served.catalog.names());
+        *served = Served {
+            generation,
+            catalog: Arc::new(fresh),
+        };
+        (changed, Arc::clone(&served.catalog))
+    }
+}
+
+fn build_catalog(
+    registry: &ToolRegistry,
+    selection: &Selection,
+) -> Result<ToolCatalog, CatalogError> {
+    match selection {
+        Selection::All => Ok(ToolCatalog::all(registry)),
+        Selection::Declared(names) => ToolCatalog::build(registry, names.iter().map(String::as_str)),
+    }
+}
+
+/// Builds an [`McpServer`].
+#[must_use]
+pub struct McpServerBuilder {
+    registry: Arc<ToolRegistry>,
+    executor: Option<ToolExecutor>,
+    selection: Selection,
+    workdir: Option<PathBuf>,
+    agent_name: Option<String>,
+    info: Implementation,
+    instructions: Option<String>,
+    page_size: usize,
+    pending_wait: Duration,
+    renames: Vec<(String, String)>,
+}
+
+impl McpServerBuilder {
+    /// Serves these Tool resources, in this order, plus every tool registered at run time
+    /// (CAT-2, CAT-5). Default: every tool of the registry.
+    pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
+        self.selection = Selection::Declared(resources.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Runs calls through `executor` (with its middleware, policy and default timeout).
+    /// It must run over the served registry. Default: a plain executor.
+    pub fn executor(mut self, executor: ToolExecutor) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
+    /// The working directory of the calls' contexts (CTX-2). Default: the current directory.
+    pub fn workdir(mut self, workdir: impl Into<PathBuf>) -> Self {
+        self.workdir = Some(workdir.into());
+        self
+    }
+
+    /// The agent name of the calls' contexts. Default: `mcp`.
+    pub fn agent_name(mut self, name: impl Into<String>) -> Self {
+        self.agent_name = Some(name.into());
+        self
+    }
+
+    /// The server's name in `initialize` (default `goondan`).
+    pub fn server_name(mut self, name: impl Into<String>) -> Self {
+        self.info.name = name.into();
+        self
+    }
+
+    /// The server's version in `initialize` (default: this crate's).
+    pub fn server_version(mut self, version: impl Into<String>) -> Self {
+        self.info.version = version.into();
+        self
+    }
+
+    /// Instructions for the client's model, sent in `initialize`.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// How many tools one `tools/list` page holds (at least 1; default
+    /// [`DEFAULT_PAGE_SIZE`]).
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+
+    /// How long a call with a pending result waits for it, for a client without task
+    /// support, when the export sets no timeout (default [`DEFAULT_PENDING_WAIT`]).
+    pub fn pending_wait(mut self, wait: Duration) -> Self {
+        self.pending_wait = wait;
+        self
+    }
+
+    /// Publishes the tool `goondan_name` as `published` instead of its Goondan name.
+    ///
+    /// Names are unchanged unless you ask: use this only for a client that requires fixed
+    /// names that are not `{resource}__{export}` (the conformance suite's `test_simple_text`).
+    /// Calls to `published` run `goondan_name` through the executor as usual.
+    pub fn publish_as(mut self, goondan_name: impl Into<String>, published: impl Into<String>) -> Self {
+        self.renames.push((goondan_name.into(), published.into()));
+        self
+    }
+
+    /// Builds the server. Fails when a declared tool is not registered, or the executor
+    /// runs over another registry.
+    pub fn build(self) -> Result<McpServer, McpServerError> {
+        let executor = match self.executor {
+            Some(e) if !Arc::ptr_eq(e.registry(), &self.registry) => {
+                return Err(McpServerError::ForeignExecutor);
+            }
+            Some(e) => e,
+            None => ToolExecutor::new(Arc::clone(&self.registry)),
+        };
+        let generation = *self.registry.subscribe_changes().borrow();
+        let catalog = build_catalog(&self.registry, &self.selection)?;
+        let mut renames = Renames::default();
+        for (goondan, published) in self.renames {
+            if renames.goondan.contains_key(&published) {
+                return Err(McpServerError::DuplicatePublishedName { name: published });
+            }
+            renames.goondan.insert(published.clone(), goondan.clone());
+            renames.published.insert(goondan, published);
+        }
+        Ok(McpServer {
+            shared: Arc::new(Shared {
+                executor,
+                selection: self.selection,
+                served: Mutex::new(Served {
+                    generation,
+                    catalog: Arc::new(catalog),
+                }),
+                renames,
+                workdir: self
+                    .workdir
+                    .or_else(|| std::env::current_dir().ok())
+                    .unwrap_or_else(|| PathBuf::from(".")),
+                agent_name: self.agent_name.unwrap_or_else(|| "mcp".to_owned()),
+                info: self.info,
+                instructions: self.instructions,
+                page_size: self.page_size,
+                pending_wait: self.pending_wait,
+                tasks: tasks::TaskTable::default(),
+            }),
+        })
+    }
+}

@@ -1,0 +1,91 @@
+//! `tools/list`: the served catalog as MCP tools, in catalog order, one page at a time.
+//!
+//! The cursor is the position of the page's first tool: opaque to clients, stable for a
+//! catalog that does not change between pages.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
+use serde_json::Value;
+
+use super::Renames;
+use crate::annotations::ExportAnnotations;
+use crate::catalog::{CatalogItem, ToolCatalog};
+
+/// The page of `catalog` that starts at `cursor` (the first page without one).
+pub(super) fn page(
+    catalog: &ToolCatalog,
+    cursor: Option<&str>,
+    page_size: usize,
+    renames: &Renames,
+) -> Result<ListToolsResult, ErrorData> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0 && n < catalog.len())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("invalid cursor `{c}`: pass a `nextCursor` of a previous `tools/list`"),
+                    None,
+                )
+            })?,
+    };
+    let end = start.saturating_add(page_size).min(catalog.len());
+    let tools = catalog.items()[start..end]
+        .iter()
+        .map(|item| tool_of(item, renames))
+        .collect();
+    let mut result = ListToolsResult::with_all_items(tools);
+    result.next_cursor = (end < catalog.len()).then(|| end.to_string());
+    Ok(result)
+}
+
+/// One catalog item as an MCP tool: the name as it is (NAME-2), description, input schema,
+/// output schema, title and annotations.
+pub(super) fn tool_of(item: &CatalogItem, renames: &Renames) -> Tool {
+    let name = renames.published(item.name.as_str()).to_owned();
+    let input = match item.parameters.as_deref() {
+        Some(Value::Object(o)) => o.clone(),
+        _ => empty_object_schema(),
+    };
+    let mut tool = Tool::new_with_raw(
+        Cow::Owned(name),
+        item.description.as_deref().map(|d| Cow::Owned(d.to_owned())),
+        Arc::new(input),
+    );
+    if let Some(schema) = &item.output_schema
+        && let Value::Object(o) = schema.schema()
+    {
+        tool = tool.with_raw_output_schema(Arc::new(o.clone()));
+    }
+    if let Some(a) = item.annotations.as_deref() {
+        if let Some(title) = &a.title {
+            tool = tool.with_title(title.clone());
+        }
+        if !a.is_empty() {
+            tool = tool.with_annotations(annotations_of(a));
+        }
+    }
+    tool
+}
+
+/// Goondan's annotations as MCP's hints.
+pub(super) fn annotations_of(a: &ExportAnnotations) -> ToolAnnotations {
+    ToolAnnotations::from_raw(
+        a.title.clone(),
+        a.read_only,
+        a.destructive,
+        a.idempotent,
+        a.open_world,
+    )
+}
+
+fn empty_object_schema() -> JsonObject {
+    let mut o = JsonObject::new();
+    o.insert("type".into(), Value::from("object"));
+    o
+}

@@ -1,0 +1,137 @@
+//! Pending results as MCP tasks (the `io.modelcontextprotocol/tasks` extension): one concept
+//! seen from two sides. A `tools/call` whose result is pending (RES-2) answers with a task
+//! whose id is the pending handle; `tasks/get` polls the handle; its completion is the call's
+//! result; `tasks/cancel` cancels the call's context, which stops the work.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rmcp::ErrorData;
+use rmcp::model::{DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::task_manager::current_timestamp;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::call::call_tool_result;
+use crate::output_schema::OutputSchema;
+use crate::pending::{PendingResults, PendingState};
+use crate::result::ToolCallResult;
+
+/// How often a client is asked to poll, in milliseconds.
+pub(super) const POLL_INTERVAL_MS: u64 = 250;
+
+/// How many tasks are remembered; the oldest finished ones are forgotten first.
+const MAX_TASKS: usize = 1024;
+
+struct Entry {
+    cancel: CancellationToken,
+    created_at: String,
+    output_schema: Option<Arc<OutputSchema>>,
+    /// The result, once taken from the pending results.
+    finished: Option<ToolCallResult>,
+    cancelled: bool,
+}
+
+/// The tasks of a server, keyed by pending handle.
+#[derive(Default)]
+pub(super) struct TaskTable {
+    entries: Mutex<HashMap<String, Entry>>,
+    order: Mutex<Vec<String>>,
+}
+
+impl TaskTable {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tracks the pending `handle` as a task; `cancel` stops its work.
+    pub(super) fn create(
+        &self,
+        handle: &str,
+        cancel: CancellationToken,
+        output_schema: Option<Arc<OutputSchema>>,
+    ) -> Task {
+        let now = current_timestamp();
+        let task = Task::new(handle, TaskStatus::Working, now.clone(), now.clone())
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        let mut entries = self.lock();
+        entries.insert(
+            handle.to_owned(),
+            Entry {
+                cancel,
+                created_at: now,
+                output_schema,
+                finished: None,
+                cancelled: false,
+            },
+        );
+        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        order.push(handle.to_owned());
+        if order.len() > MAX_TASKS {
+            let old = order.remove(0);
+            entries.remove(&old);
+        }
+        task
+    }
+
+    /// Where the task stands: polls its pending handle.
+    pub(super) fn get(
+        &self,
+        task_id: &str,
+        pending: &PendingResults,
+    ) -> Result<DetailedTask, ErrorData> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
+        if entry.finished.is_none() && !entry.cancelled {
+            match pending.poll(task_id) {
+                Some(PendingState::Running) => {}
+                Some(PendingState::Finished(_)) => entry.finished = pending.take(task_id),
+                None => {
+                    return Err(ErrorData::internal_error(
+                        format!("the result of task `{task_id}` is no longer kept"),
+                        None,
+                    ));
+                }
+            }
+        }
+        let now = current_timestamp();
+        let payload = match (&entry.finished, entry.cancelled) {
+            (_, true) => TaskPayload::Cancelled,
+            (None, false) => TaskPayload::Working,
+            (Some(result), false) => {
+                let r = call_tool_result(result, entry.output_schema.as_deref());
+                match serde_json::to_value(&r) {
+                    Ok(Value::Object(o)) => TaskPayload::Completed { result: o },
+                    _ => TaskPayload::Failed {
+                        error: error_object("the task's result could not be serialised"),
+                    },
+                }
+            }
+        };
+        let task = Task::new(task_id, payload.status(), entry.created_at.clone(), now)
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        Ok(DetailedTask::new(task, payload))
+    }
+
+    /// Cancels the task's work. A finished task stays finished.
+    pub(super) fn cancel(&self, task_id: &str) -> Result<(), ErrorData> {
+        let mut entries = self.lock();
+        let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
+        if entry.finished.is_none() {
+            entry.cancelled = true;
+            entry.cancel.cancel();
+        }
+        Ok(())
+    }
+}
+
+fn unknown(task_id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task `{task_id}`"), None)
+}
+
+fn error_object(message: &str) -> JsonObject {
+    let mut o = JsonObject::new();
+    o.insert("code".into(), Value::from(-32603));
+    o.insert("message".into(), Value::from(message));
+    o
+}

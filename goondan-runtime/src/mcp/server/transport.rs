@@ -1,0 +1,169 @@
+//! Where an [`McpServer`] listens: stdio (one client, the process that started us), any rmcp
+//! transport (an in-process duplex in tests), or Streamable HTTP on an address the user gives
+//! (rmcp's `StreamableHttpService` on a hyper server; loopback `Host`s only by default, as a
+//! defence against DNS rebinding).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rmcp::service::{RunningService, ServerInitializeError};
+use rmcp::transport::IntoTransport;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServiceExt};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::McpServer;
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The MCP handshake with the client failed.
+    #[error("the MCP handshake failed: {0}")]
+    Initialize(#[from] ServerInitializeError),
+    /// The HTTP address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The serving task ended abnormally.
+    #[error("the MCP service task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl McpServer {
+    /// Serves one client over `transport` (an rmcp transport: stdio, a duplex stream, a
+    /// child process's pipes) and returns the running service once the client has connected.
+    pub async fn serve<T, E, A>(
+        self,
+        transport: T,
+    ) -> Result<RunningService<RoleServer, McpServer>, ServeError>
+    where
+        T: IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        Ok(ServiceExt::serve(self, transport).await?)
+    }
+
+    /// Serves the client on this process's stdin and stdout until it disconnects. Nothing
+    /// else may write to stdout meanwhile (log to stderr).
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+
+    /// Serves Streamable HTTP on `addr` (e.g. `127.0.0.1:8080`, or port 0 for any free port)
+    /// at every path; clients use `http://{addr}/mcp`. Returns once listening.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::ToolRegistry;
+    /// use goondan_runtime::mcp::server::McpServer;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = McpServer::builder(Arc::new(ToolRegistry::new())).build()?;
+    /// let http = server.serve_http("127.0.0.1:0".parse()?).await?;
+    /// assert!(http.url().starts_with("http://127.0.0.1:"));
+    /// http.shutdown().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn serve_http(self, addr: SocketAddr) -> Result<HttpServer, ServeError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let stop = CancellationToken::new();
+        let mut config = StreamableHttpServerConfig::default();
+        config.cancellation_token = stop.child_token();
+        let server = self;
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            LocalSessionManager::default().into(),
+            config,
+        );
+        let accept_stop = stop.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let stream = tokio::select! {
+                    () = accept_stop.cancelled() => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(error) => {
+                            tracing::warn!(%error, "accepting an MCP connection failed");
+                            continue;
+                        }
+                    },
+                };
+                let service = service.clone();
+                let conn_stop = accept_stop.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let service = service.clone();
+                        async move { Ok::<_, Infallible>(service.handle(req).await) }
+                    });
+                    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                    let mut conn = std::pin::pin!(conn);
+                    tokio::select! {
+                        result = conn.as_mut() => {
+                            if let Err(error) = result {
+                                tracing::debug!(%error, "MCP connection ended");
+                            }
+                        }
+                        () = conn_stop.cancelled() => conn.as_mut().graceful_shutdown(),
+                    }
+                });
+            }
+        });
+        Ok(HttpServer {
+            local_addr,
+            stop,
+            task,
+        })
+    }
+}
+
+/// A running Streamable HTTP server.
+#[derive(Debug)]
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The URL clients connect to: `http://{addr}/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.local_addr)
+    }
+
+    /// Stops accepting connections, ends the sessions, and waits for the accept loop.
+    pub async fn shutdown(self) -> Result<(), ServeError> {
+        self.stop.cancel();
+        self.task.await?;
+        Ok(())
+    }
+
+    /// Serves until `ctrl_c` (or any future) resolves, then shuts down.
+    pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
+        signal.await;
+        self.shutdown().await
+    }
+}
