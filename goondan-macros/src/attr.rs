@@ -37,7 +37,13 @@ const EXPORT_KEYS: &[&str] = &[
     OUTPUT_SCHEMA,
 ];
 /// Keys that may stand alone (`read_only`), meaning `= true`.
-const FLAG_KEYS: &[&str] = &[READ_ONLY, DESTRUCTIVE, IDEMPOTENT, OPEN_WORLD, OUTPUT_SCHEMA];
+const FLAG_KEYS: &[&str] = &[
+    READ_ONLY,
+    DESTRUCTIVE,
+    IDEMPOTENT,
+    OPEN_WORLD,
+    OUTPUT_SCHEMA,
+];
 
 /// The name of the per-export helper attribute.
 pub(crate) const EXPORT_ATTR: &str = "export";

@@ -16,9 +16,7 @@ use goondan_runtime::mcp::client::{
     McpExtension, McpExtensionConfig, McpServerConfig, ServerStatus, local_name,
 };
 use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnEnd};
-use goondan_runtime::{
-    ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry,
-};
+use goondan_runtime::{ToolCall, ToolContext, ToolExecutor, ToolRegistry};
 use serde_json::{Value, json};
 
 /// A bundle whose Extension `mcp` declares server-everything over stdio, its environment
@@ -67,78 +65,10 @@ async fn everything(dir: &Path) -> (Bundle, McpExtension) {
     (bundle, mcp)
 }
 
-fn test_server(name: &str) -> McpServerConfig {
-    McpServerConfig::stdio(name, env!("CARGO_BIN_EXE_goondan-test-mcp-server"))
-}
+#[path = "support/mcp_bridge.rs"]
+mod mcp_bridge;
 
-/// An executor, a context and the catalog of a registry holding only `mcp`'s tools.
-struct Bridged {
-    agent: AgentInstance,
-    executor: ToolExecutor,
-    _state: tempfile::TempDir,
-}
-
-impl Bridged {
-    fn new(mcp: &McpExtension) -> Self {
-        let state = tempfile::tempdir().unwrap();
-        let registry = Arc::new(ToolRegistry::new());
-        let agent = AgentInstance::builder(
-            "helper",
-            Arc::clone(&registry),
-            Arc::new(ScriptedModel::new([])),
-        )
-        .state_dir(state.path())
-        .extension(mcp.clone())
-        .build()
-        .unwrap();
-        Self {
-            agent,
-            executor: ToolExecutor::new(registry),
-            _state: state,
-        }
-    }
-
-    async fn call(&self, name: &str, args: Value) -> ToolCallResult {
-        let catalog = self.agent.base_catalog().unwrap();
-        self.call_in(
-            &catalog,
-            name,
-            args,
-            &ToolContext::builder(self.agent.workdir()).build(),
-        )
-        .await
-    }
-
-    async fn call_in(
-        &self,
-        catalog: &ToolCatalog,
-        name: &str,
-        args: Value,
-        ctx: &ToolContext,
-    ) -> ToolCallResult {
-        self.executor
-            .execute(ToolCall::new("c1", name, args), ctx, catalog)
-            .await
-    }
-}
-
-fn pid(mcp: &McpExtension, server: &str) -> u32 {
-    match mcp.status(server) {
-        Some(ServerStatus::Up { pid: Some(pid) }) => pid,
-        other => panic!("`{server}` is not up: {other:?}"),
-    }
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+use mcp_bridge::{Bridged, eventually, pid, test_server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_catalog_and_refuses_the_excluded_env_tool()
@@ -655,71 +585,6 @@ async fn mcp_streamable_http_headers_go_with_the_requests_and_a_refusing_server_
         "{request}"
     );
     assert!(request.contains("x-goondan-test: yes"), "{request}");
-}
-
-/// Collects what a `fmt` subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-// One thread: the subscriber set for this thread sees the link's tasks too.
-#[tokio::test(flavor = "current_thread")]
-async fn mcp_name_mapping_is_reported_once_across_list_changes_and_restarts() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("goondan::mcp=info")
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let reports = || {
-        String::from_utf8_lossy(&captured.0.lock().unwrap())
-            .lines()
-            .filter(|l| l.contains("MCP tool name mapped") && l.contains("fs.read__all"))
-            .count()
-    };
-
-    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
-        .await
-        .unwrap();
-    let bridged = Bridged::new(&mcp);
-    assert_eq!(reports(), 1);
-    for name in ["one", "two"] {
-        let added = bridged.call("srv__add-tool", json!({"name": name})).await;
-        assert!(added.is_ok(), "{added:?}");
-    }
-    eventually("both list changes", || {
-        bridged.agent.registry().contains("srv__two")
-    })
-    .await;
-    let first = pid(&mcp, "srv");
-    std::process::Command::new("kill")
-        .args(["-9", &first.to_string()])
-        .status()
-        .unwrap();
-    eventually(
-        "the restart",
-        || matches!(mcp.status("srv"), Some(ServerStatus::Up { pid: Some(p) }) if p != first),
-    )
-    .await;
-    assert_eq!(
-        reports(),
-        1,
-        "{}",
-        String::from_utf8_lossy(&captured.0.lock().unwrap())
-    );
-    mcp.shutdown();
 }
 
 /// Checks the `calc` tool of `goondan-test-mcp-server goondan` (our server) through our client,
