@@ -83,5 +83,4 @@ fn mcp_inspector_lists_and_calls_goondan_mcp_serve_over_stdio() {
     let text = failed["content"][0]["text"].as_str().expect("text");
     assert!(text.starts_with("error E_JSON_PARSE"), "{text}");
     assert!(text.contains("suggestion: "), "{text}");
-
 }

@@ -119,7 +119,8 @@ pub(crate) fn output_type(export: &Export) -> Option<&Type> {
         crate::ast::Output::Fallible { ok, .. } => ok.as_deref()?,
     };
     let tokens = ty.to_token_stream();
-    let pending = matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Pending"));
+    let pending =
+        matches!(ty, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Pending"));
     (find_ident(tokens, "impl").is_none() && !pending).then_some(ty)
 }
 

@@ -125,8 +125,7 @@ impl CatalogItem {
             description: export.description().map(Arc::from),
             parameters: Some(Arc::clone(export.parameters_arc())),
             source: Some(Arc::new(entry.resource().source().clone())),
-            annotations: Some(Arc::clone(export.annotations_arc()))
-                .filter(|a| !a.is_empty()),
+            annotations: Some(Arc::clone(export.annotations_arc())).filter(|a| !a.is_empty()),
             output_schema: export.output_schema().cloned(),
             resolved: Resolved(Some(Arc::clone(entry))),
         }

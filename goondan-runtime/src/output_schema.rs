@@ -131,9 +131,12 @@ fn is_wrapper(schema: &Value) -> bool {
     only_result
         && obj.get("required") == Some(&json!([RESULT_PROPERTY]))
         && obj.get("additionalProperties") == Some(&Value::Bool(false))
-        && obj
-            .keys()
-            .all(|k| matches!(k.as_str(), "$schema" | "$defs" | "type" | "properties" | "required" | "additionalProperties"))
+        && obj.keys().all(|k| {
+            matches!(
+                k.as_str(),
+                "$schema" | "$defs" | "type" | "properties" | "required" | "additionalProperties"
+            )
+        })
 }
 
 /// Serialised as the published schema.

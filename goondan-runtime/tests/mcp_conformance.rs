@@ -76,7 +76,10 @@ fn mcp_conformance_server_scenarios_pass_against_our_streamable_http_server() {
     }
     drop(fixture);
     for (scenario, passed, summary, _) in &report {
-        eprintln!("{scenario}: {} ({summary})", if *passed { "passed" } else { "FAILED" });
+        eprintln!(
+            "{scenario}: {} ({summary})",
+            if *passed { "passed" } else { "FAILED" }
+        );
     }
     let failed: Vec<_> = report.iter().filter(|r| !r.1).collect();
     assert!(

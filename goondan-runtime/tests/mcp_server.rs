@@ -11,10 +11,9 @@ use goondan_runtime::mcp::server::McpServer;
 use goondan_runtime::prelude::*;
 use goondan_runtime::{Export, ToolExecutor, ToolSource, from_fn, handler_fn};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-    ClientCapabilities, ClientConfig, ClientRequest, GetTaskParams, Implementation,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, Request,
-    RequestMetaObject, TaskStatus, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ClientConfig, ClientRequest, GetTaskParams, Implementation, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, Request, RequestMetaObject, TaskStatus, Tool,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -36,9 +35,11 @@ pub mod calc {
     #[export(destructive = false, open_world = false)]
     pub fn div(a: i64, b: i64) -> Result<i64, ToolError> {
         if b == 0 {
-            return Err(ToolError::new(format!("cannot divide {a} by zero{}", ".".repeat(300)))
-                .with_code("E_CALC_DIV_ZERO")
-                .with_suggestion("pass a non-zero `b`"));
+            return Err(
+                ToolError::new(format!("cannot divide {a} by zero{}", ".".repeat(300)))
+                    .with_code("E_CALC_DIV_ZERO")
+                    .with_suggestion("pass a non-zero `b`"),
+            );
         }
         Ok(a / b)
     }
@@ -57,6 +58,7 @@ pub struct Point {
     y: i64,
 }
 
+static WAIT_STARTED: AtomicBool = AtomicBool::new(false);
 static WAIT_CANCELLED: AtomicBool = AtomicBool::new(false);
 static JOB_DROPPED: AtomicUsize = AtomicUsize::new(0);
 
@@ -73,10 +75,18 @@ impl Drop for DropFlag {
 pub mod slow {
     use super::*;
 
-    /// Waits until cancelled.
+    /// Waits until cancelled. The executor stops a cancelled call by dropping its future, so
+    /// the flag is set when the work ends either way.
     pub async fn wait(ctx: &ToolContext) -> String {
+        struct Ended;
+        impl Drop for Ended {
+            fn drop(&mut self) {
+                WAIT_CANCELLED.store(true, Ordering::SeqCst);
+            }
+        }
+        let _ended = Ended;
+        WAIT_STARTED.store(true, Ordering::SeqCst);
         ctx.cancellation().cancelled().await;
-        WAIT_CANCELLED.store(true, Ordering::SeqCst);
         "stopped".to_owned()
     }
 
@@ -239,20 +249,38 @@ async fn mcp_server_lists_the_catalog_in_order_with_goondan_names_in_pages() {
     let first = session.client.list_tools(None).await.expect("tools/list");
     assert_eq!(first.tools.len(), 2);
     assert_eq!(first.next_cursor.as_deref(), Some("2"));
-    let names: Vec<String> = list_all(&session).await.into_iter().map(|t| t.name.to_string()).collect();
+    let names: Vec<String> = list_all(&session)
+        .await
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
     // The Agent's order (slow, then calc), exports in declaration order, names unchanged.
     assert_eq!(
         names,
-        ["slow__wait", "slow__steps", "slow__job", "slow__late", "calc__add", "calc__div", "calc__point"]
+        [
+            "slow__wait",
+            "slow__steps",
+            "slow__job",
+            "slow__late",
+            "calc__add",
+            "calc__div",
+            "calc__point"
+        ]
     );
     assert_eq!(names, server.catalog().names().collect::<Vec<_>>());
     // The same list twice.
-    let again: Vec<String> = list_all(&session).await.into_iter().map(|t| t.name.to_string()).collect();
+    let again: Vec<String> = list_all(&session)
+        .await
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
     assert_eq!(names, again);
     // A cursor we never gave is a protocol error.
     let bad = session
         .client
-        .list_tools(Some(PaginatedRequestParams::default().with_cursor(Some("x".into()))))
+        .list_tools(Some(
+            PaginatedRequestParams::default().with_cursor(Some("x".into())),
+        ))
         .await;
     assert!(bad.is_err());
 }
@@ -270,7 +298,11 @@ async fn mcp_server_refuses_a_tool_outside_the_catalog_with_the_unknown_tool_err
         panic!("expected a JSON-RPC error, got {err:?}");
     };
     assert_eq!(data.code.0, -32602);
-    assert!(data.message.contains("Unknown tool: hidden__secret"), "{}", data.message);
+    assert!(
+        data.message.contains("Unknown tool: hidden__secret"),
+        "{}",
+        data.message
+    );
     let data = data.data.expect("structured error");
     assert_eq!(data["error"]["code"], "E_TOOL_NOT_IN_CATALOG");
 }
@@ -352,7 +384,10 @@ async fn mcp_server_publishes_output_schemas_and_structured_content_valid_agains
     let schema = Value::Object((*add.output_schema.clone().expect("output schema")).clone());
     assert_eq!(schema["type"], "object");
     assert_eq!(schema["properties"]["result"]["type"], "integer");
-    let point = tools.iter().find(|t| t.name == "calc__point").expect("point");
+    let point = tools
+        .iter()
+        .find(|t| t.name == "calc__point")
+        .expect("point");
     let point_schema = Value::Object((*point.output_schema.clone().expect("schema")).clone());
     assert_eq!(point_schema["properties"]["x"]["type"], "integer");
     // No output schema unless the export opts in.
@@ -363,14 +398,28 @@ async fn mcp_server_publishes_output_schemas_and_structured_content_valid_agains
         ("calc__add", json!({"a": 2, "b": 3}), &schema),
         ("calc__point", json!({"x": 1, "y": -1}), &point_schema),
     ] {
-        let r = session.client.call_tool(params(tool, args)).await.expect("ok");
+        let r = session
+            .client
+            .call_tool(params(tool, args))
+            .await
+            .expect("ok");
         let structured = r.structured_content.clone().expect("structured content");
         let validator = jsonschema::validator_for(schema).expect("a valid schema");
-        assert!(validator.is_valid(&structured), "{structured} against {schema}");
+        assert!(
+            validator.is_valid(&structured),
+            "{structured} against {schema}"
+        );
         // The same JSON as text.
-        assert_eq!(serde_json::from_str::<Value>(&text(&r)).expect("json text"), structured);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text(&r)).expect("json text"),
+            structured
+        );
     }
-    let r = session.client.call_tool(params("calc__add", json!({"a": 2, "b": 3}))).await.expect("ok");
+    let r = session
+        .client
+        .call_tool(params("calc__add", json!({"a": 2, "b": 3})))
+        .await
+        .expect("ok");
     assert_eq!(r.structured_content, Some(json!({"result": 5})));
 }
 
@@ -380,9 +429,11 @@ async fn mcp_server_publishes_titles_and_annotations_from_export_yaml_and_regist
     registry
         .register_export(
             "db",
-            Export::new("drop", json!({"type": "object"}), handler_fn(|_ctx, _args| async {
-                Ok::<_, ToolError>(())
-            }))
+            Export::new(
+                "drop",
+                json!({"type": "object"}),
+                handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(()) }),
+            )
             .with_annotations(
                 goondan_runtime::annotations::ExportAnnotations::new()
                     .title("Drop the table")
@@ -397,19 +448,36 @@ async fn mcp_server_publishes_titles_and_annotations_from_export_yaml_and_regist
     assert_eq!(add.title.as_deref(), Some("Add two numbers"));
     let a = add.annotations.clone().expect("annotations");
     assert_eq!(
-        (a.title.as_deref(), a.read_only_hint, a.idempotent_hint, a.destructive_hint),
+        (
+            a.title.as_deref(),
+            a.read_only_hint,
+            a.idempotent_hint,
+            a.destructive_hint
+        ),
         (Some("Add two numbers"), Some(true), Some(true), None)
     );
     let div = tools.iter().find(|t| t.name == "calc__div").expect("div");
     let a = div.annotations.clone().expect("annotations");
-    assert_eq!((a.destructive_hint, a.open_world_hint), (Some(false), Some(false)));
+    assert_eq!(
+        (a.destructive_hint, a.open_world_hint),
+        (Some(false), Some(false))
+    );
     assert!(div.title.is_none());
     // A dynamic registration, served because registered tools join the catalog (CAT-5).
-    let drop = tools.iter().find(|t| t.name == "db__drop").expect("db__drop");
+    let drop = tools
+        .iter()
+        .find(|t| t.name == "db__drop")
+        .expect("db__drop");
     assert_eq!(drop.title.as_deref(), Some("Drop the table"));
-    assert_eq!(drop.annotations.clone().and_then(|a| a.destructive_hint), Some(true));
+    assert_eq!(
+        drop.annotations.clone().and_then(|a| a.destructive_hint),
+        Some(true)
+    );
     // Steps without annotations publish none.
-    let steps = tools.iter().find(|t| t.name == "slow__steps").expect("steps");
+    let steps = tools
+        .iter()
+        .find(|t| t.name == "slow__steps")
+        .expect("steps");
     assert!(steps.annotations.is_none() && steps.title.is_none());
 }
 
@@ -424,12 +492,27 @@ async fn mcp_server_cancelled_notification_cancels_the_tool_context() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .expect("sent");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancel only once the call runs: a cancellation that overtakes its request is dropped.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !WAIT_STARTED.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!WAIT_CANCELLED.load(Ordering::SeqCst));
-    handle.cancel(Some("user pressed stop".into())).await.expect("cancel sent");
+    handle
+        .cancel(Some("user pressed stop".into()))
+        .await
+        .expect("cancel sent");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !WAIT_CANCELLED.load(Ordering::SeqCst) {
-        assert!(tokio::time::Instant::now() < deadline, "the tool's context was not cancelled");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool's context was not cancelled"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -439,9 +522,9 @@ async fn mcp_server_forwards_progress_when_the_client_sent_a_progress_token() {
     let registry = registry();
     let mut session = connect(served(&registry), false).await;
     let mut p = params("slow__steps", json!({"n": 3}));
-    p.meta = Some(RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
-        rmcp::model::NumberOrString::String("tok-1".into()),
-    )));
+    p.meta = Some(RequestMetaObject::with_progress_token(
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("tok-1".into())),
+    ));
     let r = session.client.call_tool(p).await.expect("ok");
     assert_eq!(r.structured_content, Some(json!({"result": 3})));
     let mut seen = Vec::new();
@@ -466,7 +549,10 @@ async fn mcp_server_forwards_progress_when_the_client_sent_a_progress_token() {
         ]
     );
     // rmcp's client puts its own token on every request; every report carries the one sent.
-    assert!(seen.iter().all(|n| n.progress_token == seen[0].progress_token));
+    assert!(
+        seen.iter()
+            .all(|n| n.progress_token == seen[0].progress_token)
+    );
 }
 
 #[tokio::test]
@@ -495,7 +581,10 @@ async fn mcp_server_pending_result_is_a_task_polled_to_the_call_s_result() {
             rmcp::model::TaskPayload::Working => {}
             other => panic!("unexpected {other:?}"),
         }
-        assert!(tokio::time::Instant::now() < deadline, "the task never completed");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never completed"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(result["structuredContent"], json!({"slept": 50}));
@@ -521,12 +610,19 @@ async fn mcp_server_cancelling_a_task_cancels_its_work() {
         .cancel_task(CancelTaskParams::new(id.clone()))
         .await
         .expect("tasks/cancel");
-    let got = session.client.get_task(GetTaskParams::new(id)).await.expect("tasks/get");
+    let got = session
+        .client
+        .get_task(GetTaskParams::new(id))
+        .await
+        .expect("tasks/get");
     assert_eq!(got.task.task.status, TaskStatus::Cancelled);
     // The work itself stopped (its future was dropped), long before its 30 s.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while JOB_DROPPED.load(Ordering::SeqCst) == before {
-        assert!(tokio::time::Instant::now() < deadline, "the work was not cancelled");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the work was not cancelled"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -542,17 +638,29 @@ async fn mcp_server_client_without_tasks_waits_for_a_pending_result_bounded_by_t
         .expect("ok");
     assert_eq!(r.structured_content, Some(json!({"slept": 30})));
     let started = std::time::Instant::now();
-    let r = session.client.call_tool(params("slow__late", json!({}))).await.expect("result");
+    let r = session
+        .client
+        .call_tool(params("slow__late", json!({})))
+        .await
+        .expect("result");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(r.is_error, Some(true));
-    assert_eq!(r.structured_content.expect("structured")["error"]["code"], "E_TOOL_TIMEOUT");
+    assert_eq!(
+        r.structured_content.expect("structured")["error"]["code"],
+        "E_TOOL_TIMEOUT"
+    );
 }
 
 #[tokio::test]
 async fn mcp_server_announces_list_changed_when_a_registration_changes_the_catalog() {
     let registry = registry();
     let mut session = connect(served(&registry), false).await;
-    assert!(!list_all(&session).await.iter().any(|t| t.name == "late__tool"));
+    assert!(
+        !list_all(&session)
+            .await
+            .iter()
+            .any(|t| t.name == "late__tool")
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
     registry
         .register_item(
@@ -567,8 +675,93 @@ async fn mcp_server_announces_list_changed_when_a_registration_changes_the_catal
         .await
         .expect("list_changed within 5 s")
         .expect("a notification");
-    let names: Vec<String> = list_all(&session).await.into_iter().map(|t| t.name.to_string()).collect();
+    let names: Vec<String> = list_all(&session)
+        .await
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
     assert_eq!(names.last().map(String::as_str), Some("late__tool"));
-    let r = session.client.call_tool(params("late__tool", json!({}))).await.expect("ok");
+    let r = session
+        .client
+        .call_tool(params("late__tool", json!({})))
+        .await
+        .expect("ok");
     assert_eq!(text(&r), "late");
+}
+
+const BUNDLE: &str = r#"
+apiVersion: goondan.ai/v1
+kind: Model
+metadata: {name: m}
+spec: {provider: anthropic, model: claude-sonnet-4-5}
+---
+apiVersion: goondan.ai/v1
+kind: Tool
+metadata: {name: calc}
+spec:
+  entry: "rust:calc"
+  exports:
+    - name: add
+      annotations: {title: "Sum", openWorld: false}
+    - name: div
+      annotations: {readOnly: true}
+    - name: point
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: helper}
+spec:
+  modelConfig: {modelRef: "Model/m"}
+  tools: ["Tool/calc"]
+"#;
+
+#[tokio::test]
+async fn mcp_server_serves_an_agent_of_a_bundle_with_its_yaml_annotations() {
+    let bundle = goondan_runtime::Bundle::from_yaml(BUNDLE, "goondan.yaml");
+    assert!(!bundle.has_errors(), "{:?}", bundle.diagnostics());
+    let library = goondan_runtime::ToolLibrary::new([calc::TOOL]);
+    let server = McpServer::for_agent(&bundle, &library, "helper")
+        .expect("the agent")
+        .build()
+        .expect("server");
+    let session = connect(server, false).await;
+    let tools = list_all(&session).await;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    // The Agent's catalog: the exports its Tool resource declares.
+    assert_eq!(names, ["calc__add", "calc__div", "calc__point"]);
+    let add = &tools[0];
+    // The YAML's title wins over the compiled one; hints merge key by key.
+    assert_eq!(add.title.as_deref(), Some("Sum"));
+    let a = add.annotations.clone().expect("annotations");
+    assert_eq!(
+        (a.read_only_hint, a.idempotent_hint, a.open_world_hint),
+        (Some(true), Some(true), Some(false))
+    );
+    let div = tools[1].annotations.clone().expect("annotations");
+    assert_eq!(
+        (
+            div.read_only_hint,
+            div.destructive_hint,
+            div.open_world_hint
+        ),
+        (Some(true), Some(false), Some(false))
+    );
+}
+
+#[test]
+fn mcp_bundle_export_annotations_of_the_wrong_shape_are_reported() {
+    let yaml = BUNDLE.replace(
+        "annotations: {readOnly: true}",
+        "annotations: {readOnly: \"yes\"}",
+    );
+    let bundle = goondan_runtime::Bundle::from_yaml(&yaml, "goondan.yaml");
+    assert!(bundle.has_errors());
+    assert!(
+        bundle
+            .diagnostics()
+            .iter()
+            .any(|d| d.message.contains("`annotations` must be a mapping")),
+        "{:?}",
+        bundle.diagnostics()
+    );
 }

@@ -78,7 +78,9 @@ pub enum McpServerError {
     #[error(transparent)]
     Bundle(#[from] BundleError),
     /// The executor runs over another registry than the one served.
-    #[error("the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`")]
+    #[error(
+        "the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`"
+    )]
     ForeignExecutor,
     /// A published name is given twice.
     #[error("two tools are published as `{name}`")]
@@ -120,7 +122,9 @@ impl Renames {
 
     /// The Goondan name a client's name stands for.
     fn goondan<'a>(&'a self, published: &'a str) -> &'a str {
-        self.goondan.get(published).map_or(published, String::as_str)
+        self.goondan
+            .get(published)
+            .map_or(published, String::as_str)
     }
 }
 
@@ -223,11 +227,7 @@ impl McpServer {
     fn current(&self) -> (bool, Arc<ToolCatalog>) {
         let registry = self.shared.executor.registry();
         let generation = *registry.subscribe_changes().borrow();
-        let mut served = self
-            .shared
-            .served
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut served = self.shared.served.lock().unwrap_or_else(|e| e.into_inner());
         if served.generation == generation {
             return (false, Arc::clone(&served.catalog));
         }
@@ -248,7 +248,9 @@ fn build_catalog(
 ) -> Result<ToolCatalog, CatalogError> {
     match selection {
         Selection::All => Ok(ToolCatalog::all(registry)),
-        Selection::Declared(names) => ToolCatalog::build(registry, names.iter().map(String::as_str)),
+        Selection::Declared(names) => {
+            ToolCatalog::build(registry, names.iter().map(String::as_str))
+        }
     }
 }
 
@@ -331,7 +333,11 @@ impl McpServerBuilder {
     /// Names are unchanged unless you ask: use this only for a client that requires fixed
     /// names that are not `{resource}__{export}` (the conformance suite's `test_simple_text`).
     /// Calls to `published` run `goondan_name` through the executor as usual.
-    pub fn publish_as(mut self, goondan_name: impl Into<String>, published: impl Into<String>) -> Self {
+    pub fn publish_as(
+        mut self,
+        goondan_name: impl Into<String>,
+        published: impl Into<String>,
+    ) -> Self {
         self.renames.push((goondan_name.into(), published.into()));
         self
     }

@@ -5,9 +5,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult,
-    GetTaskParams, GetTaskResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams,
+    GetTaskResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -229,7 +229,11 @@ fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
 fn timed_out(submitted: &ToolCallResult, limit: Duration, name: &str) -> ToolCallResult {
     let err = crate::refusal::timed_out(limit)
         .finish(crate::error::DEFAULT_ERROR_MESSAGE_LIMIT, &help_url_base());
-    tracing::warn!(tool = name, "pending result not ready within {} ms", limit.as_millis());
+    tracing::warn!(
+        tool = name,
+        "pending result not ready within {} ms",
+        limit.as_millis()
+    );
     let mut r = ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err);
     r.status = ToolStatus::Error;
     r

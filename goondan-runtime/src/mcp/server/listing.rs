@@ -54,7 +54,9 @@ pub(super) fn tool_of(item: &CatalogItem, renames: &Renames) -> Tool {
     };
     let mut tool = Tool::new_with_raw(
         Cow::Owned(name),
-        item.description.as_deref().map(|d| Cow::Owned(d.to_owned())),
+        item.description
+            .as_deref()
+            .map(|d| Cow::Owned(d.to_owned())),
         Arc::new(input),
     );
     if let Some(schema) = &item.output_schema

@@ -162,7 +162,10 @@ impl HttpServer {
     }
 
     /// Serves until `ctrl_c` (or any future) resolves, then shuts down.
-    pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
+    pub async fn run_until(
+        self,
+        signal: impl std::future::Future<Output = ()>,
+    ) -> Result<(), ServeError> {
         signal.await;
         self.shutdown().await
     }
