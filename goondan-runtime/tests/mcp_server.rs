@@ -1,6 +1,6 @@
 //! `goondan_runtime::mcp::server` seen by rmcp's own client over an in-process duplex: every
 //! Goondan rule holds over MCP (issue 10, items 1–8).
-
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(feature = "mcp")]
 
 use std::sync::Arc;
