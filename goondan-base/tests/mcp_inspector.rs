@@ -1,6 +1,7 @@
 //! Issue 10, 12(b): the MCP inspector (a real MCP client, in CLI mode) against
 //! `goondan mcp serve` over stdio: it lists our tools, and calls one that succeeds and one
 //! that fails with our structured error.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../goondan-runtime/tests/support/mcp_peers.rs"]
 mod mcp_peers;

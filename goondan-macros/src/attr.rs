@@ -99,8 +99,13 @@ impl Parse for Arg {
 }
 
 /// Parses `key = value, ...`, reporting unknown, duplicate and value-less keys. Returns the
-/// known keys in order, with their values (`None` when missing, already reported).
-fn parse_args(cx: &Ctxt, tokens: TokenStream, allowed: &[&str]) -> Vec<(String, Option<Expr>)> {
+/// known keys in order, with their values (`None` when missing, already reported, or a bare
+/// flag) and the key's token, where errors about a flag go.
+fn parse_args(
+    cx: &Ctxt,
+    tokens: TokenStream,
+    allowed: &[&str],
+) -> Vec<(String, Option<Expr>, Ident)> {
     let args = match Punctuated::<Arg, Token![,]>::parse_terminated.parse2(tokens) {
         Ok(args) => args,
         Err(err) => {
@@ -127,7 +132,7 @@ fn parse_args(cx: &Ctxt, tokens: TokenStream, allowed: &[&str]) -> Vec<(String, 
         if value.is_none() && !FLAG_KEYS.contains(&name.as_str()) {
             cx.error_spanned_by(&key, format!("expected a value: `{}`", example(&name)));
         }
-        out.push((name, value));
+        out.push((name, value, key));
     }
     out
 }
@@ -223,7 +228,7 @@ impl ToolAttr {
     /// Reads the arguments of `#[tool(...)]`.
     pub(crate) fn parse(cx: &Ctxt, tokens: TokenStream) -> Self {
         let mut attr = ToolAttr::default();
-        for (key, value) in parse_args(cx, tokens, TOOL_KEYS) {
+        for (key, value, _) in parse_args(cx, tokens, TOOL_KEYS) {
             attr.name_given |= key == NAME;
             let Some(value) = value else { continue };
             match key.as_str() {
@@ -242,18 +247,15 @@ impl ToolAttr {
 impl ExportAttr {
     fn parse(cx: &Ctxt, tokens: TokenStream) -> Self {
         let mut attr = ExportAttr::default();
-        for (key, value) in parse_args(cx, tokens, EXPORT_KEYS) {
+        for (key, value, ident) in parse_args(cx, tokens, EXPORT_KEYS) {
             match key.as_str() {
                 READ_ONLY => attr.read_only = flag(cx, READ_ONLY, value),
                 DESTRUCTIVE => attr.destructive = flag(cx, DESTRUCTIVE, value),
                 IDEMPOTENT => attr.idempotent = flag(cx, IDEMPOTENT, value),
                 OPEN_WORLD => attr.open_world = flag(cx, OPEN_WORLD, value),
                 OUTPUT_SCHEMA => {
-                    let span = value
-                        .as_ref()
-                        .map_or_else(proc_macro2::Span::call_site, syn::spanned::Spanned::span);
                     if flag(cx, OUTPUT_SCHEMA, value) == Some(true) {
-                        attr.output_schema = Some(syn::Ident::new(OUTPUT_SCHEMA, span));
+                        attr.output_schema = Some(ident);
                     }
                 }
                 _ => {

@@ -5,7 +5,7 @@
 //! resources, prompts, sampling and elicitation are not announced, so their scenarios do not
 //! apply; neither do image, audio and embedded-resource contents, which Goondan outputs (JSON)
 //! never produce.
-
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(feature = "mcp")]
 
 #[path = "support/mcp_peers.rs"]

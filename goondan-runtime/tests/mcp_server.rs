@@ -1,6 +1,6 @@
 //! `goondan_runtime::mcp::server` seen by rmcp's own client over an in-process duplex: every
 //! Goondan rule holds over MCP (issue 10, items 1–8).
-
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(feature = "mcp")]
 
 use std::sync::Arc;
@@ -58,6 +58,7 @@ pub struct Point {
     y: i64,
 }
 
+static WAIT_STARTED: AtomicBool = AtomicBool::new(false);
 static WAIT_CANCELLED: AtomicBool = AtomicBool::new(false);
 static JOB_DROPPED: AtomicUsize = AtomicUsize::new(0);
 
@@ -74,10 +75,18 @@ impl Drop for DropFlag {
 pub mod slow {
     use super::*;
 
-    /// Waits until cancelled.
+    /// Waits until cancelled. The executor stops a cancelled call by dropping its future, so
+    /// the flag is set when the work ends either way.
     pub async fn wait(ctx: &ToolContext) -> String {
+        struct Ended;
+        impl Drop for Ended {
+            fn drop(&mut self) {
+                WAIT_CANCELLED.store(true, Ordering::SeqCst);
+            }
+        }
+        let _ended = Ended;
+        WAIT_STARTED.store(true, Ordering::SeqCst);
         ctx.cancellation().cancelled().await;
-        WAIT_CANCELLED.store(true, Ordering::SeqCst);
         "stopped".to_owned()
     }
 
@@ -483,7 +492,16 @@ async fn mcp_server_cancelled_notification_cancels_the_tool_context() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .expect("sent");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancel only once the call runs: a cancellation that overtakes its request is dropped.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !WAIT_STARTED.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!WAIT_CANCELLED.load(Ordering::SeqCst));
     handle
         .cancel(Some("user pressed stop".into()))
@@ -669,4 +687,81 @@ async fn mcp_server_announces_list_changed_when_a_registration_changes_the_catal
         .await
         .expect("ok");
     assert_eq!(text(&r), "late");
+}
+
+const BUNDLE: &str = r#"
+apiVersion: goondan.ai/v1
+kind: Model
+metadata: {name: m}
+spec: {provider: anthropic, model: claude-sonnet-4-5}
+---
+apiVersion: goondan.ai/v1
+kind: Tool
+metadata: {name: calc}
+spec:
+  entry: "rust:calc"
+  exports:
+    - name: add
+      annotations: {title: "Sum", openWorld: false}
+    - name: div
+      annotations: {readOnly: true}
+    - name: point
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: helper}
+spec:
+  modelConfig: {modelRef: "Model/m"}
+  tools: ["Tool/calc"]
+"#;
+
+#[tokio::test]
+async fn mcp_server_serves_an_agent_of_a_bundle_with_its_yaml_annotations() {
+    let bundle = goondan_runtime::Bundle::from_yaml(BUNDLE, "goondan.yaml");
+    assert!(!bundle.has_errors(), "{:?}", bundle.diagnostics());
+    let library = goondan_runtime::ToolLibrary::new([calc::TOOL]);
+    let server = McpServer::for_agent(&bundle, &library, "helper")
+        .expect("the agent")
+        .build()
+        .expect("server");
+    let session = connect(server, false).await;
+    let tools = list_all(&session).await;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    // The Agent's catalog: the exports its Tool resource declares.
+    assert_eq!(names, ["calc__add", "calc__div", "calc__point"]);
+    let add = &tools[0];
+    // The YAML's title wins over the compiled one; hints merge key by key.
+    assert_eq!(add.title.as_deref(), Some("Sum"));
+    let a = add.annotations.clone().expect("annotations");
+    assert_eq!(
+        (a.read_only_hint, a.idempotent_hint, a.open_world_hint),
+        (Some(true), Some(true), Some(false))
+    );
+    let div = tools[1].annotations.clone().expect("annotations");
+    assert_eq!(
+        (
+            div.read_only_hint,
+            div.destructive_hint,
+            div.open_world_hint
+        ),
+        (Some(true), Some(false), Some(false))
+    );
+}
+
+#[test]
+fn mcp_bundle_export_annotations_of_the_wrong_shape_are_reported() {
+    let yaml = BUNDLE.replace(
+        "annotations: {readOnly: true}",
+        "annotations: {readOnly: \"yes\"}",
+    );
+    let bundle = goondan_runtime::Bundle::from_yaml(&yaml, "goondan.yaml");
+    assert!(bundle.has_errors());
+    assert!(
+        bundle
+            .diagnostics()
+            .iter()
+            .any(|d| d.message.contains("`annotations` must be a mapping")),
+        "{:?}",
+        bundle.diagnostics()
+    );
 }

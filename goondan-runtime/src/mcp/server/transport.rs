@@ -25,7 +25,7 @@ use super::McpServer;
 pub enum ServeError {
     /// The MCP handshake with the client failed.
     #[error("the MCP handshake failed: {0}")]
-    Initialize(#[from] ServerInitializeError),
+    Initialize(#[source] Box<ServerInitializeError>),
     /// The HTTP address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -51,7 +51,9 @@ impl McpServer {
         T: IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        Ok(ServiceExt::serve(self, transport).await?)
+        ServiceExt::serve(self, transport)
+            .await
+            .map_err(|e| ServeError::Initialize(Box::new(e)))
     }
 
     /// Serves the client on this process's stdin and stdout until it disconnects. Nothing
