@@ -54,6 +54,8 @@ pub mod middleware;
 pub mod name;
 pub mod orchestrator;
 pub mod pending;
+#[cfg(feature = "providers")]
+pub mod provider;
 mod refusal;
 pub mod registry;
 pub mod result;

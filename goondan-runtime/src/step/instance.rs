@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::StepError;
-use super::model::{Model, ModelRequest};
+use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepCore, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnCore,
     TurnEnd, TurnMiddleware, TurnNext, TurnOutcome, ordered,
@@ -30,6 +30,8 @@ struct Shared {
     registry: Arc<ToolRegistry>,
     executor: ToolExecutor,
     model: Arc<dyn Model>,
+    system: Option<String>,
+    deltas: Option<DeltaSink>,
     declared: Vec<String>,
     step_chain: Arc<[Arc<dyn StepMiddleware>]>,
     turn_chain: Arc<[Arc<dyn TurnMiddleware>]>,
@@ -110,6 +112,8 @@ impl AgentInstance {
             instance_key: "default".to_owned(),
             registry,
             model,
+            system: None,
+            deltas: None,
             declared: Vec::new(),
             extensions: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS_PER_TURN,
@@ -119,8 +123,8 @@ impl AgentInstance {
         }
     }
 
-    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools` and
-    /// `policy.maxStepsPerTurn`.
+    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools`, its system prompt
+    /// ([`Bundle::system_prompt`]) and `policy.maxStepsPerTurn`.
     pub fn from_bundle(
         bundle: &Bundle,
         agent: &str,
@@ -129,6 +133,9 @@ impl AgentInstance {
     ) -> Result<AgentInstanceBuilder, BundleError> {
         let tools = bundle.agent_tools(agent)?;
         let mut builder = Self::builder(agent, registry, model).tools(tools);
+        if let Some(system) = bundle.system_prompt(agent)? {
+            builder = builder.system_prompt(system);
+        }
         if let Some(n) = bundle.max_steps_per_turn(agent) {
             builder = builder.max_steps_per_turn(n);
         }
@@ -242,6 +249,8 @@ pub struct AgentInstanceBuilder {
     instance_key: String,
     registry: Arc<ToolRegistry>,
     model: Arc<dyn Model>,
+    system: Option<String>,
+    deltas: Option<DeltaSink>,
     declared: Vec<String>,
     extensions: Vec<Arc<dyn Extension>>,
     max_steps: usize,
@@ -254,6 +263,19 @@ impl AgentInstanceBuilder {
     /// The Agent's `spec.tools`: resource names, in order (CAT-2).
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
         self.declared = resources.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The system prompt every Step sends the model.
+    pub fn system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.system = Some(text.into());
+        self
+    }
+
+    /// Where a streaming model sends the answer's text while it is written
+    /// ([`ModelRequest::deltas`]): a terminal shows it as it comes.
+    pub fn deltas(mut self, sink: DeltaSink) -> Self {
+        self.deltas = Some(sink);
         self
     }
 
@@ -330,6 +352,8 @@ impl AgentInstanceBuilder {
                 registry: self.registry,
                 executor: executor.build(),
                 model: self.model,
+                system: self.system,
+                deltas: self.deltas,
                 declared: self.declared,
                 step_chain: ordered(api.pipeline.step),
                 turn_chain: ordered(api.pipeline.turn),
@@ -428,13 +452,17 @@ impl StepCore for StepRunner {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
             let request = ModelRequest {
+                system: shared.system.clone(),
                 agent_name: step.agent_name.clone(),
                 turn_id: step.turn_id.clone(),
                 step: step.step,
                 messages: step.messages.as_ref().clone(),
                 catalog: step.tool_catalog,
+                deltas: shared.deltas.clone(),
+                cancellation: tokio_util::sync::CancellationToken::new(),
             };
             let response = shared.model.respond(&request).await?;
+            let usage = response.usage;
             let catalog = request.catalog;
             let assistant =
                 Message::assistant(fresh_id("msg"), response.content, response.tool_calls);
@@ -468,6 +496,7 @@ impl StepCore for StepRunner {
                 catalog,
                 assistant,
                 results,
+                usage,
             })
         })
     }

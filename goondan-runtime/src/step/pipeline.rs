@@ -75,6 +75,8 @@ pub struct StepResult {
     pub assistant: Message,
     /// One result per call, in call order.
     pub results: Vec<ToolCallResult>,
+    /// The tokens the model used for this Step, when its provider reports them.
+    pub usage: Option<super::TokenUsage>,
 }
 
 /// A `step` middleware.
