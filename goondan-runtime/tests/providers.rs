@@ -795,11 +795,15 @@ fn turn_replies(p: Provider) -> [Reply; 2] {
             e.extend(anthropic_end("tool_use", 5));
             e
         }
-        Provider::Gemini => vec![gemini_chunk(
-            json!([{"functionCall": {"name": "calc__add", "args": {"a": 2, "b": 3}}}]),
-            Some("STOP"),
-            Some((10, 5)),
-        )],
+        Provider::Gemini => vec![
+            gemini_chunk(json!([{"text": "Adding", "thought": true}]), None, None),
+            gemini_chunk(
+                json!([{"functionCall": {"name": "calc__add", "args": {"a": 2, "b": 3}},
+                        "thoughtSignature": "c2lnbmF0dXJlLTE="}]),
+                Some("STOP"),
+                Some((10, 5)),
+            ),
+        ],
     };
     [Reply::sse(&call), text_stream(p, &["2 + 3 = ", "5"])]
 }
@@ -845,10 +849,14 @@ fn assert_result_sent(p: Provider, body: &Value) {
         Provider::Gemini => {
             let c = body["contents"].as_array().unwrap();
             assert_eq!(c[1]["role"], "model");
+            // The answer's parts go back as they came: the thought, and the call with its
+            // thought signature.
+            assert_eq!(c[1]["parts"][0], json!({"text": "Adding", "thought": true}));
             assert_eq!(
-                c[1]["parts"][0]["functionCall"],
+                c[1]["parts"][1]["functionCall"],
                 json!({"name": "calc__add", "args": {"a": 2, "b": 3}})
             );
+            assert_eq!(c[1]["parts"][1]["thoughtSignature"], "c2lnbmF0dXJlLTE=");
             assert_eq!(
                 c[2]["parts"][0],
                 json!({"functionResponse": {"name": "calc__add", "response": {"output": 5}}})

@@ -47,7 +47,7 @@ pub(crate) fn body(
                 "user",
                 vec![json!({"type": "text", "text": text})],
             ),
-            Turn::Assistant { text, calls } => {
+            Turn::Assistant { text, calls, .. } => {
                 let mut blocks = Vec::new();
                 if let Some(t) = text {
                     blocks.push(json!({"type": "text", "text": t}));
@@ -126,6 +126,7 @@ pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
         content: non_empty(text),
         tool_calls,
         usage,
+        metadata: Map::new(),
     })
 }
 
@@ -288,6 +289,7 @@ impl Stream {
             content: non_empty(text),
             tool_calls,
             usage: self.usage,
+            metadata: Map::new(),
         })
     }
 }

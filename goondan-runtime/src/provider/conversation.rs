@@ -15,6 +15,7 @@ pub(crate) enum Turn<'a> {
     Assistant {
         text: Option<&'a str>,
         calls: &'a [ToolCall],
+        metadata: &'a serde_json::Map<String, Value>,
     },
     /// The result of a call.
     Result(ToolCallResult),
@@ -30,6 +31,7 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
             "assistant" => Some(Turn::Assistant {
                 text: m.content.as_deref().filter(|t| !t.is_empty()),
                 calls: &m.tool_calls,
+                metadata: &m.metadata,
             }),
             "tool" => Some(Turn::Result(tool_result(m))),
             _ => m.content.as_deref().map(Turn::User),

@@ -16,6 +16,11 @@ use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse
 
 const P: Provider = Provider::Gemini;
 
+/// The assistant message's metadata key holding the answer's parts as Gemini sent them, so
+/// the next request carries them back unchanged (function calls with their
+/// `thoughtSignature`, which Gemini requires with thinking models).
+pub(crate) const PARTS: &str = "geminiParts";
+
 /// The endpoint for `model`.
 pub(crate) fn url(base: &str, model: &str, stream: bool) -> String {
     let model = model.strip_prefix("models/").unwrap_or(model);
@@ -43,7 +48,16 @@ pub(crate) fn body(config: &ProviderConfig, request: &ModelRequest) -> Result<Va
     for turn in turns(&request.messages) {
         match turn {
             Turn::User(text) => push(&mut contents, "user", vec![json!({"text": text})]),
-            Turn::Assistant { text, calls } => {
+            Turn::Assistant { metadata: m, .. } if m.get(PARTS).is_some_and(Value::is_array) => {
+                // The answer's own parts, thought signatures included, as Gemini asks.
+                let parts = m
+                    .get(PARTS)
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                push(&mut contents, "model", parts);
+            }
+            Turn::Assistant { text, calls, .. } => {
                 let mut parts = Vec::new();
                 if let Some(t) = text {
                     parts.push(json!({"text": t}));
@@ -119,6 +133,8 @@ fn usage(value: &Value) -> Option<TokenUsage> {
 pub(crate) struct Stream {
     text: String,
     calls: Vec<Value>,
+    /// Every part, adjacent text parts merged.
+    parts: Vec<Value>,
     usage: Option<TokenUsage>,
 }
 
@@ -147,6 +163,7 @@ impl Stream {
             }
         };
         for part in parts {
+            self.keep(part);
             if let Some(call) = part.get("functionCall") {
                 if let Some(s) = sink {
                     let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -174,14 +191,41 @@ impl Stream {
         Ok(())
     }
 
+    /// Keeps a part for the next request; a plain text part is joined to a plain text part
+    /// before it.
+    fn keep(&mut self, part: &Value) {
+        let plain = |p: &Value| {
+            p.as_object()
+                .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
+        };
+        if plain(part)
+            && let Some(last) = self.parts.last_mut()
+            && plain(last)
+        {
+            let joined = format!(
+                "{}{}",
+                last["text"].as_str().unwrap_or_default(),
+                part["text"].as_str().unwrap_or_default()
+            );
+            last["text"] = Value::String(joined);
+            return;
+        }
+        self.parts.push(part.clone());
+    }
+
     /// The answer.
     pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
         let tool_calls = gemini::parse_calls(&Value::Array(self.calls))
             .map_err(|e| malformed(P, e.to_string()))?;
+        let mut metadata = Map::new();
+        if !self.parts.is_empty() {
+            metadata.insert(PARTS.into(), Value::Array(self.parts));
+        }
         Ok(ModelResponse {
             content: non_empty(self.text),
             tool_calls,
             usage: self.usage,
+            metadata,
         })
     }
 }

@@ -30,7 +30,7 @@ pub(crate) fn body(
     for turn in turns(&request.messages) {
         messages.push(match turn {
             Turn::User(text) => json!({"role": "user", "content": text}),
-            Turn::Assistant { text, calls } => {
+            Turn::Assistant { text, calls, .. } => {
                 let mut m = Map::new();
                 m.insert("role".into(), "assistant".into());
                 m.insert("content".into(), text.map_or(Value::Null, Value::from));
@@ -105,6 +105,7 @@ pub(crate) fn parse(value: &Value, catalog: &ToolCatalog) -> Result<ModelRespons
             .and_then(non_empty),
         tool_calls,
         usage: usage(value),
+        metadata: Map::new(),
     })
 }
 
@@ -213,6 +214,7 @@ impl Stream {
             content: non_empty(self.text),
             tool_calls,
             usage: self.usage,
+            metadata: Map::new(),
         })
     }
 }

@@ -31,7 +31,7 @@ pub(crate) fn body(
             Turn::User(text) => {
                 input.push(json!({"type": "message", "role": "user", "content": text}));
             }
-            Turn::Assistant { text, calls } => {
+            Turn::Assistant { text, calls, .. } => {
                 if let Some(t) = text {
                     input.push(json!({"type": "message", "role": "assistant", "content": t}));
                 }
@@ -99,6 +99,7 @@ pub(crate) fn parse(value: &Value, catalog: &ToolCatalog) -> Result<ModelRespons
         content: non_empty(text),
         tool_calls,
         usage: usage(value),
+        metadata: Map::new(),
     })
 }
 
@@ -225,6 +226,7 @@ impl Stream {
             content: non_empty(self.text),
             tool_calls,
             usage: self.usage,
+            metadata: Map::new(),
         })
     }
 }

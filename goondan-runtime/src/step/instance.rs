@@ -464,8 +464,9 @@ impl StepCore for StepRunner {
             let response = shared.model.respond(&request).await?;
             let usage = response.usage;
             let catalog = request.catalog;
-            let assistant =
+            let mut assistant =
                 Message::assistant(fresh_id("msg"), response.content, response.tool_calls);
+            assistant.metadata = response.metadata;
             // CTX-5: every call of this Step sees the assistant message that holds it.
             let mut ctx = ToolContext::builder(shared.workdir.clone())
                 .agent_name(step.agent_name.clone())

@@ -112,6 +112,9 @@ pub struct ModelResponse {
     pub tool_calls: Vec<ToolCall>,
     /// The tokens used, when the provider reports them.
     pub usage: Option<TokenUsage>,
+    /// What the provider needs to see again with this answer on the next request (Gemini's
+    /// thought signatures, say): the step loop keeps it as the assistant message's metadata.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ModelResponse {
@@ -121,6 +124,7 @@ impl ModelResponse {
             content: Some(content.into()),
             tool_calls: Vec::new(),
             usage: None,
+            metadata: serde_json::Map::new(),
         }
     }
 
@@ -130,6 +134,7 @@ impl ModelResponse {
             content: None,
             tool_calls: calls.into_iter().collect(),
             usage: None,
+            metadata: serde_json::Map::new(),
         }
     }
 }
