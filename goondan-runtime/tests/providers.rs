@@ -582,6 +582,22 @@ async fn a_malformed_chunk_is_a_structured_error_for_every_provider() {
 }
 
 #[tokio::test]
+async fn a_stream_cut_before_its_closing_event_is_an_error_for_every_provider() {
+    for p in ALL {
+        // The first two events of three-piece answers: no closing event.
+        let mut reply = text_stream(p, &["Hel", "lo", "!"]);
+        reply.pieces.truncate(2);
+        let server = ReplayServer::start([reply]).await;
+        let model = ProviderModel::new(config(p, &server)).unwrap();
+        let err = model.respond(&request(None)).await.unwrap_err();
+        assert!(
+            matches!(&err, ModelError::Malformed { message, .. } if message.contains("the stream ended before")),
+            "{p}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_429_with_retry_after_is_waited_for_then_the_answer_comes() {
     let errors = [
         (

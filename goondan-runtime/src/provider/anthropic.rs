@@ -145,6 +145,7 @@ enum Block {
 pub(crate) struct Stream {
     blocks: BTreeMap<u64, Block>,
     usage: Option<TokenUsage>,
+    complete: bool,
 }
 
 impl Stream {
@@ -263,7 +264,10 @@ impl Stream {
                     }
                 }
             }
-            "message_stop" => return Ok(true),
+            "message_stop" => {
+                self.complete = true;
+                return Ok(true);
+            }
             _ => {}
         }
         Ok(false)
@@ -271,6 +275,9 @@ impl Stream {
 
     /// The answer.
     pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before `message_stop`"));
+        }
         let mut text = String::new();
         let mut content = Vec::new();
         for block in self.blocks.into_values() {

@@ -136,6 +136,8 @@ pub(crate) struct Stream {
     /// Every part, adjacent text parts merged.
     parts: Vec<Value>,
     usage: Option<TokenUsage>,
+    /// A `finishReason` arrived: the answer is whole.
+    complete: bool,
 }
 
 impl Stream {
@@ -151,6 +153,11 @@ impl Stream {
         }
         if let Some(u) = usage(v) {
             self.usage = Some(u);
+        }
+        if v.pointer("/candidates/0/finishReason")
+            .is_some_and(Value::is_string)
+        {
+            self.complete = true;
         }
         let parts = match v.pointer("/candidates/0/content/parts") {
             None => return Ok(()),
@@ -215,6 +222,9 @@ impl Stream {
 
     /// The answer.
     pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before a `finishReason`"));
+        }
         let tool_calls = gemini::parse_calls(&Value::Array(self.calls))
             .map_err(|e| malformed(P, e.to_string()))?;
         let mut metadata = Map::new();
@@ -244,5 +254,6 @@ pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
     }
     let mut s = Stream::default();
     s.chunk(value, None)?;
+    s.complete = true;
     s.finish()
 }

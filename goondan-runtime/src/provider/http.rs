@@ -123,7 +123,7 @@ impl Call<'_> {
             message: error_message(&text),
             attempts: attempt,
         };
-        if status.as_u16() == 429 || status.is_server_error() {
+        if matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error() {
             Err(Failure::Retry { error, advice })
         } else {
             Err(Failure::Final(error))

@@ -15,9 +15,10 @@
 //! assembled from their pieces, and the calls are read by the dialect. Token usage is reported
 //! in [`ModelResponse::usage`].
 //!
-//! A request is retried ([`RetryPolicy`]) on 429, 5xx, timeouts and connection failures,
-//! waiting what the provider's `retry-after` says, or an exponential backoff; nothing is
-//! retried once a streamed answer has begun. Every wait for the provider (the answer's head,
+//! A request is retried ([`RetryPolicy`]) on 408, 409, 429, 5xx, timeouts and connection
+//! failures, waiting what the provider's `retry-after` says, or an exponential backoff;
+//! nothing is retried once a streamed answer has begun. A stream that ends before the
+//! provider's closing event is a [`ModelError::Malformed`], never a silently cut answer. Every wait for the provider (the answer's head,
 //! each next piece of a stream, a whole unstreamed body) is bounded by the timeout. A request
 //! stops at once when its [`ModelRequest::cancellation`] is cancelled or its future dropped.
 //!
@@ -241,7 +242,7 @@ impl ProviderConfig {
         self
     }
 
-    fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         self.base_url
             .as_deref()
             .unwrap_or(self.provider.default_base_url())

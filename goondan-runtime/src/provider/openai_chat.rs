@@ -59,7 +59,14 @@ pub(crate) fn body(
         body.insert("temperature".into(), json!(t));
     }
     if let Some(n) = config.max_tokens {
-        body.insert("max_tokens".into(), json!(n));
+        // OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
+        // `max_tokens`); the servers that speak its format at other addresses read `max_tokens`.
+        let field = if config.base().starts_with("https://api.openai.com") {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body.insert(field.into(), json!(n));
     }
     body.insert("stream".into(), Value::Bool(stream));
     if stream {
@@ -123,6 +130,8 @@ pub(crate) struct Stream {
     text: String,
     calls: Vec<PartialCall>,
     usage: Option<TokenUsage>,
+    /// `[DONE]` or a `finish_reason` arrived: the answer is whole.
+    complete: bool,
 }
 
 impl Stream {
@@ -133,6 +142,7 @@ impl Stream {
         sink: Option<&DeltaSink>,
     ) -> Result<bool, ModelError> {
         if e.data.trim() == "[DONE]" {
+            self.complete = true;
             return Ok(true);
         }
         let chunk = event_json(P, &e.data)?;
@@ -141,6 +151,12 @@ impl Stream {
         }
         if let Some(u) = usage(&chunk) {
             self.usage = Some(u);
+        }
+        if chunk
+            .pointer("/choices/0/finish_reason")
+            .is_some_and(Value::is_string)
+        {
+            self.complete = true;
         }
         let Some(delta) = chunk.pointer("/choices/0/delta") else {
             return Ok(false);
@@ -193,6 +209,12 @@ impl Stream {
 
     /// The answer.
     pub(crate) fn finish(self, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if !self.complete {
+            return Err(malformed(
+                P,
+                "the stream ended before `[DONE]` or a `finish_reason`",
+            ));
+        }
         let calls: Vec<Value> = self
             .calls
             .into_iter()
@@ -216,5 +238,39 @@ impl Stream {
             usage: self.usage,
             metadata: Map::new(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            system: None,
+            agent_name: "a".into(),
+            turn_id: "t".into(),
+            step: 0,
+            messages: Vec::new(),
+            catalog: ToolCatalog::new(),
+            deltas: None,
+            cancellation: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn the_token_limit_is_max_completion_tokens_for_openai_and_max_tokens_elsewhere() {
+        let openai = ProviderConfig::new(P, "gpt").max_tokens(100);
+        let sent = body(&openai, &request(), true).unwrap_or_default();
+        assert_eq!(sent["max_completion_tokens"], 100);
+        assert!(sent.get("max_tokens").is_none());
+        let local = openai.base_url("http://127.0.0.1:11434/v1");
+        let sent = body(&local, &request(), false).unwrap_or_default();
+        assert_eq!(sent["max_tokens"], 100);
+        assert!(
+            sent.get("tools").is_none(),
+            "no tools field for an empty catalog"
+        );
+        assert!(sent.get("stream_options").is_none());
     }
 }

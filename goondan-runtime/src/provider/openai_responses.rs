@@ -116,6 +116,7 @@ pub(crate) struct Stream {
     text: String,
     calls: BTreeMap<u64, PartialCall>,
     usage: Option<TokenUsage>,
+    complete: bool,
 }
 
 impl Stream {
@@ -196,6 +197,7 @@ impl Stream {
             }
             "response.completed" => {
                 self.usage = v.get("response").and_then(usage);
+                self.complete = true;
                 return Ok(true);
             }
             "response.failed" | "response.incomplete" => {
@@ -212,6 +214,9 @@ impl Stream {
 
     /// The answer.
     pub(crate) fn finish(self, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before `response.completed`"));
+        }
         let items: Vec<Value> = self
             .calls
             .into_values()
