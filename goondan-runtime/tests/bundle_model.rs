@@ -99,8 +99,11 @@ fn the_system_prompt_is_the_inline_prompt_then_the_system_ref_file() {
     assert_eq!(bundle.system_prompt("b").unwrap(), None);
 }
 
+#[cfg(feature = "providers")]
 #[tokio::test]
 async fn the_model_factory_gives_an_agent_whose_model_cannot_be_built_a_model_that_says_why() {
+    use goondan_runtime::ToolCatalog;
+    use goondan_runtime::step::{ModelError, ModelRequest};
     let yaml = format!(
         "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {{name: m}}\nspec:\n  provider: openai\n  model: gpt\n  apiKey: {{valueFrom: {{env: GOONDAN_TEST_UNSET_KEY_VARIABLE}}}}\n{AGENT}"
     );

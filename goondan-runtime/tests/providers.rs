@@ -1,6 +1,7 @@
 //! Model providers against a replay server on 127.0.0.1: each provider's recorded answers
 //! (written from its API reference), streamed and not, parallel tool calls, a malformed chunk,
 //! retries on 429 and 5xx, the timeout, cancellation, and a whole Turn of the step loop.
+#![cfg(feature = "providers")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod replay;
