@@ -2,9 +2,7 @@
 //! `modelRef`, the Agent's system prompt, and the models a bundle gives its agents.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use goondan_runtime::ToolCatalog;
 use goondan_runtime::bundle::{Bundle, BundleError, Severity};
-use goondan_runtime::step::{ModelError, ModelRequest};
 
 const AGENT: &str = "---
 apiVersion: goondan.ai/v1
