@@ -910,6 +910,8 @@ async fn the_step_loop_runs_a_whole_turn_through_every_provider() {
         assert_eq!(turn.answer(), Some("2 + 3 = 5"), "{p}");
         assert!(streamed.lock().unwrap().ends_with("2 + 3 = 5"), "{p}");
         assert_eq!(turn.steps[1].usage.map(|u| u.total()), Some(15), "{p}");
+        let step_one = turn.steps[0].usage.map(|u| u.total()).unwrap_or(0);
+        assert_eq!(turn.usage().map(|u| u.total()), Some(step_one + 15), "{p}");
         let requests = server.requests();
         assert_eq!(requests.len(), 2, "{p}");
         assert_result_sent(p, &requests[1].body);

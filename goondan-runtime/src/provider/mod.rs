@@ -339,7 +339,7 @@ impl ProviderModel {
                 Provider::Gemini => gemini::parse(&value),
             };
         }
-        let mut events = sse::Events::new(response, &call);
+        let mut events = sse::Events::new(response, &call, attempts);
         let sink = request.deltas.as_ref();
         match provider {
             Provider::OpenAiChat => {
@@ -408,11 +408,34 @@ impl Model for ProviderModel {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         Box::pin(async move {
             let cancel = request.cancellation.clone();
-            tokio::select! {
+            let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err(ModelError::Cancelled),
                 answer = self.answer(request) => answer,
+            };
+            match &answer {
+                Ok(r) => tracing::debug!(
+                    target: "goondan::provider",
+                    provider = self.config.provider.as_str(),
+                    model = %self.config.model,
+                    agent = %request.agent_name,
+                    step = request.step,
+                    calls = r.tool_calls.len(),
+                    input_tokens = r.usage.map(|u| u.input_tokens),
+                    output_tokens = r.usage.map(|u| u.output_tokens),
+                    "provider.answer"
+                ),
+                Err(e) => tracing::warn!(
+                    target: "goondan::provider",
+                    provider = self.config.provider.as_str(),
+                    model = %self.config.model,
+                    agent = %request.agent_name,
+                    step = request.step,
+                    error = %e,
+                    "provider.failed"
+                ),
             }
+            answer
         })
     }
 }

@@ -21,14 +21,17 @@ type Inner = Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error
 pub(crate) struct Events<'a> {
     inner: Inner,
     call: &'a Call<'a>,
+    attempts: u32,
 }
 
 impl<'a> Events<'a> {
-    pub(crate) fn new(response: reqwest::Response, call: &'a Call<'a>) -> Self {
+    /// The events of `response`, the answer to `call` after `attempts` requests.
+    pub(crate) fn new(response: reqwest::Response, call: &'a Call<'a>, attempts: u32) -> Self {
         let inner = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
         Self {
             inner: Box::pin(inner),
             call,
+            attempts,
         }
     }
 
@@ -37,7 +40,7 @@ impl<'a> Events<'a> {
         loop {
             let item = tokio::time::timeout(self.call.timeout, self.inner.next())
                 .await
-                .map_err(|_| self.call.timed_out(1))?;
+                .map_err(|_| self.call.timed_out(self.attempts))?;
             let sse = match item {
                 None => return Ok(None),
                 Some(Err(e)) => {

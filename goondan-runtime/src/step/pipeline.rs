@@ -218,6 +218,17 @@ impl TurnOutcome {
     pub fn answer(&self) -> Option<&str> {
         self.steps.last()?.assistant.content.as_deref()
     }
+
+    /// The tokens of every Step added up; `None` when no Step's provider reported any.
+    pub fn usage(&self) -> Option<super::TokenUsage> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.usage)
+            .reduce(|a, b| super::TokenUsage {
+                input_tokens: a.input_tokens.saturating_add(b.input_tokens),
+                output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+            })
+    }
 }
 
 /// A `turn` middleware.
