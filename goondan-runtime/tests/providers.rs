@@ -549,6 +549,34 @@ async fn every_provider_assembles_parallel_tool_calls_from_streamed_argument_pie
 }
 
 #[tokio::test]
+async fn chat_tool_call_deltas_without_an_index_are_assembled_by_their_ids() {
+    // Some servers that speak Chat Completions send each call whole, without `index`.
+    let reply = Reply::sse(&[
+        chat_chunk(
+            &json!({"role": "assistant", "tool_calls": [{"id": "call_a", "type": "function",
+            "function": {"name": "calc__add", "arguments": "{\"a\": 2, \"b\": 3}"}}]}),
+            None,
+        ),
+        chat_chunk(
+            &json!({"tool_calls": [{"id": "call_b", "type": "function",
+            "function": {"name": "calc__add", "arguments": "{\"a\": 10, "}}]}),
+            None,
+        ),
+        chat_chunk(
+            &json!({"tool_calls": [{"function": {"arguments": "\"b\": 20}"}}]}),
+            None,
+        ),
+        chat_chunk(&json!({}), Some("tool_calls")),
+        chat_usage(20, 9),
+        "data: [DONE]".into(),
+    ]);
+    let server = ReplayServer::start([reply]).await;
+    let model = ProviderModel::new(config(Provider::OpenAiChat, &server)).unwrap();
+    let response = model.respond(&request(None)).await.unwrap();
+    assert_two_calls(Provider::OpenAiChat, &response);
+}
+
+#[tokio::test]
 async fn every_provider_reads_parallel_tool_calls_from_an_unstreamed_answer() {
     for p in ALL {
         let server = ReplayServer::start([calls_json(p)]).await;

@@ -175,12 +175,24 @@ impl Stream {
             Some(_) => return Err(malformed(P, "`delta.tool_calls` is not an array")),
         };
         for piece in pieces {
-            let index = piece
-                .get("index")
-                .and_then(Value::as_u64)
-                .and_then(|i| usize::try_from(i).ok())
-                .filter(|i| *i < 1024)
-                .ok_or_else(|| malformed(P, "a tool-call delta has no valid `index`"))?;
+            let index = match piece.get("index") {
+                Some(i) => i
+                    .as_u64()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .filter(|i| *i < 1024)
+                    .ok_or_else(|| {
+                        malformed(P, format!("a tool-call delta has the bad `index` {i}"))
+                    })?,
+                // Some servers leave `index` out: a new id starts a new call, anything else
+                // continues the last one.
+                None => {
+                    let id = piece.get("id").and_then(Value::as_str);
+                    match self.calls.last() {
+                        Some(last) if id.is_none_or(|id| id == last.id) => self.calls.len() - 1,
+                        _ => self.calls.len(),
+                    }
+                }
+            };
             if self.calls.len() <= index {
                 self.calls.resize_with(index + 1, PartialCall::default);
             }
