@@ -15,8 +15,8 @@ use goondan_runtime::provider::{
     ApiKey, Provider, ProviderConfig, ProviderModel, RetryPolicy, for_agent,
 };
 use goondan_runtime::step::{
-    AgentInstance, DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage,
-    TurnEnd,
+    AgentInstance, DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, StepError,
+    TokenUsage, TurnEnd,
 };
 use goondan_runtime::{Message, Model, ToolCatalog};
 use replay::{ReplayServer, Reply, data, named};
@@ -772,6 +772,45 @@ async fn a_cancelled_request_stops_at_once() {
     let err = model.respond(&req).await.unwrap_err();
     assert_eq!(err, ModelError::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_stops_its_model_request_and_the_next_turn_runs() {
+    let server = ReplayServer::start([
+        text_stream(Provider::OpenAiChat, &["too late"]).delay(Duration::from_secs(5)),
+        text_stream(Provider::OpenAiChat, &["second"]),
+    ])
+    .await;
+    let model = Arc::new(ProviderModel::new(config(Provider::OpenAiChat, &server)).unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("adder", registry(), model)
+        .tools(["calc"])
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    let token = CancellationToken::new();
+    tokio::spawn({
+        let token = token.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            token.cancel();
+        }
+    });
+    let started = Instant::now();
+    let err = agent
+        .run_turn_cancellable("first", token)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StepError::Model(ModelError::Cancelled)),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let turn = agent
+        .run_turn_cancellable("second", CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(turn.answer(), Some("second"));
 }
 
 #[tokio::test]

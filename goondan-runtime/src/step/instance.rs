@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::StepError;
 use super::model::{DeltaSink, Model, ModelRequest};
@@ -213,6 +214,32 @@ impl AgentInstance {
         input: impl Into<String>,
         trace_id: impl Into<String>,
     ) -> Result<TurnOutcome, StepError> {
+        self.run_turn_with(input, trace_id.into(), CancellationToken::new())
+            .await
+    }
+
+    /// Runs one Turn, like [`run_turn`](Self::run_turn), that stops when `cancellation` is
+    /// cancelled: the model request in flight ends at once with [`ModelError::Cancelled`]
+    /// (a [`StepError::Model`]), the Step's tool calls see it in `ctx.cancellation()`, and no
+    /// further Step starts. The instance stays usable for the next Turn (a person pressing
+    /// Ctrl-C cancels one answer, not the session).
+    ///
+    /// [`ModelError::Cancelled`]: super::ModelError::Cancelled
+    pub async fn run_turn_cancellable(
+        &self,
+        input: impl Into<String>,
+        cancellation: CancellationToken,
+    ) -> Result<TurnOutcome, StepError> {
+        self.run_turn_with(input, fresh_id("trace"), cancellation)
+            .await
+    }
+
+    async fn run_turn_with(
+        &self,
+        input: impl Into<String>,
+        trace_id: String,
+        cancellation: CancellationToken,
+    ) -> Result<TurnOutcome, StepError> {
         let turn_id = fresh_id("turn");
         let input = Message {
             id: fresh_id("msg"),
@@ -227,7 +254,8 @@ impl AgentInstance {
             metadata: serde_json::Map::new(),
             agent_name: self.shared.agent_name.clone(),
             turn_id,
-            trace_id: trace_id.into(),
+            trace_id,
+            cancellation,
         };
         let span = tracing::info_span!(
             "turn",
@@ -376,6 +404,9 @@ impl TurnCore for TurnRunner {
             shared.conversation().push(turn.input);
             let mut steps = Vec::new();
             for index in 0..shared.max_steps {
+                if turn.cancellation.is_cancelled() {
+                    return Err(StepError::Model(super::ModelError::Cancelled));
+                }
                 let catalog = ToolCatalog::build(
                     &shared.registry,
                     shared.declared.iter().map(String::as_str),
@@ -389,6 +420,7 @@ impl TurnCore for TurnRunner {
                     trace_id: turn.trace_id.clone(),
                     step: index,
                     messages: Arc::new(shared.conversation().clone()),
+                    cancellation: turn.cancellation.clone(),
                 };
                 let core = Arc::new(StepRunner(Arc::clone(&shared)));
                 let result = StepNext::new(Arc::clone(&shared.step_chain), core)
@@ -459,7 +491,7 @@ impl StepCore for StepRunner {
                 messages: step.messages.as_ref().clone(),
                 catalog: step.tool_catalog,
                 deltas: shared.deltas.clone(),
-                cancellation: tokio_util::sync::CancellationToken::new(),
+                cancellation: step.cancellation.clone(),
             };
             let response = shared.model.respond(&request).await?;
             let usage = response.usage;
@@ -473,6 +505,7 @@ impl StepCore for StepRunner {
                 .instance_key(step.instance_key.clone())
                 .turn_id(step.turn_id.clone())
                 .trace_id(step.trace_id.clone())
+                .cancellation(step.cancellation.clone())
                 .message(assistant.clone());
             if let Some(runtime) = &shared.runtime {
                 ctx = ctx.runtime(Arc::clone(runtime));

@@ -29,6 +29,7 @@ pub struct StepContext {
     pub(crate) trace_id: String,
     pub(crate) step: usize,
     pub(crate) messages: Arc<Vec<Message>>,
+    pub(crate) cancellation: tokio_util::sync::CancellationToken,
 }
 
 impl StepContext {
@@ -60,6 +61,12 @@ impl StepContext {
     /// The conversation before this Step.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// The Turn's cancellation: cancelled, the model request stops and the Step's tool calls
+    /// see it in `ctx.cancellation()`.
+    pub fn cancellation(&self) -> &tokio_util::sync::CancellationToken {
+        &self.cancellation
     }
 }
 
@@ -171,6 +178,7 @@ pub struct TurnContext {
     pub(crate) agent_name: String,
     pub(crate) turn_id: String,
     pub(crate) trace_id: String,
+    pub(crate) cancellation: tokio_util::sync::CancellationToken,
 }
 
 impl TurnContext {
@@ -188,6 +196,11 @@ impl TurnContext {
     /// fresh one. Every Step and tool call of the Turn carries it.
     pub fn trace_id(&self) -> &str {
         &self.trace_id
+    }
+
+    /// The Turn's cancellation ([`AgentInstance::run_turn_cancellable`](super::AgentInstance::run_turn_cancellable)).
+    pub fn cancellation(&self) -> &tokio_util::sync::CancellationToken {
+        &self.cancellation
     }
 }
 
