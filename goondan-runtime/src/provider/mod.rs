@@ -87,7 +87,7 @@ impl Provider {
     /// The provider named `name` (`google` is Gemini); `None` for others.
     pub fn parse(name: &str) -> Option<Provider> {
         match name {
-            "openai" | "openai-chat" => Some(Provider::OpenAiChat),
+            "openai" => Some(Provider::OpenAiChat),
             "openai-responses" => Some(Provider::OpenAiResponses),
             "anthropic" => Some(Provider::Anthropic),
             "gemini" | "google" => Some(Provider::Gemini),
@@ -480,4 +480,18 @@ fn catalog_tools(
         .map_err(|e| ModelError::Config {
             message: e.to_string(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_provider_a_bundle_may_name_has_a_wire_format() {
+        for name in crate::bundle::PROVIDERS {
+            assert!(Provider::parse(name).is_some(), "{name}");
+        }
+        assert_eq!(Provider::parse("gemini"), Provider::parse("google"));
+        assert_eq!(Provider::parse("openia"), None);
+    }
 }
