@@ -58,6 +58,8 @@ pub mod name;
 pub mod orchestrator;
 pub mod output_schema;
 pub mod pending;
+#[cfg(feature = "providers")]
+pub mod provider;
 mod refusal;
 pub mod registry;
 pub mod result;

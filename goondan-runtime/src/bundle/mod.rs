@@ -43,6 +43,7 @@ mod diagnostic;
 pub mod export;
 mod library;
 mod load;
+mod model;
 mod parameters;
 mod resource;
 mod validate;
@@ -53,6 +54,7 @@ use std::path::{Path, PathBuf};
 pub use self::diagnostic::{BundleError, Diagnostic, Severity};
 pub use self::export::{export_tool, export_tools};
 pub use self::library::ToolLibrary;
+pub use self::model::{ModelSpec, PROVIDERS};
 pub use self::resource::{Kind, ObjectRef, Resource};
 #[cfg(feature = "mcp")]
 pub(crate) use self::validate::SpecCheck;

@@ -74,6 +74,7 @@ pub(crate) fn check(resources: &[Resource], file: &Path) -> Vec<Diagnostic> {
     for r in resources {
         match r.kind {
             Kind::Tool => check_tool(r, &mut out),
+            Kind::Model => super::model::check(r, &mut out),
             Kind::Agent => check_agent(r, &names, dir, &mut out),
             Kind::Swarm => check_swarm(r, &names, &mut out),
             Kind::Connection => {

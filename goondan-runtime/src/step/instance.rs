@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::StepError;
-use super::model::{Model, ModelRequest};
+use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepCore, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnCore,
     TurnEnd, TurnMiddleware, TurnNext, TurnOutcome, ordered,
@@ -30,6 +31,8 @@ struct Shared {
     registry: Arc<ToolRegistry>,
     executor: ToolExecutor,
     model: Arc<dyn Model>,
+    system: Option<String>,
+    deltas: Option<DeltaSink>,
     declared: Vec<String>,
     step_chain: Arc<[Arc<dyn StepMiddleware>]>,
     turn_chain: Arc<[Arc<dyn TurnMiddleware>]>,
@@ -110,6 +113,8 @@ impl AgentInstance {
             instance_key: "default".to_owned(),
             registry,
             model,
+            system: None,
+            deltas: None,
             declared: Vec::new(),
             extensions: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS_PER_TURN,
@@ -119,8 +124,8 @@ impl AgentInstance {
         }
     }
 
-    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools` and
-    /// `policy.maxStepsPerTurn`.
+    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools`, its system prompt
+    /// ([`Bundle::system_prompt`]) and `policy.maxStepsPerTurn`.
     pub fn from_bundle(
         bundle: &Bundle,
         agent: &str,
@@ -129,6 +134,9 @@ impl AgentInstance {
     ) -> Result<AgentInstanceBuilder, BundleError> {
         let tools = bundle.agent_tools(agent)?;
         let mut builder = Self::builder(agent, registry, model).tools(tools);
+        if let Some(system) = bundle.system_prompt(agent)? {
+            builder = builder.system_prompt(system);
+        }
         if let Some(n) = bundle.max_steps_per_turn(agent) {
             builder = builder.max_steps_per_turn(n);
         }
@@ -206,6 +214,32 @@ impl AgentInstance {
         input: impl Into<String>,
         trace_id: impl Into<String>,
     ) -> Result<TurnOutcome, StepError> {
+        self.run_turn_with(input, trace_id.into(), CancellationToken::new())
+            .await
+    }
+
+    /// Runs one Turn, like [`run_turn`](Self::run_turn), that stops when `cancellation` is
+    /// cancelled: the model request in flight ends at once with [`ModelError::Cancelled`]
+    /// (a [`StepError::Model`]), the Step's tool calls see it in `ctx.cancellation()`, and no
+    /// further Step starts. The instance stays usable for the next Turn (a person pressing
+    /// Ctrl-C cancels one answer, not the session).
+    ///
+    /// [`ModelError::Cancelled`]: super::ModelError::Cancelled
+    pub async fn run_turn_cancellable(
+        &self,
+        input: impl Into<String>,
+        cancellation: CancellationToken,
+    ) -> Result<TurnOutcome, StepError> {
+        self.run_turn_with(input, fresh_id("trace"), cancellation)
+            .await
+    }
+
+    async fn run_turn_with(
+        &self,
+        input: impl Into<String>,
+        trace_id: String,
+        cancellation: CancellationToken,
+    ) -> Result<TurnOutcome, StepError> {
         let turn_id = fresh_id("turn");
         let input = Message {
             id: fresh_id("msg"),
@@ -220,7 +254,8 @@ impl AgentInstance {
             metadata: serde_json::Map::new(),
             agent_name: self.shared.agent_name.clone(),
             turn_id,
-            trace_id: trace_id.into(),
+            trace_id,
+            cancellation,
         };
         let span = tracing::info_span!(
             "turn",
@@ -242,6 +277,8 @@ pub struct AgentInstanceBuilder {
     instance_key: String,
     registry: Arc<ToolRegistry>,
     model: Arc<dyn Model>,
+    system: Option<String>,
+    deltas: Option<DeltaSink>,
     declared: Vec<String>,
     extensions: Vec<Arc<dyn Extension>>,
     max_steps: usize,
@@ -254,6 +291,19 @@ impl AgentInstanceBuilder {
     /// The Agent's `spec.tools`: resource names, in order (CAT-2).
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
         self.declared = resources.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The system prompt every Step sends the model.
+    pub fn system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.system = Some(text.into());
+        self
+    }
+
+    /// Where a streaming model sends the answer's text while it is written
+    /// ([`ModelRequest::deltas`]): a terminal shows it as it comes.
+    pub fn deltas(mut self, sink: DeltaSink) -> Self {
+        self.deltas = Some(sink);
         self
     }
 
@@ -330,6 +380,8 @@ impl AgentInstanceBuilder {
                 registry: self.registry,
                 executor: executor.build(),
                 model: self.model,
+                system: self.system,
+                deltas: self.deltas,
                 declared: self.declared,
                 step_chain: ordered(api.pipeline.step),
                 turn_chain: ordered(api.pipeline.turn),
@@ -352,6 +404,9 @@ impl TurnCore for TurnRunner {
             shared.conversation().push(turn.input);
             let mut steps = Vec::new();
             for index in 0..shared.max_steps {
+                if turn.cancellation.is_cancelled() {
+                    return Err(StepError::Model(super::ModelError::Cancelled));
+                }
                 let catalog = ToolCatalog::build(
                     &shared.registry,
                     shared.declared.iter().map(String::as_str),
@@ -365,6 +420,7 @@ impl TurnCore for TurnRunner {
                     trace_id: turn.trace_id.clone(),
                     step: index,
                     messages: Arc::new(shared.conversation().clone()),
+                    cancellation: turn.cancellation.clone(),
                 };
                 let core = Arc::new(StepRunner(Arc::clone(&shared)));
                 let result = StepNext::new(Arc::clone(&shared.step_chain), core)
@@ -428,22 +484,28 @@ impl StepCore for StepRunner {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
             let request = ModelRequest {
+                system: shared.system.clone(),
                 agent_name: step.agent_name.clone(),
                 turn_id: step.turn_id.clone(),
                 step: step.step,
                 messages: step.messages.as_ref().clone(),
                 catalog: step.tool_catalog,
+                deltas: shared.deltas.clone(),
+                cancellation: step.cancellation.clone(),
             };
             let response = shared.model.respond(&request).await?;
+            let usage = response.usage;
             let catalog = request.catalog;
-            let assistant =
+            let mut assistant =
                 Message::assistant(fresh_id("msg"), response.content, response.tool_calls);
+            assistant.metadata = response.metadata;
             // CTX-5: every call of this Step sees the assistant message that holds it.
             let mut ctx = ToolContext::builder(shared.workdir.clone())
                 .agent_name(step.agent_name.clone())
                 .instance_key(step.instance_key.clone())
                 .turn_id(step.turn_id.clone())
                 .trace_id(step.trace_id.clone())
+                .cancellation(step.cancellation.clone())
                 .message(assistant.clone());
             if let Some(runtime) = &shared.runtime {
                 ctx = ctx.runtime(Arc::clone(runtime));
@@ -468,6 +530,7 @@ impl StepCore for StepRunner {
                 catalog,
                 assistant,
                 results,
+                usage,
             })
         })
     }

@@ -15,7 +15,10 @@ use std::path::PathBuf;
 pub use self::instance::{
     AgentInstance, AgentInstanceBuilder, DEFAULT_MAX_STEPS_PER_TURN, tool_message,
 };
-pub use self::model::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse, ScriptedModel};
+pub use self::model::{
+    DeltaSink, Model, ModelDelta, ModelError, ModelFuture, ModelRequest, ModelResponse,
+    ScriptedModel, TokenUsage,
+};
 pub use self::pipeline::{
     StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnEnd,
     TurnMiddleware, TurnNext, TurnOutcome, step_fn,

@@ -4,15 +4,21 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::catalog::ToolCatalog;
 use crate::context::Message;
 use crate::result::ToolCall;
 
-/// What a Step sends the model: the conversation so far and the Step's catalog.
+/// What a Step sends the model: the system prompt, the conversation so far and the Step's
+/// catalog, with a place to stream text to and a token that cancels the request.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
+    /// The Agent's system prompt, if it has one.
+    pub system: Option<String>,
     /// The agent asking.
     pub agent_name: String,
     /// The Turn.
@@ -23,6 +29,78 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// The tools the model may call in this Step (convert it with [`crate::Dialect`]).
     pub catalog: ToolCatalog,
+    /// Receives the answer's pieces while a streaming model produces them.
+    pub deltas: Option<DeltaSink>,
+    /// Cancelled: the model stops and answers [`ModelError::Cancelled`]. Dropping the
+    /// request's future cancels it too.
+    pub cancellation: CancellationToken,
+}
+
+/// A piece of an answer, as a streaming model produces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModelDelta {
+    /// More text of the answer.
+    Text(String),
+    /// The model started a tool call (its arguments are still streaming).
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+}
+
+/// Where a streaming model sends [`ModelDelta`]s: a callback, called in order on the task that
+/// runs the Step. Keep it quick (push to a channel, print).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use goondan_runtime::step::{DeltaSink, ModelDelta};
+/// let seen = Arc::new(Mutex::new(String::new()));
+/// let sink = DeltaSink::new({
+///     let seen = Arc::clone(&seen);
+///     move |d| if let ModelDelta::Text(t) = d { seen.lock().unwrap().push_str(t) }
+/// });
+/// sink.send(&ModelDelta::Text("Hel".into()));
+/// sink.send(&ModelDelta::Text("lo".into()));
+/// assert_eq!(*seen.lock().unwrap(), "Hello");
+/// ```
+#[derive(Clone)]
+pub struct DeltaSink(Arc<dyn Fn(&ModelDelta) + Send + Sync>);
+
+impl DeltaSink {
+    /// A sink that calls `f` for every delta.
+    pub fn new(f: impl Fn(&ModelDelta) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Sends one delta.
+    pub fn send(&self, delta: &ModelDelta) {
+        (self.0)(delta);
+    }
+}
+
+impl std::fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeltaSink")
+    }
+}
+
+/// Tokens a request used, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    /// Tokens read: the prompt, the conversation and the tools.
+    pub input_tokens: u64,
+    /// Tokens written.
+    pub output_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Input plus output.
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
 }
 
 /// The model's answer: text, tool calls, or both. No tool calls ends the Turn.
@@ -32,6 +110,11 @@ pub struct ModelResponse {
     pub content: Option<String>,
     /// The calls, in the order the model made them.
     pub tool_calls: Vec<ToolCall>,
+    /// The tokens used, when the provider reports them.
+    pub usage: Option<TokenUsage>,
+    /// What the provider needs to see again with this answer on the next request (Gemini's
+    /// thought signatures, say): the step loop keeps it as the assistant message's metadata.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ModelResponse {
@@ -40,6 +123,8 @@ impl ModelResponse {
         Self {
             content: Some(content.into()),
             tool_calls: Vec::new(),
+            usage: None,
+            metadata: serde_json::Map::new(),
         }
     }
 
@@ -48,12 +133,15 @@ impl ModelResponse {
         Self {
             content: None,
             tool_calls: calls.into_iter().collect(),
+            usage: None,
+            metadata: serde_json::Map::new(),
         }
     }
 }
 
 /// Why the model gave no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     /// A [`ScriptedModel`] ran out of answers.
     #[error("the scripted model has no answer left for step {step}")]
@@ -65,6 +153,56 @@ pub enum ModelError {
     #[error("the model failed: {message}")]
     Failed {
         /// What happened.
+        message: String,
+    },
+    /// The provider answered with an error status (after the retries, for 429 and 5xx).
+    #[error("{provider} answered HTTP {status} after {attempts} attempt(s): {message}")]
+    Status {
+        /// The provider (`openai`, `anthropic`, ...).
+        provider: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error message.
+        message: String,
+        /// How many requests were sent.
+        attempts: u32,
+    },
+    /// No answer (or no next piece of a streamed answer) within the request timeout.
+    #[error("{provider} did not answer within {after:?} ({attempts} attempt(s))")]
+    Timeout {
+        /// The provider.
+        provider: &'static str,
+        /// The timeout.
+        after: Duration,
+        /// How many requests were sent.
+        attempts: u32,
+    },
+    /// The provider could not be reached, or the connection broke.
+    #[error("cannot reach {provider} after {attempts} attempt(s): {message}")]
+    Transport {
+        /// The provider.
+        provider: &'static str,
+        /// What failed.
+        message: String,
+        /// How many requests were sent.
+        attempts: u32,
+    },
+    /// The answer does not have the provider's documented shape (a malformed chunk, say), or
+    /// the provider reported an error inside a stream.
+    #[error("malformed {provider} answer: {message}")]
+    Malformed {
+        /// The provider.
+        provider: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The request was cancelled.
+    #[error("the model request was cancelled")]
+    Cancelled,
+    /// The model is not configured right (an API key variable that is not set, say).
+    #[error("the model is not configured: {message}")]
+    Config {
+        /// What is missing, and how to fix it.
         message: String,
     },
 }

@@ -29,6 +29,7 @@ pub struct StepContext {
     pub(crate) trace_id: String,
     pub(crate) step: usize,
     pub(crate) messages: Arc<Vec<Message>>,
+    pub(crate) cancellation: tokio_util::sync::CancellationToken,
 }
 
 impl StepContext {
@@ -61,6 +62,12 @@ impl StepContext {
     pub fn messages(&self) -> &[Message] {
         &self.messages
     }
+
+    /// The Turn's cancellation: cancelled, the model request stops and the Step's tool calls
+    /// see it in `ctx.cancellation()`.
+    pub fn cancellation(&self) -> &tokio_util::sync::CancellationToken {
+        &self.cancellation
+    }
 }
 
 /// What one Step did: the catalog the model was shown, its message, and the results of its
@@ -75,6 +82,8 @@ pub struct StepResult {
     pub assistant: Message,
     /// One result per call, in call order.
     pub results: Vec<ToolCallResult>,
+    /// The tokens the model used for this Step, when its provider reports them.
+    pub usage: Option<super::TokenUsage>,
 }
 
 /// A `step` middleware.
@@ -169,6 +178,7 @@ pub struct TurnContext {
     pub(crate) agent_name: String,
     pub(crate) turn_id: String,
     pub(crate) trace_id: String,
+    pub(crate) cancellation: tokio_util::sync::CancellationToken,
 }
 
 impl TurnContext {
@@ -186,6 +196,11 @@ impl TurnContext {
     /// fresh one. Every Step and tool call of the Turn carries it.
     pub fn trace_id(&self) -> &str {
         &self.trace_id
+    }
+
+    /// The Turn's cancellation ([`AgentInstance::run_turn_cancellable`](super::AgentInstance::run_turn_cancellable)).
+    pub fn cancellation(&self) -> &tokio_util::sync::CancellationToken {
+        &self.cancellation
     }
 }
 
@@ -215,6 +230,17 @@ impl TurnOutcome {
     /// The text of the last assistant message.
     pub fn answer(&self) -> Option<&str> {
         self.steps.last()?.assistant.content.as_deref()
+    }
+
+    /// The tokens of every Step added up; `None` when no Step's provider reported any.
+    pub fn usage(&self) -> Option<super::TokenUsage> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.usage)
+            .reduce(|a, b| super::TokenUsage {
+                input_tokens: a.input_tokens.saturating_add(b.input_tokens),
+                output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+            })
     }
 }
 

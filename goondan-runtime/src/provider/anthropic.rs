@@ -1,0 +1,302 @@
+//! Anthropic Messages (`POST {base}/messages`, `anthropic-version: 2023-06-01`).
+//!
+//! Streamed answers are named events: `message_start` (input tokens), `content_block_start`
+//! (a `text` or `tool_use` block at an `index`), `content_block_delta` (`text_delta`, or
+//! `input_json_delta` with a piece of the call's input as `partial_json`),
+//! `content_block_stop`, `message_delta` (output tokens), `message_stop`; `ping`s between, and
+//! `error` when the provider fails mid-stream.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::conversation::{Turn, turns};
+use super::sse::Event;
+use super::{
+    DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, count, event_json, malformed, non_empty,
+};
+use crate::dialect::{anthropic, arguments_from_str};
+use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+
+const P: Provider = Provider::Anthropic;
+
+/// Appends content blocks to the conversation, merged into the last message when it has the
+/// same role (tool results and the next user text travel together).
+fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
+    if let Some(last) = messages.last_mut()
+        && last.get("role").and_then(Value::as_str) == Some(role)
+        && let Some(Value::Array(content)) = last.get_mut("content")
+    {
+        content.extend(blocks);
+        return;
+    }
+    messages.push(json!({"role": role, "content": blocks}));
+}
+
+/// The request body.
+pub(crate) fn body(
+    config: &ProviderConfig,
+    request: &ModelRequest,
+    stream: bool,
+) -> Result<Value, ModelError> {
+    let mut messages = Vec::new();
+    for turn in turns(&request.messages) {
+        match turn {
+            Turn::User(text) => push(
+                &mut messages,
+                "user",
+                vec![json!({"type": "text", "text": text})],
+            ),
+            Turn::Assistant { text, calls, .. } => {
+                let mut blocks = Vec::new();
+                if let Some(t) = text {
+                    blocks.push(json!({"type": "text", "text": t}));
+                }
+                for c in calls {
+                    let input = if c.args.is_object() {
+                        c.args.clone()
+                    } else {
+                        json!({})
+                    };
+                    blocks.push(
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
+                }
+                if !blocks.is_empty() {
+                    push(&mut messages, "assistant", blocks);
+                }
+            }
+            Turn::Result(r) => push(&mut messages, "user", vec![anthropic::tool_result(&r)]),
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(config.model.as_str()));
+    body.insert(
+        "max_tokens".into(),
+        json!(config.max_tokens.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)),
+    );
+    if let Some(system) = &request.system {
+        body.insert("system".into(), Value::from(system.as_str()));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.catalog.is_empty() {
+        body.insert("tools".into(), super::catalog_tools(P, &request.catalog)?);
+    }
+    if let Some(t) = config.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    body.insert("stream".into(), Value::Bool(stream));
+    Ok(Value::Object(body))
+}
+
+fn reported_error(value: &Value) -> Option<ModelError> {
+    if value.get("type").and_then(Value::as_str) != Some("error") {
+        return None;
+    }
+    let message = value
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message");
+    Some(malformed(
+        P,
+        format!("the provider reported an error: {message}"),
+    ))
+}
+
+/// An unstreamed answer.
+pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
+    if let Some(e) = reported_error(value) {
+        return Err(e);
+    }
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed(P, "no `content` array in the answer"))?;
+    let text: String = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let tool_calls = anthropic::parse_calls(value).map_err(|e| malformed(P, e.to_string()))?;
+    let usage = count(value, "/usage/input_tokens").map(|input| TokenUsage {
+        input_tokens: input,
+        output_tokens: count(value, "/usage/output_tokens").unwrap_or(0),
+    });
+    Ok(ModelResponse {
+        content: non_empty(text),
+        tool_calls,
+        usage,
+        metadata: Map::new(),
+    })
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+}
+
+/// A streamed answer being assembled.
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    blocks: BTreeMap<u64, Block>,
+    usage: Option<TokenUsage>,
+    complete: bool,
+}
+
+impl Stream {
+    /// Takes one event; `true` at `message_stop`.
+    pub(crate) fn event(
+        &mut self,
+        e: &Event,
+        sink: Option<&DeltaSink>,
+    ) -> Result<bool, ModelError> {
+        let v = event_json(P, &e.data)?;
+        if let Some(err) = reported_error(&v) {
+            return Err(err);
+        }
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(e.name.as_deref())
+            .unwrap_or_default();
+        let index = || {
+            v.get("index")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| malformed(P, format!("a `{kind}` event has no `index`")))
+        };
+        match kind {
+            "message_start" => {
+                let input = count(&v, "/message/usage/input_tokens").unwrap_or(0);
+                let output = count(&v, "/message/usage/output_tokens").unwrap_or(0);
+                self.usage = Some(TokenUsage {
+                    input_tokens: input,
+                    output_tokens: output,
+                });
+            }
+            "content_block_start" => {
+                let i = index()?;
+                let block = v
+                    .get("content_block")
+                    .ok_or_else(|| malformed(P, "`content_block_start` has no `content_block`"))?;
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let text = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        self.blocks.insert(i, Block::Text(text.to_owned()));
+                    }
+                    Some("tool_use") => {
+                        let field = |k: &str| {
+                            block
+                                .get(k)
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                                .ok_or_else(|| {
+                                    malformed(P, format!("a `tool_use` block has no `{k}`"))
+                                })
+                        };
+                        let (id, name) = (field("id")?, field("name")?);
+                        if let Some(s) = sink {
+                            s.send(&ModelDelta::ToolCall {
+                                id: id.clone(),
+                                name: name.clone(),
+                            });
+                        }
+                        self.blocks.insert(
+                            i,
+                            Block::ToolUse {
+                                id,
+                                name,
+                                json: String::new(),
+                            },
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let i = index()?;
+                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
+                match (
+                    self.blocks.get_mut(&i),
+                    delta.get("type").and_then(Value::as_str),
+                ) {
+                    (Some(Block::Text(text)), Some("text_delta")) => {
+                        let piece = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        text.push_str(piece);
+                        if let Some(s) = sink
+                            && !piece.is_empty()
+                        {
+                            s.send(&ModelDelta::Text(piece.to_owned()));
+                        }
+                    }
+                    (Some(Block::ToolUse { json, .. }), Some("input_json_delta")) => {
+                        let piece = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        json.push_str(piece);
+                    }
+                    (None, _) => {
+                        return Err(malformed(
+                            P,
+                            format!("a delta for block {i}, which was never started"),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(out) = count(&v, "/usage/output_tokens") {
+                    let usage = self.usage.get_or_insert_default();
+                    usage.output_tokens = out;
+                    if let Some(input) = count(&v, "/usage/input_tokens") {
+                        usage.input_tokens = input;
+                    }
+                }
+            }
+            "message_stop" => {
+                self.complete = true;
+                return Ok(true);
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// The answer.
+    pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before `message_stop`"));
+        }
+        let mut text = String::new();
+        let mut content = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(t) => text.push_str(&t),
+                Block::ToolUse { id, name, json } => {
+                    let input = arguments_from_str(&json);
+                    content
+                        .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                }
+            }
+        }
+        let tool_calls = anthropic::parse_calls(&json!({ "content": content }))
+            .map_err(|e| malformed(P, e.to_string()))?;
+        Ok(ModelResponse {
+            content: non_empty(text),
+            tool_calls,
+            usage: self.usage,
+            metadata: Map::new(),
+        })
+    }
+}

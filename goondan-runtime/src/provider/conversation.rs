@@ -1,0 +1,67 @@
+//! The conversation as a provider reads it: [`Turn`]s of user text, assistant text and calls,
+//! and tool results, taken from the step loop's [`Message`]s.
+
+use serde_json::Value;
+
+use crate::context::Message;
+use crate::result::{ToolCall, ToolCallResult};
+
+/// One message of the conversation, by what it holds.
+#[derive(Debug)]
+pub(crate) enum Turn<'a> {
+    /// A user message (or any other role with text, such as an injected `system` note).
+    User(&'a str),
+    /// The model's earlier answer.
+    Assistant {
+        text: Option<&'a str>,
+        calls: &'a [ToolCall],
+        metadata: &'a serde_json::Map<String, Value>,
+    },
+    /// The result of a call.
+    Result(ToolCallResult),
+}
+
+/// The conversation, oldest first. A tool message's text is the [`ToolCallResult`] the step
+/// loop stored ([`crate::step::tool_message`]); text that is not one becomes an `ok` result
+/// with that text, under the call id and name in its metadata.
+pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
+    messages
+        .iter()
+        .filter_map(|m| match m.role.as_str() {
+            "assistant" => Some(Turn::Assistant {
+                text: m.content.as_deref().filter(|t| !t.is_empty()),
+                calls: &m.tool_calls,
+                metadata: &m.metadata,
+            }),
+            "tool" => Some(Turn::Result(tool_result(m))),
+            _ => m.content.as_deref().map(Turn::User),
+        })
+        .collect()
+}
+
+fn tool_result(m: &Message) -> ToolCallResult {
+    let text = m.content.as_deref().unwrap_or_default();
+    if let Ok(result) = serde_json::from_str::<ToolCallResult>(text) {
+        return result;
+    }
+    let meta = |k: &str| {
+        m.metadata
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    ToolCallResult::ok(
+        meta("toolCallId"),
+        meta("toolName"),
+        Value::String(text.to_owned()),
+    )
+}
+
+/// Call arguments as the JSON text OpenAI's APIs carry.
+pub(crate) fn arguments_text(call: &ToolCall) -> String {
+    match &call.args {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,288 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`), the format vLLM, llama.cpp's
+//! server, Ollama and LM Studio speak too.
+//!
+//! Streamed answers are `data:` chunks whose `choices[0].delta` holds text (`content`) and
+//! pieces of tool calls (`tool_calls[{index, id?, function: {name?, arguments}}]`, the
+//! arguments split anywhere), then a chunk with `usage` (asked for with
+//! `stream_options.include_usage`) and `data: [DONE]`.
+
+use serde_json::{Map, Value, json};
+
+use super::conversation::{Turn, arguments_text, turns};
+use super::sse::Event;
+use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
+use crate::catalog::ToolCatalog;
+use crate::dialect::openai;
+use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+
+const P: Provider = Provider::OpenAiChat;
+
+/// The request body.
+pub(crate) fn body(
+    config: &ProviderConfig,
+    request: &ModelRequest,
+    stream: bool,
+) -> Result<Value, ModelError> {
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for turn in turns(&request.messages) {
+        messages.push(match turn {
+            Turn::User(text) => json!({"role": "user", "content": text}),
+            Turn::Assistant { text, calls, .. } => {
+                let mut m = Map::new();
+                m.insert("role".into(), "assistant".into());
+                m.insert("content".into(), text.map_or(Value::Null, Value::from));
+                if !calls.is_empty() {
+                    let calls: Vec<Value> = calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function",
+                                   "function": {"name": c.name, "arguments": arguments_text(c)}})
+                        })
+                        .collect();
+                    m.insert("tool_calls".into(), Value::Array(calls));
+                }
+                Value::Object(m)
+            }
+            Turn::Result(r) => openai::chat_result(&r),
+        });
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), Value::from(config.model.as_str()));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.catalog.is_empty() {
+        body.insert("tools".into(), super::catalog_tools(P, &request.catalog)?);
+    }
+    if let Some(t) = config.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(n) = config.max_tokens {
+        // OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
+        // `max_tokens`); the servers that speak its format at other addresses read `max_tokens`.
+        let field = if config.base().starts_with("https://api.openai.com") {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body.insert(field.into(), json!(n));
+    }
+    body.insert("stream".into(), Value::Bool(stream));
+    if stream {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(Value::Object(body))
+}
+
+fn usage(value: &Value) -> Option<TokenUsage> {
+    Some(TokenUsage {
+        input_tokens: count(value, "/usage/prompt_tokens")?,
+        output_tokens: count(value, "/usage/completion_tokens").unwrap_or(0),
+    })
+}
+
+fn reported_error(value: &Value) -> Option<ModelError> {
+    let e = value.get("error")?;
+    let message = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message");
+    Some(malformed(
+        P,
+        format!("the provider reported an error: {message}"),
+    ))
+}
+
+/// An unstreamed answer.
+pub(crate) fn parse(value: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+    if let Some(e) = reported_error(value) {
+        return Err(e);
+    }
+    let message = value
+        .pointer("/choices/0/message")
+        .ok_or_else(|| malformed(P, "no `choices[0].message` in the answer"))?;
+    let tool_calls =
+        openai::parse_chat_calls(value, catalog).map_err(|e| malformed(P, e.to_string()))?;
+    Ok(ModelResponse {
+        content: message
+            .get("content")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .and_then(non_empty),
+        tool_calls,
+        usage: usage(value),
+        metadata: Map::new(),
+    })
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+    announced: bool,
+}
+
+/// A streamed answer being assembled.
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    text: String,
+    calls: Vec<PartialCall>,
+    usage: Option<TokenUsage>,
+    /// `[DONE]` or a `finish_reason` arrived: the answer is whole.
+    complete: bool,
+}
+
+impl Stream {
+    /// Takes one event; `true` at `[DONE]`.
+    pub(crate) fn event(
+        &mut self,
+        e: &Event,
+        sink: Option<&DeltaSink>,
+    ) -> Result<bool, ModelError> {
+        if e.data.trim() == "[DONE]" {
+            self.complete = true;
+            return Ok(true);
+        }
+        let chunk = event_json(P, &e.data)?;
+        if let Some(err) = reported_error(&chunk) {
+            return Err(err);
+        }
+        if let Some(u) = usage(&chunk) {
+            self.usage = Some(u);
+        }
+        if chunk
+            .pointer("/choices/0/finish_reason")
+            .is_some_and(Value::is_string)
+        {
+            self.complete = true;
+        }
+        let Some(delta) = chunk.pointer("/choices/0/delta") else {
+            return Ok(false);
+        };
+        if let Some(text) = delta.get("content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            self.text.push_str(text);
+            if let Some(s) = sink {
+                s.send(&ModelDelta::Text(text.to_owned()));
+            }
+        }
+        let pieces = match delta.get("tool_calls") {
+            None | Some(Value::Null) => return Ok(false),
+            Some(Value::Array(a)) => a,
+            Some(_) => return Err(malformed(P, "`delta.tool_calls` is not an array")),
+        };
+        for piece in pieces {
+            let index = match piece.get("index") {
+                Some(i) => i
+                    .as_u64()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .filter(|i| *i < 1024)
+                    .ok_or_else(|| {
+                        malformed(P, format!("a tool-call delta has the bad `index` {i}"))
+                    })?,
+                // Some servers leave `index` out: a new id starts a new call, anything else
+                // continues the last one.
+                None => {
+                    let id = piece.get("id").and_then(Value::as_str);
+                    match self.calls.last() {
+                        Some(last) if id.is_none_or(|id| id == last.id) => self.calls.len() - 1,
+                        _ => self.calls.len(),
+                    }
+                }
+            };
+            if self.calls.len() <= index {
+                self.calls.resize_with(index + 1, PartialCall::default);
+            }
+            let call = &mut self.calls[index];
+            if let Some(id) = piece.get("id").and_then(Value::as_str) {
+                call.id = id.to_owned();
+            }
+            if let Some(name) = piece.pointer("/function/name").and_then(Value::as_str) {
+                call.name.push_str(name);
+            }
+            if let Some(args) = piece.pointer("/function/arguments").and_then(Value::as_str) {
+                call.arguments.push_str(args);
+            }
+            if !call.announced && !call.name.is_empty() {
+                call.announced = true;
+                if let Some(s) = sink {
+                    s.send(&ModelDelta::ToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The answer.
+    pub(crate) fn finish(self, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if !self.complete {
+            return Err(malformed(
+                P,
+                "the stream ended before `[DONE]` or a `finish_reason`",
+            ));
+        }
+        let calls: Vec<Value> = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .filter(|(_, c)| !c.name.is_empty())
+            .map(|(i, c)| {
+                let id = if c.id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    c.id
+                };
+                json!({"id": id, "type": "function",
+                       "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        let tool_calls = openai::parse_chat_calls(&json!({"tool_calls": calls}), catalog)
+            .map_err(|e| malformed(P, e.to_string()))?;
+        Ok(ModelResponse {
+            content: non_empty(self.text),
+            tool_calls,
+            usage: self.usage,
+            metadata: Map::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            system: None,
+            agent_name: "a".into(),
+            turn_id: "t".into(),
+            step: 0,
+            messages: Vec::new(),
+            catalog: ToolCatalog::new(),
+            deltas: None,
+            cancellation: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    #[test]
+    fn the_token_limit_is_max_completion_tokens_for_openai_and_max_tokens_elsewhere() {
+        let openai = ProviderConfig::new(P, "gpt").max_tokens(100);
+        let sent = body(&openai, &request(), true).unwrap_or_default();
+        assert_eq!(sent["max_completion_tokens"], 100);
+        assert!(sent.get("max_tokens").is_none());
+        let local = openai.base_url("http://127.0.0.1:11434/v1");
+        let sent = body(&local, &request(), false).unwrap_or_default();
+        assert_eq!(sent["max_tokens"], 100);
+        assert!(
+            sent.get("tools").is_none(),
+            "no tools field for an empty catalog"
+        );
+        assert!(sent.get("stream_options").is_none());
+    }
+}

@@ -1,0 +1,143 @@
+//! [`RetryPolicy`]: how often and how long to wait before asking a provider again.
+
+use std::time::{Duration, SystemTime};
+
+/// Retries on 429, 5xx, timeouts and connection failures: at most
+/// [`max_retries`](Self::max_retries) after the first attempt, each after the provider's
+/// `retry-after` (or `retry-after-ms`) when it sends one, else after an exponential backoff.
+///
+/// ```
+/// use std::time::Duration;
+/// use goondan_runtime::provider::RetryPolicy;
+/// let policy = RetryPolicy::default();
+/// assert_eq!(policy.backoff(0), Duration::from_millis(500));
+/// assert_eq!(policy.backoff(1), Duration::from_secs(1));
+/// assert_eq!(policy.backoff(20), policy.max_backoff);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 3).
+    pub max_retries: u32,
+    /// The first backoff (default 500 ms); it doubles each retry.
+    pub initial_backoff: Duration,
+    /// The longest backoff (default 30 s).
+    pub max_backoff: Duration,
+    /// The longest `retry-after` honoured (default 120 s): a provider that asks for a longer
+    /// wait gets an error instead.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The backoff before retry number `retry` (from 0), without the provider's advice.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let factor = 2u32.saturating_pow(retry.min(31));
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
+    }
+
+    /// The wait before retry number `retry`: the provider's advice when it gave one (`None`
+    /// when that is longer than [`max_retry_after`](Self::max_retry_after)), else the backoff.
+    pub(crate) fn wait(&self, retry: u32, advice: Option<Duration>) -> Option<Duration> {
+        match advice {
+            Some(d) if d > self.max_retry_after => None,
+            Some(d) => Some(d),
+            None => Some(self.backoff(retry)),
+        }
+    }
+}
+
+/// The wait a response's headers ask for: `retry-after-ms` (milliseconds), else `retry-after`
+/// as seconds or an HTTP date.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate(value)?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form `retry-after` dates take.
+fn httpdate(text: &str) -> Option<SystemTime> {
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)?
+        + 1;
+    let rfc3339 = format!("{year}-{month:02}-{:0>2}T{time}Z", day);
+    humantime::parse_rfc3339(&rfc3339).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_milliseconds_and_dates() {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert(
+            "retry-after",
+            "2".parse().unwrap_or_else(|_| unreachable!()),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(
+            "retry-after-ms",
+            "150".parse().unwrap_or_else(|_| unreachable!()),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+        let mut past = reqwest::header::HeaderMap::new();
+        past.insert(
+            "retry-after",
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+                .parse()
+                .unwrap_or_else(|_| unreachable!()),
+        );
+        assert_eq!(retry_after(&past), Some(Duration::ZERO));
+        assert!(httpdate("yesterday").is_none());
+    }
+
+    #[test]
+    fn a_retry_after_beyond_the_limit_is_not_waited_for() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.wait(0, Some(Duration::from_secs(600))), None);
+        assert_eq!(
+            policy.wait(0, Some(Duration::from_secs(1))),
+            Some(Duration::from_secs(1))
+        );
+    }
+}
