@@ -8,6 +8,10 @@
 //! `tools/list` cache never answers in the server's place. The goal (issue "MCP both ways"):
 //! goondan at most 0.5x rmcp's time for both.
 //!
+//! `ping` on each server is the floor both share: rmcp's service loop and JSON-RPC framing over
+//! the same duplex, with no handler work at all. Whatever a handler does, a request costs at
+//! least that.
+//!
 //! `cargo bench -p goondan-runtime --bench mcp`
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -147,6 +151,15 @@ async fn call(client: &Client, name: &'static str) -> Value {
     serde_json::to_value(&result.content).unwrap()
 }
 
+async fn ping(client: &Client) {
+    let request = ClientRequest::PingRequest(rmcp::model::PingRequest {
+        method: Default::default(),
+        extensions: Default::default(),
+    });
+    let answer = client.peer().send_request(request).await.unwrap();
+    assert!(matches!(answer, ServerResult::EmptyResult(_)), "{answer:?}");
+}
+
 async fn list(client: &Client) -> usize {
     let request = ClientRequest::ListToolsRequest(ListToolsRequest {
         method: Default::default(),
@@ -177,6 +190,11 @@ fn bench(c: &mut Criterion) {
         assert_eq!(list(&goondan).await, 50);
         assert_eq!(list(&rmcp).await, 50);
     });
+
+    let mut group = c.benchmark_group("mcp ping (the shared floor)");
+    group.bench_function("goondan", |b| b.to_async(&rt).iter(|| ping(&goondan)));
+    group.bench_function("rmcp router", |b| b.to_async(&rt).iter(|| ping(&rmcp)));
+    group.finish();
 
     let mut group = c.benchmark_group("mcp tools/call, one trivial tool");
     group.bench_function("goondan", |b| {
