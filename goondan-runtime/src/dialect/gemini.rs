@@ -24,8 +24,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     DialectError, ParseError, Unsupported, distribute, first_union, loose_parameters,
-    note_fallback, parameters_of, require_object_root, split_null, str_field, string_enum,
-    undistributable,
+    parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
 };
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -73,9 +72,8 @@ fn declaration(item: &CatalogItem) -> Result<Value, DialectError> {
         }
         Ok(None) => {}
         Err(why) => {
-            require_object_root(&neutral).map_err(|e| e.for_tool(item, DIALECT))?;
-            note_fallback(DIALECT, item, &why);
-            decl.insert("parametersJsonSchema".into(), loose_parameters(item));
+            let parameters = loose_parameters(DIALECT, item, &neutral, &why)?;
+            decl.insert("parametersJsonSchema".into(), parameters);
         }
     }
     Ok(Value::Object(decl))

@@ -286,13 +286,22 @@ pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Uns
     );
 }
 
-/// The neutral schema as a looser form carries it: without the `$schema` marker.
-pub(crate) fn loose_parameters(item: &CatalogItem) -> Value {
-    let mut p = parameters_of(item);
-    if let Some(obj) = p.as_object_mut() {
+/// The parameters of the looser form, for a tool whose strict form failed with `why`: its
+/// neutral schema without the `$schema` marker, said once per process
+/// ([`note_fallback`]). A schema that is not an object at all has no looser form either.
+pub(crate) fn loose_parameters(
+    dialect: &'static str,
+    item: &CatalogItem,
+    neutral: &Value,
+    why: &Unsupported,
+) -> Result<Value, DialectError> {
+    require_object_root(neutral).map_err(|e| e.for_tool(item, dialect))?;
+    note_fallback(dialect, item, why);
+    let mut loose = neutral.clone();
+    if let Some(obj) = loose.as_object_mut() {
         obj.remove("$schema");
     }
-    p
+    Ok(loose)
 }
 
 /// The parameters of an item, or the empty object schema when it has none.

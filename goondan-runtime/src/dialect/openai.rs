@@ -30,8 +30,8 @@ use serde_json::{Map, Value, json};
 
 use super::{
     DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
-    loose_parameters, note_fallback, parameters_of, require_object_root, split_null, str_field,
-    string_enum, undistributable,
+    loose_parameters, parameters_of, require_object_root, split_null, str_field, string_enum,
+    undistributable,
 };
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult};
@@ -105,9 +105,8 @@ fn function_fields(item: &CatalogItem) -> Result<Map<String, Value>, DialectErro
             f.insert("strict".into(), Value::Bool(true));
         }
         Err(why) => {
-            require_object_root(&neutral).map_err(|e| e.for_tool(item, DIALECT))?;
-            note_fallback(DIALECT, item, &why);
-            f.insert("parameters".into(), loose_parameters(item));
+            let parameters = loose_parameters(DIALECT, item, &neutral, &why)?;
+            f.insert("parameters".into(), parameters);
             f.insert("strict".into(), Value::Bool(false));
         }
     }
