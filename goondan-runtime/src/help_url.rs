@@ -105,6 +105,7 @@ pub const DOCUMENTED_CODES: &[&str] = &[
     "E_TEXT_INVALID_INPUT",
     "E_TOOL",
     "E_TOOL_CANCELLED",
+    "E_TOOL_DENIED",
     "E_TOOL_INTERNAL",
     "E_TOOL_INVALID_ARGS",
     "E_TOOL_INVALID_NAME",

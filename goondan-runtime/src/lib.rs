@@ -41,6 +41,7 @@
 
 pub mod agent;
 pub mod annotations;
+pub mod approval;
 pub mod bundle;
 pub mod catalog;
 pub mod context;
