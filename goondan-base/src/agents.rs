@@ -234,6 +234,7 @@ impl Agents {
     /// List agent instances: those this agent spawned, or every one with `includeAll`.
     /// Returns `{agents: [{target, instanceKey, ownerAgent, ownerInstanceKey, createdAt,
     /// cwd?}]}`.
+    #[export(read_only)]
     pub async fn list(&self, ctx: &ToolContext, input: ListInput) -> Result<Value, ToolError> {
         let rt = runtime(ctx)?;
         let agents = rt.list(input.include_all.unwrap_or(false)).await?;
@@ -242,6 +243,7 @@ impl Agents {
 
     /// Describe the swarm: `{swarmName, entryAgent, selfAgent, availableAgents,
     /// callableAgents}`.
+    #[export(read_only)]
     pub async fn catalog(&self, ctx: &ToolContext) -> Result<Value, ToolError> {
         let rt = runtime(ctx)?;
         to_json(rt.catalog().await?)

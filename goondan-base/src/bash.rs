@@ -260,6 +260,7 @@ impl Bash {
 
     /// Run a shell command (`sh -c`) in the workdir. Returns stdout, stderr and the exit code;
     /// a non-zero exit is not an error.
+    #[export(destructive, open_world)]
     pub async fn exec(&self, ctx: &ToolContext, input: ExecInput) -> Result<ExecOutput, ToolError> {
         let (cwd_rel, cwd_abs) = self.resolve_cwd(ctx, input.cwd.as_deref()).await?;
         let invocation = Invocation {
@@ -276,6 +277,7 @@ impl Bash {
 
     /// Run a script file of the workdir with arguments (directly when executable, else with
     /// `sh`).
+    #[export(destructive, open_world)]
     pub async fn script(
         &self,
         ctx: &ToolContext,

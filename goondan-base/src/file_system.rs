@@ -197,6 +197,7 @@ impl FileSystem {
     }
 
     /// Read a text file of the workdir (at most `maxBytes`, default 100000).
+    #[export(read_only)]
     pub async fn read(&self, ctx: &ToolContext, input: ReadInput) -> Result<ReadOutput, ToolError> {
         let rel = RelPath::parse(&input.path)?;
         let max = input
@@ -208,6 +209,7 @@ impl FileSystem {
 
     /// Write (or append to) a text file of the workdir; parent directories are created and a
     /// replaced or new file is written atomically.
+    #[export(destructive)]
     pub async fn write(
         &self,
         ctx: &ToolContext,
@@ -218,6 +220,7 @@ impl FileSystem {
     }
 
     /// List a directory of the workdir, optionally recursively.
+    #[export(read_only)]
     pub async fn list(&self, ctx: &ToolContext, input: ListInput) -> Result<ListOutput, ToolError> {
         let raw = input.path.unwrap_or_else(|| ".".to_owned());
         let rel = RelPath::parse(&raw)?;
@@ -231,6 +234,7 @@ impl FileSystem {
     }
 
     /// Create a directory of the workdir and its parents.
+    #[export(idempotent)]
     pub async fn mkdir(
         &self,
         ctx: &ToolContext,

@@ -216,6 +216,7 @@ impl HttpFetch {
     }
 
     /// Send a GET request to an http(s) URL. A non-2xx status is returned as data.
+    #[export(read_only, open_world)]
     pub async fn get(&self, ctx: &ToolContext, input: GetInput) -> Result<FetchOutput, ToolError> {
         self.fetch(
             ctx,
@@ -233,6 +234,7 @@ impl HttpFetch {
 
     /// Send a POST request with a JSON `body` or a text `bodyString`. A non-2xx status is
     /// returned as data.
+    #[export(open_world)]
     pub async fn post(
         &self,
         ctx: &ToolContext,

@@ -130,6 +130,7 @@ impl JsonQuery {
 impl JsonQuery {
     /// Query JSON data by a dot/bracket path such as `users[0].name`. Returns `{path, found,
     /// value}`.
+    #[export(read_only, idempotent)]
     pub async fn query(&self, input: QueryInput) -> Result<QueryOutput, ToolError> {
         let data = parse_data(&input.data)?;
         let path = input.path.unwrap_or_else(|| ".".to_owned());
@@ -143,6 +144,7 @@ impl JsonQuery {
 
     /// Pick specific keys from a JSON object; missing keys are left out. Returns `{keys,
     /// result}`.
+    #[export(read_only, idempotent)]
     pub async fn pick(&self, input: PickInput) -> Result<PickOutput, ToolError> {
         let Value::Object(mut data) = parse_data(&input.data)? else {
             return Err(shape(
@@ -164,6 +166,7 @@ impl JsonQuery {
 
     /// Count the elements of the array, the keys of the object or the characters of the
     /// string at a path. Returns `{path, count, type}`.
+    #[export(read_only, idempotent)]
     pub async fn count(&self, input: CountInput) -> Result<CountOutput, ToolError> {
         let data = parse_data(&input.data)?;
         let path = input.path.unwrap_or_else(|| ".".to_owned());
@@ -184,6 +187,7 @@ impl JsonQuery {
 
     /// Flatten nested JSON arrays by `depth` levels (default 1). Returns `{depth, count,
     /// result}`.
+    #[export(read_only, idempotent)]
     pub async fn flatten(&self, input: FlattenInput) -> Result<FlattenOutput, ToolError> {
         let Value::Array(items) = parse_data(&input.data)? else {
             return Err(shape(

@@ -469,6 +469,7 @@ impl Slack {
     }
 
     /// Send a Slack message to a channel (or a thread with `threadTs`).
+    #[export(open_world)]
     pub async fn send(&self, ctx: &ToolContext, input: SendInput) -> Result<SendOutput, ToolError> {
         let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
@@ -508,6 +509,7 @@ impl Slack {
     }
 
     /// Read Slack channel or thread messages; with `messageTs`, find that message.
+    #[export(read_only, open_world)]
     pub async fn read(&self, ctx: &ToolContext, input: ReadInput) -> Result<ReadOutput, ToolError> {
         let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
@@ -584,6 +586,7 @@ impl Slack {
     }
 
     /// Edit the text of a Slack message.
+    #[export(destructive, open_world)]
     pub async fn edit(&self, ctx: &ToolContext, input: EditInput) -> Result<EditOutput, ToolError> {
         let session = self.session(ctx, input.asked())?;
         let channel = required("channelId", &input.channel_id)?;
@@ -609,6 +612,7 @@ impl Slack {
     }
 
     /// Delete a Slack message from a channel.
+    #[export(destructive, open_world)]
     pub async fn delete(
         &self,
         ctx: &ToolContext,
@@ -630,6 +634,7 @@ impl Slack {
     }
 
     /// Add one or more Slack reactions to a message.
+    #[export(open_world)]
     pub async fn react(
         &self,
         ctx: &ToolContext,
@@ -656,7 +661,7 @@ impl Slack {
     }
 
     /// Download a Slack file or image with the bot token; optionally save it in the workdir.
-    #[export(name = "downloadFile")]
+    #[export(name = "downloadFile", open_world)]
     pub async fn download_file(
         &self,
         ctx: &ToolContext,

@@ -447,6 +447,7 @@ impl Telegram {
     }
 
     /// Send a Telegram text message to a chat.
+    #[export(open_world)]
     pub async fn send(&self, ctx: &ToolContext, input: SendInput) -> Result<SendOutput, ToolError> {
         let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
@@ -499,6 +500,7 @@ impl Telegram {
     }
 
     /// Edit the text of an existing Telegram message.
+    #[export(destructive, open_world)]
     pub async fn edit(&self, ctx: &ToolContext, input: EditInput) -> Result<EditOutput, ToolError> {
         let session = self.session(ctx, input.asked())?;
         let chat_id = options::chat_id(&input.chat_id)?;
@@ -534,6 +536,7 @@ impl Telegram {
     }
 
     /// Delete a Telegram message from a chat.
+    #[export(destructive, open_world)]
     pub async fn delete(
         &self,
         ctx: &ToolContext,
@@ -557,6 +560,7 @@ impl Telegram {
     }
 
     /// Add, replace, or clear Telegram message reactions.
+    #[export(open_world)]
     pub async fn react(
         &self,
         ctx: &ToolContext,
@@ -588,7 +592,7 @@ impl Telegram {
     }
 
     /// Set the Telegram bot's chat action (typing, upload-photo, ...).
-    #[export(name = "setChatAction")]
+    #[export(name = "setChatAction", open_world)]
     pub async fn set_chat_action(
         &self,
         ctx: &ToolContext,
@@ -612,7 +616,7 @@ impl Telegram {
     }
 
     /// Resolve and download a Telegram file by file id; optionally save it in the workdir.
-    #[export(name = "downloadFile")]
+    #[export(name = "downloadFile", open_world)]
     pub async fn download_file(
         &self,
         ctx: &ToolContext,

@@ -214,6 +214,7 @@ impl TextTransform {
 impl TextTransform {
     /// Replace the first occurrence of `search` in `text` (or all of them with `all: true`).
     /// Returns `{original, result, replacements}`.
+    #[export(read_only, idempotent)]
     pub async fn replace(&self, input: ReplaceInput) -> Result<ReplaceOutput, ToolError> {
         non_empty("text", &input.text)?;
         non_empty("search", &input.search)?;
@@ -235,6 +236,7 @@ impl TextTransform {
     /// Extract the characters from `start` (default 0) up to `end` (exclusive, default the
     /// end); negative positions count from the end. Returns `{original, result, start, end,
     /// length}`.
+    #[export(read_only, idempotent)]
     pub async fn slice(&self, input: SliceInput) -> Result<SliceOutput, ToolError> {
         non_empty("text", &input.text)?;
         let chars: Vec<char> = input.text.chars().collect();
@@ -258,6 +260,7 @@ impl TextTransform {
 
     /// Split `text` by `delimiter` (default newline), keeping at most `maxParts` parts.
     /// Returns `{delimiter, count, parts}`.
+    #[export(read_only, idempotent)]
     pub async fn split(&self, input: SplitInput) -> Result<SplitOutput, ToolError> {
         non_empty("text", &input.text)?;
         let delimiter = input.delimiter.unwrap_or_else(|| "\n".to_owned());
@@ -284,6 +287,7 @@ impl TextTransform {
 
     /// Join strings, numbers or booleans with `delimiter` (default newline). Returns
     /// `{delimiter, count, result}`.
+    #[export(read_only, idempotent)]
     pub async fn join(&self, input: JoinInput) -> Result<JoinOutput, ToolError> {
         let parts = input
             .parts
@@ -311,6 +315,7 @@ impl TextTransform {
 
     /// Trim whitespace from the start, the end or both ends (default) of `text`. Returns
     /// `{original, result, mode, trimmedLength}`.
+    #[export(read_only, idempotent)]
     pub async fn trim(&self, input: TrimInput) -> Result<TrimOutput, ToolError> {
         non_empty("text", &input.text)?;
         let mode = input.mode.unwrap_or(TrimMode::Both);
@@ -330,7 +335,7 @@ impl TextTransform {
     }
 
     /// Convert `text` to upper or lower case. Returns `{original, result, to}`.
-    #[export(name = "case")]
+    #[export(name = "case", read_only, idempotent)]
     pub async fn change_case(&self, input: CaseInput) -> Result<CaseOutput, ToolError> {
         non_empty("text", &input.text)?;
         let result = match input.to {

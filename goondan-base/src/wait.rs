@@ -77,6 +77,7 @@ impl Wait {
 
     /// Pause execution for the specified number of seconds (0 to 300). Returns
     /// `{waitedSeconds, waitedMs}`.
+    #[export(read_only)]
     pub async fn seconds(
         &self,
         ctx: &ToolContext,

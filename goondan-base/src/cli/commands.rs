@@ -89,6 +89,7 @@ pub(crate) fn execute(
             tools,
             http,
             workdir,
+            approve,
         }) => {
             let serve = super::mcp::Serve {
                 bundle: bundle.as_deref(),
@@ -96,6 +97,7 @@ pub(crate) fn execute(
                 tools,
                 http: *http,
                 workdir: workdir.as_deref(),
+                approve: *approve,
             };
             Ok(super::mcp::serve(&serve, library, out)?)
         }

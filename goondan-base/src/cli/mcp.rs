@@ -5,10 +5,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use goondan_runtime::ToolRegistry;
+use goondan_runtime::approval::{Approvals, Policy};
 use goondan_runtime::bundle::{Bundle, BundleError, ToolLibrary};
-use goondan_runtime::mcp::server::{McpServer, McpServerError, ServeError};
+use goondan_runtime::mcp::server::{ElicitationApprover, McpServer, McpServerError, ServeError};
 use goondan_runtime::registry::RegistryError;
+use goondan_runtime::{ToolExecutor, ToolRegistry};
 
 use super::EXIT_OK;
 
@@ -38,6 +39,7 @@ pub(crate) struct Serve<'a> {
     pub(crate) tools: &'a [String],
     pub(crate) http: Option<SocketAddr>,
     pub(crate) workdir: Option<&'a Path>,
+    pub(crate) approve: Policy,
 }
 
 /// Serves until the client disconnects (stdio) or the process is interrupted (HTTP).
@@ -71,6 +73,13 @@ pub(crate) fn serve(
     };
     if let Some(w) = serve.workdir {
         builder = builder.workdir(w);
+    }
+    if serve.approve != Policy::Allow {
+        let approvals = Approvals::new(ElicitationApprover::new()).default_policy(serve.approve);
+        let executor = ToolExecutor::builder(Arc::clone(builder.registry()))
+            .middleware(approvals)
+            .build();
+        builder = builder.executor(executor);
     }
     let server = builder.build()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -91,6 +91,11 @@ pub enum McpCommand {
         /// The working directory of the calls (default: the current directory).
         #[arg(long)]
         workdir: Option<PathBuf>,
+        /// Ask the client's user before calls (MCP elicitation): `never` (default), `always`,
+        /// `risky` (destructive or open-world exports), `destructive`, or `deny` (refuse
+        /// them). A client without elicitation cannot be asked: its asked calls are denied.
+        #[arg(long, value_name = "POLICY", default_value = "never")]
+        approve: goondan_runtime::approval::Policy,
     },
 }
 

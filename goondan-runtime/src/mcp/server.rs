@@ -41,6 +41,7 @@
 //! ```
 
 mod call;
+mod elicitation;
 mod handler;
 mod listing;
 mod progress;
@@ -59,6 +60,7 @@ use crate::catalog::{CatalogError, ToolCatalog};
 use crate::executor::ToolExecutor;
 use crate::registry::ToolRegistry;
 
+pub use elicitation::ElicitationApprover;
 pub use transport::{HttpServer, ServeError};
 
 /// How many tools one `tools/list` page holds by default.
@@ -275,6 +277,12 @@ impl McpServerBuilder {
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
         self.selection = Selection::Declared(resources.into_iter().map(Into::into).collect());
         self
+    }
+
+    /// The registry the server serves: what an executor given to [`executor`](Self::executor)
+    /// must run over.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
     }
 
     /// Runs calls through `executor` (with its middleware, policy and default timeout).

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use super::{McpServer, call, listing, progress};
+use super::{McpServer, call, elicitation, listing, progress};
 use crate::context::ToolContext;
 use crate::help_url::help_url_base;
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -116,7 +116,7 @@ impl McpServer {
         let call = ToolCall::new(format!("mcp-{}", context.id), name.clone(), args);
         let executor = self.executor();
         let result = drive(
-            executor.execute(call, &ctx, &catalog),
+            elicitation::with_client(context.peer.clone(), executor.execute(call, &ctx, &catalog)),
             &context,
             &cancel,
             reports.as_mut(),

@@ -1,0 +1,241 @@
+//! [`ElicitationApprover`]: approvals asked of the person behind the MCP client, through
+//! MCP elicitation (`elicitation/create`, a form).
+//!
+//! The server runs each `tools/call` with its client's peer in reach of the call's
+//! middleware; the approver asks that peer. A client that did not declare form elicitation
+//! (or a call that did not come over MCP) cannot be asked: the approver then gives its
+//! fallback decision, a denial unless told otherwise.
+
+use std::time::Duration;
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::ElicitationMode;
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+
+use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+
+tokio::task_local! {
+    /// The client of the `tools/call` being served.
+    static CLIENT: Peer<RoleServer>;
+}
+
+/// Runs `work` (one `tools/call`) with `peer` as the client an [`ElicitationApprover`] asks.
+pub(super) async fn with_client<F: Future>(peer: Peer<RoleServer>, work: F) -> F::Output {
+    CLIENT.scope(peer, work).await
+}
+
+/// How much of the arguments the question shows.
+const SHOWN_ARGS_CHARS: usize = 2_000;
+
+/// Asks the MCP client's user, through a form elicitation, whether a call may run.
+///
+/// The form has three fields: `approve` (a yes/no), `reason` (told to the model on a
+/// denial) and `arguments` (optional: a JSON object replacing the call's arguments).
+///
+/// ```
+/// use goondan_runtime::ToolExecutor;
+/// use goondan_runtime::approval::{Approvals, Decision};
+/// use goondan_runtime::mcp::server::ElicitationApprover;
+/// # let registry = std::sync::Arc::new(goondan_runtime::ToolRegistry::new());
+/// let approver = ElicitationApprover::new().otherwise(Decision::Deny {
+///     reason: "approvals need a client that supports elicitation".into(),
+/// });
+/// let executor = ToolExecutor::builder(registry).middleware(Approvals::new(approver)).build();
+/// # drop(executor);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ElicitationApprover {
+    otherwise: Decision,
+    timeout: Option<Duration>,
+}
+
+impl Default for ElicitationApprover {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ElicitationApprover {
+    /// Asks the client; denies when it cannot be asked; waits for the answer without limit
+    /// (the call's own cancellation still ends the wait).
+    pub fn new() -> Self {
+        Self {
+            otherwise: Decision::Deny {
+                reason: "this call needs approval and the MCP client cannot be asked (it does \
+                         not support elicitation)"
+                    .into(),
+            },
+            timeout: None,
+        }
+    }
+
+    /// The decision when the client cannot be asked.
+    #[must_use]
+    pub fn otherwise(mut self, decision: Decision) -> Self {
+        self.otherwise = decision;
+        self
+    }
+
+    /// How long to wait for the user's answer; past it the call is denied.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        let Ok(peer) = CLIENT.try_with(Clone::clone) else {
+            return self.otherwise.clone();
+        };
+        if !peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return self.otherwise.clone();
+        }
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question(request),
+            requested_schema: form(),
+        };
+        let answer = match peer
+            .create_elicitation_with_timeout(params, self.timeout)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                return Decision::Deny {
+                    reason: format!("the approval could not be asked: {e}"),
+                };
+            }
+        };
+        match answer.action {
+            ElicitationAction::Accept => read_form(answer.content.as_ref()),
+            ElicitationAction::Decline => Decision::Deny {
+                reason: "the user declined the call".into(),
+            },
+            // Cancel, and any action a later revision adds: not a yes.
+            _ => Decision::Deny {
+                reason: "the user dismissed the approval without answering".into(),
+            },
+        }
+    }
+}
+
+impl Approver for ElicitationApprover {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
+        Box::pin(self.ask(request))
+    }
+}
+
+fn question(request: &ApprovalRequest) -> String {
+    let args = Value::Object(request.args().clone()).to_string();
+    let shown: String = args.chars().take(SHOWN_ARGS_CHARS).collect();
+    let cut = if shown.len() < args.len() { " ..." } else { "" };
+    let title = request
+        .annotations()
+        .title
+        .as_deref()
+        .map(|t| format!(" ({t})"))
+        .unwrap_or_default();
+    format!(
+        "Allow `{}`{title}? {}.\nArguments: {shown}{cut}",
+        request.tool_name(),
+        request.why()
+    )
+}
+
+fn form() -> ElicitationSchema {
+    let builder = ElicitationSchema::builder()
+        .title("Tool call approval")
+        .required_bool_with("approve", |b| {
+            b.title("Approve").description("Run the call")
+        })
+        .optional_string_with("reason", |s| {
+            s.title("Reason")
+                .description("If you deny: why, for the model")
+        })
+        .optional_string_with("arguments", |s| {
+            s.title("Arguments")
+                .description("If you approve: a JSON object to run the call with instead")
+        });
+    // Every required field is a property above, the one thing `build` checks.
+    match builder.build() {
+        Ok(schema) => schema,
+        Err(_) => ElicitationSchema::new(Default::default()),
+    }
+}
+
+/// The decision in an accepted form. Anything unreadable denies: approving is never a guess.
+fn read_form(content: Option<&Value>) -> Decision {
+    let Some(fields) = content.and_then(Value::as_object) else {
+        return deny("the approval form came back empty");
+    };
+    let reason = fields
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    match fields.get("approve") {
+        Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => {
+            return deny(reason.unwrap_or("the user denied the call"));
+        }
+        _ => return deny("the approval form had no yes or no"),
+    }
+    let edited = fields
+        .get("arguments")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|a| !a.is_empty());
+    match edited.map(serde_json::from_str::<Value>) {
+        None => Decision::Approve,
+        Some(Ok(Value::Object(args))) => Decision::ApproveWith(args),
+        Some(_) => deny("the edited arguments were not a JSON object; the call did not run"),
+    }
+}
+
+fn deny(reason: &str) -> Decision {
+    Decision::Deny {
+        reason: reason.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Decision, read_form};
+
+    #[test]
+    fn forms_read_as_decisions_and_anything_odd_denies() {
+        assert_eq!(
+            read_form(Some(&json!({"approve": true}))),
+            Decision::Approve
+        );
+        assert_eq!(
+            read_form(Some(&json!({"approve": true, "arguments": " {\"a\": 1} "}))),
+            Decision::ApproveWith(json!({"a": 1}).as_object().cloned().unwrap_or_default())
+        );
+        assert_eq!(
+            read_form(Some(&json!({"approve": false, "reason": "too risky"}))),
+            Decision::Deny {
+                reason: "too risky".into()
+            }
+        );
+        for odd in [
+            json!({}),
+            json!({"approve": "yes"}),
+            json!({"approve": true, "arguments": "[1]"}),
+            json!({"approve": true, "arguments": "{"}),
+            json!(null),
+        ] {
+            assert!(
+                matches!(read_form(Some(&odd)), Decision::Deny { .. }),
+                "{odd}"
+            );
+        }
+        assert!(matches!(read_form(None), Decision::Deny { .. }));
+    }
+}
