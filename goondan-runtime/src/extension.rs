@@ -19,14 +19,14 @@
 //! # drop(Clock);
 //! ```
 
+use std::any::{Any, TypeId};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::handler::Handler;
-use crate::middleware::Middleware;
+use crate::middleware::{Middleware, MiddlewareList, Stage, ToolCallContext};
 use crate::registry::{RegistryError, ToolRegistry};
-use crate::step::{StepMiddleware, TurnMiddleware};
 use crate::tool::ToolSource;
 
 /// Code that extends an agent instance. `register` runs once, when the instance is built.
@@ -134,41 +134,54 @@ impl ToolsApi {
     }
 }
 
-/// A middleware for one of the three pipelines.
-#[derive(Clone)]
-pub enum PipelineMiddleware {
-    /// Around each tool call (MW-1).
-    ToolCall(Arc<dyn Middleware>),
-    /// Around each Step; may edit the catalog (CAT-3).
-    Step(Arc<dyn StepMiddleware>),
-    /// Around each Turn.
-    Turn(Arc<dyn TurnMiddleware>),
+/// A middleware for one of the pipelines: `toolCall` ([`PipelineMiddleware::tool_call`]),
+/// `step` and `turn` (`PipelineMiddleware::step`, `PipelineMiddleware::turn`, defined beside
+/// the step loop, which runs extensions), or any [`Stage`] ([`PipelineMiddleware::of`]).
+pub struct PipelineMiddleware {
+    stage: &'static str,
+    /// An `Arc<dyn Middleware<C>>` for the stage `C` that `push` was made for.
+    item: Box<dyn Any + Send + Sync>,
+    push: fn(&mut PipelineApi, Box<dyn Any + Send + Sync>, i32),
 }
 
 impl PipelineMiddleware {
+    /// A middleware of stage `C`.
+    pub fn of<C: Stage>(mw: impl Middleware<C>) -> Self {
+        Self::from_arc::<C>(Arc::new(mw))
+    }
+
+    /// A shared middleware of stage `C`.
+    pub fn from_arc<C: Stage>(mw: Arc<dyn Middleware<C>>) -> Self {
+        Self {
+            stage: C::NAME,
+            item: Box::new(mw),
+            push: push_into::<C>,
+        }
+    }
+
     /// A `toolCall` middleware.
     pub fn tool_call(mw: impl Middleware) -> Self {
-        Self::ToolCall(Arc::new(mw))
+        Self::of::<ToolCallContext>(mw)
     }
 
-    /// A `step` middleware.
-    pub fn step(mw: impl StepMiddleware) -> Self {
-        Self::Step(Arc::new(mw))
+    /// The stage's name: `toolCall`, `step`, `turn`.
+    pub fn stage(&self) -> &'static str {
+        self.stage
     }
+}
 
-    /// A `turn` middleware.
-    pub fn turn(mw: impl TurnMiddleware) -> Self {
-        Self::Turn(Arc::new(mw))
+fn push_into<C: Stage>(api: &mut PipelineApi, item: Box<dyn Any + Send + Sync>, priority: i32) {
+    // `item` was made by `from_arc::<C>`, the only maker of a `push_into::<C>`.
+    if let Ok(mw) = item.downcast::<Arc<dyn Middleware<C>>>() {
+        api.list_mut::<C>().push(priority, *mw);
     }
 }
 
 impl std::fmt::Debug for PipelineMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::ToolCall(_) => "ToolCall",
-            Self::Step(_) => "Step",
-            Self::Turn(_) => "Turn",
-        })
+        f.debug_tuple("PipelineMiddleware")
+            .field(&self.stage)
+            .finish()
     }
 }
 
@@ -176,28 +189,63 @@ impl std::fmt::Debug for PipelineMiddleware {
 /// priority the first registered is the outermost (MW-3), across all extensions.
 #[derive(Default)]
 pub struct PipelineApi {
-    pub(crate) tool_call: Vec<(i32, Arc<dyn Middleware>)>,
-    pub(crate) step: Vec<(i32, Arc<dyn StepMiddleware>)>,
-    pub(crate) turn: Vec<(i32, Arc<dyn TurnMiddleware>)>,
+    /// One `MiddlewareList<C>` per stage that has any.
+    lists: Vec<StageList>,
+}
+
+/// The middlewares of one stage, its type erased (the step loop's stages are defined above
+/// this module).
+struct StageList {
+    stage: TypeId,
+    name: &'static str,
+    /// A `MiddlewareList<C>` for the `C` whose `TypeId` is `stage`.
+    list: Box<dyn Any + Send + Sync>,
+    len: fn(&(dyn Any + Send + Sync)) -> usize,
+}
+
+fn len_of<C: Stage>(list: &(dyn Any + Send + Sync)) -> usize {
+    list.downcast_ref::<MiddlewareList<C>>()
+        .map_or(0, MiddlewareList::len)
 }
 
 impl PipelineApi {
     /// Registers `middleware` with `priority`.
     pub fn register(&mut self, middleware: PipelineMiddleware, priority: i32) {
-        match middleware {
-            PipelineMiddleware::ToolCall(m) => self.tool_call.push((priority, m)),
-            PipelineMiddleware::Step(m) => self.step.push((priority, m)),
-            PipelineMiddleware::Turn(m) => self.turn.push((priority, m)),
+        (middleware.push)(self, middleware.item, priority);
+    }
+
+    fn list_mut<C: Stage>(&mut self) -> &mut MiddlewareList<C> {
+        let at = match self.lists.iter().position(|l| l.stage == TypeId::of::<C>()) {
+            Some(at) => at,
+            None => {
+                self.lists.push(StageList {
+                    stage: TypeId::of::<C>(),
+                    name: C::NAME,
+                    list: Box::new(MiddlewareList::<C>::default()),
+                    len: len_of::<C>,
+                });
+                self.lists.len() - 1
+            }
+        };
+        match self.lists[at].list.downcast_mut::<MiddlewareList<C>>() {
+            Some(list) => list,
+            // Unreachable: the entry of `TypeId::of::<C>()` holds a `MiddlewareList<C>`.
+            None => unreachable!("the pipeline list of `{}` has another type", C::NAME),
         }
+    }
+
+    /// Takes the middlewares of stage `C`, in chain order.
+    pub(crate) fn take<C: Stage>(&mut self) -> MiddlewareList<C> {
+        std::mem::take(self.list_mut::<C>())
     }
 }
 
 impl std::fmt::Debug for PipelineApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PipelineApi")
-            .field("tool_call", &self.tool_call.len())
-            .field("step", &self.step.len())
-            .field("turn", &self.turn.len())
-            .finish()
+        let mut map = f.debug_map();
+        for l in &self.lists {
+            map.entry(&l.name, &(l.len)(l.list.as_ref()));
+        }
+        map.finish()
     }
 }

@@ -1,11 +1,17 @@
-//! The `toolCall` pipeline: an onion of [`Middleware`] around the core handler (MW-1, MW-2).
+//! Middleware: one onion for every [`Stage`] of the agent loop (MW-1, MW-2). A `toolCall`
+//! middleware wraps one tool call ([`ToolCallContext`]), a `step` middleware one Step
+//! (`step::StepContext`), a `turn` middleware one Turn (`step::TurnContext`); all three are [`Middleware<C>`] for their
+//! context `C`, chained by the same [`Next`] in the same order: lower priority outermost,
+//! then the first registered outermost (MW-3).
 //!
-//! Code before [`Next::run`] may check or change the arguments and metadata; `run` executes
-//! the rest of the chain and then the handler; code after it may change or log the result.
-//! A middleware may also answer without calling `run` (short-circuit). It cannot change which
-//! tool is called: the target is fixed before the chain starts.
+//! Code before [`Next::run`] may check or change the context (a call's arguments and
+//! metadata, a Step's catalog, a Turn's input); `run` executes the rest of the chain and then
+//! the core (the handler, the model and calls, the Steps); code after it may change or log the
+//! outcome. A middleware may also answer without calling `run` (short-circuit). A `toolCall`
+//! middleware cannot change which tool is called: the target is fixed before the chain starts.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -16,8 +22,25 @@ use crate::annotations::ExportAnnotations;
 use crate::context::ToolContext;
 use crate::result::ToolCallResult;
 
-/// The future a middleware returns.
-pub type MiddlewareFuture<'a> = Pin<Box<dyn Future<Output = ToolCallResult> + Send + 'a>>;
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The future a middleware of stage `C` returns: the stage's outcome.
+pub type MiddlewareFuture<'a, C = ToolCallContext> = BoxFuture<'a, <C as Stage>::Output>;
+
+/// A stage of the agent loop that middleware wraps: its context type (`Self`, passed inwards
+/// and editable) and its outcome (passed outwards).
+pub trait Stage: Send + 'static {
+    /// What the stage's core answers, and every middleware of it.
+    type Output: Send + 'static;
+    /// The stage's name in bundles and traces: `toolCall`, `step`, `turn`.
+    const NAME: &'static str;
+}
+
+impl Stage for ToolCallContext {
+    type Output = ToolCallResult;
+    const NAME: &'static str = "toolCall";
+}
 
 /// What a middleware sees of a call (MW-2): the tool's name and call id (read only), the
 /// arguments and metadata (mutable), and the call's [`ToolContext`].
@@ -90,7 +113,7 @@ impl ToolCallContext {
     }
 }
 
-/// A `toolCall` middleware (MW-1).
+/// A middleware of stage `C`; without a parameter, a `toolCall` middleware (MW-1).
 ///
 /// ```
 /// use goondan_runtime::{Middleware, Next, ToolCallContext, middleware::MiddlewareFuture};
@@ -107,20 +130,34 @@ impl ToolCallContext {
 ///     }
 /// }
 /// ```
-pub trait Middleware: Send + Sync + 'static {
-    /// Handles one call; `next.run(call)` continues the chain.
-    fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a>;
+pub trait Middleware<C: Stage = ToolCallContext>: Send + Sync + 'static {
+    /// Handles one call (Step, Turn); `next.run(cx)` continues the chain.
+    fn handle<'a>(&'a self, cx: C, next: Next<C>) -> MiddlewareFuture<'a, C>;
 }
 
-struct FnMiddleware<F>(F);
+/// A middleware of stage `C` from a closure: [`from_fn`], `step::step_fn`, `step::turn_fn`.
+pub(crate) struct FnMiddleware<C, F> {
+    f: F,
+    stage: PhantomData<fn(C)>,
+}
 
-impl<F, Fut> Middleware for FnMiddleware<F>
+impl<C, F> FnMiddleware<C, F> {
+    pub(crate) fn new(f: F) -> Self {
+        Self {
+            f,
+            stage: PhantomData,
+        }
+    }
+}
+
+impl<C, F, Fut> Middleware<C> for FnMiddleware<C, F>
 where
-    F: Fn(ToolCallContext, Next) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolCallResult> + Send + 'static,
+    C: Stage,
+    F: Fn(C, Next<C>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = C::Output> + Send + 'static,
 {
-    fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a> {
-        Box::pin((self.0)(call, next))
+    fn handle<'a>(&'a self, cx: C, next: Next<C>) -> MiddlewareFuture<'a, C> {
+        Box::pin((self.f)(cx, next))
     }
 }
 
@@ -139,23 +176,24 @@ where
     F: Fn(ToolCallContext, Next) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ToolCallResult> + Send + 'static,
 {
-    FnMiddleware(f)
+    FnMiddleware::new(f)
 }
 
-/// The innermost step of the chain: argument validation and the handler.
-pub(crate) trait Core: Send + Sync + 'static {
-    fn run(&self, call: ToolCallContext) -> MiddlewareFuture<'static>;
+/// The core of a stage, inside every middleware: for a call, argument validation and the
+/// handler; for a Step, the model and the calls; for a Turn, its Steps.
+pub(crate) trait Core<C: Stage = ToolCallContext>: Send + Sync + 'static {
+    fn run(&self, cx: C) -> MiddlewareFuture<'static, C>;
 }
 
-/// The rest of the chain.
-pub struct Next {
-    chain: Arc<[Arc<dyn Middleware>]>,
+/// The rest of a chain: the middlewares inside this one, then the core.
+pub struct Next<C: Stage = ToolCallContext> {
+    chain: Arc<[Arc<dyn Middleware<C>>]>,
     index: usize,
-    core: Arc<dyn Core>,
+    core: Arc<dyn Core<C>>,
 }
 
-impl Next {
-    pub(crate) fn new(chain: Arc<[Arc<dyn Middleware>]>, core: Arc<dyn Core>) -> Self {
+impl<C: Stage> Next<C> {
+    pub(crate) fn new(chain: Arc<[Arc<dyn Middleware<C>>]>, core: Arc<dyn Core<C>>) -> Self {
         Self {
             chain,
             index: 0,
@@ -163,8 +201,8 @@ impl Next {
         }
     }
 
-    /// Runs the remaining middlewares and then the handler.
-    pub fn run(self, call: ToolCallContext) -> MiddlewareFuture<'static> {
+    /// Runs the remaining middlewares and then the core.
+    pub fn run(self, cx: C) -> MiddlewareFuture<'static, C> {
         match self.chain.get(self.index) {
             Some(mw) => {
                 let mw = Arc::clone(mw);
@@ -173,36 +211,58 @@ impl Next {
                     index: self.index + 1,
                     core: self.core,
                 };
-                Box::pin(async move { mw.handle(call, next).await })
+                Box::pin(async move { mw.handle(cx, next).await })
             }
-            None => self.core.run(call),
+            None => self.core.run(cx),
         }
     }
 }
 
-impl std::fmt::Debug for Next {
+impl<C: Stage> std::fmt::Debug for Next<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Next")
+            .field("stage", &C::NAME)
             .field("remaining", &(self.chain.len() - self.index))
             .finish()
     }
 }
 
-/// Middlewares ordered by priority (lower runs first, i.e. outermost), then by registration
-/// (MW-3: the first registered is the outermost).
-#[derive(Clone, Default)]
-pub(crate) struct MiddlewareList {
-    items: Vec<(i32, Arc<dyn Middleware>)>,
+/// Middlewares of one stage ordered by priority (lower runs first, i.e. outermost), then by
+/// registration (MW-3: the first registered is the outermost).
+pub(crate) struct MiddlewareList<C: Stage = ToolCallContext> {
+    items: Vec<(i32, Arc<dyn Middleware<C>>)>,
 }
 
-impl MiddlewareList {
-    pub(crate) fn push(&mut self, priority: i32, mw: Arc<dyn Middleware>) {
+impl<C: Stage> Default for MiddlewareList<C> {
+    fn default() -> Self {
+        Self { items: Vec::new() }
+    }
+}
+
+impl<C: Stage> Clone for MiddlewareList<C> {
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+        }
+    }
+}
+
+impl<C: Stage> MiddlewareList<C> {
+    pub(crate) fn push(&mut self, priority: i32, mw: Arc<dyn Middleware<C>>) {
         // Stable: insert after every item of the same or lower priority.
         let at = self.items.partition_point(|(p, _)| *p <= priority);
         self.items.insert(at, (priority, mw));
     }
 
-    pub(crate) fn to_chain(&self) -> Arc<[Arc<dyn Middleware>]> {
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub(crate) fn into_items(self) -> Vec<(i32, Arc<dyn Middleware<C>>)> {
+        self.items
+    }
+
+    pub(crate) fn to_chain(&self) -> Arc<[Arc<dyn Middleware<C>>]> {
         self.items.iter().map(|(_, m)| Arc::clone(m)).collect()
     }
 }

@@ -13,6 +13,7 @@ use goondan_runtime::extension::{
 use goondan_runtime::prelude::*;
 use goondan_runtime::step::{
     AgentInstance, ModelResponse, ScriptedModel, StepError, StepMiddleware, TurnEnd, step_fn,
+    turn_fn,
 };
 use goondan_runtime::{Export, Tool, from_fn, handler_fn};
 use serde_json::{Value, json};
@@ -257,13 +258,24 @@ impl Extension for Recorder {
                 PipelineMiddleware::step(step_recorder(label, Arc::clone(&self.log))),
                 priority,
             );
+            let log = Arc::clone(&self.log);
+            api.pipeline.register(
+                PipelineMiddleware::turn(turn_fn(move |turn, next| {
+                    let log = Arc::clone(&log);
+                    async move {
+                        log.lock().unwrap().push(format!("turn:{label}"));
+                        next.run(turn).await
+                    }
+                })),
+                priority,
+            );
         }
         Ok(())
     }
 }
 
 #[tokio::test]
-async fn mw_3_extension_middleware_runs_by_priority_then_registration_order() {
+async fn mw_3_extension_middleware_runs_by_priority_then_registration_order_in_every_stage() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let model = Arc::new(ScriptedModel::new([
         ModelResponse::calls([call("c1", "calc__add", json!({"a": 1, "b": 2}))]),
@@ -295,6 +307,10 @@ async fn mw_3_extension_middleware_runs_by_priority_then_registration_order() {
         .take(4)
         .collect();
     assert_eq!(steps, vec!["step:b-1", "step:a0", "step:b0", "step:a5"]);
+    // One onion, one rule: the turn chain orders the same way, and wraps everything.
+    let turns: Vec<_> = log.iter().filter(|l| l.starts_with("turn:")).collect();
+    assert_eq!(turns, vec!["turn:b-1", "turn:a0", "turn:b0", "turn:a5"]);
+    assert_eq!(log[..4], ["turn:b-1", "turn:a0", "turn:b0", "turn:a5"]);
 }
 
 #[tokio::test]
@@ -440,7 +456,7 @@ struct TurnLabel {
     log: Arc<Mutex<Vec<String>>>,
 }
 
-impl goondan_runtime::step::TurnMiddleware for TurnLabel {
+impl goondan_runtime::Middleware<goondan_runtime::step::TurnContext> for TurnLabel {
     fn handle<'a>(
         &'a self,
         mut turn: goondan_runtime::step::TurnContext,

@@ -10,8 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::StepError;
 use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
-    StepContext, StepCore, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnCore,
-    TurnEnd, TurnMiddleware, TurnNext, TurnOutcome, ordered,
+    StepContext, StepFuture, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
 };
 use crate::agent::AgentRuntime;
 use crate::bundle::{Bundle, BundleError};
@@ -19,6 +18,7 @@ use crate::catalog::ToolCatalog;
 use crate::context::{Message, ToolContext, fresh_id, now_ms};
 use crate::executor::ToolExecutor;
 use crate::extension::{Extension, ExtensionApi};
+use crate::middleware::{Core, Middleware};
 use crate::registry::ToolRegistry;
 use crate::result::ToolCallResult;
 
@@ -34,8 +34,8 @@ struct Shared {
     system: Option<String>,
     deltas: Option<DeltaSink>,
     declared: Vec<String>,
-    step_chain: Arc<[Arc<dyn StepMiddleware>]>,
-    turn_chain: Arc<[Arc<dyn TurnMiddleware>]>,
+    step_chain: Arc<[Arc<dyn Middleware<StepContext>>]>,
+    turn_chain: Arc<[Arc<dyn Middleware<TurnContext>>]>,
     max_steps: usize,
     concurrency: usize,
     workdir: PathBuf,
@@ -370,7 +370,7 @@ impl AgentInstanceBuilder {
             source,
         })?;
         let mut executor = ToolExecutor::builder(Arc::clone(&self.registry));
-        for (priority, mw) in api.pipeline.tool_call {
+        for (priority, mw) in api.pipeline.take().into_items() {
             executor = executor.middleware_arc(priority, mw);
         }
         Ok(AgentInstance {
@@ -383,8 +383,8 @@ impl AgentInstanceBuilder {
                 system: self.system,
                 deltas: self.deltas,
                 declared: self.declared,
-                step_chain: ordered(api.pipeline.step),
-                turn_chain: ordered(api.pipeline.turn),
+                step_chain: api.pipeline.take::<StepContext>().to_chain(),
+                turn_chain: api.pipeline.take::<TurnContext>().to_chain(),
                 max_steps: self.max_steps,
                 concurrency: self.concurrency,
                 workdir,
@@ -397,7 +397,7 @@ impl AgentInstanceBuilder {
 
 struct TurnRunner(Arc<Shared>);
 
-impl TurnCore for TurnRunner {
+impl Core<TurnContext> for TurnRunner {
     fn run(&self, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
@@ -479,7 +479,7 @@ pub fn tool_message(result: &ToolCallResult) -> Message {
 
 struct StepRunner(Arc<Shared>);
 
-impl StepCore for StepRunner {
+impl Core<StepContext> for StepRunner {
     fn run(&self, step: StepContext) -> StepFuture<'static, StepResult> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {

@@ -21,7 +21,7 @@ pub use self::model::{
 };
 pub use self::pipeline::{
     StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnEnd,
-    TurnMiddleware, TurnNext, TurnOutcome, step_fn,
+    TurnMiddleware, TurnNext, TurnOutcome, step_fn, turn_fn,
 };
 
 /// Why a Turn could not run. Tool failures are not here: they are results the model sees.

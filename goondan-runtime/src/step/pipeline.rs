@@ -1,5 +1,6 @@
 //! `step` and `turn` middleware: onions around one Step (which may edit the catalog, CAT-3)
-//! and around one Turn, in the shape of the `toolCall` chain ([`crate::Middleware`]).
+//! and around one Turn. They are the one onion of [`crate::middleware`], over the stages
+//! [`StepContext`] and [`TurnContext`].
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,6 +11,8 @@ use serde_json::Value;
 use super::StepError;
 use crate::catalog::ToolCatalog;
 use crate::context::Message;
+use crate::extension::PipelineMiddleware;
+use crate::middleware::{FnMiddleware, Middleware, Next, Stage};
 use crate::result::ToolCallResult;
 
 /// A boxed future of the step loop.
@@ -86,68 +89,19 @@ pub struct StepResult {
     pub usage: Option<super::TokenUsage>,
 }
 
-/// A `step` middleware.
-pub trait StepMiddleware: Send + Sync + 'static {
-    /// Handles one Step; `next.run(step)` asks the model and runs the calls.
-    fn handle<'a>(&'a self, step: StepContext, next: StepNext) -> StepFuture<'a, StepResult>;
+impl Stage for StepContext {
+    type Output = Result<StepResult, StepError>;
+    const NAME: &'static str = "step";
 }
 
-pub(crate) trait StepCore: Send + Sync + 'static {
-    fn run(&self, step: StepContext) -> StepFuture<'static, StepResult>;
-}
+/// A `step` middleware: any [`Middleware<StepContext>`]. `next.run(step)` asks the model and
+/// runs the calls.
+pub trait StepMiddleware: Middleware<StepContext> {}
+
+impl<T: Middleware<StepContext>> StepMiddleware for T {}
 
 /// The rest of a step chain.
-pub struct StepNext {
-    chain: Arc<[Arc<dyn StepMiddleware>]>,
-    index: usize,
-    core: Arc<dyn StepCore>,
-}
-
-impl StepNext {
-    pub(crate) fn new(chain: Arc<[Arc<dyn StepMiddleware>]>, core: Arc<dyn StepCore>) -> Self {
-        Self {
-            chain,
-            index: 0,
-            core,
-        }
-    }
-
-    /// Runs the remaining middlewares, then the model and the calls.
-    pub fn run(self, step: StepContext) -> StepFuture<'static, StepResult> {
-        match self.chain.get(self.index) {
-            Some(mw) => {
-                let mw = Arc::clone(mw);
-                let next = StepNext {
-                    chain: self.chain,
-                    index: self.index + 1,
-                    core: self.core,
-                };
-                Box::pin(async move { mw.handle(step, next).await })
-            }
-            None => self.core.run(step),
-        }
-    }
-}
-
-impl std::fmt::Debug for StepNext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StepNext")
-            .field("remaining", &(self.chain.len() - self.index))
-            .finish()
-    }
-}
-
-struct FnStep<F>(F);
-
-impl<F, Fut> StepMiddleware for FnStep<F>
-where
-    F: Fn(StepContext, StepNext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<StepResult, StepError>> + Send + 'static,
-{
-    fn handle<'a>(&'a self, step: StepContext, next: StepNext) -> StepFuture<'a, StepResult> {
-        Box::pin((self.0)(step, next))
-    }
-}
+pub type StepNext = Next<StepContext>;
 
 /// A step middleware from an async closure.
 ///
@@ -165,7 +119,7 @@ where
     F: Fn(StepContext, StepNext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<StepResult, StepError>> + Send + 'static,
 {
-    FnStep(f)
+    FnMiddleware::new(f)
 }
 
 /// What a turn middleware sees: the input message (editable) and free metadata.
@@ -244,59 +198,48 @@ impl TurnOutcome {
     }
 }
 
-/// A `turn` middleware.
-pub trait TurnMiddleware: Send + Sync + 'static {
-    /// Handles one Turn; `next.run(turn)` runs its Steps.
-    fn handle<'a>(&'a self, turn: TurnContext, next: TurnNext) -> StepFuture<'a, TurnOutcome>;
+impl Stage for TurnContext {
+    type Output = Result<TurnOutcome, StepError>;
+    const NAME: &'static str = "turn";
 }
 
-pub(crate) trait TurnCore: Send + Sync + 'static {
-    fn run(&self, turn: TurnContext) -> StepFuture<'static, TurnOutcome>;
-}
+/// A `turn` middleware: any [`Middleware<TurnContext>`]. `next.run(turn)` runs its Steps.
+pub trait TurnMiddleware: Middleware<TurnContext> {}
+
+impl<T: Middleware<TurnContext>> TurnMiddleware for T {}
 
 /// The rest of a turn chain.
-pub struct TurnNext {
-    chain: Arc<[Arc<dyn TurnMiddleware>]>,
-    index: usize,
-    core: Arc<dyn TurnCore>,
+pub type TurnNext = Next<TurnContext>;
+
+/// A turn middleware from an async closure.
+///
+/// ```
+/// use goondan_runtime::step::turn_fn;
+/// // Every Turn's input, trimmed.
+/// let trim = turn_fn(|mut turn, next| async move {
+///     if let Some(text) = turn.input.content.as_mut() {
+///         *text = text.trim().to_owned();
+///     }
+///     next.run(turn).await
+/// });
+/// # drop(trim);
+/// ```
+pub fn turn_fn<F, Fut>(f: F) -> impl TurnMiddleware
+where
+    F: Fn(TurnContext, TurnNext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<TurnOutcome, StepError>> + Send + 'static,
+{
+    FnMiddleware::new(f)
 }
 
-impl TurnNext {
-    pub(crate) fn new(chain: Arc<[Arc<dyn TurnMiddleware>]>, core: Arc<dyn TurnCore>) -> Self {
-        Self {
-            chain,
-            index: 0,
-            core,
-        }
+impl PipelineMiddleware {
+    /// A `step` middleware: around each Step; may edit the catalog (CAT-3).
+    pub fn step(mw: impl StepMiddleware) -> Self {
+        Self::of::<StepContext>(mw)
     }
 
-    /// Runs the remaining middlewares, then the Turn's Steps.
-    pub fn run(self, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
-        match self.chain.get(self.index) {
-            Some(mw) => {
-                let mw = Arc::clone(mw);
-                let next = TurnNext {
-                    chain: self.chain,
-                    index: self.index + 1,
-                    core: self.core,
-                };
-                Box::pin(async move { mw.handle(turn, next).await })
-            }
-            None => self.core.run(turn),
-        }
+    /// A `turn` middleware: around each Turn.
+    pub fn turn(mw: impl TurnMiddleware) -> Self {
+        Self::of::<TurnContext>(mw)
     }
-}
-
-impl std::fmt::Debug for TurnNext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnNext")
-            .field("remaining", &(self.chain.len() - self.index))
-            .finish()
-    }
-}
-
-/// Middlewares sorted by priority (lower is outermost), then registration order (MW-3).
-pub(crate) fn ordered<T: ?Sized>(mut items: Vec<(i32, Arc<T>)>) -> Arc<[Arc<T>]> {
-    items.sort_by_key(|(p, _)| *p);
-    items.into_iter().map(|(_, m)| m).collect()
 }

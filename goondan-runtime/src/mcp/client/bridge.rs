@@ -9,8 +9,9 @@ use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use crate::handler::{Handler, HandlerCall, HandlerError};
+use crate::middleware::Middleware;
 use crate::registry::ToolRegistry;
-use crate::step::{StepContext, StepFuture, StepMiddleware, StepNext, StepResult};
+use crate::step::{StepContext, StepFuture, StepNext, StepResult};
 use crate::tool::{SourceKind, ToolSource};
 
 /// Why an MCP extension could not start.
@@ -256,7 +257,7 @@ struct Withdrawn {
     links: Arc<[Arc<ServerLink>]>,
 }
 
-impl StepMiddleware for Withdrawn {
+impl Middleware<StepContext> for Withdrawn {
     fn handle<'a>(&'a self, mut step: StepContext, next: StepNext) -> StepFuture<'a, StepResult> {
         step.tool_catalog.retain(|item| {
             let Some(source) = item.source.as_deref() else {
