@@ -56,7 +56,7 @@ pub async fn run(out: &mut impl Write) -> anyhow::Result<()> {
     for r in bundle.resources() {
         writeln!(out, "   {} (line {})", r.identity(), r.line())?;
     }
-    let registry = Arc::new(bundle.registry(&goondan_base::cli::default_library())?);
+    let registry = Arc::new(bundle.registry(&goondan_base::library())?);
     let agent_name = bundle
         .entry_agent()
         .ok_or_else(|| anyhow::anyhow!("the bundle has no agent"))?;

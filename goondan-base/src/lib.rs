@@ -27,6 +27,7 @@
 
 pub mod agents;
 pub mod bash;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod extensions;
 pub mod file_system;
@@ -78,6 +79,19 @@ pub fn tools() -> Vec<Result<Tool, ToolDefinitionError>> {
         .iter()
         .filter_map(|name| resolve_ref(PACKAGE, name))
         .collect()
+}
+
+/// Every tool linked into this program (`#[tool]` items anywhere in it) and the base tools,
+/// with `@goondan/base` as a package: what a bundle's Tool resources and `ref`s resolve against.
+///
+/// ```
+/// let library = goondan_base::library();
+/// assert!(library.iter().any(|t| t.name() == "bash"));
+/// ```
+pub fn library() -> goondan_runtime::bundle::ToolLibrary {
+    goondan_runtime::bundle::ToolLibrary::linked()
+        .tools(tools())
+        .package_tools(PACKAGE, tools())
 }
 
 /// The tool an Agent's `ref: {kind: Tool, name, package}` names, with its default policy, or

@@ -42,13 +42,16 @@
 pub mod agent;
 pub mod annotations;
 pub mod approval;
+#[cfg(feature = "host")]
 pub mod bundle;
 pub mod catalog;
 pub mod context;
+#[cfg(feature = "host")]
 pub mod dialect;
 pub mod error;
 mod events;
 pub mod executor;
+#[cfg(feature = "host")]
 pub mod extension;
 pub mod handler;
 pub mod help_url;
@@ -56,6 +59,7 @@ pub mod help_url;
 pub mod mcp;
 pub mod middleware;
 pub mod name;
+#[cfg(all(feature = "host", unix))]
 pub mod orchestrator;
 pub mod output_schema;
 pub mod pending;
@@ -65,7 +69,9 @@ mod refusal;
 pub mod registry;
 pub mod result;
 pub mod schema;
+#[cfg(feature = "host")]
 pub mod step;
+#[cfg(all(feature = "host", unix))]
 pub mod swarm;
 pub mod testing;
 pub mod tool;
@@ -73,12 +79,15 @@ pub mod tool;
 pub use goondan_macros::{export, tool};
 
 pub use crate::agent::AgentRuntime;
+#[cfg(feature = "host")]
 pub use crate::bundle::{Bundle, ToolLibrary};
 pub use crate::catalog::{CatalogItem, ToolCatalog};
 pub use crate::context::{Message, ToolContext};
+#[cfg(feature = "host")]
 pub use crate::dialect::{Dialect, DialectError, ParseError};
 pub use crate::error::ToolError;
 pub use crate::executor::{CallPolicy, ToolExecutor};
+#[cfg(feature = "host")]
 pub use crate::extension::{Extension, ExtensionApi};
 pub use crate::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
 pub use crate::middleware::{Middleware, Next, ToolCallContext, from_fn};
@@ -86,6 +95,7 @@ pub use crate::name::ToolName;
 pub use crate::pending::PendingResults;
 pub use crate::registry::ToolRegistry;
 pub use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+#[cfg(feature = "host")]
 pub use crate::step::{AgentInstance, Model, ScriptedModel};
 pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
 

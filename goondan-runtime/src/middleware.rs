@@ -254,10 +254,12 @@ impl<C: Stage> MiddlewareList<C> {
         self.items.insert(at, (priority, mw));
     }
 
+    #[cfg(feature = "host")]
     pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
 
+    #[cfg(feature = "host")]
     pub(crate) fn into_items(self) -> Vec<(i32, Arc<dyn Middleware<C>>)> {
         self.items
     }

@@ -45,7 +45,7 @@ use crate::bundle::{Bundle, BundleError, Kind, ToolLibrary};
 use crate::error::ToolError;
 use crate::orchestrator::agent_mode::{AgentContext, AgentIdentity, AgentWorker};
 use crate::orchestrator::{AgentSpec, SwarmSpec, disconnected, error};
-use crate::step::{AgentInstance, Model, StepError, TurnEnd, TurnOutcome};
+use crate::step::{AgentInstance, StepError, TurnEnd, TurnOutcome};
 
 /// The path of the bundle an agent process loads, set by the host on its agent processes.
 pub const ENV_BUNDLE: &str = "GOONDAN_BUNDLE";
@@ -56,9 +56,7 @@ pub const LOAD_FAILED: &str = "E_AGENT_LOAD";
 /// The error code of a Turn that could not run (the model failed, a declared tool is missing).
 pub const TURN_FAILED: &str = "E_AGENT_TURN";
 
-/// Gives each agent its model, by agent name; the host supplies it, every agent process calls it
-/// once.
-pub type ModelFactory = Arc<dyn Fn(&str) -> Arc<dyn Model> + Send + Sync>;
+pub use crate::step::ModelFactory;
 
 /// Why a bundle does not describe a swarm.
 #[derive(Debug, thiserror::Error)]

@@ -161,11 +161,10 @@ pub enum Format {
     Mcp,
 }
 
-/// Every tool linked into this program and the base tools, with `@goondan/base` as a package.
+/// Every tool linked into this program and the base tools, with `@goondan/base` as a package:
+/// [`crate::library`].
 pub fn default_library() -> ToolLibrary {
-    ToolLibrary::linked()
-        .tools(crate::tools())
-        .package_tools(crate::PACKAGE, crate::tools())
+    crate::library()
 }
 
 /// Runs the command line of this process with [`default_library`].

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::{Provider, ProviderConfig, ProviderModel};
 use crate::bundle::{Bundle, BundleError, ModelSpec};
+use crate::step::ModelFactory;
 use crate::step::{Model, ModelError, ModelFuture, ModelRequest};
-use crate::swarm::ModelFactory;
 
 /// Why an Agent's model cannot be built.
 #[derive(Debug, thiserror::Error)]

@@ -16,8 +16,8 @@ pub use self::instance::{
     AgentInstance, AgentInstanceBuilder, DEFAULT_MAX_STEPS_PER_TURN, tool_message,
 };
 pub use self::model::{
-    DeltaSink, Model, ModelDelta, ModelError, ModelFuture, ModelRequest, ModelResponse,
-    ScriptedModel, TokenUsage,
+    DeltaSink, Model, ModelDelta, ModelError, ModelFactory, ModelFuture, ModelRequest,
+    ModelResponse, ScriptedModel, TokenUsage,
 };
 pub use self::pipeline::{
     StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnEnd,

@@ -218,6 +218,10 @@ pub trait Model: Send + Sync + 'static {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a>;
 }
 
+/// Gives each agent its model, by agent name; the host supplies it, every agent process (of a
+/// swarm) calls it once.
+pub type ModelFactory = std::sync::Arc<dyn Fn(&str) -> std::sync::Arc<dyn Model> + Send + Sync>;
+
 /// A model that answers from a script, in order, and records what it was shown.
 ///
 /// ```
