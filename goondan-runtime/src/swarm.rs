@@ -42,10 +42,12 @@ use crate::agent::{
     RequestResult, RestartSignal, SendResult, SpawnOptions, SpawnResult,
 };
 use crate::bundle::{Bundle, BundleError, Kind, ToolLibrary};
+use crate::context::fresh_id;
 use crate::error::ToolError;
 use crate::orchestrator::agent_mode::{AgentContext, AgentIdentity, AgentWorker};
 use crate::orchestrator::{AgentSpec, SwarmSpec, disconnected, error};
-use crate::step::{AgentInstance, StepError, TurnEnd, TurnOutcome};
+use crate::step::{AgentInstance, AgentInstanceBuilder, StepError, TurnEnd, TurnOutcome};
+use tokio_util::sync::CancellationToken;
 
 /// The path of the bundle an agent process loads, set by the host on its agent processes.
 pub const ENV_BUNDLE: &str = "GOONDAN_BUNDLE";
@@ -200,7 +202,14 @@ pub enum StepWorkerError {
 pub struct StepWorker {
     agent: String,
     inner: Result<Loaded, ToolError>,
+    cancellation: Option<TurnCancellation>,
 }
+
+/// Gives each Turn of a [`StepWorker`] its cancellation token.
+type TurnCancellation = Arc<dyn Fn() -> CancellationToken + Send + Sync>;
+
+/// Changes an Agent's instance before it is built (see [`StepWorker::new_with`]).
+pub type Customize<'a> = &'a dyn Fn(AgentInstanceBuilder) -> AgentInstanceBuilder;
 
 struct Loaded {
     instance: AgentInstance,
@@ -227,13 +236,26 @@ impl StepWorker {
         library: &ToolLibrary,
         models: &ModelFactory,
     ) -> Result<Self, StepWorkerError> {
+        Self::new_with(bundle, me, library, models, &|builder| builder)
+    }
+
+    /// [`new`](Self::new), the instance's builder passed through `customize` before it is
+    /// built: a host adds extensions (approvals, a display of the calls), a delta sink, the
+    /// conversation read back from disk, another state directory.
+    pub fn new_with(
+        bundle: &Bundle,
+        me: &AgentIdentity,
+        library: &ToolLibrary,
+        models: &ModelFactory,
+        customize: Customize<'_>,
+    ) -> Result<Self, StepWorkerError> {
         let registry = Arc::new(bundle.registry(library)?);
         let runtime = Arc::new(CurrentRuntime::default());
-        let instance = AgentInstance::from_bundle(bundle, &me.agent, registry, models(&me.agent))?
+        let builder = AgentInstance::from_bundle(bundle, &me.agent, registry, models(&me.agent))?
             .instance_key(&me.instance_key)
             .state_dir(&me.workdir)
-            .agent_runtime(Arc::clone(&runtime) as Arc<dyn AgentRuntime>)
-            .build()?;
+            .agent_runtime(Arc::clone(&runtime) as Arc<dyn AgentRuntime>);
+        let instance = customize(builder).build()?;
         Ok(Self {
             agent: me.agent.clone(),
             inner: Ok(Loaded {
@@ -241,6 +263,7 @@ impl StepWorker {
                 runtime,
                 turn: tokio::sync::Mutex::new(()),
             }),
+            cancellation: None,
         })
     }
 
@@ -248,10 +271,20 @@ impl StepWorker {
     /// [`new`](Self::new). When that fails, the failure is logged and every event is answered
     /// with a structured `E_AGENT_LOAD` error ([`LOAD_FAILED`]), so callers learn why at once.
     pub fn from_env(me: &AgentIdentity, library: &ToolLibrary, models: &ModelFactory) -> Self {
+        Self::from_env_with(me, library, models, &|builder| builder)
+    }
+
+    /// [`from_env`](Self::from_env) with [`new_with`](Self::new_with)'s `customize`.
+    pub fn from_env_with(
+        me: &AgentIdentity,
+        library: &ToolLibrary,
+        models: &ModelFactory,
+        customize: Customize<'_>,
+    ) -> Self {
         let built = std::env::var_os(ENV_BUNDLE)
             .ok_or(StepWorkerError::NoBundlePath)
             .and_then(|path| Ok(Bundle::load(path)?))
-            .and_then(|bundle| Self::new(&bundle, me, library, models));
+            .and_then(|bundle| Self::new_with(&bundle, me, library, models, customize));
         built.unwrap_or_else(|e| {
             tracing::error!(target: "goondan::agent", agent = %me.agent, error = %e, "cannot load the agent");
             Self {
@@ -262,8 +295,20 @@ impl StepWorker {
                     format!("agent `{}` cannot load its bundle: {e}", me.agent),
                     "fix the bundle or the host's tools, then restart the swarm",
                 )),
+                cancellation: None,
             }
         })
+    }
+
+    /// Each Turn stops when the token `tokens` gives it (one call per Turn) is cancelled, as
+    /// [`AgentInstance::run_turn_cancellable`] does: a terminal's Ctrl-C cancels one answer.
+    #[must_use]
+    pub fn turn_cancellation(
+        mut self,
+        tokens: impl Fn() -> CancellationToken + Send + Sync + 'static,
+    ) -> Self {
+        self.cancellation = Some(Arc::new(tokens));
+        self
     }
 
     /// The instance, when it was built.
@@ -280,10 +325,14 @@ impl StepWorker {
         let _turn = loaded.turn.lock().await;
         loaded.runtime.set(Some(Arc::clone(ctx.runtime())));
         // HO-3: the Turn continues the caller's trace; an event without one starts a trace.
-        let outcome = match ctx.caller_trace_id() {
-            Some(trace) => loaded.instance.run_turn_in_trace(input, trace).await,
-            None => loaded.instance.run_turn(input).await,
-        };
+        let trace = ctx
+            .caller_trace_id()
+            .map_or_else(|| fresh_id("trace"), str::to_owned);
+        let token = self
+            .cancellation
+            .as_ref()
+            .map_or_else(CancellationToken::new, |tokens| tokens());
+        let outcome = loaded.instance.run_turn_with(input, trace, token).await;
         loaded.runtime.set(None);
         let outcome = outcome.map_err(|e| {
             error(

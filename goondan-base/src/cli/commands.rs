@@ -36,6 +36,8 @@ pub(crate) enum CliError {
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
     Mcp(#[from] super::mcp::McpCliError),
+    #[error(transparent)]
+    Run(#[from] super::run::RunError),
 }
 
 pub(crate) fn execute(
@@ -83,6 +85,7 @@ pub(crate) fn execute(
                 out,
             )
         }
+        Command::Run(args) => Ok(super::run::execute(args)?),
         Command::Mcp(McpCommand::Serve {
             bundle,
             agent,

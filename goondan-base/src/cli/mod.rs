@@ -14,6 +14,7 @@
 
 mod commands;
 mod mcp;
+pub mod run;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -65,6 +66,9 @@ pub enum Command {
     /// Serve tools over MCP (the Model Context Protocol).
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Run a bundle's agents: one Turn with `--input`, else a session in the terminal.
+    #[command(after_help = AFTER_HELP)]
+    Run(run::RunArgs),
 }
 
 /// `goondan mcp ...`.
@@ -174,6 +178,8 @@ pub fn run() -> ExitCode {
 
 /// Runs the command line of this process with `library`.
 pub fn run_with(library: ToolLibrary) -> ExitCode {
+    // In an agent process started by `goondan run`'s Orchestrator: serve the agent and exit.
+    run::serve_if_requested(&library);
     // Not locked for the whole command: `goondan mcp serve` speaks MCP on stdout through
     // its own handle, which would wait forever for a lock held here.
     let mut stdout = std::io::stdout();

@@ -121,6 +121,7 @@ impl AgentInstance {
             concurrency: 1,
             state_dir: None,
             runtime: None,
+            history: Vec::new(),
         }
     }
 
@@ -234,7 +235,7 @@ impl AgentInstance {
             .await
     }
 
-    async fn run_turn_with(
+    pub(crate) async fn run_turn_with(
         &self,
         input: impl Into<String>,
         trace_id: String,
@@ -285,9 +286,17 @@ pub struct AgentInstanceBuilder {
     concurrency: usize,
     state_dir: Option<PathBuf>,
     runtime: Option<Arc<dyn AgentRuntime>>,
+    history: Vec<Message>,
 }
 
 impl AgentInstanceBuilder {
+    /// The conversation so far, oldest first: the instance goes on from it (a session read
+    /// back from disk, a process restarted).
+    pub fn conversation(mut self, messages: Vec<Message>) -> Self {
+        self.history = messages;
+        self
+    }
+
     /// The Agent's `spec.tools`: resource names, in order (CAT-2).
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
         self.declared = resources.into_iter().map(Into::into).collect();
@@ -389,7 +398,7 @@ impl AgentInstanceBuilder {
                 concurrency: self.concurrency,
                 workdir,
                 runtime: self.runtime,
-                conversation: Mutex::new(Vec::new()),
+                conversation: Mutex::new(self.history),
             }),
         })
     }

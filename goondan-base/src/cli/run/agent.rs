@@ -1,0 +1,332 @@
+//! The agent-process side of `goondan run`. The `goondan` program is its own agent host: the
+//! Orchestrator re-executes it for each agent instance, and [`serve_if_requested`] (called
+//! first thing by [`crate::cli::run_with`]) serves the bundle's Agent there with a
+//! [`StepWorker`], plus, under `goondan run`:
+//!
+//! - a [`Reporter`] `toolCall` middleware telling the terminal each call's start and end, and
+//!   a delta sink streaming the answer's text (both over the [session link](super::link));
+//! - the [`Approvals`] middleware, asking the terminal's person ([`LinkApprover`]);
+//! - the conversation read from the state directory when the instance starts and written back
+//!   after each Turn, so that a restarted process (`self-restart__request`) or the next run
+//!   goes on with it;
+//! - Turns the terminal can cancel (Ctrl-C).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use goondan_runtime::agent::{AgentEvent, AgentFuture};
+use goondan_runtime::approval::{
+    ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, Policy,
+};
+use goondan_runtime::bundle::{Bundle, ToolLibrary};
+use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
+use goondan_runtime::middleware::MiddlewareFuture;
+use goondan_runtime::orchestrator::agent_mode::{self, AgentContext, AgentIdentity, AgentWorker};
+use goondan_runtime::step::{DeltaSink, ModelDelta, ModelFactory};
+use goondan_runtime::swarm::{ENV_BUNDLE, StepWorker};
+use goondan_runtime::{Extension, ExtensionApi, Middleware, Next, ToolCallContext};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::link::{Answer, ENV_APPROVE, ENV_SESSION, ENV_STATE, Note, Order, line, short};
+use super::{model, state};
+
+/// In an agent process started by an Orchestrator, serves the bundle's Agent and exits;
+/// otherwise returns at once.
+pub(crate) fn serve_if_requested(library: &ToolLibrary) {
+    agent_mode::run_if_requested(|me| RunWorker::new(me, library));
+}
+
+/// A [`StepWorker`] that keeps its conversation in the state directory.
+struct RunWorker {
+    inner: StepWorker,
+    conversation: Option<PathBuf>,
+}
+
+impl RunWorker {
+    fn new(me: &AgentIdentity, library: &ToolLibrary) -> Self {
+        let link = AgentLink::from_env(me);
+        let models = models();
+        let state = std::env::var_os(ENV_STATE).map(PathBuf::from);
+        let conversation = state
+            .as_deref()
+            .map(|s| state::conversation_file(s, &me.agent, &me.instance_key));
+        let history = conversation
+            .as_deref()
+            .map(state::load)
+            .transpose()
+            .unwrap_or_else(|e| {
+                tracing::error!(target: "goondan::run", error = %e, "the conversation cannot be read; starting a new one");
+                None
+            })
+            .unwrap_or_default();
+        let policy = std::env::var(ENV_APPROVE)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(Policy::AskWhenDestructive);
+        let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
+            builder = builder.conversation(history.clone());
+            if let Some(state) = &state {
+                builder = builder.state_dir(state);
+            }
+            if let Some(link) = &link {
+                let sink = Arc::clone(link);
+                builder = builder
+                    .deltas(DeltaSink::new(move |d| {
+                        if let ModelDelta::Text(text) = d {
+                            sink.send(&Note::Delta { text: text.clone() });
+                        }
+                    }))
+                    .extension(Terminal {
+                        link: Arc::clone(link),
+                        policy,
+                    });
+            }
+            builder
+        };
+        let mut inner = StepWorker::from_env_with(me, library, &models, &customize);
+        if let Some(link) = link {
+            inner = inner.turn_cancellation(move || link.new_turn());
+        }
+        Self {
+            inner,
+            conversation,
+        }
+    }
+}
+
+/// The models of the bundle at [`ENV_BUNDLE`] (when it cannot be read, [`StepWorker`] says why).
+fn models() -> ModelFactory {
+    let bundle = std::env::var_os(ENV_BUNDLE).map(Bundle::load);
+    match bundle {
+        Some(Ok(bundle)) => model::factory(bundle),
+        _ => model::factory(Bundle::from_yaml("", "goondan.yaml")),
+    }
+}
+
+impl AgentWorker for RunWorker {
+    fn handle(&self, event: AgentEvent, ctx: AgentContext) -> AgentFuture<'_, Value> {
+        Box::pin(async move {
+            let answer = self.inner.handle(event, ctx).await;
+            if let (Some(file), Some(instance)) = (&self.conversation, self.inner.instance())
+                && let Err(e) = state::save(file, &instance.conversation())
+            {
+                tracing::error!(target: "goondan::run", error = %e, "the conversation cannot be saved");
+            }
+            answer
+        })
+    }
+}
+
+/// The extension that shows calls on the terminal and asks it for approvals.
+struct Terminal {
+    link: Arc<AgentLink>,
+    policy: Policy,
+}
+
+impl Extension for Terminal {
+    fn name(&self) -> &str {
+        "goondan-run"
+    }
+
+    fn register(&self, api: &mut ExtensionApi) -> Result<(), ExtensionError> {
+        // Outermost: the call is shown while it waits for approval too.
+        let reporter = Reporter(Arc::clone(&self.link));
+        api.pipeline
+            .register(PipelineMiddleware::tool_call(reporter), i32::MIN);
+        let approver = LinkApprover(Arc::clone(&self.link));
+        let approvals = Approvals::new(approver).default_policy(self.policy);
+        api.pipeline
+            .register(PipelineMiddleware::tool_call(approvals), i32::MIN + 1);
+        Ok(())
+    }
+}
+
+/// Tells the terminal when a call starts and how it ended.
+struct Reporter(Arc<AgentLink>);
+
+impl Middleware for Reporter {
+    fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a> {
+        let link = Arc::clone(&self.0);
+        Box::pin(async move {
+            let (call_id, tool) = (call.tool_call_id().to_owned(), call.tool_name().to_owned());
+            link.send(&Note::ToolStarted {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                args: call.args.clone(),
+            });
+            let started = Instant::now();
+            let result = next.run(call).await;
+            let summary = match (&result.error, &result.output) {
+                (Some(e), _) => format!("{}: {}", e.code(), e.message()),
+                (None, Some(output)) => short(output, 120),
+                (None, None) => result.handle.clone().unwrap_or_default(),
+            };
+            let status = serde_json::to_value(result.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            link.send(&Note::ToolFinished {
+                call_id,
+                tool,
+                status,
+                summary,
+                ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            });
+            result
+        })
+    }
+}
+
+/// Asks the terminal's person (see [`Order::Decide`]).
+struct LinkApprover(Arc<AgentLink>);
+
+impl Approver for LinkApprover {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
+        Box::pin(self.0.ask(request))
+    }
+}
+
+/// This process's end of the session link.
+struct AgentLink {
+    writer: Mutex<UnixStream>,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
+    next_id: AtomicU64,
+    turn: Arc<Mutex<CancellationToken>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AgentLink {
+    /// Connects to the terminal when `goondan run` started this process ([`ENV_SESSION`]).
+    fn from_env(me: &AgentIdentity) -> Option<Arc<Self>> {
+        let path = std::env::var_os(ENV_SESSION)?;
+        match Self::connect(Path::new(&path), me) {
+            Ok(link) => Some(link),
+            Err(e) => {
+                tracing::warn!(target: "goondan::run", error = %e, "cannot reach the terminal; running without it");
+                None
+            }
+        }
+    }
+
+    fn connect(path: &Path, me: &AgentIdentity) -> std::io::Result<Arc<Self>> {
+        let stream = UnixStream::connect(path)?;
+        let reader = BufReader::new(stream.try_clone()?);
+        let link = Arc::new(Self {
+            writer: Mutex::new(stream),
+            pending: Arc::default(),
+            next_id: AtomicU64::new(1),
+            turn: Arc::default(),
+        });
+        let (pending, turn) = (Arc::clone(&link.pending), Arc::clone(&link.turn));
+        std::thread::Builder::new()
+            .name("goondan-run-link".into())
+            .spawn(move || read_orders(reader, &pending, &turn))?;
+        ignore_interrupts(Arc::clone(&link.turn))?;
+        link.send(&Note::Hello {
+            address: me.address(),
+            pid: std::process::id(),
+        });
+        Ok(link)
+    }
+
+    fn send(&self, note: &Note) {
+        let text = line(note);
+        if let Err(e) = lock(&self.writer).write_all(text.as_bytes()) {
+            tracing::debug!(target: "goondan::run", error = %e, "the terminal is gone");
+        }
+    }
+
+    /// A fresh token for the Turn that starts now; [`Order::Cancel`] cancels it.
+    fn new_turn(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        *lock(&self.turn) = token.clone();
+        token
+    }
+
+    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        self.send(&Note::Approval {
+            id,
+            tool: request.tool_name().to_owned(),
+            args: request.args().clone(),
+            why: request.why().to_owned(),
+        });
+        match rx.await {
+            Ok(Answer::Approve) => Decision::Approve,
+            Ok(Answer::Edit(args)) => Decision::ApproveWith(args),
+            Ok(Answer::Deny(reason)) => Decision::Deny { reason },
+            Err(_) => Decision::Deny {
+                reason: "the terminal is gone; nobody can approve this call".to_owned(),
+            },
+        }
+    }
+}
+
+/// Reads the terminal's orders until it closes the link; then every open question is denied
+/// (its sender dropped).
+fn read_orders(
+    reader: BufReader<UnixStream>,
+    pending: &Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    turn: &Mutex<CancellationToken>,
+) {
+    for text in reader.lines() {
+        let Ok(text) = text else { break };
+        match serde_json::from_str::<Order>(&text) {
+            Ok(Order::Decide { id, decision }) => {
+                if let Some(tx) = lock(pending).remove(&id) {
+                    let _ = tx.send(decision);
+                }
+            }
+            Ok(Order::Cancel) => lock(turn).cancel(),
+            Err(e) => {
+                tracing::warn!(target: "goondan::run", error = %e, "an order from the terminal is malformed")
+            }
+        }
+    }
+    lock(pending).clear();
+}
+
+/// Ctrl-C reaches the whole foreground process group, agents included: here it cancels the
+/// current Turn (as the terminal's [`Order::Cancel`] does) instead of killing the process.
+/// Returns once the handler is installed.
+fn ignore_interrupts(turn: Arc<Mutex<CancellationToken>>) -> std::io::Result<()> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("goondan-run-sigint".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            let Ok(rt) = rt else {
+                let _ = ready_tx.send(false);
+                return;
+            };
+            rt.block_on(async move {
+                use tokio::signal::unix::{SignalKind, signal};
+                let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
+                    let _ = ready_tx.send(false);
+                    return;
+                };
+                let _ = ready_tx.send(true);
+                while interrupts.recv().await.is_some() {
+                    lock(&turn).cancel();
+                }
+            });
+        })?;
+    match ready_rx.recv() {
+        Ok(true) => Ok(()),
+        _ => Err(std::io::Error::other("cannot handle Ctrl-C")),
+    }
+}

@@ -1,0 +1,155 @@
+//! The session link between `goondan run` and its agent processes: JSON lines over a Unix
+//! socket whose path the host passes in [`ENV_SESSION`]. It is separate from the
+//! Orchestrator's IPC (which carries the handoffs): it carries what a terminal needs while a
+//! Turn runs.
+//!
+//! - agent to host ([`Note`]): hello, streamed text, each tool call's start and end, and
+//!   approval questions;
+//! - host to agent ([`Order`]): an approver's decision, and "cancel the current Turn".
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use goondan_runtime::JsonObject;
+
+/// The path of the session socket, set by `goondan run` on its agent processes.
+pub(crate) const ENV_SESSION: &str = "GOONDAN_RUN_SESSION";
+/// The run's state directory (conversations, `workspace/`).
+pub(crate) const ENV_STATE: &str = "GOONDAN_RUN_STATE";
+/// The approval policy of `--approve`.
+pub(crate) const ENV_APPROVE: &str = "GOONDAN_RUN_APPROVE";
+
+/// What an agent process tells the terminal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub(crate) enum Note {
+    /// The process is up (a second hello from the same instance is a restart).
+    #[serde(rename_all = "camelCase")]
+    Hello {
+        /// `agent/instanceKey`.
+        address: String,
+        /// The process id.
+        pid: u32,
+    },
+    /// More text of the answer being written.
+    Delta {
+        /// The text.
+        text: String,
+    },
+    /// A tool call started.
+    #[serde(rename_all = "camelCase")]
+    ToolStarted {
+        /// The call id.
+        call_id: String,
+        /// The full tool name.
+        tool: String,
+        /// The arguments.
+        args: JsonObject,
+    },
+    /// A tool call ended.
+    #[serde(rename_all = "camelCase")]
+    ToolFinished {
+        /// The call id.
+        call_id: String,
+        /// The full tool name.
+        tool: String,
+        /// `ok`, `error` or `pending`.
+        status: String,
+        /// The output or the error, on one line.
+        summary: String,
+        /// How long it ran, in milliseconds.
+        ms: u64,
+    },
+    /// The approver is asked about a call; the host answers with [`Order::Decide`].
+    Approval {
+        /// Ties the answer to the question.
+        id: u64,
+        /// The full tool name.
+        tool: String,
+        /// The arguments.
+        args: JsonObject,
+        /// Why the policy asks.
+        why: String,
+    },
+}
+
+/// What the terminal tells an agent process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub(crate) enum Order {
+    /// The answer to [`Note::Approval`] `id`.
+    Decide {
+        /// The question's id.
+        id: u64,
+        /// The decision.
+        decision: Answer,
+    },
+    /// Cancel the Turn that runs now.
+    Cancel,
+}
+
+/// An approver's decision, on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Answer {
+    /// Run the call.
+    Approve,
+    /// Run it with these arguments.
+    Edit(JsonObject),
+    /// Do not run it, for this reason.
+    Deny(String),
+}
+
+/// One line of JSON, newline included.
+pub(crate) fn line<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text
+}
+
+/// A value as one short line: at most `max` characters, cut with `…`.
+pub(crate) fn short(value: &Value, max: usize) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let text = text.replace(['\n', '\r'], " ");
+    if text.chars().count() <= max {
+        return text;
+    }
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_and_orders_are_one_json_line_each_and_read_back() {
+        let note = Note::ToolStarted {
+            call_id: "c1".into(),
+            tool: "file-system__write".into(),
+            args: serde_json::Map::from_iter([("path".to_owned(), Value::from("a.txt"))]),
+        };
+        let text = line(&note);
+        assert!(text.ends_with('\n') && text.matches('\n').count() == 1);
+        assert!(text.contains("\"type\":\"toolStarted\""), "{text}");
+        assert_eq!(serde_json::from_str::<Note>(&text).ok(), Some(note));
+        let order = Order::Decide {
+            id: 3,
+            decision: Answer::Deny("not now".into()),
+        };
+        assert_eq!(
+            serde_json::from_str::<Order>(&line(&order)).ok(),
+            Some(order)
+        );
+    }
+
+    #[test]
+    fn short_cuts_long_values_on_one_line() {
+        assert_eq!(short(&Value::from("a\nb"), 10), "a b");
+        assert_eq!(short(&Value::from("abcdefghij"), 5), "abcd…");
+        assert_eq!(short(&serde_json::json!({"a": 1}), 20), "{\"a\":1}");
+    }
+}

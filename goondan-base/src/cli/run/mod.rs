@@ -1,0 +1,114 @@
+//! `goondan run [BUNDLE] [--agent NAME] [--input TEXT] [--state DIR] [--approve POLICY]`:
+//! runs a bundle's swarm, its agents as real processes under an Orchestrator (the `goondan`
+//! program is their host: see [`serve_if_requested`]).
+//!
+//! - With `--input`, one Turn: the answer on stdout, exit status 0; a failure is one line on
+//!   stderr and status 1.
+//! - Without, a session: a Turn per line typed; the answer streams as it is written; each tool
+//!   call is shown while it runs (name, short arguments, a spinner, the time so far), then on
+//!   one line its duration and result or error. Ctrl-C cancels the current Turn, not the
+//!   session; Ctrl-D or `exit` ends it.
+//! - Approvals: `--approve destructive` (the default) asks before calls of tools marked
+//!   destructive; `risky` also before open-world ones; `always` before every call; `never`
+//!   never asks; `deny` refuses them. The prompt reads `y`, `n reason` (the model sees
+//!   `E_TOOL_DENIED` with the reason) or `e {"edited": "arguments"}`.
+//! - State: `.goondan/` next to the bundle, or `--state DIR`. The agents' tools work in
+//!   `{state}/workspace`; each agent's conversation is kept in
+//!   `{state}/conversations/{agent}.{instance}.jsonl` and goes on in the next run, and after a
+//!   restart asked for by `self-restart__request` (the terminal says "restarted").
+//! - The model: each Agent's `kind: Model` resource; `GOONDAN_MODEL` overrides its model name,
+//!   and `OPENAI_BASE_URL` is the base URL of an OpenAI Model without `endpoint`. API keys are
+//!   read from the variables the Models name and are never printed.
+
+mod agent;
+mod link;
+mod model;
+mod render;
+mod session;
+mod state;
+
+use std::path::PathBuf;
+
+use goondan_runtime::approval::Policy;
+use goondan_runtime::bundle::BundleError;
+use goondan_runtime::orchestrator::OrchestratorError;
+use goondan_runtime::swarm::SwarmSpecError;
+
+pub(crate) use self::agent::serve_if_requested;
+
+/// The arguments of `goondan run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The bundle file, or a directory holding `goondan.yaml`.
+    #[arg(default_value = "goondan.yaml")]
+    pub bundle: PathBuf,
+    /// The agent to talk to (default: the Swarm's entry agent).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Run one Turn with this input, print the answer and exit.
+    #[arg(long)]
+    pub input: Option<String>,
+    /// The state directory (default: `.goondan/` next to the bundle).
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// When to ask before a tool call: `destructive` (default), `risky` (destructive or
+    /// open-world), `always`, `never`, or `deny` (refuse them).
+    #[arg(long, value_name = "POLICY", default_value_t = session::DEFAULT_POLICY)]
+    pub approve: Policy,
+}
+
+/// Why `goondan run` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The bundle cannot be read or has errors.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The bundle's Swarm is not usable.
+    #[error(transparent)]
+    Swarm(#[from] SwarmSpecError),
+    /// The bundle has no Agent.
+    #[error("the bundle has no Agent to run")]
+    NoAgent,
+    /// `--agent` names no agent of the swarm.
+    #[error("the swarm has no agent `{agent}`; its agents are: {}", known.join(", "))]
+    UnknownAgent {
+        /// The name asked for.
+        agent: String,
+        /// The swarm's agents.
+        known: Vec<String>,
+    },
+    /// A file or directory cannot be used.
+    #[error("cannot use `{}`: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// This program's path is unknown, so it cannot host the agents.
+    #[error("cannot find this program to run the agents: {0}")]
+    Program(#[source] std::io::Error),
+    /// The session socket cannot be set up.
+    #[error("cannot set up the session socket: {0}")]
+    Link(#[source] std::io::Error),
+    /// Ctrl-C cannot be handled.
+    #[error("cannot handle Ctrl-C: {0}")]
+    Signal(#[source] std::io::Error),
+    /// The Orchestrator cannot start.
+    #[error(transparent)]
+    Orchestrator(#[from] OrchestratorError),
+    /// The async runtime cannot start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Runs `goondan run` and returns the exit status.
+pub(crate) fn execute(args: &RunArgs) -> Result<u8, RunError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(RunError::Runtime)?;
+    rt.block_on(session::run(args))
+}
