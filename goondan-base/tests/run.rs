@@ -81,6 +81,148 @@ async fn run_input_writes_a_file_through_file_system_write() {
     );
     let results = tool_results(&seen[1].body);
     assert_eq!(results.len(), 1, "{}", seen[1].body);
-    assert_eq!(results[0]["written"], true, "{}", results[0]);
-    assert_eq!(results[0]["path"], "notes/hello.txt", "{}", results[0]);
+    let output: serde_json::Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(output["written"], true, "{output}");
+    assert_eq!(output["path"], "notes/hello.txt", "{output}");
+}
+
+/// Waits until the replay server has been sent `n` requests.
+fn wait_for_requests(server: &ReplayServer, n: usize) {
+    let start = std::time::Instant::now();
+    while server.requests().len() < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the model was asked {} times, not {n}",
+            server.requests().len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_next_run() {
+    use expectrl::{ControlCode, Session};
+
+    let server = ReplayServer::start([
+        // Turn 1: a write, approved.
+        call(
+            "call_a",
+            "file-system__write",
+            &json!({"path": "a.txt", "content": "approved"}),
+        ),
+        text(&["Wrote ", "a.txt."]),
+        // Turn 2: a write, denied with a reason.
+        call(
+            "call_b",
+            "file-system__write",
+            &json!({"path": "b.txt", "content": "denied"}),
+        ),
+        text(&["Understood, ", "no b.txt."]),
+        // Turn 3: a model that takes its time; Ctrl-C cancels the Turn.
+        text(&["too late"]).delay(Duration::from_secs(30)),
+        // Turn 4: the session goes on.
+        text(&["Still ", "here."]),
+        // The next run.
+        text(&["Welcome back."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    let workspace = dir.path().join(".goondan/workspace");
+
+    tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(goondan());
+        command
+            .arg("run")
+            .arg(&file)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path());
+        let mut p = Session::spawn(command).unwrap();
+        p.set_expect_timeout(Some(Duration::from_secs(30)));
+        p.expect("> ").unwrap();
+
+        // file-system__write is destructive: the default policy asks.
+        p.send_line("write a.txt").unwrap();
+        p.expect("? file-system__write").unwrap();
+        p.expect("approve [y] / deny [n] (reason) / edit [e] (JSON arguments): ")
+            .unwrap();
+        p.send_line("y").unwrap();
+        p.expect("Wrote a.txt.").unwrap();
+        p.expect("> ").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+            "approved"
+        );
+
+        p.send_line("write b.txt").unwrap();
+        p.expect("approve [y]").unwrap();
+        p.send_line("n not in this folder").unwrap();
+        p.expect("E_TOOL_DENIED").unwrap();
+        p.expect("Understood, no b.txt.").unwrap();
+        p.expect("> ").unwrap();
+        assert!(!workspace.join("b.txt").exists());
+
+        p.send_line("take your time").unwrap();
+        wait_for_requests(&server, 5);
+        p.send(ControlCode::EndOfText).unwrap();
+        p.expect("cancelled").unwrap();
+        p.expect("> ").unwrap();
+
+        p.send_line("are you there?").unwrap();
+        p.expect("Still here.").unwrap();
+        p.expect("> ").unwrap();
+        p.send(ControlCode::EndOfTransmission).unwrap();
+        let status = p.get_process_mut().wait().unwrap();
+        assert_eq!(
+            status,
+            expectrl::WaitStatus::Exited(p.get_process().pid(), 0)
+        );
+    });
+
+    let seen = server.requests();
+    assert_eq!(
+        seen.len(),
+        6,
+        "the cancelled Turn's answer was never waited for"
+    );
+    // The model read the denial, with the person's reason as the suggestion.
+    let results = tool_results(&seen[3].body);
+    assert_eq!(results.len(), 2, "{}", seen[3].body);
+    assert!(results[0].contains("\"written\":true"), "{}", results[0]);
+    let denial = &results[1];
+    assert!(denial.starts_with("error E_TOOL_DENIED"), "{denial}");
+    assert!(
+        denial.contains("suggestion: not in this folder"),
+        "{denial}"
+    );
+
+    // The next run goes on with the same conversation.
+    let out = run_input(
+        &[file.to_str().unwrap(), "--input", "do you remember?"],
+        dir.path(),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Welcome back.\n");
+    let seen = server.requests();
+    let messages = seen[6].body["messages"].as_array().unwrap().clone();
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        users,
+        [
+            "write a.txt",
+            "write b.txt",
+            "take your time",
+            "are you there?",
+            "do you remember?"
+        ]
+    );
 }

@@ -75,15 +75,13 @@ pub fn text(pieces: &[&str]) -> Reply {
     Reply::sse(&events)
 }
 
-/// The tool messages of a recorded Chat Completions request, as JSON.
-pub fn tool_results(body: &Value) -> Vec<Value> {
+/// The contents of the tool messages of a recorded Chat Completions request.
+pub fn tool_results(body: &Value) -> Vec<String> {
     body["messages"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            serde_json::from_str(m["content"].as_str().unwrap_or("null")).unwrap_or(Value::Null)
-        })
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect()
 }
