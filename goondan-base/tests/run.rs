@@ -226,3 +226,54 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_restart_restarts_the_agent_process_and_the_session_goes_on() {
+    use expectrl::{ControlCode, Session};
+
+    let server = ReplayServer::start([
+        call(
+            "call_r",
+            "self-restart__request",
+            &json!({"reason": "reload the prompt"}),
+        ),
+        text(&["Restarting."]),
+        text(&["Back."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(goondan());
+        command
+            .args(["run", "--approve", "never"])
+            .arg(&file)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path());
+        let mut p = Session::spawn(command).unwrap();
+        p.set_expect_timeout(Some(Duration::from_secs(30)));
+        p.expect("> ").unwrap();
+        p.send_line("restart yourself").unwrap();
+        p.expect("Restarting.").unwrap();
+        p.expect("restarting `assistant`: reload the prompt")
+            .unwrap();
+        // The Orchestrator starts a new process; it says hello to the terminal.
+        p.expect("`assistant/default` restarted").unwrap();
+        p.send_line("are you back?").unwrap();
+        p.expect("Back.").unwrap();
+        p.expect("> ").unwrap();
+        p.send(ControlCode::EndOfTransmission).unwrap();
+        p.get_process_mut().wait().unwrap();
+    });
+    // The new process went on with the conversation of the old one.
+    let seen = server.requests();
+    assert_eq!(seen.len(), 3);
+    let messages = seen[2].body["messages"].as_array().unwrap();
+    let contents: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(contents.contains(&"restart yourself"), "{contents:?}");
+    assert!(contents.contains(&"Restarting."), "{contents:?}");
+    assert_eq!(contents.last(), Some(&"are you back?"));
+}
