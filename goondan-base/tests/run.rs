@@ -277,3 +277,81 @@ async fn a_self_restart_restarts_the_agent_process_and_the_session_goes_on() {
     assert!(contents.contains(&"Restarting."), "{contents:?}");
     assert_eq!(contents.last(), Some(&"are you back?"));
 }
+
+fn assistant_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/assistant")
+}
+
+#[test]
+fn the_assistant_example_validates() {
+    let out = std::process::Command::new(goondan())
+        .args(["validate", "goondan.yaml"])
+        .current_dir(assistant_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("0 warning(s)"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_assistant_example_runs_against_an_openai_compatible_server_named_by_the_environment() {
+    let server = ReplayServer::start([
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "todo.md", "content": "- buy milk\n"}),
+        ),
+        text(&["Added it to ", "todo.md."]),
+    ])
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let child = tokio::process::Command::new(goondan())
+        .args([
+            "run",
+            "goondan.yaml",
+            "--input",
+            "note: buy milk",
+            "--approve",
+            "never",
+        ])
+        .arg("--state")
+        .arg(state.path())
+        .env("OPENAI_BASE_URL", server.url("/v1"))
+        .env("OPENAI_API_KEY", KEY)
+        .env("GOONDAN_MODEL", "replayed-model")
+        .current_dir(assistant_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), child)
+        .await
+        .unwrap()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "Added it to todo.md.\n");
+    assert_eq!(
+        std::fs::read_to_string(state.path().join("workspace/todo.md")).unwrap(),
+        "- buy milk\n"
+    );
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(
+        seen[0].body["model"], "replayed-model",
+        "GOONDAN_MODEL names the model"
+    );
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+}
