@@ -1,4 +1,5 @@
-//! The `goondan` command: check bundles, list, call and export tools.
+//! The `goondan` command: check bundles, list, call and export tools, serve them over MCP, and
+//! run a bundle's agents ([`run`]: `goondan run`, one Turn or a terminal session).
 //!
 //! The same commands are a library entry point, so that a program with its own tools linked in
 //! gets them in one line:
@@ -39,7 +40,7 @@ Exit status:
 
 /// The `goondan` command line.
 #[derive(Debug, Parser)]
-#[command(name = "goondan", version, about = "Check Goondan bundles; list, call and export tools", after_help = AFTER_HELP)]
+#[command(name = "goondan", version, about = "Check Goondan bundles; list, call and export tools; run agents", after_help = AFTER_HELP)]
 pub struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]

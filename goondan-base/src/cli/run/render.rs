@@ -277,7 +277,7 @@ mod tests {
     fn arguments_and_durations_are_short() {
         let args = json!({"path": "a.txt", "content": "x".repeat(200)});
         let line = short_args(args.as_object().unwrap_or(&JsonObject::new()));
-        assert!(line.starts_with("content=xxx"), "{line}");
+        assert!(line.starts_with("path=a.txt content=xxx"), "{line}");
         assert!(line.chars().count() <= 100, "{line}");
         assert_eq!(duration(Duration::from_millis(850)), "850 ms");
         assert_eq!(duration(Duration::from_millis(2400)), "2.4 s");
