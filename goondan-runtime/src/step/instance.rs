@@ -292,6 +292,34 @@ pub struct AgentInstanceBuilder {
 impl AgentInstanceBuilder {
     /// The conversation so far, oldest first: the instance goes on from it (a session read
     /// back from disk, a process restarted).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let registry = Arc::new(ToolRegistry::builder().build()?);
+    /// let state = tempfile::tempdir()?;
+    /// let model = |text: &str| Arc::new(ScriptedModel::new([ModelResponse::text(text)]));
+    /// let first = AgentInstance::builder("helper", Arc::clone(&registry), model("hi"))
+    ///     .state_dir(state.path())
+    ///     .build()?;
+    /// first.run_turn("hello").await?;
+    /// let kept = first.conversation(); // the user's message and the answer
+    ///
+    /// let again = AgentInstance::builder("helper", registry, model("welcome back"))
+    ///     .state_dir(state.path())
+    ///     .conversation(kept.clone())
+    ///     .build()?;
+    /// again.run_turn("still there?").await?;
+    /// let now = again.conversation();
+    /// assert_eq!(now.len(), kept.len() + 2);
+    /// assert_eq!(now[..kept.len()], kept[..]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn conversation(mut self, messages: Vec<Message>) -> Self {
         self.history = messages;
         self
