@@ -118,6 +118,13 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
             &json!({"path": "b.txt", "content": "denied"}),
         ),
         text(&["Understood, ", "no b.txt."]),
+        // Turn 2b: a write whose arguments the person edits.
+        call(
+            "call_c",
+            "file-system__write",
+            &json!({"path": "c.txt", "content": "as asked"}),
+        ),
+        text(&["Wrote what you said."]),
         // Turn 3: a model that takes its time; Ctrl-C cancels the Turn.
         text(&["too late"]).delay(Duration::from_secs(30)),
         // Turn 4: the session goes on.
@@ -162,8 +169,20 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
         p.expect("> ").unwrap();
         assert!(!workspace.join("b.txt").exists());
 
+        p.send_line("write c.txt").unwrap();
+        p.expect("approve [y]").unwrap();
+        p.send_line(r#"e {"path": "edited.txt", "content": "as edited"}"#)
+            .unwrap();
+        p.expect("Wrote what you said.").unwrap();
+        p.expect("> ").unwrap();
+        assert!(!workspace.join("c.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("edited.txt")).unwrap(),
+            "as edited"
+        );
+
         p.send_line("take your time").unwrap();
-        wait_for_requests(&server, 5);
+        wait_for_requests(&server, 7);
         p.send(ControlCode::EndOfText).unwrap();
         p.expect("cancelled").unwrap();
         p.expect("> ").unwrap();
@@ -182,7 +201,7 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
     let seen = server.requests();
     assert_eq!(
         seen.len(),
-        6,
+        8,
         "the cancelled Turn's answer was never waited for"
     );
     // The model read the denial, with the person's reason as the suggestion.
@@ -195,6 +214,9 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
         denial.contains("suggestion: not in this folder"),
         "{denial}"
     );
+    // The edited call ran with the person's arguments; the model read its result.
+    let results = tool_results(&seen[5].body);
+    assert!(results[2].contains("edited.txt"), "{}", results[2]);
 
     // The next run goes on with the same conversation.
     let out = run_input(
@@ -209,7 +231,7 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Welcome back.\n");
     let seen = server.requests();
-    let messages = seen[6].body["messages"].as_array().unwrap().clone();
+    let messages = seen[8].body["messages"].as_array().unwrap().clone();
     let users: Vec<&str> = messages
         .iter()
         .filter(|m| m["role"] == "user")
@@ -220,6 +242,7 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
         [
             "write a.txt",
             "write b.txt",
+            "write c.txt",
             "take your time",
             "are you there?",
             "do you remember?"
@@ -354,4 +377,23 @@ async fn the_assistant_example_runs_against_an_openai_compatible_server_named_by
         Some(format!("Bearer {KEY}").as_str())
     );
     assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_input_that_fails_prints_one_line_and_exits_non_zero() {
+    let server = ReplayServer::start([replay::Reply::json(
+        400,
+        &json!({"error": {"message": "the model `gpt-test` does not exist", "type": "invalid_request_error"}}),
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    let out = run_input(&[file.to_str().unwrap(), "--input", "hello"], dir.path()).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    assert!(lines[0].contains("does not exist"), "{stderr}");
 }
