@@ -278,10 +278,17 @@ async fn a_self_restart_restarts_the_agent_process_and_the_session_goes_on() {
         p.expect("> ").unwrap();
         p.send_line("restart yourself").unwrap();
         p.expect("Restarting.").unwrap();
-        p.expect("restarting `assistant`: reload the prompt")
-            .unwrap();
-        // The Orchestrator starts a new process; it says hello to the terminal.
-        p.expect("`assistant/default` restarted").unwrap();
+        // After the answer: the notice, then the prompt; the new process says hello to the
+        // terminal as soon as it is up (before or after the prompt).
+        let turn_end = p.expect("> ").unwrap();
+        let turn_end = String::from_utf8_lossy(turn_end.before()).into_owned();
+        assert!(
+            turn_end.contains("restarting `assistant`: reload the prompt"),
+            "{turn_end}"
+        );
+        if !turn_end.contains("`assistant/default` restarted (pid") {
+            p.expect("`assistant/default` restarted (pid").unwrap();
+        }
         p.send_line("are you back?").unwrap();
         p.expect("Back.").unwrap();
         p.expect("> ").unwrap();
@@ -396,4 +403,41 @@ async fn run_input_that_fails_prints_one_line_and_exits_non_zero() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].starts_with("error: "), "{stderr}");
     assert!(lines[0].contains("does not exist"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_asks_before_destructive_tools_by_default_and_denies_when_nobody_can_answer() {
+    let server = ReplayServer::start([
+        call("call_l", "file-system__list", &json!({"path": "."})),
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "x.txt", "content": "x"}),
+        ),
+        text(&["I could not write x.txt."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    // No `--approve`: the default asks before destructive calls; stdin is empty.
+    let out = run_input(&[file.to_str().unwrap(), "--input", "write x"], dir.path()).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("? file-system__write"), "{stderr}");
+    assert!(!dir.path().join(".goondan/workspace/x.txt").exists());
+    let seen = server.requests();
+    assert_eq!(seen.len(), 3);
+    let results = tool_results(&seen[2].body);
+    // The read-only call was not asked about; the write was denied.
+    assert!(results[0].contains("\"entries\""), "{}", results[0]);
+    assert!(
+        results[1].starts_with("error E_TOOL_DENIED"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[1].contains("nobody is at the terminal"),
+        "{}",
+        results[1]
+    );
 }
