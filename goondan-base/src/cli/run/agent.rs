@@ -47,6 +47,8 @@ pub(crate) fn serve_if_requested(library: &ToolLibrary) {
 struct RunWorker {
     inner: StepWorker,
     conversation: Option<PathBuf>,
+    link: Option<Arc<AgentLink>>,
+    address: String,
 }
 
 impl RunWorker {
@@ -91,12 +93,14 @@ impl RunWorker {
             builder
         };
         let mut inner = StepWorker::from_env_with(me, library, &models, &customize);
-        if let Some(link) = link {
+        if let Some(link) = link.clone() {
             inner = inner.turn_cancellation(move || link.new_turn());
         }
         Self {
             inner,
             conversation,
+            link,
+            address: me.address(),
         }
     }
 }
@@ -118,6 +122,11 @@ impl AgentWorker for RunWorker {
                 && let Err(e) = state::save(file, &instance.conversation())
             {
                 tracing::error!(target: "goondan::run", error = %e, "the conversation cannot be saved");
+            }
+            if let Some(link) = &self.link {
+                link.send(&Note::TurnEnded {
+                    address: self.address.clone(),
+                });
             }
             answer
         })

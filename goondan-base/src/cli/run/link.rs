@@ -60,6 +60,13 @@ pub(crate) enum Note {
         /// How long it ran, in milliseconds.
         ms: u64,
     },
+    /// A Turn of this instance is over: every note of it was sent before this one. Its answer
+    /// travels on the Orchestrator's socket and may arrive first; the terminal waits for this
+    /// note before it shows the answer.
+    TurnEnded {
+        /// `agent/instanceKey`.
+        address: String,
+    },
     /// The approver is asked about a call; the host answers with [`Order::Decide`].
     Approval {
         /// Ties the answer to the question.

@@ -322,10 +322,12 @@ impl Session {
         tokio::pin!(request);
         let mut ticks = tokio::time::interval(Duration::from_millis(100));
         let mut cancelled = false;
+        let mut notes_done = false;
         let result = loop {
             tokio::select! {
                 r = &mut request => break r,
                 Some((note, reply)) = self.link.notes.recv() => {
+                    notes_done |= self.ends_turn(&note);
                     if self.note(note, &reply).await {
                         cancelled = true;
                     }
@@ -338,9 +340,18 @@ impl Session {
                 _ = ticks.tick() => self.screen.tick(),
             }
         };
-        // Notes sent before the answer (the last deltas, the last call) are shown first.
-        while let Ok((note, reply)) = self.link.notes.try_recv() {
-            self.note(note, &reply).await;
+        // The answer came on another socket than the Turn's notes: show the notes still on
+        // their way (the last deltas, the last call) first, up to the agent's end-of-Turn note.
+        let settle = tokio::time::sleep(Duration::from_secs(2));
+        tokio::pin!(settle);
+        while !notes_done {
+            tokio::select! {
+                Some((note, reply)) = self.link.notes.recv() => {
+                    notes_done = self.ends_turn(&note);
+                    self.note(note, &reply).await;
+                }
+                () = &mut settle => break,
+            }
         }
         self.screen.turn_finished();
         let response = match result {
@@ -351,6 +362,12 @@ impl Session {
         };
         self.restart_notice(&response);
         Ended::Answered(response["answer"].as_str().map(str::to_owned))
+    }
+
+    /// Whether `note` says the target's Turn is over.
+    fn ends_turn(&self, note: &Note) -> bool {
+        matches!(note, Note::TurnEnded { address }
+            if address.split('/').next() == Some(self.target.as_str()))
     }
 
     /// Says so when a tool of the Turn asked for its agent's restart.
@@ -377,6 +394,7 @@ impl Session {
                 }
             }
             Note::Delta { text } => self.screen.delta(&text),
+            Note::TurnEnded { .. } => {}
             Note::ToolStarted {
                 call_id,
                 tool,
