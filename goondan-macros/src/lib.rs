@@ -9,6 +9,8 @@ mod ast;
 mod attr;
 mod ctxt;
 mod expand;
+mod placeholder;
+mod tool_input;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -122,21 +124,28 @@ use proc_macro::TokenStream;
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = ctxt::Ctxt::new();
     let attr = attr::ToolAttr::parse(&cx, args.into());
+    let krate = attr.krate();
+    let name = attr
+        .name
+        .as_ref()
+        .map(syn::LitStr::value)
+        .unwrap_or_default();
     let mut item: syn::Item = match syn::parse(item.clone()) {
         Ok(item) => item,
-        Err(err) => {
-            cx.syn_error(err);
-            return with_errors(cx, item.into());
-        }
+        // A syntax error: the item goes back as written, and rustc reports the error once, in
+        // its own words (`syn`'s would be a second error for the same mistake).
+        Err(_) => return with_errors(cx, placeholder::placeholder(&krate, &name, item.into())),
     };
-    let Some(tool) = ast::parse(&cx, attr, &mut item) else {
-        return with_errors(cx, quote::ToTokens::into_token_stream(item));
+    let helpers = ast::strip(&cx, &mut item);
+    let Some(tool) = ast::parse(&cx, attr, &item, helpers) else {
+        let tokens = quote::ToTokens::to_token_stream(&item);
+        return with_errors(cx, placeholder::placeholder(&krate, &name, tokens));
     };
     valid::check(&cx, &tool);
     if cx.has_errors() {
-        with_errors(cx, expand::dummy(&tool, item))
+        with_errors(cx, expand::dummy(&tool, &item))
     } else {
-        expand::expand(&tool, item).into()
+        expand::expand(&tool, &item).into()
     }
 }
 
@@ -146,6 +155,46 @@ fn with_errors(cx: ctxt::Ctxt, mut tokens: proc_macro2::TokenStream) -> TokenStr
         tokens.extend(err.to_compile_error());
     }
     tokens.into()
+}
+
+/// Derives `Deserialize` and `JsonSchema` on a struct or enum *through the runtime*, so a
+/// crate that uses struct inputs needs no `serde` or `schemars` of its own in `Cargo.toml`
+/// (and cannot end up with versions other than the runtime's).
+///
+/// It expands to `#[derive(Deserialize, JsonSchema)]` with `#[serde(crate = "...")]` and
+/// `#[schemars(crate = "...")]` set to the runtime's re-exports; `#[serde(...)]` and
+/// `#[schemars(...)]` on the fields work as usual. `#[tool_input(crate = path)]` is for crates
+/// that re-export the runtime, as with `#[tool]`.
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// What `count-words` reads.
+/// #[tool_input]
+/// pub struct CountInput {
+///     /// The text whose words to count.
+///     pub text: String,
+///     /// Count only words at least this long.
+///     #[serde(default)]
+///     pub min_len: usize,
+/// }
+///
+/// /// Counts words.
+/// #[tool(name = "words")]
+/// pub fn count(input: CountInput) -> usize {
+///     input.text.split_whitespace().filter(|w| w.len() >= input.min_len).count()
+/// }
+///
+/// # fn main() -> Result<(), goondan_runtime::tool::ToolDefinitionError> {
+/// let tool = count::TOOL.build()?;
+/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
+/// assert_eq!(names, ["words__count"]);
+/// # Ok(())
+/// # }
+/// ```
+#[proc_macro_attribute]
+pub fn tool_input(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool_input::expand(args.into(), item.into()).into()
 }
 
 /// Names, describes or times out one export: `#[export(name = "...", description = "...",
