@@ -1,9 +1,13 @@
 //! `#[tool]` for goondan-rs. Use it through `goondan_runtime::tool` (or the runtime's
 //! prelude); this crate is its implementation.
 //!
-//! The work is split by phase: `attr` reads the attribute arguments, `ast` normalises a
-//! module, an `impl` block or a function into one `Tool`, `valid` checks it, `expand` writes
-//! the code. `ctxt` collects every error so one compile shows them all.
+//! The work is split by phase: `attr` reads the attribute arguments, `ast` strips the helper
+//! attributes and normalises a module, an `impl` block or a function into one `Tool` that
+//! borrows the item, `valid` checks it, `expand` writes the code (with constants that evaluate
+//! the runtime's own name rules at compile time). `ctxt` collects every error so one compile
+//! shows them all; `placeholder` keeps `TOOL` defined when the item cannot be read, so one
+//! mistake gives one error. `tool_input` is `#[tool_input]`, the serde and schemars derives
+//! through the runtime.
 
 mod ast;
 mod attr;
@@ -45,7 +49,7 @@ use proc_macro::TokenStream;
 /// }
 ///
 /// /// What `count-words` reads.
-/// #[derive(Deserialize, JsonSchema)]
+/// #[tool_input]
 /// pub struct CountInput {
 ///     /// The text whose words to count.
 ///     pub text: String,
@@ -112,7 +116,9 @@ use proc_macro::TokenStream;
 ///   is not, building the tool fails with an error naming the tool and the export, and
 ///   `ToolRegistry::builder().tool(..).build()` reports it (nothing panics).
 /// - Each input type must implement `Deserialize` and `JsonSchema` and own its data (no
-///   `&str`; use `String`).
+///   `&str`; use `String`). [`macro@tool_input`] derives both through the runtime, so the
+///   crate needs neither `serde` nor `schemars` in its `Cargo.toml` (this crate's doc
+///   examples are built so: its dev-dependencies are the runtime alone).
 ///
 /// # Output
 /// Any `Serialize` type, `()` or a `Pending`; or a type named `Result` (`Result<T, E>`,

@@ -595,6 +595,116 @@ mod tests {
         assert_eq!((n.resource(), n.export()), ("text-utils", "count-words"));
     }
 
+    // The rules are `const fn`s: `#[tool]` evaluates them in constants like these.
+    const _: () = assert!(check_resource_name("text-utils").is_ok());
+    const _: () = assert!(check_export_name("setChatAction").is_ok());
+    const _: () = assert!(check_joined_len("r", "e").is_ok());
+
+    #[test]
+    fn name_3_and_name_5_const_rules_and_errors_agree() {
+        for name in [
+            "bash",
+            "file-system",
+            "_private",
+            "Text",
+            "",
+            "text utils",
+            "a.b",
+            "é",
+            "my__tool",
+            "tool_",
+            "9lives",
+            "-dash",
+            "a___b",
+            "__",
+            "_",
+            "x_y-z",
+        ] {
+            assert_eq!(
+                check_resource_name(name).is_ok(),
+                validate_resource_name(name).is_ok(),
+                "{name:?}"
+            );
+            assert_eq!(
+                check_export_name(name).is_ok(),
+                validate_export_name(name).is_ok(),
+                "{name:?}"
+            );
+        }
+        assert_eq!(
+            check_resource_name("tool_"),
+            Err(NameRule::TrailingUnderscore)
+        );
+        assert_eq!(check_resource_name("9lives"), Err(NameRule::InvalidStart));
+        assert_eq!(
+            check_export_name("a__b"),
+            Err(NameRule::DoubleUnderscore(NamePart::Export))
+        );
+        assert_eq!(
+            check_export_name("ab.c"),
+            Err(NameRule::InvalidChar {
+                part: NamePart::Export,
+                at: 2
+            })
+        );
+        assert_eq!(check_joined_len("r", &"e".repeat(61)), Ok(()));
+        assert_eq!(
+            check_joined_len("r", &"e".repeat(62)),
+            Err(NameRule::TooLong { len: 65 })
+        );
+    }
+
+    #[test]
+    fn name_5_the_refused_character_is_named_even_when_not_ascii() {
+        assert!(matches!(
+            validate_export_name("caf\u{e9}s"),
+            Err(NameError::InvalidChar {
+                found: '\u{e9}',
+                ..
+            })
+        ));
+        assert!(matches!(
+            validate_resource_name("a\u{1F600}"),
+            Err(NameError::InvalidChar {
+                found: '\u{1F600}',
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn every_rule_has_a_message_naming_its_part() {
+        for (rule, part) in [
+            (NameRule::Empty(NamePart::Resource), "resource"),
+            (NameRule::Empty(NamePart::Export), "export"),
+            (
+                NameRule::InvalidChar {
+                    part: NamePart::Resource,
+                    at: 0,
+                },
+                "resource",
+            ),
+            (
+                NameRule::InvalidChar {
+                    part: NamePart::Export,
+                    at: 0,
+                },
+                "export",
+            ),
+            (NameRule::DoubleUnderscore(NamePart::Resource), "resource"),
+            (NameRule::DoubleUnderscore(NamePart::Export), "export"),
+            (NameRule::InvalidStart, "resource"),
+            (NameRule::TrailingUnderscore, "resource"),
+            (NameRule::TooLong { len: 65 }, "tool"),
+        ] {
+            assert!(
+                rule.message().starts_with(part),
+                "{rule:?}: {}",
+                rule.message()
+            );
+        }
+    }
+
     #[test]
     fn reg_2_identity_is_kind_slash_name() {
         assert_eq!(
