@@ -1,11 +1,15 @@
 //! Normalises the three forms `#[tool]` accepts (an inline `mod`, an `impl` block, a lone
-//! `fn`) into one [`Tool`] with its [`Export`]s. While reading, it strips the helper attributes
-//! (`#[export]`, and doc/`serde`/`schemars` attributes on parameters) from the user's item, so
-//! the item can be emitted as written.
+//! `fn`) into one [`Tool`] with its [`Export`]s, in two steps, as thiserror-impl's `ast.rs`
+//! borrows its input: [`strip`] takes the helper attributes (`#[export]`, and
+//! doc/`serde`/`schemars` attributes on parameters) off the user's item in one pass, so the
+//! item can be emitted as written; then [`parse`] borrows the stripped item, and every type,
+//! pattern and signature in the AST is a reference into it.
 //!
 //! Nothing here decides whether the item is *valid*; `valid.rs` does. Validation and code
 //! generation look at [`Host`] only where the form really matters (where generated code goes,
 //! how a handler reaches the function).
+
+use std::borrow::Cow;
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
@@ -18,34 +22,37 @@ use syn::{
 use crate::attr::{self, ExportAttr, ToolAttr};
 use crate::ctxt::Ctxt;
 
-/// One Tool resource.
-pub(crate) struct Tool {
+/// One Tool resource, borrowing the stripped item.
+pub(crate) struct Tool<'a> {
     pub(crate) attr: ToolAttr,
     /// The item's doc comments, the description when `description` is not given.
     pub(crate) docs: Option<String>,
-    pub(crate) host: Host,
-    pub(crate) exports: Vec<Export>,
+    pub(crate) host: Host<'a>,
+    pub(crate) exports: Vec<Export<'a>>,
     /// The item's keyword and name, where an error about the whole item goes.
     pub(crate) head: TokenStream,
 }
 
 /// Where the exports live, which decides where the generated code goes.
-pub(crate) enum Host {
+pub(crate) enum Host<'a> {
     /// `mod name { ... }`: free functions, called by name from inside the module.
     Module,
     /// `impl Type { ... }`: methods taking `&self`, called on a shared instance.
     Impl {
-        self_ty: Box<Type>,
-        generics: Generics,
+        self_ty: &'a Type,
+        generics: &'a Generics,
     },
     /// A lone `fn`: the resource gets a type namespace twin named after it.
-    Fn { ident: Ident, vis: Visibility },
+    Fn {
+        ident: &'a Ident,
+        vis: &'a Visibility,
+    },
 }
 
 /// One export: a function of the resource.
-pub(crate) struct Export {
+pub(crate) struct Export<'a> {
     /// The function's name.
-    pub(crate) ident: Ident,
+    pub(crate) ident: &'a Ident,
     /// The export name: `#[export(name)]`, else the function's name without `r#`.
     pub(crate) name: LitStr,
     /// `#[export(description)]`, else the function's doc comments.
@@ -58,12 +65,12 @@ pub(crate) struct Export {
     /// `#[export(output_schema)]`: the flag as written, where errors about it go.
     pub(crate) output_schema: Option<Ident>,
     /// The signature as written (helper attributes removed).
-    pub(crate) sig: Signature,
-    pub(crate) receiver: Option<Receiver>,
+    pub(crate) sig: &'a Signature,
+    pub(crate) receiver: Option<&'a Receiver>,
     /// The parameters after the receiver, in order.
-    pub(crate) params: Vec<Param>,
+    pub(crate) params: Vec<Param<'a>>,
     pub(crate) inputs: Inputs,
-    pub(crate) output: Output,
+    pub(crate) output: Output<'a>,
 }
 
 /// The title and effect hints of an export; `None` when not written.
@@ -88,9 +95,9 @@ impl Annotations {
 }
 
 /// A parameter after the receiver.
-pub(crate) struct Param {
-    pub(crate) pat: Pat,
-    pub(crate) ty: Type,
+pub(crate) struct Param<'a> {
+    pub(crate) pat: &'a Pat,
+    pub(crate) ty: &'a Type,
     /// Doc, `serde` and `schemars` attributes, moved to the generated input field.
     pub(crate) field_attrs: Vec<Attribute>,
     pub(crate) kind: ParamKind,
@@ -123,19 +130,19 @@ pub(crate) const INPUT_WHOLE: &str = "whole";
 pub(crate) const INPUT_NAMED: &str = "named";
 
 /// What the function returns.
-pub(crate) enum Output {
-    /// Any value; `()` when there is no return type.
-    Infallible(Type),
+pub(crate) enum Output<'a> {
+    /// Any value; `()` (the one type not in the item) when there is no return type.
+    Infallible(Cow<'a, Type>),
     /// A type named `Result`: `Ok` is the output, `Err` the tool error. `ok` and `err` are
     /// known when written as `Result<T, E>` (`T` alone for aliases such as `io::Result<T>`).
     Fallible {
-        ty: Box<Type>,
-        ok: Option<Box<Type>>,
-        err: Option<Box<Type>>,
+        ty: &'a Type,
+        ok: Option<&'a Type>,
+        err: Option<&'a Type>,
     },
 }
 
-impl Tool {
+impl Tool<'_> {
     /// The resource name (empty when missing, which `valid` reports).
     pub(crate) fn name(&self) -> String {
         self.attr
@@ -146,32 +153,93 @@ impl Tool {
     }
 }
 
-impl Export {
+impl<'a> Export<'a> {
     /// The parameters the model fills, in order.
-    pub(crate) fn input_params(&self) -> impl Iterator<Item = &Param> {
+    pub(crate) fn input_params(&self) -> impl Iterator<Item = &Param<'a>> {
         self.params.iter().filter(|p| p.kind == ParamKind::Input)
     }
 }
 
-impl Param {
+impl<'a> Param<'a> {
     /// The parameter's name, when the pattern is a plain identifier.
-    pub(crate) fn ident(&self) -> Option<&Ident> {
-        match &self.pat {
+    pub(crate) fn ident(&self) -> Option<&'a Ident> {
+        match self.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
             _ => None,
         }
     }
 }
 
-/// Reads `item`, stripping helper attributes from it. `None` (with an error reported) when
-/// `#[tool]` does not apply to this kind of item.
-pub(crate) fn parse(cx: &Ctxt, attr: ToolAttr, item: &mut Item) -> Option<Tool> {
+/// The helper attributes [`strip`] took off one function, in the order the functions appear.
+#[derive(Default)]
+pub(crate) struct FnHelpers {
+    /// Its `#[export(...)]`, read.
+    export: Option<ExportAttr>,
+    /// The doc, `serde` and `schemars` attributes of each typed parameter, in order.
+    params: Vec<Vec<Attribute>>,
+}
+
+/// The helper attributes of every function of the item, in order.
+pub(crate) struct Helpers(Vec<FnHelpers>);
+
+/// Takes the helper attributes off every function of `item` (each function of a module or an
+/// `impl` block, or the lone function), reading `#[export]` on the way. The item is left as
+/// it is to be emitted.
+pub(crate) fn strip(cx: &Ctxt, item: &mut Item) -> Helpers {
+    let mut helpers = Vec::new();
+    let mut strip_fn = |attrs: &mut Vec<Attribute>, sig: &mut Signature| {
+        let export = attr::take_export(cx, attrs);
+        let params = sig
+            .inputs
+            .iter_mut()
+            .filter_map(|arg| match arg {
+                FnArg::Typed(pt) => Some(
+                    pt.attrs
+                        .extract_if(.., |a| attr::is_field_attr(a))
+                        .collect(),
+                ),
+                FnArg::Receiver(_) => None,
+            })
+            .collect();
+        helpers.push(FnHelpers { export, params });
+    };
+    match item {
+        Item::Mod(m) => {
+            for item in m.content.iter_mut().flat_map(|(_, items)| items) {
+                if let Item::Fn(f) = item {
+                    strip_fn(&mut f.attrs, &mut f.sig);
+                }
+            }
+        }
+        Item::Impl(imp) => {
+            for item in &mut imp.items {
+                if let ImplItem::Fn(f) = item {
+                    strip_fn(&mut f.attrs, &mut f.sig);
+                }
+            }
+        }
+        Item::Fn(f) => strip_fn(&mut f.attrs, &mut f.sig),
+        _ => {}
+    }
+    Helpers(helpers)
+}
+
+/// Reads the stripped `item` with the `helpers` [`strip`] took off it. `None` (with an error
+/// reported) when `#[tool]` does not apply to this kind of item.
+pub(crate) fn parse<'a>(
+    cx: &Ctxt,
+    attr: ToolAttr,
+    item: &'a Item,
+    helpers: Helpers,
+) -> Option<Tool<'a>> {
+    let mut helpers = helpers.0.into_iter();
+    let mut next = || helpers.next().unwrap_or_default();
     match item {
         Item::Mod(m) => {
             let head = head_of(&m.mod_token, &m.ident);
-            let Some((_, items)) = &mut m.content else {
+            let Some((_, items)) = &m.content else {
                 cx.error_spanned_by(
-                    &*m,
+                    m,
                     format!(
                         "`#[tool]` needs the module's contents inline: write `mod {} {{ ... }}` \
                          here instead of `mod {};`",
@@ -181,10 +249,10 @@ pub(crate) fn parse(cx: &Ctxt, attr: ToolAttr, item: &mut Item) -> Option<Tool> 
                 return None;
             };
             let mut exports = Vec::new();
-            for item in items.iter_mut() {
+            for item in items {
                 let Item::Fn(f) = item else { continue };
                 let is_export = matches!(f.vis, Visibility::Public(_));
-                if let Some(export) = read_fn(cx, &mut f.attrs, &mut f.sig, is_export) {
+                if let Some(export) = read_fn(cx, &f.attrs, &f.sig, next(), is_export) {
                     exports.push(export);
                 }
             }
@@ -207,11 +275,11 @@ pub(crate) fn parse(cx: &Ctxt, attr: ToolAttr, item: &mut Item) -> Option<Tool> 
                 return None;
             }
             let mut exports = Vec::new();
-            for item in &mut imp.items {
+            for item in &imp.items {
                 let ImplItem::Fn(f) = item else { continue };
                 let is_export =
                     matches!(f.vis, Visibility::Public(_)) && f.sig.receiver().is_some();
-                if let Some(export) = read_fn(cx, &mut f.attrs, &mut f.sig, is_export) {
+                if let Some(export) = read_fn(cx, &f.attrs, &f.sig, next(), is_export) {
                     exports.push(export);
                 }
             }
@@ -219,8 +287,8 @@ pub(crate) fn parse(cx: &Ctxt, attr: ToolAttr, item: &mut Item) -> Option<Tool> 
                 attr,
                 docs: attr::docs(&imp.attrs),
                 host: Host::Impl {
-                    self_ty: imp.self_ty.clone(),
-                    generics: imp.generics.clone(),
+                    self_ty: &imp.self_ty,
+                    generics: &imp.generics,
                 },
                 exports,
                 head,
@@ -228,14 +296,13 @@ pub(crate) fn parse(cx: &Ctxt, attr: ToolAttr, item: &mut Item) -> Option<Tool> 
         }
         Item::Fn(f) => {
             let head = head_of(&f.sig.fn_token, &f.sig.ident);
-            let docs = attr::docs(&f.attrs);
-            let export = read_fn(cx, &mut f.attrs, &mut f.sig, true);
+            let export = read_fn(cx, &f.attrs, &f.sig, next(), true);
             Some(Tool {
                 attr,
-                docs,
+                docs: attr::docs(&f.attrs),
                 host: Host::Fn {
-                    ident: f.sig.ident.clone(),
-                    vis: f.vis.clone(),
+                    ident: &f.sig.ident,
+                    vis: &f.vis,
                 },
                 exports: export.into_iter().collect(),
                 head,
@@ -252,15 +319,19 @@ pub(crate) fn parse(cx: &Ctxt, attr: ToolAttr, item: &mut Item) -> Option<Tool> 
     }
 }
 
-/// Reads one function. Returns the export when `is_export`; otherwise reports a stray
-/// `#[export]` and leaves the function alone.
-fn read_fn(
+/// Reads one stripped function with its helpers. Returns the export when `is_export`;
+/// otherwise reports a stray `#[export]` and leaves the function alone.
+fn read_fn<'a>(
     cx: &Ctxt,
-    attrs: &mut Vec<Attribute>,
-    sig: &mut Signature,
+    attrs: &[Attribute],
+    sig: &'a Signature,
+    helpers: FnHelpers,
     is_export: bool,
-) -> Option<Export> {
-    let export_attr = attr::take_export(cx, attrs);
+) -> Option<Export<'a>> {
+    let FnHelpers {
+        export: export_attr,
+        params: param_attrs,
+    } = helpers;
     if !is_export {
         if export_attr.is_some() {
             cx.error_spanned_by(
@@ -292,23 +363,20 @@ fn read_fn(
     };
     let mut receiver = None;
     let mut params = Vec::new();
-    for arg in &mut sig.inputs {
+    let mut param_attrs = param_attrs.into_iter();
+    for arg in &sig.inputs {
         match arg {
-            FnArg::Receiver(r) => receiver = Some(r.clone()),
+            FnArg::Receiver(r) => receiver = Some(r),
             FnArg::Typed(pt) => {
-                let field_attrs: Vec<Attribute> = pt
-                    .attrs
-                    .extract_if(.., |a| attr::is_field_attr(a))
-                    .collect();
                 let kind = if is_context_ref(&pt.ty) {
                     ParamKind::Context
                 } else {
                     ParamKind::Input
                 };
                 params.push(Param {
-                    pat: (*pt.pat).clone(),
-                    ty: (*pt.ty).clone(),
-                    field_attrs,
+                    pat: &pt.pat,
+                    ty: &pt.ty,
+                    field_attrs: param_attrs.next().unwrap_or_default(),
                     kind,
                 });
             }
@@ -316,20 +384,20 @@ fn read_fn(
     }
     let inputs = inputs_of(&params, input_attr.as_ref());
     let output = match &sig.output {
-        ReturnType::Default => Output::Infallible(syn::parse_quote!(())),
+        ReturnType::Default => Output::Infallible(Cow::Owned(syn::parse_quote!(()))),
         ReturnType::Type(_, ty) => output_of(ty),
     };
     let name =
         name.unwrap_or_else(|| LitStr::new(&sig.ident.unraw().to_string(), sig.ident.span()));
     Some(Export {
-        ident: sig.ident.clone(),
+        ident: &sig.ident,
         name,
         description: description.map(|d| d.value()).or_else(|| attr::docs(attrs)),
         timeout_ms,
         input_attr,
         annotations,
         output_schema,
-        sig: sig.clone(),
+        sig,
         receiver,
         params,
         inputs,
@@ -340,7 +408,7 @@ fn read_fn(
 /// The whole-input rule: `#[export(input = "...")]` when given (an unknown value is reported
 /// by `valid`); else a lone input parameter without doc comment or `serde` / `schemars`
 /// attributes is decided by its schema, and anything else is named.
-fn inputs_of(params: &[Param], input_attr: Option<&LitStr>) -> Inputs {
+fn inputs_of(params: &[Param<'_>], input_attr: Option<&LitStr>) -> Inputs {
     if let Some(lit) = input_attr {
         return if lit.value() == INPUT_WHOLE {
             Inputs::Whole
@@ -376,24 +444,24 @@ pub(crate) fn is_context(ty: &Type) -> bool {
     }
 }
 
-fn output_of(ty: &Type) -> Output {
+fn output_of(ty: &Type) -> Output<'_> {
     let Type::Path(p) = ty else {
-        return Output::Infallible(ty.clone());
+        return Output::Infallible(Cow::Borrowed(ty));
     };
     let Some(last) = p.path.segments.last().filter(|s| s.ident == "Result") else {
-        return Output::Infallible(ty.clone());
+        return Output::Infallible(Cow::Borrowed(ty));
     };
     let mut args = Vec::new();
     if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
         for arg in &a.args {
             if let syn::GenericArgument::Type(t) = arg {
-                args.push(Box::new(t.clone()));
+                args.push(t);
             }
         }
     }
     let mut args = args.into_iter();
     Output::Fallible {
-        ty: Box::new(ty.clone()),
+        ty,
         ok: args.next(),
         err: args.next(),
     }

@@ -24,6 +24,7 @@ const OPEN_WORLD: &str = "open_world";
 const OUTPUT_SCHEMA: &str = "output_schema";
 
 const TOOL_KEYS: &[&str] = &[NAME, DESCRIPTION, ERROR_MESSAGE_LIMIT, CRATE];
+const TOOL_INPUT_KEYS: &[&str] = &[CRATE];
 const EXPORT_KEYS: &[&str] = &[
     NAME,
     DESCRIPTION,
@@ -225,6 +226,13 @@ fn path(cx: &Ctxt, value: Expr) -> Option<Path> {
 }
 
 impl ToolAttr {
+    /// `crate = path`, else `::goondan_runtime`: where generated code finds the runtime.
+    pub(crate) fn krate(&self) -> Path {
+        self.krate
+            .clone()
+            .unwrap_or_else(|| syn::parse_quote!(::goondan_runtime))
+    }
+
     /// Reads the arguments of `#[tool(...)]`.
     pub(crate) fn parse(cx: &Ctxt, tokens: TokenStream) -> Self {
         let mut attr = ToolAttr::default();
@@ -242,6 +250,18 @@ impl ToolAttr {
         }
         attr
     }
+}
+
+/// The arguments of `#[tool_input(crate = path)]`: where the runtime is, `::goondan_runtime`
+/// when not given.
+pub(crate) fn tool_input_crate(cx: &Ctxt, tokens: TokenStream) -> Path {
+    let mut krate = None;
+    for (_, value, _) in parse_args(cx, tokens, TOOL_INPUT_KEYS) {
+        if let Some(value) = value {
+            krate = path(cx, value);
+        }
+    }
+    krate.unwrap_or_else(|| syn::parse_quote!(::goondan_runtime))
 }
 
 impl ExportAttr {

@@ -25,13 +25,9 @@ struct Names {
 }
 
 impl Names {
-    fn new(tool: &Tool) -> Self {
+    fn new(tool: &Tool<'_>) -> Self {
         Names {
-            krate: tool
-                .attr
-                .krate
-                .clone()
-                .unwrap_or_else(|| syn::parse_quote!(::goondan_runtime)),
+            krate: tool.attr.krate(),
             ctx: Ident::new("ctx", Span::mixed_site()),
             input: Ident::new("input", Span::mixed_site()),
             this: Ident::new("this", Span::mixed_site()),
@@ -40,27 +36,94 @@ impl Names {
 }
 
 /// The user's item plus everything generated for it.
-pub(crate) fn expand(tool: &Tool, item: Item) -> TokenStream {
+pub(crate) fn expand(tool: &Tool<'_>, item: &Item) -> TokenStream {
     let names = Names::new(tool);
     let body = build_body(tool, &names);
-    wrap(tool, item, &names, &body)
+    let mut tokens = wrap(tool, item, &names, &body);
+    tokens.extend(name_checks(tool, &names.krate));
+    tokens
 }
 
 /// What to emit next to compile errors: the user's item, plus `TOOL` or `IntoTool` stubs so
 /// that code using them does not fail a second time.
-pub(crate) fn dummy(tool: &Tool, item: Item) -> TokenStream {
+pub(crate) fn dummy(tool: &Tool<'_>, item: &Item) -> TokenStream {
     let names = Names::new(tool);
     let body = quote!(::core::unreachable!("`#[tool]` reported compile errors"));
-    wrap(tool, item, &names, &body)
+    let mut tokens = wrap(tool, item, &names, &body);
+    tokens.extend(name_checks(tool, &names.krate));
+    tokens
 }
 
-/// Places `body` (the code that returns the `Tool`) where each form needs it.
-fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStream {
-    let krate = &names.krate;
-    let name = tool.name();
-    let build = format_ident!("{BUILD_FN}");
+/// Constants that evaluate the runtime's name rules (`name::check_resource_name`,
+/// `check_export_name`, `check_joined_len`) on the names as written, so a bad name stops the
+/// build with the rule's message and the caret on the string. The rules exist once, in the
+/// runtime; the macro only points at the names.
+fn name_checks(tool: &Tool<'_>, krate: &Path) -> TokenStream {
+    let rule = Ident::new("rule", Span::mixed_site());
+    // rustc puts the caret on the whole `panic!` call, path included, so every token of it
+    // carries the name's span.
+    let check = |span: Span, broken: TokenStream| {
+        let panic = respan(quote!(#krate::__private::core::panic!), span);
+        quote_spanned! {span=>
+            const _: () = if let #broken {
+                #panic("{}", #rule.message())
+            };
+        }
+    };
+    let Some(resource) = &tool.attr.name else {
+        return TokenStream::new();
+    };
+    let err = quote!(#krate::__private::core::result::Result::Err);
+    let ok = quote!(#krate::__private::core::result::Result::Ok(()));
+    let mut checks = check(
+        resource.span(),
+        quote!(#err(#rule) = #krate::name::check_resource_name(#resource)),
+    );
+    for export in &tool.exports {
+        let name = &export.name;
+        checks.extend(check(
+            name.span(),
+            quote!(#err(#rule) = #krate::name::check_export_name(#name)),
+        ));
+        // The length only once both parts are valid, so one mistake gives one error.
+        checks.extend(check(
+            name.span(),
+            quote!((#ok, #ok, #err(#rule)) = (
+                #krate::name::check_resource_name(#resource),
+                #krate::name::check_export_name(#name),
+                #krate::name::check_joined_len(#resource, #name),
+            )),
+        ));
+    }
+    checks
+}
+
+/// `tokens` with every span (inside groups too) set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = proc_macro2::TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
+}
+
+/// A `StaticTool` named `name` whose build function `build` runs `body`.
+pub(crate) fn static_tool(
+    krate: &Path,
+    name: &str,
+    build: &Ident,
+    body: &TokenStream,
+) -> TokenStream {
     let location = location(krate);
-    let static_tool = quote! {
+    quote! {
         #krate::__private::StaticTool::new(
             #name,
             {
@@ -75,13 +138,22 @@ fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStre
             },
             #location,
         )
-    };
+    }
+}
+
+/// Places `body` (the code that returns the `Tool`) where each form needs it.
+fn wrap(tool: &Tool<'_>, item: &Item, names: &Names, body: &TokenStream) -> TokenStream {
+    let krate = &names.krate;
+    let name = tool.name();
+    let static_tool = static_tool(krate, &name, &format_ident!("{BUILD_FN}"), body);
     let tool_doc = format!(
         "The `{name}` Tool resource, generated by `#[tool]`; also registered for \
          `goondan_runtime::tool::linked_tools()`."
     );
     match (&tool.host, item) {
-        (Host::Module, Item::Mod(mut m)) => {
+        (Host::Module, Item::Mod(m)) => {
+            // The one copy of the item: the module gains `TOOL` as its last item.
+            let mut m = m.clone();
             let generated = quote! {
                 #[doc = #tool_doc]
                 pub const TOOL: #krate::__private::StaticTool = #static_tool;
@@ -128,7 +200,7 @@ fn wrap(tool: &Tool, item: Item, names: &Names, body: &TokenStream) -> TokenStre
 }
 
 /// The statements that build the `Tool`: the input check, the input types, then the builder.
-fn build_body(tool: &Tool, names: &Names) -> TokenStream {
+fn build_body(tool: &Tool<'_>, names: &Names) -> TokenStream {
     let krate = &names.krate;
     let name = tool.name();
     let description = tool
@@ -175,8 +247,8 @@ enum Reading {
 /// readings, and the build picks one from its type's schema: an object with properties is the
 /// whole input, anything else (a string newtype, a timestamp, a map) a named property.
 fn export_of(
-    tool: &Tool,
-    export: &Export,
+    tool: &Tool<'_>,
+    export: &Export<'_>,
     names: &Names,
     prelude: &mut TokenStream,
 ) -> TokenStream {
@@ -213,17 +285,17 @@ fn checked(ty: &Type, names: &Names) -> TokenStream {
 }
 
 /// The lone input parameter's type, as the whole input.
-fn whole_type(export: &Export, names: &Names) -> Option<TokenStream> {
+fn whole_type(export: &Export<'_>, names: &Names) -> Option<TokenStream> {
     let mut params = export.input_params();
     match (params.next(), params.next()) {
-        (Some(only), None) => Some(checked(&only.ty, names)),
+        (Some(only), None) => Some(checked(only.ty, names)),
         _ => None,
     }
 }
 
 /// A generated struct with one field per input parameter, added to `prelude`; returns its
 /// type.
-fn named_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> TokenStream {
+fn named_type(export: &Export<'_>, names: &Names, prelude: &mut TokenStream) -> TokenStream {
     let krate = &names.krate;
     let struct_ident = format_ident!("__GoondanInput_{}", export.ident.unraw());
     let serde_crate = quote!(#krate::__private::serde).to_string();
@@ -242,7 +314,7 @@ fn named_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> Toke
         let ident = param.ident();
         let ty = if attrs.iter().all(|a| a.path().is_ident("doc")) {
             let generic = format_ident!("__GoondanT{}", generics.len());
-            args.push(checked(&param.ty, names));
+            args.push(checked(param.ty, names));
             generics.push(generic.clone());
             generic.into_token_stream()
         } else {
@@ -269,8 +341,8 @@ fn named_type(export: &Export, names: &Names, prelude: &mut TokenStream) -> Toke
 
 /// `export::<Input, _, _>("name", handler)` with its description and timeout.
 fn export_expr(
-    tool: &Tool,
-    export: &Export,
+    tool: &Tool<'_>,
+    export: &Export<'_>,
     names: &Names,
     reading: Reading,
     input_ty: &TokenStream,
@@ -390,7 +462,7 @@ fn timeout_ms(lit: &LitInt) -> Option<u64> {
 /// Turns the value of `call` into `Result<Outcome, ToolError>`. Each conversion is spanned on
 /// the type it needs a trait of, so a missing `Serialize` or `From<E> for ToolError` is
 /// reported there.
-fn outcome(output: &Output, krate: &Path, call: &TokenStream) -> TokenStream {
+fn outcome(output: &Output<'_>, krate: &Path, call: &TokenStream) -> TokenStream {
     let to_output = |ty: &Type, fallback: Span| {
         if has_impl_trait(ty) {
             quote_spanned!(fallback=> #krate::__private::output)

@@ -1,14 +1,20 @@
 //! `#[tool]` for goondan-rs. Use it through `goondan_runtime::tool` (or the runtime's
 //! prelude); this crate is its implementation.
 //!
-//! The work is split by phase: `attr` reads the attribute arguments, `ast` normalises a
-//! module, an `impl` block or a function into one `Tool`, `valid` checks it, `expand` writes
-//! the code. `ctxt` collects every error so one compile shows them all.
+//! The work is split by phase: `attr` reads the attribute arguments, `ast` strips the helper
+//! attributes and normalises a module, an `impl` block or a function into one `Tool` that
+//! borrows the item, `valid` checks it, `expand` writes the code (with constants that evaluate
+//! the runtime's own name rules at compile time). `ctxt` collects every error so one compile
+//! shows them all; `placeholder` keeps `TOOL` defined when the item cannot be read, so one
+//! mistake gives one error. `tool_input` is `#[tool_input]`, the serde and schemars derives
+//! through the runtime.
 
 mod ast;
 mod attr;
 mod ctxt;
 mod expand;
+mod placeholder;
+mod tool_input;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -43,7 +49,7 @@ use proc_macro::TokenStream;
 /// }
 ///
 /// /// What `count-words` reads.
-/// #[derive(Deserialize, JsonSchema)]
+/// #[tool_input]
 /// pub struct CountInput {
 ///     /// The text whose words to count.
 ///     pub text: String,
@@ -110,7 +116,9 @@ use proc_macro::TokenStream;
 ///   is not, building the tool fails with an error naming the tool and the export, and
 ///   `ToolRegistry::builder().tool(..).build()` reports it (nothing panics).
 /// - Each input type must implement `Deserialize` and `JsonSchema` and own its data (no
-///   `&str`; use `String`).
+///   `&str`; use `String`). [`macro@tool_input`] derives both through the runtime, so the
+///   crate needs neither `serde` nor `schemars` in its `Cargo.toml` (this crate's doc
+///   examples are built so: its dev-dependencies are the runtime alone).
 ///
 /// # Output
 /// Any `Serialize` type, `()` or a `Pending`; or a type named `Result` (`Result<T, E>`,
@@ -122,21 +130,28 @@ use proc_macro::TokenStream;
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     let cx = ctxt::Ctxt::new();
     let attr = attr::ToolAttr::parse(&cx, args.into());
+    let krate = attr.krate();
+    let name = attr
+        .name
+        .as_ref()
+        .map(syn::LitStr::value)
+        .unwrap_or_default();
     let mut item: syn::Item = match syn::parse(item.clone()) {
         Ok(item) => item,
-        Err(err) => {
-            cx.syn_error(err);
-            return with_errors(cx, item.into());
-        }
+        // A syntax error: the item goes back as written, and rustc reports the error once, in
+        // its own words (`syn`'s would be a second error for the same mistake).
+        Err(_) => return with_errors(cx, placeholder::placeholder(&krate, &name, item.into())),
     };
-    let Some(tool) = ast::parse(&cx, attr, &mut item) else {
-        return with_errors(cx, quote::ToTokens::into_token_stream(item));
+    let helpers = ast::strip(&cx, &mut item);
+    let Some(tool) = ast::parse(&cx, attr, &item, helpers) else {
+        let tokens = quote::ToTokens::to_token_stream(&item);
+        return with_errors(cx, placeholder::placeholder(&krate, &name, tokens));
     };
     valid::check(&cx, &tool);
     if cx.has_errors() {
-        with_errors(cx, expand::dummy(&tool, item))
+        with_errors(cx, expand::dummy(&tool, &item))
     } else {
-        expand::expand(&tool, item).into()
+        expand::expand(&tool, &item).into()
     }
 }
 
@@ -146,6 +161,46 @@ fn with_errors(cx: ctxt::Ctxt, mut tokens: proc_macro2::TokenStream) -> TokenStr
         tokens.extend(err.to_compile_error());
     }
     tokens.into()
+}
+
+/// Derives `Deserialize` and `JsonSchema` on a struct or enum *through the runtime*, so a
+/// crate that uses struct inputs needs no `serde` or `schemars` of its own in `Cargo.toml`
+/// (and cannot end up with versions other than the runtime's).
+///
+/// It expands to `#[derive(Deserialize, JsonSchema)]` with `#[serde(crate = "...")]` and
+/// `#[schemars(crate = "...")]` set to the runtime's re-exports; `#[serde(...)]` and
+/// `#[schemars(...)]` on the fields work as usual. `#[tool_input(crate = path)]` is for crates
+/// that re-export the runtime, as with `#[tool]`.
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// What `count-words` reads.
+/// #[tool_input]
+/// pub struct CountInput {
+///     /// The text whose words to count.
+///     pub text: String,
+///     /// Count only words at least this long.
+///     #[serde(default)]
+///     pub min_len: usize,
+/// }
+///
+/// /// Counts words.
+/// #[tool(name = "words")]
+/// pub fn count(input: CountInput) -> usize {
+///     input.text.split_whitespace().filter(|w| w.len() >= input.min_len).count()
+/// }
+///
+/// # fn main() -> Result<(), goondan_runtime::tool::ToolDefinitionError> {
+/// let tool = count::TOOL.build()?;
+/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
+/// assert_eq!(names, ["words__count"]);
+/// # Ok(())
+/// # }
+/// ```
+#[proc_macro_attribute]
+pub fn tool_input(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool_input::expand(args.into(), item.into()).into()
 }
 
 /// Names, describes or times out one export: `#[export(name = "...", description = "...",

@@ -2,7 +2,9 @@
 //! exports) and the shapes a handler can call (receiver, parameters, signature). Every problem
 //! is reported, each on the smallest token responsible.
 //!
-//! The name rules mirror `goondan-runtime/src/name.rs` exactly.
+//! The name rules are not here: they live once, as `const fn`s, in the runtime's `name`
+//! module, and `expand` emits constants that evaluate them on the names written here, so a
+//! bad name stops the build with the caret on it.
 
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -13,12 +15,7 @@ use crate::ast::{
 };
 use crate::ctxt::Ctxt;
 
-/// The separator between the resource name and the export name (NAME-1).
-const SEPARATOR: &str = "__";
-/// The longest joined name every provider accepts.
-const MAX_TOOL_NAME_LEN: usize = 64;
-
-pub(crate) fn check(cx: &Ctxt, tool: &Tool) {
+pub(crate) fn check(cx: &Ctxt, tool: &Tool<'_>) {
     check_resource(cx, tool);
     if let Host::Impl { generics, .. } = &tool.host
         && (!generics.params.is_empty() || generics.where_clause.is_some())
@@ -35,7 +32,7 @@ pub(crate) fn check(cx: &Ctxt, tool: &Tool) {
     check_unique_exports(cx, tool);
 }
 
-fn check_resource(cx: &Ctxt, tool: &Tool) {
+fn check_resource(cx: &Ctxt, tool: &Tool<'_>) {
     match &tool.attr.name {
         // A `name` that is not a string literal was already reported.
         None if tool.attr.name_given => {}
@@ -44,11 +41,8 @@ fn check_resource(cx: &Ctxt, tool: &Tool) {
             "missing `name`: write `#[tool(name = \"my-tool\")]` (lowercase letters, digits, \
              `_` and `-`)",
         ),
-        Some(name) => {
-            if let Some(problem) = resource_name_problem(&name.value()) {
-                cx.error_spanned_by(name, problem);
-            }
-        }
+        // The name rules are checked by the constants `expand::name_checks` emits.
+        Some(_) => {}
     }
     if let Some(limit) = &tool.attr.error_message_limit {
         positive::<usize>(cx, limit, "error_message_limit", "characters, e.g. `1000`");
@@ -68,12 +62,7 @@ fn check_resource(cx: &Ctxt, tool: &Tool) {
     }
 }
 
-fn check_export(cx: &Ctxt, tool: &Tool, export: &Export) {
-    let name = export.name.value();
-    match export_name_problem(&name) {
-        Some(problem) => cx.error_spanned_by(&export.name, problem),
-        None => check_joined_len(cx, tool, &export.name),
-    }
+fn check_export(cx: &Ctxt, tool: &Tool<'_>, export: &Export<'_>) {
     if let Some(timeout) = &export.timeout_ms {
         positive::<u64>(cx, timeout, "timeout_ms", "milliseconds, e.g. `30000`");
     }
@@ -113,10 +102,10 @@ fn check_export(cx: &Ctxt, tool: &Tool, export: &Export) {
 /// The type whose schema `#[export(output_schema)]` publishes: the return type, or the `Ok`
 /// type of a `Result`; `None` when it cannot be named (`impl Trait`, an alias without its
 /// `Ok` type) or is a pending submission.
-pub(crate) fn output_type(export: &Export) -> Option<&Type> {
+pub(crate) fn output_type<'a>(export: &'a Export<'_>) -> Option<&'a Type> {
     let ty: &Type = match &export.output {
         crate::ast::Output::Infallible(ty) => ty,
-        crate::ast::Output::Fallible { ok, .. } => ok.as_deref()?,
+        crate::ast::Output::Fallible { ok, .. } => (*ok)?,
     };
     let tokens = ty.to_token_stream();
     let pending =
@@ -125,7 +114,7 @@ pub(crate) fn output_type(export: &Export) -> Option<&Type> {
 }
 
 /// `#[export(input = "whole" | "named")]`; `whole` needs exactly one plain input parameter.
-fn check_input_attr(cx: &Ctxt, export: &Export, input: &LitStr) {
+fn check_input_attr(cx: &Ctxt, export: &Export<'_>, input: &LitStr) {
     match input.value().as_str() {
         INPUT_WHOLE => {
             let mut params = export.input_params();
@@ -162,28 +151,7 @@ fn check_input_attr(cx: &Ctxt, export: &Export, input: &LitStr) {
     }
 }
 
-fn check_joined_len(cx: &Ctxt, tool: &Tool, export_name: &LitStr) {
-    let Some(resource) = &tool.attr.name else {
-        return;
-    };
-    if let Some(problem) = joined_name_problem(&resource.value(), &export_name.value()) {
-        cx.error_spanned_by(export_name, problem);
-    }
-}
-
-/// `{resource}__{export}` fits in [`MAX_TOOL_NAME_LEN`] characters (NAME-1).
-fn joined_name_problem(resource: &str, export: &str) -> Option<String> {
-    let full = format!("{resource}{SEPARATOR}{export}");
-    let len = full.chars().count();
-    (len > MAX_TOOL_NAME_LEN).then(|| {
-        format!(
-            "tool name `{full}` is {len} characters long; providers accept at most \
-             {MAX_TOOL_NAME_LEN}: shorten the resource or the export name"
-        )
-    })
-}
-
-fn check_unique_exports(cx: &Ctxt, tool: &Tool) {
+fn check_unique_exports(cx: &Ctxt, tool: &Tool<'_>) {
     for (i, export) in tool.exports.iter().enumerate() {
         let name = export.name.value();
         if let Some(first) = tool.exports[..i].iter().find(|e| e.name.value() == name) {
@@ -199,7 +167,7 @@ fn check_unique_exports(cx: &Ctxt, tool: &Tool) {
     }
 }
 
-fn check_signature(cx: &Ctxt, export: &Export) {
+fn check_signature(cx: &Ctxt, export: &Export<'_>) {
     let sig = &export.sig;
     if let Some(token) = &sig.constness {
         cx.error_spanned_by(token, "a tool function cannot be `const`; remove `const`");
@@ -226,7 +194,7 @@ fn check_signature(cx: &Ctxt, export: &Export) {
     }
 }
 
-fn check_receiver(cx: &Ctxt, tool: &Tool, export: &Export) {
+fn check_receiver(cx: &Ctxt, tool: &Tool<'_>, export: &Export<'_>) {
     let Some(receiver) = &export.receiver else {
         return;
     };
@@ -253,7 +221,7 @@ fn is_self(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident("Self"))
 }
 
-fn check_input_param(cx: &Ctxt, param: &Param) {
+fn check_input_param(cx: &Ctxt, param: &Param<'_>) {
     if param.ident().is_none() {
         let msg = match &param.pat {
             Pat::Ident(_) => {
@@ -265,7 +233,7 @@ fn check_input_param(cx: &Ctxt, param: &Param) {
                  property the model fills; take the value whole and destructure it in the body"
             }
         };
-        cx.error_spanned_by(&param.pat, msg);
+        cx.error_spanned_by(param.pat, msg);
     }
     let ty = &param.ty;
     let context_misuse = match ty {
@@ -308,188 +276,5 @@ where
     match lit.base10_parse::<N>() {
         Ok(n) if n != N::default() => {}
         _ => cx.error_spanned_by(lit, format!("`{key}` must be a positive integer of {unit}")),
-    }
-}
-
-/// Which part of a name a problem is about, as `name.rs` words it.
-#[derive(Clone, Copy)]
-enum Part {
-    Resource,
-    Export,
-}
-
-impl Part {
-    fn as_str(self) -> &'static str {
-        match self {
-            Part::Resource => "resource",
-            Part::Export => "export",
-        }
-    }
-}
-
-/// ASCII letters, digits, `_` and `-`; not empty; no `__` (NAME-3, NAME-5). Lowercase is
-/// the documented style, but upper-case letters are accepted (`setChatAction`).
-fn chars_problem(part: Part, name: &str) -> Option<String> {
-    let what = part.as_str();
-    if name.is_empty() {
-        return Some(format!(
-            "{what} name is empty; use letters, digits, `_` and `-`, e.g. `text-utils`"
-        ));
-    }
-    if let Some(found) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        return Some(format!(
-            "{what} name `{name}` contains `{found}`; use ASCII letters, digits, `_` and `-`: \
-             try `{}`",
-            suggest(name)
-        ));
-    }
-    if name.contains(SEPARATOR) {
-        return Some(format!(
-            "{what} name `{name}` contains `__`, which is reserved to separate resource and \
-             export; use a single `_` or `-`: try `{}`",
-            suggest(name)
-        ));
-    }
-    None
-}
-
-/// A resource name: [`chars_problem`], starting with a letter or `_`, not ending with `_`.
-fn resource_name_problem(name: &str) -> Option<String> {
-    if let Some(problem) = chars_problem(Part::Resource, name) {
-        return Some(problem);
-    }
-    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        return Some(format!(
-            "resource name `{name}` must start with a letter or `_`"
-        ));
-    }
-    if name.ends_with('_') {
-        return Some(format!(
-            "resource name `{name}` ends with `_`, so `{name}__...` would split at the wrong \
-             `__`; remove the trailing `_`"
-        ));
-    }
-    None
-}
-
-fn export_name_problem(name: &str) -> Option<String> {
-    chars_problem(Part::Export, name)
-}
-
-/// A valid-looking spelling of `name`: `camelCase` as `camel-case`, other characters as `-`,
-/// no `__`.
-fn suggest(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_ascii_uppercase() && out.ends_with(|p: char| p.is_ascii_lowercase()) {
-            out.push('-');
-        }
-        let c = match c.to_ascii_lowercase() {
-            c @ ('a'..='z' | '0'..='9' | '_' | '-') => c,
-            _ => '-',
-        };
-        if c == '_' && out.ends_with('_') {
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use goondan_runtime::ToolName;
-    use goondan_runtime::name::{validate_export_name, validate_resource_name};
-
-    const NAMES: &[&str] = &[
-        "bash",
-        "file-system",
-        "text_utils",
-        "_private",
-        "v2",
-        "a",
-        "",
-        "Text",
-        "text utils",
-        "a.b",
-        "é",
-        "my__tool",
-        "tool_",
-        "9lives",
-        "-dash",
-        "a-",
-        "a___b",
-        "__",
-        "_",
-        "x_y-z",
-    ];
-
-    #[test]
-    fn name_3_and_name_5_resource_rules_mirror_the_runtime() {
-        for name in NAMES {
-            assert_eq!(
-                resource_name_problem(name).is_none(),
-                validate_resource_name(name).is_ok(),
-                "{name:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn name_3_and_name_5_export_rules_mirror_the_runtime() {
-        for name in NAMES {
-            assert_eq!(
-                export_name_problem(name).is_none(),
-                validate_export_name(name).is_ok(),
-                "{name:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn name_5_upper_case_names_are_accepted_at_compile_time() {
-        assert_eq!(export_name_problem("doSomething"), None);
-        assert_eq!(export_name_problem("setChatAction"), None);
-        assert_eq!(resource_name_problem("MyTool"), None);
-        assert!(resource_name_problem("9Lives").is_some());
-        assert!(export_name_problem("do__Something").is_some());
-        for name in ["doSomething", "MyTool", "9Lives", "do__Something", "Ä"] {
-            assert_eq!(
-                export_name_problem(name).is_none(),
-                validate_export_name(name).is_ok(),
-                "{name:?}"
-            );
-            assert_eq!(
-                resource_name_problem(name).is_none(),
-                validate_resource_name(name).is_ok(),
-                "{name:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn name_1_joined_length_rule_mirrors_the_runtime() {
-        for (resource, export) in [("a", "b"), ("r", &*"e".repeat(61)), ("r", &*"e".repeat(62))] {
-            assert_eq!(
-                joined_name_problem(resource, export).is_none(),
-                ToolName::new(resource, export).is_ok(),
-                "{resource}__{export}"
-            );
-        }
-        assert!(joined_name_problem("r", &"e".repeat(62)).is_some());
-    }
-
-    #[test]
-    fn suggestions_are_valid_names() {
-        assert_eq!(suggest("TextUtils"), "text-utils");
-        assert_eq!(suggest("my__tool"), "my_tool");
-        assert_eq!(suggest("a.b c"), "a-b-c");
-        for name in ["TextUtils", "my__tool", "a.b c", "countWords"] {
-            assert!(validate_export_name(&suggest(name)).is_ok(), "{name}");
-        }
     }
 }

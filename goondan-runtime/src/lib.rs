@@ -76,7 +76,7 @@ pub mod swarm;
 pub mod testing;
 pub mod tool;
 
-pub use goondan_macros::{export, tool};
+pub use goondan_macros::{export, tool, tool_input};
 
 pub use crate::agent::AgentRuntime;
 #[cfg(feature = "host")]
@@ -108,7 +108,7 @@ pub mod prelude {
     pub use crate::{
         IntoTool, Pending, ToolCall, ToolCallResult, ToolContext, ToolError, ToolRegistry,
     };
-    pub use crate::{export, tool};
+    pub use crate::{export, tool, tool_input};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }

@@ -91,25 +91,180 @@ pub enum NameError {
     },
 }
 
-fn check_chars(part: NamePart, name: &str) -> Result<(), NameError> {
-    if name.is_empty() {
-        return Err(NameError::Empty { part });
+/// The rule a name breaks. The rules are `const fn`s ([`check_resource_name`],
+/// [`check_export_name`], [`check_joined_len`]) so that one copy serves both the runtime
+/// (which turns a broken rule into a [`NameError`]) and `#[tool]`, which evaluates them at
+/// compile time on the names the author wrote and stops the build with [`NameRule::message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// The name is empty.
+    Empty(NamePart),
+    /// The byte at `at` starts a character outside ASCII letters, digits, `_` and `-` (NAME-5).
+    InvalidChar {
+        /// Which part.
+        part: NamePart,
+        /// The byte offset of the first character that is not allowed.
+        at: usize,
+    },
+    /// The name contains the separator `__` (NAME-3).
+    DoubleUnderscore(NamePart),
+    /// A resource name starts with something other than a letter or `_`.
+    InvalidStart,
+    /// A resource name ends with `_`, so the joined name would split elsewhere (NAME-6).
+    TrailingUnderscore,
+    /// `{resource}__{export}` is longer than [`MAX_TOOL_NAME_LEN`] characters.
+    TooLong {
+        /// The joined name's length.
+        len: usize,
+    },
+}
+
+impl NameRule {
+    /// What the author should change, as `#[tool]` reports it with the caret on the name.
+    ///
+    /// ```
+    /// use goondan_runtime::name::{NamePart, NameRule, check_export_name};
+    /// assert_eq!(check_export_name("a__b"), Err(NameRule::DoubleUnderscore(NamePart::Export)));
+    /// assert!(NameRule::DoubleUnderscore(NamePart::Export).message().starts_with("export name"));
+    /// ```
+    pub const fn message(self) -> &'static str {
+        match self {
+            NameRule::Empty(NamePart::Resource) => {
+                "resource name is empty; use letters, digits, `_` and `-`, e.g. `text-utils`"
+            }
+            NameRule::Empty(_) => {
+                "export name is empty; use letters, digits, `_` and `-`, e.g. `count-words`"
+            }
+            NameRule::InvalidChar {
+                part: NamePart::Resource,
+                ..
+            } => {
+                "resource name contains a character other than ASCII letters, digits, `_` and \
+                 `-`; write it like `text-utils`"
+            }
+            NameRule::InvalidChar { .. } => {
+                "export name contains a character other than ASCII letters, digits, `_` and \
+                 `-`; write it like `count-words`"
+            }
+            NameRule::DoubleUnderscore(NamePart::Resource) => {
+                "resource name contains `__`, which is reserved to separate resource and \
+                 export; use a single `_` or `-`"
+            }
+            NameRule::DoubleUnderscore(_) => {
+                "export name contains `__`, which is reserved to separate resource and export; \
+                 use a single `_` or `-`"
+            }
+            NameRule::InvalidStart => "resource name must start with a letter or `_`",
+            NameRule::TrailingUnderscore => {
+                "resource name ends with `_`, so `{resource}__{export}` would split at the \
+                 wrong `__`; remove the trailing `_`"
+            }
+            NameRule::TooLong { .. } => {
+                "tool name `{resource}__{export}` is longer than 64 characters, the most \
+                 providers accept; shorten the resource or the export name"
+            }
+        }
     }
-    if let Some(found) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        return Err(NameError::InvalidChar {
-            part,
-            name: name.to_owned(),
-            found,
-        });
+
+    /// The [`NameError`] for `name`, the name that broke this rule.
+    fn into_error(self, name: &str) -> NameError {
+        let name_owned = || name.to_owned();
+        match self {
+            NameRule::Empty(part) => NameError::Empty { part },
+            NameRule::InvalidChar { part, at } => NameError::InvalidChar {
+                part,
+                name: name_owned(),
+                found: name
+                    .get(at..)
+                    .and_then(|rest| rest.chars().next())
+                    .unwrap_or(char::REPLACEMENT_CHARACTER),
+            },
+            NameRule::DoubleUnderscore(part) => NameError::DoubleUnderscore {
+                part,
+                name: name_owned(),
+            },
+            NameRule::InvalidStart => NameError::InvalidStart { name: name_owned() },
+            NameRule::TrailingUnderscore => NameError::TrailingUnderscore { name: name_owned() },
+            NameRule::TooLong { len } => NameError::TooLong {
+                name: name_owned(),
+                len,
+            },
+        }
     }
-    if name.contains(SEPARATOR) {
-        return Err(NameError::DoubleUnderscore {
-            part,
-            name: name.to_owned(),
-        });
+}
+
+/// Not empty, ASCII letters, digits, `_` and `-` only, no `__` (NAME-3, NAME-5).
+const fn check_chars(part: NamePart, name: &str) -> Result<(), NameRule> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() {
+        return Err(NameRule::Empty(part));
+    }
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(NameRule::InvalidChar { part, at });
+        }
+        at += 1;
+    }
+    let mut at = 1;
+    while at < bytes.len() {
+        if bytes[at - 1] == b'_' && bytes[at] == b'_' {
+            return Err(NameRule::DoubleUnderscore(part));
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
+/// The rules of a Tool resource name, usable in constants (`#[tool]` checks its `name` so).
+/// [`validate_resource_name`] says the same with the name in the error.
+///
+/// ```
+/// use goondan_runtime::name::{NameRule, check_resource_name};
+/// const CHECKED: Result<(), NameRule> = check_resource_name("file-system");
+/// assert_eq!(CHECKED, Ok(()));
+/// assert_eq!(check_resource_name("tool_"), Err(NameRule::TrailingUnderscore));
+/// ```
+pub const fn check_resource_name(name: &str) -> Result<(), NameRule> {
+    if let Err(rule) = check_chars(NamePart::Resource, name) {
+        return Err(rule);
+    }
+    let bytes = name.as_bytes();
+    let first = bytes[0];
+    if !(first.is_ascii_alphabetic() || first == b'_') {
+        return Err(NameRule::InvalidStart);
+    }
+    if bytes[bytes.len() - 1] == b'_' {
+        return Err(NameRule::TrailingUnderscore);
+    }
+    Ok(())
+}
+
+/// The rules of an export name, usable in constants. [`validate_export_name`] says the same
+/// with the name in the error.
+///
+/// ```
+/// use goondan_runtime::name::check_export_name;
+/// assert!(check_export_name("setChatAction").is_ok());
+/// assert!(check_export_name("set.chat").is_err());
+/// ```
+pub const fn check_export_name(name: &str) -> Result<(), NameRule> {
+    check_chars(NamePart::Export, name)
+}
+
+/// Whether `{resource}__{export}` fits in [`MAX_TOOL_NAME_LEN`] characters, for two names
+/// that passed their own rules (so they are ASCII and bytes are characters).
+///
+/// ```
+/// use goondan_runtime::name::{NameRule, check_joined_len};
+/// assert!(check_joined_len("bash", "exec").is_ok());
+/// assert_eq!(check_joined_len("r", &"e".repeat(62)), Err(NameRule::TooLong { len: 65 }));
+/// ```
+pub const fn check_joined_len(resource: &str, export: &str) -> Result<(), NameRule> {
+    let len = resource.len() + SEPARATOR.len() + export.len();
+    if len > MAX_TOOL_NAME_LEN {
+        return Err(NameRule::TooLong { len });
     }
     Ok(())
 }
@@ -125,18 +280,7 @@ fn check_chars(part: NamePart, name: &str) -> Result<(), NameError> {
 /// assert!(validate_resource_name("file__system").is_err());
 /// ```
 pub fn validate_resource_name(name: &str) -> Result<(), NameError> {
-    check_chars(NamePart::Resource, name)?;
-    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        return Err(NameError::InvalidStart {
-            name: name.to_owned(),
-        });
-    }
-    if name.ends_with('_') {
-        return Err(NameError::TrailingUnderscore {
-            name: name.to_owned(),
-        });
-    }
-    Ok(())
+    check_resource_name(name).map_err(|rule| rule.into_error(name))
 }
 
 /// Checks an export name: ASCII letters, digits, `_` and `-`, no `__` (NAME-3, NAME-5).
@@ -149,7 +293,7 @@ pub fn validate_resource_name(name: &str) -> Result<(), NameError> {
 /// assert!(validate_export_name("set.chat").is_err());
 /// ```
 pub fn validate_export_name(name: &str) -> Result<(), NameError> {
-    check_chars(NamePart::Export, name)
+    check_export_name(name).map_err(|rule| rule.into_error(name))
 }
 
 /// Splits at the first `__` without validating either part, like the seeds' `parseToolName`
@@ -183,13 +327,7 @@ pub fn validate_tool_name(full: &str) -> Result<(&str, &str), NameError> {
     };
     validate_resource_name(resource)?;
     validate_export_name(export)?;
-    let len = full.chars().count();
-    if len > MAX_TOOL_NAME_LEN {
-        return Err(NameError::TooLong {
-            name: full.to_owned(),
-            len,
-        });
-    }
+    check_joined_len(resource, export).map_err(|rule| rule.into_error(full))?;
     Ok((resource, export))
 }
 
@@ -455,6 +593,116 @@ mod tests {
         assert!(ToolName::parse("bash__").is_err());
         let n = ToolName::parse("text-utils__count-words").unwrap();
         assert_eq!((n.resource(), n.export()), ("text-utils", "count-words"));
+    }
+
+    // The rules are `const fn`s: `#[tool]` evaluates them in constants like these.
+    const _: () = assert!(check_resource_name("text-utils").is_ok());
+    const _: () = assert!(check_export_name("setChatAction").is_ok());
+    const _: () = assert!(check_joined_len("r", "e").is_ok());
+
+    #[test]
+    fn name_3_and_name_5_const_rules_and_errors_agree() {
+        for name in [
+            "bash",
+            "file-system",
+            "_private",
+            "Text",
+            "",
+            "text utils",
+            "a.b",
+            "é",
+            "my__tool",
+            "tool_",
+            "9lives",
+            "-dash",
+            "a___b",
+            "__",
+            "_",
+            "x_y-z",
+        ] {
+            assert_eq!(
+                check_resource_name(name).is_ok(),
+                validate_resource_name(name).is_ok(),
+                "{name:?}"
+            );
+            assert_eq!(
+                check_export_name(name).is_ok(),
+                validate_export_name(name).is_ok(),
+                "{name:?}"
+            );
+        }
+        assert_eq!(
+            check_resource_name("tool_"),
+            Err(NameRule::TrailingUnderscore)
+        );
+        assert_eq!(check_resource_name("9lives"), Err(NameRule::InvalidStart));
+        assert_eq!(
+            check_export_name("a__b"),
+            Err(NameRule::DoubleUnderscore(NamePart::Export))
+        );
+        assert_eq!(
+            check_export_name("ab.c"),
+            Err(NameRule::InvalidChar {
+                part: NamePart::Export,
+                at: 2
+            })
+        );
+        assert_eq!(check_joined_len("r", &"e".repeat(61)), Ok(()));
+        assert_eq!(
+            check_joined_len("r", &"e".repeat(62)),
+            Err(NameRule::TooLong { len: 65 })
+        );
+    }
+
+    #[test]
+    fn name_5_the_refused_character_is_named_even_when_not_ascii() {
+        assert!(matches!(
+            validate_export_name("caf\u{e9}s"),
+            Err(NameError::InvalidChar {
+                found: '\u{e9}',
+                ..
+            })
+        ));
+        assert!(matches!(
+            validate_resource_name("a\u{1F600}"),
+            Err(NameError::InvalidChar {
+                found: '\u{1F600}',
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn every_rule_has_a_message_naming_its_part() {
+        for (rule, part) in [
+            (NameRule::Empty(NamePart::Resource), "resource"),
+            (NameRule::Empty(NamePart::Export), "export"),
+            (
+                NameRule::InvalidChar {
+                    part: NamePart::Resource,
+                    at: 0,
+                },
+                "resource",
+            ),
+            (
+                NameRule::InvalidChar {
+                    part: NamePart::Export,
+                    at: 0,
+                },
+                "export",
+            ),
+            (NameRule::DoubleUnderscore(NamePart::Resource), "resource"),
+            (NameRule::DoubleUnderscore(NamePart::Export), "export"),
+            (NameRule::InvalidStart, "resource"),
+            (NameRule::TrailingUnderscore, "resource"),
+            (NameRule::TooLong { len: 65 }, "tool"),
+        ] {
+            assert!(
+                rule.message().starts_with(part),
+                "{rule:?}: {}",
+                rule.message()
+            );
+        }
     }
 
     #[test]

@@ -559,3 +559,46 @@ async fn spec_6_input_marker_and_object_schemas_decide_whole_or_named() {
         .await
         .assert_output(json!(3));
 }
+
+/// What `words__count` reads: derived through the runtime by `#[tool_input]`.
+#[tool_input]
+#[derive(Debug)]
+pub struct WordsInput {
+    /// The text whose words to count.
+    pub text: String,
+    /// Count only words at least this long.
+    #[serde(default)]
+    #[schemars(range(max = 100))]
+    pub min_len: usize,
+}
+
+/// Counts words.
+#[tool(name = "words")]
+pub fn count(input: WordsInput) -> usize {
+    input
+        .text
+        .split_whitespace()
+        .filter(|w| w.len() >= input.min_len)
+        .count()
+}
+
+#[tokio::test]
+async fn tool_input_derives_the_whole_input_with_field_attributes() {
+    let tool = count::TOOL.build().unwrap();
+    let params = export(&tool, "words__count").parameters();
+    assert_eq!(
+        params["properties"]["text"]["description"],
+        "The text whose words to count."
+    );
+    assert_eq!(params["properties"]["min_len"]["maximum"], 100);
+    assert_eq!(params["required"], json!(["text"]));
+    let kit = TestKit::with_tools([count::TOOL]).unwrap();
+    kit.call("words__count", json!({"text": "a bb ccc", "min_len": 2}))
+        .await
+        .assert_output(json!(2));
+    kit.call("words__count", json!({"text": "a bb ccc"}))
+        .await
+        .assert_output(json!(3));
+    let refused = kit.call("words__count", json!({"min_len": 2})).await;
+    assert_eq!(refused.error_code(), Some("E_TOOL_INVALID_ARGS"));
+}
