@@ -1,88 +1,23 @@
 //! [`ToolContext`]: what a handler knows about the call it serves (CTX-1..5).
+//!
+//! - [`Message`] (in `message`): a conversation message; the context holds the one with the call.
+//! - [`Progress`] and [`ProgressSink`] (in `progress`): a call's progress reports.
+//! - `id`: process-unique ids and the clock.
+
+mod id;
+mod message;
+mod progress;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use self::id::{fresh_id, now_ms};
+pub use self::message::Message;
+pub use self::progress::{Progress, ProgressSink};
 use crate::agent::AgentRuntime;
-use crate::result::ToolCall;
-
-/// A conversation message. The context holds the assistant message that contains the call
-/// (CTX-5).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Message {
-    /// The message id.
-    pub id: String,
-    /// `assistant`, `user`, `system` or `tool`.
-    pub role: String,
-    /// The text content, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// The tool calls an assistant message makes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCall>,
-    /// Free-form metadata.
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub metadata: serde_json::Map<String, Value>,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: u64,
-}
-
-impl Message {
-    /// An assistant message holding `tool_calls`.
-    pub fn assistant(
-        id: impl Into<String>,
-        content: Option<String>,
-        tool_calls: Vec<ToolCall>,
-    ) -> Self {
-        Self {
-            id: id.into(),
-            role: "assistant".to_owned(),
-            content,
-            tool_calls,
-            metadata: serde_json::Map::new(),
-            created_at: now_ms(),
-        }
-    }
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// A process-unique id with a prefix, e.g. `turn-19a3f-7`.
-pub(crate) fn fresh_id(prefix: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{:x}-{n}", now_ms())
-}
-
-/// One progress report of a call: `done` out of `total` (when known), with a message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    /// How much is done; increases from report to report.
-    pub done: f64,
-    /// How much there is in all, when known.
-    pub total: Option<f64>,
-    /// What the tool is doing.
-    pub message: Option<String>,
-}
-
-/// Where a call's progress reports go. An MCP server forwards them as
-/// `notifications/progress` when the client asked for them; without a sink they are dropped.
-pub trait ProgressSink: Send + Sync + 'static {
-    /// Receives one report of the call `tool_call_id`.
-    fn report(&self, tool_call_id: &str, progress: Progress);
-}
 
 struct Scope {
     agent_name: String,
@@ -347,7 +282,10 @@ impl ToolContextBuilder {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
+    use crate::result::ToolCall;
 
     #[test]
     fn ctx_1_context_carries_every_id_and_the_workdir() {
