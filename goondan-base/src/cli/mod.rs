@@ -12,8 +12,11 @@
 //! Tools defined on `impl` blocks (with state) are not linked automatically: pass them with
 //! [`run_with`] and [`ToolLibrary::tools`].
 
+mod agent_host;
 mod commands;
 mod mcp;
+
+pub use self::agent_host::AgentHostArgs;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -65,6 +68,8 @@ pub enum Command {
     /// Serve tools over MCP (the Model Context Protocol).
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Join a swarm on NATS and run the bundle's agents placed on this machine.
+    AgentHost(AgentHostArgs),
 }
 
 /// `goondan mcp ...`.
