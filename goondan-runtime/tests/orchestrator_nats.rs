@@ -504,3 +504,99 @@ async fn credentials_are_passed_through_and_a_wrong_password_is_a_clear_error() 
     })
     .await;
 }
+
+/// A network namespace joined to the root namespace by a veth pair: `root_ip` on the root side,
+/// `ns_ip` inside, the root side as its default route. Deleted (with its veth pair) on drop.
+struct Netns {
+    name: String,
+    root_ip: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run `ip`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Netns {
+    /// Namespace `tag` of this test process, on the /30 subnet `10.a.b.(4*slot)`.
+    fn create(tag: &str, slot: u32) -> Result<Self, String> {
+        let pid = std::process::id();
+        let name = format!("goondan-{pid}-{tag}");
+        let (root_if, ns_if) = (format!("gr{pid}{tag}"), format!("gn{pid}{tag}"));
+        let (a, b) = (200 + pid % 50, (pid / 50) % 250);
+        let root_ip = format!("10.{a}.{b}.{}", slot * 4 + 1);
+        let ns_ip = format!("10.{a}.{b}.{}", slot * 4 + 2);
+        ip(&["netns", "add", &name])?;
+        let ns = Self { name, root_ip };
+        let n = ns.name.as_str();
+        ip(&["link", "add", &root_if, "type", "veth", "peer", "name", &ns_if])?;
+        ip(&["link", "set", &ns_if, "netns", n])?;
+        ip(&["addr", "add", &format!("{}/30", ns.root_ip), "dev", &root_if])?;
+        ip(&["link", "set", &root_if, "up"])?;
+        ip(&["-n", n, "addr", "add", &format!("{ns_ip}/30"), "dev", &ns_if])?;
+        ip(&["-n", n, "link", "set", &ns_if, "up"])?;
+        ip(&["-n", n, "link", "set", "lo", "up"])?;
+        ip(&["-n", n, "route", "add", "default", "via", &ns.root_ip])?;
+        Ok(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its end of the veth pair, and so the pair.
+        let _ = ip(&["netns", "delete", &self.name]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_1_two_hosts_in_two_network_namespaces_hand_work_to_each_other() {
+    let made = Netns::create("a", 0).and_then(|one| Ok((one, Netns::create("b", 1)?)));
+    let (one, two) = match made {
+        Ok(pair) => pair,
+        Err(why) => {
+            println!("network namespaces are forbidden on this machine: {why}");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "network namespaces are needed in CI: {why}"
+            );
+            return;
+        }
+    };
+    bounded(90, async {
+        // The server listens on the root side of the first pair only; the second namespace
+        // reaches it through its default route.
+        let server = NatsServer::start_with(&one.root_ip, &[]);
+        let _h1 = Host::start(Some(&one.name), &server.url, "s", "a,c", &[]).await;
+        let _h2 = Host::start(Some(&two.name), &server.url, "s", "b", &[]).await;
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("s"))
+            .await
+            .unwrap();
+        // a (first namespace) asks b (second), which asks c (first again).
+        let task = json!({"op": "ask", "target": "b", "input": {"op": "ask", "target": "c",
+            "input": {"op": "echo", "value": "across"}}});
+        let out = entry
+            .request("a", ev(task), opts(Some(30000)))
+            .await
+            .unwrap()
+            .response
+            .unwrap();
+        assert_eq!(out["via"], "a");
+        assert_eq!(out["answer"]["via"], "b");
+        assert_eq!(out["answer"]["answer"]["agent"], "c");
+        assert_eq!(out["answer"]["answer"]["value"], "across");
+        assert_eq!(out["answer"]["answer"]["from"], "b/default");
+    })
+    .await;
+    drop((one, two));
+}
