@@ -540,11 +540,27 @@ impl Netns {
         ip(&["netns", "add", &name])?;
         let ns = Self { name, root_ip };
         let n = ns.name.as_str();
-        ip(&["link", "add", &root_if, "type", "veth", "peer", "name", &ns_if])?;
+        ip(&[
+            "link", "add", &root_if, "type", "veth", "peer", "name", &ns_if,
+        ])?;
         ip(&["link", "set", &ns_if, "netns", n])?;
-        ip(&["addr", "add", &format!("{}/30", ns.root_ip), "dev", &root_if])?;
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}/30", ns.root_ip),
+            "dev",
+            &root_if,
+        ])?;
         ip(&["link", "set", &root_if, "up"])?;
-        ip(&["-n", n, "addr", "add", &format!("{ns_ip}/30"), "dev", &ns_if])?;
+        ip(&[
+            "-n",
+            n,
+            "addr",
+            "add",
+            &format!("{ns_ip}/30"),
+            "dev",
+            &ns_if,
+        ])?;
         ip(&["-n", n, "link", "set", &ns_if, "up"])?;
         ip(&["-n", n, "link", "set", "lo", "up"])?;
         ip(&["-n", n, "route", "add", "default", "via", &ns.root_ip])?;
