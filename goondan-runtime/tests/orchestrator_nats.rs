@@ -581,7 +581,7 @@ async fn ho_1_two_hosts_in_two_network_namespaces_hand_work_to_each_other() {
     let (one, two) = match made {
         Ok(pair) => pair,
         Err(why) => {
-            println!("network namespaces are forbidden on this machine: {why}");
+            eprintln!("network namespaces are forbidden on this machine: {why}");
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
                 "network namespaces are needed in CI: {why}"

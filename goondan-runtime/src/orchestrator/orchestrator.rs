@@ -7,21 +7,27 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::inproc::InProcess;
+#[cfg(feature = "nats")]
 use serde_json::Value;
 
-use super::ipc::{self, DelegatePayload, IpcMessage, ORCHESTRATOR};
+#[cfg(feature = "nats")]
+use super::ipc::IpcMessage;
+use super::ipc::{self, DelegatePayload, ORCHESTRATOR};
 use super::link::{Launcher, Remote};
 use super::process::{ProcessConfig, ProcessLauncher};
+#[cfg(feature = "nats")]
+use super::protocol;
 use super::router::{Caller, Core};
 use super::runtime::request_result;
 use super::{
     AgentIdentity, AgentWorker, DEFAULT_TIMEOUT_MS, OrchestratorConfig, SwarmSpec, address,
-    disconnected, protocol, timed_out,
+    disconnected, timed_out,
 };
 use crate::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
 };
+#[cfg(feature = "nats")]
 use crate::error::ToolError;
 
 /// Why an Orchestrator could not start.
@@ -76,6 +82,7 @@ impl Orchestrator {
         Ok(Self::with_launcher(swarm, config, Box::new(launcher), None))
     }
 
+    #[cfg(feature = "nats")]
     /// An Orchestrator whose local agents are processes of `process` and whose other agents
     /// `remote` reaches (a host of a swarm across machines).
     pub(crate) fn start_with_remote(
@@ -122,6 +129,7 @@ impl Orchestrator {
         }
     }
 
+    #[cfg(feature = "nats")]
     /// Serves a `delegate` that came from another machine: routes it as if `msg.from` had
     /// sent it here (its chain, callable list and cycles checked as usual) and resolves to the
     /// `delegate_result` payload.
@@ -156,6 +164,7 @@ impl Orchestrator {
         }
     }
 
+    #[cfg(feature = "nats")]
     /// Serves a one-way `event` that came from another machine.
     pub(crate) fn serve_event(&self, msg: IpcMessage) -> Result<SendResult, ToolError> {
         let event = msg

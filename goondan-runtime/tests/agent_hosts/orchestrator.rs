@@ -131,7 +131,13 @@ fn nats_host(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             config,
         )
         .await?;
-        println!("ready {}", host.host_id());
+        // The test reads this line to learn the host is serving.
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "ready {}", host.host_id())?;
+            out.flush()?;
+        }
         let _ = tokio::task::spawn_blocking(|| {
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new())
         })

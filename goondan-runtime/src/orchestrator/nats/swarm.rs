@@ -117,7 +117,7 @@ impl AgentRuntime for NatsSwarm {
             let msg = IpcMessage::new(
                 MessageType::Event,
                 ORCHESTRATOR,
-                &address(target, &key),
+                address(target, &key),
                 body,
                 None,
             );

@@ -122,6 +122,7 @@ impl Core {
     }
 
     /// Whether a request with correlation id `id` waits for an answer.
+    #[cfg(feature = "nats")]
     pub(in crate::orchestrator) fn is_waiting(&self, id: &str) -> bool {
         self.lock().waiting.contains_key(id)
     }
