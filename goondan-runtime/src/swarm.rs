@@ -5,7 +5,7 @@
 //!
 //! Each agent process loads the bundle itself (its path is in [`ENV_BUNDLE`], which the host
 //! sets with [`ProcessConfig::env`](crate::orchestrator::ProcessConfig::env)), builds its
-//! [`AgentInstance`] with the tools of a [`ToolLibrary`] and the [`Model`] the host's
+//! [`AgentInstance`] with the tools of a [`ToolLibrary`] and the [`Model`](crate::step::Model) the host's
 //! [`ModelFactory`] gives, and answers every event with one Turn. When a tool of the Turn asks
 //! for a restart ([`RestartSignal`], the base package's `self-restart__request`), the process
 //! is restarted after the answer goes out
