@@ -47,6 +47,7 @@ pub(crate) fn execute(
 ) -> Result<u8, CliError> {
     match &cli.command {
         Command::Validate { bundle } => validate(bundle, library, cli.json, out),
+        Command::AgentHost(args) => Ok(super::agent_host::run(args, library, out)),
         Command::Tools(ToolsCommand::List {
             bundle,
             agent,

@@ -13,9 +13,12 @@
 //! Tools defined on `impl` blocks (with state) are not linked automatically: pass them with
 //! [`run_with`] and [`ToolLibrary::tools`].
 
+mod agent_host;
 mod commands;
 mod mcp;
 pub mod run;
+
+pub use self::agent_host::AgentHostArgs;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -70,6 +73,8 @@ pub enum Command {
     /// Run a bundle's agents: one Turn with `--input`, else a session in the terminal.
     #[command(after_help = AFTER_HELP)]
     Run(run::RunArgs),
+    /// Join a swarm on NATS and run the bundle's agents placed on this machine.
+    AgentHost(AgentHostArgs),
 }
 
 /// `goondan mcp ...`.

@@ -6,6 +6,8 @@ use std::pin::Pin;
 
 use tokio::sync::mpsc;
 
+use serde_json::Value;
+
 use super::AgentIdentity;
 use super::ipc::IpcMessage;
 
@@ -38,4 +40,21 @@ pub(crate) trait Launcher: Send + Sync + 'static {
     fn socket_path(&self) -> Option<&Path> {
         None
     }
+}
+
+/// The answer payload of a request handed to another machine ([`Remote::delegate`]).
+pub(crate) type RemoteFuture = Pin<Box<dyn Future<Output = Value> + Send>>;
+
+/// Agents served elsewhere: an Orchestrator with a `Remote` runs only the agents
+/// [`serves_locally`](Remote::serves_locally) names and hands every other request and event
+/// to it (the NATS transport).
+pub(crate) trait Remote: Send + Sync + 'static {
+    /// Whether `agent` runs under this Orchestrator.
+    fn serves_locally(&self, agent: &str) -> bool;
+    /// Hands a `delegate` (its payload's chain ending with its sender) to the host serving
+    /// its target; resolves to the `delegate_result` payload, an error payload when the request
+    /// could not be answered.
+    fn delegate(&self, msg: IpcMessage) -> RemoteFuture;
+    /// Hands a one-way `event` to a host serving its target; `false` when none took it.
+    fn send(&self, msg: IpcMessage) -> bool;
 }

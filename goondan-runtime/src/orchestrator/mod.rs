@@ -36,6 +36,8 @@ pub mod agent_mode;
 mod inproc;
 pub mod ipc;
 mod link;
+#[cfg(feature = "nats")]
+pub mod nats;
 #[allow(clippy::module_inception)] // the file holds `Orchestrator`, as tokio's runtime/runtime.rs
 mod orchestrator;
 mod process;
@@ -80,6 +82,8 @@ pub mod codes {
     pub const PROTOCOL: &str = "E_AGENT_PROTOCOL";
     /// The tool runs without an agent runtime.
     pub const NO_RUNTIME: &str = "E_AGENT_NO_RUNTIME";
+    /// No host of the swarm serves the target (a swarm across machines).
+    pub const NO_HOST: &str = "E_AGENT_NO_HOST";
 }
 
 /// How the Orchestrator times, retries and places its instances.

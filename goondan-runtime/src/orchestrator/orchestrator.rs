@@ -7,9 +7,16 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::inproc::InProcess;
+#[cfg(feature = "nats")]
+use serde_json::Value;
+
+#[cfg(feature = "nats")]
+use super::ipc::IpcMessage;
 use super::ipc::{self, DelegatePayload, ORCHESTRATOR};
-use super::link::Launcher;
+use super::link::{Launcher, Remote};
 use super::process::{ProcessConfig, ProcessLauncher};
+#[cfg(feature = "nats")]
+use super::protocol;
 use super::router::{Caller, Core};
 use super::runtime::request_result;
 use super::{
@@ -20,6 +27,8 @@ use crate::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
 };
+#[cfg(feature = "nats")]
+use crate::error::ToolError;
 
 /// Why an Orchestrator could not start.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +79,26 @@ impl Orchestrator {
     ) -> Result<Self, OrchestratorError> {
         check(&swarm)?;
         let launcher = ProcessLauncher::bind(process).map_err(OrchestratorError::Socket)?;
-        Ok(Self::with_launcher(swarm, config, Box::new(launcher)))
+        Ok(Self::with_launcher(swarm, config, Box::new(launcher), None))
+    }
+
+    #[cfg(feature = "nats")]
+    /// An Orchestrator whose local agents are processes of `process` and whose other agents
+    /// `remote` reaches (a host of a swarm across machines).
+    pub(crate) fn start_with_remote(
+        swarm: SwarmSpec,
+        process: ProcessConfig,
+        config: OrchestratorConfig,
+        remote: Arc<dyn Remote>,
+    ) -> Result<Self, OrchestratorError> {
+        check(&swarm)?;
+        let launcher = ProcessLauncher::bind(process).map_err(OrchestratorError::Socket)?;
+        Ok(Self::with_launcher(
+            swarm,
+            config,
+            Box::new(launcher),
+            Some(remote),
+        ))
     }
 
     /// An Orchestrator whose agents are tasks of this process running the workers `build`
@@ -87,17 +115,66 @@ impl Orchestrator {
         check(&swarm)?;
         let launcher =
             InProcess::new(move |id: &AgentIdentity| Arc::new(build(id)) as Arc<dyn AgentWorker>);
-        Ok(Self::with_launcher(swarm, config, Box::new(launcher)))
+        Ok(Self::with_launcher(swarm, config, Box::new(launcher), None))
     }
 
     fn with_launcher(
         swarm: SwarmSpec,
         config: OrchestratorConfig,
         launcher: Box<dyn Launcher>,
+        remote: Option<Arc<dyn Remote>>,
     ) -> Self {
         Self {
-            core: Arc::new(Core::new(swarm, config, launcher)),
+            core: Arc::new(Core::new(swarm, config, launcher, remote)),
         }
+    }
+
+    #[cfg(feature = "nats")]
+    /// Serves a `delegate` that came from another machine: routes it as if `msg.from` had
+    /// sent it here (its chain, callable list and cycles checked as usual) and resolves to the
+    /// `delegate_result` payload.
+    pub(crate) async fn serve_delegate(&self, msg: IpcMessage) -> Value {
+        let payload = match serde_json::from_value::<DelegatePayload>(msg.payload) {
+            Ok(p) => p,
+            Err(e) => {
+                let e = protocol(format!("a delegate payload is malformed: {e}"));
+                return ipc::error_payload(&e);
+            }
+        };
+        let mut payload = payload;
+        if payload.chain.last() == Some(&msg.from) {
+            payload.chain.pop();
+        }
+        let (target, _) = msg.to.split_once('/').unwrap_or((msg.to.as_str(), ""));
+        let timeout_ms = payload.timeout_ms;
+        // The caller's correlation id, so both sides see the same one (HO-3); a fresh one if
+        // another caller's id happens to equal it here.
+        let id = match msg.correlation_id {
+            Some(id) if !self.core.is_waiting(&id) => id,
+            _ => self.core.fresh(&msg.from),
+        };
+        let (tx, rx) = oneshot::channel();
+        self.core
+            .delegate(Caller::Host(tx), &msg.from, target, payload, id);
+        let wait = Duration::from_millis(timeout_ms) + Duration::from_millis(500);
+        match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => ipc::error_payload(&disconnected()),
+            Err(_) => ipc::error_payload(&timed_out(target, timeout_ms)),
+        }
+    }
+
+    #[cfg(feature = "nats")]
+    /// Serves a one-way `event` that came from another machine.
+    pub(crate) fn serve_event(&self, msg: IpcMessage) -> Result<SendResult, ToolError> {
+        let event = msg
+            .payload
+            .get("event")
+            .cloned()
+            .ok_or_else(|| protocol("an event has no `event`"))
+            .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol))?;
+        let (target, _) = msg.to.split_once('/').unwrap_or((msg.to.as_str(), ""));
+        self.core.send_event(&msg.from, target, event)
     }
 
     /// The swarm.

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use goondan_runtime::ToolError;
 use goondan_runtime::agent::{AgentEvent, RequestOptions, SpawnOptions};
-use goondan_runtime::orchestrator::{AgentWorker, agent_mode, worker_fn};
+use goondan_runtime::orchestrator::nats::{AgentHost, NatsAuth, NatsOptions};
+use goondan_runtime::orchestrator::{
+    AgentWorker, OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode, worker_fn,
+};
 use serde_json::{Value, json};
 
 fn opts(timeout_ms: Option<u64>) -> RequestOptions {
@@ -92,8 +95,70 @@ fn worker() -> impl AgentWorker {
     })
 }
 
+/// `nats-host URL SWARM a,b [USER PASS]`: an [`AgentHost`] of swarm SWARM (agents a, b, c, all
+/// callable) serving the listed agents, as processes of this program. Prints `ready HOST_ID`,
+/// then serves until its standard input closes.
+fn nats_host(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let [url, swarm, placed, rest @ ..] = args else {
+        return Err("usage: nats-host URL SWARM a,b [USER PASS]".into());
+    };
+    let mut options = NatsOptions::new(url.clone());
+    if let [user, password] = rest {
+        options = options.auth(NatsAuth::UserPassword {
+            user: user.clone(),
+            password: password.clone(),
+        });
+    }
+    let spec = SwarmSpec::new(swarm.clone(), "a")
+        .agent("a")
+        .agent("b")
+        .agent("c");
+    let placed: Vec<String> = placed.split(',').map(str::to_owned).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let config = OrchestratorConfig {
+            workdir: std::env::current_dir()?,
+            ..OrchestratorConfig::default()
+        };
+        let host = AgentHost::start(
+            &options,
+            spec,
+            &placed,
+            ProcessConfig::current_exe()?,
+            config,
+        )
+        .await?;
+        // The test reads this line to learn the host is serving.
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "ready {}", host.host_id())?;
+            out.flush()?;
+        }
+        let _ = tokio::task::spawn_blocking(|| {
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new())
+        })
+        .await;
+        host.shutdown(Duration::from_secs(2)).await;
+        Ok(())
+    })
+}
+
 fn main() {
     agent_mode::run_if_requested(|_me| worker());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("nats-host") {
+        match nats_host(&args[1..]) {
+            Ok(()) => std::process::exit(0),
+            Err(e) => {
+                eprintln!("goondan-test-agent-host nats-host: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     eprintln!("goondan-test-agent-host: run by the Orchestrator of the tests only");
     std::process::exit(2);
 }

@@ -9,7 +9,7 @@ use super::{Core, split};
 use crate::agent::{AgentCatalog, AgentInstanceInfo, SpawnOptions, SpawnResult};
 use crate::error::ToolError;
 use crate::orchestrator::ipc::Control;
-use crate::orchestrator::{DEFAULT_INSTANCE_KEY, protocol, unknown_target};
+use crate::orchestrator::{DEFAULT_INSTANCE_KEY, codes, error, protocol, unknown_target};
 
 impl Core {
     /// A control call from `from` (spawn, list, catalog).
@@ -40,6 +40,17 @@ impl Core {
     ) -> Result<SpawnResult, ToolError> {
         if !self.swarm.defines(target) {
             return Err(unknown_target(target, &self.swarm));
+        }
+        if self.remote_for(target).is_some() {
+            return Err(error(
+                codes::SPAWN,
+                "AgentSpawnError",
+                format!(
+                    "agent `{target}` runs on another host of swarm `{}`",
+                    self.swarm.name
+                ),
+                "just send it a request: the host serving it starts its instance on first use",
+            ));
         }
         let key = options
             .instance_key

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::OrchestratorConfig;
 use super::ipc::{IpcMessage, MessageType, ORCHESTRATOR};
-use super::link::{Launcher, LinkControl};
+use super::link::{Launcher, LinkControl, Remote};
 use super::{SwarmSpec, address, codes, error};
 use crate::agent::AgentInstanceInfo;
 use crate::error::ToolError;
@@ -55,6 +55,8 @@ pub(super) struct Core {
     pub(super) swarm: SwarmSpec,
     pub(super) config: OrchestratorConfig,
     pub(super) launcher: Box<dyn Launcher>,
+    /// The agents served on other machines, when the swarm spans several.
+    pub(super) remote: Option<Arc<dyn Remote>>,
     state: Mutex<State>,
     stopping: AtomicBool,
     next: AtomicU64,
@@ -91,11 +93,13 @@ impl Core {
         swarm: SwarmSpec,
         config: OrchestratorConfig,
         launcher: Box<dyn Launcher>,
+        remote: Option<Arc<dyn Remote>>,
     ) -> Self {
         Self {
             swarm,
             config,
             launcher,
+            remote,
             state: Mutex::new(State::default()),
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(1),
@@ -117,16 +121,27 @@ impl Core {
         self.lock().waiting.len()
     }
 
+    /// Whether a request with correlation id `id` waits for an answer.
+    #[cfg(feature = "nats")]
+    pub(in crate::orchestrator) fn is_waiting(&self, id: &str) -> bool {
+        self.lock().waiting.contains_key(id)
+    }
+
     /// How many instances there are.
     pub(super) fn instance_count(&self) -> usize {
         self.lock().instances.len()
+    }
+
+    /// The remote side of `agent`, when it is served on another machine.
+    fn remote_for(&self, agent: &str) -> Option<&Arc<dyn Remote>> {
+        self.remote.as_ref().filter(|r| !r.serves_locally(agent))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(super) fn fresh(&self, prefix: &str) -> String {
+    pub(in crate::orchestrator) fn fresh(&self, prefix: &str) -> String {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         format!("{prefix}#{}-{n}", std::process::id())
     }

@@ -149,6 +149,16 @@ impl Core {
                 return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&protocol(e)));
             }
         };
+        if let Some(remote) = self.remote_for(target) {
+            let msg = IpcMessage::new(MessageType::Delegate, from, &to, body, Some(id.clone()));
+            let answer = remote.delegate(msg);
+            let core = Arc::clone(self);
+            tokio::spawn(async move {
+                let payload = answer.await;
+                core.reply(caller, &to, &id, payload);
+            });
+            return;
+        }
         let mut st = self.lock();
         if st.waiting.contains_key(&id) {
             drop(st);
@@ -199,6 +209,16 @@ impl Core {
             .clone()
             .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
         let event_id = fresh_id("evt");
+        if let Some(remote) = self.remote_for(target) {
+            let to = address(target, &key);
+            let body = json!({ "event": event, "eventId": event_id });
+            let accepted = remote.send(IpcMessage::new(MessageType::Event, from, &to, body, None));
+            return Ok(SendResult {
+                event_id,
+                target: target.to_owned(),
+                accepted,
+            });
+        }
         let mut st = self.lock();
         let (to, _) = self.ensure(&mut st, target, &key, from, None)?;
         let msg = IpcMessage::new(

@@ -1,0 +1,171 @@
+//! `goondan agent-host`: joins a swarm on NATS and runs the bundle's agents placed on this
+//! machine as local processes (this same program, re-executed as each agent), serving their
+//! requests from NATS. Several hosts serving one agent share its requests.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use goondan_runtime::bundle::{Bundle, BundleError, ToolLibrary};
+use goondan_runtime::orchestrator::nats::{AgentHost, NatsAuth, NatsError, NatsOptions};
+use goondan_runtime::orchestrator::{OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode};
+use goondan_runtime::provider::model_factory;
+use goondan_runtime::swarm::{ENV_BUNDLE, StepWorker, SwarmSpecError};
+
+use super::{EXIT_OK, EXIT_USAGE};
+
+/// `goondan agent-host --nats URL --swarm NAME --bundle F [--agents a,b]`.
+#[derive(Debug, clap::Args)]
+pub struct AgentHostArgs {
+    /// The NATS server, `nats://host:port` (`tls://` for TLS).
+    #[arg(long, value_name = "URL")]
+    pub nats: String,
+    /// The bundle's Swarm to join; also the namespace of its subjects on NATS.
+    #[arg(long, value_name = "NAME")]
+    pub swarm: String,
+    /// The bundle (a file, or a directory holding `goondan.yaml`).
+    #[arg(long, value_name = "F")]
+    pub bundle: PathBuf,
+    /// The agents placed on this host (comma-separated; default: every agent of the swarm).
+    #[arg(long, value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// The agents' working directory (default: the current directory).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+    /// NATS user, with `--nats-password` (or `GOONDAN_NATS_PASSWORD`).
+    #[arg(long)]
+    pub nats_user: Option<String>,
+    /// NATS password.
+    #[arg(long)]
+    pub nats_password: Option<String>,
+    /// NATS token (or `GOONDAN_NATS_TOKEN`).
+    #[arg(long)]
+    pub nats_token: Option<String>,
+    /// NATS `.creds` file.
+    #[arg(long, value_name = "FILE")]
+    pub nats_creds: Option<PathBuf>,
+    /// NATS NKey seed (or `GOONDAN_NATS_NKEY`).
+    #[arg(long)]
+    pub nats_nkey: Option<String>,
+    /// A root certificate (PEM) to trust; repeatable.
+    #[arg(long, value_name = "PEM")]
+    pub nats_ca: Vec<PathBuf>,
+    /// A client certificate (PEM), for mutual TLS (with `--nats-key`).
+    #[arg(long, value_name = "PEM", requires = "nats_key")]
+    pub nats_cert: Option<PathBuf>,
+    /// The client certificate's key (PEM).
+    #[arg(long, value_name = "PEM", requires = "nats_cert")]
+    pub nats_key: Option<PathBuf>,
+    /// Refuse a connection without TLS.
+    #[arg(long)]
+    pub nats_require_tls: bool,
+}
+
+impl AgentHostArgs {
+    /// The NATS options the flags give.
+    pub fn nats_options(&self) -> NatsOptions {
+        // Secrets may come from the environment, out of sight of `ps`.
+        let secret =
+            |flag: &Option<String>, var: &str| flag.clone().or_else(|| std::env::var(var).ok());
+        let password = secret(&self.nats_password, "GOONDAN_NATS_PASSWORD");
+        let token = secret(&self.nats_token, "GOONDAN_NATS_TOKEN");
+        let nkey = secret(&self.nats_nkey, "GOONDAN_NATS_NKEY");
+        let auth = if let (Some(user), Some(password)) = (&self.nats_user, password) {
+            NatsAuth::UserPassword {
+                user: user.clone(),
+                password,
+            }
+        } else if let Some(token) = token {
+            NatsAuth::Token(token)
+        } else if let Some(path) = &self.nats_creds {
+            NatsAuth::CredsFile(path.clone())
+        } else if let Some(seed) = nkey {
+            NatsAuth::NKey(seed)
+        } else {
+            NatsAuth::None
+        };
+        let mut o = NatsOptions::new(self.nats.clone()).auth(auth);
+        o.root_certificates = self.nats_ca.clone();
+        o.client_certificate = self.nats_cert.clone().zip(self.nats_key.clone());
+        o.require_tls = self.nats_require_tls;
+        o
+    }
+}
+
+/// Why a host could not start.
+#[derive(Debug, thiserror::Error)]
+enum AgentHostError {
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error(transparent)]
+    Swarm(#[from] SwarmSpecError),
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs the host until Ctrl-C or SIGTERM; in an agent process it re-executes as, serves the
+/// agent instead. Errors go to standard error with exit status 2.
+pub(crate) fn run(args: &AgentHostArgs, library: &ToolLibrary, out: &mut dyn Write) -> u8 {
+    match serve(args, library, out) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn serve(
+    args: &AgentHostArgs,
+    library: &ToolLibrary,
+    out: &mut dyn Write,
+) -> Result<(), AgentHostError> {
+    let bundle = Bundle::load(&args.bundle)?;
+    // The agent processes are this program with the same arguments: serve the agent, exit.
+    agent_mode::run_if_requested(|me| {
+        StepWorker::from_env(me, library, &model_factory(bundle.clone()))
+    });
+    let swarm = SwarmSpec::from_bundle(&bundle, Some(&args.swarm))?;
+    let placed = if args.agents.is_empty() {
+        swarm.agent_names()
+    } else {
+        args.agents.clone()
+    };
+    let process = ProcessConfig::current_exe()?.env(ENV_BUNDLE, bundle.file());
+    let process = std::env::args_os()
+        .skip(1)
+        .fold(process, |p, arg| p.arg(arg));
+    let workdir = match &args.workdir {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()?,
+    };
+    let config = OrchestratorConfig {
+        workdir,
+        ..OrchestratorConfig::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let host = AgentHost::start(&args.nats_options(), swarm, &placed, process, config).await?;
+        writeln!(
+            out,
+            "agent-host {} serving {} of swarm `{}` on {}",
+            host.host_id(),
+            placed.join(", "),
+            args.swarm,
+            args.nats
+        )?;
+        out.flush()?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        host.shutdown(Duration::from_secs(10)).await;
+        Ok(())
+    })
+}

@@ -1,0 +1,618 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The Orchestrator across machines, on a real `nats-server` (HO-1..8 over NATS).
+//!
+//! One test body, two transports: each body of [`both!`] runs once against a local
+//! [`Orchestrator`] (agent processes over Unix sockets) and once against a swarm on NATS whose
+//! agent `a` runs on one host process and `b`, `c` on another, reached through a
+//! [`NatsSwarm`]. Hosts are `goondan-test-agent-host nats-host ...` processes (see
+//! `agent_hosts/orchestrator.rs`). Then what only a swarm across machines has: a host killed
+//! with `kill -9`, two swarms on one server, credentials, and two hosts in two network
+//! namespaces.
+
+#[path = "support/nats.rs"]
+mod nats;
+
+use std::future::Future;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
+use goondan_runtime::orchestrator::nats::{NatsAuth, NatsOptions, NatsSwarm};
+use goondan_runtime::orchestrator::{
+    Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use self::nats::NatsServer;
+
+const HOST_BIN: &str = env!("CARGO_BIN_EXE_goondan-test-agent-host");
+
+fn opts(timeout_ms: Option<u64>) -> RequestOptions {
+    RequestOptions {
+        timeout_ms,
+        ..RequestOptions::default()
+    }
+}
+
+fn ev(input: Value) -> AgentEvent {
+    AgentEvent::new("agent.request", input)
+}
+
+fn swarm_named(name: &str) -> SwarmSpec {
+    SwarmSpec::new(name, "a").agent("a").agent("b").agent("c")
+}
+
+/// Every test is bounded: a hang fails the test instead of blocking CI.
+async fn bounded<F: Future<Output = ()>>(secs: u64, f: F) {
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .expect("the test did not finish in time");
+}
+
+/// A host process serving some agents of a swarm on NATS; killed (`SIGKILL`) when dropped.
+struct Host {
+    child: tokio::process::Child,
+    id: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Host {
+    /// Starts `goondan-test-agent-host nats-host URL SWARM AGENTS [USER PASS]`, optionally
+    /// under `ip netns exec NS`, and waits for its `ready` line.
+    async fn start(
+        netns: Option<&str>,
+        url: &str,
+        swarm: &str,
+        agents: &str,
+        creds: &[&str],
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = tokio::process::Command::new("ip");
+                c.args(["netns", "exec", ns, HOST_BIN]);
+                c
+            }
+            None => tokio::process::Command::new(HOST_BIN),
+        };
+        cmd.args(["nats-host", url, swarm, agents])
+            .args(creds)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        let mut reader = BufReader::new(stdout);
+        let read = reader.read_line(&mut line);
+        tokio::time::timeout(Duration::from_secs(20), read)
+            .await
+            .expect("the host did not get ready within 20 s")
+            .unwrap();
+        let id = line
+            .strip_prefix("ready ")
+            .unwrap_or_else(|| panic!("the host said `{line}` instead of `ready ID`"))
+            .trim()
+            .to_owned();
+        Self {
+            child,
+            id,
+            _dir: dir,
+        }
+    }
+
+    /// `kill -9`.
+    async fn kill_9(&mut self) {
+        self.child.start_kill().unwrap();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// A swarm to test against, with what keeps it alive.
+struct Fixture {
+    rt: Arc<dyn AgentRuntime>,
+    local: Option<Orchestrator>,
+    _server: Option<NatsServer>,
+    _hosts: Vec<Host>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    /// Agent processes of a local Orchestrator.
+    async fn local() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = OrchestratorConfig {
+            workdir: dir.path().to_path_buf(),
+            ..OrchestratorConfig::default()
+        };
+        let orch = Orchestrator::start_with(
+            swarm_named("test-swarm"),
+            ProcessConfig::new(HOST_BIN),
+            config,
+        )
+        .await
+        .unwrap();
+        Self {
+            rt: Arc::new(orch.clone()),
+            local: Some(orch),
+            _server: None,
+            _hosts: Vec::new(),
+            _dir: Some(dir),
+        }
+    }
+
+    /// A swarm on NATS: `a` on one host, `b` and `c` on another.
+    async fn nats() -> Self {
+        let server = NatsServer::start();
+        let h1 = Host::start(None, &server.url, "test-swarm", "a", &[]).await;
+        let h2 = Host::start(None, &server.url, "test-swarm", "b,c", &[]).await;
+        assert_ne!(h1.id, h2.id);
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("test-swarm"))
+            .await
+            .unwrap();
+        Self {
+            rt: Arc::new(entry),
+            local: None,
+            _server: Some(server),
+            _hosts: vec![h1, h2],
+            _dir: None,
+        }
+    }
+
+    async fn stop(self) {
+        if let Some(orch) = &self.local {
+            orch.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+/// One test body, two transports: `name::local` and `name::nats`.
+macro_rules! both {
+    ($(#[$doc:meta])* $name:ident, $body:path) => {
+        $(#[$doc])*
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn local() {
+                bounded(90, async {
+                    let f = Fixture::local().await;
+                    $body(Arc::clone(&f.rt)).await;
+                    f.stop().await;
+                })
+                .await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn nats() {
+                bounded(90, async {
+                    let f = Fixture::nats().await;
+                    $body(Arc::clone(&f.rt)).await;
+                    f.stop().await;
+                })
+                .await;
+            }
+        }
+    };
+}
+
+async fn handoff(rt: Arc<dyn AgentRuntime>) {
+    let task = json!({"op": "ask", "target": "b", "input": {"op": "echo", "value": 42}});
+    let r = rt.request("a", ev(task), opts(None)).await.unwrap();
+    let out = r.response.unwrap();
+    assert_eq!(r.target, "a");
+    assert_eq!(out["via"], "a");
+    assert_eq!(out["answer"]["agent"], "b");
+    assert_eq!(out["answer"]["value"], 42);
+    assert_eq!(out["answer"]["from"], "a/default");
+    assert_ne!(out["pid"], out["answer"]["pid"]);
+    // The instance stays: a second request reaches the same process (HO-6 spawned it once).
+    let again = rt
+        .request(
+            "a",
+            ev(json!({"op": "ask", "target": "b",
+        "input": {"op": "echo"}})),
+            opts(None),
+        )
+        .await
+        .unwrap()
+        .response
+        .unwrap();
+    assert_eq!(again["answer"]["pid"], out["answer"]["pid"]);
+}
+
+both!(
+    /// A request to `a`, which hands work to `b` (on another host over NATS).
+    ho_1_ho_6_handoff_spawns_the_target_on_first_request,
+    handoff
+);
+
+async fn trace(rt: Arc<dyn AgentRuntime>) {
+    let options = RequestOptions {
+        trace_id: Some("trace-abc".into()),
+        turn_id: Some("turn-1".into()),
+        ..RequestOptions::default()
+    };
+    let r = rt
+        .request("b", ev(json!({"op": "echo"})), options)
+        .await
+        .unwrap();
+    let out = r.response.unwrap();
+    assert_eq!(out["traceId"], "trace-abc");
+    let task = json!({"op": "ask", "target": "b", "input": {"op": "echo"}});
+    let out = rt
+        .request("a", ev(task), opts(None))
+        .await
+        .unwrap()
+        .response
+        .unwrap();
+    assert_eq!(out["correlationId"], out["answer"]["correlationId"]);
+}
+
+both!(
+    /// Trace ids and correlation ids cross the transport.
+    ho_3_correlation_id_and_trace_reach_the_target,
+    trace
+);
+
+async fn errors(rt: Arc<dyn AgentRuntime>) {
+    let e = rt
+        .request("ghost", ev(json!({})), opts(None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), codes::UNKNOWN_TARGET, "{e:?}");
+    assert!(e.suggestion().is_some());
+    let started = Instant::now();
+    let e = rt
+        .request("b", ev(json!({"op": "sleep", "ms": 5000})), opts(Some(300)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), codes::TIMEOUT, "{e:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // A nested timeout, from a's request to b, comes back as a's error.
+    let task = json!({"op": "ask", "target": "b", "timeoutMs": 200,
+        "input": {"op": "sleep", "ms": 5000}});
+    let e = rt
+        .request("a", ev(task), opts(Some(20000)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), codes::TIMEOUT, "{e:?}");
+}
+
+both!(
+    /// Unknown targets and timeouts are structured errors on both transports.
+    ag_1_ho_4_unknown_target_and_timeout_are_structured_errors,
+    errors
+);
+
+async fn cycle(rt: Arc<dyn AgentRuntime>) {
+    let task = json!({"op": "ask", "target": "b",
+        "input": {"op": "ask", "target": "a", "input": {"op": "echo"}}});
+    let started = Instant::now();
+    let e = rt
+        .request("a", ev(task), opts(Some(20000)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), codes::CYCLE, "{e:?}");
+    assert!(
+        e.message().contains("a/default -> b/default -> a/default"),
+        "{e:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let task = json!({"op": "ask", "target": "b", "input": {"op": "ask", "target": "c",
+        "input": {"op": "ask", "target": "a", "input": {"op": "echo"}}}});
+    let e = rt
+        .request("a", ev(task), opts(Some(20000)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), codes::CYCLE, "{e:?}");
+    assert!(
+        e.message().contains("b/default -> c/default -> a/default"),
+        "{e:?}"
+    );
+}
+
+both!(
+    /// A cycle across hosts is refused, not deadlocked: the chain travels with the request.
+    ho_4_a_cycle_is_refused_not_deadlocked,
+    cycle
+);
+
+async fn hundred(rt: Arc<dyn AgentRuntime>) {
+    let calls = (0..100u64).map(|i| {
+        let rt = Arc::clone(&rt);
+        async move {
+            let target = ["a", "b", "c"][(i % 3) as usize];
+            let input = if i % 2 == 0 {
+                json!({"op": "echo", "value": i})
+            } else {
+                // Half of them hop once more (across hosts on NATS).
+                let next = if target == "a" { "b" } else { "a" };
+                json!({"op": "ask", "target": next, "input": {"op": "echo", "value": i}})
+            };
+            let r = rt
+                .request(target, ev(input), opts(Some(30000)))
+                .await
+                .unwrap();
+            (i, target, r.response.unwrap())
+        }
+    });
+    for (i, target, out) in futures_util::future::join_all(calls).await {
+        if i % 2 == 0 {
+            assert_eq!(out["value"], i);
+            assert_eq!(out["agent"], target);
+        } else {
+            assert_eq!(out["via"], target);
+            assert_eq!(out["answer"]["value"], i);
+        }
+    }
+}
+
+both!(
+    /// 100 concurrent requests across agents (and hosts) keep their correlation.
+    ho_7_hundred_concurrent_requests_keep_correlation,
+    hundred
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_4_kill_9_of_a_host_mid_request_fails_at_once_and_another_host_takes_the_next() {
+    bounded(90, async {
+        let server = NatsServer::start();
+        let mut first = Host::start(None, &server.url, "s", "b", &[]).await;
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("s"))
+            .await
+            .unwrap();
+        let warm = entry
+            .request("b", ev(json!({"op": "echo"})), opts(None))
+            .await
+            .unwrap();
+        let first_pid = warm.response.unwrap()["pid"].clone();
+        // A long request, taken by the only host; then a second host joins the queue group.
+        let slow = {
+            let entry = entry.clone();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let r = entry
+                    .request(
+                        "b",
+                        ev(json!({"op": "sleep", "ms": 20000})),
+                        opts(Some(30000)),
+                    )
+                    .await;
+                (r, started.elapsed())
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let _second = Host::start(None, &server.url, "s", "b", &[]).await;
+        let killed_at = Instant::now();
+        first.kill_9().await;
+        let (r, _) = slow.await.unwrap();
+        let failed_after = killed_at.elapsed();
+        let e = r.unwrap_err();
+        assert_eq!(e.code(), codes::CRASHED, "{e:?}");
+        assert!(e.message().contains(&first.id), "{e:?}");
+        assert!(e.suggestion().is_some());
+        assert!(
+            failed_after < Duration::from_secs(3),
+            "failed {failed_after:?} after the kill; the timeout was 30 s"
+        );
+        // The next request goes to the host still serving b.
+        let next = entry
+            .request("b", ev(json!({"op": "echo"})), opts(Some(10000)))
+            .await
+            .unwrap();
+        assert_ne!(next.response.unwrap()["pid"], first_pid);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_4_a_request_no_host_serves_fails_at_once_with_e_agent_no_host() {
+    bounded(60, async {
+        let server = NatsServer::start();
+        let _host = Host::start(None, &server.url, "s", "a", &[]).await;
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("s"))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let e = entry
+            .request("c", ev(json!({"op": "echo"})), opts(Some(30000)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), codes::NO_HOST, "{e:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // From an agent, too: a asks c.
+        let task = json!({"op": "ask", "target": "c", "input": {"op": "echo"}});
+        let e = entry
+            .request("a", ev(task), opts(Some(30000)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), codes::NO_HOST, "{e:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_swarms_on_one_server_never_see_each_others_messages() {
+    bounded(60, async {
+        let server = NatsServer::start();
+        let _one = Host::start(None, &server.url, "one", "a,b,c", &[]).await;
+        let _two = Host::start(None, &server.url, "two", "a,b,c", &[]).await;
+        let nats = NatsOptions::new(&server.url);
+        let one = NatsSwarm::connect(&nats, swarm_named("one")).await.unwrap();
+        let two = NatsSwarm::connect(&nats, swarm_named("two")).await.unwrap();
+        let three = NatsSwarm::connect(&nats, swarm_named("three"))
+            .await
+            .unwrap();
+        let p1 = one
+            .request("b", ev(json!({"op": "echo"})), opts(None))
+            .await
+            .unwrap();
+        let p2 = two
+            .request("b", ev(json!({"op": "echo"})), opts(None))
+            .await
+            .unwrap();
+        // Each swarm's b is its own host's process.
+        assert_ne!(p1.response.unwrap()["pid"], p2.response.unwrap()["pid"]);
+        // A swarm without hosts reaches none of the others' agents.
+        let e = three
+            .request("b", ev(json!({"op": "echo"})), opts(None))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), codes::NO_HOST, "{e:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_are_passed_through_and_a_wrong_password_is_a_clear_error() {
+    bounded(60, async {
+        let server =
+            NatsServer::start_with("127.0.0.1", &["--user", "goondan", "--pass", "s3cret"]);
+        let _host = Host::start(None, &server.url, "s", "a,b,c", &["goondan", "s3cret"]).await;
+        let good = NatsOptions::new(&server.url).auth(NatsAuth::UserPassword {
+            user: "goondan".into(),
+            password: "s3cret".into(),
+        });
+        let entry = NatsSwarm::connect(&good, swarm_named("s")).await.unwrap();
+        let r = entry
+            .request("b", ev(json!({"op": "echo", "value": 1})), opts(None))
+            .await
+            .unwrap();
+        assert_eq!(r.response.unwrap()["value"], 1);
+        let bad = NatsOptions::new(&server.url).auth(NatsAuth::UserPassword {
+            user: "goondan".into(),
+            password: "wrong".into(),
+        });
+        let e = NatsSwarm::connect(&bad, swarm_named("s"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("authorization violation"), "{e}");
+        assert!(e.contains("check the user and password"), "{e}");
+        assert!(e.contains(&server.url), "{e}");
+        let none = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("s")).await;
+        assert!(none.is_err());
+    })
+    .await;
+}
+
+/// A network namespace joined to the root namespace by a veth pair: `root_ip` on the root side,
+/// `ns_ip` inside, the root side as its default route. Deleted (with its veth pair) on drop.
+struct Netns {
+    name: String,
+    root_ip: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run `ip`: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Netns {
+    /// Namespace `tag` of this test process, on the /30 subnet `10.a.b.(4*slot)`.
+    fn create(tag: &str, slot: u32) -> Result<Self, String> {
+        let pid = std::process::id();
+        let name = format!("goondan-{pid}-{tag}");
+        let (root_if, ns_if) = (format!("gr{pid}{tag}"), format!("gn{pid}{tag}"));
+        let (a, b) = (200 + pid % 50, (pid / 50) % 250);
+        let root_ip = format!("10.{a}.{b}.{}", slot * 4 + 1);
+        let ns_ip = format!("10.{a}.{b}.{}", slot * 4 + 2);
+        ip(&["netns", "add", &name])?;
+        let ns = Self { name, root_ip };
+        let n = ns.name.as_str();
+        ip(&[
+            "link", "add", &root_if, "type", "veth", "peer", "name", &ns_if,
+        ])?;
+        ip(&["link", "set", &ns_if, "netns", n])?;
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}/30", ns.root_ip),
+            "dev",
+            &root_if,
+        ])?;
+        ip(&["link", "set", &root_if, "up"])?;
+        ip(&[
+            "-n",
+            n,
+            "addr",
+            "add",
+            &format!("{ns_ip}/30"),
+            "dev",
+            &ns_if,
+        ])?;
+        ip(&["-n", n, "link", "set", &ns_if, "up"])?;
+        ip(&["-n", n, "link", "set", "lo", "up"])?;
+        ip(&["-n", n, "route", "add", "default", "via", &ns.root_ip])?;
+        Ok(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its end of the veth pair, and so the pair.
+        let _ = ip(&["netns", "delete", &self.name]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_1_two_hosts_in_two_network_namespaces_hand_work_to_each_other() {
+    let made = Netns::create("a", 0).and_then(|one| Ok((one, Netns::create("b", 1)?)));
+    let (one, two) = match made {
+        Ok(pair) => pair,
+        Err(why) => {
+            eprintln!("network namespaces are forbidden on this machine: {why}");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "network namespaces are needed in CI: {why}"
+            );
+            return;
+        }
+    };
+    bounded(90, async {
+        // The server listens on the root side of the first pair only; the second namespace
+        // reaches it through its default route.
+        let server = NatsServer::start_with(&one.root_ip, &[]);
+        let _h1 = Host::start(Some(&one.name), &server.url, "s", "a,c", &[]).await;
+        let _h2 = Host::start(Some(&two.name), &server.url, "s", "b", &[]).await;
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("s"))
+            .await
+            .unwrap();
+        // a (first namespace) asks b (second), which asks c (first again).
+        let task = json!({"op": "ask", "target": "b", "input": {"op": "ask", "target": "c",
+            "input": {"op": "echo", "value": "across"}}});
+        let out = entry
+            .request("a", ev(task), opts(Some(30000)))
+            .await
+            .unwrap()
+            .response
+            .unwrap();
+        assert_eq!(out["via"], "a");
+        assert_eq!(out["answer"]["via"], "b");
+        assert_eq!(out["answer"]["answer"]["agent"], "c");
+        assert_eq!(out["answer"]["answer"]["value"], "across");
+        assert_eq!(out["answer"]["answer"]["from"], "b/default");
+    })
+    .await;
+    drop((one, two));
+}
