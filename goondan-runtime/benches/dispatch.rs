@@ -274,6 +274,15 @@ fn floor_fields(args: Value) -> Value {
     serde_json::to_value(fields(input)).unwrap()
 }
 
+/// A compared tool: group, goondan's name, rmcp's name, arguments, its floor.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Value,
+    fn(Value) -> Value,
+);
+
 /// Floor, `execute` and rmcp's `ToolRouter::call`, for the three-field and the one-string tool.
 fn against_rmcp(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -295,7 +304,7 @@ fn against_rmcp(c: &mut Criterion) {
     };
     let (peer, _keep) = rt.block_on(rmcp_peer());
 
-    let cases: [(&str, &str, &str, Value, fn(Value) -> Value); 2] = [
+    let cases: [Case; 2] = [
         (
             "dispatch: fields",
             "text-utils__fields",
