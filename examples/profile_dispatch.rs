@@ -1,5 +1,6 @@
 //! Runs `execute` (or, with `floor`, the same serde work and function) N times, for
 //! instruction counts: `valgrind --tool=callgrind target/release/examples/profile_dispatch 20000`.
+//! With `mw [K]`, `execute` through K (default 3) pass-through `toolCall` middlewares.
 #![allow(
     missing_docs,
     unreachable_pub,
@@ -41,7 +42,17 @@ fn main() {
     );
     let catalog = ToolCatalog::build(&registry, ["text-utils"]).unwrap();
     let ctx = ToolContext::builder(std::env::temp_dir()).build();
-    let ex = ToolExecutor::new(Arc::clone(&registry));
+    let mut ex = ToolExecutor::builder(Arc::clone(&registry));
+    if std::env::args().nth(2).as_deref() == Some("mw") {
+        let k: usize = std::env::args()
+            .nth(3)
+            .map(|s| s.parse().unwrap())
+            .unwrap_or(3);
+        for _ in 0..k {
+            ex = ex.middleware(goondan_runtime::from_fn(|call, next| next.run(call)));
+        }
+    }
+    let ex = ex.build();
     let call = ToolCall::new(
         "call_1",
         "text-utils__uppercase",

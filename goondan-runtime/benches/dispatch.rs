@@ -1,6 +1,10 @@
 //! Dispatch cost: `ToolExecutor::execute` on a trivial typed tool against the floor of the
-//! same serde work and the same function, measured in the same run; and the cost of building
-//! a Step's catalog as the registry grows.
+//! same serde work and the same function and against rmcp's `ToolRouter::call` (a router built
+//! with rmcp's macros, a dev-dependency only), measured in the same run; and the cost of
+//! building a Step's catalog as the registry grows.
+//!
+//! Two tools are compared three ways (issue 14, goal 1): `{text, n?: u32, tags: Vec<String>}`
+//! (group `dispatch: fields`) and a one-string tool `{text}` (group `dispatch: one string`).
 //!
 //! Argument validation runs on every call: `uppercase` and `count` take the precompiled key
 //! walk (a struct with and one without `deny_unknown_fields`, with a nested struct), `bounded`
@@ -18,7 +22,81 @@ use std::sync::Arc;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use goondan_runtime::prelude::*;
 use goondan_runtime::{Export, Tool, ToolCatalog, ToolExecutor, from_fn, handler_fn};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ServiceExt, tool_handler};
 use serde_json::{Value, json};
+
+/// The tool of issue 14's table.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FieldsIn {
+    /// The text.
+    text: String,
+    /// How many times.
+    n: Option<u32>,
+    /// Labels.
+    tags: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct FieldsOut {
+    text: String,
+    n: u32,
+    tags: usize,
+}
+
+fn fields(input: FieldsIn) -> FieldsOut {
+    FieldsOut {
+        text: input.text.to_uppercase(),
+        n: input.n.unwrap_or(1),
+        tags: input.tags.len(),
+    }
+}
+
+/// The same two tools with rmcp's macros (only ever a bench peer).
+#[derive(Clone)]
+struct RmcpTools {
+    tool_router: ToolRouter<Self>,
+}
+
+mod rmcp_side {
+    use super::*;
+    use rmcp::handler::server::wrapper::{Json, Parameters};
+    use rmcp::{tool, tool_router};
+
+    #[tool_router(router = tool_router, vis = "pub(crate)")]
+    impl RmcpTools {
+        /// Convert text to uppercase.
+        #[tool(description = "Convert text to uppercase.")]
+        async fn uppercase(&self, Parameters(input): Parameters<UpperIn>) -> Json<UpperOut> {
+            Json(uppercase(input))
+        }
+
+        /// The three-field tool.
+        #[tool(description = "The three-field tool.")]
+        async fn fields(&self, Parameters(input): Parameters<FieldsIn>) -> Json<FieldsOut> {
+            Json(fields(input))
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl rmcp::ServerHandler for RmcpTools {}
+
+/// A peer for rmcp's request contexts: rmcp builds one only for a running service, so a
+/// server is served over an in-process duplex (never used by the measured calls).
+async fn rmcp_peer() -> (Peer<RoleServer>, impl Send) {
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let tools = RmcpTools {
+        tool_router: RmcpTools::tool_router(),
+    };
+    let (server, client) = tokio::join!(tools.serve(server_io), ().serve(client_io));
+    let server = server.unwrap();
+    (server.peer().clone(), (server, client.unwrap()))
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +105,7 @@ struct UpperIn {
     text: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct UpperOut {
     result: String,
 }
@@ -87,6 +165,11 @@ mod text_utils {
         };
         let n = text.split_whitespace().count();
         input.limit.map_or(n, |l| n.min(l as usize))
+    }
+
+    /// The three-field tool.
+    pub fn fields(input: FieldsIn) -> FieldsOut {
+        super::fields(input)
     }
 
     /// Uppercase with constraints.
@@ -186,6 +269,101 @@ fn dispatch(c: &mut Criterion) {
     group.finish();
 }
 
+fn floor_fields(args: Value) -> Value {
+    let input: FieldsIn = serde_json::from_value(args).unwrap();
+    serde_json::to_value(fields(input)).unwrap()
+}
+
+/// A compared tool: group, goondan's name, rmcp's name, arguments, its floor.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Value,
+    fn(Value) -> Value,
+);
+
+/// Floor, `execute` and rmcp's `ToolRouter::call`, for the three-field and the one-string tool.
+fn against_rmcp(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(text_utils::TOOL)
+            .build()
+            .unwrap(),
+    );
+    let catalog = ToolCatalog::build(&registry, ["text-utils"]).unwrap();
+    let ctx = ToolContext::builder(std::env::temp_dir()).build();
+    let plain = ToolExecutor::new(Arc::clone(&registry));
+    let router = RmcpTools::tool_router();
+    let service = RmcpTools {
+        tool_router: RmcpTools::tool_router(),
+    };
+    let (peer, _keep) = rt.block_on(rmcp_peer());
+
+    let cases: [Case; 2] = [
+        (
+            "dispatch: fields",
+            "text-utils__fields",
+            "fields",
+            json!({"text": "hello, goondan", "n": 3, "tags": ["a", "b"]}),
+            floor_fields,
+        ),
+        (
+            "dispatch: one string",
+            "text-utils__uppercase",
+            "uppercase",
+            json!({"text": "hello, goondan"}),
+            floor,
+        ),
+    ];
+    for (group_name, ours, theirs, args, floor) in cases {
+        let call = ToolCall::new("call_1", ours, args.clone());
+        let Value::Object(map) = args.clone() else {
+            unreachable!()
+        };
+        let params = CallToolRequestParams::new(theirs).with_arguments(map);
+        let rmcp_call = |params: CallToolRequestParams| {
+            let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
+            router.call(RmcpCall::new(&service, params, context))
+        };
+        // Sanity: the three compute the same thing.
+        let ours_out = rt
+            .block_on(plain.execute(call.clone(), &ctx, &catalog))
+            .output;
+        assert_eq!(ours_out, Some(floor(args.clone())));
+        let theirs_out = rt.block_on(rmcp_call(params.clone())).unwrap();
+        let CallToolResponse::Complete(theirs_out) = theirs_out else {
+            panic!("rmcp did not complete the call");
+        };
+        assert_eq!(theirs_out.structured_content, Some(floor(args.clone())));
+
+        let mut group = c.benchmark_group(group_name);
+        group.bench_function("floor", |b| {
+            b.to_async(&rt).iter_batched(
+                || args.clone(),
+                |args| async move { black_box(floor(args)) },
+                BatchSize::SmallInput,
+            )
+        });
+        group.bench_function("goondan execute", |b| {
+            b.to_async(&rt).iter_batched(
+                || call.clone(),
+                |call| plain.execute(call, &ctx, &catalog),
+                BatchSize::SmallInput,
+            )
+        });
+        group.bench_function("rmcp ToolRouter::call", |b| {
+            b.to_async(&rt)
+                .iter_batched(|| params.clone(), rmcp_call, BatchSize::SmallInput)
+        });
+        group.finish();
+    }
+}
+
 fn many_tools(n: usize) -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     let schema =
@@ -228,5 +406,5 @@ fn catalog(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, dispatch, catalog);
+criterion_group!(benches, dispatch, against_rmcp, catalog);
 criterion_main!(benches);

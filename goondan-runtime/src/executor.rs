@@ -156,53 +156,52 @@ impl ToolExecutor {
     }
 
     /// Everything up to the first wait, synchronously: a synchronous handler's call completes
-    /// here, so `execute`'s future stays small and is polled once.
+    /// here, so `execute`'s future stays small and is polled once. A call through middleware
+    /// is one boxed future from here to its result.
     fn begin(&self, call: ToolCall, step: &ToolContext, catalog: &ToolCatalog) -> Begin {
         let ToolCall { id, name, args } = call;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
-        let started = span.in_scope(|| {
+        let prepared = span.in_scope(|| {
             emit_called(&ctx);
-            match self.prepare(&name, args, catalog) {
-                Err(refusal) => Err(refusal),
-                Ok((entry, args)) => {
-                    let limit = entry.resource().error_message_limit();
-                    let start = if self.shared.chain.is_empty() {
-                        start_core(&self.shared, &entry, args, &ctx)
-                    } else {
-                        let this = self.clone();
-                        let name = name.clone();
-                        let entry = entry.into_owned();
-                        Start::Wait(Box::pin(async move {
-                            this.run_chain(&name, entry, args, ctx).await
-                        }))
-                    };
-                    Ok((limit, start))
+            self.prepare(&name, args, catalog)
+        });
+        let (limit, reply) = match prepared {
+            Err((limit, err)) => (limit, Reply::Error(err)),
+            Ok((entry, args)) => {
+                let limit = entry.resource().error_message_limit();
+                if !self.shared.chain.is_empty() {
+                    let this = self.clone();
+                    let entry = entry.into_owned();
+                    // The step's context is shared (an `Arc`): the wait keeps it for the trace id.
+                    let step = step.clone();
+                    return Begin::Wait(Box::pin(async move {
+                        let reply = this.run_chain(&name, &id, entry, args, ctx).await;
+                        finish(&this.shared, id, name, limit, reply, &span, step.trace_id())
+                    }));
+                }
+                match span.in_scope(|| start_core(&self.shared, &entry, args, &ctx)) {
+                    Start::Done(reply) => (limit, reply),
+                    Start::Wait(fut) => {
+                        let step = step.clone();
+                        let shared = Arc::clone(&self.shared);
+                        return Begin::Wait(Box::pin(async move {
+                            let reply = fut.await;
+                            finish(&shared, id, name, limit, reply, &span, step.trace_id())
+                        }));
+                    }
                 }
             }
-        });
-        let finish = move |shared: &Shared, limit: usize, reply: Reply, trace_id: &str| {
-            let result = reply.into_result(id, name, limit, shared);
-            span.in_scope(|| emit_finished(&result, None, trace_id));
-            result
         };
-        let shared = &*self.shared;
-        match started {
-            Err((limit, err)) => {
-                Begin::Done(finish(shared, limit, Reply::Error(err), step.trace_id()))
-            }
-            Ok((limit, Start::Done(reply))) => {
-                Begin::Done(finish(shared, limit, reply, step.trace_id()))
-            }
-            Ok((limit, Start::Wait(fut))) => {
-                // The step's context is shared (an `Arc`): the wait keeps it for the trace id.
-                let step = step.clone();
-                let shared = Arc::clone(&self.shared);
-                Begin::Wait(Box::pin(async move {
-                    finish(&shared, limit, fut.await, step.trace_id())
-                }))
-            }
-        }
+        Begin::Done(finish(
+            &self.shared,
+            id,
+            name,
+            limit,
+            reply,
+            &span,
+            step.trace_id(),
+        ))
     }
 
     /// Everything before middleware: the catalog gate, the registry lookup, the arguments'
@@ -247,14 +246,14 @@ impl ToolExecutor {
     async fn run_chain(
         &self,
         name: &str,
+        call_id: &str,
         entry: Arc<RegisteredExport>,
         args: JsonObject,
         ctx: ToolContext,
     ) -> Reply {
-        let call_id = ctx.tool_call_id().to_owned();
         let span = ctx.logger().clone();
         let annotations = Arc::clone(entry.export().annotations_arc());
-        let call = ToolCallContext::new(name, &call_id, args, ctx, annotations);
+        let call = ToolCallContext::new(name, call_id, args, ctx, annotations);
         let core = Arc::new(CoreCall {
             shared: Arc::clone(&self.shared),
             entry,
@@ -270,6 +269,21 @@ impl ToolExecutor {
             Err(panic) => Reply::Error(middleware_panic_error(&*panic)),
         }
     }
+}
+
+/// The call's result, with the `finished` event in the call's span.
+fn finish(
+    shared: &Shared,
+    id: String,
+    name: String,
+    limit: usize,
+    reply: Reply,
+    span: &tracing::Span,
+    trace_id: &str,
+) -> ToolCallResult {
+    let result = reply.into_result(id, name, limit, shared);
+    span.in_scope(|| emit_finished(&result, None, trace_id));
+    result
 }
 
 /// A call refused before its handler: the error message limit that applies, and the error.
