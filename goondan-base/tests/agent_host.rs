@@ -130,3 +130,46 @@ fn agent_host_refuses_an_agent_the_swarm_does_not_define() {
         "{err}"
     );
 }
+
+/// `goondan run --nats URL --input TEXT BUNDLE`, as a process.
+async fn run_over_nats(url: &str, bundle: &std::path::Path) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(["run", "--nats", url, "--input", "hi"])
+        .arg(bundle)
+        .current_dir(bundle.parent().unwrap())
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goondan_run_nats_is_the_entry_side_of_a_swarm_served_by_hosts() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let server = nats::NatsServer::start();
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, BUNDLE).unwrap();
+
+        // No host serves the swarm yet: the request fails at once, from NATS, not locally.
+        let out = run_over_nats(&server.url, &bundle).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(codes::NO_HOST), "{err}");
+        assert!(
+            !dir.path().join(".goondan").exists(),
+            "the entry side runs no agent here"
+        );
+
+        // A host serves the entry agent: its Turn runs there (and, the bundle giving it no
+        // model, answers why it could not finish): the error on stderr, exit status 1.
+        let _planner_host = host(&server.url, &bundle, "planner").await;
+        let out = run_over_nats(&server.url, &bundle).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
+        assert!(err.contains("agent `planner`"), "{err}");
+        assert!(err.starts_with("error: "), "{err}");
+    })
+    .await
+    .expect("the test did not finish in time");
+}

@@ -32,6 +32,15 @@ pub struct AgentHostArgs {
     /// The agents' working directory (default: the current directory).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
+    /// Credentials and TLS.
+    #[command(flatten)]
+    pub connection: NatsConnection,
+}
+
+/// How to reach a NATS server besides its URL: credentials and TLS (shared by `goondan
+/// agent-host` and `goondan run --nats`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct NatsConnection {
     /// NATS user, with `--nats-password` (or `GOONDAN_NATS_PASSWORD`).
     #[arg(long)]
     pub nats_user: Option<String>,
@@ -64,6 +73,13 @@ pub struct AgentHostArgs {
 impl AgentHostArgs {
     /// The NATS options the flags give.
     pub fn nats_options(&self) -> NatsOptions {
+        self.connection.options(&self.nats)
+    }
+}
+
+impl NatsConnection {
+    /// The NATS options for the server at `url` with these credentials and TLS settings.
+    pub fn options(&self, url: &str) -> NatsOptions {
         // Secrets may come from the environment, out of sight of `ps`.
         let secret =
             |flag: &Option<String>, var: &str| flag.clone().or_else(|| std::env::var(var).ok());
@@ -84,7 +100,7 @@ impl AgentHostArgs {
         } else {
             NatsAuth::None
         };
-        let mut o = NatsOptions::new(self.nats.clone()).auth(auth);
+        let mut o = NatsOptions::new(url).auth(auth);
         o.root_certificates = self.nats_ca.clone();
         o.client_certificate = self.nats_cert.clone().zip(self.nats_key.clone());
         o.require_tls = self.nats_require_tls;

@@ -18,7 +18,7 @@ mod commands;
 mod mcp;
 pub mod run;
 
-pub use self::agent_host::AgentHostArgs;
+pub use self::agent_host::{AgentHostArgs, NatsConnection};
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -23,6 +23,7 @@
 mod agent;
 mod link;
 mod model;
+mod remote;
 mod render;
 mod session;
 mod state;
@@ -55,6 +56,14 @@ pub struct RunArgs {
     /// open-world), `always`, `never`, or `deny` (refuse them).
     #[arg(long, value_name = "POLICY", default_value_t = session::DEFAULT_POLICY)]
     pub approve: Policy,
+    /// Talk to the swarm on this NATS server (its agents served by `goondan agent-host`s)
+    /// instead of running the agents here. The answers are printed; the Turns' text, tool
+    /// calls and approvals stay on the hosts.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// With `--nats`: credentials and TLS.
+    #[command(flatten)]
+    pub nats_connection: crate::cli::NatsConnection,
 }
 
 /// Why `goondan run` could not run.
@@ -95,6 +104,9 @@ pub enum RunError {
     /// Ctrl-C cannot be handled.
     #[error("cannot handle Ctrl-C: {0}")]
     Signal(#[source] std::io::Error),
+    /// The swarm on NATS cannot be reached.
+    #[error(transparent)]
+    Nats(#[from] goondan_runtime::orchestrator::nats::NatsError),
     /// The Orchestrator cannot start.
     #[error(transparent)]
     Orchestrator(#[from] OrchestratorError),

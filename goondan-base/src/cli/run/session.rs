@@ -24,13 +24,16 @@ use super::render::{Reply, Screen, parse_args, parse_reply};
 use super::{RunArgs, RunError, state};
 
 /// How long a Turn may take: a person may think a long time over an approval.
-const TURN_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+pub(super) const TURN_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// Exit status of a session ended by Ctrl-C in `--input` mode.
-const EXIT_INTERRUPTED: u8 = 130;
+pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs `goondan run`.
 pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
+    if let Some(url) = &args.nats {
+        return super::remote::run(args, url).await;
+    }
     let bundle = Bundle::load(&args.bundle)?;
     let file = std::fs::canonicalize(bundle.file()).map_err(|source| RunError::Io {
         path: bundle.file().to_path_buf(),
@@ -82,7 +85,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
 
 /// The bundle's Swarm, or, in a bundle without one, a swarm of all its Agents entered at
 /// `agent` (else the first).
-fn swarm_of(bundle: &Bundle, agent: Option<&str>) -> Result<SwarmSpec, RunError> {
+pub(super) fn swarm_of(bundle: &Bundle, agent: Option<&str>) -> Result<SwarmSpec, RunError> {
     let swarm = match SwarmSpec::from_bundle(bundle, None) {
         Ok(swarm) => swarm,
         Err(SwarmSpecError::NoSwarm) => {
@@ -192,7 +195,7 @@ async fn connection(
 }
 
 /// Lines typed at the terminal; closed at end of input (Ctrl-D).
-fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+pub(super) fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
     let (tx, rx) = mpsc::unbounded_channel();
     let spawned = std::thread::Builder::new()
         .name("goondan-run-stdin".into())
