@@ -150,15 +150,15 @@ impl ToolExecutor {
         catalog: &ToolCatalog,
     ) -> ToolCallResult {
         match self.begin(call, ctx, catalog) {
-            Begin::Done(result) => result,
-            Begin::Wait(waiting) => waiting.await,
+            Ready::Done(result) => result,
+            Ready::Wait(waiting) => waiting.await,
         }
     }
 
     /// Everything up to the first wait, synchronously: a synchronous handler's call completes
     /// here, so `execute`'s future stays small and is polled once. A call through middleware
     /// is one boxed future from here to its result.
-    fn begin(&self, call: ToolCall, step: &ToolContext, catalog: &ToolCatalog) -> Begin {
+    fn begin(&self, call: ToolCall, step: &ToolContext, catalog: &ToolCatalog) -> Ready<ToolCallResult> {
         let ToolCall { id, name, args } = call;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
@@ -175,17 +175,17 @@ impl ToolExecutor {
                     let entry = entry.into_owned();
                     // The step's context is shared (an `Arc`): the wait keeps it for the trace id.
                     let step = step.clone();
-                    return Begin::Wait(Box::pin(async move {
+                    return Ready::Wait(Box::pin(async move {
                         let reply = this.run_chain(&name, &id, entry, args, ctx).await;
                         finish(&this.shared, id, name, limit, reply, &span, step.trace_id())
                     }));
                 }
                 match span.in_scope(|| start_core(&self.shared, &entry, args, &ctx)) {
-                    Start::Done(reply) => (limit, reply),
-                    Start::Wait(fut) => {
+                    Ready::Done(reply) => (limit, reply),
+                    Ready::Wait(fut) => {
                         let step = step.clone();
                         let shared = Arc::clone(&self.shared);
-                        return Begin::Wait(Box::pin(async move {
+                        return Ready::Wait(Box::pin(async move {
                             let reply = fut.await;
                             finish(&shared, id, name, limit, reply, &span, step.trace_id())
                         }));
@@ -193,7 +193,7 @@ impl ToolExecutor {
                 }
             }
         };
-        Begin::Done(finish(
+        Ready::Done(finish(
             &self.shared,
             id,
             name,
@@ -421,25 +421,20 @@ impl Core for CoreCall {
     }
 }
 
-/// What `execute` has after its synchronous part.
-enum Begin {
-    Done(ToolCallResult),
-    Wait(Pin<Box<dyn Future<Output = ToolCallResult> + Send>>),
+/// Work answered at once (validation failed, a synchronous handler, a refusal) or a future to
+/// wait for (an asynchronous handler, a middleware chain): what `execute` has after its
+/// synchronous part, and how the core starts. Only the latter is boxed, so the common path of
+/// a synchronous handler never builds a large state machine.
+enum Ready<T> {
+    Done(T),
+    Wait(Pin<Box<dyn Future<Output = T> + Send>>),
 }
 
-/// How the core starts: answered at once (validation failed, a synchronous handler), or a
-/// future to wait for (an asynchronous handler). Only the latter is boxed, so the common path
-/// of a synchronous handler never builds a large state machine.
-enum Start {
-    Done(Reply),
-    Wait(Pin<Box<dyn Future<Output = Reply> + Send>>),
-}
-
-impl Start {
-    async fn finish(self) -> Reply {
+impl<T> Ready<T> {
+    async fn finish(self) -> T {
         match self {
-            Start::Done(reply) => reply,
-            Start::Wait(fut) => fut.await,
+            Ready::Done(value) => value,
+            Ready::Wait(fut) => fut.await,
         }
     }
 }
@@ -450,21 +445,21 @@ fn start_core(
     entry: &Arc<RegisteredExport>,
     args: JsonObject,
     ctx: &ToolContext,
-) -> Start {
+) -> Ready<Reply> {
     let export = entry.export();
     let handler = export.handler();
     // Every call, typed handler or not, is checked against exactly the schema the model sees
     // (serde alone would drop unknown keys and ignore ranges, lengths and patterns).
     let mut value = Value::Object(args);
     if let Err(problems) = export.validator().check(&mut value) {
-        return Start::Done(Reply::Error(invalid_args(problems, export.parameters())));
+        return Ready::Done(Reply::Error(invalid_args(problems, export.parameters())));
     }
     let args = match value {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     };
     if ctx.is_cancelled() {
-        return Start::Done(Reply::Error(cancelled()));
+        return Ready::Done(Reply::Error(cancelled()));
     }
     let timeout = export.timeout().or(shared.default_timeout);
     if handler.blocks()
@@ -477,20 +472,20 @@ fn start_core(
             ctx.clone(),
             limit,
         );
-        return Start::Wait(Box::pin(run));
+        return Ready::Wait(Box::pin(run));
     }
     let started = {
         let _entered = ctx.logger().enter();
         std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx, args)))
     };
     match started {
-        Err(panic) => Start::Done(Reply::Error(panic_error(&*panic))),
-        Ok(HandlerCall::Ready(outcome)) => Start::Done(conclude(shared, entry, ctx, Ok(outcome))),
+        Err(panic) => Ready::Done(Reply::Error(panic_error(&*panic))),
+        Ok(HandlerCall::Ready(outcome)) => Ready::Done(conclude(shared, entry, ctx, Ok(outcome))),
         Ok(HandlerCall::Running(fut)) => {
             let shared = Arc::clone(shared);
             let entry = Arc::clone(entry);
             let ctx = ctx.clone();
-            Start::Wait(Box::pin(async move {
+            Ready::Wait(Box::pin(async move {
                 // The deadline starts before the first poll: that poll is inside the timeout.
                 let deadline = timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
                 let mut fut = AssertUnwindSafe(fut).catch_unwind();
