@@ -441,3 +441,59 @@ async fn run_asks_before_destructive_tools_by_default_and_denies_when_nobody_can
         results[1]
     );
 }
+
+#[tokio::test]
+async fn run_approve_tool_sets_the_policy_of_some_tools_first_match_first() {
+    let server = ReplayServer::start([
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "y.txt", "content": "y"}),
+        ),
+        call("call_l", "file-system__list", &json!({"path": "."})),
+        text(&["Done."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    // The write is let through without asking; every other file-system call is refused; the
+    // default (ask before destructive calls) would have denied the write with nobody there.
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "write y",
+            "--approve-tool",
+            "file-system__write=never",
+            "--approve-tool",
+            "file-system__*=deny",
+        ],
+        dir.path(),
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".goondan/workspace/y.txt")).unwrap(),
+        "y"
+    );
+    let seen = server.requests();
+    let results = tool_results(&seen[2].body);
+    assert!(results[0].contains("\"written\":true"), "{}", results[0]);
+    assert!(
+        results[1].starts_with("error E_TOOL_DENIED"),
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn run_approve_tool_refuses_a_malformed_rule() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(["run", "--approve-tool", "bash__exec", "--input", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PATTERN=POLICY"), "{err}");
+}

@@ -158,7 +158,12 @@ impl ToolExecutor {
     /// Everything up to the first wait, synchronously: a synchronous handler's call completes
     /// here, so `execute`'s future stays small and is polled once. A call through middleware
     /// is one boxed future from here to its result.
-    fn begin(&self, call: ToolCall, step: &ToolContext, catalog: &ToolCatalog) -> Ready<ToolCallResult> {
+    fn begin(
+        &self,
+        call: ToolCall,
+        step: &ToolContext,
+        catalog: &ToolCatalog,
+    ) -> Ready<ToolCallResult> {
         let ToolCall { id, name, args } = call;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();

@@ -34,7 +34,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::link::{Answer, ENV_APPROVE, ENV_SESSION, ENV_STATE, Note, Order, line, short};
+use super::link::{
+    Answer, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note, Order, line, short,
+};
 use super::{model, state};
 
 /// In an agent process started by an Orchestrator, serves the bundle's Agent and exits;
@@ -72,6 +74,14 @@ impl RunWorker {
             .ok()
             .and_then(|p| p.parse().ok())
             .unwrap_or(Policy::AskWhenDestructive);
+        let tool_policies: Vec<(String, Policy)> = std::env::var(ENV_APPROVE_TOOLS)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let (pattern, policy) = line.split_once('=')?;
+                Some((pattern.to_owned(), policy.parse().ok()?))
+            })
+            .collect();
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             builder = builder.conversation(history.clone());
             if let Some(state) = &state {
@@ -88,6 +98,7 @@ impl RunWorker {
                     .extension(Terminal {
                         link: Arc::clone(link),
                         policy,
+                        tool_policies: tool_policies.clone(),
                     });
             }
             builder
@@ -137,6 +148,8 @@ impl AgentWorker for RunWorker {
 struct Terminal {
     link: Arc<AgentLink>,
     policy: Policy,
+    /// `--approve-tool`'s policies, first match first.
+    tool_policies: Vec<(String, Policy)>,
 }
 
 impl Extension for Terminal {
@@ -150,7 +163,10 @@ impl Extension for Terminal {
         api.pipeline
             .register(PipelineMiddleware::tool_call(reporter), i32::MIN);
         let approver = LinkApprover(Arc::clone(&self.link));
-        let approvals = Approvals::new(approver).default_policy(self.policy);
+        let mut approvals = Approvals::new(approver).default_policy(self.policy);
+        for (pattern, policy) in &self.tool_policies {
+            approvals = approvals.policy(pattern, *policy);
+        }
         api.pipeline
             .register(PipelineMiddleware::tool_call(approvals), i32::MIN + 1);
         Ok(())

@@ -18,6 +18,8 @@ pub(crate) const ENV_SESSION: &str = "GOONDAN_RUN_SESSION";
 pub(crate) const ENV_STATE: &str = "GOONDAN_RUN_STATE";
 /// The approval policy of `--approve`.
 pub(crate) const ENV_APPROVE: &str = "GOONDAN_RUN_APPROVE";
+/// The per-tool policies of `--approve-tool`, one `PATTERN=POLICY` per line.
+pub(crate) const ENV_APPROVE_TOOLS: &str = "GOONDAN_RUN_APPROVE_TOOLS";
 
 /// What an agent process tells the terminal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -56,6 +56,11 @@ pub struct RunArgs {
     /// open-world), `always`, `never`, or `deny` (refuse them).
     #[arg(long, value_name = "POLICY", default_value_t = session::DEFAULT_POLICY)]
     pub approve: Policy,
+    /// The policy of some tools: `PATTERN=POLICY`, a full name or a `*` pattern
+    /// (`bash__*=always`, `file-system__write=never`); repeatable, the first match wins,
+    /// `--approve` for the rest.
+    #[arg(long, value_name = "PATTERN=POLICY", value_parser = parse_tool_policy)]
+    pub approve_tool: Vec<(String, Policy)>,
     /// Talk to the swarm on this NATS server (its agents served by `goondan agent-host`s)
     /// instead of running the agents here. The answers are printed; the Turns' text, tool
     /// calls and approvals stay on the hosts.
@@ -64,6 +69,19 @@ pub struct RunArgs {
     /// With `--nats`: credentials and TLS.
     #[command(flatten)]
     pub nats_connection: crate::cli::NatsConnection,
+}
+
+/// `PATTERN=POLICY`, for `--approve-tool`.
+fn parse_tool_policy(text: &str) -> Result<(String, Policy), String> {
+    let (pattern, policy) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not PATTERN=POLICY (e.g. `bash__*=always`)"))?;
+    let pattern = pattern.trim();
+    if pattern.is_empty() || pattern.contains(char::is_whitespace) {
+        return Err(format!("`{pattern}` is not a tool name or pattern"));
+    }
+    let policy = policy.parse::<Policy>().map_err(|e| e.to_string())?;
+    Ok((pattern.to_owned(), policy))
 }
 
 /// Why `goondan run` could not run.

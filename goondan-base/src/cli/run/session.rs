@@ -19,7 +19,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
-use super::link::{Answer, ENV_APPROVE, ENV_SESSION, ENV_STATE, Note, Order, line};
+use super::link::{
+    Answer, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note, Order, line,
+};
 use super::render::{Reply, Screen, parse_args, parse_reply};
 use super::{RunArgs, RunError, state};
 
@@ -60,7 +62,8 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
         .env(ENV_BUNDLE, &file)
         .env(ENV_SESSION, &link.path)
         .env(ENV_STATE, &state)
-        .env(ENV_APPROVE, args.approve.as_str());
+        .env(ENV_APPROVE, args.approve.as_str())
+        .env(ENV_APPROVE_TOOLS, tool_policies(&args.approve_tool));
     let config = OrchestratorConfig {
         workdir: state.clone(),
         ..OrchestratorConfig::default()
@@ -81,6 +84,15 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
     };
     orchestrator.shutdown(Duration::from_secs(3)).await;
     Ok(code)
+}
+
+/// `--approve-tool`'s policies for the agent processes: one `PATTERN=POLICY` per line.
+fn tool_policies(policies: &[(String, Policy)]) -> String {
+    policies
+        .iter()
+        .map(|(pattern, policy)| format!("{pattern}={policy}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The bundle's Swarm, or, in a bundle without one, a swarm of all its Agents entered at
