@@ -1,6 +1,7 @@
 //! Runs `execute` (or, with `floor`, the same serde work and function) N times, for
 //! instruction counts: `valgrind --tool=callgrind target/release/examples/profile_dispatch 20000`.
-//! With `mw [K]`, `execute` through K (default 3) pass-through `toolCall` middlewares.
+//! With `mw [K]`, `execute` through K (default 3) pass-through `toolCall` middlewares; with
+//! `async`, the same function written `async fn` (no synchronous fast path).
 #![allow(
     missing_docs,
     unreachable_pub,
@@ -24,6 +25,12 @@ mod text_utils {
     use super::*;
     /// Up.
     pub fn uppercase(input: UpperIn) -> UpperOut {
+        UpperOut {
+            result: input.text.to_uppercase(),
+        }
+    }
+    /// Up, asynchronously.
+    pub async fn uppercase_async(input: UpperIn) -> UpperOut {
         UpperOut {
             result: input.text.to_uppercase(),
         }
@@ -53,9 +60,14 @@ fn main() {
         }
     }
     let ex = ex.build();
+    let export = if std::env::args().nth(2).as_deref() == Some("async") {
+        "text-utils__uppercase_async"
+    } else {
+        "text-utils__uppercase"
+    };
     let call = ToolCall::new(
         "call_1",
-        "text-utils__uppercase",
+        export,
         serde_json::json!({"text": "hello, goondan"}),
     );
     let n: usize = std::env::args()
