@@ -1,5 +1,5 @@
 //! The `goondan` command: check bundles, list, call and export tools, serve them over MCP, and
-//! run a bundle's agents ([`run`]: `goondan run`, one Turn or a terminal session).
+//! run a bundle's agents ([`mod@run`]: `goondan run`, one Turn or a terminal session).
 //!
 //! The same commands are a library entry point, so that a program with its own tools linked in
 //! gets them in one line:

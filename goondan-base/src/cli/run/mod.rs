@@ -1,6 +1,6 @@
 //! `goondan run [BUNDLE] [--agent NAME] [--input TEXT] [--state DIR] [--approve POLICY]`:
 //! runs a bundle's swarm, its agents as real processes under an Orchestrator (the `goondan`
-//! program is their host: see [`serve_if_requested`]).
+//! program is their host: see `serve_if_requested`).
 //!
 //! - With `--input`, one Turn: the answer on stdout, exit status 0; a failure is one line on
 //!   stderr and status 1.
