@@ -2,7 +2,7 @@
 //! `goondan agent-host` on a real `nats-server`: the bundle's agents placed on each host run
 //! there as processes of the `goondan` program, reached from the entry side over NATS.
 
-#[path = "support/nats.rs"]
+#[path = "../../goondan-runtime/tests/support/nats.rs"]
 mod nats;
 
 use std::process::Stdio;
