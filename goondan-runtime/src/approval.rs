@@ -370,8 +370,8 @@ impl Approvals {
 }
 
 impl Middleware for Approvals {
-    fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a> {
-        Box::pin(self.handle_call(call, next))
+    fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+        Box::pin(async move { self.handle_call(call, next).await })
     }
 }
 

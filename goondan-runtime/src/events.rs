@@ -18,13 +18,14 @@ pub(crate) fn emit_called(ctx: &ToolContext) {
 
 /// Emits `tool.completed` or `tool.failed` (or `tool.submitted` for a pending result).
 pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace_id: &str) {
-    let span_id = tracing::Span::current().id().map(|id| id.into_u64());
+    // The span id is read only when the event is enabled (the macros evaluate fields lazily).
+    let span_id = || tracing::Span::current().id().map(|id| id.into_u64());
     match &result.error {
         Some(err) => tracing::warn!(
             name: "tool.failed",
             target: "goondan::tool",
             trace_id,
-            span_id,
+            span_id = span_id(),
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
             handle,
@@ -35,7 +36,7 @@ pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace
             name: "tool.submitted",
             target: "goondan::tool",
             trace_id,
-            span_id,
+            span_id = span_id(),
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
             handle = result.handle.as_deref(),
@@ -45,7 +46,7 @@ pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace
             name: "tool.completed",
             target: "goondan::tool",
             trace_id,
-            span_id,
+            span_id = span_id(),
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
             handle,

@@ -54,12 +54,18 @@ struct Shared {
     registry: Arc<ToolRegistry>,
     chain: Arc<[Arc<dyn Middleware>]>,
     policy: CallPolicy,
+    core: Arc<CallCore>,
+}
+
+/// The core of every call, inside the middleware chain: validation, the handler, the reply.
+/// One per executor, shared by every call's chain.
+struct CallCore {
     default_timeout: Option<Duration>,
     pending: PendingResults,
     help_url_base: Option<Arc<str>>,
 }
 
-impl Shared {
+impl CallCore {
     /// Where runtime codes' help URLs point: this executor's base, else the process's (RES-7).
     fn help_url_base(&self) -> Arc<str> {
         self.help_url_base
@@ -106,7 +112,7 @@ impl std::fmt::Debug for ToolExecutor {
         f.debug_struct("ToolExecutor")
             .field("middlewares", &self.shared.chain.len())
             .field("policy", &self.shared.policy)
-            .field("default_timeout", &self.shared.default_timeout)
+            .field("default_timeout", &self.shared.core.default_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -136,7 +142,7 @@ impl ToolExecutor {
 
     /// The submitted calls (RES-2).
     pub fn pending(&self) -> &PendingResults {
-        &self.shared.pending
+        &self.shared.core.pending
     }
 
     /// Runs `call` for the Step whose context is `ctx` and whose catalog is `catalog`.
@@ -176,30 +182,30 @@ impl ToolExecutor {
             Ok((entry, args)) => {
                 let limit = entry.resource().error_message_limit();
                 if !self.shared.chain.is_empty() {
-                    let this = self.clone();
-                    let entry = entry.into_owned();
-                    // The step's context is shared (an `Arc`): the wait keeps it for the trace id.
-                    let step = step.clone();
-                    return Ready::Wait(Box::pin(async move {
-                        let reply = this.run_chain(&name, &id, entry, args, ctx).await;
-                        finish(&this.shared, id, name, limit, reply, &span, step.trace_id())
-                    }));
+                    return Ready::Wait(self.run_chain(
+                        id,
+                        name,
+                        entry.into_owned(),
+                        args,
+                        ctx,
+                        limit,
+                    ));
                 }
-                match span.in_scope(|| start_core(&self.shared, &entry, args, &ctx)) {
+                let core = &self.shared.core;
+                match span.in_scope(|| start_core(core, &entry, args, &ctx)) {
                     Ready::Done(reply) => (limit, reply),
                     Ready::Wait(fut) => {
-                        let step = step.clone();
-                        let shared = Arc::clone(&self.shared);
+                        let core = Arc::clone(core);
                         return Ready::Wait(Box::pin(async move {
                             let reply = fut.await;
-                            finish(&shared, id, name, limit, reply, &span, step.trace_id())
+                            finish(&core, id, name, limit, reply, &span, ctx.trace_id())
                         }));
                     }
                 }
             }
         };
         Ready::Done(finish(
-            &self.shared,
+            &self.shared.core,
             id,
             name,
             limit,
@@ -247,38 +253,64 @@ impl ToolExecutor {
         }
     }
 
-    /// The `toolCall` middleware chain around the core (MW-1).
-    async fn run_chain(
+    /// The `toolCall` middleware chain around the core (MW-1), as one future. The call's name
+    /// and id move into the chain; the result keeps them unless a middleware changed them, in
+    /// which case the originals are put back (a middleware cannot retarget a call).
+    fn run_chain(
         &self,
-        name: &str,
-        call_id: &str,
+        id: String,
+        name: String,
         entry: Arc<RegisteredExport>,
         args: JsonObject,
         ctx: ToolContext,
-    ) -> Reply {
+        limit: usize,
+    ) -> Pin<Box<dyn Future<Output = ToolCallResult> + Send>> {
         let span = ctx.logger().clone();
-        let annotations = Arc::clone(entry.export().annotations_arc());
-        let call = ToolCallContext::new(name, call_id, args, ctx, annotations);
-        let core = Arc::new(CoreCall {
-            shared: Arc::clone(&self.shared),
-            entry,
-        });
-        let chain = Next::new(Arc::clone(&self.shared.chain), core).run(call);
+        let call_ctx = ctx.clone();
+        let core = Arc::clone(&self.shared.core);
+        let chain = Next::new(
+            Arc::clone(&self.shared.chain),
+            Arc::clone(&core) as Arc<dyn Core>,
+        );
+        let call = ToolCallContext::new(name, id, args, ctx, Arc::clone(&entry));
         // A middleware that panics, before or after `next`, answers like a panicking handler
-        // (RES-3); the chain is built lazily, so every middleware's code runs inside this.
-        match AssertUnwindSafe(chain.instrument(span))
-            .catch_unwind()
-            .await
-        {
-            Ok(result) => Reply::Full(Box::new(result)),
-            Err(panic) => Reply::Error(middleware_panic_error(&*panic)),
-        }
+        // (RES-3): the chain's synchronous start is caught here, the rest below.
+        let started =
+            span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| chain.run(call))));
+        Box::pin(async move {
+            let run = async move {
+                match started {
+                    Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                    Err(panic) => Err(panic),
+                }
+            };
+            let result = match run.instrument(span.clone()).await {
+                Ok(mut r) => {
+                    if r.tool_call_id != call_ctx.tool_call_id() {
+                        call_ctx.tool_call_id().clone_into(&mut r.tool_call_id);
+                    }
+                    if r.tool_name != entry.name().as_str() {
+                        entry.name().as_str().clone_into(&mut r.tool_name);
+                    }
+                    if let Some(err) = r.error.take() {
+                        r.error = Some(err.finish(limit, &core.help_url_base()));
+                    }
+                    r
+                }
+                Err(panic) => {
+                    let err = middleware_panic_error(&*panic).finish(limit, &core.help_url_base());
+                    ToolCallResult::error(call_ctx.tool_call_id(), entry.name().as_str(), err)
+                }
+            };
+            span.in_scope(|| emit_finished(&result, None, call_ctx.trace_id()));
+            result
+        })
     }
 }
 
 /// The call's result, with the `finished` event in the call's span.
 fn finish(
-    shared: &Shared,
+    core: &CallCore,
     id: String,
     name: String,
     limit: usize,
@@ -286,7 +318,7 @@ fn finish(
     span: &tracing::Span,
     trace_id: &str,
 ) -> ToolCallResult {
-    let result = reply.into_result(id, name, limit, shared);
+    let result = reply.into_result(id, name, limit, core);
     span.in_scope(|| emit_finished(&result, None, trace_id));
     result
 }
@@ -299,8 +331,6 @@ enum Reply {
     Output(Value),
     Pending(String),
     Error(ToolError),
-    /// A whole result, from the middleware chain.
-    Full(Box<ToolCallResult>),
 }
 
 impl Reply {
@@ -311,22 +341,13 @@ impl Reply {
         id: String,
         name: String,
         limit: usize,
-        shared: &Shared,
+        core: &CallCore,
     ) -> ToolCallResult {
         match self {
             Reply::Output(v) => ToolCallResult::ok(id, name, v),
             Reply::Pending(h) => ToolCallResult::pending(id, name, h),
             Reply::Error(e) => {
-                ToolCallResult::error(id, name, e.finish(limit, &shared.help_url_base()))
-            }
-            Reply::Full(r) => {
-                let mut r = *r;
-                r.tool_call_id = id;
-                r.tool_name = name;
-                if let Some(err) = r.error.take() {
-                    r.error = Some(err.finish(limit, &shared.help_url_base()));
-                }
-                r
+                ToolCallResult::error(id, name, e.finish(limit, &core.help_url_base()))
             }
         }
     }
@@ -396,33 +417,28 @@ impl ExecutorBuilder {
                 registry: self.registry,
                 chain: self.middlewares.to_chain(),
                 policy: self.policy,
-                default_timeout: self.default_timeout,
-                pending: self.pending.unwrap_or_default(),
-                help_url_base: self.help_url_base,
+                core: Arc::new(CallCore {
+                    default_timeout: self.default_timeout,
+                    pending: self.pending.unwrap_or_default(),
+                    help_url_base: self.help_url_base,
+                }),
             }),
         }
     }
 }
 
-struct CoreCall {
-    shared: Arc<Shared>,
-    entry: Arc<RegisteredExport>,
-}
-
-impl Core for CoreCall {
-    fn run(&self, call: ToolCallContext) -> MiddlewareFuture<'static> {
-        let shared = Arc::clone(&self.shared);
-        let entry = Arc::clone(&self.entry);
-        Box::pin(async move {
-            let id = call.tool_call_id().to_owned();
-            let name = call.tool_name().to_owned();
-            let (args, ctx) = call.into_parts();
-            let limit = entry.resource().error_message_limit();
-            start_core(&shared, &entry, args, &ctx)
-                .finish()
-                .await
-                .into_result(id, name, limit, &shared)
-        })
+impl Core for CallCore {
+    fn run(self: Arc<Self>, call: ToolCallContext) -> MiddlewareFuture {
+        let (name, id, args, ctx, entry) = call.into_parts();
+        let limit = entry.resource().error_message_limit();
+        match start_core(&self, &entry, args, &ctx) {
+            Ready::Done(reply) => Box::pin(std::future::ready(
+                reply.into_result(id, name, limit, &self),
+            )),
+            Ready::Wait(fut) => {
+                Box::pin(async move { fut.await.into_result(id, name, limit, &self) })
+            }
+        }
     }
 }
 
@@ -435,18 +451,9 @@ enum Ready<T> {
     Wait(Pin<Box<dyn Future<Output = T> + Send>>),
 }
 
-impl<T> Ready<T> {
-    async fn finish(self) -> T {
-        match self {
-            Ready::Done(value) => value,
-            Ready::Wait(fut) => fut.await,
-        }
-    }
-}
-
 /// Validation and the handler, with panics caught, a timeout and cancellation.
 fn start_core(
-    shared: &Arc<Shared>,
+    core: &Arc<CallCore>,
     entry: &Arc<RegisteredExport>,
     args: JsonObject,
     ctx: &ToolContext,
@@ -466,12 +473,12 @@ fn start_core(
     if ctx.is_cancelled() {
         return Ready::Done(Reply::Error(cancelled()));
     }
-    let timeout = export.timeout().or(shared.default_timeout);
+    let timeout = export.timeout().or(core.default_timeout);
     if handler.blocks()
         && let Some(limit) = timeout
     {
         let run = run_blocking(
-            Arc::clone(shared),
+            Arc::clone(core),
             Arc::clone(entry),
             args,
             ctx.clone(),
@@ -485,9 +492,9 @@ fn start_core(
     };
     match started {
         Err(panic) => Ready::Done(Reply::Error(panic_error(&*panic))),
-        Ok(HandlerCall::Ready(outcome)) => Ready::Done(conclude(shared, entry, ctx, Ok(outcome))),
+        Ok(HandlerCall::Ready(outcome)) => Ready::Done(conclude(core, entry, ctx, Ok(outcome))),
         Ok(HandlerCall::Running(fut)) => {
-            let shared = Arc::clone(shared);
+            let core = Arc::clone(core);
             let entry = Arc::clone(entry);
             let ctx = ctx.clone();
             Ready::Wait(Box::pin(async move {
@@ -509,7 +516,7 @@ fn start_core(
                         }
                     }
                 };
-                conclude(&shared, &entry, &ctx, outcome)
+                conclude(&core, &entry, &ctx, outcome)
             }))
         }
     }
@@ -519,7 +526,7 @@ fn start_core(
 /// blocking pool, so the timeout fires on time and the runtime keeps serving other calls. The
 /// thread itself cannot be stopped; it finishes in the background and its answer is dropped.
 async fn run_blocking(
-    shared: Arc<Shared>,
+    core: Arc<CallCore>,
     entry: Arc<RegisteredExport>,
     args: JsonObject,
     ctx: ToolContext,
@@ -553,12 +560,12 @@ async fn run_blocking(
             Err(_) => return Reply::Error(cancelled()),
         },
     };
-    conclude(&shared, &entry, &ctx, outcome)
+    conclude(&core, &entry, &ctx, outcome)
 }
 
 /// The reply for what the handler produced.
 fn conclude(
-    shared: &Shared,
+    core: &CallCore,
     entry: &RegisteredExport,
     ctx: &ToolContext,
     outcome: CaughtOutcome,
@@ -569,24 +576,20 @@ fn conclude(
         Ok(Ok(Outcome::Output(output))) => Reply::Output(output),
         Ok(Ok(Outcome::Pending(pending))) => {
             let limit = entry.resource().error_message_limit();
-            let help = (shared.help_url_base(), entry.resource().help_url_base());
+            let help = (core.help_url_base(), entry.resource().help_url_base());
             Reply::Pending(
-                shared
-                    .pending
+                core.pending
                     .submit(pending, ctx, entry.name().as_str(), limit, help),
             )
         }
         Ok(Err(HandlerError::Failed(err))) => {
             Reply::Error(err.with_resource_help(entry.resource().help_url_base()))
         }
-        Ok(Err(HandlerError::InvalidArgs { reason, args })) => {
-            let mut problems = export.validator().problems(&args);
-            if problems.is_empty() {
-                problems.push(ArgProblem {
-                    path: String::new(),
-                    message: reason,
-                });
-            }
+        Ok(Err(HandlerError::InvalidArgs { reason })) => {
+            let problems = vec![ArgProblem {
+                path: String::new(),
+                message: reason,
+            }];
             Reply::Error(invalid_args(problems, export.parameters()))
         }
     }

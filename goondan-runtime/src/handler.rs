@@ -72,13 +72,12 @@ impl std::fmt::Debug for Outcome {
 /// How a handler can fail before or while running.
 #[derive(Debug)]
 pub enum HandlerError {
-    /// The arguments could not be read into the handler's input type. The executor explains
-    /// every problem of `args` against the export's schema.
+    /// The arguments could not be read into the handler's input type. The executor has
+    /// already checked them against the export's schema, so this is a type stricter than its
+    /// schema: the deserialiser's reason is what the model gets.
     InvalidArgs {
         /// The deserialiser's reason.
         reason: String,
-        /// The arguments, handed back for the explanation.
-        args: Value,
     },
     /// The handler ran and failed.
     Failed(ToolError),
@@ -103,7 +102,7 @@ pub trait Handler: Send + Sync + 'static {
     /// `true` when the handler reads its arguments into a typed input (derived from the same
     /// type as the schema). The executor validates every call against the schema either way;
     /// this only says that the handler may still refuse arguments
-    /// ([`HandlerError::InvalidArgs`]), explained against the schema.
+    /// ([`HandlerError::InvalidArgs`]) that the schema admits.
     fn checks_args(&self) -> bool {
         false
     }
@@ -285,17 +284,12 @@ where
     }
 }
 
-/// Deserialises the input from a borrowed value, so that a failure can hand the arguments back
-/// for the explanation.
+/// Deserialises the input from the arguments, moving their strings and arrays into it (no
+/// copy): the executor checked them against the schema before, so they are not needed after.
 fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerError> {
-    let args = Value::Object(args);
-    match I::deserialize(&args) {
-        Ok(input) => Ok(input),
-        Err(err) => Err(HandlerError::InvalidArgs {
-            reason: err.to_string(),
-            args,
-        }),
-    }
+    I::deserialize(Value::Object(args)).map_err(|err| HandlerError::InvalidArgs {
+        reason: err.to_string(),
+    })
 }
 
 /// A handler built from a synchronous typed closure, as `#[tool]` generates for a plain `fn`:

@@ -20,13 +20,14 @@ use serde_json::Value;
 use crate::JsonObject;
 use crate::annotations::ExportAnnotations;
 use crate::context::ToolContext;
+use crate::registry::RegisteredExport;
 use crate::result::ToolCallResult;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The future a middleware of stage `C` returns: the stage's outcome.
-pub type MiddlewareFuture<'a, C = ToolCallContext> = BoxFuture<'a, <C as Stage>::Output>;
+pub type MiddlewareFuture<C = ToolCallContext> = BoxFuture<'static, <C as Stage>::Output>;
 
 /// A stage of the agent loop that middleware wraps: its context type (`Self`, passed inwards
 /// and editable) and its outcome (passed outwards).
@@ -54,24 +55,26 @@ pub struct ToolCallContext {
     /// Free-form data for the middlewares of this call.
     pub metadata: serde_json::Map<String, Value>,
     ctx: ToolContext,
-    annotations: Arc<ExportAnnotations>,
+    /// The called export: fixed before the chain starts, so no middleware can retarget the call.
+    target: Arc<RegisteredExport>,
 }
 
 impl ToolCallContext {
+    /// A call of `target`: the name and id are the model's own strings, moved in, not copied.
     pub(crate) fn new(
-        tool_name: &str,
-        tool_call_id: &str,
+        tool_name: String,
+        tool_call_id: String,
         args: JsonObject,
         ctx: ToolContext,
-        annotations: Arc<ExportAnnotations>,
+        target: Arc<RegisteredExport>,
     ) -> Self {
         Self {
-            tool_name: tool_name.to_owned(),
-            tool_call_id: tool_call_id.to_owned(),
+            tool_name,
+            tool_call_id,
             args,
             metadata: serde_json::Map::new(),
             ctx,
-            annotations,
+            target,
         }
     }
 
@@ -105,22 +108,38 @@ impl ToolCallContext {
     /// # drop(approvals);
     /// ```
     pub fn annotations(&self) -> &ExportAnnotations {
-        &self.annotations
+        self.target.export().annotations()
     }
 
-    pub(crate) fn into_parts(self) -> (JsonObject, ToolContext) {
-        (self.args, self.ctx)
+    /// The parts the core needs: name, id, arguments, context and target.
+    pub(crate) fn into_parts(
+        self,
+    ) -> (
+        String,
+        String,
+        JsonObject,
+        ToolContext,
+        Arc<RegisteredExport>,
+    ) {
+        (
+            self.tool_name,
+            self.tool_call_id,
+            self.args,
+            self.ctx,
+            self.target,
+        )
     }
 }
 
 /// A middleware of stage `C`; without a parameter, a `toolCall` middleware (MW-1).
 ///
 /// ```
+/// use std::sync::Arc;
 /// use goondan_runtime::{Middleware, Next, ToolCallContext, middleware::MiddlewareFuture};
 ///
 /// struct Audit;
 /// impl Middleware for Audit {
-///     fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a> {
+///     fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
 ///         Box::pin(async move {
 ///             let name = call.tool_name().to_owned();
 ///             let result = next.run(call).await;
@@ -130,9 +149,12 @@ impl ToolCallContext {
 ///     }
 /// }
 /// ```
+///
+/// `handle` owns a reference to the middleware (`self: Arc<Self>`), so its future can use
+/// `self` for as long as it runs and the chain hands it over without boxing it again.
 pub trait Middleware<C: Stage = ToolCallContext>: Send + Sync + 'static {
     /// Handles one call (Step, Turn); `next.run(cx)` continues the chain.
-    fn handle<'a>(&'a self, cx: C, next: Next<C>) -> MiddlewareFuture<'a, C>;
+    fn handle(self: Arc<Self>, cx: C, next: Next<C>) -> MiddlewareFuture<C>;
 }
 
 /// A middleware of stage `C` from a closure: [`from_fn`], `step::step_fn`, `step::turn_fn`.
@@ -156,8 +178,17 @@ where
     F: Fn(C, Next<C>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = C::Output> + Send + 'static,
 {
-    fn handle<'a>(&'a self, cx: C, next: Next<C>) -> MiddlewareFuture<'a, C> {
-        Box::pin((self.f)(cx, next))
+    fn handle(self: Arc<Self>, cx: C, next: Next<C>) -> MiddlewareFuture<C> {
+        let mut fut = (self.f)(cx, next);
+        // A closure that answers with `next.run(cx)` (a pass-through, or one that checks before
+        // passing on) already returns the boxed future: hand it over instead of boxing it again.
+        // (What is left in its place is a zero-sized future: boxing it allocates nothing.)
+        if let Some(boxed) =
+            (&mut fut as &mut dyn std::any::Any).downcast_mut::<MiddlewareFuture<C>>()
+        {
+            return std::mem::replace(boxed, Box::pin(std::future::pending()));
+        }
+        Box::pin(fut)
     }
 }
 
@@ -182,7 +213,7 @@ where
 /// The core of a stage, inside every middleware: for a call, argument validation and the
 /// handler; for a Step, the model and the calls; for a Turn, its Steps.
 pub(crate) trait Core<C: Stage = ToolCallContext>: Send + Sync + 'static {
-    fn run(&self, cx: C) -> MiddlewareFuture<'static, C>;
+    fn run(self: Arc<Self>, cx: C) -> MiddlewareFuture<C>;
 }
 
 /// The rest of a chain: the middlewares inside this one, then the core.
@@ -202,7 +233,7 @@ impl<C: Stage> Next<C> {
     }
 
     /// Runs the remaining middlewares and then the core.
-    pub fn run(self, cx: C) -> MiddlewareFuture<'static, C> {
+    pub fn run(self, cx: C) -> MiddlewareFuture<C> {
         match self.chain.get(self.index) {
             Some(mw) => {
                 let mw = Arc::clone(mw);
@@ -211,7 +242,7 @@ impl<C: Stage> Next<C> {
                     index: self.index + 1,
                     core: self.core,
                 };
-                Box::pin(async move { mw.handle(cx, next).await })
+                mw.handle(cx, next)
             }
             None => self.core.run(cx),
         }

@@ -158,7 +158,7 @@ async fn mw_2_context_exposes_name_id_args_metadata() {
 async fn mw_2_middleware_cannot_retarget_the_call() {
     struct Hijack;
     impl Middleware for Hijack {
-        fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a> {
+        fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
             Box::pin(async move {
                 let mut r = next.run(call).await;
                 r.tool_name = "text__fail".into();
@@ -240,4 +240,90 @@ async fn res_3_mw_1_a_panicking_middleware_before_or_after_next_is_e_tool_panic(
     kit.call("text__upper", json!({"text": "fine"}))
         .await
         .assert_output(json!({"result": "FINE"}));
+}
+
+#[tokio::test]
+async fn res_3_mw_1_a_middleware_that_panics_before_returning_its_future_is_e_tool_panic() {
+    // Neither an `async` block nor a boxed future: the closure itself panics, and so does a
+    // `Middleware` whose `handle` panics before it returns.
+    let closure = from_fn(|call: ToolCallContext, next: Next| {
+        if call.args.get("text").and_then(Value::as_str) == Some("closure") {
+            panic!("closure broke");
+        }
+        next.run(call)
+    });
+    struct Eager;
+    impl Middleware for Eager {
+        fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+            if call.args.get("text").and_then(Value::as_str) == Some("handle") {
+                panic!("handle broke");
+            }
+            next.run(call)
+        }
+    }
+    let kit = TestKit::builder()
+        .tool(common::text_tool(None))
+        .middleware(0, closure)
+        .middleware(0, Eager)
+        .build()
+        .unwrap();
+    for (text, said) in [("closure", "closure broke"), ("handle", "handle broke")] {
+        let r = kit.call("text__upper", json!({"text": text})).await;
+        assert_eq!(
+            (r.tool_call_id.is_empty(), r.tool_name.as_str()),
+            (false, "text__upper")
+        );
+        let err = r.assert_error("E_TOOL_PANIC");
+        assert!(err.message().contains(said), "{}", err.message());
+    }
+    kit.call("text__upper", json!({"text": "fine"}))
+        .await
+        .assert_output(json!({"result": "FINE"}));
+}
+
+/// The chain hands a closure's own boxed future (`|call, next| next.run(call)`) over without
+/// boxing it again; an `async` closure's future is boxed. Differential: both answer every call
+/// exactly as no middleware at all does.
+#[tokio::test]
+async fn mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_middleware() {
+    fn kit(passes: usize, boxed: bool) -> TestKit {
+        let mut b = TestKit::builder().tool(common::text_tool(Some(40)));
+        for i in 0..passes {
+            b = if boxed {
+                b.middleware(
+                    i as i32,
+                    from_fn(|c: ToolCallContext, n: Next| async move { n.run(c).await }),
+                )
+            } else {
+                b.middleware(i as i32, from_fn(|c: ToolCallContext, n: Next| n.run(c)))
+            };
+        }
+        b.build().unwrap()
+    }
+    let calls = [
+        ("text__upper", json!({"text": "abc"})),
+        ("text__upper", json!({"text": 5})),
+        ("text__upper", json!({"text": "a", "extra": 1})),
+        ("text__upper", json!([1, 2])),
+        ("text__many", json!({"a": [1, 2, 3]})),
+        ("text__fail", json!({"len": 500})),
+        ("text__panic", json!({"len": 1})),
+        ("text__sleep", json!({"ms": 1})),
+        ("text__sleep", json!({"ms": 400})),
+        ("text__nope", json!({})),
+        ("other__upper", json!({})),
+        ("bad name", json!({})),
+    ];
+    let (plain, fast, boxed) = (kit(0, false), kit(3, false), kit(3, true));
+    for (name, args) in calls {
+        let want = serde_json::to_value(plain.call(name, args.clone()).await).unwrap();
+        for (label, kit) in [("fast", &fast), ("boxed", &boxed)] {
+            let answer = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                kit.call(name, args.clone()),
+            );
+            let got = serde_json::to_value(answer.await.expect("the chain answers")).unwrap();
+            assert_eq!(got, want, "{label} path, {name} {args}");
+        }
+    }
 }

@@ -457,11 +457,11 @@ struct TurnLabel {
 }
 
 impl goondan_runtime::Middleware<goondan_runtime::step::TurnContext> for TurnLabel {
-    fn handle<'a>(
-        &'a self,
+    fn handle(
+        self: Arc<Self>,
         mut turn: goondan_runtime::step::TurnContext,
         next: goondan_runtime::step::TurnNext,
-    ) -> goondan_runtime::step::StepFuture<'a, goondan_runtime::step::TurnOutcome> {
+    ) -> goondan_runtime::step::StepFuture<'static, goondan_runtime::step::TurnOutcome> {
         Box::pin(async move {
             self.log
                 .lock()

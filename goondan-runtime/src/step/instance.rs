@@ -435,7 +435,7 @@ impl AgentInstanceBuilder {
 struct TurnRunner(Arc<Shared>);
 
 impl Core<TurnContext> for TurnRunner {
-    fn run(&self, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
+    fn run(self: Arc<Self>, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
             shared.conversation().push(turn.input);
@@ -517,7 +517,7 @@ pub fn tool_message(result: &ToolCallResult) -> Message {
 struct StepRunner(Arc<Shared>);
 
 impl Core<StepContext> for StepRunner {
-    fn run(&self, step: StepContext) -> StepFuture<'static, StepResult> {
+    fn run(self: Arc<Self>, step: StepContext) -> StepFuture<'static, StepResult> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
             let request = ModelRequest {

@@ -177,7 +177,7 @@ impl Extension for Terminal {
 struct Reporter(Arc<AgentLink>);
 
 impl Middleware for Reporter {
-    fn handle<'a>(&'a self, call: ToolCallContext, next: Next) -> MiddlewareFuture<'a> {
+    fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
         let link = Arc::clone(&self.0);
         Box::pin(async move {
             let (call_id, tool) = (call.tool_call_id().to_owned(), call.tool_name().to_owned());

@@ -258,7 +258,11 @@ struct Withdrawn {
 }
 
 impl Middleware<StepContext> for Withdrawn {
-    fn handle<'a>(&'a self, mut step: StepContext, next: StepNext) -> StepFuture<'a, StepResult> {
+    fn handle(
+        self: Arc<Self>,
+        mut step: StepContext,
+        next: StepNext,
+    ) -> StepFuture<'static, StepResult> {
         step.tool_catalog.retain(|item| {
             let Some(source) = item.source.as_deref() else {
                 return true;
@@ -274,6 +278,6 @@ impl Middleware<StepContext> for Withdrawn {
                 .find(|l| Some(l.config.name()) == mcp.server_name.as_deref())
                 .is_none_or(|l| l.lists(item.name.as_str()))
         });
-        Box::pin(next.run(step))
+        next.run(step)
     }
 }
