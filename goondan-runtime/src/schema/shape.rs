@@ -98,8 +98,12 @@ pub(crate) struct Node {
     width: Option<(i128, i128)>,
     /// `format: float`: a number, when within the range of `f32`.
     single: bool,
-    properties: Vec<(String, Shape)>,
-    required: Vec<String>,
+    /// Each declared property: its name, its shape, and whether it is required.
+    properties: Vec<(String, Shape, bool)>,
+    /// How many distinct properties are required.
+    required_declared: usize,
+    /// Required keys that are not declared properties (checked by lookup).
+    required_other: Vec<String>,
     extra: Extra,
     items: Option<Shape>,
     /// `anyOf: [X, {type: null}]`: the value is null or fits X.
@@ -136,12 +140,14 @@ fn compile(schema: &Value, depth: usize) -> Option<Shape> {
         width: None,
         single: false,
         properties: Vec::new(),
-        required: Vec::new(),
+        required_declared: 0,
+        required_other: Vec::new(),
         extra: Extra::Allowed,
         items: None,
         or_null: None,
     };
     let mut checks = false;
+    let mut required = Vec::new();
     for (key, value) in obj {
         match key.as_str() {
             k if ANNOTATIONS.contains(&k) => continue,
@@ -156,10 +162,10 @@ fn compile(schema: &Value, depth: usize) -> Option<Shape> {
             "properties" => {
                 for (name, sub) in value.as_object()? {
                     node.properties
-                        .push((name.clone(), compile(sub, depth + 1)?));
+                        .push((name.clone(), compile(sub, depth + 1)?, false));
                 }
             }
-            "required" => node.required = strings(value.as_array()?)?,
+            "required" => required = strings(value.as_array()?)?,
             "additionalProperties" => {
                 node.extra = match value {
                     Value::Bool(true) => Extra::Allowed,
@@ -175,6 +181,19 @@ fn compile(schema: &Value, depth: usize) -> Option<Shape> {
     }
     if !checks {
         return Some(Shape::Any);
+    }
+    // Required keys are counted while the object's entries are walked (each entry is matched
+    // to its property anyway), so a call's keys are not hashed again to find them.
+    for key in required {
+        match node.properties.iter_mut().find(|(name, ..)| *name == key) {
+            Some((.., flag)) if !*flag => {
+                *flag = true;
+                node.required_declared += 1;
+            }
+            Some(_) => {}
+            None if !node.required_other.contains(&key) => node.required_other.push(key),
+            None => {}
+        }
     }
     Some(Shape::Node(Box::new(node)))
 }
@@ -286,19 +305,26 @@ impl Node {
     }
 
     fn admits_object(&self, map: &Map<String, Value>) -> bool {
-        if !self.required.iter().all(|k| map.contains_key(k)) {
+        if !self.required_other.iter().all(|k| map.contains_key(k)) {
             return false;
         }
-        map.iter().all(
-            |(key, value)| match self.properties.iter().find(|(name, _)| name == key) {
-                Some((_, shape)) => shape.admits(value),
+        // A map's keys are distinct: every required property is present exactly when as many
+        // entries match a required property as there are required properties.
+        let mut required_seen = 0;
+        let fits = map.iter().all(|(key, value)| {
+            match self.properties.iter().find(|(name, ..)| name == key) {
+                Some((_, shape, required)) => {
+                    required_seen += usize::from(*required);
+                    shape.admits(value)
+                }
                 None => match &self.extra {
                     Extra::Allowed => true,
                     Extra::Refused => false,
                     Extra::Each(shape) => shape.admits(value),
                 },
-            },
-        )
+            }
+        });
+        fits && required_seen == self.required_declared
     }
 }
 
