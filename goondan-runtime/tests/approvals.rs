@@ -1,15 +1,16 @@
 //! Approvals: the `toolCall` middleware that asks before risky calls (issue 12, item 5).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, Mutex, Once};
+#[path = "support/captured_events.rs"]
+mod captured_events;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use goondan_runtime::approval::{Approvals, Decision, Policy, approver_fn};
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
 
 /// Files, with a counter of the writes that really ran.
 #[tool(name = "files")]
@@ -249,48 +250,7 @@ fn policies_parse_from_their_words_and_print_back() {
 
 // --- tracing events ---------------------------------------------------------------------
 
-type Event = (String, Vec<(String, String)>);
-
-#[derive(Default, Clone)]
-struct Captured(Arc<Mutex<Vec<Event>>>);
-
-struct Fields(Vec<(String, String)>);
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push((field.name().to_owned(), format!("{value:?}")));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name().to_owned(), value.to_owned()));
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.push((field.name().to_owned(), value.to_string()));
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Captured {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let mut fields = Fields(Vec::new());
-        event.record(&mut fields);
-        self.0
-            .lock()
-            .unwrap()
-            .push((event.metadata().name().to_owned(), fields.0));
-    }
-}
-
-/// One subscriber for the whole binary, installed before any event, so no test races
-/// tracing's process-wide callsite cache; tests filter the events by tool call id.
-fn captured() -> Captured {
-    static INIT: Once = Once::new();
-    static CAPTURED: Mutex<Option<Captured>> = Mutex::new(None);
-    INIT.call_once(|| {
-        let captured = Captured::default();
-        let subscriber = tracing_subscriber::registry().with(captured.clone());
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        *CAPTURED.lock().unwrap() = Some(captured);
-    });
-    CAPTURED.lock().unwrap().clone().unwrap()
-}
+use captured_events::{Event, captured, field};
 
 #[tokio::test]
 async fn approvals_and_denials_are_tracing_events() {
@@ -323,31 +283,21 @@ async fn approvals_and_denials_are_tracing_events() {
         .await;
     no.assert_error("E_TOOL_DENIED");
 
-    let events = captured.0.lock().unwrap().clone();
+    let events = captured.events();
     let of = |id: &str| -> Vec<Event> {
         events
             .iter()
-            .filter(|(n, f)| {
-                n.starts_with("approval.") && f.iter().any(|(k, v)| k == "tool_call_id" && v == id)
-            })
+            .filter(|(n, f)| n.starts_with("approval.") && field(f, "tool_call_id") == Some(id))
             .cloned()
             .collect()
     };
     let approved = of("approval-events-1");
     assert_eq!(approved.len(), 1, "{events:?}");
     assert_eq!(approved[0].0, "approval.approved");
-    assert!(approved[0].1.contains(&("edited".into(), "false".into())));
+    assert_eq!(field(&approved[0].1, "edited"), Some("false"));
     let denied = of("approval-events-2");
     assert_eq!(denied.len(), 1, "{events:?}");
     assert_eq!(denied[0].0, "approval.denied");
-    assert!(
-        denied[0]
-            .1
-            .contains(&("reason".into(), "no web today".into()))
-    );
-    assert!(
-        denied[0]
-            .1
-            .contains(&("tool".into(), "files__fetch".into()))
-    );
+    assert_eq!(field(&denied[0].1, "reason"), Some("no web today"));
+    assert_eq!(field(&denied[0].1, "tool"), Some("files__fetch"));
 }

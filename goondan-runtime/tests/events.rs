@@ -2,58 +2,21 @@
 //! events carrying trace and span ids.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/captured_events.rs"]
+mod captured_events;
 mod common;
 
-use std::sync::{Arc, Mutex};
+use captured_events::field;
+
+use std::sync::Arc;
 
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
-
-/// An event's name and its fields.
-type Event = (String, Vec<(String, String)>);
-
-#[derive(Default, Clone)]
-struct Captured(Arc<Mutex<Vec<Event>>>);
-
-struct Fields(Vec<(String, String)>);
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push((field.name().to_owned(), format!("{value:?}")));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name().to_owned(), value.to_owned()));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.push((field.name().to_owned(), value.to_string()));
-    }
-}
-
-impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Captured {
-    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
-        let mut fields = Fields(Vec::new());
-        event.record(&mut fields);
-        if let Some(scope) = ctx.event_scope(event) {
-            for span in scope {
-                fields.0.push(("in_span".into(), span.name().to_owned()));
-            }
-        }
-        self.0
-            .lock()
-            .unwrap()
-            .push((event.metadata().name().to_owned(), fields.0));
-    }
-}
-
 // The only test of this binary: the subscriber is global, so no other test's thread can race
 // tracing's process-wide callsite cache.
 #[tokio::test(flavor = "current_thread")]
 async fn every_call_emits_called_and_completed_or_failed_with_ids() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::registry().with(captured.clone());
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let captured = captured_events::captured();
     let kit = TestKit::with_tools([common::text_tool(None)]).unwrap();
     kit.call("text__upper", json!({"text": "a"}))
         .await
@@ -62,7 +25,7 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
         .await
         .assert_error("E_DEMO");
 
-    let events = captured.0.lock().unwrap().clone();
+    let events = captured.events();
     let names: Vec<&str> = events
         .iter()
         .map(|(n, _)| n.as_str())
@@ -78,22 +41,18 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
         ]
     );
     for (name, fields) in events.iter().filter(|(n, _)| n.starts_with("tool.")) {
-        let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+        let get = |k: &str| field(fields, k);
         assert!(
             get("span_id").is_some_and(|v| v != "None"),
             "{name}: {fields:?}"
         );
-        assert_eq!(
-            get("in_span").as_deref(),
-            Some("tool_call"),
-            "{name}: {fields:?}"
-        );
+        assert_eq!(get("in_span"), Some("tool_call"), "{name}: {fields:?}");
         assert!(
             get("trace_id").is_some_and(|t| t.starts_with("trace-")),
             "{name}: {fields:?}"
         );
         if name == "tool.failed" {
-            assert_eq!(get("code").as_deref(), Some("E_DEMO"));
+            assert_eq!(get("code"), Some("E_DEMO"));
         }
     }
 
@@ -114,7 +73,7 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
             dialect.tools(&catalog).unwrap();
         }
     }
-    let events = captured.0.lock().unwrap().clone();
+    let events = captured.events();
     let fallbacks: Vec<Vec<(String, String)>> = events
         .into_iter()
         .filter(|(n, _)| n == "dialect.strict_fallback")
@@ -122,9 +81,9 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
         .collect();
     assert_eq!(fallbacks.len(), 2, "{fallbacks:?}");
     for (fields, dialect) in fallbacks.iter().zip(["openai", "gemini"]) {
-        let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
-        assert_eq!(get("dialect").as_deref(), Some(dialect), "{fields:?}");
-        assert_eq!(get("tool").as_deref(), Some("shell__run"), "{fields:?}");
+        let get = |k: &str| field(fields, k);
+        assert_eq!(get("dialect"), Some(dialect), "{fields:?}");
+        assert_eq!(get("tool"), Some("shell__run"), "{fields:?}");
         assert!(get("reason").is_some_and(|r| !r.is_empty()), "{fields:?}");
     }
 }
