@@ -234,7 +234,7 @@ impl<C: Stage> Next<C> {
 
     /// Runs the remaining middlewares and then the core. Each middleware's `handle` is called
     /// at once (what it does before its first `.await` runs here), and so is the start of the
-    /// core (a synchronous handler answers here); the future completes the rest.
+    /// core (for a tool call, a synchronous handler answers here); the future does the rest.
     pub fn run(self, cx: C) -> MiddlewareFuture<C> {
         match self.chain.get(self.index) {
             Some(mw) => {
