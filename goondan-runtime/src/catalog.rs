@@ -91,6 +91,23 @@ impl CatalogItem {
         }
     }
 
+    /// The registry entry this item was built from, when the item still shows exactly what
+    /// the entry does (same name, description and parameter schema): then a rendering of the
+    /// entry is a rendering of the item. An item edited after the build (by a step
+    /// middleware, say) has none.
+    pub(crate) fn pristine_entry(&self) -> Option<&Arc<RegisteredExport>> {
+        let entry = self.resolved.0.as_ref()?;
+        let export = entry.export();
+        let same_parameters = self
+            .parameters
+            .as_ref()
+            .is_some_and(|p| Arc::ptr_eq(p, export.parameters_arc()));
+        let pristine = same_parameters
+            && self.name == *entry.name()
+            && self.description.as_deref() == export.description();
+        pristine.then_some(entry)
+    }
+
     /// The item of a registry entry, which it keeps for dispatch.
     fn from_entry(entry: &Arc<RegisteredExport>) -> Self {
         let export = entry.export();

@@ -67,6 +67,7 @@ pub mod pending;
 pub mod provider;
 mod refusal;
 pub mod registry;
+mod rendered;
 pub mod result;
 pub mod schema;
 #[cfg(feature = "host")]

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::handler::Handler;
 use crate::name::{NameError, ToolName};
+use crate::rendered::Rendered;
 use crate::tool::{
     Export, IntoTool, SourceKind, Tool, ToolDefinitionError, ToolSource, linked_tools,
 };
@@ -61,6 +62,7 @@ pub struct RegisteredExport {
     name: ToolName,
     resource: Arc<ResourceInfo>,
     export: Export,
+    rendered: Rendered,
 }
 
 impl RegisteredExport {
@@ -77,6 +79,11 @@ impl RegisteredExport {
     /// The export, with its schema and handler.
     pub fn export(&self) -> &Export {
         &self.export
+    }
+
+    /// Its JSON text as a catalog item in each dialect, rendered on first use.
+    pub(crate) fn rendered(&self) -> &Rendered {
+        &self.rendered
     }
 }
 
@@ -410,6 +417,7 @@ fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryEr
             name: full.clone(),
             resource: Arc::clone(&info),
             export,
+            rendered: Rendered::default(),
         });
         slot.exports.push(Arc::clone(&entry));
         if dynamic {

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{DialectError, ParseError, Unsupported, parameters_of, require_object_root, str_field};
-use crate::catalog::ToolCatalog;
+use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "anthropic";
@@ -18,19 +18,22 @@ pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     catalog
         .items()
         .iter()
-        .map(|item| {
-            let schema = parameters_of(item);
-            check_input_schema(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
-            let mut tool = Map::new();
-            tool.insert("name".into(), Value::from(item.name.as_str()));
-            if let Some(d) = &item.description {
-                tool.insert("description".into(), Value::from(d.as_ref()));
-            }
-            tool.insert("input_schema".into(), schema);
-            Ok(Value::Object(tool))
-        })
+        .map(tool)
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
+}
+
+/// One item of the Messages API `tools`: `{name, description?, input_schema}`.
+pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
+    let schema = parameters_of(item);
+    check_input_schema(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
+    let mut tool = Map::new();
+    tool.insert("name".into(), Value::from(item.name.as_str()));
+    if let Some(d) = &item.description {
+        tool.insert("description".into(), Value::from(d.as_ref()));
+    }
+    tool.insert("input_schema".into(), schema);
+    Ok(Value::Object(tool))
 }
 
 fn check_input_schema(schema: &Value) -> Result<(), Unsupported> {

@@ -59,7 +59,8 @@ pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     Ok(json!([{"functionDeclarations": declarations}]))
 }
 
-fn declaration(item: &CatalogItem) -> Result<Value, DialectError> {
+/// One function declaration: `{name, description?, parameters? | parametersJsonSchema}`.
+pub(crate) fn declaration(item: &CatalogItem) -> Result<Value, DialectError> {
     let mut decl = Map::new();
     decl.insert("name".into(), Value::from(item.name.as_str()));
     if let Some(d) = &item.description {

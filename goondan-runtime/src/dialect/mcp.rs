@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{DialectError, ParseError, parameters_of, require_object_root, str_field};
-use crate::catalog::ToolCatalog;
+use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "mcp";
@@ -17,19 +17,22 @@ pub fn tools_list(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     let tools = catalog
         .items()
         .iter()
-        .map(|item| {
-            let schema = parameters_of(item);
-            require_object_root(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
-            let mut tool = Map::new();
-            tool.insert("name".into(), Value::from(item.name.as_str()));
-            if let Some(d) = &item.description {
-                tool.insert("description".into(), Value::from(d.as_ref()));
-            }
-            tool.insert("inputSchema".into(), schema);
-            Ok(Value::Object(tool))
-        })
+        .map(tool)
         .collect::<Result<Vec<_>, DialectError>>()?;
     Ok(json!({"tools": tools}))
+}
+
+/// One entry of `tools/list`: `{name, description?, inputSchema}`.
+pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
+    let schema = parameters_of(item);
+    require_object_root(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
+    let mut tool = Map::new();
+    tool.insert("name".into(), Value::from(item.name.as_str()));
+    if let Some(d) = &item.description {
+        tool.insert("description".into(), Value::from(d.as_ref()));
+    }
+    tool.insert("inputSchema".into(), schema);
+    Ok(Value::Object(tool))
 }
 
 /// The call of a `tools/call` JSON-RPC request `{jsonrpc, id, method, params: {name,

@@ -48,6 +48,9 @@ pub mod gemini;
 pub mod mcp;
 pub mod openai;
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{CatalogItem, ToolCatalog};
@@ -98,6 +101,89 @@ impl Dialect {
             Dialect::Anthropic => anthropic::tools(catalog),
             Dialect::Gemini => gemini::tools(catalog),
             Dialect::Mcp => mcp::tools_list(catalog),
+        }
+    }
+
+    /// The catalog's tool field as JSON text: exactly `serde_json::to_string(&self.tools(catalog)?)`,
+    /// made from each export's rendering in this dialect, which is computed once per registry
+    /// entry and then copied, not rebuilt. So a provider request costs what its bytes cost,
+    /// and the same catalog is the same bytes on every request (a provider's prompt cache
+    /// hits). An item a step middleware edited (description, parameters) is rendered anew.
+    ///
+    /// ```
+    /// use goondan_runtime::dialect::Dialect;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::ToolCatalog;
+    ///
+    /// /// Echoes.
+    /// #[tool(name = "echo")]
+    /// pub fn echo(text: String) -> String { text }
+    ///
+    /// let registry = ToolRegistry::builder().tool(echo::TOOL).build()?;
+    /// let catalog = ToolCatalog::build(&registry, ["echo"])?;
+    /// for dialect in Dialect::ALL {
+    ///     let text = dialect.tools_json(&catalog)?;
+    ///     assert_eq!(text, serde_json::to_string(&dialect.tools(&catalog)?)?);
+    ///     assert_eq!(text, dialect.tools_json(&catalog)?);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tools_json(self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        let items = catalog.items();
+        let mut parts = Vec::with_capacity(items.len());
+        for item in items {
+            let cached = item.pristine_entry().and_then(|entry| {
+                entry.rendered().get_or_render(self.slot(), || {
+                    self.item(item).ok().map(|v| Arc::from(v.to_string()))
+                })
+            });
+            parts.push(match cached {
+                Some(text) => Cow::Borrowed(text),
+                None => Cow::Owned(self.item(item)?.to_string()),
+            });
+        }
+        let (open, close) = self.frame();
+        let len = open.len() + close.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>();
+        let mut out = String::with_capacity(len);
+        out.push_str(open);
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(part);
+        }
+        out.push_str(close);
+        Ok(out)
+    }
+
+    /// One catalog item in this dialect's tool form, rendered now.
+    fn item(self, item: &CatalogItem) -> Result<Value, DialectError> {
+        match self {
+            Dialect::OpenAiChat => openai::chat_tool(item),
+            Dialect::OpenAiResponses => openai::responses_tool(item),
+            Dialect::Anthropic => anthropic::tool(item),
+            Dialect::Gemini => gemini::declaration(item),
+            Dialect::Mcp => mcp::tool(item),
+        }
+    }
+
+    /// This dialect's slot in an export's cache of renderings.
+    fn slot(self) -> usize {
+        match self {
+            Dialect::OpenAiChat => 0,
+            Dialect::OpenAiResponses => 1,
+            Dialect::Anthropic => 2,
+            Dialect::Gemini => 3,
+            Dialect::Mcp => 4,
+        }
+    }
+
+    /// The text around the items of [`tools`](Self::tools), as `serde_json` writes it.
+    fn frame(self) -> (&'static str, &'static str) {
+        match self {
+            Dialect::Gemini => (r#"[{"functionDeclarations":["#, "]}]"),
+            Dialect::Mcp => (r#"{"tools":["#, "]}"),
+            Dialect::OpenAiChat | Dialect::OpenAiResponses | Dialect::Anthropic => ("[", "]"),
         }
     }
 
@@ -176,6 +262,9 @@ impl Dialect {
         }
     }
 }
+
+// One cache slot per dialect.
+const _: () = assert!(Dialect::ALL.len() == crate::rendered::SLOTS);
 
 impl std::fmt::Display for Dialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -68,13 +68,15 @@ pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     catalog
         .items()
         .iter()
-        .map(|item| {
-            let mut function = function_fields(item)?;
-            let function = Value::Object(std::mem::take(&mut function));
-            Ok(json!({"type": "function", "function": function}))
-        })
+        .map(chat_tool)
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
+}
+
+/// One item of Chat Completions `tools`: `{type: "function", function: {...}}`.
+pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Value, DialectError> {
+    let function = Value::Object(function_fields(item)?);
+    Ok(json!({"type": "function", "function": function}))
 }
 
 /// The catalog as Responses API `tools` (the flat form).
@@ -82,14 +84,17 @@ pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     catalog
         .items()
         .iter()
-        .map(|item| {
-            let mut tool = Map::new();
-            tool.insert("type".into(), Value::from("function"));
-            tool.extend(function_fields(item)?);
-            Ok(Value::Object(tool))
-        })
+        .map(responses_tool)
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
+}
+
+/// One item of Responses API `tools`: `{type: "function", name, ...}`.
+pub(crate) fn responses_tool(item: &CatalogItem) -> Result<Value, DialectError> {
+    let mut tool = Map::new();
+    tool.insert("type".into(), Value::from("function"));
+    tool.extend(function_fields(item)?);
+    Ok(Value::Object(tool))
 }
 
 fn function_fields(item: &CatalogItem) -> Result<Map<String, Value>, DialectError> {

@@ -79,9 +79,6 @@ pub(crate) fn body(
         body.insert("system".into(), Value::from(system.as_str()));
     }
     body.insert("messages".into(), Value::Array(messages));
-    if !request.catalog.is_empty() {
-        body.insert("tools".into(), super::catalog_tools(P, &request.catalog)?);
-    }
     if let Some(t) = config.temperature {
         body.insert("temperature".into(), json!(t));
     }

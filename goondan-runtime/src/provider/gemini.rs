@@ -93,9 +93,6 @@ pub(crate) fn body(config: &ProviderConfig, request: &ModelRequest) -> Result<Va
             json!({"parts": [{"text": system}]}),
         );
     }
-    if !request.catalog.is_empty() {
-        body.insert("tools".into(), super::catalog_tools(P, &request.catalog)?);
-    }
     let mut generation = Map::new();
     if let Some(t) = config.temperature {
         generation.insert("temperature".into(), json!(t));

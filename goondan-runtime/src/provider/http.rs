@@ -20,9 +20,33 @@ pub(crate) struct Call<'a> {
     pub(crate) url: String,
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) body: Value,
+    /// The `tools` field's JSON text, written into `body` as it is sent.
+    pub(crate) tools: Option<String>,
     pub(crate) timeout: Duration,
     pub(crate) retry: &'a RetryPolicy,
     pub(crate) cancel: &'a CancellationToken,
+}
+
+/// The request's bytes: `body` (an object) with the field `tools` appended as the JSON text
+/// it already is, so a large catalog is copied, not parsed and written again.
+fn encode(body: &Value, tools: Option<&str>) -> Result<Vec<u8>, serde_json::Error> {
+    let Value::Object(fields) = body else {
+        return Err(serde::ser::Error::custom(
+            "the request body is not an object",
+        ));
+    };
+    let mut bytes = serde_json::to_vec(fields)?;
+    if let Some(tools) = tools {
+        // `to_vec` of a map ends with its closing brace: reopen it.
+        bytes.pop();
+        if !fields.is_empty() {
+            bytes.push(b',');
+        }
+        bytes.extend_from_slice(br#""tools":"#);
+        bytes.extend_from_slice(tools.as_bytes());
+        bytes.push(b'}');
+    }
+    Ok(bytes)
 }
 
 /// Why one attempt failed, and whether to try again.
@@ -37,7 +61,7 @@ enum Failure {
 impl Call<'_> {
     /// Sends until a 2xx answer's head arrives; returns it with the number of attempts.
     pub(crate) async fn send(&self) -> Result<(reqwest::Response, u32), ModelError> {
-        let body = serde_json::to_vec(&self.body).map_err(|e| ModelError::Config {
+        let body = encode(&self.body, self.tools.as_deref()).map_err(|e| ModelError::Config {
             message: format!("cannot encode the request: {e}"),
         })?;
         let mut attempt = 0u32;
@@ -187,4 +211,28 @@ pub(crate) fn error_message(text: &str) -> String {
         return "no error message".to_owned();
     }
     trimmed.chars().take(MAX_ERROR_TEXT).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_tools_text_is_written_in_as_the_tools_field() {
+        let tools = r#"[{"name":"calc__add","input_schema":{"type":"object"}}]"#;
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        let bytes = encode(&body, Some(tools)).unwrap_or_default();
+        let sent: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let mut want = body.clone();
+        want["tools"] = serde_json::from_str(tools).unwrap_or_default();
+        assert_eq!(sent, want);
+        // No catalog: the body alone, as serde writes it.
+        assert_eq!(encode(&body, None).ok(), serde_json::to_vec(&body).ok());
+        // An empty body still makes one object.
+        let bytes = encode(&json!({}), Some("[]")).unwrap_or_default();
+        assert_eq!(bytes, br#"{"tools":[]}"#);
+        assert!(encode(&json!([1]), None).is_err());
+    }
 }

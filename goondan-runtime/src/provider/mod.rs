@@ -325,6 +325,7 @@ impl ProviderModel {
             url,
             headers: self.headers(),
             body,
+            tools: catalog_tools(provider, &request.catalog)?,
             timeout: self.config.timeout,
             retry: &self.config.retry,
             cancel: &request.cancellation,
@@ -469,14 +470,19 @@ fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The catalog in the provider's tool format.
+/// The catalog in the provider's tool format, as JSON text for the request's `tools` field
+/// (each export rendered once per process: `Dialect::tools_json`); none for an empty catalog.
 fn catalog_tools(
     provider: Provider,
     catalog: &crate::catalog::ToolCatalog,
-) -> Result<Value, ModelError> {
+) -> Result<Option<String>, ModelError> {
+    if catalog.is_empty() {
+        return Ok(None);
+    }
     provider
         .dialect()
-        .tools(catalog)
+        .tools_json(catalog)
+        .map(Some)
         .map_err(|e| ModelError::Config {
             message: e.to_string(),
         })
@@ -485,6 +491,29 @@ fn catalog_tools(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_catalog_sends_no_tools_field_and_a_full_one_the_dialect_text() {
+        let empty = crate::catalog::ToolCatalog::new();
+        let mut catalog = crate::catalog::ToolCatalog::new();
+        catalog.push(crate::catalog::CatalogItem::new(
+            crate::name::ToolName::new("calc", "add").unwrap_or_else(|e| panic!("{e}")),
+        ));
+        for provider in [
+            Provider::OpenAiChat,
+            Provider::OpenAiResponses,
+            Provider::Anthropic,
+            Provider::Gemini,
+        ] {
+            assert_eq!(catalog_tools(provider, &empty).ok(), Some(None));
+            let text = catalog_tools(provider, &catalog).ok().flatten();
+            let plain = provider.dialect().tools(&catalog).ok();
+            assert_eq!(
+                text.map(|t| serde_json::from_str::<Value>(&t).ok()),
+                Some(plain)
+            );
+        }
+    }
 
     #[test]
     fn every_provider_a_bundle_may_name_has_a_wire_format() {

@@ -52,9 +52,6 @@ pub(crate) fn body(
     let mut body = Map::new();
     body.insert("model".into(), Value::from(config.model.as_str()));
     body.insert("messages".into(), Value::Array(messages));
-    if !request.catalog.is_empty() {
-        body.insert("tools".into(), super::catalog_tools(P, &request.catalog)?);
-    }
     if let Some(t) = config.temperature {
         body.insert("temperature".into(), json!(t));
     }
@@ -279,10 +276,6 @@ mod tests {
         let local = openai.base_url("http://127.0.0.1:11434/v1");
         let sent = body(&local, &request(), false).unwrap_or_default();
         assert_eq!(sent["max_tokens"], 100);
-        assert!(
-            sent.get("tools").is_none(),
-            "no tools field for an empty catalog"
-        );
         assert!(sent.get("stream_options").is_none());
     }
 }

@@ -51,9 +51,6 @@ pub(crate) fn body(
         body.insert("instructions".into(), Value::from(system.as_str()));
     }
     body.insert("input".into(), Value::Array(input));
-    if !request.catalog.is_empty() {
-        body.insert("tools".into(), super::catalog_tools(P, &request.catalog)?);
-    }
     if let Some(t) = config.temperature {
         body.insert("temperature".into(), json!(t));
     }
