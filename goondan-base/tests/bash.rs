@@ -625,3 +625,34 @@ async fn base_5_script_runs_under_the_shell_it_names() {
     .await
     .assert_error("E_BASH_SPAWN");
 }
+
+/// In a cgroup the wrapper shell runs `sh -c COMMAND`'s command in place (no second shell):
+/// what the command sees is what `sh -c` gives it, with or without the cgroup.
+#[tokio::test]
+async fn base_1_a_command_sees_what_sh_c_gives_it_in_either_containment() {
+    let script = r#"echo "$0|$#|$1|${cmd:-unset}"; trap 'echo bye' EXIT; exit 7"#;
+    let direct = tokio::process::Command::new("/bin/sh")
+        .args(["-c", script])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(direct.status.code(), Some(7));
+    for use_cgroup in [true, false] {
+        let bash = Bash::new(BashPolicy {
+            use_cgroup,
+            ..BashPolicy::default()
+        });
+        let kit = TestKit::with_tools([bash.into_tool()]).unwrap();
+        let out = kit
+            .call("bash__exec", json!({"command": script}))
+            .await
+            .assert_ok()
+            .clone();
+        assert_eq!(out["exitCode"], 7, "cgroup {use_cgroup}: {out}");
+        assert_eq!(
+            out["stdout"].as_str(),
+            Some(String::from_utf8_lossy(&direct.stdout).as_ref()),
+            "cgroup {use_cgroup}: {out}"
+        );
+    }
+}

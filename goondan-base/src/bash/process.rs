@@ -276,7 +276,10 @@ pub(crate) async fn run(
         Some(status) => {
             // Leftovers (background children, daemons) get SIGTERM and the grace period,
             // during which the call ends as soon as the pipes close and nothing is left.
-            inside.signal(Signal::SIGTERM);
+            // Usually nothing is left: then there is no one to signal.
+            if !inside.is_empty() {
+                inside.signal(Signal::SIGTERM);
+            }
             let deadline = tokio::time::Instant::now() + limits.grace;
             for reader in &mut guard.readers {
                 reader.finish_by(deadline).await;
@@ -296,13 +299,19 @@ pub(crate) async fn run(
             }
         }
     };
-    // Nothing inside outlives the call; once it is all dead, the pipes close.
-    inside.kill();
+    // Nothing inside outlives the call; once it is all dead, the pipes close. (Seen empty
+    // already, the common case: nothing to kill or wait for.)
+    let emptied = inside.is_empty();
+    if !emptied {
+        inside.kill();
+    }
     let deadline = tokio::time::Instant::now() + OUTSIDE_HOLDER_WAIT;
     for reader in &mut guard.readers {
         reader.finish_by(deadline).await;
     }
-    inside.wait_empty(OUTSIDE_HOLDER_WAIT).await;
+    if !emptied {
+        inside.wait_empty(OUTSIDE_HOLDER_WAIT).await;
+    }
     let mut outputs = std::mem::take(&mut guard.readers)
         .into_iter()
         .map(Reader::take);
