@@ -7,17 +7,19 @@
 //! [`NatsSwarm`]. Hosts are `goondan-test-agent-host nats-host ...` processes (see
 //! `agent_hosts/orchestrator.rs`). Then what only a swarm across machines has: a host killed
 //! with `kill -9`, two swarms on one server, credentials, and two hosts in two network
-//! namespaces.
+//! namespaces. The tests of what only the local transport has (Unix-socket frames, the local
+//! Orchestrator's own shutdown) are in `orchestrator.rs`.
 
 #[path = "support/nats.rs"]
 mod nats;
+#[path = "support/orchestrator.rs"]
+mod orchestration;
 
-use std::future::Future;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
+use goondan_runtime::agent::{AgentRuntime, RequestOptions};
 use goondan_runtime::orchestrator::nats::{AgentHost, NatsAuth, NatsOptions, NatsSwarm};
 use goondan_runtime::orchestrator::{
     Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
@@ -26,30 +28,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use self::nats::NatsServer;
-
-const HOST_BIN: &str = env!("CARGO_BIN_EXE_goondan-test-agent-host");
-
-fn opts(timeout_ms: Option<u64>) -> RequestOptions {
-    RequestOptions {
-        timeout_ms,
-        ..RequestOptions::default()
-    }
-}
-
-fn ev(input: Value) -> AgentEvent {
-    AgentEvent::new("agent.request", input)
-}
-
-fn swarm_named(name: &str) -> SwarmSpec {
-    SwarmSpec::new(name, "a").agent("a").agent("b").agent("c")
-}
-
-/// Every test is bounded: a hang fails the test instead of blocking CI.
-async fn bounded<F: Future<Output = ()>>(secs: u64, f: F) {
-    tokio::time::timeout(Duration::from_secs(secs), f)
-        .await
-        .expect("the test did not finish in time");
-}
+use self::orchestration::{HOST_BIN, bounded, ev, opts, start_local, swarm_named};
 
 /// A host process serving some agents of a swarm on NATS; killed (`SIGKILL`) when dropped.
 struct Host {
@@ -124,18 +103,12 @@ struct Fixture {
 impl Fixture {
     /// Agent processes of a local Orchestrator.
     async fn local() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = OrchestratorConfig {
-            workdir: dir.path().to_path_buf(),
-            ..OrchestratorConfig::default()
-        };
-        let orch = Orchestrator::start_with(
-            swarm_named("test-swarm"),
-            ProcessConfig::new(HOST_BIN),
-            config,
-        )
-        .await
-        .unwrap();
+        Self::local_of(swarm_named("test-swarm")).await
+    }
+
+    /// Agent processes of a local Orchestrator of `swarm`.
+    async fn local_of(swarm: SwarmSpec) -> Self {
+        let (orch, dir) = start_local(swarm, None).await;
         Self {
             rt: Arc::new(orch.clone()),
             local: Some(orch),
@@ -181,7 +154,7 @@ macro_rules! both {
             async fn local() {
                 bounded(90, async {
                     let f = Fixture::local().await;
-                    $body(Arc::clone(&f.rt)).await;
+                    $body(Arc::clone(&f.rt), f.local.clone()).await;
                     f.stop().await;
                 })
                 .await;
@@ -191,7 +164,7 @@ macro_rules! both {
             async fn nats() {
                 bounded(90, async {
                     let f = Fixture::nats().await;
-                    $body(Arc::clone(&f.rt)).await;
+                    $body(Arc::clone(&f.rt), f.local.clone()).await;
                     f.stop().await;
                 })
                 .await;
@@ -200,7 +173,10 @@ macro_rules! both {
     };
 }
 
-async fn handoff(rt: Arc<dyn AgentRuntime>) {
+async fn handoff(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator>) {
+    if let Some(orch) = &local {
+        assert!(orch.list(true).await.unwrap().is_empty());
+    }
     let task = json!({"op": "ask", "target": "b", "input": {"op": "echo", "value": 42}});
     let r = rt.request("a", ev(task), opts(None)).await.unwrap();
     let out = r.response.unwrap();
@@ -209,7 +185,25 @@ async fn handoff(rt: Arc<dyn AgentRuntime>) {
     assert_eq!(out["answer"]["agent"], "b");
     assert_eq!(out["answer"]["value"], 42);
     assert_eq!(out["answer"]["from"], "a/default");
-    assert_ne!(out["pid"], out["answer"]["pid"]);
+    // Three processes: this one, a, b.
+    let (pa, pb) = (
+        out["pid"].as_u64().unwrap(),
+        out["answer"]["pid"].as_u64().unwrap(),
+    );
+    assert_ne!(pa, pb);
+    assert_ne!(pa, u64::from(std::process::id()));
+    if let Some(orch) = &local {
+        assert_eq!(orch.pid("a", "default"), Some(pa as u32));
+        assert_eq!(orch.pid("b", "default"), Some(pb as u32));
+        // Both were spawned on first use (HO-6), b by a.
+        let all = orch.list(true).await.unwrap();
+        let owners: Vec<_> = all
+            .iter()
+            .map(|i| (i.target.as_str(), i.owner_agent.as_str()))
+            .collect();
+        assert!(owners.contains(&("a", "orchestrator")), "{owners:?}");
+        assert!(owners.contains(&("b", "a")), "{owners:?}");
+    }
     // The instance stays: a second request reaches the same process (HO-6 spawned it once).
     let again = rt
         .request(
@@ -231,7 +225,7 @@ both!(
     handoff
 );
 
-async fn trace(rt: Arc<dyn AgentRuntime>) {
+async fn trace(rt: Arc<dyn AgentRuntime>, _local: Option<Orchestrator>) {
     let options = RequestOptions {
         trace_id: Some("trace-abc".into()),
         turn_id: Some("turn-1".into()),
@@ -242,6 +236,7 @@ async fn trace(rt: Arc<dyn AgentRuntime>) {
         .await
         .unwrap();
     let out = r.response.unwrap();
+    assert_eq!(out["correlationId"], r.correlation_id.as_str());
     assert_eq!(out["traceId"], "trace-abc");
     let task = json!({"op": "ask", "target": "b", "input": {"op": "echo"}});
     let out = rt
@@ -259,19 +254,20 @@ both!(
     trace
 );
 
-async fn errors(rt: Arc<dyn AgentRuntime>) {
+async fn errors(rt: Arc<dyn AgentRuntime>, _local: Option<Orchestrator>) {
     let e = rt
         .request("ghost", ev(json!({})), opts(None))
         .await
         .unwrap_err();
     assert_eq!(e.code(), codes::UNKNOWN_TARGET, "{e:?}");
-    assert!(e.suggestion().is_some());
+    assert!(e.suggestion().unwrap().contains("a, b, c"), "{e:?}");
     let started = Instant::now();
     let e = rt
         .request("b", ev(json!({"op": "sleep", "ms": 5000})), opts(Some(300)))
         .await
         .unwrap_err();
     assert_eq!(e.code(), codes::TIMEOUT, "{e:?}");
+    assert!(e.suggestion().is_some());
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
@@ -293,7 +289,7 @@ both!(
     errors
 );
 
-async fn cycle(rt: Arc<dyn AgentRuntime>) {
+async fn cycle(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator>) {
     let task = json!({"op": "ask", "target": "b",
         "input": {"op": "ask", "target": "a", "input": {"op": "echo"}}});
     let started = Instant::now();
@@ -306,6 +302,7 @@ async fn cycle(rt: Arc<dyn AgentRuntime>) {
         e.message().contains("a/default -> b/default -> a/default"),
         "{e:?}"
     );
+    assert!(e.suggestion().unwrap().contains("agents__send"), "{e:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
     let task = json!({"op": "ask", "target": "b", "input": {"op": "ask", "target": "c",
         "input": {"op": "ask", "target": "a", "input": {"op": "echo"}}}});
@@ -318,6 +315,17 @@ async fn cycle(rt: Arc<dyn AgentRuntime>) {
         e.message().contains("b/default -> c/default -> a/default"),
         "{e:?}"
     );
+    // Asking itself is a cycle too.
+    let e = rt
+        .request(
+            "a",
+            ev(json!({"op": "ask", "target": "a", "input": {}})),
+            opts(None),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), codes::CYCLE, "{e:?}");
+    assert!(local.is_none_or(|orch| orch.in_flight() == 0));
 }
 
 both!(
@@ -326,7 +334,7 @@ both!(
     cycle
 );
 
-async fn hundred(rt: Arc<dyn AgentRuntime>) {
+async fn hundred(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator>) {
     let calls = (0..100u64).map(|i| {
         let rt = Arc::clone(&rt);
         async move {
@@ -342,18 +350,23 @@ async fn hundred(rt: Arc<dyn AgentRuntime>) {
                 .request(target, ev(input), opts(Some(30000)))
                 .await
                 .unwrap();
-            (i, target, r.response.unwrap())
+            (i, target, r)
         }
     });
-    for (i, target, out) in futures_util::future::join_all(calls).await {
+    let mut ids = std::collections::HashSet::new();
+    for (i, target, r) in futures_util::future::join_all(calls).await {
+        assert!(ids.insert(r.correlation_id.clone()));
+        let out = r.response.unwrap();
         if i % 2 == 0 {
             assert_eq!(out["value"], i);
             assert_eq!(out["agent"], target);
+            assert_eq!(out["correlationId"], r.correlation_id.as_str());
         } else {
             assert_eq!(out["via"], target);
             assert_eq!(out["answer"]["value"], i);
         }
     }
+    assert!(local.is_none_or(|orch| orch.in_flight() == 0));
 }
 
 both!(
@@ -617,7 +630,7 @@ async fn ho_1_two_hosts_in_two_network_namespaces_hand_work_to_each_other() {
     drop((one, two));
 }
 
-async fn send_spawns(rt: Arc<dyn AgentRuntime>) {
+async fn send_spawns(rt: Arc<dyn AgentRuntime>, _local: Option<Orchestrator>) {
     // The marker is an absolute path: c writes it wherever its host runs.
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("touched");
@@ -654,7 +667,7 @@ fn kill_9(pid: &Value) {
     assert!(status.success());
 }
 
-async fn kill_9_agent(rt: Arc<dyn AgentRuntime>) {
+async fn kill_9_agent(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator>) {
     let warm = rt
         .request("b", ev(json!({"op": "echo"})), opts(None))
         .await
@@ -690,6 +703,10 @@ async fn kill_9_agent(rt: Arc<dyn AgentRuntime>) {
         .unwrap();
     assert_eq!(again["value"], 1);
     assert_ne!(again["pid"], old);
+    if let Some(orch) = &local {
+        assert_eq!(orch.restarts("b", "default"), Some(1));
+        assert_eq!(orch.in_flight(), 0);
+    }
 }
 
 both!(
@@ -699,7 +716,7 @@ both!(
     kill_9_agent
 );
 
-async fn requested_restart(rt: Arc<dyn AgentRuntime>) {
+async fn requested_restart(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator>) {
     let old = rt
         .request("b", ev(json!({"op": "echo"})), opts(None))
         .await
@@ -740,6 +757,15 @@ async fn requested_restart(rt: Arc<dyn AgentRuntime>) {
     // The slow request was finished by the old process, not failed as a crash.
     let slow = slow.await.unwrap().unwrap();
     assert_eq!(slow.response.unwrap()["pid"], old);
+    if let Some(orch) = &local {
+        assert_eq!(orch.restarts("b", "default"), Some(1));
+        assert_ne!(
+            orch.pid("b", "default").map(u64::from),
+            old.as_u64(),
+            "b was not restarted"
+        );
+        assert_eq!(orch.in_flight(), 0);
+    }
 }
 
 both!(
