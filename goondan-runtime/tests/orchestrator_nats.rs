@@ -1192,3 +1192,37 @@ async fn tls_with_a_private_root_certificate_and_an_untrusted_server_is_a_clear_
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ag_4_list_on_the_entry_side_gathers_the_instances_of_every_host_of_the_swarm() {
+    bounded(60, async {
+        let server = NatsServer::start();
+        let _a = Host::start(None, &server.url, "s", "a", &[]).await;
+        let _bc = Host::start(None, &server.url, "s", "b,c", &[]).await;
+        // Another swarm's host on the same server: its instances are not listed.
+        let _other = Host::start(None, &server.url, "other", "a,b,c", &[]).await;
+        let nats = NatsOptions::new(&server.url);
+        let entry = NatsSwarm::connect(&nats, swarm_named("s")).await.unwrap();
+        let other = NatsSwarm::connect(&nats, swarm_named("other"))
+            .await
+            .unwrap();
+        assert!(entry.list(true).await.unwrap().is_empty());
+        other
+            .request("c", ev(json!({"op": "echo"})), opts(None))
+            .await
+            .unwrap();
+        let task = json!({"op": "ask", "target": "b", "input": {"op": "echo"}});
+        entry.request("a", ev(task), opts(None)).await.unwrap();
+        let all = entry.list(true).await.unwrap();
+        let mut seen: Vec<_> = all
+            .iter()
+            .map(|i| (i.target.as_str(), i.owner_agent.as_str()))
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, [("a", "orchestrator"), ("b", "a")], "{all:?}");
+        // The entry side's own spawns: none.
+        assert!(entry.list(false).await.unwrap().is_empty());
+        assert_eq!(other.list(true).await.unwrap().len(), 1);
+    })
+    .await;
+}

@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use super::call::{Calls, Forwarder, HOST_HEADER};
 use super::options::{NatsError, NatsOptions};
 use super::subjects::{Subjects, token};
+use crate::agent::AgentRuntime;
 use crate::context::fresh_id;
 use crate::orchestrator::ipc::{self, IpcMessage, MessageType};
 use crate::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, protocol};
@@ -84,8 +85,27 @@ impl AgentHost {
             }
         })
         .abort_handle();
+        let instances = subjects.instances();
+        let mut asked = client
+            .subscribe(instances.clone())
+            .await
+            .map_err(|source| NatsError::Subscribe {
+                subject: instances,
+                source,
+            })?;
+        let (lister, answerer) = (orchestrator.clone(), client.clone());
+        let listing = tokio::spawn(async move {
+            while let Some(m) = asked.next().await {
+                let Some(reply) = m.reply else { continue };
+                let mine = lister.list(true).await.unwrap_or_default();
+                if let Ok(body) = serde_json::to_vec(&mine) {
+                    let _ = answerer.publish(reply, body.into()).await;
+                }
+            }
+        })
+        .abort_handle();
         let tracker = tokio_util::task::TaskTracker::new();
-        let mut takers = Vec::new();
+        let mut takers = vec![listing];
         for agent in placed {
             let subject = subjects.agent(agent)?;
             let mut requests = client
