@@ -674,14 +674,20 @@ async fn kill_9_agent(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator>) {
         .unwrap();
     let old = warm.response.unwrap()["pid"].clone();
     let caller = Arc::clone(&rt);
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
     let task = json!({"op": "ask", "target": "b", "timeoutMs": 30000,
-        "input": {"op": "sleep", "ms": 30000}});
+        "input": {"op": "sleep", "ms": 30000, "started": started}});
     let pending = tokio::spawn(async move {
         let r = caller.request("a", ev(task), opts(Some(40000))).await;
         (r, Instant::now())
     });
-    // Long enough for a to be spawned and its request to reach b.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Until b is working on a's request.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "a's request never reached b");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let killed_at = Instant::now();
     kill_9(&old);
     let (r, failed_at) = pending.await.unwrap();
@@ -724,14 +730,22 @@ async fn requested_restart(rt: Arc<dyn AgentRuntime>, local: Option<Orchestrator
         .response
         .unwrap()["pid"]
         .clone();
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
     let slow = {
         let rt = Arc::clone(&rt);
-        tokio::spawn(async move {
-            rt.request("b", ev(json!({"op": "sleep", "ms": 1500})), opts(None))
-                .await
-        })
+        let sleep = json!({"op": "sleep", "ms": 1500, "started": started});
+        tokio::spawn(async move { rt.request("b", ev(sleep), opts(None)).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Work in flight when the restart is asked for.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the slow request never reached b"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let asked = rt
         .request(
             "b",
