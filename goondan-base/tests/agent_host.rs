@@ -29,6 +29,16 @@ spec: {entryAgent: \"Agent/planner\", agents: [\"Agent/planner\", \"Agent/coder\
 ";
 
 async fn host(url: &str, bundle: &std::path::Path, agents: &str) -> tokio::process::Child {
+    host_with(url, bundle, agents, &[]).await
+}
+
+/// `goondan agent-host` with the extra connection flags `flags`, once it serves.
+async fn host_with(
+    url: &str,
+    bundle: &std::path::Path,
+    agents: &str,
+    flags: &[&str],
+) -> tokio::process::Child {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
         .args([
             "agent-host",
@@ -39,6 +49,7 @@ async fn host(url: &str, bundle: &std::path::Path, agents: &str) -> tokio::proce
             "--agents",
             agents,
         ])
+        .args(flags)
         .arg("--bundle")
         .arg(bundle)
         .current_dir(bundle.parent().unwrap())
@@ -133,8 +144,18 @@ fn agent_host_refuses_an_agent_the_swarm_does_not_define() {
 
 /// `goondan run --nats URL --input TEXT BUNDLE`, as a process.
 async fn run_over_nats(url: &str, bundle: &std::path::Path) -> std::process::Output {
+    run_over_nats_with(url, bundle, &[]).await
+}
+
+/// [`run_over_nats`] with the extra connection flags `flags`.
+async fn run_over_nats_with(
+    url: &str,
+    bundle: &std::path::Path,
+    flags: &[&str],
+) -> std::process::Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
         .args(["run", "--nats", url, "--input", "hi"])
+        .args(flags)
         .arg(bundle)
         .current_dir(bundle.parent().unwrap())
         .output()
@@ -169,6 +190,31 @@ async fn goondan_run_nats_is_the_entry_side_of_a_swarm_served_by_hosts() {
         assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
         assert!(err.contains("agent `planner`"), "{err}");
         assert!(err.starts_with("error: "), "{err}");
+    })
+    .await
+    .expect("the test did not finish in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_token_flag_reaches_the_server_from_agent_host_and_run() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let server = nats::NatsServer::start_with("127.0.0.1", &["--auth", "cli-t0ken"]);
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, BUNDLE).unwrap();
+        let token = ["--nats-token", "cli-t0ken"];
+        let _planner_host = host_with(&server.url, &bundle, "planner", &token).await;
+        // The entry side with the token reaches the host (whose Turn fails: no model).
+        let out = run_over_nats_with(&server.url, &bundle, &token).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
+        // A wrong token: refused by the server, and said so.
+        let out = run_over_nats_with(&server.url, &bundle, &["--nats-token", "wrong"]).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("authorization violation"), "{err}");
+        assert!(err.contains("token"), "{err}");
     })
     .await
     .expect("the test did not finish in time");

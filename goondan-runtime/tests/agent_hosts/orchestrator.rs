@@ -42,6 +42,11 @@ fn worker() -> impl AgentWorker {
             })),
             "sleep" => {
                 let ms = input["ms"].as_u64().unwrap_or(0);
+                // `started`: a file written when the sleep starts, for tests to wait on.
+                if let Some(path) = input["started"].as_str() {
+                    std::fs::write(path, pid.to_string())
+                        .map_err(|e| ToolError::new(e.to_string()))?;
+                }
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(json!({ "slept": ms, "pid": pid }))
             }

@@ -99,6 +99,13 @@ impl Calls {
             Ok(b) => b,
             Err(e) => return ipc::error_payload(&protocol(e)),
         };
+        let limit = self.client.server_info().max_payload;
+        if limit > 0 && body.len() > limit {
+            return ipc::error_payload(&protocol(format!(
+                "the request of {} bytes for `{agent}` exceeds the NATS server's max_payload of {limit} bytes",
+                body.len()
+            )));
+        }
         let mut headers = async_nats::HeaderMap::new();
         if let Some(trace) = msg.payload.get("traceId").and_then(Value::as_str) {
             headers.insert(TRACE_HEADER, trace);

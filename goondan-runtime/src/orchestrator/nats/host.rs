@@ -11,9 +11,10 @@ use futures_util::StreamExt;
 use super::call::{Calls, Forwarder, HOST_HEADER};
 use super::options::{NatsError, NatsOptions};
 use super::subjects::{Subjects, token};
+use crate::agent::AgentRuntime;
 use crate::context::fresh_id;
 use crate::orchestrator::ipc::{self, IpcMessage, MessageType};
-use crate::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec};
+use crate::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, protocol};
 
 /// A host of a swarm on NATS: serves the agents placed on it until
 /// [`shutdown`](Self::shutdown) (or until dropped, when its tasks end with the runtime).
@@ -22,7 +23,12 @@ pub struct AgentHost {
     orchestrator: Orchestrator,
     host_id: String,
     client: async_nats::Client,
-    tasks: Vec<tokio::task::AbortHandle>,
+    /// The task answering pings, kept until the in-flight work is answered.
+    pings: tokio::task::AbortHandle,
+    /// The tasks taking requests from NATS, one per agent.
+    takers: Vec<tokio::task::AbortHandle>,
+    /// The requests being served.
+    serving: tokio_util::task::TaskTracker,
 }
 
 impl AgentHost {
@@ -61,7 +67,6 @@ impl AgentHost {
         };
         let orchestrator =
             Orchestrator::start_with_remote(swarm, process, config, Arc::new(forwarder))?;
-        let mut tasks = Vec::new();
         let ping = subjects.host_ping(&host_id)?;
         let mut pings =
             client
@@ -72,16 +77,35 @@ impl AgentHost {
                     source,
                 })?;
         let pong = client.clone();
-        tasks.push(
-            tokio::spawn(async move {
-                while let Some(m) = pings.next().await {
-                    if let Some(reply) = m.reply {
-                        let _ = pong.publish(reply, "".into()).await;
-                    }
+        let pings = tokio::spawn(async move {
+            while let Some(m) = pings.next().await {
+                if let Some(reply) = m.reply {
+                    let _ = pong.publish(reply, "".into()).await;
                 }
-            })
-            .abort_handle(),
-        );
+            }
+        })
+        .abort_handle();
+        let instances = subjects.instances();
+        let mut asked = client
+            .subscribe(instances.clone())
+            .await
+            .map_err(|source| NatsError::Subscribe {
+                subject: instances,
+                source,
+            })?;
+        let (lister, answerer) = (orchestrator.clone(), client.clone());
+        let listing = tokio::spawn(async move {
+            while let Some(m) = asked.next().await {
+                let Some(reply) = m.reply else { continue };
+                let mine = lister.list(true).await.unwrap_or_default();
+                if let Ok(body) = serde_json::to_vec(&mine) {
+                    let _ = answerer.publish(reply, body.into()).await;
+                }
+            }
+        })
+        .abort_handle();
+        let tracker = tokio_util::task::TaskTracker::new();
+        let mut takers = vec![listing];
         for agent in placed {
             let subject = subjects.agent(agent)?;
             let mut requests = client
@@ -96,11 +120,12 @@ impl AgentHost {
                 client: client.clone(),
                 host_id: host_id.clone(),
             };
-            tasks.push(
+            let tracker = tracker.clone();
+            takers.push(
                 tokio::spawn(async move {
                     while let Some(m) = requests.next().await {
                         let serving = serving.clone();
-                        tokio::spawn(async move { serving.serve(m).await });
+                        tracker.spawn(async move { serving.serve(m).await });
                     }
                 })
                 .abort_handle(),
@@ -112,7 +137,9 @@ impl AgentHost {
             orchestrator,
             host_id,
             client,
-            tasks,
+            pings,
+            takers,
+            serving: tracker,
         })
     }
 
@@ -126,13 +153,20 @@ impl AgentHost {
         &self.host_id
     }
 
-    /// Stops taking requests, then shuts the local Orchestrator down (see
-    /// [`Orchestrator::shutdown`]).
+    /// Stops taking requests (the next ones go to the other hosts serving its agents, or
+    /// fail at once with `E_AGENT_NO_HOST`), shuts the local Orchestrator down, draining the
+    /// work in flight within `grace` (see [`Orchestrator::shutdown`]), sends the answers, and
+    /// disconnects. Its callers' pings are answered until then, so drained work is not
+    /// mistaken for a lost host.
     pub async fn shutdown(self, grace: Duration) {
-        for t in &self.tasks {
+        for t in &self.takers {
             t.abort();
         }
+        let _ = self.client.flush().await;
         self.orchestrator.shutdown(grace).await;
+        self.serving.close();
+        let _ = tokio::time::timeout(grace, self.serving.wait()).await;
+        self.pings.abort();
         let _ = self.client.drain().await;
     }
 }
@@ -151,7 +185,23 @@ impl Serving {
         let msg = match ipc::decode(&m.payload) {
             Ok(msg) => msg,
             Err(e) => {
-                tracing::warn!(target: "goondan::orchestrator", error = %e, "malformed message from NATS dropped");
+                tracing::warn!(target: "goondan::orchestrator", error = %e, "malformed message from NATS refused");
+                // A caller waiting on a reply gets a structured error instead of a timeout.
+                if let Some(reply) = m.reply {
+                    let refusal = IpcMessage::new(
+                        MessageType::DelegateResult,
+                        ipc::ORCHESTRATOR,
+                        ipc::ORCHESTRATOR,
+                        ipc::error_payload(&protocol(format!(
+                            "a message of {} bytes from NATS is not an HO-7 message: {e}",
+                            m.payload.len()
+                        ))),
+                        None,
+                    );
+                    if let Ok(body) = serde_json::to_vec(&refusal) {
+                        let _ = self.client.publish(reply, body.into()).await;
+                    }
+                }
                 return;
             }
         };
@@ -165,8 +215,30 @@ impl Serving {
                     .await;
                 let (from, to, id) = (msg.from.clone(), msg.to.clone(), msg.correlation_id.clone());
                 let payload = self.orchestrator.serve_delegate(msg).await;
-                let answer = IpcMessage::new(MessageType::DelegateResult, &to, &from, payload, id);
-                match serde_json::to_vec(&answer) {
+                let answer =
+                    IpcMessage::new(MessageType::DelegateResult, &to, &from, payload, id.clone());
+                let body = serde_json::to_vec(&answer).map_err(protocol).and_then(|body| {
+                    let limit = self.client.server_info().max_payload;
+                    if limit > 0 && body.len() > limit {
+                        Err(protocol(format!(
+                            "the answer of {} bytes from `{to}` exceeds the NATS server's max_payload of {limit} bytes",
+                            body.len()
+                        )))
+                    } else {
+                        Ok(body)
+                    }
+                });
+                let body = body.or_else(|e| {
+                    let refusal = IpcMessage::new(
+                        MessageType::DelegateResult,
+                        &to,
+                        &from,
+                        ipc::error_payload(&e),
+                        id,
+                    );
+                    serde_json::to_vec(&refusal)
+                });
+                match body {
                     Ok(body) => {
                         let _ = self.client.publish(reply, body.into()).await;
                     }

@@ -20,6 +20,13 @@
 //!
 //! Spawn on first delegate, callable lists, cycles (the chain travels in the message), timeouts
 //! and respawn with backoff are the local Orchestrator's, on the host that serves the agent.
+//! An agent's `agents__spawn`, `agents__list` and `agents__catalog` go to its own host's
+//! Orchestrator: it spawns and lists the agents placed on that host, and refuses, with
+//! [`codes::SPAWN`](super::codes::SPAWN), to spawn one placed elsewhere (a request starts it
+//! there). The entry side's `list(true)` gathers the instances of every host of the swarm
+//! (`goondan.s.instances`). A message on an agent's subject that is not HO-7's (garbage, a
+//! wrong version) is answered with [`codes::PROTOCOL`](super::codes::PROTOCOL), as is a
+//! request or an answer over the server's `max_payload`; the host keeps serving.
 //!
 //! ```no_run
 //! use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};

@@ -75,6 +75,22 @@ impl NatsOptions {
         self
     }
 
+    /// Also trusting the root certificate (a PEM file) `ca`, for a server whose certificate
+    /// no public authority signed; implies TLS.
+    #[must_use]
+    pub fn root_certificate(mut self, ca: impl Into<PathBuf>) -> Self {
+        self.root_certificates.push(ca.into());
+        self.require_tls = true;
+        self
+    }
+
+    /// Refusing (`true`) or allowing a connection without TLS.
+    #[must_use]
+    pub fn require_tls(mut self, required: bool) -> Self {
+        self.require_tls = required;
+        self
+    }
+
     /// With the heartbeat interval.
     #[must_use]
     pub fn heartbeat(mut self, every: Duration) -> Self {
@@ -84,6 +100,10 @@ impl NatsOptions {
 
     /// Connects, naming the connection `name` (seen in the server's monitoring).
     pub(crate) async fn connect(&self, name: &str) -> Result<async_nats::Client, NatsError> {
+        // Two TLS back-ends are linked (ring here, aws-lc-rs through the HTTP client), so rustls
+        // cannot pick one itself: use ring unless the program installed one already. An error
+        // only says that one is installed.
+        let _ = async_nats::rustls::crypto::ring::default_provider().install_default();
         let mut o = match &self.auth {
             NatsAuth::None => async_nats::ConnectOptions::new(),
             NatsAuth::UserPassword { user, password } => {
@@ -112,15 +132,20 @@ impl NatsOptions {
             .await
             .map_err(|source| NatsError::Connect {
                 url: self.url.clone(),
-                hint: hint(source.kind()),
+                hint: hint(&source),
                 source,
             })
     }
 }
 
-fn hint(kind: async_nats::ConnectErrorKind) -> &'static str {
+fn hint(error: &async_nats::ConnectError) -> &'static str {
     use async_nats::ConnectErrorKind as K;
-    match kind {
+    // rustls' refusals of the server's certificate come as I/O errors.
+    let text = error.to_string().to_ascii_lowercase();
+    if text.contains("certificate") || text.contains("tls") {
+        return "check the TLS options: root certificates, client certificate, `tls://` URL";
+    }
+    match error.kind() {
         K::AuthorizationViolation | K::Authentication => {
             "the server refused the credentials: check the user and password, token, creds file or nkey"
         }

@@ -46,6 +46,11 @@ impl Subjects {
         Ok(format!("{}.agent.{}", self.prefix, token("agent", agent)?))
     }
 
+    /// Where every host of the swarm answers with the agent instances it runs (AG-4).
+    pub fn instances(&self) -> String {
+        format!("{}.instances", self.prefix)
+    }
+
     /// Where a host answers the pings of the callers waiting on it.
     pub fn host_ping(&self, host_id: &str) -> Result<String, NatsError> {
         Ok(format!(

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use super::call::Calls;
 use super::options::{NatsError, NatsOptions};
 use super::subjects::Subjects;
@@ -14,7 +16,8 @@ use crate::context::fresh_id;
 use crate::orchestrator::ipc::{self, DelegatePayload, IpcMessage, MessageType, ORCHESTRATOR};
 use crate::orchestrator::runtime::request_result;
 use crate::orchestrator::{
-    DEFAULT_INSTANCE_KEY, DEFAULT_TIMEOUT_MS, SwarmSpec, address, codes, error, unknown_target,
+    DEFAULT_INSTANCE_KEY, DEFAULT_TIMEOUT_MS, SwarmSpec, address, codes, disconnected, error,
+    unknown_target,
 };
 
 /// A swarm whose agents run on [`AgentHost`](super::AgentHost)s, seen from the entry side: a
@@ -54,6 +57,46 @@ impl NatsSwarm {
     /// The swarm.
     pub fn swarm(&self) -> &SwarmSpec {
         &self.swarm
+    }
+
+    /// How long [`list`](AgentRuntime::list) waits for one more host after the last answer.
+    pub const LIST_QUIET: Duration = Duration::from_millis(150);
+
+    /// Asks every host for its instances and merges the answers, oldest first.
+    async fn gather_instances(&self) -> Result<Vec<AgentInstanceInfo>, crate::error::ToolError> {
+        let client = &self.calls.client;
+        let inbox = client.new_inbox();
+        let mut answers = client
+            .subscribe(inbox.clone())
+            .await
+            .map_err(|_| disconnected())?;
+        client
+            .publish_with_reply(self.calls.subjects.instances(), inbox, "".into())
+            .await
+            .map_err(|_| disconnected())?;
+        let mut all: Vec<AgentInstanceInfo> = Vec::new();
+        let end = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            let wait =
+                Self::LIST_QUIET.min(end.saturating_duration_since(tokio::time::Instant::now()));
+            match tokio::time::timeout(wait, answers.next()).await {
+                Ok(Some(m)) => {
+                    let mine: Vec<AgentInstanceInfo> = serde_json::from_slice(&m.payload)
+                        .map_err(crate::orchestrator::protocol)?;
+                    all.extend(mine);
+                }
+                Ok(None) => return Err(disconnected()),
+                Err(_) => break,
+            }
+        }
+        all.sort_by(|a, b| {
+            (&a.created_at, &a.target, &a.instance_key).cmp(&(
+                &b.created_at,
+                &b.target,
+                &b.instance_key,
+            ))
+        });
+        Ok(all)
     }
 
     /// Waits until every message published so far reached the server.
@@ -151,9 +194,16 @@ impl AgentRuntime for NatsSwarm {
         })
     }
 
-    fn list(&self, _include_all: bool) -> AgentFuture<'_, Vec<AgentInstanceInfo>> {
-        // The entry side spawns nothing itself: its own instances are none.
-        Box::pin(async move { Ok(Vec::new()) })
+    /// The entry side spawns nothing itself, so its own instances are none; with
+    /// `include_all`, the instances every host of the swarm runs, gathered from the hosts that
+    /// answer within [`NatsSwarm::LIST_QUIET`] of the last answer (at most a second in all).
+    fn list(&self, include_all: bool) -> AgentFuture<'_, Vec<AgentInstanceInfo>> {
+        Box::pin(async move {
+            if !include_all {
+                return Ok(Vec::new());
+            }
+            self.gather_instances().await
+        })
     }
 
     fn catalog(&self) -> AgentFuture<'_, AgentCatalog> {
