@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value};
 
 mod harden;
@@ -63,27 +63,38 @@ pub fn empty_object_schema() -> Value {
 /// assert_eq!(schema["properties"]["text"]["description"], "The text.");
 /// ```
 pub fn schema_for<T: JsonSchema + 'static>() -> Arc<Value> {
+    // Only the type's id and its schemars entry point are generic: the cache, the settings and
+    // the hardening are compiled once here, not once per input type in every tool crate.
+    cached_schema(TypeId::of::<T>(), root_schema::<T>)
+}
+
+/// The root schema of `T` under `generator`: the one part of [`schema_for`] that needs `T`.
+fn root_schema<T: JsonSchema>(generator: SchemaGenerator) -> Value {
+    generator.into_root_schema_for::<T>().to_value()
+}
+
+/// The cached neutral schema of the type `key`, made by `root` on a miss.
+fn cached_schema(key: TypeId, root: fn(SchemaGenerator) -> Value) -> Arc<Value> {
     static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let key = TypeId::of::<T>();
     if let Some(hit) = cache.read().ok().and_then(|map| map.get(&key).cloned()) {
         return hit;
     }
-    let schema = Arc::new(generate::<T>());
+    let schema = Arc::new(generate(root));
     match cache.write() {
         Ok(mut map) => Arc::clone(map.entry(key).or_insert(schema)),
         Err(_) => schema,
     }
 }
 
-fn generate<T: JsonSchema>() -> Value {
+fn generate(root: fn(SchemaGenerator) -> Value) -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
         })
         .into_generator();
-    let mut value = generator.into_root_schema_for::<T>().to_value();
+    let mut value = root(generator);
     normalise_root(&mut value);
     harden(&mut value);
     value

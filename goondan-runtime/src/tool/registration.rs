@@ -158,11 +158,16 @@ pub fn finish_generated(builder: ToolBuilder) -> Result<Tool, ToolDefinitionErro
 /// assert!(!is_whole_input::<std::collections::HashMap<String, i32>>());
 /// ```
 pub fn is_whole_input<T: ToolInput>() -> bool {
-    let schema = schema_for::<T>();
+    // Generic in the type only; the reading below is compiled once.
+    is_whole_schema(&schema_for::<T>())
+}
+
+/// Whether `schema` is an object with properties, or a closed one (see [`is_whole_input`]).
+fn is_whole_schema(schema: &Value) -> bool {
     let has_properties = schema
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    check_parameters(&schema).is_ok() && (has_properties || closed)
+    check_parameters(schema).is_ok() && (has_properties || closed)
 }
