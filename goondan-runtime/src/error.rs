@@ -33,6 +33,8 @@ pub mod codes {
     pub const OUTPUT: &str = "E_TOOL_OUTPUT";
     /// A pending handle that the runtime does not know.
     pub const UNKNOWN_HANDLE: &str = "E_TOOL_UNKNOWN_HANDLE";
+    /// A question to the caller (the user, its model, its roots) got no answer.
+    pub const ASK_FAILED: &str = "E_TOOL_ASK_FAILED";
 }
 
 /// The error message limit when a resource sets none, in characters (SPEC-4, RES-5).

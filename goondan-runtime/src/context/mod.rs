@@ -2,8 +2,10 @@
 //!
 //! - [`Message`] (in `message`): a conversation message; the context holds the one with the call.
 //! - [`Progress`] and [`ProgressSink`] (in `progress`): a call's progress reports.
+//! - [`Caller`] (in `caller`): whoever called, asked mid-call and told the call's log lines.
 //! - `id`: process-unique ids and the clock.
 
+mod caller;
 mod id;
 mod message;
 mod progress;
@@ -14,6 +16,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub use self::caller::{
+    AnswerFuture, AskError, Caller, ElicitAction, Elicitation, LogLevel, Question,
+};
 pub(crate) use self::id::{fresh_id, now_ms};
 pub use self::message::Message;
 pub use self::progress::{Progress, ProgressSink};
@@ -29,6 +34,7 @@ struct Scope {
     runtime: Option<Arc<dyn AgentRuntime>>,
     cancel: CancellationToken,
     progress: Option<Arc<dyn ProgressSink>>,
+    caller: Option<Arc<dyn Caller>>,
 }
 
 /// What a handler gets besides its arguments (CTX-1): who is calling, from which Turn and
@@ -64,6 +70,7 @@ impl ToolContext {
             runtime: None,
             cancel: CancellationToken::new(),
             progress: None,
+            caller: None,
         }
     }
 
@@ -160,6 +167,125 @@ impl ToolContext {
         }
     }
 
+    /// Writes a log line: a `tracing` event in the call's span, and, when the host has a
+    /// caller that takes log lines (an MCP client that asked for this level), a
+    /// `notifications/message` to it.
+    ///
+    /// ```
+    /// use goondan_runtime::ToolContext;
+    /// use goondan_runtime::context::LogLevel;
+    /// let ctx = ToolContext::builder("/tmp").build().for_call("c1", "a__b");
+    /// ctx.log(LogLevel::Info, "starting"); // no caller: only the tracing event
+    /// ```
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        let message = message.into();
+        self.span.in_scope(|| match level {
+            LogLevel::Debug => tracing::debug!(target: "goondan::tool", "{message}"),
+            LogLevel::Info | LogLevel::Notice => {
+                tracing::info!(target: "goondan::tool", "{message}");
+            }
+            LogLevel::Warning => tracing::warn!(target: "goondan::tool", "{message}"),
+            _ => tracing::error!(target: "goondan::tool", "{message}"),
+        });
+        if let Some(caller) = &self.scope.caller {
+            caller.log(level, serde_json::Value::String(message));
+        }
+    }
+
+    /// Whether the caller can answer `question` now. A tool that can do without an answer
+    /// checks first.
+    pub fn can_ask(&self, question: &Question) -> bool {
+        self.scope
+            .caller
+            .as_ref()
+            .is_some_and(|c| c.can_answer(question))
+    }
+
+    /// Asks the caller `question` and waits for the answer (the JSON result of the MCP
+    /// request). See [`Caller`] for how a 2026-07-28 MCP client answers: the call may run
+    /// again from the start.
+    ///
+    /// ```
+    /// use goondan_runtime::ToolContext;
+    /// use goondan_runtime::context::{AskError, Question};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let ctx = ToolContext::builder("/tmp").build().for_call("c1", "a__b");
+    /// let answer = ctx.ask(Question::Roots).await;
+    /// assert_eq!(answer, Err(AskError::NoCaller));
+    /// # }
+    /// ```
+    pub async fn ask(&self, question: Question) -> Result<serde_json::Value, AskError> {
+        self.ask_keyed(None, question).await
+    }
+
+    /// Like [`ask`](Self::ask), naming the question `key` among the call's questions (a
+    /// client sees the key; the conformance suite expects fixed ones).
+    pub async fn ask_as(
+        &self,
+        key: &str,
+        question: Question,
+    ) -> Result<serde_json::Value, AskError> {
+        self.ask_keyed(Some(key), question).await
+    }
+
+    async fn ask_keyed(
+        &self,
+        key: Option<&str>,
+        question: Question,
+    ) -> Result<serde_json::Value, AskError> {
+        let Some(caller) = &self.scope.caller else {
+            return Err(AskError::NoCaller);
+        };
+        caller.ask(key, question).await
+    }
+
+    /// Asks the user to fill a form: `schema` is the JSON Schema of a flat object.
+    ///
+    /// ```no_run
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::context::ElicitAction;
+    ///
+    /// /// Greets the user by name.
+    /// #[tool(name = "greeter")]
+    /// pub async fn greet(ctx: &ToolContext) -> Result<String, ToolError> {
+    ///     let schema = serde_json::json!({
+    ///         "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+    ///     });
+    ///     let answer = ctx.elicit("What is your name?", schema).await?;
+    ///     match (answer.action, answer.field("name").and_then(|v| v.as_str())) {
+    ///         (ElicitAction::Accept, Some(name)) => Ok(format!("Hello, {name}!")),
+    ///         _ => Ok("Hello, stranger!".to_owned()),
+    ///     }
+    /// }
+    /// ```
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        schema: serde_json::Value,
+    ) -> Result<Elicitation, AskError> {
+        let answer = self.ask(Question::elicit(message, schema)).await?;
+        Elicitation::from_answer(&answer)
+    }
+
+    /// Asks the caller's model for a completion: `params` are those of MCP's
+    /// `sampling/createMessage`; the answer is its `CreateMessageResult`
+    /// (`{role, content, model, stopReason?}`).
+    pub async fn sample(&self, params: serde_json::Value) -> Result<serde_json::Value, AskError> {
+        self.ask(Question::Sample(params)).await
+    }
+
+    /// The caller's roots: `[{uri, name?}]`.
+    pub async fn roots(&self) -> Result<Vec<serde_json::Value>, AskError> {
+        let answer = self.ask(Question::Roots).await?;
+        match answer.get("roots") {
+            Some(serde_json::Value::Array(roots)) => Ok(roots.clone()),
+            _ => Err(AskError::Failed {
+                reason: "a roots answer needs a `roots` array".into(),
+            }),
+        }
+    }
+
     /// The context of one call: same scope and cancellation token, this call's id, and a span
     /// for it.
     pub fn for_call(&self, tool_call_id: &str, tool_name: &str) -> ToolContext {
@@ -206,6 +332,7 @@ pub struct ToolContextBuilder {
     runtime: Option<Arc<dyn AgentRuntime>>,
     cancel: CancellationToken,
     progress: Option<Arc<dyn ProgressSink>>,
+    caller: Option<Arc<dyn Caller>>,
 }
 
 impl ToolContextBuilder {
@@ -257,6 +384,12 @@ impl ToolContextBuilder {
         self
     }
 
+    /// Whoever called: it answers the calls' questions and receives their log lines.
+    pub fn caller(mut self, caller: Arc<dyn Caller>) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
     /// Finishes the context. Its call id is empty until the executor derives a call's context.
     pub fn build(self) -> ToolContext {
         let message = self
@@ -273,6 +406,7 @@ impl ToolContextBuilder {
                 runtime: self.runtime,
                 cancel: self.cancel,
                 progress: self.progress,
+                caller: self.caller,
             }),
             tool_call_id: Arc::from(""),
             span: tracing::Span::none(),
@@ -364,6 +498,7 @@ mod tests {
             runtime,
             cancel,
             progress,
+            caller,
         } = scope.as_ref();
         let _: (&str, &str, &str, &str, &str) =
             (agent_name, instance_key, turn_id, trace_id, tool_call_id);
@@ -374,6 +509,9 @@ mod tests {
         // Where the call's progress reports go (issue 10): a write-only sink the host
         // provides; the tool cannot read anything through it.
         let _: &Option<Arc<dyn ProgressSink>> = progress;
+        // Whoever called (issue 22): the tool may ask it questions (the user, its model, its
+        // roots) and write log lines to it; it holds nothing of the host's.
+        let _: &Option<Arc<dyn Caller>> = caller;
         assert_eq!(
             [
                 agent_name.as_str(),
@@ -396,6 +534,7 @@ mod tests {
             runtime: _,
             cancel: _,
             progress: _,
+            caller: _,
         } = ToolContext::builder("/w");
     }
 

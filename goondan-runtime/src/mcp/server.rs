@@ -41,6 +41,7 @@
 //! ```
 
 mod call;
+mod caller;
 mod elicitation;
 mod handler;
 mod listing;
@@ -84,6 +85,9 @@ pub enum McpServerError {
         "the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`"
     )]
     ForeignExecutor,
+    /// No random key could be had to seal request state.
+    #[error("cannot make a key to seal request state: {0}")]
+    StateKey(String),
     /// A published name is given twice.
     #[error("two tools are published as `{name}`")]
     DuplicatePublishedName {
@@ -142,6 +146,14 @@ struct Shared {
     page_size: usize,
     pending_wait: Duration,
     tasks: tasks::TaskTable,
+    /// Seals the answers a 2026-07-28 client carries between rounds (`requestState`).
+    state_codec: Arc<rmcp::model::RequestStateCodec>,
+}
+
+/// What one client's session has set: its log level (`logging/setLevel`).
+#[derive(Debug, Default)]
+struct Session {
+    log_level: Mutex<Option<crate::context::LogLevel>>,
 }
 
 /// An MCP server over Goondan tools. Cheap to clone: clones serve the same catalog and share
@@ -150,6 +162,7 @@ struct Shared {
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
+    session: Arc<Session>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -225,6 +238,15 @@ impl McpServer {
         &self.shared.executor
     }
 
+    /// The same server for a new client session: what a session sets (its log level) starts
+    /// anew.
+    fn for_session(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            session: Arc::default(),
+        }
+    }
+
     /// The served catalog and whether it changed since it was last read.
     fn current(&self) -> (bool, Arc<ToolCatalog>) {
         let registry = self.shared.executor.registry();
@@ -242,6 +264,15 @@ impl McpServer {
         };
         (changed, Arc::clone(&served.catalog))
     }
+}
+
+/// A codec with a fresh random key: request state sealed by one server process opens only
+/// in it.
+fn state_codec() -> Result<rmcp::model::RequestStateCodec, McpServerError> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| McpServerError::StateKey(e.to_string()))?;
+    rmcp::model::RequestStateCodec::try_new(key.to_vec())
+        .map_err(|e| McpServerError::StateKey(e.to_string()))
 }
 
 fn build_catalog(
@@ -389,7 +420,9 @@ impl McpServerBuilder {
                 page_size: self.page_size,
                 pending_wait: self.pending_wait,
                 tasks: tasks::TaskTable::default(),
+                state_codec: Arc::new(state_codec()?),
             }),
+            session: Arc::default(),
         })
     }
 }

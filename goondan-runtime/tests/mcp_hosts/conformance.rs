@@ -4,14 +4,19 @@
 //! those names with `publish_as`; every call still runs through the executor. Prints its URL
 //! on the first line of stdout, then serves until stdin closes. Built only for the tests.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
+use goondan_runtime::context::{ElicitAction, LogLevel, Question};
 use goondan_runtime::mcp::server::McpServer;
 use goondan_runtime::prelude::*;
 use goondan_runtime::{Export, Tool, handler_fn};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
+
+/// The served registry, for the tool that registers another one at run time.
+static REGISTRY: OnceLock<Weak<ToolRegistry>> = OnceLock::new();
 
 /// The tools of the conformance suite's tool scenarios.
 #[tool(name = "conformance")]
@@ -40,6 +45,316 @@ pub mod conformance {
         }
         "Progress completed".to_owned()
     }
+
+    /// Writes three log lines while it runs.
+    pub async fn tool_with_logging(ctx: &ToolContext) -> String {
+        for line in [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed",
+        ] {
+            ctx.log(LogLevel::Info, line);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        "Tool with logging executed successfully".to_owned()
+    }
+
+    /// Writes one log line, which reaches only a client that asked for log lines.
+    pub fn logging_tool(ctx: &ToolContext) -> String {
+        ctx.log(LogLevel::Info, "Diagnostic trace logging activated");
+        "Logging evaluated".to_owned()
+    }
+
+    /// Asks the client's model.
+    pub async fn sampling(
+        ctx: &ToolContext,
+        /// The prompt to send to the LLM.
+        prompt: String,
+    ) -> String {
+        match ctx.ask(Question::sample_text(prompt, 100)).await {
+            Ok(answer) => {
+                let text = answer
+                    .pointer("/content/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("No response");
+                format!("LLM response: {text}")
+            }
+            Err(e) => format!("Sampling not supported or error: {e}"),
+        }
+    }
+
+    /// Asks the user for a response.
+    pub async fn elicitation(
+        ctx: &ToolContext,
+        /// The message to show the user.
+        message: String,
+    ) -> String {
+        let schema = json!({
+            "type": "object",
+            "properties": {"response": {"type": "string", "description": "User's response"}},
+            "required": ["response"],
+        });
+        form_answer(
+            ctx.ask(Question::elicit(message, schema)).await,
+            "User response",
+        )
+    }
+
+    /// Asks the user a form whose fields have defaults (SEP-1034).
+    pub async fn elicitation_sep1034_defaults(ctx: &ToolContext) -> String {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {"type": "string", "description": "User status",
+                           "enum": ["active", "inactive", "pending"], "default": "active"},
+                "verified": {"type": "boolean", "description": "Verification status",
+                             "default": true}
+            },
+            "required": []
+        });
+        let question = Question::elicit(
+            "Please review and update the form fields with defaults",
+            schema,
+        );
+        form_answer(ctx.ask(question).await, "Elicitation completed")
+    }
+
+    /// Asks the user a form with every kind of enum (SEP-1330).
+    pub async fn elicitation_sep1330_enums(ctx: &ToolContext) -> String {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "untitledSingle": {"type": "string", "description": "Select one option",
+                                   "enum": ["option1", "option2", "option3"]},
+                "titledSingle": {"type": "string", "description": "Select one option with titles",
+                                 "oneOf": [{"const": "value1", "title": "First Option"},
+                                           {"const": "value2", "title": "Second Option"},
+                                           {"const": "value3", "title": "Third Option"}]},
+                "legacyEnum": {"type": "string", "description": "Select one option (legacy)",
+                               "enum": ["opt1", "opt2", "opt3"],
+                               "enumNames": ["Option One", "Option Two", "Option Three"]},
+                "untitledMulti": {"type": "array", "description": "Select multiple options",
+                                  "minItems": 1, "maxItems": 3,
+                                  "items": {"type": "string",
+                                            "enum": ["option1", "option2", "option3"]}},
+                "titledMulti": {"type": "array",
+                                "description": "Select multiple options with titles",
+                                "minItems": 1, "maxItems": 3,
+                                "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+                                                    {"const": "value2", "title": "Second Choice"},
+                                                    {"const": "value3", "title": "Third Choice"}]}}
+            },
+            "required": []
+        });
+        let question = Question::elicit("Please select options from the enum fields", schema);
+        form_answer(ctx.ask(question).await, "Elicitation completed")
+    }
+
+    /// Needs the client's model: a client without sampling gets the protocol's
+    /// missing-capability error.
+    pub async fn missing_capability(ctx: &ToolContext) -> Result<String, ToolError> {
+        ctx.ask(Question::sample_text("Say hello", 10)).await?;
+        Ok("Success".to_owned())
+    }
+
+    /// Asks the user's name, then greets them.
+    pub async fn input_required_result_elicitation(ctx: &ToolContext) -> Result<String, ToolError> {
+        let answer = ctx
+            .ask_as("user_name", name_question("What is your name?"))
+            .await?;
+        Ok(format!("Hello, {}!", field(&answer, "name")))
+    }
+
+    /// Asks the client's model a question.
+    pub async fn input_required_result_sampling(ctx: &ToolContext) -> Result<String, ToolError> {
+        let q = Question::sample_text("What is the capital of France?", 100);
+        let answer = ctx.ask_as("sample_request", q).await?;
+        let text = answer.pointer("/content/text").and_then(Value::as_str);
+        Ok(format!(
+            "Sampling result: {}",
+            text.unwrap_or("no response")
+        ))
+    }
+
+    /// Asks the client's roots.
+    pub async fn input_required_result_list_roots(ctx: &ToolContext) -> Result<String, ToolError> {
+        let answer = ctx.ask_as("roots_request", Question::Roots).await?;
+        let roots = answer
+            .get("roots")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        Ok(format!("Found {roots} root(s)"))
+    }
+
+    /// Asks for a confirmation; the answer travels back in the sealed request state.
+    pub async fn input_required_result_request_state(
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let answer = ctx.ask_as("confirm", confirm_question()).await?;
+        if answer.pointer("/content/ok") == Some(&Value::Bool(true)) {
+            Ok("state-ok: requestState validated".to_owned())
+        } else {
+            Ok("state-not-confirmed".to_owned())
+        }
+    }
+
+    /// Asks three questions at once: the user, the client's model and its roots.
+    pub async fn input_required_result_multiple_inputs(
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let (name, greeting, roots) = tokio::join!(
+            ctx.ask_as("user_name", name_question("What is your name?")),
+            ctx.ask_as("greeting", Question::sample_text("Generate a greeting", 50)),
+            ctx.ask_as("client_roots", Question::Roots),
+        );
+        let (name, greeting, roots) = (name?, greeting?, roots?);
+        let greeting = greeting
+            .pointer("/content/text")
+            .and_then(Value::as_str)
+            .unwrap_or("Hello there!");
+        let roots = roots
+            .get("roots")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        Ok(format!(
+            "Name: {}; Greeting: {greeting}; Roots: {roots}",
+            field(&name, "name")
+        ))
+    }
+
+    /// Asks two questions, one after the other.
+    pub async fn input_required_result_multi_round(ctx: &ToolContext) -> Result<String, ToolError> {
+        let name = ctx
+            .ask_as("step1", name_question("Step 1: What is your name?"))
+            .await?;
+        let schema = json!({
+            "type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]
+        });
+        let q = Question::elicit("Step 2: What is your favorite color?", schema);
+        let color = ctx.ask_as("step2", q).await?;
+        Ok(format!(
+            "Multi-round complete for {} who likes {}",
+            field(&name, "name"),
+            field(&color, "color")
+        ))
+    }
+
+    /// Asks for a confirmation; a tampered request state never reaches it.
+    pub async fn input_required_result_tampered_state(
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        ctx.ask_as("confirm", confirm_question()).await?;
+        Ok("integrity-ok: state verified".to_owned())
+    }
+
+    /// Asks only what the client declared it can answer.
+    pub async fn input_required_result_capabilities(
+        ctx: &ToolContext,
+    ) -> Result<String, ToolError> {
+        let schema = json!({
+            "type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]
+        });
+        let elicit = Question::elicit("Elicitation input", schema);
+        let sample = Question::sample_text("Sample request", 50);
+        let mut asked = Vec::new();
+        if ctx.can_ask(&elicit) {
+            asked.push(("elicit_input", elicit));
+        }
+        if ctx.can_ask(&sample) {
+            asked.push(("sample_input", sample));
+        }
+        if asked.is_empty() {
+            return Ok("No supported capabilities declared".to_owned());
+        }
+        let keys: Vec<&str> = asked.iter().map(|(k, _)| *k).collect();
+        let answers =
+            futures_util::future::join_all(asked.iter().map(|(k, q)| ctx.ask_as(k, q.clone())))
+                .await;
+        for answer in answers {
+            answer?;
+        }
+        Ok(format!("capabilities-ok: received {}", keys.join(",")))
+    }
+
+    /// Reports progress, then answers.
+    pub fn streaming_elicitation(ctx: &ToolContext) -> String {
+        ctx.progress(50.0, Some(100.0), None);
+        "Streaming complete".to_owned()
+    }
+
+    /// Registers a new tool at run time, which changes the served tool list.
+    pub fn trigger_tool_change() -> Result<String, ToolError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let registry = REGISTRY
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| ToolError::new("the registry is gone"))?;
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tool = Tool::builder(format!("added-{n}"))
+            .export(
+                Export::new(
+                    "noop",
+                    json!({"type": "object"}),
+                    handler_fn(|_ctx, _args| async move { Ok::<_, ToolError>("noop") }),
+                )
+                .with_description("A tool registered at run time; does nothing"),
+            )
+            .build()
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        registry
+            .register(tool)
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        Ok("Mutation triggered".to_owned())
+    }
+}
+
+/// A form asking for a name.
+fn name_question(message: &str) -> Question {
+    let schema = json!({
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+    });
+    Question::elicit(message, schema)
+}
+
+/// A form asking for a yes.
+fn confirm_question() -> Question {
+    let schema = json!({
+        "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]
+    });
+    Question::elicit("Please confirm", schema)
+}
+
+/// The text of field `name` of an accepted form.
+fn field(answer: &Value, name: &str) -> String {
+    match answer.pointer(&format!("/content/{name}")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "unknown".to_owned(),
+    }
+}
+
+/// A form's answer as the suite's text.
+fn form_answer(answer: Result<Value, goondan_runtime::context::AskError>, label: &str) -> String {
+    let answer = match answer
+        .and_then(|a| goondan_runtime::context::Elicitation::from_answer(&a).map(|e| (a, e)))
+    {
+        Ok(answer) => answer,
+        Err(e) => return format!("Elicitation not supported or error: {e}"),
+    };
+    let action = match answer.1.action {
+        ElicitAction::Accept => "accept",
+        ElicitAction::Decline => "decline",
+        ElicitAction::Cancel => "cancel",
+    };
+    let content = answer
+        .0
+        .get("content")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    format!("{label}: action={action}, content={content}")
 }
 
 /// A tool whose input schema uses JSON Schema 2020-12 keywords, served as it is.
@@ -81,12 +396,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .tool(json_schema_tool())
             .build()?,
     );
-    let server = McpServer::builder(registry)
-        .publish_as("conformance__simple_text", "test_simple_text")
-        .publish_as("conformance__error_handling", "test_error_handling")
-        .publish_as("conformance__tool_with_progress", "test_tool_with_progress")
-        .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool")
-        .build()?;
+    let _ = REGISTRY.set(Arc::downgrade(&registry));
+    let mut server = McpServer::builder(registry)
+        .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool");
+    // Every export of `conformance` is published as the suite calls it: `test_` + its name.
+    for export in [
+        "simple_text",
+        "error_handling",
+        "tool_with_progress",
+        "tool_with_logging",
+        "logging_tool",
+        "sampling",
+        "elicitation",
+        "elicitation_sep1034_defaults",
+        "elicitation_sep1330_enums",
+        "missing_capability",
+        "input_required_result_elicitation",
+        "input_required_result_sampling",
+        "input_required_result_list_roots",
+        "input_required_result_request_state",
+        "input_required_result_multiple_inputs",
+        "input_required_result_multi_round",
+        "input_required_result_tampered_state",
+        "input_required_result_capabilities",
+        "streaming_elicitation",
+        "trigger_tool_change",
+    ] {
+        server = server.publish_as(format!("conformance__{export}"), format!("test_{export}"));
+    }
+    let server = server.build()?;
     let http = server.serve_http("127.0.0.1:0".parse()?).await?;
     println!("{}", http.url());
     let mut sink = Vec::new();

@@ -1,29 +1,34 @@
 //! [`ElicitationApprover`]: approvals asked of the person behind the MCP client, through
 //! MCP elicitation (`elicitation/create`, a form).
 //!
-//! The server runs each `tools/call` with its client's peer in reach of the call's
-//! middleware; the approver asks that peer. A client that did not declare form elicitation
-//! (or a call that did not come over MCP) cannot be asked: the approver then gives its
-//! fallback decision, a denial unless told otherwise.
+//! The server runs each `tools/call` with its [`Caller`] (the client, as the call's
+//! context sees it) in reach of the call's middleware; the approver asks it, the way a tool
+//! asks through [`ToolContext::elicit`](crate::ToolContext::elicit): a server-initiated
+//! request on a 2025-11-25 session, an input-required result on a 2026-07-28 request. A
+//! client that did not declare elicitation (or a call that did not come over MCP) cannot be
+//! asked: the approver then gives its fallback decision, a denial unless told otherwise.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::ElicitationMode;
-use rmcp::{Peer, RoleServer};
+use rmcp::model::ElicitationSchema;
 use serde_json::Value;
 
 use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use crate::context::{Caller, ElicitAction, Elicitation, Question};
 
 tokio::task_local! {
-    /// The client of the `tools/call` being served.
-    static CLIENT: Peer<RoleServer>;
+    /// The caller of the `tools/call` being served.
+    static CALLER: Arc<dyn Caller>;
 }
 
-/// Runs `work` (one `tools/call`) with `peer` as the client an [`ElicitationApprover`] asks.
-pub(super) async fn with_client<F: Future>(peer: Peer<RoleServer>, work: F) -> F::Output {
-    CLIENT.scope(peer, work).await
+/// Runs `work` (one `tools/call`) with `caller` as the client an [`ElicitationApprover`] asks.
+pub(super) async fn with_caller<F: Future>(caller: Arc<dyn Caller>, work: F) -> F::Output {
+    CALLER.scope(caller, work).await
 }
+
+/// The key of the approval question among the call's questions.
+const APPROVAL_KEY: &str = "goondan_approval";
 
 /// How much of the arguments the question shows.
 const SHOWN_ARGS_CHARS: usize = 2_000;
@@ -85,24 +90,25 @@ impl ElicitationApprover {
     }
 
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        let Ok(peer) = CLIENT.try_with(Clone::clone) else {
+        let Ok(caller) = CALLER.try_with(Arc::clone) else {
             return self.otherwise.clone();
         };
-        if !peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
+        let schema = serde_json::to_value(form()).unwrap_or(Value::Null);
+        let question = Question::elicit(question(request), schema);
+        if !caller.can_answer(&question) {
             return self.otherwise.clone();
         }
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: question(request),
-            requested_schema: form(),
+        let asked = caller.ask(Some(APPROVAL_KEY), question);
+        let answer = match self.timeout {
+            Some(limit) => match tokio::time::timeout(limit, asked).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    return deny("nobody answered the approval in time");
+                }
+            },
+            None => asked.await,
         };
-        let answer = match peer
-            .create_elicitation_with_timeout(params, self.timeout)
-            .await
-        {
+        let answer = match answer.and_then(|a| Elicitation::from_answer(&a)) {
             Ok(answer) => answer,
             Err(e) => {
                 return Decision::Deny {
@@ -111,14 +117,9 @@ impl ElicitationApprover {
             }
         };
         match answer.action {
-            ElicitationAction::Accept => read_form(answer.content.as_ref()),
-            ElicitationAction::Decline => Decision::Deny {
-                reason: "the user declined the call".into(),
-            },
-            // Cancel, and any action a later revision adds: not a yes.
-            _ => Decision::Deny {
-                reason: "the user dismissed the approval without answering".into(),
-            },
+            ElicitAction::Accept => read_form(answer.content.map(Value::Object).as_ref()),
+            ElicitAction::Decline => deny("the user declined the call"),
+            ElicitAction::Cancel => deny("the user dismissed the approval without answering"),
         }
     }
 }

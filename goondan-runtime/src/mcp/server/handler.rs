@@ -1,22 +1,29 @@
 //! rmcp's `ServerHandler` over the served catalog and the executor: `tools/list`,
-//! `tools/call`, `tasks/get`, `tasks/cancel`, and `list_changed` announcements.
+//! `tools/call`, `tasks/get`, `tasks/cancel`, `logging/setLevel`, `subscriptions/listen`, and
+//! `list_changed` announcements.
+
+// MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
+#![allow(deprecated)]
 
 use std::future::Future;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams,
     GetTaskResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, elicitation, listing, progress};
-use crate::context::ToolContext;
+use crate::context::{Caller, ToolContext};
 use crate::help_url::help_url_base;
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
@@ -26,6 +33,7 @@ impl ServerHandler for McpServer {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_tasks()
+            .enable_logging()
             .build();
         let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
         if let Some(text) = &self.shared.instructions {
@@ -86,6 +94,50 @@ impl ServerHandler for McpServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.announce_changes(context.peer);
     }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut level = self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *level = Some(log_level(request.level));
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Only the tool list changes here; rmcp keeps what was both asked and announced.
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink();
+        let mut changes = self.executor().registry().subscribe_changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let (changed, _) = self.current();
+                    if changed && sink.notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl McpServer {
@@ -101,6 +153,7 @@ impl McpServer {
         let published = request.name.to_string();
         let name = shared.renames.goondan(&published).to_owned();
         let catalog = self.catalog();
+        let (state, responses) = (request.request_state, request.input_responses);
         let args = request.arguments.map_or(Value::Null, Value::Object);
         let cancel = CancellationToken::new();
         let mut builder = ToolContext::builder(&shared.workdir)
@@ -112,17 +165,25 @@ impl McpServer {
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        let ctx = builder.build();
+        let caller =
+            Arc::new(self.caller(&context, &published, &args, state.as_deref(), responses)?);
+        let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
         let call = ToolCall::new(format!("mcp-{}", context.id), name.clone(), args);
         let executor = self.executor();
         let result = drive(
-            elicitation::with_client(context.peer.clone(), executor.execute(call, &ctx, &catalog)),
+            elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
             &context,
             &cancel,
+            Some(caller.stopped()),
             reports.as_mut(),
         )
         .await;
         drop(ctx);
+        match caller.finish() {
+            Rounds::Done => {}
+            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
+            Rounds::Missing(error) => return Err(error),
+        }
         if call::is_unknown_tool(&result) {
             return Err(call::unknown_tool(&published, result.error.as_ref()));
         }
@@ -151,6 +212,7 @@ impl McpServer {
             tokio::time::timeout(limit, pending.wait(&handle)),
             &context,
             &cancel,
+            None,
             reports.as_mut(),
         )
         .await;
@@ -163,6 +225,44 @@ impl McpServer {
             }
         };
         Ok(call::call_tool_result(&finished, output_schema.as_deref()).into())
+    }
+
+    /// The client as the caller of one call: a session's client is asked in place; a
+    /// 2026-07-28 request answers from its `inputResponses` and sealed `requestState`.
+    fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+        published: &str,
+        args: &Value,
+        state: Option<&str>,
+        responses: Option<std::collections::BTreeMap<String, Value>>,
+    ) -> Result<McpCaller, ErrorData> {
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let peer = context.peer.clone();
+        let rounds = context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        if !rounds {
+            let level = *self
+                .session
+                .log_level
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            return Ok(McpCaller::session(peer, capabilities, level));
+        }
+        let level = context.meta.log_level().map(log_level);
+        let mut binding = published.as_bytes().to_vec();
+        binding.push(0);
+        binding.extend(canonical(args).to_string().into_bytes());
+        McpCaller::rounds(
+            peer,
+            capabilities,
+            level,
+            Arc::clone(&self.shared.state_codec),
+            binding,
+            state,
+            responses,
+        )
     }
 
     /// Sends `notifications/tools/list_changed` to `peer` each time the registry grows and
@@ -186,14 +286,23 @@ impl McpServer {
 }
 
 /// Runs `work` to its end while forwarding progress reports and turning the request's
-/// cancellation into the call's. Reports queued when the work ends are sent before it
-/// returns, so they reach the client before the result.
+/// cancellation, or `stop` (the call must stop to ask its client), into the call's.
+/// Reports queued when the work ends are sent before it returns, so they reach the client
+/// before the result.
 async fn drive<F: Future>(
     work: F,
     context: &RequestContext<RoleServer>,
     cancel: &CancellationToken,
+    stop: Option<&CancellationToken>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
 ) -> F::Output {
+    let stopped = async {
+        match stop {
+            Some(stop) => stop.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut stopped = std::pin::pin!(stopped);
     let mut work = std::pin::pin!(work);
     let output = loop {
         let next_report = async {
@@ -206,6 +315,13 @@ async fn drive<F: Future>(
             biased;
             out = &mut work => break out,
             () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+            () = &mut stopped, if !cancel.is_cancelled() => {
+                // Let the call's other questions of this round be asked before it stops.
+                for _ in 0..8 {
+                    tokio::task::yield_now().await;
+                }
+                cancel.cancel();
+            }
             Some(param) = next_report => progress::send(&context.peer, param).await,
         }
     };
@@ -237,4 +353,22 @@ fn timed_out(submitted: &ToolCallResult, limit: Duration, name: &str) -> ToolCal
     let mut r = ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err);
     r.status = ToolStatus::Error;
     r
+}
+
+/// `value` with every object's keys sorted: the same arguments give the same bytes whatever
+/// order the client wrote them in.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<_> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }

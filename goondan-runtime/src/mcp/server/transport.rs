@@ -92,7 +92,7 @@ impl McpServer {
         config.cancellation_token = stop.child_token();
         let server = self;
         let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.for_session()),
             LocalSessionManager::default().into(),
             config,
         );

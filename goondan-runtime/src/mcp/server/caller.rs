@@ -1,0 +1,344 @@
+//! The MCP client as the [`Caller`] of one `tools/call`: questions and log lines.
+//!
+//! - A 2025-11-25 session (or older) is asked with server-initiated requests
+//!   (`elicitation/create`, `sampling/createMessage`, `roots/list`), answered in place.
+//! - A 2026-07-28 request cannot be asked anything: a question without an answer stops the
+//!   call, and the server answers with an input-required result that carries every question
+//!   asked in that round (`inputRequests`, keyed) and a sealed `requestState` holding the
+//!   answers so far. The client answers and calls again; the call runs from the start, and a
+//!   question whose key has an answer (in `inputResponses` or in the opened state) gets it at
+//!   once. A state that fails its seal is refused (`-32602`), so a client cannot forge answers.
+//!   A question the client declared no capability for is the protocol's
+//!   `MissingRequiredClientCapabilityError` (`-32021`).
+//! - Log lines go out as `notifications/message` at the level the request's `_meta` asked for
+//!   (2026-07-28), or the session's `logging/setLevel` (older); with neither, none.
+
+// MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
+#![allow(deprecated)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, ElicitRequest,
+    ElicitRequestParams, InputRequest, InputRequests, InputRequiredResult, ListRootsRequest,
+    LoggingLevel, LoggingMessageNotificationParam, RequestStateCodec, SealOptions,
+};
+use rmcp::{ErrorData, Peer, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
+
+/// The most answers a sealed state carries, and the most bytes of them: a client cannot grow
+/// the state without bound by answering more than it was asked.
+const MAX_ANSWERS: usize = 64;
+const MAX_STATE_BYTES: usize = 256 * 1024;
+
+/// How a call's questions are answered.
+enum Mode {
+    /// Ask the session's client with server-initiated requests.
+    Session,
+    /// Answer from the answers the client sent; collect the rest for an input-required result.
+    Rounds {
+        answers: BTreeMap<String, Value>,
+        codec: Arc<RequestStateCodec>,
+        binding: Vec<u8>,
+    },
+}
+
+#[derive(Default)]
+struct Asked {
+    next: usize,
+    requests: InputRequests,
+    missing: Option<&'static str>,
+}
+
+/// The client of one `tools/call`, seen by the call's context.
+pub(super) struct McpCaller {
+    peer: Peer<RoleServer>,
+    capabilities: ClientCapabilities,
+    log_level: Option<LogLevel>,
+    mode: Mode,
+    asked: Mutex<Asked>,
+    /// Cancelled when the call must stop for an answer it cannot get in place.
+    stop: CancellationToken,
+}
+
+/// How a call ended for its questions.
+pub(super) enum Rounds {
+    /// Nothing was left unanswered: the call's own result stands.
+    Done,
+    /// The client must answer these and call again.
+    InputRequired(InputRequiredResult),
+    /// The call needs a capability the client did not declare.
+    Missing(ErrorData),
+}
+
+impl McpCaller {
+    /// The caller of a call on a session: answered by server-initiated requests.
+    pub(super) fn session(
+        peer: Peer<RoleServer>,
+        capabilities: ClientCapabilities,
+        log_level: Option<LogLevel>,
+    ) -> Self {
+        Self {
+            peer,
+            capabilities,
+            log_level,
+            mode: Mode::Session,
+            asked: Mutex::default(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// The caller of a 2026-07-28 call: `responses` and the opened `state` answer questions;
+    /// `binding` ties the state to this tool and these arguments. A state that fails its seal
+    /// or does not parse is the protocol's invalid-params error.
+    pub(super) fn rounds(
+        peer: Peer<RoleServer>,
+        capabilities: ClientCapabilities,
+        log_level: Option<LogLevel>,
+        codec: Arc<RequestStateCodec>,
+        binding: Vec<u8>,
+        state: Option<&str>,
+        responses: Option<BTreeMap<String, Value>>,
+    ) -> Result<Self, ErrorData> {
+        let mut answers = match state {
+            None => BTreeMap::new(),
+            Some(sealed) => {
+                let opened = codec.open_with(sealed, &binding).map_err(|e| {
+                    ErrorData::invalid_params(
+                        format!("requestState integrity check failed: {e}"),
+                        None,
+                    )
+                })?;
+                serde_json::from_slice::<BTreeMap<String, Value>>(&opened).map_err(|e| {
+                    ErrorData::invalid_params(format!("requestState does not parse: {e}"), None)
+                })?
+            }
+        };
+        answers.extend(responses.unwrap_or_default());
+        Ok(Self {
+            peer,
+            capabilities,
+            log_level,
+            mode: Mode::Rounds {
+                answers,
+                codec,
+                binding,
+            },
+            asked: Mutex::default(),
+            stop: CancellationToken::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Asked> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Cancelled when the call must stop to ask.
+    pub(super) fn stopped(&self) -> &CancellationToken {
+        &self.stop
+    }
+
+    /// What the call's questions leave to do once the call has ended.
+    pub(super) fn finish(&self) -> Rounds {
+        let Mode::Rounds {
+            answers,
+            codec,
+            binding,
+        } = &self.mode
+        else {
+            return Rounds::Done;
+        };
+        let asked = std::mem::take(&mut *self.lock());
+        if let Some(capability) = asked.missing {
+            let mut required = ClientCapabilities::default();
+            match capability {
+                "sampling" => required.sampling = Some(Default::default()),
+                "elicitation" => required.elicitation = Some(Default::default()),
+                _ => required.roots = Some(Default::default()),
+            }
+            return Rounds::Missing(ErrorData::missing_required_client_capability(required));
+        }
+        if asked.requests.is_empty() {
+            return Rounds::Done;
+        }
+        let mut kept = BTreeMap::new();
+        let mut bytes = 0;
+        for (key, value) in answers.iter().take(MAX_ANSWERS) {
+            bytes += key.len() + value.to_string().len();
+            if bytes > MAX_STATE_BYTES {
+                break;
+            }
+            kept.insert(key.clone(), value.clone());
+        }
+        let payload = serde_json::to_vec(&kept).unwrap_or_default();
+        let sealed = codec.seal_with(&payload, &SealOptions::new().associated_data(binding));
+        Rounds::InputRequired(InputRequiredResult::new(Some(asked.requests), Some(sealed)))
+    }
+
+    fn declared(&self, question: &Question) -> bool {
+        let c = &self.capabilities;
+        match question {
+            Question::Elicit { .. } => c.elicitation.is_some(),
+            Question::Sample(_) => c.sampling.is_some(),
+            Question::Roots => c.roots.is_some(),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+}
+
+impl Caller for McpCaller {
+    fn can_answer(&self, question: &Question) -> bool {
+        self.declared(question)
+    }
+
+    fn ask(&self, key: Option<&str>, question: Question) -> AnswerFuture {
+        let key = {
+            let mut asked = self.lock();
+            asked.next += 1;
+            key.map_or_else(|| format!("input-{}", asked.next), str::to_owned)
+        };
+        match &self.mode {
+            Mode::Session => {
+                if !self.declared(&question) {
+                    let capability = question.capability();
+                    return Box::pin(async move { Err(AskError::Unsupported { capability }) });
+                }
+                let peer = self.peer.clone();
+                Box::pin(ask_session(peer, question))
+            }
+            Mode::Rounds { answers, .. } => {
+                if let Some(answer) = answers.get(&key) {
+                    let answer = answer.clone();
+                    return Box::pin(async move { Ok(answer) });
+                }
+                {
+                    let mut asked = self.lock();
+                    if !self.declared(&question) {
+                        asked.missing.get_or_insert(question.capability());
+                    } else {
+                        match input_request(&question) {
+                            Ok(request) => {
+                                asked.requests.insert(key, request);
+                            }
+                            Err(e) => return Box::pin(async move { Err(e) }),
+                        }
+                    }
+                }
+                self.stop.cancel();
+                // The call is stopped and run again with the answer; this wait never ends.
+                Box::pin(std::future::pending())
+            }
+        }
+    }
+
+    fn log(&self, level: LogLevel, data: Value) {
+        let Some(threshold) = self.log_level else {
+            return;
+        };
+        if level < threshold {
+            return;
+        }
+        let peer = self.peer.clone();
+        let param = LoggingMessageNotificationParam::new(logging_level(level), data);
+        tokio::spawn(async move {
+            #[allow(deprecated)]
+            let _ = peer.notify_logging_message(param).await;
+        });
+    }
+}
+
+/// Asks a session's client in place.
+async fn ask_session(peer: Peer<RoleServer>, question: Question) -> Result<Value, AskError> {
+    let failed = |e: &dyn std::fmt::Display| AskError::Failed {
+        reason: e.to_string(),
+    };
+    let answer = match question {
+        Question::Elicit { message, schema } => {
+            let params = elicit_params(message, schema)?;
+            serde_json::to_value(
+                peer.create_elicitation(params)
+                    .await
+                    .map_err(|e| failed(&e))?,
+            )
+        }
+        Question::Sample(params) => {
+            let params: CreateMessageRequestParams =
+                serde_json::from_value(params).map_err(|e| failed(&e))?;
+            serde_json::to_value(peer.create_message(params).await.map_err(|e| failed(&e))?)
+        }
+        Question::Roots => serde_json::to_value(peer.list_roots().await.map_err(|e| failed(&e))?),
+        #[allow(unreachable_patterns)]
+        _ => {
+            return Err(AskError::Failed {
+                reason: "this question cannot be asked over MCP".into(),
+            });
+        }
+    };
+    answer.map_err(|e| failed(&e))
+}
+
+fn elicit_params(message: String, schema: Value) -> Result<ElicitRequestParams, AskError> {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": schema,
+    }))
+    .map_err(|e| AskError::Failed {
+        reason: format!("the form's schema is not one MCP elicitation takes: {e}"),
+    })
+}
+
+/// A question as an entry of `inputRequests`.
+fn input_request(question: &Question) -> Result<InputRequest, AskError> {
+    let failed = |e: serde_json::Error| AskError::Failed {
+        reason: format!("the question cannot be sent: {e}"),
+    };
+    Ok(match question {
+        Question::Elicit { message, schema } => InputRequest::Elicitation(ElicitRequest::new(
+            elicit_params(message.clone(), schema.clone())?,
+        )),
+        Question::Sample(params) => InputRequest::CreateMessage(CreateMessageRequest::new(
+            serde_json::from_value(params.clone()).map_err(failed)?,
+        )),
+        Question::Roots => InputRequest::ListRoots(ListRootsRequest::default()),
+        #[allow(unreachable_patterns)]
+        _ => {
+            return Err(AskError::Failed {
+                reason: "this question cannot be asked over MCP".into(),
+            });
+        }
+    })
+}
+
+/// Our level for MCP's.
+pub(super) fn log_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
+    }
+}
+
+/// MCP's level for ours.
+pub(super) fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}
