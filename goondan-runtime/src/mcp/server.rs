@@ -45,6 +45,7 @@ mod caller;
 mod elicitation;
 mod handler;
 mod listing;
+mod others;
 mod progress;
 mod tasks;
 mod transport;
@@ -148,6 +149,8 @@ struct Shared {
     tasks: tasks::TaskTable,
     /// Seals the answers a 2026-07-28 client carries between rounds (`requestState`).
     state_codec: Arc<rmcp::model::RequestStateCodec>,
+    /// The user's handler of resources, prompts and completion.
+    others: Option<Arc<dyn others::Others>>,
 }
 
 /// What one client's session has set: its log level (`logging/setLevel`).
@@ -188,6 +191,7 @@ impl McpServer {
             page_size: DEFAULT_PAGE_SIZE,
             pending_wait: DEFAULT_PENDING_WAIT,
             renames: Vec::new(),
+            others: None,
         }
     }
 
@@ -300,9 +304,51 @@ pub struct McpServerBuilder {
     page_size: usize,
     pending_wait: Duration,
     renames: Vec<(String, String)>,
+    others: Option<Arc<dyn others::Others>>,
 }
 
 impl McpServerBuilder {
+    /// Serves resources, prompts and completion with `handler`, an rmcp `ServerHandler` of
+    /// your own: its `resources/*`, `prompts/*` and `completion/complete` answer those
+    /// methods, and its announced capabilities for them join ours. Tools stay the served
+    /// catalog's, every call through the executor; the handler's tools are never asked.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::ToolRegistry;
+    /// use goondan_runtime::mcp::server::McpServer;
+    /// use rmcp::model::{
+    ///     ListResourcesResult, PaginatedRequestParams, RawResource, Resource,
+    ///     ServerCapabilities, ServerConfig,
+    /// };
+    /// use rmcp::service::RequestContext;
+    /// use rmcp::{ErrorData, RoleServer, ServerHandler};
+    ///
+    /// /// The program's own resources.
+    /// struct Docs;
+    /// impl ServerHandler for Docs {
+    ///     fn get_info(&self) -> ServerConfig {
+    ///         ServerConfig::new(ServerCapabilities::builder().enable_resources().build())
+    ///     }
+    ///     async fn list_resources(
+    ///         &self,
+    ///         _request: Option<PaginatedRequestParams>,
+    ///         _context: RequestContext<RoleServer>,
+    ///     ) -> Result<ListResourcesResult, ErrorData> {
+    ///         let readme = Resource::new(RawResource::new("docs://readme", "readme"), None);
+    ///         Ok(ListResourcesResult::with_all_items(vec![readme]))
+    ///     }
+    /// }
+    ///
+    /// let server = McpServer::builder(Arc::new(ToolRegistry::new())).others(Docs).build()?;
+    /// # drop(server);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn others(mut self, handler: impl rmcp::ServerHandler) -> Self {
+        self.others = Some(Arc::new(handler));
+        self
+    }
+
     /// Serves these Tool resources, in this order, plus every tool registered at run time
     /// (CAT-2, CAT-5). Default: every tool of the registry.
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
@@ -421,6 +467,7 @@ impl McpServerBuilder {
                 pending_wait: self.pending_wait,
                 tasks: tasks::TaskTable::default(),
                 state_codec: Arc::new(state_codec()?),
+                others: self.others,
             }),
             session: Arc::default(),
         })

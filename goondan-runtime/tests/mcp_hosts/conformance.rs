@@ -4,6 +4,9 @@
 //! those names with `publish_as`; every call still runs through the executor. Prints its URL
 //! on the first line of stdout, then serves until stdin closes. Built only for the tests.
 
+#[path = "conformance_others.rs"]
+mod others;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
@@ -364,14 +367,22 @@ fn json_schema_tool() -> Result<Tool, goondan_runtime::tool::ToolDefinitionError
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
             }
         },
         "properties": {
             "name": {"type": "string"},
-            "address": {"$ref": "#/$defs/address"}
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
         },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false
     });
     Tool::builder("json-schema")
@@ -398,6 +409,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let _ = REGISTRY.set(Arc::downgrade(&registry));
     let mut server = McpServer::builder(registry)
+        .others(others::Others::default())
         .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool");
     // Every export of `conformance` is published as the suite calls it: `test_` + its name.
     for export in [

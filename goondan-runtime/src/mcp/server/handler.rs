@@ -11,9 +11,15 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams,
-    GetTaskResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestMethod,
+    CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter,
+    Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -29,12 +35,18 @@ use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_tasks()
             .enable_logging()
             .build();
+        if let Some(others) = &self.shared.others {
+            let theirs = others.capabilities();
+            capabilities.resources = theirs.resources;
+            capabilities.prompts = theirs.prompts;
+            capabilities.completions = theirs.completions;
+        }
         let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
         if let Some(text) = &self.shared.instructions {
             config = config.with_instructions(text.clone());
@@ -93,6 +105,96 @@ impl ServerHandler for McpServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.announce_changes(context.peer);
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.complete(request, context).await,
+            None => Err(ErrorData::method_not_found::<CompleteRequestMethod>()),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.get_prompt(request, context).await,
+            None => Err(ErrorData::method_not_found::<GetPromptRequestMethod>()),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.list_prompts(request, context).await,
+            None => Err(ErrorData::method_not_found::<ListPromptsRequestMethod>()),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.list_resources(request, context).await,
+            None => Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.list_resource_templates(request, context).await,
+            None => Err(ErrorData::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >()),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.read_resource(request, context).await,
+            None => Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.subscribe(request, context).await,
+            None => Err(ErrorData::method_not_found::<SubscribeRequestMethod>()),
+        }
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match &self.shared.others {
+            Some(o) => o.unsubscribe(request, context).await,
+            None => Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>()),
+        }
     }
 
     async fn set_level(
