@@ -118,7 +118,15 @@ impl McpCaller {
                 })?
             }
         };
-        answers.extend(responses.unwrap_or_default());
+        for (key, answer) in responses.unwrap_or_default() {
+            if !answer.is_object() {
+                return Err(ErrorData::invalid_params(
+                    format!("inputResponses.{key} must be the result object of its request"),
+                    None,
+                ));
+            }
+            answers.insert(key, answer);
+        }
         Ok(Self {
             peer,
             capabilities,

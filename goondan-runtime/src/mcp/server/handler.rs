@@ -223,17 +223,12 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink();
-        let mut changes = self.executor().registry().subscribe_changes();
-        changes.mark_unchanged();
+        let mut changes = self.catalog_changes();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return Ok(());
-                    }
-                    let (changed, _) = self.current();
-                    if changed && sink.notify_tool_list_changed().await.is_err() {
+                changed = changes.next() => {
+                    if !changed || sink.notify_tool_list_changed().await.is_err() {
                         return Ok(());
                     }
                 }
@@ -367,24 +362,56 @@ impl McpServer {
         )
     }
 
-    /// Sends `notifications/tools/list_changed` to `peer` each time the registry grows and
-    /// the served catalog's names change, until the peer is gone.
+    /// Sends `notifications/tools/list_changed` to `peer` each time the served catalog's
+    /// names change, until the peer is gone.
     fn announce_changes(&self, peer: Peer<RoleServer>) {
-        let this = self.clone();
-        let mut changes = self.executor().registry().subscribe_changes();
-        changes.mark_unchanged();
+        let mut changes = self.catalog_changes();
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                let (changed, _) = this.current();
-                if changed && peer.notify_tool_list_changed().await.is_err() {
-                    break;
-                }
-                if peer.is_transport_closed() {
+            while changes.next().await {
+                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
                     break;
                 }
             }
         });
     }
+
+    /// The changes of the served catalog's names, as one listener sees them: each listener
+    /// compares with the names it saw last, so no other reader of the catalog can take a
+    /// change from it.
+    fn catalog_changes(&self) -> CatalogChanges {
+        let mut registry = self.executor().registry().subscribe_changes();
+        registry.mark_unchanged();
+        CatalogChanges {
+            server: self.clone(),
+            names: names_of(&self.catalog()),
+            registry,
+        }
+    }
+}
+
+/// See [`McpServer::catalog_changes`].
+struct CatalogChanges {
+    server: McpServer,
+    names: Vec<String>,
+    registry: tokio::sync::watch::Receiver<u64>,
+}
+
+impl CatalogChanges {
+    /// Waits for the next change of the names; `false` once the registry is gone.
+    async fn next(&mut self) -> bool {
+        while self.registry.changed().await.is_ok() {
+            let names = names_of(&self.server.catalog());
+            if names != self.names {
+                self.names = names;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+fn names_of(catalog: &crate::catalog::ToolCatalog) -> Vec<String> {
+    catalog.names().map(str::to_owned).collect()
 }
 
 /// Runs `work` to its end while forwarding progress reports and turning the request's
