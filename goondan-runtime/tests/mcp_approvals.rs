@@ -205,3 +205,121 @@ async fn a_client_without_elicitation_gets_a_denial_that_says_why() {
     assert!(client.asked.lock().unwrap().is_empty());
     session.cancel().await.unwrap();
 }
+
+/// One 2026-07-28 request to `url`, as a stateless client sends it: the revision in the
+/// header and in `_meta`, with the client's capabilities. Answers the JSON-RPC response,
+/// whether it came as JSON or as an SSE stream.
+async fn stateless(url: &str, id: u64, params: Value, capabilities: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-client", "version": "1.0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", params["name"].as_str().unwrap_or_default())
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    if let Ok(json) = serde_json::from_str::<Value>(&text) {
+        return json;
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m.get("id") == Some(&json!(id)))
+        .unwrap_or_else(|| panic!("no response in {text}"))
+}
+
+/// Issue 22, item 5: on 2026-07-28 the approval is an input-required result, answered by
+/// calling again with the answer and the sealed request state; a forged state is refused.
+#[tokio::test]
+async fn a_2026_07_28_client_approves_and_denies_through_input_required_results() {
+    let registry = Arc::new(ToolRegistry::builder().tool(files::TOOL).build().unwrap());
+    let executor = ToolExecutor::builder(Arc::clone(&registry))
+        .middleware(Approvals::new(ElicitationApprover::new()))
+        .build();
+    let server = McpServer::builder(registry)
+        .executor(executor)
+        .build()
+        .unwrap();
+    let http = server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let caps = json!({"elicitation": {"form": {}}});
+    let call = json!({"name": "files__delete", "arguments": {"path": "old.txt"}});
+
+    // Round 1: the question, not the call.
+    let first = stateless(&url, 1, call.clone(), caps.clone()).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let question = &result["inputRequests"]["goondan_approval"];
+    assert_eq!(question["method"], "elicitation/create", "{first}");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("files__delete") && m.contains("old.txt")),
+        "{question}"
+    );
+    let state = result["requestState"]
+        .as_str()
+        .expect("sealed state")
+        .to_owned();
+
+    // Round 2, approved: the call runs.
+    let mut again = call.clone();
+    again["inputResponses"] =
+        json!({"goondan_approval": {"action": "accept", "content": {"approve": true}}});
+    again["requestState"] = json!(state);
+    let approved = stateless(&url, 2, again.clone(), caps.clone()).await;
+    assert_eq!(approved["result"]["isError"], false, "{approved}");
+    assert!(
+        approved["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("deleted old.txt"))
+    );
+
+    // Round 2, denied: the model gets E_TOOL_DENIED with the reason.
+    again["inputResponses"] = json!({"goondan_approval": {"action": "accept",
+        "content": {"approve": false, "reason": "keep it"}}});
+    let denied = stateless(&url, 3, again.clone(), caps.clone()).await;
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert_eq!(
+        denied["result"]["structuredContent"]["error"]["code"],
+        "E_TOOL_DENIED"
+    );
+    assert_eq!(
+        denied["result"]["structuredContent"]["error"]["suggestion"],
+        "keep it"
+    );
+
+    // A state that is not ours (or is bound to other arguments) is refused, and nothing runs.
+    let mut forged = again.clone();
+    forged["requestState"] = json!(format!("{state}x"));
+    let refused = stateless(&url, 4, forged, caps.clone()).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let mut elsewhere = again.clone();
+    elsewhere["arguments"] = json!({"path": "/etc/passwd"});
+    elsewhere["inputResponses"] =
+        json!({"goondan_approval": {"action": "accept", "content": {"approve": true}}});
+    let moved = stateless(&url, 5, elsewhere, caps.clone()).await;
+    assert_eq!(moved["error"]["code"], -32602, "{moved}");
+
+    // A client without elicitation is denied at once, with why.
+    let plain = stateless(&url, 6, call, json!({})).await;
+    assert_eq!(
+        plain["result"]["structuredContent"]["error"]["code"], "E_TOOL_DENIED",
+        "{plain}"
+    );
+    http.shutdown().await.unwrap();
+}
