@@ -314,6 +314,23 @@ pub mod conformance {
     }
 }
 
+/// The input of a tool whose `region` a client mirrors into the `Mcp-Param-Region` header
+/// (SEP-2243), so HTTP infrastructure can route on it; the server checks the two agree.
+#[tool_input]
+pub struct RegionQuery {
+    /// Where to search; also sent as the `Mcp-Param-Region` header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    pub region: String,
+    /// What to search for.
+    pub query: String,
+}
+
+/// A tool with a header-mapped parameter.
+#[tool(name = "headers")]
+pub fn custom_headers(input: RegionQuery) -> String {
+    format!("searched {} in {}", input.query, input.region)
+}
+
 /// A form asking for a name.
 fn name_question(message: &str) -> Question {
     let schema = json!({
@@ -405,12 +422,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ToolRegistry::builder()
             .tool(conformance::TOOL)
             .tool(json_schema_tool())
+            .tool(custom_headers::TOOL)
             .build()?,
     );
     let _ = REGISTRY.set(Arc::downgrade(&registry));
     let mut server = McpServer::builder(registry)
         .others(others::Others::default())
-        .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool");
+        .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool")
+        .publish_as("headers__custom_headers", "test_custom_headers");
     // Every export of `conformance` is published as the suite calls it: `test_` + its name.
     for export in [
         "simple_text",
