@@ -81,6 +81,8 @@ pub(crate) struct Annotations {
     pub(crate) destructive: Option<bool>,
     pub(crate) idempotent: Option<bool>,
     pub(crate) open_world: Option<bool>,
+    /// `task_support = "..."`, checked by `valid`.
+    pub(crate) task_support: Option<LitStr>,
 }
 
 impl Annotations {
@@ -91,6 +93,7 @@ impl Annotations {
             && self.destructive.is_none()
             && self.idempotent.is_none()
             && self.open_world.is_none()
+            && self.task_support.is_none()
     }
 }
 
@@ -353,6 +356,7 @@ fn read_fn<'a>(
         idempotent,
         open_world,
         output_schema,
+        task_support,
     } = export_attr.unwrap_or_default();
     let annotations = Annotations {
         title,
@@ -360,6 +364,7 @@ fn read_fn<'a>(
         destructive,
         idempotent,
         open_world,
+        task_support,
     };
     let mut receiver = None;
     let mut params = Vec::new();

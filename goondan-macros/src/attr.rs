@@ -22,6 +22,7 @@ const DESTRUCTIVE: &str = "destructive";
 const IDEMPOTENT: &str = "idempotent";
 const OPEN_WORLD: &str = "open_world";
 const OUTPUT_SCHEMA: &str = "output_schema";
+const TASK_SUPPORT: &str = "task_support";
 
 const TOOL_KEYS: &[&str] = &[NAME, DESCRIPTION, ERROR_MESSAGE_LIMIT, CRATE];
 const TOOL_INPUT_KEYS: &[&str] = &[CRATE];
@@ -36,6 +37,7 @@ const EXPORT_KEYS: &[&str] = &[
     IDEMPOTENT,
     OPEN_WORLD,
     OUTPUT_SCHEMA,
+    TASK_SUPPORT,
 ];
 /// Keys that may stand alone (`read_only`), meaning `= true`.
 const FLAG_KEYS: &[&str] = &[
@@ -77,6 +79,8 @@ pub(crate) struct ExportAttr {
     pub(crate) open_world: Option<bool>,
     /// `output_schema`: publish the output type's JSON Schema.
     pub(crate) output_schema: Option<syn::Ident>,
+    /// `task_support = "optional" | "required"`; `valid.rs` checks the value.
+    pub(crate) task_support: Option<LitStr>,
 }
 
 /// One `key = value` (or a bare `key`, which is reported later).
@@ -154,6 +158,7 @@ fn example(key: &str) -> &'static str {
         TIMEOUT_MS => "timeout_ms = 30000",
         INPUT => "input = \"whole\"",
         TITLE => "title = \"Run a command\"",
+        TASK_SUPPORT => "task_support = \"optional\"",
         READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD | OUTPUT_SCHEMA => "read_only",
         _ => "crate = ::goondan_runtime",
     }
@@ -285,6 +290,7 @@ impl ExportAttr {
                         DESCRIPTION => attr.description = lit_str(cx, DESCRIPTION, value),
                         INPUT => attr.input = lit_str(cx, INPUT, value),
                         TITLE => attr.title = lit_str(cx, TITLE, value),
+                        TASK_SUPPORT => attr.task_support = lit_str(cx, TASK_SUPPORT, value),
                         _ => attr.timeout_ms = lit_int(cx, TIMEOUT_MS, value),
                     }
                 }
@@ -318,7 +324,7 @@ pub(crate) fn take_export(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Option<Expor
                     &nv,
                     "expected `#[export(name = \"...\", description = \"...\", timeout_ms = N, \
                      input = \"whole\", title = \"...\", read_only, destructive, idempotent, \
-                     open_world, output_schema)]`",
+                     open_world, output_schema, task_support = \"optional\")]`",
                 );
                 ExportAttr::default()
             }

@@ -452,6 +452,15 @@ fn annotations(a: &crate::ast::Annotations, krate: &Path) -> Option<TokenStream>
             calls.extend(quote!(.#method(#v)));
         }
     }
+    match a.task_support.as_ref().map(LitStr::value).as_deref() {
+        Some("required") => {
+            calls.extend(quote!(.task_support(#krate::__private::TaskSupport::Required)))
+        }
+        Some("optional") => {
+            calls.extend(quote!(.task_support(#krate::__private::TaskSupport::Optional)))
+        }
+        _ => {}
+    }
     Some(quote!(.with_annotations(#krate::__private::ExportAnnotations::new() #calls)))
 }
 

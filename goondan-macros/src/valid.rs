@@ -77,6 +77,14 @@ fn check_export(cx: &Ctxt, tool: &Tool<'_>, export: &Export<'_>) {
             "`title` is empty; write a short human-readable name, e.g. `title = \"Run a command\"`",
         );
     }
+    if let Some(tasks) = &export.annotations.task_support
+        && !matches!(tasks.value().as_str(), "optional" | "required")
+    {
+        cx.error_spanned_by(
+            tasks,
+            "expected `task_support = \"optional\"` or `task_support = \"required\"`",
+        );
+    }
     if let (Some(flag), None) = (&export.output_schema, output_type(export)) {
         cx.error_spanned_by(
             flag,

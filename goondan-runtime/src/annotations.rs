@@ -43,6 +43,21 @@ pub struct ExportAnnotations {
     /// The export reaches beyond a closed world: the web, other systems (MCP `openWorldHint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+    /// Whether its calls run as tasks: its handler answers with a pending result (RES-2),
+    /// which an MCP client with the tasks extension sees as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+}
+
+/// How an export's calls relate to tasks (MCP's `taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// It may answer with a pending result; a client without tasks waits for it.
+    Optional,
+    /// It only makes sense as a task: an MCP client that cannot take tasks is refused
+    /// (`MissingRequiredClientCapability`, `-32021`) instead of waiting.
+    Required,
 }
 
 impl ExportAnnotations {
@@ -83,6 +98,13 @@ impl ExportAnnotations {
     #[must_use]
     pub fn open_world(mut self, value: bool) -> Self {
         self.open_world = Some(value);
+        self
+    }
+
+    /// Sets how its calls relate to tasks.
+    #[must_use]
+    pub fn task_support(mut self, value: TaskSupport) -> Self {
+        self.task_support = Some(value);
         self
     }
 

@@ -126,7 +126,7 @@ pub mod __private {
     pub use ::serde_json;
     pub use ::std;
 
-    pub use crate::annotations::ExportAnnotations;
+    pub use crate::annotations::{ExportAnnotations, TaskSupport};
     pub use crate::context::ToolContext;
     pub use crate::error::ToolError;
     pub use crate::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};

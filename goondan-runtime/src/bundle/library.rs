@@ -282,6 +282,8 @@ pub(crate) fn match_tools(
                         destructive: yaml.destructive.or(base.destructive),
                         idempotent: yaml.idempotent.or(base.idempotent),
                         open_world: yaml.open_world.or(base.open_world),
+                        // How calls relate to tasks is the compiled handler's, not the YAML's.
+                        task_support: base.task_support,
                     });
                 }
                 builder = builder.export(export);

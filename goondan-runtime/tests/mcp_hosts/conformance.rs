@@ -14,7 +14,7 @@ use std::time::Duration;
 use goondan_runtime::context::{ElicitAction, LogLevel, Question};
 use goondan_runtime::mcp::server::McpServer;
 use goondan_runtime::prelude::*;
-use goondan_runtime::{Export, Tool, handler_fn};
+use goondan_runtime::{Export, Pending, Tool, handler_fn};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -314,6 +314,110 @@ pub mod conformance {
     }
 }
 
+/// The tools of the tasks extension's scenarios: pending results, which a client with the
+/// extension sees as tasks.
+#[tool(name = "tasks")]
+pub mod tasks {
+    use super::*;
+
+    /// Greets, at once.
+    pub fn greet(
+        /// Whom.
+        name: String,
+    ) -> String {
+        format!("Hello, {name}!")
+    }
+
+    /// Sleeps `seconds` in the background, then answers.
+    #[export(task_support = "optional")]
+    pub fn slow_compute(
+        /// How long.
+        seconds: f64,
+        /// A label echoed in the answer.
+        label: Option<String>,
+    ) -> Pending {
+        let label = label.unwrap_or_default();
+        Pending::new(async move {
+            tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 600.0))).await;
+            Ok::<_, ToolError>(format!("computed {label} after {seconds} s"))
+        })
+    }
+
+    /// Fails in the background, as a tool failure; only runs as a task.
+    #[export(task_support = "required")]
+    pub fn failing_job() -> Pending {
+        Pending::new(async {
+            Err::<String, _>(ToolError::new("the job failed on purpose").with_code("E_JOB"))
+        })
+    }
+
+    /// Panics in the background: a failure of the server, not of the tool.
+    pub fn protocol_error_job() -> Pending {
+        Pending::new(async {
+            if std::hint::black_box(true) {
+                panic!("the job broke");
+            }
+            Ok::<_, ToolError>("unreachable")
+        })
+    }
+
+    /// Asks the user in the background whether to delete a file.
+    pub fn confirm_delete(
+        ctx: &ToolContext,
+        /// Which.
+        filename: String,
+    ) -> Pending {
+        let ctx = ctx.clone();
+        Pending::new(async move {
+            let schema = json!({
+                "type": "object", "properties": {"confirm": {"type": "boolean"}},
+                "required": ["confirm"]
+            });
+            let q = Question::elicit(format!("Delete {filename}?"), schema);
+            let answer = ctx.ask_as("confirm", q).await?;
+            if answer.pointer("/content/confirm") == Some(&Value::Bool(true)) {
+                Ok::<_, ToolError>(format!("deleted {filename}"))
+            } else {
+                Ok(format!("kept {filename}"))
+            }
+        })
+    }
+
+    /// Asks the user two questions at once in the background.
+    pub fn multi_input(ctx: &ToolContext) -> Pending {
+        let ctx = ctx.clone();
+        Pending::new(async move {
+            let schema = json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}
+            });
+            let (a, b) = tokio::join!(
+                ctx.ask_as("first", Question::elicit("First?", schema.clone())),
+                ctx.ask_as("second", Question::elicit("Second?", schema)),
+            );
+            let (a, b) = (a?, b?);
+            Ok::<_, ToolError>(format!(
+                "answers: {} and {}",
+                field(&a, "name"),
+                field(&b, "name")
+            ))
+        })
+    }
+
+    /// Asks the user's name first, then works on in the background, as a task.
+    #[export(task_support = "required")]
+    pub async fn tool_with_task(ctx: &ToolContext) -> Result<Pending, ToolError> {
+        let answer = ctx
+            .ask_as("user_name", name_question("What is your name?"))
+            .await?;
+        let name = field(&answer, "name");
+        Ok(Pending::new(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok::<_, ToolError>(format!("Hello, {name}, from a task"))
+        }))
+    }
+}
+
 /// The input of a tool whose `region` a client mirrors into the `Mcp-Param-Region` header
 /// (SEP-2243), so HTTP infrastructure can route on it; the server checks the two agree.
 #[tool_input]
@@ -423,13 +527,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .tool(conformance::TOOL)
             .tool(json_schema_tool())
             .tool(custom_headers::TOOL)
+            .tool(tasks::TOOL)
             .build()?,
     );
     let _ = REGISTRY.set(Arc::downgrade(&registry));
     let mut server = McpServer::builder(registry)
         .others(others::Others::default())
         .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool")
-        .publish_as("headers__custom_headers", "test_custom_headers");
+        .publish_as("headers__custom_headers", "test_custom_headers")
+        .publish_as("tasks__tool_with_task", "test_tool_with_task");
+    for export in [
+        "greet",
+        "slow_compute",
+        "failing_job",
+        "protocol_error_job",
+        "confirm_delete",
+        "multi_input",
+    ] {
+        server = server.publish_as(format!("tasks__{export}"), export);
+    }
     // Every export of `conformance` is published as the suite calls it: `test_` + its name.
     for export in [
         "simple_text",

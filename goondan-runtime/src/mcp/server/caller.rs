@@ -26,6 +26,7 @@ use rmcp::model::{
 };
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
@@ -50,8 +51,14 @@ enum Mode {
 #[derive(Default)]
 struct Asked {
     next: usize,
+    /// The questions without an answer yet, and who waits for each answer.
     requests: InputRequests,
+    waiters: BTreeMap<String, oneshot::Sender<Value>>,
     missing: Option<&'static str>,
+    /// The call has become a task: its questions wait for `tasks/update`, nothing stops.
+    task: bool,
+    /// The call was stopped to ask.
+    stopped: bool,
 }
 
 /// The client of one `tools/call`, seen by the call's context.
@@ -150,6 +157,48 @@ impl McpCaller {
         &self.stop
     }
 
+    /// Notes that the call was stopped for its questions.
+    pub(super) fn mark_stopped(&self) {
+        self.lock().stopped = true;
+    }
+
+    /// The call became a task: from now on its questions wait for `tasks/update`.
+    pub(super) fn become_task(&self) {
+        self.lock().task = true;
+    }
+
+    /// The questions of a task still waiting for an answer.
+    pub(super) fn outstanding(&self) -> InputRequests {
+        let asked = self.lock();
+        asked
+            .requests
+            .iter()
+            .filter(|(k, _)| asked.waiters.get(*k).is_some_and(|w| !w.is_closed()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Answers some of a task's questions (`tasks/update`): every answer must be a result
+    /// object; an answer to no waiting question is ignored.
+    pub(super) fn answer(&self, responses: BTreeMap<String, Value>) -> Result<(), ErrorData> {
+        let mut asked = self.lock();
+        for (key, answer) in &responses {
+            if asked.waiters.contains_key(key) && !answer.is_object() {
+                return Err(ErrorData::invalid_params(
+                    format!("inputResponses.{key} must be the result object of its request"),
+                    None,
+                ));
+            }
+        }
+        for (key, answer) in responses {
+            asked.requests.remove(&key);
+            if let Some(waiter) = asked.waiters.remove(&key) {
+                let _ = waiter.send(answer);
+            }
+        }
+        Ok(())
+    }
+
     /// What the call's questions leave to do once the call has ended.
     pub(super) fn finish(&self) -> Rounds {
         let Mode::Rounds {
@@ -160,7 +209,14 @@ impl McpCaller {
         else {
             return Rounds::Done;
         };
-        let asked = std::mem::take(&mut *self.lock());
+        let mut guard = self.lock();
+        if !guard.stopped {
+            // The call ended on its own (or became a task): its result stands, and any
+            // question asked meanwhile belongs to the task.
+            return Rounds::Done;
+        }
+        let asked = std::mem::take(&mut *guard);
+        drop(guard);
         if let Some(capability) = asked.missing {
             let mut required = ClientCapabilities::default();
             match capability {
@@ -224,22 +280,41 @@ impl Caller for McpCaller {
                     let answer = answer.clone();
                     return Box::pin(async move { Ok(answer) });
                 }
-                {
+                let (tx, rx) = oneshot::channel();
+                let in_task = {
                     let mut asked = self.lock();
                     if !self.declared(&question) {
+                        if asked.task {
+                            let capability = question.capability();
+                            return Box::pin(
+                                async move { Err(AskError::Unsupported { capability }) },
+                            );
+                        }
                         asked.missing.get_or_insert(question.capability());
+                        drop(asked);
+                        self.stop.cancel();
+                        // The call is stopped for the protocol's error; nothing answers this.
+                        return Box::pin(std::future::pending());
                     } else {
                         match input_request(&question) {
                             Ok(request) => {
-                                asked.requests.insert(key, request);
+                                asked.requests.insert(key.clone(), request);
+                                asked.waiters.insert(key, tx);
                             }
                             Err(e) => return Box::pin(async move { Err(e) }),
                         }
                     }
+                    asked.task
+                };
+                if !in_task {
+                    // The call is stopped and run again with the answer.
+                    self.stop.cancel();
                 }
-                self.stop.cancel();
-                // The call is stopped and run again with the answer; this wait never ends.
-                Box::pin(std::future::pending())
+                Box::pin(async move {
+                    rx.await.map_err(|_| AskError::Failed {
+                        reason: "the call ended before the answer came".into(),
+                    })
+                })
             }
         }
     }

@@ -19,7 +19,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestMethod,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter,
-    Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams,
+    Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -93,6 +93,16 @@ impl ServerHandler for McpServer {
             .tasks
             .get(&request.task_id, self.executor().pending())?;
         Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared
+            .tasks
+            .update(&request.task_id, request.input_responses)
     }
 
     async fn cancel_task(
@@ -262,6 +272,17 @@ impl McpServer {
             builder = builder.progress(sink);
             reports = Some(rx);
         }
+        let client_has_tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        let needs_tasks = catalog.get(&name).is_some_and(|item| {
+            item.annotations
+                .as_ref()
+                .is_some_and(|a| a.task_support == Some(crate::annotations::TaskSupport::Required))
+        });
+        if needs_tasks && !client_has_tasks {
+            return Err(tasks_required());
+        }
         let caller =
             Arc::new(self.caller(&context, &published, &args, state.as_deref(), responses)?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
@@ -271,7 +292,7 @@ impl McpServer {
             elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
             &context,
             &cancel,
-            Some(caller.stopped()),
+            Some(&caller),
             reports.as_mut(),
         )
         .await;
@@ -288,11 +309,9 @@ impl McpServer {
         let Some(handle) = result.handle.clone().filter(|_| result.is_pending()) else {
             return Ok(call::call_tool_result(&result, output_schema.as_deref()).into());
         };
-        let client_has_tasks = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
         if client_has_tasks {
-            let task = shared.tasks.create(&handle, cancel, output_schema);
+            caller.become_task();
+            let task = shared.tasks.create(&handle, cancel, output_schema, caller);
             if let Some(rx) = reports {
                 progress::forward_rest(context.peer.clone(), rx);
             }
@@ -422,12 +441,12 @@ async fn drive<F: Future>(
     work: F,
     context: &RequestContext<RoleServer>,
     cancel: &CancellationToken,
-    stop: Option<&CancellationToken>,
+    questions: Option<&McpCaller>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
 ) -> F::Output {
     let stopped = async {
-        match stop {
-            Some(stop) => stop.cancelled().await,
+        match questions {
+            Some(q) => q.stopped().cancelled().await,
             None => std::future::pending().await,
         }
     };
@@ -445,9 +464,17 @@ async fn drive<F: Future>(
             out = &mut work => break out,
             () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
             () = &mut stopped, if !cancel.is_cancelled() => {
-                // Let the call's other questions of this round be asked before it stops.
+                // Let the call's other questions of this round be asked before it stops; a
+                // call that ends meanwhile (a question from work it left running, a task)
+                // is not stopped.
                 for _ in 0..8 {
+                    if let Some(out) = futures_util::FutureExt::now_or_never(work.as_mut()) {
+                        return out;
+                    }
                     tokio::task::yield_now().await;
+                }
+                if let Some(q) = questions {
+                    q.mark_stopped();
                 }
                 cancel.cancel();
             }
@@ -482,6 +509,19 @@ fn timed_out(submitted: &ToolCallResult, limit: Duration, name: &str) -> ToolCal
     let mut r = ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err);
     r.status = ToolStatus::Error;
     r
+}
+
+/// The protocol's error for a call that only runs as a task, from a client that did not
+/// declare the tasks extension.
+fn tasks_required() -> ErrorData {
+    let mut required = rmcp::model::ClientCapabilities::default();
+    let mut extensions = rmcp::model::ExtensionCapabilities::new();
+    extensions.insert(
+        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+        rmcp::model::JsonObject::new(),
+    );
+    required.extensions = Some(extensions);
+    ErrorData::missing_required_client_capability(required)
 }
 
 /// `value` with every object's keys sorted: the same arguments give the same bytes whatever

@@ -3,7 +3,7 @@
 //! whose id is the pending handle; `tasks/get` polls the handle; its completion is the call's
 //! result; `tasks/cancel` cancels the call's context, which stops the work.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::ErrorData;
@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::call::call_tool_result;
+use super::caller::McpCaller;
 use crate::output_schema::OutputSchema;
 use crate::pending::{PendingResults, PendingState};
 use crate::result::ToolCallResult;
@@ -25,6 +26,8 @@ const MAX_TASKS: usize = 1024;
 
 struct Entry {
     cancel: CancellationToken,
+    /// The call's client, holding the task's questions.
+    questions: Arc<McpCaller>,
     created_at: String,
     output_schema: Option<Arc<OutputSchema>>,
     /// The result, once taken from the pending results.
@@ -50,6 +53,7 @@ impl TaskTable {
         handle: &str,
         cancel: CancellationToken,
         output_schema: Option<Arc<OutputSchema>>,
+        questions: Arc<McpCaller>,
     ) -> Task {
         let now = current_timestamp();
         let task = Task::new(handle, TaskStatus::Working, now.clone(), now.clone())
@@ -59,6 +63,7 @@ impl TaskTable {
             handle.to_owned(),
             Entry {
                 cancel,
+                questions,
                 created_at: now,
                 output_schema,
                 finished: None,
@@ -97,7 +102,22 @@ impl TaskTable {
         let now = current_timestamp();
         let payload = match (&entry.finished, entry.cancelled) {
             (_, true) => TaskPayload::Cancelled,
-            (None, false) => TaskPayload::Working,
+            (None, false) => {
+                let input_requests = entry.questions.outstanding();
+                if input_requests.is_empty() {
+                    TaskPayload::Working
+                } else {
+                    TaskPayload::InputRequired { input_requests }
+                }
+            }
+            (Some(result), false) if crashed(result) => TaskPayload::Failed {
+                error: error_object(
+                    result
+                        .error
+                        .as_ref()
+                        .map_or("the task's work failed", |e| e.message()),
+                ),
+            },
             (Some(result), false) => {
                 let r = call_tool_result(result, entry.output_schema.as_deref());
                 match serde_json::to_value(&r) {
@@ -113,6 +133,20 @@ impl TaskTable {
         Ok(DetailedTask::new(task, payload))
     }
 
+    /// Answers some of the task's questions (`tasks/update`).
+    pub(super) fn update(
+        &self,
+        task_id: &str,
+        responses: BTreeMap<String, Value>,
+    ) -> Result<(), ErrorData> {
+        let questions = {
+            let entries = self.lock();
+            let entry = entries.get(task_id).ok_or_else(|| unknown(task_id))?;
+            Arc::clone(&entry.questions)
+        };
+        questions.answer(responses)
+    }
+
     /// Cancels the task's work. A finished task stays finished.
     pub(super) fn cancel(&self, task_id: &str) -> Result<(), ErrorData> {
         let mut entries = self.lock();
@@ -123,6 +157,15 @@ impl TaskTable {
         }
         Ok(())
     }
+}
+
+/// Whether the work broke rather than the tool reporting a failure: such a task has
+/// `failed`, while a tool's own error is a `completed` task whose result is an error.
+fn crashed(result: &ToolCallResult) -> bool {
+    matches!(
+        result.error_code(),
+        Some(crate::error::codes::PANIC | crate::error::codes::CANCELLED)
+    ) && result.is_error()
 }
 
 fn unknown(task_id: &str) -> ErrorData {
