@@ -282,6 +282,12 @@ pub mod conformance {
         Ok(format!("capabilities-ok: received {}", keys.join(",")))
     }
 
+    /// Takes a moment, long enough for the client's stream to be closed and resumed.
+    pub async fn reconnection() -> String {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        "Reconnection test completed".to_owned()
+    }
+
     /// Reports progress, then answers.
     pub fn streaming_elicitation(ctx: &ToolContext) -> String {
         ctx.progress(50.0, Some(100.0), None);
@@ -568,6 +574,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "input_required_result_capabilities",
         "streaming_elicitation",
         "trigger_tool_change",
+        "reconnection",
     ] {
         server = server.publish_as(format!("conformance__{export}"), format!("test_{export}"));
     }
