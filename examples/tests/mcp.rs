@@ -43,4 +43,27 @@ async fn mcp_example_serves_the_quickstart_catalog() {
         result.structured_content,
         Some(json!({"result": "HELLO, GOONDAN"}))
     );
+
+    // Beside the tools, the example's own resource handler answers resources/*.
+    let resources = client.list_all_resources().await.unwrap();
+    assert_eq!(resources.len(), 1, "{resources:?}");
+    assert_eq!(resources[0].uri, goondan_examples::mcp::GUIDE_URI);
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            goondan_examples::mcp::GUIDE_URI,
+        ))
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&read).unwrap();
+    assert_eq!(
+        text["contents"][0]["text"],
+        goondan_examples::mcp::GUIDE,
+        "{text}"
+    );
+    let missing = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "goondan://nope",
+        ))
+        .await;
+    assert!(missing.is_err(), "{missing:?}");
 }

@@ -318,8 +318,8 @@ impl McpServerBuilder {
     /// use goondan_runtime::ToolRegistry;
     /// use goondan_runtime::mcp::server::McpServer;
     /// use rmcp::model::{
-    ///     ListResourcesResult, PaginatedRequestParams, RawResource, Resource,
-    ///     ServerCapabilities, ServerConfig,
+    ///     ListResourcesResult, PaginatedRequestParams, Resource, ServerCapabilities,
+    ///     ServerConfig,
     /// };
     /// use rmcp::service::RequestContext;
     /// use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -335,7 +335,7 @@ impl McpServerBuilder {
     ///         _request: Option<PaginatedRequestParams>,
     ///         _context: RequestContext<RoleServer>,
     ///     ) -> Result<ListResourcesResult, ErrorData> {
-    ///         let readme = Resource::new(RawResource::new("docs://readme", "readme"), None);
+    ///         let readme = Resource::new("docs://readme", "readme");
     ///         Ok(ListResourcesResult::with_all_items(vec![readme]))
     ///     }
     /// }
