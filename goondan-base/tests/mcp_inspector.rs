@@ -85,3 +85,62 @@ fn mcp_inspector_lists_and_calls_goondan_mcp_serve_over_stdio() {
     assert!(text.starts_with("error E_JSON_PARSE"), "{text}");
     assert!(text.contains("suggestion: "), "{text}");
 }
+
+/// The status line of a raw `initialize` POST to `addr` (no session: it opens one).
+fn initialize_status(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).unwrap_or(0);
+    String::from_utf8_lossy(&head[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 22, bad input: `goondan mcp serve --http` caps its sessions (`--max-sessions`): a
+/// client past the cap is refused with 503, and the server goes on.
+#[test]
+fn goondan_mcp_serve_http_refuses_sessions_past_max_sessions() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args([
+            "mcp",
+            "serve",
+            "--tools",
+            "json-query",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--max-sessions", "2", "--session-idle-secs", "60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().trim_start_matches("serving MCP at ").to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let statuses: Vec<String> = (0..3).map(|_| initialize_status(&addr)).collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(statuses[0].contains(" 200 "), "{statuses:?}");
+    assert!(statuses[1].contains(" 200 "), "{statuses:?}");
+    assert!(statuses[2].contains(" 503 "), "{statuses:?}");
+}

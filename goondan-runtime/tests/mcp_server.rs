@@ -765,3 +765,220 @@ fn mcp_bundle_export_annotations_of_the_wrong_shape_are_reported() {
         bundle.diagnostics()
     );
 }
+
+// ---- Streamable HTTP: bad bodies and bounded sessions (issue 22, "Bad input") ----
+
+/// A POST of `body` to `url` as an MCP client sends it (JSON, both media types accepted).
+async fn post_raw(
+    url: &str,
+    body: impl Into<reqwest::Body>,
+    session: Option<&str>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(body);
+    if let Some(id) = session {
+        request = request
+            .header("Mcp-Session-Id", id)
+            .header("MCP-Protocol-Version", "2025-11-25");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+            .unwrap_or(Value::String(text.clone()))
+    });
+    (status, json)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// Opens a session; its id.
+async fn open_session(url: &str) -> Option<String> {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(INITIALIZE)
+        .send()
+        .await
+        .ok()?;
+    let id = response
+        .headers()
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()?
+        .to_owned();
+    let _ = response.bytes().await;
+    Some(id)
+}
+
+fn echo_server() -> McpServer {
+    let registry = Arc::new(ToolRegistry::builder().tool(echo_tool()).build().unwrap());
+    McpServer::builder(registry).build().unwrap()
+}
+
+/// A tool for the HTTP tests.
+fn echo_tool() -> goondan_runtime::Tool {
+    goondan_runtime::Tool::builder("echo")
+        .export(Export::new(
+            "say",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            handler_fn(|_ctx, args| async move { Ok::<_, ToolError>(Value::Object(args)) }),
+        ))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn mcp_http_a_body_that_is_not_json_is_400_with_a_parse_error_and_the_server_goes_on() {
+    let http = echo_server()
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    for (what, body) in [
+        ("not JSON", b"this is not json".to_vec()),
+        ("invalid UTF-8", vec![b'{', 0xff, 0xfe, b'}']),
+        ("nested too deep", deep.into_bytes()),
+        (
+            "cut short",
+            br#"{"jsonrpc":"2.0","id":1,"method":"initi"#.to_vec(),
+        ),
+    ] {
+        let (status, answer) = post_raw(&url, body, None).await;
+        assert_eq!(status, 400, "{what}: {answer}");
+        assert_eq!(answer["error"]["code"], -32700, "{what}: {answer}");
+        assert_eq!(answer["jsonrpc"], "2.0", "{what}: {answer}");
+    }
+    // JSON, but no JSON-RPC message: the invalid-request error.
+    let (status, answer) = post_raw(&url, r#"{"hello": "world"}"#, None).await;
+    assert_eq!(
+        (status, answer["error"]["code"].clone()),
+        (400, json!(-32600)),
+        "{answer}"
+    );
+    // A body over the cap is refused before it is read whole.
+    let huge = vec![b' '; 5 * 1024 * 1024];
+    let (status, _) = post_raw(&url, huge, None).await;
+    assert_eq!(status, 413);
+    // The server goes on serving.
+    assert!(open_session(&url).await.is_some());
+    http.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn mcp_http_an_idle_session_expires() {
+    use goondan_runtime::mcp::server::HttpLimits;
+    let registry = Arc::new(ToolRegistry::builder().tool(echo_tool()).build().unwrap());
+    let http = McpServer::builder(registry)
+        .http_limits(HttpLimits::default().idle_timeout(Duration::from_secs(1)))
+        .build()
+        .unwrap()
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let url = http.url();
+    let id = open_session(&url).await.expect("a session");
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let (status, _) = post_raw(&url, ping, Some(&id)).await;
+    assert_eq!(status, 200, "a fresh session answers");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let (status, answer) = post_raw(&url, ping, Some(&id)).await;
+    assert_eq!(status, 404, "an idle session is gone: {answer}");
+    http.shutdown().await.unwrap();
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// 10,000 `initialize` requests against a real server process with the default limits:
+/// 1,024 sessions open, the rest are refused with a clear error, the server's memory stays
+/// under 160 MiB, and it goes on serving the open sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_http_ten_thousand_sessions_stay_under_the_cap_and_a_memory_bound() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_goondan-test-mcp-conformance"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_owned();
+    let pid = child.id();
+    let before = rss_kib(pid);
+    let opened = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let first = Arc::new(std::sync::Mutex::new(None::<String>));
+    let mut workers = Vec::new();
+    for _ in 0..50 {
+        let (url, opened, refused, first) =
+            (url.clone(), opened.clone(), refused.clone(), first.clone());
+        workers.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            for _ in 0..200 {
+                let response = client
+                    .post(&url)
+                    .header("Accept", "application/json, text/event-stream")
+                    .header("Content-Type", "application/json")
+                    .body(INITIALIZE)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status().as_u16();
+                let session = response
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let text = response.text().await.unwrap();
+                match (status, session) {
+                    (200, Some(id)) => {
+                        opened.fetch_add(1, Ordering::Relaxed);
+                        first.lock().unwrap().get_or_insert(id);
+                    }
+                    (503, _) => {
+                        assert!(text.contains("too many open sessions"), "{text}");
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                    other => panic!("unexpected answer {other:?}: {text}"),
+                }
+            }
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
+    let after = rss_kib(pid);
+    let (opened, refused) = (
+        opened.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed),
+    );
+    eprintln!("sessions opened {opened}, refused {refused}; RSS {before} -> {after} KiB");
+    assert_eq!(opened + refused, 10_000);
+    assert_eq!(opened, 1024, "the default cap");
+    assert!(after < 160 * 1024, "RSS {after} KiB");
+    // The open sessions still work.
+    let id = first.lock().unwrap().clone().unwrap();
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let (status, answer) = post_raw(&url, ping, Some(&id)).await;
+    assert_eq!(status, 200, "{answer}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -92,6 +92,8 @@ pub(crate) fn execute(
             agent,
             tools,
             http,
+            max_sessions,
+            session_idle_secs,
             workdir,
             approve,
         }) => {
@@ -100,6 +102,9 @@ pub(crate) fn execute(
                 agent: agent.as_deref(),
                 tools,
                 http: *http,
+                limits: goondan_runtime::mcp::server::HttpLimits::default()
+                    .max_sessions(*max_sessions)
+                    .idle_timeout(std::time::Duration::from_secs(*session_idle_secs)),
                 workdir: workdir.as_deref(),
                 approve: *approve,
             };

@@ -38,6 +38,7 @@ pub(crate) struct Serve<'a> {
     pub(crate) agent: Option<&'a str>,
     pub(crate) tools: &'a [String],
     pub(crate) http: Option<SocketAddr>,
+    pub(crate) limits: goondan_runtime::mcp::server::HttpLimits,
     pub(crate) workdir: Option<&'a Path>,
     pub(crate) approve: Policy,
 }
@@ -74,6 +75,7 @@ pub(crate) fn serve(
     if let Some(w) = serve.workdir {
         builder = builder.workdir(w);
     }
+    builder = builder.http_limits(serve.limits);
     if serve.approve != Policy::Allow {
         let approvals = Approvals::new(ElicitationApprover::new()).default_policy(serve.approve);
         let executor = ToolExecutor::builder(Arc::clone(builder.registry()))

@@ -98,6 +98,13 @@ pub enum McpCommand {
         /// Serve Streamable HTTP on this address (e.g. `127.0.0.1:8080`) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
+        /// With `--http`: how many client sessions may be open at once; a client past it is
+        /// refused with HTTP 503 until one closes or expires.
+        #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+        max_sessions: usize,
+        /// With `--http`: how many seconds a session may stay idle before it ends.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300, requires = "http")]
+        session_idle_secs: u64,
         /// The working directory of the calls (default: the current directory).
         #[arg(long)]
         workdir: Option<PathBuf>,

@@ -44,6 +44,7 @@ mod call;
 mod caller;
 mod elicitation;
 mod handler;
+mod http_limits;
 mod listing;
 mod others;
 mod progress;
@@ -63,6 +64,7 @@ use crate::executor::ToolExecutor;
 use crate::registry::ToolRegistry;
 
 pub use elicitation::ElicitationApprover;
+pub use http_limits::HttpLimits;
 pub use transport::{HttpServer, ServeError};
 
 /// How many tools one `tools/list` page holds by default.
@@ -151,6 +153,8 @@ struct Shared {
     state_codec: Arc<rmcp::model::RequestStateCodec>,
     /// The user's handler of resources, prompts and completion.
     others: Option<Arc<dyn others::Others>>,
+    /// What a Streamable HTTP server gives its clients at most.
+    http_limits: HttpLimits,
 }
 
 /// What one client's session has set: its log level (`logging/setLevel`).
@@ -192,6 +196,7 @@ impl McpServer {
             pending_wait: DEFAULT_PENDING_WAIT,
             renames: Vec::new(),
             others: None,
+            http_limits: HttpLimits::default(),
         }
     }
 
@@ -305,9 +310,17 @@ pub struct McpServerBuilder {
     pending_wait: Duration,
     renames: Vec<(String, String)>,
     others: Option<Arc<dyn others::Others>>,
+    http_limits: HttpLimits,
 }
 
 impl McpServerBuilder {
+    /// The limits of [`serve_http`](McpServer::serve_http): idle session expiry, the session
+    /// cap and the body cap (default [`HttpLimits::default`]).
+    pub fn http_limits(mut self, limits: HttpLimits) -> Self {
+        self.http_limits = limits;
+        self
+    }
+
     /// Serves resources, prompts and completion with `handler`, an rmcp `ServerHandler` of
     /// your own: its `resources/*`, `prompts/*` and `completion/complete` answer those
     /// methods, and its announced capabilities for them join ours. Tools stay the served
@@ -468,6 +481,7 @@ impl McpServerBuilder {
                 tasks: tasks::TaskTable::default(),
                 state_codec: Arc::new(state_codec()?),
                 others: self.others,
+                http_limits: self.http_limits,
             }),
             session: Arc::default(),
         })

@@ -5,6 +5,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -19,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::http_limits::{self, Checked};
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +67,9 @@ impl McpServer {
     }
 
     /// Serves Streamable HTTP on `addr` (e.g. `127.0.0.1:8080`, or port 0 for any free port)
-    /// at every path; clients use `http://{addr}/mcp`. Returns once listening.
+    /// at every path; clients use `http://{addr}/mcp`. Returns once listening. Sessions,
+    /// bodies and malformed requests are bounded by the builder's
+    /// [`http_limits`](super::McpServerBuilder::http_limits).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -88,12 +92,18 @@ impl McpServer {
             .local_addr()
             .map_err(|source| ServeError::Bind { addr, source })?;
         let stop = CancellationToken::new();
+        let limits = self.shared.http_limits;
         let mut config = StreamableHttpServerConfig::default();
         config.cancellation_token = stop.child_token();
+        config.max_request_body_bytes = limits.body_bytes();
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(limits.idle());
+        let sessions = Arc::new(sessions);
+        let gate = Arc::new(tokio::sync::Mutex::new(()));
         let server = self;
         let service = StreamableHttpService::new(
             move || Ok(server.for_session()),
-            LocalSessionManager::default().into(),
+            Arc::clone(&sessions),
             config,
         );
         let accept_stop = stop.clone();
@@ -110,11 +120,39 @@ impl McpServer {
                     },
                 };
                 let service = service.clone();
+                let sessions = Arc::clone(&sessions);
+                let gate = Arc::clone(&gate);
                 let conn_stop = accept_stop.clone();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req| {
                         let service = service.clone();
-                        async move { Ok::<_, Infallible>(service.handle(req).await) }
+                        let sessions = Arc::clone(&sessions);
+                        let gate = Arc::clone(&gate);
+                        async move {
+                            let (request, body, opens) =
+                                match http_limits::check(req, &limits).await {
+                                    Checked::Answer(response) => return Ok(response),
+                                    Checked::Pass {
+                                        request,
+                                        body,
+                                        opens,
+                                    } => (request, body, opens),
+                                };
+                            // New sessions are made one at a time, so the cap holds.
+                            let _opening = if opens {
+                                let guard = gate.lock().await;
+                                if let Some(refusal) =
+                                    http_limits::over_cap(&sessions, &limits).await
+                                {
+                                    return Ok(refusal);
+                                }
+                                Some(guard)
+                            } else {
+                                None
+                            };
+                            let response = service.handle(request).await;
+                            Ok::<_, Infallible>(http_limits::explain(response, &body))
+                        }
                     });
                     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
                     let mut conn = std::pin::pin!(conn);

@@ -1,0 +1,238 @@
+//! What one Streamable HTTP server gives its clients at most: [`HttpLimits`], and the checks
+//! in front of rmcp's service that keep to them.
+//!
+//! - A session idle for [`HttpLimits::idle_timeout`] ends (rmcp's session keep-alive).
+//! - At most [`HttpLimits::max_sessions`] sessions are open; a new session past the cap is
+//!   refused with HTTP 503 and a JSON-RPC error that says so, and open sessions go on.
+//! - A request body is at most [`HttpLimits::max_body_bytes`] (HTTP 413).
+//! - A body that is not JSON (invalid UTF-8, a syntax error, nesting deeper than the JSON
+//!   reader's limit of 128) is HTTP 400 with the JSON-RPC parse error (`-32700`); JSON that
+//!   is not a JSON-RPC message is HTTP 400 with the invalid-request error (`-32600`). Nothing
+//!   of it reaches a handler.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
+
+/// The limits of a Streamable HTTP server (see the module docs).
+///
+/// ```
+/// use std::time::Duration;
+/// use goondan_runtime::mcp::server::HttpLimits;
+/// let limits = HttpLimits::default()
+///     .max_sessions(100)
+///     .idle_timeout(Duration::from_secs(60));
+/// assert_eq!(limits.sessions(), 100);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    idle_timeout: Duration,
+    max_sessions: usize,
+    max_body_bytes: usize,
+}
+
+impl Default for HttpLimits {
+    /// Idle sessions end after 5 minutes; at most 1,024 sessions; bodies up to 4 MiB.
+    fn default() -> Self {
+        Self {
+            idle_timeout: Duration::from_secs(300),
+            max_sessions: 1024,
+            max_body_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+impl HttpLimits {
+    /// How long a session may stay idle before it ends (at least 1 second).
+    #[must_use]
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle.max(Duration::from_secs(1));
+        self
+    }
+
+    /// How many sessions may be open at once (at least 1).
+    #[must_use]
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+
+    /// How large a request body may be, in bytes (at least 1 KiB).
+    #[must_use]
+    pub fn max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max.max(1024);
+        self
+    }
+
+    /// The idle timeout.
+    pub fn idle(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// The session cap.
+    pub fn sessions(&self) -> usize {
+        self.max_sessions
+    }
+
+    /// The body cap.
+    pub fn body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+}
+
+/// A response rmcp's service would give, or that the checks give instead.
+pub(super) type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
+
+/// A request whose body has been read, ready for rmcp's service; or the checks' answer.
+pub(super) enum Checked {
+    /// Pass on to rmcp; the body bytes are kept to explain a refusal of them. `opens` says
+    /// whether it opens a session (an `initialize` without a session id).
+    Pass {
+        request: Request<Full<Bytes>>,
+        body: Bytes,
+        opens: bool,
+    },
+    /// Answered here.
+    Answer(HttpResponse),
+}
+
+/// Reads `request`'s body within the limit.
+pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Checked {
+    let opens_session = request.method() == hyper::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    let (parts, body) = request.into_parts();
+    let body = match http_body_util::Limited::new(body, limits.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let too_large = e.is::<http_body_util::LengthLimitError>();
+            let (status, message) = if too_large {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body exceeds {} bytes", limits.max_body_bytes),
+                )
+            } else {
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("the request body could not be read: {e}"),
+                )
+            };
+            return Checked::Answer(rpc_error(status, -32600, &message));
+        }
+    };
+    let opens = opens_session && is_initialize(&body);
+    let request = Request::from_parts(parts, Full::new(body.clone()));
+    Checked::Pass {
+        request,
+        body,
+        opens,
+    }
+}
+
+/// The refusal of a new session when `sessions` are at the cap. The caller holds the
+/// server's session gate from this check until the session is made, so the cap holds under
+/// concurrent `initialize` requests.
+pub(super) async fn over_cap(
+    sessions: &LocalSessionManager,
+    limits: &HttpLimits,
+) -> Option<HttpResponse> {
+    let open = sessions.sessions.read().await.len();
+    (open >= limits.max_sessions).then(|| {
+        rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            &format!(
+                "too many open sessions ({open}, the cap is {}); close one (HTTP DELETE) or \
+                 try again once idle sessions have expired",
+                limits.max_sessions
+            ),
+        )
+    })
+}
+
+/// rmcp answers a body it cannot read as a message with 415; the protocol wants 400 and a
+/// JSON-RPC error: `-32700` for a body that is not JSON, `-32600` for JSON that is not a
+/// message. Any other response passes unchanged.
+pub(super) fn explain(response: HttpResponse, body: &Bytes) -> HttpResponse {
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE || body.is_empty() {
+        return response;
+    }
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Err(e) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            &format!("Parse error: the body is not JSON ({e})"),
+        ),
+        Ok(_) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: the body is JSON but not a JSON-RPC request, notification or \
+             response",
+        ),
+    }
+}
+
+/// Whether `body` is an `initialize` request, read without parsing all of it: a new session
+/// begins with one, and anything else without a session is rmcp's to refuse.
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .ok()
+        .and_then(|m| m.method)
+        .is_some_and(|m| m == "initialize")
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> HttpResponse {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_initialize_request_opens_a_session() {
+        assert!(is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#
+        ));
+        assert!(!is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        ));
+        assert!(!is_initialize(b"not json"));
+    }
+
+    #[test]
+    fn limits_have_floors() {
+        let l = HttpLimits::default()
+            .max_sessions(0)
+            .max_body_bytes(1)
+            .idle_timeout(Duration::ZERO);
+        assert_eq!(l.sessions(), 1);
+        assert_eq!(l.body_bytes(), 1024);
+        assert_eq!(l.idle(), Duration::from_secs(1));
+    }
+}
