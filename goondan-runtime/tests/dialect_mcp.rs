@@ -100,3 +100,106 @@ fn a_request_that_is_not_tools_call_is_a_parse_error() {
         mcp::parse_call(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).unwrap_err();
     assert_eq!(err.path, "/method");
 }
+
+/// Schemas that use the 2020-12 vocabulary provider dialects rewrite: composition,
+/// conditionals, anchors, definitions and references, formats, `x-` extensions.
+fn keyword_schemas() -> Vec<Value> {
+    vec![
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                                  "properties": {"city": {"type": "string"}}}},
+            "properties": {
+                "address": {"$ref": "#/$defs/address"},
+                "contact": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string", "format": "email"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contact": {"const": "phone"}}, "required": ["contact"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        }),
+        json!({
+            "type": "object",
+            "properties": {
+                "when": {"type": "string", "format": "date-time"},
+                "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+                "not_zero": {"type": "integer", "not": {"const": 0}},
+                "region": {"type": "string", "x-mcp-header": "Region"}
+            },
+            "dependentRequired": {"when": ["kind"]},
+            "unevaluatedProperties": false
+        }),
+    ]
+}
+
+/// Issue 22, item 4: what a real MCP client reads in `tools/list` is the export's neutral
+/// schema, whole, for every corpus type and for schemas written with the vocabulary
+/// providers cannot take; and the MCP dialect's rendering is the same.
+#[tokio::test]
+async fn mcp_tools_list_publishes_every_export_schema_whole() {
+    use std::sync::Arc;
+
+    use goondan_runtime::mcp::server::McpServer;
+    use goondan_runtime::{Export, Tool, ToolCatalog, ToolError, ToolRegistry, handler_fn};
+    use rmcp::ServiceExt;
+
+    let noop = || handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(Value::Null) });
+    let mut corpus_tool = Tool::builder("corpus");
+    for case in corpus::corpus() {
+        corpus_tool = corpus_tool.export(Export::new(
+            corpus::export_name(&case),
+            (*case.schema).clone(),
+            noop(),
+        ));
+    }
+    let mut keywords = Tool::builder("keywords");
+    for (i, schema) in keyword_schemas().into_iter().enumerate() {
+        keywords = keywords.export(Export::new(format!("k{i}"), schema, noop()));
+    }
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(corpus_tool.build().unwrap())
+            .tool(keywords.build().unwrap())
+            .build()
+            .unwrap(),
+    );
+    let mut want = std::collections::BTreeMap::new();
+    for case in corpus::corpus() {
+        want.insert(
+            format!("corpus__{}", corpus::export_name(&case)),
+            (*case.schema).clone(),
+        );
+    }
+    for (i, schema) in keyword_schemas().into_iter().enumerate() {
+        want.insert(format!("keywords__k{i}"), schema);
+    }
+    // The dialect's rendering.
+    let listed = Dialect::Mcp.tools(&ToolCatalog::all(&registry)).unwrap();
+    for tool in listed["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        assert_eq!(tool["inputSchema"], want[name], "{name} (dialect)");
+    }
+    // What a real client reads.
+    let server = McpServer::builder(Arc::clone(&registry))
+        .page_size(1000)
+        .build()
+        .unwrap();
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_io).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), want.len());
+    for tool in tools {
+        let got = Value::Object((*tool.input_schema).clone());
+        assert_eq!(got, want[tool.name.as_ref()], "{} (over MCP)", tool.name);
+    }
+    client.cancel().await.unwrap();
+}
