@@ -33,6 +33,8 @@ pub mod codes {
     pub const OUTPUT: &str = "E_TOOL_OUTPUT";
     /// A pending handle that the runtime does not know.
     pub const UNKNOWN_HANDLE: &str = "E_TOOL_UNKNOWN_HANDLE";
+    /// A result's content parts (images, audio, resources) are larger than the executor allows.
+    pub const CONTENT_TOO_LARGE: &str = "E_TOOL_CONTENT_TOO_LARGE";
     /// A question to the caller (the user, its model, its roots) got no answer.
     pub const ASK_FAILED: &str = "E_TOOL_ASK_FAILED";
 }

@@ -61,6 +61,8 @@ struct Shared {
 /// One per executor, shared by every call's chain.
 struct CallCore {
     default_timeout: Option<Duration>,
+    /// How many bytes of content parts one result may carry.
+    max_content_bytes: usize,
     pending: PendingResults,
     help_url_base: Option<Arc<str>>,
 }
@@ -130,6 +132,7 @@ impl ToolExecutor {
             middlewares: MiddlewareList::default(),
             policy: CallPolicy::default(),
             default_timeout: None,
+            max_content_bytes: crate::content::DEFAULT_MAX_CONTENT_BYTES,
             pending: None,
             help_url_base: None,
         }
@@ -329,6 +332,7 @@ type Refusal = (usize, ToolError);
 /// What the core produced, before the call's id and name are attached.
 enum Reply {
     Output(Value),
+    Rich(Box<crate::content::ToolReturn>),
     Pending(String),
     Error(ToolError),
 }
@@ -345,6 +349,10 @@ impl Reply {
     ) -> ToolCallResult {
         match self {
             Reply::Output(v) => ToolCallResult::ok(id, name, v),
+            Reply::Rich(r) => {
+                let r = *r;
+                ToolCallResult::ok(id, name, r.output).with_content(r.content)
+            }
             Reply::Pending(h) => ToolCallResult::pending(id, name, h),
             Reply::Error(e) => {
                 ToolCallResult::error(id, name, e.finish(limit, &core.help_url_base()))
@@ -360,6 +368,7 @@ pub struct ExecutorBuilder {
     middlewares: MiddlewareList,
     policy: CallPolicy,
     default_timeout: Option<Duration>,
+    max_content_bytes: usize,
     pending: Option<PendingResults>,
     help_url_base: Option<Arc<str>>,
 }
@@ -395,6 +404,14 @@ impl ExecutorBuilder {
         self
     }
 
+    /// How many bytes of content parts (images, audio, resources) one result may carry;
+    /// a larger result is refused as `E_TOOL_CONTENT_TOO_LARGE`. Default
+    /// [`DEFAULT_MAX_CONTENT_BYTES`](crate::content::DEFAULT_MAX_CONTENT_BYTES) (16 MiB).
+    pub fn max_content_bytes(mut self, max: usize) -> Self {
+        self.max_content_bytes = max;
+        self
+    }
+
     /// Shares pending results with other executors.
     pub fn pending_results(mut self, pending: PendingResults) -> Self {
         self.pending = Some(pending);
@@ -419,6 +436,7 @@ impl ExecutorBuilder {
                 policy: self.policy,
                 core: Arc::new(CallCore {
                     default_timeout: self.default_timeout,
+                    max_content_bytes: self.max_content_bytes,
                     pending: self.pending.unwrap_or_default(),
                     help_url_base: self.help_url_base,
                 }),
@@ -574,6 +592,21 @@ fn conclude(
     match outcome {
         Err(panic) => Reply::Error(panic_error(&*panic)),
         Ok(Ok(Outcome::Output(output))) => Reply::Output(output),
+        Ok(Ok(Outcome::Rich(rich))) => {
+            let bytes: usize = rich
+                .content
+                .iter()
+                .map(crate::content::Content::byte_len)
+                .sum();
+            if bytes > core.max_content_bytes {
+                Reply::Error(crate::refusal::content_too_large(
+                    bytes,
+                    core.max_content_bytes,
+                ))
+            } else {
+                Reply::Rich(rich)
+            }
+        }
         Ok(Ok(Outcome::Pending(pending))) => {
             let limit = entry.resource().error_message_limit();
             let help = (core.help_url_base(), entry.resource().help_url_base());

@@ -56,6 +56,9 @@ pub type PendingFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> +
 pub enum Outcome {
     /// A synchronous completion (RES-1).
     Output(Value),
+    /// A synchronous completion with content parts (images, audio, resources) beside its
+    /// JSON output.
+    Rich(Box<crate::content::ToolReturn>),
     /// Work submitted to run in the background (RES-2).
     Pending(Pending),
 }
@@ -64,6 +67,7 @@ impl std::fmt::Debug for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Outcome::Output(v) => f.debug_tuple("Output").field(v).finish(),
+            Outcome::Rich(r) => f.debug_tuple("Rich").field(r).finish(),
             Outcome::Pending(_) => f.write_str("Pending(..)"),
         }
     }

@@ -45,6 +45,7 @@ pub mod approval;
 #[cfg(feature = "host")]
 pub mod bundle;
 pub mod catalog;
+pub mod content;
 pub mod context;
 #[cfg(feature = "host")]
 pub mod dialect;

@@ -170,6 +170,15 @@ pub(crate) fn timed_out(limit: Duration) -> ToolError {
     .with_suggestion("retry with a smaller request, or ask for the work to be split")
 }
 
+pub(crate) fn content_too_large(bytes: usize, max: usize) -> ToolError {
+    ToolError::new(format!(
+        "the tool's result carries {bytes} bytes of content parts; at most {max} are allowed"
+    ))
+    .with_code(codes::CONTENT_TOO_LARGE)
+    .with_name("ToolContentTooLargeError")
+    .with_suggestion("ask for less at a time: a smaller image, a shorter recording, fewer files")
+}
+
 pub(crate) fn cancelled() -> ToolError {
     ToolError::new("the call was cancelled before it finished")
         .with_code(codes::CANCELLED)

@@ -78,6 +78,14 @@ pub struct ToolCallResult {
     /// The error of a failed call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ToolError>,
+    /// Content parts of a completed call beside its output: images, audio, resources
+    /// ([`crate::content`]); absent when there are none.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::content::parts"
+    )]
+    pub content: Vec<crate::content::Content>,
 }
 
 impl ToolCallResult {
@@ -94,6 +102,7 @@ impl ToolCallResult {
             output: Some(output),
             handle: None,
             error: None,
+            content: Vec::new(),
         }
     }
 
@@ -110,6 +119,7 @@ impl ToolCallResult {
             output: None,
             handle: None,
             error: Some(error),
+            content: Vec::new(),
         }
     }
 
@@ -126,7 +136,15 @@ impl ToolCallResult {
             output: None,
             handle: Some(handle.into()),
             error: None,
+            content: Vec::new(),
         }
+    }
+
+    /// The same result with content parts.
+    #[must_use]
+    pub fn with_content(mut self, content: Vec<crate::content::Content>) -> Self {
+        self.content = content;
+        self
     }
 
     /// Whether the call completed.

@@ -82,11 +82,37 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {
 }
 
 /// A result as a `tool_result` content block: `{type, tool_use_id, content, is_error}`.
+/// With content parts, `content` is a list of blocks: the result's text, then each part
+/// (an image as an `image` block, text as `text`, what Anthropic takes none of as a note).
 pub fn tool_result(result: &ToolCallResult) -> Value {
+    let content = if result.content.is_empty() {
+        Value::from(super::result_text(result))
+    } else {
+        let mut blocks = Vec::new();
+        if result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error() {
+            blocks.push(json!({"type": "text", "text": super::result_text(result)}));
+        }
+        for part in &result.content {
+            blocks.push(match part {
+                crate::content::Content::Image(b) => json!({
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": b.mime_type,
+                        "data": base64::Engine::encode(
+                            &base64::engine::general_purpose::STANDARD, &b.data),
+                    }
+                }),
+                other => json!({"type": "text", "text": super::part_text(other)
+                    .unwrap_or_else(|| other.note("Anthropic takes no such part in a tool result"))}),
+            });
+        }
+        Value::Array(blocks)
+    };
     json!({
         "type": "tool_result",
         "tool_use_id": result.tool_call_id,
-        "content": super::result_text(result),
+        "content": content,
         "is_error": result.status == ToolStatus::Error,
     })
 }

@@ -330,12 +330,40 @@ pub fn function_response(result: &ToolCallResult) -> Value {
             "error": result.error.as_ref().map(super::error_json),
         }),
     };
+    let mut response = response;
+    let mut parts = Vec::new();
+    let mut notes = Vec::new();
+    for part in &result.content {
+        match part {
+            crate::content::Content::Image(b) | crate::content::Content::Audio(b) => {
+                parts.push(json!({"inlineData": {
+                    "mimeType": b.mime_type,
+                    "data": base64::Engine::encode(
+                        &base64::engine::general_purpose::STANDARD, &b.data),
+                }}));
+            }
+            other => {
+                notes.push(super::part_text(other).unwrap_or_else(|| {
+                    other.note("Gemini takes no such part in a function response")
+                }))
+            }
+        }
+    }
+    if !notes.is_empty()
+        && let Some(o) = response.as_object_mut()
+    {
+        o.insert("content".into(), Value::from(notes.join("\n")));
+    }
     let mut inner = Map::new();
     inner.insert("name".into(), Value::from(result.tool_name.as_str()));
     if !result.tool_call_id.starts_with(GENERATED_ID_PREFIX) {
         inner.insert("id".into(), Value::from(result.tool_call_id.as_str()));
     }
     inner.insert("response".into(), response);
+    if !parts.is_empty() {
+        // Gemini's multimodal function responses: the media as inline data parts.
+        inner.insert("parts".into(), Value::Array(parts));
+    }
     json!({"functionResponse": inner})
 }
 

@@ -636,6 +636,38 @@ pub fn result_text(result: &ToolCallResult) -> String {
     }
 }
 
+/// A part as a data URL (`data:{mime};base64,{data}`), for the providers that take images
+/// that way; `None` for a part that is not binary.
+pub(crate) fn data_url(part: &crate::content::Content) -> Option<(String, &str)> {
+    use crate::content::Content;
+    use base64::Engine as _;
+    match part {
+        Content::Image(b) | Content::Audio(b) => Some((
+            format!(
+                "data:{};base64,{}",
+                b.mime_type,
+                base64::engine::general_purpose::STANDARD.encode(&b.data)
+            ),
+            b.mime_type.as_str(),
+        )),
+        _ => None,
+    }
+}
+
+/// A text part, or an embedded text resource, as the text a model reads.
+pub(crate) fn part_text(part: &crate::content::Content) -> Option<String> {
+    use crate::content::{Content, ResourceBody};
+    match part {
+        Content::Text(t) => Some(t.clone()),
+        Content::Resource(r) => match &r.body {
+            ResourceBody::Text(t) => Some(format!("[resource {}]\n{t}", r.uri)),
+            ResourceBody::Blob(_) => None,
+        },
+        Content::Link(l) => Some(format!("[resource link {} ({})]", l.uri, l.name)),
+        _ => None,
+    }
+}
+
 /// An error as text: `error E_CODE (Name): message`, then the suggestion and help URL.
 ///
 /// ```

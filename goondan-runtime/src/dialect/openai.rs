@@ -518,20 +518,79 @@ fn normalised(mut call: ToolCall, catalog: &ToolCatalog) -> ToolCall {
 }
 
 /// A result as a Chat Completions tool message: `{role: "tool", tool_call_id, content}`.
+/// A tool message takes only text: text parts join the text, images are announced there and
+/// sent in the user message [`chat_images`] makes, and other parts become notes.
 pub fn chat_result(result: &ToolCallResult) -> Value {
+    let mut text = super::result_text(result);
+    if !result.content.is_empty() && result.output.as_ref().is_none_or(Value::is_null) {
+        text.clear();
+    }
+    for part in &result.content {
+        let line = match part {
+            crate::content::Content::Image(b) => {
+                format!("[image {} follows in the next user message]", b.mime_type)
+            }
+            other => super::part_text(other).unwrap_or_else(|| {
+                other.note("Chat Completions takes no such part in a tool result")
+            }),
+        };
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&line);
+    }
     json!({
         "role": "tool",
         "tool_call_id": result.tool_call_id,
-        "content": super::result_text(result),
+        "content": text,
     })
 }
 
+/// The user message that carries the images of `results` (Chat Completions takes images only
+/// in user messages), sent after the tool messages; `None` when they have none.
+pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) -> Option<Value> {
+    let mut parts = Vec::new();
+    for result in results {
+        for part in &result.content {
+            if let (crate::content::Content::Image(_), Some((url, _))) =
+                (part, super::data_url(part))
+            {
+                parts.push(json!({"type": "text", "text": format!(
+                    "The image returned by the tool call `{}` ({}):",
+                    result.tool_call_id, result.tool_name)}));
+                parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+            }
+        }
+    }
+    (!parts.is_empty()).then(|| json!({"role": "user", "content": parts}))
+}
+
 /// A result as a Responses API input item: `{type: "function_call_output", call_id, output}`.
+/// With content parts, `output` is a list: `input_text` for the result's text and text
+/// parts, `input_image` for images, and a note for what the Responses API takes none of.
 pub fn responses_result(result: &ToolCallResult) -> Value {
+    let output = if result.content.is_empty() {
+        Value::from(super::result_text(result))
+    } else {
+        let mut items = Vec::new();
+        if result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error() {
+            items.push(json!({"type": "input_text", "text": super::result_text(result)}));
+        }
+        for part in &result.content {
+            items.push(match (part, super::data_url(part)) {
+                (crate::content::Content::Image(_), Some((url, _))) => {
+                    json!({"type": "input_image", "image_url": url})
+                }
+                (other, _) => json!({"type": "input_text", "text": super::part_text(other)
+                    .unwrap_or_else(|| other.note("the Responses API takes no such part here"))}),
+            });
+        }
+        Value::Array(items)
+    };
     json!({
         "type": "function_call_output",
         "call_id": result.tool_call_id,
-        "output": super::result_text(result),
+        "output": output,
     })
 }
 

@@ -27,7 +27,17 @@ pub(crate) fn body(
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
+    // Images of tool results go in a user message after the run of tool messages (a tool
+    // message takes only text, and nothing may come between an assistant's calls and their
+    // tool messages).
+    let mut with_images: Vec<crate::result::ToolCallResult> = Vec::new();
     for turn in turns(&request.messages) {
+        if !matches!(turn, Turn::Result(_))
+            && let Some(images) = openai::chat_images(&with_images)
+        {
+            messages.push(images);
+            with_images.clear();
+        }
         messages.push(match turn {
             Turn::User(text) => json!({"role": "user", "content": text}),
             Turn::Assistant { text, calls, .. } => {
@@ -46,8 +56,20 @@ pub(crate) fn body(
                 }
                 Value::Object(m)
             }
-            Turn::Result(r) => openai::chat_result(&r),
+            Turn::Result(r) => {
+                let message = openai::chat_result(&r);
+                if r.content
+                    .iter()
+                    .any(|p| matches!(p, crate::content::Content::Image(_)))
+                {
+                    with_images.push(r);
+                }
+                message
+            }
         });
+    }
+    if let Some(images) = openai::chat_images(&with_images) {
+        messages.push(images);
     }
     let mut body = Map::new();
     body.insert("model".into(), Value::from(config.model.as_str()));

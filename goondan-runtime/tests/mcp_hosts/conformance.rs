@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
+use goondan_runtime::content::{Content, ToolReturn};
 use goondan_runtime::context::{ElicitAction, LogLevel, Question};
 use goondan_runtime::mcp::server::McpServer;
 use goondan_runtime::prelude::*;
@@ -47,6 +48,38 @@ pub mod conformance {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         "Progress completed".to_owned()
+    }
+
+    /// Answers with an image.
+    pub fn image_content() -> Content {
+        Content::image_png(png())
+    }
+
+    /// Answers with audio.
+    pub fn audio_content() -> Content {
+        Content::audio_wav(WAV.to_vec())
+    }
+
+    /// Answers with an embedded resource.
+    pub fn embedded_resource() -> Content {
+        Content::resource_text(
+            "test://embedded-resource",
+            "text/plain",
+            "This is an embedded resource content.",
+        )
+    }
+
+    /// Answers with text, an image and a resource.
+    pub fn multiple_content_types() -> ToolReturn {
+        ToolReturn::parts(vec![
+            Content::text("Multiple content types test:"),
+            Content::image_png(png()),
+            Content::resource_text(
+                "test://mixed-content-resource",
+                "application/json",
+                json!({"test": "data", "value": 123}).to_string(),
+            ),
+        ])
     }
 
     /// Writes three log lines while it runs.
@@ -441,6 +474,21 @@ pub fn custom_headers(input: RegionQuery) -> String {
     format!("searched {} in {}", input.query, input.region)
 }
 
+/// A one-pixel PNG.
+fn png() -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(others::PNG_BASE64)
+        .unwrap_or_default()
+}
+
+/// A minimal WAV file.
+const WAV: &[u8] = &[
+    b'R', b'I', b'F', b'F', 38, 0, 0, 0, b'W', b'A', b'V', b'E', b'f', b'm', b't', b' ', 16, 0, 0,
+    0, 1, 0, 1, 0, 0x40, 0x1f, 0, 0, 0x80, 0x3e, 0, 0, 2, 0, 16, 0, b'd', b'a', b't', b'a', 2, 0,
+    0, 0, 0, 0,
+];
+
 /// A form asking for a name.
 fn name_question(message: &str) -> Question {
     let schema = json!({
@@ -554,6 +602,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Every export of `conformance` is published as the suite calls it: `test_` + its name.
     for export in [
+        "image_content",
+        "audio_content",
+        "embedded_resource",
+        "multiple_content_types",
         "simple_text",
         "error_handling",
         "tool_with_progress",

@@ -5,6 +5,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
+use crate::content::{Content, ToolReturn};
 use crate::error::ToolError;
 use crate::handler::Outcome;
 
@@ -18,15 +19,40 @@ pub const E_MCP_REMOTE: &str = "E_MCP_REMOTE";
 /// The server is not running: it could not start, or it stopped and is being restarted.
 pub const E_MCP_UNAVAILABLE: &str = "E_MCP_UNAVAILABLE";
 
-/// The outcome of a completed call: an error when the server says `isError`, else the
-/// output: `structuredContent` when the server gives one, else the text of a single text
-/// block, else the content blocks as MCP writes them.
+/// The outcome of a completed call: an error when the server says `isError`; a rich result
+/// when it answered with images, audio or resources (the parts unchanged, the output its
+/// `structuredContent` or its text); else the output (see [`value_of`]).
 pub(crate) fn from_result(
     server: &str,
     remote: &str,
     result: CallToolResult,
 ) -> Result<Outcome, ToolError> {
-    value_of(server, remote, result).map(Outcome::Output)
+    let parts: Vec<Content> = result
+        .content
+        .iter()
+        .filter(|b| b.as_text().is_none())
+        .filter_map(|b| {
+            let json = serde_json::to_value(b).ok()?;
+            Content::from_json(&json).ok()
+        })
+        .collect();
+    if parts.is_empty() || result.is_error == Some(true) {
+        return value_of(server, remote, result).map(Outcome::Output);
+    }
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    let output = match result.structured_content {
+        Some(structured) => structured,
+        None if texts.is_empty() => Value::Null,
+        None => Value::String(texts.join("\n")),
+    };
+    Ok(Outcome::Rich(Box::new(ToolReturn {
+        output,
+        content: parts,
+    })))
 }
 
 /// The output of a completed call, or its error (see [`from_result`]).

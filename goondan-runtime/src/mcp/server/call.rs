@@ -1,6 +1,8 @@
 //! A finished [`ToolCallResult`] as MCP sees it: a `CallToolResult`, or the protocol's
 //! unknown-tool error for a name outside the catalog.
 //!
+//! - `ok` with content parts (images, audio, resources, links) only: the parts are the
+//!   content blocks; with JSON output too, they follow its text.
 //! - `ok`: `structuredContent` is the output (valid against the export's output schema, when
 //!   it publishes one; else an object as it is and anything else as `{result}`), and the text
 //!   is the same JSON (a string output without output schema is its text as it is).
@@ -57,6 +59,11 @@ pub(super) fn call_tool_result(
         }
         _ => {
             let output = result.output.clone().unwrap_or(Value::Null);
+            let parts = result.content.iter().filter_map(content_block);
+            if !result.content.is_empty() && output.is_null() && output_schema.is_none() {
+                // Parts alone: they are the result.
+                return CallToolResult::success(parts.collect());
+            }
             let (structured, text) = match output_schema {
                 Some(schema) => {
                     let s = schema.structured(output);
@@ -72,11 +79,18 @@ pub(super) fn call_tool_result(
                     (s, text)
                 }
             };
-            let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+            let mut blocks = vec![ContentBlock::text(text)];
+            blocks.extend(parts);
+            let mut r = CallToolResult::success(blocks);
             r.structured_content = Some(structured);
             r
         }
     }
+}
+
+/// A content part as an MCP content block.
+fn content_block(part: &crate::content::Content) -> Option<ContentBlock> {
+    serde_json::from_value(part.to_json()).ok()
 }
 
 fn error_json(error: &ToolError) -> Value {
