@@ -96,3 +96,33 @@ async fn messages_round_trip_turns_tool_use_into_calls_and_results_into_tool_res
         "toolu_01B09q90qw90lq917835lq9"
     );
 }
+
+/// Issue 22, item 3: an image goes in the `tool_result` as an image block; audio, which
+/// Anthropic does not take there, as a note; the output's text first.
+#[test]
+fn a_result_with_content_parts_is_a_tool_result_with_image_blocks() {
+    use goondan_runtime::content::Content;
+    let r = goondan_runtime::ToolCallResult::ok("toolu_1", "paint__pixel", json!({"n": 1}))
+        .with_content(vec![
+            Content::image_png(vec![1, 2, 3]),
+            Content::audio_wav(vec![0; 10]),
+            Content::resource_text("file:///a.txt", "text/plain", "hello"),
+        ]);
+    let block = anthropic::tool_result(&r);
+    let content = block["content"].as_array().unwrap();
+    assert_eq!(content[0], json!({"type": "text", "text": "{\"n\":1}"}));
+    assert_eq!(
+        content[1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                            "data": "AQID"}})
+    );
+    assert_eq!(content[2]["type"], "text");
+    assert!(
+        content[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[audio audio/wav, 10 bytes")
+    );
+    assert_eq!(content[3]["text"], "[resource file:///a.txt]\nhello");
+    assert_eq!(block["is_error"], false);
+}

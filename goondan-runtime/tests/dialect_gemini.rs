@@ -247,3 +247,26 @@ fn odd_schemas_give_a_gemini_schema_or_an_error() {
         }
     }
 }
+
+/// Issue 22, item 3: images and audio travel as inline data parts of the
+/// `functionResponse`; a text resource as text in its response.
+#[test]
+fn a_result_with_content_parts_is_a_function_response_with_inline_data() {
+    use goondan_runtime::content::Content;
+    let r = goondan_runtime::ToolCallResult::ok("call_1", "paint__pixel", json!({"n": 1}))
+        .with_content(vec![
+            Content::image_png(vec![1, 2, 3]),
+            Content::resource_text("file:///a.txt", "text/plain", "hello"),
+        ]);
+    let part = gemini::function_response(&r);
+    let inner = &part["functionResponse"];
+    assert_eq!(inner["response"]["output"], json!({"n": 1}));
+    assert_eq!(
+        inner["response"]["content"],
+        "[resource file:///a.txt]\nhello"
+    );
+    assert_eq!(
+        inner["parts"],
+        json!([{"inlineData": {"mimeType": "image/png", "data": "AQID"}}])
+    );
+}

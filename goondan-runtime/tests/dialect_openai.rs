@@ -532,3 +532,46 @@ fn strict_nulls_are_dropped_inside_enum_variants_lists_and_recursive_types() {
     );
     assert!(serde_json::from_value::<Plan>(args).is_ok());
 }
+
+/// Issue 22, item 3: Responses takes images in a `function_call_output` list
+/// (`input_image`); Chat Completions takes only text in a tool message, so the image is
+/// announced there and sent in a user message.
+#[test]
+fn a_result_with_content_parts_in_responses_and_chat_completions() {
+    use goondan_runtime::content::Content;
+    let r = goondan_runtime::ToolCallResult::ok("call_1", "paint__pixel", Value::Null)
+        .with_content(vec![
+            Content::image_png(vec![1, 2, 3]),
+            Content::audio_wav(vec![0; 4]),
+        ]);
+    let item = openai::responses_result(&r);
+    assert_eq!(item["type"], "function_call_output");
+    let output = item["output"].as_array().unwrap();
+    assert_eq!(
+        output[0],
+        json!({"type": "input_image", "image_url": "data:image/png;base64,AQID"})
+    );
+    assert!(
+        output[1]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[audio audio/wav")
+    );
+
+    let tool = openai::chat_result(&r);
+    let text = tool["content"].as_str().unwrap();
+    assert!(
+        text.contains("[image image/png follows in the next user message]"),
+        "{text}"
+    );
+    assert!(text.contains("[audio audio/wav"), "{text}");
+    let images = openai::chat_images([&r]).unwrap();
+    assert_eq!(images["role"], "user");
+    assert_eq!(
+        images["content"][1],
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AQID"}})
+    );
+    let plain = goondan_runtime::ToolCallResult::ok("c", "a__b", json!(1));
+    assert!(openai::chat_images([&plain]).is_none());
+    assert_eq!(openai::responses_result(&plain)["output"], "1");
+}

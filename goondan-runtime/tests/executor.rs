@@ -859,3 +859,103 @@ async fn timeout_counts_an_async_handlers_first_poll() {
         .await
         .assert_output(json!(10));
 }
+
+// ---- Rich results (issue 22, item 3) ----
+
+/// Pictures.
+#[goondan_runtime::tool(name = "pictures")]
+pub mod pictures {
+    use goondan_runtime::ToolError;
+    use goondan_runtime::content::{Content, ToolReturn};
+
+    /// One pixel.
+    pub fn pixel() -> Content {
+        Content::image_png(vec![0x89, b'P', b'N', b'G'])
+    }
+
+    /// A caption and a picture.
+    pub fn captioned() -> ToolReturn {
+        ToolReturn::new(serde_json::json!({"caption": "a pixel"}))
+            .with(Content::image_png(vec![1, 2, 3]))
+    }
+
+    /// A picture larger than the cap.
+    pub fn huge() -> Content {
+        Content::image_png(vec![0u8; 2048])
+    }
+
+    /// Fails with a long message, after making a picture it never returns.
+    pub fn failing() -> Result<Content, ToolError> {
+        Err(ToolError::new("x".repeat(5000)))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_answers_with_content_parts_kept_whole_in_the_result() {
+    use goondan_runtime::content::Content;
+    let kit = TestKit::builder().tool(pictures::TOOL).build().unwrap();
+    let r = kit.call("pictures__pixel", json!({})).await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(r.output, Some(Value::Null));
+    assert_eq!(
+        r.content,
+        vec![Content::image_png(vec![0x89, b'P', b'N', b'G'])]
+    );
+    let r = kit.call("pictures__captioned", json!({})).await;
+    assert_eq!(r.output, Some(json!({"caption": "a pixel"})));
+    assert_eq!(r.content.len(), 1);
+    // The documented shape: MCP's content blocks, base64 data; and it reads back.
+    let text = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        text["content"],
+        json!([{"type": "image", "mimeType": "image/png", "data": "AQID"}])
+    );
+    let back: goondan_runtime::ToolCallResult = serde_json::from_value(text).unwrap();
+    assert_eq!(back, r);
+    // A plain result has no `content` key at all.
+    let plain =
+        serde_json::to_value(goondan_runtime::ToolCallResult::ok("c", "a__b", json!(1))).unwrap();
+    assert!(plain.get("content").is_none());
+}
+
+#[tokio::test]
+async fn res_4_content_larger_than_the_cap_is_refused_and_never_cut() {
+    use goondan_runtime::ToolExecutor;
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(pictures::TOOL)
+            .build()
+            .unwrap(),
+    );
+    let executor = ToolExecutor::builder(Arc::clone(&registry))
+        .max_content_bytes(1024)
+        .build();
+    let catalog = goondan_runtime::ToolCatalog::all(&registry);
+    let ctx = ToolContext::builder("/tmp").build();
+    let r = executor
+        .execute(
+            ToolCall::new("c1", "pictures__huge", json!({})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert_eq!(r.error_code(), Some("E_TOOL_CONTENT_TOO_LARGE"), "{r:?}");
+    assert!(r.content.is_empty());
+    // Within the cap, the bytes come through whole (the message limit is for messages).
+    let r = executor
+        .execute(
+            ToolCall::new("c2", "pictures__captioned", json!({})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert_eq!(r.content[0].byte_len(), 3);
+    let r = executor
+        .execute(
+            ToolCall::new("c3", "pictures__failing", json!({})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert!(r.error.as_ref().unwrap().message().len() <= 1000);
+}

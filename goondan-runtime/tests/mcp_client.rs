@@ -826,3 +826,67 @@ spec:
     );
     mcp.shutdown();
 }
+
+/// Issue 22, item 3: the image a bridged server answers with comes through unchanged, as a
+/// content part of the result (server-everything's `get-tiny-image`), with its text as the
+/// output; and the model's provider gets it in its own shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
+    use base64::Engine as _;
+    use goondan_runtime::content::Content;
+    let dir = tempfile::tempdir().unwrap();
+    let (bundle, mcp) = everything(dir.path()).await;
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new("c1", "everything__get-tiny-image", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::from_bundle(&bundle, "helper", Arc::new(ToolRegistry::new()), model)
+        .unwrap()
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("show me").await.unwrap();
+    let result = &turn.steps[0].results[0];
+    assert!(result.is_ok(), "{result:?}");
+    // The bytes the server sent, read from its own source.
+    let source = std::fs::read_to_string(
+        mcp_peers::peer("mcp-server-everything")
+            .canonicalize()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("tools/get-tiny-image.js"),
+    )
+    .unwrap();
+    let sent = source
+        .split("MCP_TINY_IMAGE = \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let images: Vec<&Content> = result
+        .content
+        .iter()
+        .filter(|c| matches!(c, Content::Image(_)))
+        .collect();
+    assert_eq!(images.len(), 1, "{:?}", result.content);
+    let Content::Image(image) = images[0] else {
+        unreachable!()
+    };
+    assert_eq!(image.mime_type, "image/png");
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD.encode(&image.data),
+        sent
+    );
+    assert!(
+        result
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.contains("Here's the image you requested")),
+        "{:?}",
+        result.output
+    );
+    mcp.shutdown();
+}

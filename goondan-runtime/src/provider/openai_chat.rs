@@ -300,4 +300,34 @@ mod tests {
         assert_eq!(sent["max_tokens"], 100);
         assert!(sent.get("stream_options").is_none());
     }
+
+    #[test]
+    fn images_of_tool_results_follow_the_tool_messages_in_a_user_message() {
+        use crate::content::Content;
+        use crate::context::Message;
+        use crate::result::{ToolCall, ToolCallResult};
+        let calls = vec![
+            ToolCall::new("c1", "paint__pixel", serde_json::json!({})),
+            ToolCall::new("c2", "text__echo", serde_json::json!({})),
+        ];
+        let pixel = ToolCallResult::ok("c1", "paint__pixel", Value::Null)
+            .with_content(vec![Content::image_png(vec![1, 2, 3])]);
+        let echo = ToolCallResult::ok("c2", "text__echo", Value::from("hi"));
+        let mut req = request();
+        req.messages = vec![
+            Message::assistant("m1", None, calls),
+            crate::step::tool_message(&pixel),
+            crate::step::tool_message(&echo),
+        ];
+        let sent = body(&ProviderConfig::new(P, "gpt"), &req, false).unwrap_or_default();
+        let roles: Vec<&str> = sent["messages"]
+            .as_array()
+            .map(|m| m.iter().filter_map(|m| m["role"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(roles, ["assistant", "tool", "tool", "user"]);
+        assert_eq!(
+            sent["messages"][3]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AQID"
+        );
+    }
 }
