@@ -178,11 +178,12 @@ fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
     })
 }
 
-/// What a handler may return: any `Serialize` value, or a [`Pending`].
+/// What a handler may return: any `Serialize` value, a [`Pending`], or content parts
+/// ([`Content`](crate::content::Content), [`ToolReturn`](crate::content::ToolReturn)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a tool",
     label = "this type does not implement `Serialize`",
-    note = "return a type that implements `serde::Serialize`, a `goondan_runtime::Pending`, or `Result<T, E>` where `E: Into<ToolError>`"
+    note = "return a type that implements `serde::Serialize`, a `goondan_runtime::Pending`, a `goondan_runtime::content::Content` or `ToolReturn`, or `Result<T, E>` where `E: Into<ToolError>`"
 )]
 pub trait IntoOutcome {
     /// Converts the value into an [`Outcome`].
