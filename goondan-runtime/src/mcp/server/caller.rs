@@ -61,10 +61,28 @@ struct Asked {
     stopped: bool,
 }
 
+/// What the client declared it can answer.
+#[derive(Debug, Clone, Copy)]
+struct Declared {
+    elicitation: bool,
+    sampling: bool,
+    roots: bool,
+}
+
+impl From<&ClientCapabilities> for Declared {
+    fn from(c: &ClientCapabilities) -> Self {
+        Self {
+            elicitation: c.elicitation.is_some(),
+            sampling: c.sampling.is_some(),
+            roots: c.roots.is_some(),
+        }
+    }
+}
+
 /// The client of one `tools/call`, seen by the call's context.
 pub(super) struct McpCaller {
     peer: Peer<RoleServer>,
-    capabilities: ClientCapabilities,
+    capabilities: Declared,
     log_level: Option<LogLevel>,
     mode: Mode,
     asked: Mutex<Asked>,
@@ -86,12 +104,12 @@ impl McpCaller {
     /// The caller of a call on a session: answered by server-initiated requests.
     pub(super) fn session(
         peer: Peer<RoleServer>,
-        capabilities: ClientCapabilities,
+        capabilities: &ClientCapabilities,
         log_level: Option<LogLevel>,
     ) -> Self {
         Self {
             peer,
-            capabilities,
+            capabilities: capabilities.into(),
             log_level,
             mode: Mode::Session,
             asked: Mutex::default(),
@@ -104,7 +122,7 @@ impl McpCaller {
     /// or does not parse is the protocol's invalid-params error.
     pub(super) fn rounds(
         peer: Peer<RoleServer>,
-        capabilities: ClientCapabilities,
+        capabilities: &ClientCapabilities,
         log_level: Option<LogLevel>,
         codec: Arc<RequestStateCodec>,
         binding: Vec<u8>,
@@ -136,7 +154,7 @@ impl McpCaller {
         }
         Ok(Self {
             peer,
-            capabilities,
+            capabilities: capabilities.into(),
             log_level,
             mode: Mode::Rounds {
                 answers,
@@ -246,9 +264,9 @@ impl McpCaller {
     fn declared(&self, question: &Question) -> bool {
         let c = &self.capabilities;
         match question {
-            Question::Elicit { .. } => c.elicitation.is_some(),
-            Question::Sample(_) => c.sampling.is_some(),
-            Question::Roots => c.roots.is_some(),
+            Question::Elicit { .. } => c.elicitation,
+            Question::Sample(_) => c.sampling,
+            Question::Roots => c.roots,
             #[allow(unreachable_patterns)]
             _ => false,
         }

@@ -272,9 +272,8 @@ impl McpServer {
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        let client_has_tasks = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let client_has_tasks = capabilities.supports_tasks();
         let needs_tasks = catalog.get(&name).is_some_and(|item| {
             item.annotations
                 .as_ref()
@@ -283,8 +282,14 @@ impl McpServer {
         if needs_tasks && !client_has_tasks {
             return Err(tasks_required());
         }
-        let caller =
-            Arc::new(self.caller(&context, &published, &args, state.as_deref(), responses)?);
+        let caller = Arc::new(self.caller(
+            &context,
+            &capabilities,
+            &published,
+            &args,
+            state.as_deref(),
+            responses,
+        )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
         let call = ToolCall::new(format!("mcp-{}", context.id), name.clone(), args);
         let executor = self.executor();
@@ -348,12 +353,12 @@ impl McpServer {
     fn caller(
         &self,
         context: &RequestContext<RoleServer>,
+        capabilities: &rmcp::model::ClientCapabilities,
         published: &str,
         args: &Value,
         state: Option<&str>,
         responses: Option<std::collections::BTreeMap<String, Value>>,
     ) -> Result<McpCaller, ErrorData> {
-        let capabilities = context.client_capabilities().unwrap_or_default();
         let peer = context.peer.clone();
         let rounds = context
             .protocol_version()
@@ -369,7 +374,9 @@ impl McpServer {
         let level = context.meta.log_level().map(log_level);
         let mut binding = published.as_bytes().to_vec();
         binding.push(0);
-        binding.extend(canonical(args).to_string().into_bytes());
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        hash_canonical(args, &mut hasher);
+        binding.extend(std::hash::Hasher::finish(&hasher).to_le_bytes());
         McpCaller::rounds(
             peer,
             capabilities,
@@ -524,20 +531,37 @@ fn tasks_required() -> ErrorData {
     ErrorData::missing_required_client_capability(required)
 }
 
-/// `value` with every object's keys sorted: the same arguments give the same bytes whatever
-/// order the client wrote them in.
-fn canonical(value: &Value) -> Value {
+/// Hashes `value` with every object's keys in sorted order: the same arguments give the same
+/// hash whatever order the client wrote them in. Nothing is copied.
+fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<_> = map.keys().collect();
+            let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&map[k])))
-                    .collect(),
-            )
+            b'{'.hash(hasher);
+            for k in keys {
+                k.hash(hasher);
+                hash_canonical(&map[k], hasher);
+            }
+            b'}'.hash(hasher);
         }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
+        Value::Array(items) => {
+            b'['.hash(hasher);
+            for item in items {
+                hash_canonical(item, hasher);
+            }
+            b']'.hash(hasher);
+        }
+        Value::String(s) => {
+            b's'.hash(hasher);
+            s.hash(hasher);
+        }
+        Value::Number(n) => {
+            b'n'.hash(hasher);
+            n.to_string().hash(hasher);
+        }
+        Value::Bool(b) => b.hash(hasher),
+        Value::Null => b'0'.hash(hasher),
     }
 }

@@ -184,6 +184,10 @@ pub(super) fn explain(response: HttpResponse, body: &Bytes) -> HttpResponse {
 /// Whether `body` is an `initialize` request, read without parsing all of it: a new session
 /// begins with one, and anything else without a session is rmcp's to refuse.
 fn is_initialize(body: &[u8]) -> bool {
+    // Most requests are not: a look for the word spares them a parse.
+    if !body.windows(10).any(|w| w == b"initialize") {
+        return false;
+    }
     #[derive(serde::Deserialize)]
     struct Method<'a> {
         #[serde(borrow)]

@@ -1,0 +1,297 @@
+//! MCP over Streamable HTTP on 127.0.0.1, under load, side by side with rmcp's own server
+//! (rmcp's macros are a dev-dependency only): 50 concurrent clients call one trivial tool
+//! (`{text}` in, the text out) for a fixed time; requests per second and p50/p99 latency for
+//! each server, in two modes:
+//!
+//! - `stateless`: 2026-07-28 requests, each standing alone (no session);
+//! - `sessions`: 2025-11-25 clients, each with its own session, initialised once.
+//!
+//! Both servers run on the same hyper accept loop shape, in this process, one after the other,
+//! so they share the machine the same way. Goal (issue 22): at least rmcp's throughput and no
+//! worse p99.
+//!
+//! `cargo bench -p goondan-runtime --bench mcp_http [-- SECONDS]` prints a table and writes
+//! `target/mcp-http-load.json` for `scripts/perf-table`.
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout
+)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::mcp::server::McpServer;
+use goondan_runtime::{Export, Tool, ToolError, ToolRegistry};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use serde_json::{Value, json};
+
+const CLIENTS: usize = 50;
+
+/// The trivial tool's input, the same on both sides.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct EchoInput {
+    /// The text to give back.
+    text: String,
+}
+
+#[derive(Clone)]
+struct RmcpServer {
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router(router = tool_router)]
+impl RmcpServer {
+    /// Gives the text back.
+    #[tool(description = "Gives the text back.")]
+    async fn echo(&self, Parameters(input): Parameters<EchoInput>) -> String {
+        input.text
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for RmcpServer {}
+
+/// rmcp's own server on `127.0.0.1:0`, served by a hyper loop like ours.
+async fn serve_rmcp() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = StreamableHttpService::new(
+        || {
+            Ok(RmcpServer {
+                tool_router: RmcpServer::tool_router(),
+            })
+        },
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            // As ours does: no Nagle delay on small answers.
+            let _ = stream.set_nodelay(true);
+            let service = service.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req| {
+                    let service = service.clone();
+                    async move { Ok::<_, Infallible>(service.handle(req).await) }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// Ours: the same tool through registry, catalog and executor.
+async fn serve_goondan() -> SocketAddr {
+    let export = Export::typed("echo", |_ctx, input: EchoInput| async move {
+        Ok::<_, ToolError>(input.text)
+    })
+    .with_description("Gives the text back.");
+    let registry = ToolRegistry::builder()
+        .tool(Tool::builder("text").export(export).build().unwrap())
+        .build()
+        .unwrap();
+    let server = McpServer::builder(Arc::new(registry))
+        .publish_as("text__echo", "echo")
+        .build()
+        .unwrap();
+    let http = server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = http.local_addr();
+    std::mem::forget(http);
+    addr
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Stateless,
+    Sessions,
+}
+
+fn headers(
+    request: reqwest::RequestBuilder,
+    mode: Mode,
+    session: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let request = request
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json");
+    match (mode, session) {
+        (Mode::Stateless, _) => request
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", "echo"),
+        (Mode::Sessions, Some(id)) => request
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .header("Mcp-Session-Id", id),
+        (Mode::Sessions, None) => request,
+    }
+}
+
+fn call_body(id: u64, mode: Mode) -> String {
+    let mut params = json!({"name": "echo", "arguments": {"text": "hello"}});
+    if mode == Mode::Stateless {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
+        });
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+}
+
+/// Opens a 2025-11-25 session; its id.
+async fn open(client: &reqwest::Client, url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "load", "version": "1"}}});
+    let response = headers(client.post(url), Mode::Sessions, None)
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    let id = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = response.bytes().await;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let _ = headers(client.post(url), Mode::Sessions, Some(&id))
+        .body(note.to_string())
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await;
+    id
+}
+
+/// One client: calls for `time`, returns each call's latency. A failed call panics: the load
+/// must be all successes to count.
+async fn client(url: String, mode: Mode, time: Duration) -> Vec<Duration> {
+    let http = reqwest::Client::new();
+    let session = match mode {
+        Mode::Sessions => Some(open(&http, &url).await),
+        Mode::Stateless => None,
+    };
+    let mut latencies = Vec::new();
+    let end = Instant::now() + time;
+    let mut id = 1;
+    while Instant::now() < end {
+        let start = Instant::now();
+        let text = headers(http.post(&url), mode, session.as_deref())
+            .body(call_body(id, mode))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        latencies.push(start.elapsed());
+        assert!(text.contains("hello"), "{text}");
+        id += 1;
+    }
+    latencies
+}
+
+struct Figures {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+async fn load(addr: SocketAddr, mode: Mode, time: Duration) -> Figures {
+    let url = format!("http://{addr}/mcp");
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CLIENTS)
+        .map(|_| tokio::spawn(client(url.clone(), mode, time)))
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    let at = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
+    Figures {
+        rps: all.len() as f64 / elapsed,
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let seconds: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(5);
+    let time = Duration::from_secs(seconds);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    let mut json_rows = Vec::new();
+    runtime.block_on(async {
+        let ours = serve_goondan().await;
+        let theirs = serve_rmcp().await;
+        for (mode, label) in [(Mode::Stateless, "stateless"), (Mode::Sessions, "sessions")] {
+            let g = load(ours, mode, time).await;
+            let r = load(theirs, mode, time).await;
+            rows.push(format!(
+                "| {label} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x |",
+                g.rps,
+                ms(g.p50),
+                ms(g.p99),
+                r.rps,
+                ms(r.p50),
+                ms(r.p99),
+                g.rps / r.rps,
+                ms(g.p99) / ms(r.p99),
+            ));
+            json_rows.push(json!({
+                "mode": label,
+                "goondan": {"rps": g.rps, "p50_ms": ms(g.p50), "p99_ms": ms(g.p99)},
+                "rmcp": {"rps": r.rps, "p50_ms": ms(r.p50), "p99_ms": ms(r.p99)},
+            }));
+        }
+    });
+    println!(
+        "{CLIENTS} clients, {seconds} s each, one trivial tool over Streamable HTTP on 127.0.0.1"
+    );
+    println!(
+        "| mode | goondan req/s | goondan p50 | goondan p99 | rmcp req/s | rmcp p50 | rmcp p99 | throughput goondan/rmcp | p99 goondan/rmcp |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target").to_owned());
+    let _ = std::fs::write(
+        format!("{target}/mcp-http-load.json"),
+        Value::Array(json_rows).to_string(),
+    );
+}
