@@ -83,18 +83,23 @@ fn answer(action: ElicitationAction, content: Option<Value>) -> ElicitResult {
     r
 }
 
-async fn connect(
-    elicitation: bool,
-    answers: Vec<ElicitResult>,
-) -> (RunningService<RoleClient, Client>, Client) {
+/// Our server over `files`, asking the client before risky calls.
+fn approving_server() -> McpServer {
     let registry = Arc::new(ToolRegistry::builder().tool(files::TOOL).build().unwrap());
     let executor = ToolExecutor::builder(Arc::clone(&registry))
         .middleware(Approvals::new(ElicitationApprover::new()))
         .build();
-    let server = McpServer::builder(registry)
+    McpServer::builder(registry)
         .executor(executor)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+async fn connect(
+    elicitation: bool,
+    answers: Vec<ElicitResult>,
+) -> (RunningService<RoleClient, Client>, Client) {
+    let server = approving_server();
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
@@ -243,14 +248,7 @@ async fn stateless(url: &str, id: u64, params: Value, capabilities: Value) -> Va
 /// calling again with the answer and the sealed request state; a forged state is refused.
 #[tokio::test]
 async fn a_2026_07_28_client_approves_and_denies_through_input_required_results() {
-    let registry = Arc::new(ToolRegistry::builder().tool(files::TOOL).build().unwrap());
-    let executor = ToolExecutor::builder(Arc::clone(&registry))
-        .middleware(Approvals::new(ElicitationApprover::new()))
-        .build();
-    let server = McpServer::builder(registry)
-        .executor(executor)
-        .build()
-        .unwrap();
+    let server = approving_server();
     let http = server
         .serve_http("127.0.0.1:0".parse().unwrap())
         .await
