@@ -4,8 +4,10 @@
 //! A tool returns a [`Content`], or a [`ToolReturn`]: parts alone
 //! ([`ToolReturn::parts`], or `vec.into()`), or JSON output plus parts. (A bare
 //! `Vec<Content>` cannot be told apart from a list of JSON values without specialisation,
-//! which stable Rust lacks: any `Vec` of serialisable items is JSON output.) The [`ToolCallResult`](crate::ToolCallResult) keeps the parts in `content`, and
-//! each front end renders them where it takes them: MCP as content blocks; Anthropic as
+//! which stable Rust lacks: any `Vec` of serialisable items is JSON output.)
+//!
+//! The [`ToolCallResult`](crate::ToolCallResult) keeps the parts in `content`, and each front
+//! end renders them where it takes them: MCP as content blocks; Anthropic as
 //! `tool_result` image blocks; OpenAI Responses as `input_image` parts of the
 //! `function_call_output`; Chat Completions, whose tool messages take only text, as a user
 //! message right after the tool messages; Gemini as inline data parts of the
@@ -21,9 +23,8 @@
 //! ```
 //!
 //! The error message limit never cuts parts; a result whose parts exceed the executor's
-//! content limit ([`DEFAULT_MAX_CONTENT_BYTES`], see
-//! [`ExecutorBuilder::max_content_bytes`](crate::executor::ExecutorBuilder::max_content_bytes))
-//! is refused as `E_TOOL_CONTENT_TOO_LARGE`.
+//! content limit ([`DEFAULT_MAX_CONTENT_BYTES`], or what the host set with
+//! `ExecutorBuilder::max_content_bytes`) is refused as `E_TOOL_CONTENT_TOO_LARGE`.
 //!
 //! ```
 //! use goondan_runtime::prelude::*;
@@ -41,9 +42,6 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
-
-use crate::error::ToolError;
-use crate::handler::{IntoOutcome, Outcome};
 
 /// How many bytes of parts one result may carry by default: 16 MiB.
 pub const DEFAULT_MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
@@ -377,21 +375,9 @@ impl ToolReturn {
     }
 }
 
-impl IntoOutcome for ToolReturn {
-    fn into_outcome(self) -> Result<Outcome, ToolError> {
-        Ok(Outcome::Rich(Box::new(self)))
-    }
-}
-
 impl From<Vec<Content>> for ToolReturn {
     fn from(parts: Vec<Content>) -> Self {
         Self::parts(parts)
-    }
-}
-
-impl IntoOutcome for Content {
-    fn into_outcome(self) -> Result<Outcome, ToolError> {
-        ToolReturn::parts(vec![self]).into_outcome()
     }
 }
 

@@ -203,6 +203,18 @@ impl IntoOutcome for Pending {
     }
 }
 
+impl IntoOutcome for crate::content::ToolReturn {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        Ok(Outcome::Rich(Box::new(self)))
+    }
+}
+
+impl IntoOutcome for crate::content::Content {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        crate::content::ToolReturn::parts(vec![self]).into_outcome()
+    }
+}
+
 /// A typed input: the arguments object is deserialised into it, and its schema is what the
 /// model sees.
 #[diagnostic::on_unimplemented(
