@@ -44,8 +44,19 @@ fn harden_tree(node: &mut Value, open: bool) {
         let is_branch = ["/oneOf/", "/anyOf/", "/allOf/"]
             .iter()
             .any(|p| path.starts_with(p));
-        harden_tree(child, opens_branches && is_branch);
+        harden_tree(
+            child,
+            (opens_branches && is_branch) || applies_in_place(&path),
+        );
     }
+}
+
+/// Whether the subschema at `path` (relative to its parent) is a condition or a negation on
+/// the parent's own instance: `if`, `then`, `else`, `not`, `dependentSchemas/*`. Closing one
+/// (`additionalProperties: false`) would refuse the parent's keys, or, under `not`, turn the
+/// condition around; such a subschema is kept as the author wrote it.
+fn applies_in_place(path: &str) -> bool {
+    ["/if", "/then", "/else", "/not"].contains(&path) || path.starts_with("/dependentSchemas/")
 }
 
 /// Whether a node is an object with properties of its own next to `oneOf`/`anyOf`/`allOf`
@@ -196,4 +207,44 @@ pub(crate) fn subschemas_mut(obj: &mut Map<String, Value>) -> Vec<(String, &mut 
 /// Escapes a JSON pointer segment (`~` and `/`).
 pub(crate) fn escape_pointer(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn conditionals_and_negations_are_kept_as_written_so_they_still_mean_the_same() {
+        let conditional = json!({
+            "$anchor": "root",
+            "type": "object",
+            "properties": {"kind": {"type": "string"}, "email": {"type": "string", "format": "email"}},
+            "if": {"type": "object", "properties": {"kind": {"const": "a"}}},
+            "then": {"type": "object", "required": ["email"]},
+            "else": {"type": "object", "required": ["kind"]},
+            "not": {"type": "object", "properties": {"kind": {"const": "z"}}, "required": ["kind"]},
+            "dependentSchemas": {"email": {"type": "object", "required": ["kind"]}},
+        });
+        let mut schema = conditional.clone();
+        harden(&mut schema);
+        for key in ["if", "then", "else", "not"] {
+            assert!(
+                schema[key].get("additionalProperties").is_none(),
+                "{key}: {schema}"
+            );
+        }
+        assert!(
+            schema["dependentSchemas"]["email"]
+                .get("additionalProperties")
+                .is_none()
+        );
+        assert_eq!(schema["$anchor"], "root");
+        assert_eq!(schema["properties"]["email"]["format"], "email");
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&json!({"kind": "a", "email": "a@b.c"})));
+        assert!(!validator.is_valid(&json!({"kind": "a"})));
+        assert!(!validator.is_valid(&json!({"kind": "z"})));
+        assert!(!validator.is_valid(&json!({"kind": "a", "email": "a@b.c", "other": 1})));
+    }
 }
