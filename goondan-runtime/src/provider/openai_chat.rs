@@ -43,7 +43,14 @@ pub(crate) fn body(
             Turn::Assistant { text, calls, .. } => {
                 let mut m = Map::new();
                 m.insert("role".into(), "assistant".into());
-                m.insert("content".into(), text.map_or(Value::Null, Value::from));
+                // An assistant message with calls and no text says `""`: OpenAI takes it,
+                // and llama-cpp-python's server refuses `null` and a missing `content`.
+                let content = match text {
+                    Some(t) => Value::from(t),
+                    None if !calls.is_empty() => Value::from(""),
+                    None => Value::Null,
+                };
+                m.insert("content".into(), content);
                 if !calls.is_empty() {
                     let calls: Vec<Value> = calls
                         .iter()
@@ -220,6 +227,12 @@ impl Stream {
                 call.id = id.to_owned();
             }
             if let Some(name) = piece.pointer("/function/name").and_then(Value::as_str) {
+                // OpenAI sends the name once (or in pieces); some servers (llama-cpp-python)
+                // repeat the whole name in every chunk. A name that starts with what we have
+                // is the whole name again, not a piece to append.
+                if name.starts_with(call.name.as_str()) {
+                    call.name.clear();
+                }
                 call.name.push_str(name);
             }
             if let Some(args) = piece.pointer("/function/arguments").and_then(Value::as_str) {
@@ -329,5 +342,76 @@ mod tests {
             sent["messages"][3]["content"][1]["image_url"]["url"],
             "data:image/png;base64,AQID"
         );
+    }
+
+    fn chunk(data: serde_json::Value) -> Event {
+        Event {
+            name: None,
+            data: data.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_name_repeated_in_every_chunk_is_not_appended_and_pieces_still_join() {
+        let mut catalog = ToolCatalog::new();
+        catalog.push(crate::catalog::CatalogItem::new(
+            crate::name::ToolName::parse("file-system__write").unwrap_or_else(|e| panic!("{e}")),
+        ));
+        // llama-cpp-python: id and whole name in every chunk, arguments in pieces.
+        let mut stream = Stream::default();
+        for args in [r#"{"path": "a.txt","#, r#" "content": "hi"}"#] {
+            let piece = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
+                "id": "call_1", "type": "function",
+                "function": {"name": "file-system__write", "arguments": args}}]}}]});
+            stream
+                .event(&chunk(piece), None)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let done = serde_json::json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]});
+        stream
+            .event(&chunk(done), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let answer = stream.finish(&catalog).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answer.tool_calls[0].name, "file-system__write");
+        assert_eq!(answer.tool_calls[0].id, "call_1");
+        assert_eq!(
+            answer.tool_calls[0].args,
+            serde_json::json!({"path": "a.txt", "content": "hi"})
+        );
+        // A name sent in pieces still joins.
+        let mut stream = Stream::default();
+        for name in ["file-system__", "write"] {
+            let piece = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
+                "function": {"name": name, "arguments": ""}}]}}]});
+            stream
+                .event(&chunk(piece), None)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        stream
+            .event(
+                &chunk(serde_json::json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})),
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let answer = stream.finish(&catalog).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answer.tool_calls[0].name, "file-system__write");
+    }
+
+    #[test]
+    fn an_assistant_message_with_calls_and_no_text_has_empty_content_not_null() {
+        use crate::context::Message;
+        use crate::result::ToolCall;
+        let mut req = request();
+        req.messages = vec![
+            Message::assistant(
+                "m1",
+                None,
+                vec![ToolCall::new("c1", "a__b", serde_json::json!({}))],
+            ),
+            Message::assistant("m2", None, Vec::new()),
+        ];
+        let sent = body(&ProviderConfig::new(P, "gpt"), &req, false).unwrap_or_default();
+        assert_eq!(sent["messages"][0]["content"], "");
+        assert_eq!(sent["messages"][1]["content"], Value::Null);
     }
 }
