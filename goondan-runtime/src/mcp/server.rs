@@ -157,10 +157,13 @@ struct Shared {
     http_limits: HttpLimits,
 }
 
-/// What one client's session has set: its log level (`logging/setLevel`).
+/// What one client's session has set: its log level (`logging/setLevel`), and the tool
+/// names a `subscriptions/listen` being set up saw when it was accepted (its baseline: a
+/// change between the acknowledgement and the stream is still announced).
 #[derive(Debug, Default)]
 struct Session {
     log_level: Mutex<Option<crate::context::LogLevel>>,
+    listen_names: Mutex<Option<Vec<String>>>,
 }
 
 /// An MCP server over Goondan tools. Cheap to clone: clones serve the same catalog and share

@@ -225,6 +225,12 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        // The names before the acknowledgement: what the stream announces changes against.
+        *self
+            .session
+            .listen_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(names_of(&self.catalog()));
         // Only the tool list changes here; rmcp keeps what was both asked and announced.
         let mut accepted = SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
@@ -234,6 +240,15 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink();
         let mut changes = self.catalog_changes();
+        let baseline = self
+            .session
+            .listen_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(names) = baseline {
+            changes.names = names;
+        }
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -423,16 +438,19 @@ struct CatalogChanges {
 }
 
 impl CatalogChanges {
-    /// Waits for the next change of the names; `false` once the registry is gone.
+    /// Waits for the next change of the names (at once when they differ already); `false`
+    /// once the registry is gone.
     async fn next(&mut self) -> bool {
-        while self.registry.changed().await.is_ok() {
+        loop {
             let names = names_of(&self.server.catalog());
             if names != self.names {
                 self.names = names;
                 return true;
             }
+            if self.registry.changed().await.is_err() {
+                return false;
+            }
         }
-        false
     }
 }
 
