@@ -71,6 +71,13 @@ pub struct Binary {
     pub data: Vec<u8>,
 }
 
+impl Binary {
+    /// The bytes in base64 (standard alphabet, padded), as JSON carries them.
+    pub fn base64(&self) -> String {
+        STANDARD.encode(&self.data)
+    }
+}
+
 /// An embedded resource: its URI, media type and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
@@ -195,10 +202,10 @@ impl Content {
         match self {
             Content::Text(t) => json!({"type": "text", "text": t}),
             Content::Image(b) => {
-                json!({"type": "image", "mimeType": b.mime_type, "data": STANDARD.encode(&b.data)})
+                json!({"type": "image", "mimeType": b.mime_type, "data": b.base64()})
             }
             Content::Audio(b) => {
-                json!({"type": "audio", "mimeType": b.mime_type, "data": STANDARD.encode(&b.data)})
+                json!({"type": "audio", "mimeType": b.mime_type, "data": b.base64()})
             }
             Content::Resource(r) => {
                 let mut inner = Map::new();

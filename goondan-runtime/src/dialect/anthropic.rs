@@ -99,8 +99,7 @@ pub fn tool_result(result: &ToolCallResult) -> Value {
                     "source": {
                         "type": "base64",
                         "media_type": b.mime_type,
-                        "data": base64::Engine::encode(
-                            &base64::engine::general_purpose::STANDARD, &b.data),
+                        "data": b.base64(),
                     }
                 }),
                 other => json!({"type": "text", "text": super::part_text(other)

@@ -338,8 +338,7 @@ pub fn function_response(result: &ToolCallResult) -> Value {
             crate::content::Content::Image(b) | crate::content::Content::Audio(b) => {
                 parts.push(json!({"inlineData": {
                     "mimeType": b.mime_type,
-                    "data": base64::Engine::encode(
-                        &base64::engine::general_purpose::STANDARD, &b.data),
+                    "data": b.base64(),
                 }}));
             }
             other => {

@@ -640,14 +640,9 @@ pub fn result_text(result: &ToolCallResult) -> String {
 /// that way; `None` for a part that is not binary.
 pub(crate) fn data_url(part: &crate::content::Content) -> Option<(String, &str)> {
     use crate::content::Content;
-    use base64::Engine as _;
     match part {
         Content::Image(b) | Content::Audio(b) => Some((
-            format!(
-                "data:{};base64,{}",
-                b.mime_type,
-                base64::engine::general_purpose::STANDARD.encode(&b.data)
-            ),
+            format!("data:{};base64,{}", b.mime_type, b.base64()),
             b.mime_type.as_str(),
         )),
         _ => None,
