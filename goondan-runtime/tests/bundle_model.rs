@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use goondan_runtime::bundle::{Bundle, BundleError, Severity};
+use goondan_runtime::catalog::ToolChoice;
 
 const AGENT: &str = "---
 apiVersion: goondan.ai/v1
@@ -115,6 +116,7 @@ async fn the_model_factory_gives_an_agent_whose_model_cannot_be_built_a_model_th
         step: 0,
         messages: Vec::new(),
         catalog: ToolCatalog::new(),
+        tool_choice: None,
         deltas: None,
         cancellation: Default::default(),
     };
@@ -122,5 +124,31 @@ async fn the_model_factory_gives_an_agent_whose_model_cannot_be_built_a_model_th
     assert!(
         matches!(&err, ModelError::Config { message } if message.contains("GOONDAN_TEST_UNSET_KEY_VARIABLE")),
         "{err:?}"
+    );
+}
+
+#[test]
+fn tool_choices_are_checked_at_their_lines_and_the_agents_params_win() {
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  provider: openai\n  model: smollm2\n  options:\n    toolChoice: sometimes\n    firstStepToolChoice: 3\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: helper}\nspec:\n  modelConfig:\n    modelRef: \"Model/m\"\n    params:\n      toolChoice: file system__write\n";
+    let e = errors(yaml);
+    assert_eq!(e.len(), 3, "{e:?}");
+    assert_eq!(e[0].0, 8);
+    assert!(
+        e[0].1.contains("`sometimes` is not a tool choice: write `auto`, `required`, `none`"),
+        "{}",
+        e[0].1
+    );
+    assert_eq!(e[1].0, 9);
+    assert!(e[1].1.contains("found 3"), "{}", e[1].1);
+    assert_eq!(e[2].0, 18, "the Agent's params are checked too");
+
+    let good = "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  provider: openai\n  model: smollm2\n  options: {toolChoice: none, firstStepToolChoice: required}\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: helper}\nspec:\n  modelConfig:\n    modelRef: \"Model/m\"\n    params: {firstStepToolChoice: file-system__write}\n";
+    let bundle = Bundle::from_yaml(good, "goondan.yaml");
+    assert_eq!(errors(good), Vec::new());
+    let spec = bundle.agent_model("helper").unwrap();
+    assert_eq!(spec.tool_choice, Some(ToolChoice::None));
+    assert_eq!(
+        spec.first_step_tool_choice,
+        Some("file-system__write".parse().unwrap())
     );
 }

@@ -18,6 +18,7 @@ use goondan_runtime::step::{
     AgentInstance, DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, StepError,
     TokenUsage, TurnEnd,
 };
+use goondan_runtime::catalog::ToolChoice;
 use goondan_runtime::{Message, Model, ToolCatalog};
 use replay::{ReplayServer, Reply, data, named};
 use serde_json::{Value, json};
@@ -63,6 +64,7 @@ fn request(deltas: Option<DeltaSink>) -> ModelRequest {
         step: 0,
         messages: vec![user("what is 2 + 3 and 10 + 20?")],
         catalog: catalog(),
+        tool_choice: None,
         deltas,
         cancellation: CancellationToken::new(),
     }
@@ -576,6 +578,31 @@ async fn chat_tool_call_deltas_without_an_index_are_assembled_by_their_ids() {
     assert_two_calls(Provider::OpenAiChat, &response);
 }
 
+/// llama-cpp-python's server (0.3.36) repeats the call's `id` and `name` in every chunk.
+#[tokio::test]
+async fn chat_tool_call_deltas_repeating_their_id_and_name_are_not_appended() {
+    let piece = |index: u64, id: &str, args: &str| {
+        chat_chunk(
+            &json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+            "function": {"name": "calc__add", "arguments": args}}]}),
+            None,
+        )
+    };
+    let reply = Reply::sse(&[
+        piece(0, "call_a", "{\"a\":"),
+        piece(0, "call_a", " 2, \"b\": 3}"),
+        piece(1, "call_b", "{\"a\": 10, "),
+        piece(1, "call_b", "\"b\": 20}"),
+        chat_chunk(&json!({}), Some("tool_calls")),
+        chat_usage(20, 9),
+        "data: [DONE]".into(),
+    ]);
+    let server = ReplayServer::start([reply]).await;
+    let model = ProviderModel::new(config(Provider::OpenAiChat, &server)).unwrap();
+    let response = model.respond(&request(None)).await.unwrap();
+    assert_two_calls(Provider::OpenAiChat, &response);
+}
+
 #[tokio::test]
 async fn every_provider_reads_parallel_tool_calls_from_an_unstreamed_answer() {
     for p in ALL {
@@ -898,6 +925,8 @@ fn assert_result_sent(p: Provider, body: &Value) {
         Provider::OpenAiChat => {
             let m = body["messages"].as_array().unwrap();
             assert_eq!(m[2]["role"], "assistant");
+            // `""`, never `null`: llama.cpp's server refuses a `null` or missing `content`.
+            assert_eq!(m[2]["content"], "");
             assert_eq!(
                 m[2]["tool_calls"][0]["function"]["arguments"],
                 "{\"a\":2,\"b\":3}"
@@ -1049,4 +1078,133 @@ spec:
         "the Agent's params win"
     );
     assert_eq!(requests[0].body["temperature"], 0.3);
+}
+
+/// The tool choice as each provider reads it: (one named tool, `none`).
+fn choice_shapes(p: Provider) -> (&'static str, Value, Value) {
+    match p {
+        Provider::OpenAiChat => (
+            "tool_choice",
+            json!({"type": "function", "function": {"name": "calc__add"}}),
+            json!("none"),
+        ),
+        Provider::OpenAiResponses => (
+            "tool_choice",
+            json!({"type": "function", "name": "calc__add"}),
+            json!("none"),
+        ),
+        Provider::Anthropic => (
+            "tool_choice",
+            json!({"type": "tool", "name": "calc__add"}),
+            json!({"type": "none"}),
+        ),
+        Provider::Gemini => (
+            "toolConfig",
+            json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["calc__add"]}}),
+            json!({"functionCallingConfig": {"mode": "NONE"}}),
+        ),
+    }
+}
+
+#[tokio::test]
+async fn every_provider_sends_the_first_steps_tool_choice_then_the_models_own() {
+    for p in ALL {
+        let server = ReplayServer::start(turn_replies(p)).await;
+        let config = config(p, &server)
+            .first_step_tool_choice("calc__add".parse().unwrap())
+            .tool_choice(ToolChoice::None);
+        let model = Arc::new(ProviderModel::new(config).unwrap());
+        let state = tempfile::tempdir().unwrap();
+        let agent = AgentInstance::builder("adder", registry(), model)
+            .tools(["calc"])
+            .state_dir(state.path())
+            .build()
+            .unwrap();
+        let turn = agent.run_turn("what is 2 + 3?").await.unwrap();
+        assert_eq!(turn.answer(), Some("2 + 3 = 5"), "{p}");
+        let requests = server.requests();
+        let (field, named, none) = choice_shapes(p);
+        assert_eq!(requests[0].body[field], named, "{p}");
+        assert_eq!(requests[1].body[field], none, "{p}");
+    }
+}
+
+#[tokio::test]
+async fn a_step_middleware_sets_the_tool_choice_of_its_step_over_the_models() {
+    use goondan_runtime::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
+    use goondan_runtime::step::step_fn;
+    struct FirstRequired;
+    impl Extension for FirstRequired {
+        fn name(&self) -> &str {
+            "first-required"
+        }
+        fn register(&self, api: &mut ExtensionApi) -> Result<(), ExtensionError> {
+            api.pipeline.register(
+                PipelineMiddleware::step(step_fn(|mut step, next| async move {
+                    if step.step() == 0 {
+                        step.tool_choice = Some(ToolChoice::Required);
+                    }
+                    next.run(step).await
+                })),
+                0,
+            );
+            Ok(())
+        }
+    }
+    let required = |p: Provider| match p {
+        Provider::OpenAiChat | Provider::OpenAiResponses => json!("required"),
+        Provider::Anthropic => json!({"type": "any"}),
+        Provider::Gemini => json!({"functionCallingConfig": {"mode": "ANY"}}),
+    };
+    for p in ALL {
+        let server = ReplayServer::start(turn_replies(p)).await;
+        let config = config(p, &server).tool_choice(ToolChoice::Auto);
+        let model = Arc::new(ProviderModel::new(config).unwrap());
+        let state = tempfile::tempdir().unwrap();
+        let agent = AgentInstance::builder("adder", registry(), model)
+            .tools(["calc"])
+            .extension(FirstRequired)
+            .state_dir(state.path())
+            .build()
+            .unwrap();
+        agent.run_turn("what is 2 + 3?").await.unwrap();
+        let requests = server.requests();
+        let (field, _, _) = choice_shapes(p);
+        assert_eq!(requests[0].body[field], required(p), "{p}");
+        let auto = match p {
+            Provider::Anthropic => json!({"type": "auto"}),
+            Provider::Gemini => json!({"functionCallingConfig": {"mode": "AUTO"}}),
+            _ => json!("auto"),
+        };
+        assert_eq!(requests[1].body[field], auto, "{p}");
+    }
+}
+
+#[tokio::test]
+async fn a_tool_choice_the_step_cannot_honour_is_a_config_error_before_any_request() {
+    for p in ALL {
+        let server = ReplayServer::start([]).await;
+        // A tool the catalog does not have.
+        let config = config(p, &server).tool_choice("calc__sub".parse().unwrap());
+        let model = ProviderModel::new(config).unwrap();
+        let e = model.respond(&request(None)).await.unwrap_err();
+        let message = e.to_string();
+        assert!(matches!(e, ModelError::Config { .. }), "{p}: {e:?}");
+        assert!(message.contains("`calc__sub`") && message.contains("calc__add"), "{message}");
+        // A call demanded of a Step without tools.
+        let config = self::config(p, &server).tool_choice(ToolChoice::Required);
+        let model = ProviderModel::new(config).unwrap();
+        let mut bare = request(None);
+        bare.catalog = ToolCatalog::new();
+        let e = model.respond(&bare).await.unwrap_err();
+        assert!(e.to_string().contains("offers no tools"), "{p}: {e}");
+        assert_eq!(server.requests().len(), 0, "{p}");
+        // `none` for a Step without tools sends no tool choice at all.
+        let server = ReplayServer::start([text_stream(p, &["hi"])]).await;
+        let config = self::config(p, &server).tool_choice(ToolChoice::None);
+        let model = ProviderModel::new(config).unwrap();
+        model.respond(&bare).await.unwrap();
+        let (field, _, _) = choice_shapes(p);
+        assert_eq!(server.requests()[0].body.get(field), None, "{p}");
+    }
 }

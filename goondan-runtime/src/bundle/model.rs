@@ -10,11 +10,21 @@
 //!   model: qwen3:8b
 //!   endpoint: "http://127.0.0.1:11434/v1"   # the base URL (optional)
 //!   apiKey: {valueFrom: {env: OPENAI_API_KEY}}
-//!   options: {temperature: 0.2, maxTokens: 1024, timeoutSeconds: 120, maxRetries: 3, stream: true}
+//!   options:
+//!     temperature: 0.2
+//!     maxTokens: 1024
+//!     timeoutSeconds: 120
+//!     maxRetries: 3
+//!     stream: true
+//!     # whether the model must call a tool: auto | required | none | a tool's name
+//!     # (ToolChoice); firstStepToolChoice is for each Turn's first Step instead
+//!     toolChoice: auto
+//!     firstStepToolChoice: file-system__write
 //! ```
 //!
 //! An Agent picks it with `spec.modelConfig.modelRef` (or `spec.modelRef`), and may set
-//! `spec.modelConfig.params.temperature` and `maxTokens`, which win over the Model's options.
+//! `spec.modelConfig.params` (`temperature`, `maxTokens`, `toolChoice`, `firstStepToolChoice`),
+//! which win over the Model's options.
 //! A bundle is checked when it is read: a field that is present must have the right type and
 //! value. `provider` and `model` are required when an Agent's model is built
 //! ([`Bundle::agent_model`]).
@@ -24,6 +34,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::diagnostic::{Diagnostic, Locus};
+use crate::catalog::ToolChoice;
 use super::resource::{Kind, ObjectRef, Resource};
 use super::{Bundle, BundleError};
 
@@ -59,6 +70,11 @@ pub struct ModelSpec {
     pub max_retries: Option<u32>,
     /// `options.stream` (default: streamed).
     pub stream: Option<bool>,
+    /// `options.toolChoice` (or the Agent's `params.toolChoice`): every Step's [`ToolChoice`].
+    pub tool_choice: Option<ToolChoice>,
+    /// `options.firstStepToolChoice` (or the Agent's `params.firstStepToolChoice`): the first
+    /// Step's, instead.
+    pub first_step_tool_choice: Option<ToolChoice>,
 }
 
 /// Every problem of a Model resource's present fields.
@@ -137,6 +153,15 @@ fn check_option(key: &str, value: &Value) -> Result<(), String> {
         "timeoutSeconds" => value.as_f64().is_some_and(|t| t > 0.0 && t <= 86_400.0),
         "maxRetries" => value.as_u64().is_some_and(|n| n <= 10),
         "stream" => value.is_boolean(),
+        "toolChoice" | "firstStepToolChoice" => {
+            return match value.as_str().map(str::parse::<ToolChoice>) {
+                Some(Ok(_)) => Ok(()),
+                Some(Err(e)) => Err(format!("`{key}`: {e}")),
+                None => Err(format!(
+                    "`{key}` must be `auto`, `required`, `none` or a tool's name, found {value}"
+                )),
+            };
+        }
         _ => return Ok(()),
     };
     if ok {
@@ -154,6 +179,32 @@ fn check_option(key: &str, value: &Value) -> Result<(), String> {
 
 fn option_f64(options: Option<&Value>, key: &str) -> Option<f64> {
     options?.get(key)?.as_f64()
+}
+
+fn option_choice(options: Option<&Value>, key: &str) -> Option<ToolChoice> {
+    options?.get(key)?.as_str()?.parse().ok()
+}
+
+/// Every problem of an Agent's `spec.modelConfig.params`: the Model's options it may set.
+pub(crate) fn check_params(r: &Resource, out: &mut Vec<Diagnostic>) {
+    let pointer = "/spec/modelConfig/params";
+    match r
+        .spec()
+        .and_then(|s| s.get("modelConfig"))
+        .and_then(|m| m.get("params"))
+    {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(params)) => {
+            for (key, value) in params {
+                if let Err(message) = check_option(key, value) {
+                    out.push(r.locus_of(&format!("{pointer}/{key}")).error(message));
+                }
+            }
+        }
+        Some(v) => out.push(r.locus_of(pointer).error(format!(
+            "`spec.modelConfig.params` must be a mapping, found {v}"
+        ))),
+    }
 }
 
 fn option_u32(options: Option<&Value>, key: &str) -> Option<u32> {
@@ -258,6 +309,10 @@ impl Bundle {
             stream: options
                 .and_then(|o| o.get("stream"))
                 .and_then(Value::as_bool),
+            tool_choice: option_choice(params, "toolChoice")
+                .or_else(|| option_choice(options, "toolChoice")),
+            first_step_tool_choice: option_choice(params, "firstStepToolChoice")
+                .or_else(|| option_choice(options, "firstStepToolChoice")),
         })
     }
 

@@ -271,6 +271,7 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
             }
         }
     }
+    super::model::check_params(r, out);
     if let Some(v) = spec
         .and_then(|s| s.get("modelConfig"))
         .and_then(|m| m.get("modelRef"))

@@ -33,6 +33,17 @@ fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
     messages.push(json!({"role": role, "content": blocks}));
 }
 
+/// `tool_choice`: `{"type": "auto" | "any" | "none"}` or `{"type": "tool", "name"}`.
+pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
+    use crate::catalog::ToolChoice;
+    match choice {
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::None => json!({"type": "none"}),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name.as_str()}),
+    }
+}
+
 /// The request body.
 pub(crate) fn body(
     config: &ProviderConfig,

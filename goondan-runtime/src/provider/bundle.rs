@@ -41,6 +41,8 @@ pub fn from_spec(spec: &ModelSpec) -> Result<ProviderModel, ModelError> {
     if let Some(s) = spec.stream {
         config.stream = s;
     }
+    config.tool_choice = spec.tool_choice.clone();
+    config.first_step_tool_choice = spec.first_step_tool_choice.clone();
     ProviderModel::new(config)
 }
 

@@ -42,6 +42,19 @@ fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
     contents.push(json!({"role": role, "parts": parts}));
 }
 
+/// `toolConfig.functionCallingConfig`: mode `AUTO`, `ANY` or `NONE`; one named tool is `ANY`
+/// with `allowedFunctionNames`.
+pub(crate) fn tool_config(choice: &crate::catalog::ToolChoice) -> Value {
+    use crate::catalog::ToolChoice;
+    let config = match choice {
+        ToolChoice::Auto => json!({"mode": "AUTO"}),
+        ToolChoice::Required => json!({"mode": "ANY"}),
+        ToolChoice::None => json!({"mode": "NONE"}),
+        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name.as_str()]}),
+    };
+    json!({ "functionCallingConfig": config })
+}
+
 /// The request body.
 pub(crate) fn body(config: &ProviderConfig, request: &ModelRequest) -> Result<Value, ModelError> {
     let mut contents = Vec::new();

@@ -52,6 +52,7 @@ pub use self::bundle::{ModelSetupError, for_agent, from_spec, model_factory};
 pub use self::retry::RetryPolicy;
 
 use crate::dialect::Dialect;
+use crate::catalog::ToolChoice;
 use crate::step::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse};
 
 /// The default request timeout.
@@ -175,6 +176,12 @@ pub struct ProviderConfig {
     pub retry: RetryPolicy,
     /// Whether answers are streamed (default `true`).
     pub stream: bool,
+    /// Whether the model must, may or must not call a tool in every Step (see [`ToolChoice`]);
+    /// `None` sends nothing, which every provider reads as `auto`.
+    pub tool_choice: Option<ToolChoice>,
+    /// The same for the first Step of each Turn, instead of [`ProviderConfig::tool_choice`]:
+    /// `required` there and `auto` after is the usual way to make a small model use a tool.
+    pub first_step_tool_choice: Option<ToolChoice>,
 }
 
 impl ProviderConfig {
@@ -191,6 +198,8 @@ impl ProviderConfig {
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
             stream: true,
+            tool_choice: None,
+            first_step_tool_choice: None,
         }
     }
 
@@ -240,6 +249,72 @@ impl ProviderConfig {
     pub fn stream(mut self, on: bool) -> Self {
         self.stream = on;
         self
+    }
+
+    /// Whether the model must, may or must not call a tool in every Step, or which one. A
+    /// step middleware's [`StepContext::tool_choice`](crate::step::StepContext::tool_choice)
+    /// wins for its Step.
+    ///
+    /// ```
+    /// use goondan_runtime::provider::{Provider, ProviderConfig};
+    /// use goondan_runtime::catalog::ToolChoice;
+    /// // The first Step must write the file; the model decides after.
+    /// let config = ProviderConfig::new(Provider::OpenAiChat, "smollm2")
+    ///     .first_step_tool_choice("file-system__write".parse()?)
+    ///     .tool_choice(ToolChoice::Auto);
+    /// # Ok::<(), goondan_runtime::catalog::ToolChoiceError>(())
+    /// ```
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// The tool choice of each Turn's first Step (see [`ProviderConfig::tool_choice`]).
+    pub fn first_step_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.first_step_tool_choice = Some(choice);
+        self
+    }
+
+    /// The tool choice to send for `request`: the Step's own, else the first Step's, else the
+    /// Model's; nothing for a Step without tools unless a call is demanded, which is an error,
+    /// as is a named tool the Step's catalog does not have.
+    pub(crate) fn choice_for(&self, request: &ModelRequest) -> Result<Option<ToolChoice>, ModelError> {
+        let first = (request.step == 0)
+            .then_some(self.first_step_tool_choice.as_ref())
+            .flatten();
+        let Some(choice) = request
+            .tool_choice
+            .as_ref()
+            .or(first)
+            .or(self.tool_choice.as_ref())
+        else {
+            return Ok(None);
+        };
+        if let Some(name) = choice.tool()
+            && !request.catalog.contains(name)
+        {
+            let shown: Vec<&str> = request.catalog.names().take(20).collect();
+            return Err(ModelError::Config {
+                message: format!(
+                    "the tool choice names `{name}`, which Step {} of agent `{}` does not offer (its tools: {})",
+                    request.step,
+                    request.agent_name,
+                    if shown.is_empty() { "none".to_owned() } else { shown.join(", ") }
+                ),
+            });
+        }
+        if request.catalog.is_empty() {
+            if choice.demands_a_call() {
+                return Err(ModelError::Config {
+                    message: format!(
+                        "the tool choice `{choice}` demands a tool call, but Step {} of agent `{}` offers no tools",
+                        request.step, request.agent_name
+                    ),
+                });
+            }
+            return Ok(None);
+        }
+        Ok(Some(choice.clone()))
     }
 
     pub(crate) fn base(&self) -> &str {
@@ -312,6 +387,20 @@ impl ProviderModel {
             Provider::Anthropic => anthropic::body(&self.config, request, stream)?,
             Provider::Gemini => gemini::body(&self.config, request)?,
         };
+        let mut body = body;
+        if let (Some(choice), Value::Object(fields)) =
+            (self.config.choice_for(request)?, &mut body)
+        {
+            let (field, value) = match provider {
+                Provider::OpenAiChat => ("tool_choice", openai_chat::tool_choice(&choice)),
+                Provider::OpenAiResponses => {
+                    ("tool_choice", openai_responses::tool_choice(&choice))
+                }
+                Provider::Anthropic => ("tool_choice", anthropic::tool_choice(&choice)),
+                Provider::Gemini => ("toolConfig", gemini::tool_config(&choice)),
+            };
+            fields.insert(field.into(), value);
+        }
         let base = self.config.base();
         let url = match provider {
             Provider::OpenAiChat => format!("{base}/chat/completions"),

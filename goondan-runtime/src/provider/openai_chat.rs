@@ -101,6 +101,14 @@ pub(crate) fn body(
     Ok(Value::Object(body))
 }
 
+/// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "function": {"name"}}`.
+pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
+    match choice.tool() {
+        Some(name) => json!({"type": "function", "function": {"name": name}}),
+        None => Value::from(choice.to_string()),
+    }
+}
+
 fn usage(value: &Value) -> Option<TokenUsage> {
     Some(TokenUsage {
         input_tokens: count(value, "/usage/prompt_tokens")?,
@@ -297,6 +305,7 @@ mod tests {
             step: 0,
             messages: Vec::new(),
             catalog: ToolCatalog::new(),
+            tool_choice: None,
             deltas: None,
             cancellation: tokio_util::sync::CancellationToken::new(),
         }

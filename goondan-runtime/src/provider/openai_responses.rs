@@ -19,6 +19,14 @@ use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse
 
 const P: Provider = Provider::OpenAiResponses;
 
+/// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "name"}`.
+pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
+    match choice.tool() {
+        Some(name) => json!({"type": "function", "name": name}),
+        None => Value::from(choice.to_string()),
+    }
+}
+
 /// The request body.
 pub(crate) fn body(
     config: &ProviderConfig,

@@ -450,6 +450,7 @@ impl Core<TurnContext> for TurnRunner {
                 )?;
                 let step = StepContext {
                     tool_catalog: catalog,
+                    tool_choice: None,
                     metadata: serde_json::Map::new(),
                     agent_name: shared.agent_name.clone(),
                     instance_key: shared.instance_key.clone(),
@@ -527,6 +528,7 @@ impl Core<StepContext> for StepRunner {
                 step: step.step,
                 messages: step.messages.as_ref().clone(),
                 catalog: step.tool_catalog,
+                tool_choice: step.tool_choice,
                 deltas: shared.deltas.clone(),
                 cancellation: step.cancellation.clone(),
             };

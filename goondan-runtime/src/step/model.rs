@@ -29,6 +29,9 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// The tools the model may call in this Step (convert it with [`crate::Dialect`]).
     pub catalog: ToolCatalog,
+    /// Whether the model must, may or must not call a tool in this Step; `None` leaves it to
+    /// the model's configuration ([`ToolChoice`](crate::catalog::ToolChoice)).
+    pub tool_choice: Option<crate::catalog::ToolChoice>,
     /// Receives the answer's pieces while a streaming model produces them.
     pub deltas: Option<DeltaSink>,
     /// Cancelled: the model stops and answers [`ModelError::Cancelled`]. Dropping the

@@ -24,6 +24,10 @@ pub type StepFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StepError>> +
 pub struct StepContext {
     /// The tools the model will be shown, and the allow-list of this Step's calls.
     pub tool_catalog: ToolCatalog,
+    /// Whether the model must, may or must not call a tool in this Step, or which one; `None`
+    /// (the default) leaves it to the Model's configuration. A named tool must stay in
+    /// [`StepContext::tool_catalog`].
+    pub tool_choice: Option<crate::catalog::ToolChoice>,
     /// Free-form data for the middlewares of this Step.
     pub metadata: serde_json::Map<String, Value>,
     pub(crate) agent_name: String,

@@ -7,6 +7,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod tool_choice;
+
+pub use self::tool_choice::{ToolChoice, ToolChoiceError};
+
 use crate::annotations::ExportAnnotations;
 use crate::name::ToolName;
 use crate::output_schema::OutputSchema;
