@@ -36,6 +36,9 @@ pub struct RequestInput {
     /// The agent to hand the work to, as named in `agents__catalog`.
     pub target: String,
     /// What the agent gets: a task in words, or any JSON.
+    // Every JSON type named, not an empty schema: servers that constrain a model's output to
+    // the schema (llama.cpp's grammars) cannot build a grammar for `{}` and let it write anything.
+    #[schemars(extend("type" = ["string", "object", "array", "number", "boolean", "null"], "additionalProperties" = true))]
     pub input: Value,
     /// The target instance (default: the agent's default instance).
     #[serde(default)]
@@ -61,6 +64,7 @@ pub struct SendInput {
     /// The agent to notify.
     pub target: String,
     /// What the agent gets.
+    #[schemars(extend("type" = ["string", "object", "array", "number", "boolean", "null"], "additionalProperties" = true))]
     pub input: Value,
     /// The target instance (default: the agent's default instance).
     #[serde(default)]

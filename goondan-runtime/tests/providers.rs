@@ -1208,3 +1208,126 @@ async fn a_tool_choice_the_step_cannot_honour_is_a_config_error_before_any_reque
         assert_eq!(server.requests()[0].body.get(field), None, "{p}");
     }
 }
+
+// ---- answers recorded from a real server (scripts/llm-record; see the fixtures' README) ----
+
+/// A recorded answer of llama-cpp-python's server, replayed whole, cut into 97-byte pieces.
+fn recorded(name: &str) -> Reply {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/llama-cpp-python");
+    let body = std::fs::read(dir.join(name)).unwrap();
+    let status: u16 = std::fs::read_to_string(dir.join(format!("{name}.status")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let kind = if name.ends_with(".sse") {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let reply = Reply {
+        status,
+        headers: vec![("content-type".into(), kind.into())],
+        delay: Duration::ZERO,
+        pieces: vec![(Duration::ZERO, body)],
+    };
+    reply.split_every(97)
+}
+
+fn real_server_model(server: &ReplayServer, stream: bool) -> ProviderModel {
+    let config = config(Provider::OpenAiChat, server)
+        .stream(stream)
+        .tool_choice("calc__add".parse().unwrap())
+        .retry(RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        });
+    ProviderModel::new(config).unwrap()
+}
+
+#[tokio::test]
+async fn real_server_a_forced_call_streamed_with_its_id_and_name_in_every_chunk_is_one_call() {
+    let server = ReplayServer::start([recorded("forced-stream.sse")]).await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let sink = DeltaSink::new({
+        let calls = Arc::clone(&calls);
+        move |d: &ModelDelta| {
+            if let ModelDelta::ToolCall { name, .. } = d {
+                calls.lock().unwrap().push(name.clone());
+            }
+        }
+    });
+    let response = real_server_model(&server, true)
+        .respond(&request(Some(sink)))
+        .await
+        .unwrap();
+    assert_eq!(response.tool_calls.len(), 1, "{response:?}");
+    let call = &response.tool_calls[0];
+    assert_eq!(call.name, "calc__add");
+    assert!(call.id.starts_with("call__0_calc__add_"), "{}", call.id);
+    assert_eq!(call.args, json!({"a": 2, "b": 3}));
+    assert_eq!(response.content, None, "`content: null` in every chunk");
+    assert_eq!(response.usage, None, "this server sends no usage chunk");
+    assert_eq!(*calls.lock().unwrap(), ["calc__add"], "announced once");
+}
+
+#[tokio::test]
+async fn real_server_a_forced_call_unstreamed_reads_tool_calls_and_not_function_call() {
+    for name in ["forced.json", "auto.json"] {
+        let server = ReplayServer::start([recorded(name)]).await;
+        let response = real_server_model(&server, false)
+            .respond(&request(None))
+            .await
+            .unwrap();
+        // `auto.json`'s legacy `function_call` names `calc__add:`; `tool_calls` is read.
+        assert_eq!(response.tool_calls.len(), 1, "{name}");
+        assert_eq!(response.tool_calls[0].name, "calc__add", "{name}");
+        assert_eq!(response.tool_calls[0].args, json!({"a": 2, "b": 3}), "{name}");
+        assert_eq!(response.usage.map(|u| u.total()), Some(236), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn real_server_text_streamed_under_tool_choice_none_is_assembled_whole() {
+    let server = ReplayServer::start([recorded("none-stream.sse")]).await;
+    let streamed = Arc::new(Mutex::new(String::new()));
+    let sink = DeltaSink::new({
+        let streamed = Arc::clone(&streamed);
+        move |d: &ModelDelta| {
+            if let ModelDelta::Text(t) = d {
+                streamed.lock().unwrap().push_str(t);
+            }
+        }
+    });
+    let config = config(Provider::OpenAiChat, &server).tool_choice(ToolChoice::None);
+    let response = ProviderModel::new(config)
+        .unwrap()
+        .respond(&request(Some(sink)))
+        .await
+        .unwrap();
+    let text = response.content.unwrap();
+    assert!(!text.is_empty());
+    assert_eq!(*streamed.lock().unwrap(), text);
+    assert!(response.tool_calls.is_empty());
+}
+
+#[tokio::test]
+async fn real_server_an_empty_stream_and_a_500_are_structured_errors_not_hangs() {
+    // `auto` streamed: the server closes at once with nothing.
+    let server = ReplayServer::start([recorded("auto-stream.sse")]).await;
+    let e = real_server_model(&server, true)
+        .respond(&request(None))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ModelError::Malformed { .. }), "{e:?}");
+    assert!(e.to_string().contains("ended before"), "{e}");
+    assert!(e.to_string().contains("`stream: false`"), "{e}");
+    // `required`: HTTP 500 with an empty message.
+    let server = ReplayServer::start([recorded("required.json")]).await;
+    let e = real_server_model(&server, false)
+        .respond(&request(None))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("500"), "{e}");
+}

@@ -177,7 +177,9 @@ where
 
 /// In an agent process (the Orchestrator set [`ENV_SOCKET`] and [`ENV_TOKEN`]), serves the worker `build` makes
 /// for this instance and exits the process; otherwise returns at once. Call it first thing in
-/// `main`, before starting a Tokio runtime.
+/// `main`, before starting a Tokio runtime. `build` runs inside the process's runtime (not in a
+/// task), so it may start what lives on it and wait for it with
+/// `tokio::runtime::Handle::current().block_on`.
 pub fn run_if_requested<W, F>(build: F)
 where
     W: AgentWorker,
@@ -213,11 +215,16 @@ where
         workdir: std::env::current_dir()?,
     };
     let token = var(ENV_TOKEN);
-    let worker: Arc<dyn AgentWorker> = Arc::new(build(&identity));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // The worker is built inside the runtime (not in a task): it may start what lives on it,
+    // such as the child processes and sessions of MCP servers, with `Handle::current()`.
+    let worker: Arc<dyn AgentWorker> = {
+        let _inside = rt.enter();
+        Arc::new(build(&identity))
+    };
     rt.block_on(async move {
         let stream = tokio::net::UnixStream::connect(socket).await?;
         serve_stream(stream, token, Arc::new(identity), worker).await

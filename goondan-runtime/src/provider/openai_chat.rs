@@ -166,6 +166,8 @@ pub(crate) struct Stream {
     usage: Option<TokenUsage>,
     /// `[DONE]` or a `finish_reason` arrived: the answer is whole.
     complete: bool,
+    /// Events read.
+    events: usize,
 }
 
 impl Stream {
@@ -175,6 +177,7 @@ impl Stream {
         e: &Event,
         sink: Option<&DeltaSink>,
     ) -> Result<bool, ModelError> {
+        self.events += 1;
         if e.data.trim() == "[DONE]" {
             self.complete = true;
             return Ok(true);
@@ -261,6 +264,13 @@ impl Stream {
 
     /// The answer.
     pub(crate) fn finish(self, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if self.events == 0 {
+            // llama-cpp-python answers so when asked to stream with `tool_choice: auto`.
+            return Err(malformed(
+                P,
+                "the stream ended before `[DONE]` or a `finish_reason`: it was empty (some servers cannot stream an automatic tool choice: set the Model's `stream: false`, or a `toolChoice` naming a tool)",
+            ));
+        }
         if !self.complete {
             return Err(malformed(
                 P,

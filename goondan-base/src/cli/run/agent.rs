@@ -25,6 +25,7 @@ use goondan_runtime::approval::{
 };
 use goondan_runtime::bundle::{Bundle, ToolLibrary};
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
+use goondan_runtime::mcp::client::McpExtension;
 use goondan_runtime::middleware::MiddlewareFuture;
 use goondan_runtime::orchestrator::agent_mode::{self, AgentContext, AgentIdentity, AgentWorker};
 use goondan_runtime::step::{DeltaSink, ModelDelta, ModelFactory};
@@ -103,6 +104,13 @@ impl RunWorker {
             }
             builder
         };
+        let mcp = mcp_extensions(&me.agent);
+        let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
+            for extension in &mcp {
+                builder = builder.extension_arc(Arc::clone(extension));
+            }
+            customize(builder)
+        };
         let mut inner = StepWorker::from_env_with(me, library, &models, &customize);
         if let Some(link) = link.clone() {
             inner = inner.turn_cancellation(move || link.new_turn());
@@ -113,6 +121,54 @@ impl RunWorker {
             link,
             address: me.address(),
         }
+    }
+}
+
+/// The MCP Extensions the agent lists in `spec.extensions`, connected: their servers started
+/// and their tools listed before the first Step. One that cannot be read or connected becomes
+/// an extension that fails to register, so the agent's load fails with the reason
+/// (`E_AGENT_LOAD`) instead of running without the tools it was given.
+fn mcp_extensions(agent: &str) -> Vec<Arc<dyn Extension>> {
+    let Some(path) = std::env::var_os(ENV_BUNDLE) else {
+        return Vec::new();
+    };
+    let configs = match Bundle::load(path).map(|b| b.agent_mcp_extensions(agent)) {
+        Ok(Ok(configs)) => configs,
+        // The worker loads the bundle too, and says what is wrong with it.
+        Ok(Err(e)) => return vec![Arc::new(Unavailable(e.to_string()))],
+        Err(_) => return Vec::new(),
+    };
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return vec![Arc::new(Unavailable(
+            "MCP servers are connected inside the agent process's runtime".to_owned(),
+        ))];
+    };
+    configs
+        .into_iter()
+        .map(|config| {
+            let name = config.name().to_owned();
+            match runtime.block_on(McpExtension::connect(config)) {
+                Ok(mcp) => Arc::new(mcp) as Arc<dyn Extension>,
+                Err(e) => Arc::new(Unavailable(format!("MCP extension `{name}`: {e}"))),
+            }
+        })
+        .collect()
+}
+
+/// An extension that could not be had: registering it fails with the reason.
+#[derive(Debug)]
+struct Unavailable(String);
+
+impl Extension for Unavailable {
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn register(&self, _api: &mut ExtensionApi) -> Result<(), ExtensionError> {
+        Err(ExtensionError::Failed {
+            extension: "mcp".to_owned(),
+            message: self.0.clone(),
+        })
     }
 }
 
