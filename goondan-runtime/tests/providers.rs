@@ -1331,3 +1331,52 @@ async fn real_server_an_empty_stream_and_a_500_are_structured_errors_not_hangs()
         .unwrap_err();
     assert!(e.to_string().contains("500"), "{e}");
 }
+
+#[tokio::test]
+async fn chat_answers_without_call_ids_or_with_arguments_as_objects_are_read() {
+    // Unstreamed: no `id`, arguments as an object (not text).
+    let whole = Reply::json(
+        200,
+        &json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "",
+            "tool_calls": [
+                {"type": "function", "function": {"name": "calc__add", "arguments": {"a": 2, "b": 3}}},
+                {"id": "", "type": "function", "function": {"name": "calc__add", "arguments": "{\"a\": 10, \"b\": 20}"}}
+            ]}}]}),
+    );
+    // Streamed: no `id`, arguments as an object in one chunk.
+    let streamed = Reply::sse(&[
+        chat_chunk(
+            &json!({"tool_calls": [{"index": 0, "type": "function",
+            "function": {"name": "calc__add", "arguments": {"a": 2, "b": 3}}}]}),
+            None,
+        ),
+        chat_chunk(
+            &json!({"tool_calls": [{"index": 1, "type": "function",
+            "function": {"name": "calc__add", "arguments": "{\"a\": 10, \"b\": 20}"}}]}),
+            None,
+        ),
+        chat_chunk(&json!({}), Some("tool_calls")),
+        "data: [DONE]".into(),
+    ]);
+    for (reply, stream) in [(whole, false), (streamed, true)] {
+        let server = ReplayServer::start([reply]).await;
+        let model =
+            ProviderModel::new(config(Provider::OpenAiChat, &server).stream(stream)).unwrap();
+        let response = model.respond(&request(None)).await.unwrap();
+        let calls: Vec<(&str, &Value)> = response
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), &c.args))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_0", &json!({"a": 2, "b": 3})),
+                ("call_1", &json!({"a": 10, "b": 20}))
+            ],
+            "stream: {stream}"
+        );
+        assert_eq!(response.content, None, "stream: {stream}");
+    }
+}

@@ -460,7 +460,13 @@ pub fn parse_chat_calls(
         .enumerate()
         .map(|(i, call)| {
             let path = format!("{base}/{i}");
-            let id = str_field(call, "id", DIALECT, &path)?;
+            // Some servers leave the id out (or send it empty): the call gets `call_{i}`, as a
+            // streamed call without one does.
+            let id = match call.get("id") {
+                None | Some(Value::Null) => format!("call_{i}"),
+                Some(Value::String(s)) if s.is_empty() => format!("call_{i}"),
+                Some(_) => str_field(call, "id", DIALECT, &path)?.to_owned(),
+            };
             let function = call.get("function").ok_or_else(|| {
                 ParseError::new(DIALECT, format!("{path}/function"), "expected an object")
             })?;

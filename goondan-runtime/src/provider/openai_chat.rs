@@ -246,8 +246,11 @@ impl Stream {
                 }
                 call.name.push_str(name);
             }
-            if let Some(args) = piece.pointer("/function/arguments").and_then(Value::as_str) {
-                call.arguments.push_str(args);
+            match piece.pointer("/function/arguments") {
+                Some(Value::String(args)) => call.arguments.push_str(args),
+                // Some servers send the arguments as an object, whole, in one chunk.
+                Some(args @ Value::Object(_)) => call.arguments = args.to_string(),
+                _ => {}
             }
             if !call.announced && !call.name.is_empty() {
                 call.announced = true;
