@@ -253,3 +253,79 @@ impl Agents {
         to_json(rt.catalog().await?)
     }
 }
+
+/// The exports whose `target` names an agent of the swarm.
+const TARGETED: [&str; 3] = ["request", "send", "spawn"];
+
+/// An extension that shows the model which agents it may call: in every Step's catalog, the
+/// `target` of `agents__request`, `agents__send` and `agents__spawn` becomes an `enum` of
+/// `callable` (the swarm's `callable_from` the agent). A model then cannot make a name up, and
+/// servers that constrain the model's output to the schema (llama.cpp's grammars) let it write
+/// only those. Only what the model is shown changes: the call is still checked by the
+/// Orchestrator, and an empty list changes nothing.
+///
+/// ```
+/// use goondan_runtime::Extension;
+/// let targets = goondan_base::agents::targets(vec!["coder".to_owned()]);
+/// assert_eq!(targets.name(), "agents-targets");
+/// ```
+pub fn targets(callable: Vec<String>) -> impl goondan_runtime::Extension {
+    Targets {
+        callable: Arc::new(callable),
+    }
+}
+
+#[derive(Debug)]
+struct Targets {
+    callable: Arc<Vec<String>>,
+}
+
+impl goondan_runtime::Extension for Targets {
+    fn name(&self) -> &str {
+        "agents-targets"
+    }
+
+    fn register(
+        &self,
+        api: &mut goondan_runtime::ExtensionApi,
+    ) -> Result<(), goondan_runtime::extension::ExtensionError> {
+        use goondan_runtime::extension::PipelineMiddleware;
+        use goondan_runtime::step::step_fn;
+        if self.callable.is_empty() {
+            return Ok(());
+        }
+        let callable = Arc::clone(&self.callable);
+        api.pipeline.register(
+            PipelineMiddleware::step(step_fn(move |mut step, next| {
+                narrow_targets(&mut step.tool_catalog, &callable);
+                next.run(step)
+            })),
+            0,
+        );
+        Ok(())
+    }
+}
+
+/// Sets `properties.target.enum` of the targeted `agents` exports of `catalog` to `callable`.
+fn narrow_targets(catalog: &mut goondan_runtime::ToolCatalog, callable: &[String]) {
+    let targeted: Vec<goondan_runtime::CatalogItem> = catalog
+        .items()
+        .iter()
+        .filter(|i| i.name.resource() == "agents" && TARGETED.contains(&i.name.export()))
+        .cloned()
+        .collect();
+    for mut item in targeted {
+        let Some(parameters) = item.parameters.as_deref() else {
+            continue;
+        };
+        let mut parameters = parameters.clone();
+        let Some(target) = parameters.pointer_mut("/properties/target") else {
+            continue;
+        };
+        if let Some(target) = target.as_object_mut() {
+            target.insert("enum".into(), json!(callable));
+        }
+        item.parameters = Some(Arc::new(parameters));
+        catalog.push(item);
+    }
+}

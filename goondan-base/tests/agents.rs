@@ -304,3 +304,53 @@ async fn base_4_ho_8_handoff_between_real_agent_processes() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
+    use goondan_runtime::Dialect;
+    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    let registry = Arc::new(
+        goondan_runtime::ToolRegistry::builder()
+            .tools(goondan_base::tools())
+            .build()
+            .unwrap(),
+    );
+    let model = Arc::new(ScriptedModel::new([ModelResponse::text("done")]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("planner", Arc::clone(&registry), model.clone())
+        .tools(["agents", "file-system"])
+        .extension(goondan_base::agents::targets(vec![
+            "coder".to_owned(),
+            "tester".to_owned(),
+        ]))
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    agent.run_turn("hi").await.unwrap();
+    let seen = &model.requests()[0].catalog;
+    for name in ["agents__request", "agents__send", "agents__spawn"] {
+        let target = &seen.get(name).unwrap().parameters.as_ref().unwrap()["properties"]["target"];
+        assert_eq!(target["enum"], json!(["coder", "tester"]), "{name}");
+        assert_eq!(target["type"], "string", "{name}: the rest is kept");
+    }
+    // Every other export is shown as registered, and the rendering the provider gets says the
+    // same as a rendering of the edited item made from scratch.
+    let plain = ToolCatalog::build(&registry, ["agents", "file-system"]).unwrap();
+    for item in plain.items() {
+        if !["agents__request", "agents__send", "agents__spawn"].contains(&item.name.as_str()) {
+            assert_eq!(seen.get(item.name.as_str()), Some(item));
+        }
+    }
+    let sent: Value = serde_json::from_str(&Dialect::OpenAiChat.tools_json(seen).unwrap()).unwrap();
+    assert_eq!(sent, Dialect::OpenAiChat.tools(seen).unwrap());
+    let request = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "agents__request")
+        .unwrap();
+    assert_eq!(
+        request["function"]["parameters"]["properties"]["target"]["enum"],
+        json!(["coder", "tester"])
+    );
+}

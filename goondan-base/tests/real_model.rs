@@ -275,6 +275,72 @@ spec:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_with_real_models_hand_work_over_through_the_orchestrator() {
+    let server = LlmServer::shared();
+    let dir = tempfile::tempdir().unwrap();
+    // `planner` must hand the work over (`agents__request`, whose `target` the model is shown
+    // as the one agent it may call); `coder` answers with its own model, in its own process.
+    let yaml = format!(
+        r#"{}---
+{}---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: planner}}
+spec:
+  modelConfig: {{modelRef: "Model/planner-model"}}
+  systemPrompt: "You are the planner. You hand tasks to other agents."
+  tools:
+    - ref: {{kind: Tool, name: agents, package: "@goondan/base"}}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: coder}}
+spec:
+  modelConfig: {{modelRef: "Model/coder-model"}}
+  systemPrompt: "You are the coder. Answer in one short sentence."
+---
+apiVersion: goondan.ai/v1
+kind: Swarm
+metadata: {{name: pair}}
+spec:
+  entryAgent: "Agent/planner"
+  agents: ["Agent/planner", "Agent/coder"]
+"#,
+        model(
+            server,
+            "planner-model",
+            "maxTokens: 100, firstStepToolChoice: agents__request, toolChoice: none"
+        ),
+        model(server, "coder-model", "maxTokens: 60"),
+    );
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = run_input(&file, "Ask the coder agent to say hello", dir.path()).await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}\n{}", server.log_text());
+    let planner = conversation(dir.path(), "planner");
+    let (call, result) = first_call(&planner);
+    assert_eq!(call["name"], "agents__request", "{call}");
+    assert_eq!(call["args"]["target"], "coder", "{call}");
+    assert_eq!(result["status"], "ok", "{result}");
+    // `coder` ran a Turn of its own, in its process, and its answer came back as the result.
+    let coder = conversation(dir.path(), "coder");
+    assert_eq!(coder[0]["role"], "user", "{coder:#?}");
+    let answer = coder.last().unwrap();
+    assert_eq!(answer["role"], "assistant", "{coder:#?}");
+    let answer = answer["content"].as_str().unwrap();
+    assert!(!answer.trim().is_empty(), "{coder:#?}");
+    assert_eq!(result["output"]["response"]["answer"], answer, "{result}");
+    // And `planner` answered after it.
+    let last = planner.last().unwrap();
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(stdout.trim_end(), last["content"].as_str().unwrap().trim_end());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_server_that_dies_mid_answer_is_one_line_of_error_and_exit_status_1() {
     let mut server = LlmServer::start();
     let dir = tempfile::tempdir().unwrap();

@@ -23,12 +23,13 @@ use goondan_runtime::agent::{AgentEvent, AgentFuture};
 use goondan_runtime::approval::{
     ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, Policy,
 };
-use goondan_runtime::bundle::{Bundle, ToolLibrary};
+use goondan_runtime::bundle::{Bundle, Kind, ToolLibrary};
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::McpExtension;
 use goondan_runtime::middleware::MiddlewareFuture;
+use goondan_runtime::orchestrator::SwarmSpec;
 use goondan_runtime::orchestrator::agent_mode::{self, AgentContext, AgentIdentity, AgentWorker};
-use goondan_runtime::step::{DeltaSink, ModelDelta, ModelFactory};
+use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::swarm::{ENV_BUNDLE, StepWorker};
 use goondan_runtime::{Extension, ExtensionApi, Middleware, Next, ToolCallContext};
 use serde_json::Value;
@@ -57,7 +58,13 @@ struct RunWorker {
 impl RunWorker {
     fn new(me: &AgentIdentity, library: &ToolLibrary) -> Self {
         let link = AgentLink::from_env(me);
-        let models = models();
+        // The bundle the Orchestrator passed; when it cannot be read, the worker says why.
+        let bundle = std::env::var_os(ENV_BUNDLE).and_then(|p| Bundle::load(p).ok());
+        let models = model::factory(
+            bundle
+                .clone()
+                .unwrap_or_else(|| Bundle::from_yaml("", "goondan.yaml")),
+        );
         let state = std::env::var_os(ENV_STATE).map(PathBuf::from);
         let conversation = state
             .as_deref()
@@ -104,11 +111,19 @@ impl RunWorker {
             }
             builder
         };
-        let mcp = mcp_extensions(&me.agent);
+        let mcp = bundle
+            .as_ref()
+            .map(|b| mcp_extensions(b, &me.agent))
+            .unwrap_or_default();
+        let callable = bundle
+            .as_ref()
+            .map(|b| callable_agents(b, &me.agent))
+            .unwrap_or_default();
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             for extension in &mcp {
                 builder = builder.extension_arc(Arc::clone(extension));
             }
+            builder = builder.extension(crate::agents::targets(callable.clone()));
             customize(builder)
         };
         let mut inner = StepWorker::from_env_with(me, library, &models, &customize);
@@ -128,15 +143,10 @@ impl RunWorker {
 /// and their tools listed before the first Step. One that cannot be read or connected becomes
 /// an extension that fails to register, so the agent's load fails with the reason
 /// (`E_AGENT_LOAD`) instead of running without the tools it was given.
-fn mcp_extensions(agent: &str) -> Vec<Arc<dyn Extension>> {
-    let Some(path) = std::env::var_os(ENV_BUNDLE) else {
-        return Vec::new();
-    };
-    let configs = match Bundle::load(path).map(|b| b.agent_mcp_extensions(agent)) {
-        Ok(Ok(configs)) => configs,
-        // The worker loads the bundle too, and says what is wrong with it.
-        Ok(Err(e)) => return vec![Arc::new(Unavailable(e.to_string()))],
-        Err(_) => return Vec::new(),
+fn mcp_extensions(bundle: &Bundle, agent: &str) -> Vec<Arc<dyn Extension>> {
+    let configs = match bundle.agent_mcp_extensions(agent) {
+        Ok(configs) => configs,
+        Err(e) => return vec![Arc::new(Unavailable(e.to_string()))],
     };
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return vec![Arc::new(Unavailable(
@@ -172,13 +182,18 @@ impl Extension for Unavailable {
     }
 }
 
-/// The models of the bundle at [`ENV_BUNDLE`] (when it cannot be read, [`StepWorker`] says why).
-fn models() -> ModelFactory {
-    let bundle = std::env::var_os(ENV_BUNDLE).map(Bundle::load);
-    match bundle {
-        Some(Ok(bundle)) => model::factory(bundle),
-        _ => model::factory(Bundle::from_yaml("", "goondan.yaml")),
-    }
+/// The agents `agent` may call in the bundle's Swarm that has it (none outside a Swarm).
+fn callable_agents(bundle: &Bundle, agent: &str) -> Vec<String> {
+    bundle
+        .of_kind(&Kind::Swarm)
+        .find_map(|swarm| {
+            let spec = SwarmSpec::from_bundle(bundle, Some(&swarm.name)).ok()?;
+            spec.agents
+                .iter()
+                .any(|a| a.name == agent)
+                .then(|| spec.callable_from(agent))
+        })
+        .unwrap_or_default()
 }
 
 impl AgentWorker for RunWorker {
