@@ -341,6 +341,102 @@ spec:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_tool_eval_measures_a_real_server_and_accounts_for_every_prompt() {
+    let server = LlmServer::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("prompts.json");
+    std::fs::write(
+        &prompts,
+        serde_json::json!([
+            {"prompt": "Show me what is in notes.txt", "expect": "file-system__read"},
+            {"prompt": "List the files in this folder", "expect": "file-system__list"},
+            {"prompt": "Run the command uname -a", "expect": "bash__exec"},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/tool-eval");
+    let run = tokio::process::Command::new(script)
+        .args(["--endpoint", &server.endpoint(), "--goondan", goondan(), "--json"])
+        .arg("--prompts")
+        .arg(&prompts)
+        .args(["--timeout", "120"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let total = &report["total"];
+    assert_eq!(total["prompts"], 3, "{report:#}");
+    let outcomes = ["rightTool", "noCall", "wrongTool", "unknownTool", "error"];
+    let counted: u64 = outcomes.iter().map(|k| total[k].as_u64().unwrap()).sum();
+    assert_eq!(counted, 3, "every prompt has one outcome: {report:#}");
+    assert_eq!(total["error"], 0, "every run got an answer: {report:#}");
+    for r in report["results"].as_array().unwrap() {
+        let seconds = r["seconds"].as_f64().unwrap();
+        assert!(seconds > 0.0, "{r}");
+    }
+    assert_eq!(report["byTool"].as_object().unwrap().len(), 3, "{report:#}");
+}
+
+/// The README's first screen: `scripts/llm-serve &`, then `goondan run examples/local/goondan.yaml`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_example_runs_with_no_key_against_the_served_model() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/local/goondan.yaml");
+    let check = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&example)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success() && report.contains("0 warning(s)"), "{report}");
+    // The example names scripts/llm-serve's address; this test's server has its own port.
+    let server = LlmServer::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(&example).unwrap();
+    assert!(yaml.contains("http://127.0.0.1:8090/v1"));
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(&file, yaml.replace("http://127.0.0.1:8090/v1", &server.endpoint())).unwrap();
+    let child = tokio::process::Command::new(goondan())
+        .arg("run")
+        .arg(&file)
+        .args(["--input", "Write a shopping list into list.txt", "--approve", "never"])
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(300), child)
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", server.log_text());
+    // The state is kept next to the bundle. Whatever the model did, each call it made has a
+    // result in the conversation, and its last message is an answer in words.
+    let file = dir.path().join(".goondan/conversations/assistant.default.jsonl");
+    let messages: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let calls = messages
+        .iter()
+        .filter_map(|m| m["toolCalls"].as_array())
+        .flatten()
+        .count();
+    let results = messages.iter().filter(|m| m["role"] == "tool").count();
+    assert_eq!(calls, results, "{messages:#?}");
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "assistant", "{messages:#?}");
+    assert!(last["toolCalls"].is_null(), "{messages:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_server_that_dies_mid_answer_is_one_line_of_error_and_exit_status_1() {
     let mut server = LlmServer::start();
     let dir = tempfile::tempdir().unwrap();

@@ -113,13 +113,27 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 pub(crate) fn args_not_object(args: &Value, schema: &Value) -> ToolError {
+    let message = match args {
+        // Text that starts like an object: JSON the model broke off (at its answer's token
+        // limit, say) or got wrong. Say where, so it can send the whole object again.
+        Value::String(text) if text.trim_start().starts_with('{') => {
+            let why = serde_json::from_str::<Value>(text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            format!(
+                "the arguments must be a JSON object, and this text is not valid JSON ({why}); an answer cut at its token limit ends so: send the whole object"
+            )
+        }
+        other => format!(
+            "the arguments must be a JSON object, not {}",
+            json_type(other)
+        ),
+    };
     invalid_args(
         vec![ArgProblem {
             path: String::new(),
-            message: format!(
-                "the arguments must be a JSON object, not {}",
-                json_type(args)
-            ),
+            message,
         }],
         schema,
     )

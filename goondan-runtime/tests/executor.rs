@@ -419,6 +419,16 @@ async fn non_object_arguments_are_refused_and_null_means_empty() {
         );
     }
     kit.call("text__workdir", Value::Null).await.assert_ok();
+    // Arguments cut off mid-object (a model's answer stopped at its token limit): the model is
+    // told where the JSON broke.
+    let r = kit.call("text__upper", json!("{\"text\": \"hel")).await;
+    let err = r.assert_error(codes::INVALID_ARGS);
+    assert!(
+        err.message().contains("is not valid JSON (EOF while parsing a string at line 1")
+            && err.message().contains("token limit"),
+        "{}",
+        err.message()
+    );
 }
 
 #[tokio::test]
