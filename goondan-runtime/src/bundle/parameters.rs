@@ -68,7 +68,8 @@ fn properties(schema: &Value) -> Option<&Map<String, Value>> {
 }
 
 /// The `type` of a property schema as a set (`null` left out: an optional parameter is the
-/// same parameter), or `None` when it names none.
+/// same parameter), or `None` when it names none, or names every JSON type (any value, as a
+/// schema without `type`).
 fn types(schema: &Value) -> Option<BTreeSet<String>> {
     let set: BTreeSet<String> = match schema.get("type")? {
         Value::String(t) => [t.clone()].into(),
@@ -80,7 +81,10 @@ fn types(schema: &Value) -> Option<BTreeSet<String>> {
         _ => return None,
     };
     let set: BTreeSet<String> = set.into_iter().filter(|t| t != "null").collect();
-    (!set.is_empty()).then_some(set)
+    let any = ["string", "number", "boolean", "object", "array"]
+        .iter()
+        .all(|k| as_json_kinds(&set).contains(k));
+    (!set.is_empty() && !any).then_some(set)
 }
 
 /// The types with `integer` read as `number`: JSON has one number type, the TypeScript
@@ -156,5 +160,20 @@ mod tests {
         assert!(compare(&declared, &compiled).is_empty());
         let text = json!({"type": "object", "properties": {"n": {"type": "string"}}});
         assert_eq!(compare(&text, &compiled).len(), 1);
+    }
+
+    #[test]
+    fn a_type_list_of_every_json_type_is_any_value_like_no_type() {
+        let any = json!({"type": ["string", "object", "array", "number", "boolean", "null"]});
+        let compiled = json!({"type": "object", "properties": {"input": any}});
+        for declared in [json!({"type": "string"}), json!({}), json!({"type": "object"})] {
+            let yaml = json!({"type": "object", "properties": {"input": declared}});
+            assert!(compare(&yaml, &compiled).is_empty(), "{yaml}");
+        }
+        // Every type but one still has to match.
+        let most = json!({"type": ["string", "object", "array", "number"]});
+        let compiled = json!({"type": "object", "properties": {"input": most}});
+        let yaml = json!({"type": "object", "properties": {"input": {"type": "string"}}});
+        assert_eq!(compare(&yaml, &compiled).len(), 1);
     }
 }

@@ -140,5 +140,11 @@ pub(crate) fn execute(args: &RunArgs) -> Result<u8, RunError> {
         .enable_all()
         .build()
         .map_err(RunError::Runtime)?;
-    rt.block_on(session::run(args))
+    // A swarm on NATS (`remote` talks to it), else one of local processes (`session`).
+    rt.block_on(async {
+        match &args.nats {
+            Some(url) => remote::run(args, url).await,
+            None => session::run(args).await,
+        }
+    })
 }

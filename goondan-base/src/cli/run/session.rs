@@ -31,11 +31,8 @@ pub(super) const TURN_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// Exit status of a session ended by Ctrl-C in `--input` mode.
 pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
-/// Runs `goondan run`.
+/// Runs `goondan run` with the swarm's agents as processes of this machine.
 pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
-    if let Some(url) = &args.nats {
-        return super::remote::run(args, url).await;
-    }
     let bundle = Bundle::load(&args.bundle)?;
     let file = std::fs::canonicalize(bundle.file()).map_err(|source| RunError::Io {
         path: bundle.file().to_path_buf(),
