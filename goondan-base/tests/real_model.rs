@@ -200,7 +200,8 @@ async fn a_real_model_in_a_terminal_session_waits_for_a_person_to_approve_or_den
         p.expect("✓ file-system__write").unwrap();
         p.expect("> ").unwrap();
         // Denied with a reason: the model reads the refusal and the Turn goes on.
-        p.send_line("Write the word bye into the file bye.txt").unwrap();
+        p.send_line("Write the word bye into the file bye.txt")
+            .unwrap();
         p.expect("approve [y]").unwrap();
         p.send_line("n not today").unwrap();
         p.expect("E_TOOL_DENIED").unwrap();
@@ -337,7 +338,10 @@ spec:
     // And `planner` answered after it.
     let last = planner.last().unwrap();
     assert_eq!(last["role"], "assistant");
-    assert_eq!(stdout.trim_end(), last["content"].as_str().unwrap().trim_end());
+    assert_eq!(
+        stdout.trim_end(),
+        last["content"].as_str().unwrap().trim_end()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,7 +361,13 @@ async fn scripts_tool_eval_measures_a_real_server_and_accounts_for_every_prompt(
     .unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/tool-eval");
     let run = tokio::process::Command::new(script)
-        .args(["--endpoint", &server.endpoint(), "--goondan", goondan(), "--json"])
+        .args([
+            "--endpoint",
+            &server.endpoint(),
+            "--goondan",
+            goondan(),
+            "--json",
+        ])
         .arg("--prompts")
         .arg(&prompts)
         .args(["--timeout", "120"])
@@ -393,18 +403,30 @@ async fn the_local_example_runs_with_no_key_against_the_served_model() {
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&check.stdout);
-    assert!(check.status.success() && report.contains("0 warning(s)"), "{report}");
+    assert!(
+        check.status.success() && report.contains("0 warning(s)"),
+        "{report}"
+    );
     // The example names scripts/llm-serve's address; this test's server has its own port.
     let server = LlmServer::shared();
     let dir = tempfile::tempdir().unwrap();
     let yaml = std::fs::read_to_string(&example).unwrap();
     assert!(yaml.contains("http://127.0.0.1:8090/v1"));
     let file = dir.path().join("goondan.yaml");
-    std::fs::write(&file, yaml.replace("http://127.0.0.1:8090/v1", &server.endpoint())).unwrap();
+    std::fs::write(
+        &file,
+        yaml.replace("http://127.0.0.1:8090/v1", &server.endpoint()),
+    )
+    .unwrap();
     let child = tokio::process::Command::new(goondan())
         .arg("run")
         .arg(&file)
-        .args(["--input", "Write a shopping list into list.txt", "--approve", "never"])
+        .args([
+            "--input",
+            "Write a shopping list into list.txt",
+            "--approve",
+            "never",
+        ])
         .env_remove("OPENAI_API_KEY")
         .current_dir(dir.path())
         .stdin(Stdio::null())
@@ -418,7 +440,9 @@ async fn the_local_example_runs_with_no_key_against_the_served_model() {
     assert!(out.status.success(), "{stderr}\n{}", server.log_text());
     // The state is kept next to the bundle. Whatever the model did, each call it made has a
     // result in the conversation, and its last message is an answer in words.
-    let file = dir.path().join(".goondan/conversations/assistant.default.jsonl");
+    let file = dir
+        .path()
+        .join(".goondan/conversations/assistant.default.jsonl");
     let messages: Vec<Value> = std::fs::read_to_string(&file)
         .unwrap()
         .lines()
@@ -454,7 +478,10 @@ async fn a_real_server_that_dies_mid_answer_is_one_line_of_error_and_exit_status
     // The server logs the request when its streamed answer begins.
     let start = std::time::Instant::now();
     while !server.log_text().contains("POST /v1/chat/completions") {
-        assert!(!run.is_finished(), "goondan run ended before its request was answered");
+        assert!(
+            !run.is_finished(),
+            "goondan run ended before its request was answered"
+        );
         assert!(
             start.elapsed() < Duration::from_secs(120),
             "{}",

@@ -134,7 +134,8 @@ fn tool_choices_are_checked_at_their_lines_and_the_agents_params_win() {
     assert_eq!(e.len(), 3, "{e:?}");
     assert_eq!(e[0].0, 8);
     assert!(
-        e[0].1.contains("`sometimes` is not a tool choice: write `auto`, `required`, `none`"),
+        e[0].1
+            .contains("`sometimes` is not a tool choice: write `auto`, `required`, `none`"),
         "{}",
         e[0].1
     );

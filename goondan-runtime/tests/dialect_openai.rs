@@ -408,7 +408,8 @@ fn a_response_without_tool_calls_has_no_calls_and_a_broken_one_is_an_error() {
     let no_id = json!({"tool_calls": [{"type": "function", "function": {"name": "x__y"}}]});
     let calls = openai::parse_chat_calls(&no_id, kit.catalog()).unwrap();
     assert_eq!(calls[0].id, "call_0");
-    let bad_id = json!({"tool_calls": [{"id": 7, "type": "function", "function": {"name": "x__y"}}]});
+    let bad_id =
+        json!({"tool_calls": [{"id": 7, "type": "function", "function": {"name": "x__y"}}]});
     let err = openai::parse_chat_calls(&bad_id, kit.catalog()).unwrap_err();
     assert_eq!(err.path, "/tool_calls/0/id");
 }

@@ -424,7 +424,8 @@ async fn non_object_arguments_are_refused_and_null_means_empty() {
     let r = kit.call("text__upper", json!("{\"text\": \"hel")).await;
     let err = r.assert_error(codes::INVALID_ARGS);
     assert!(
-        err.message().contains("is not valid JSON (EOF while parsing a string at line 1")
+        err.message()
+            .contains("is not valid JSON (EOF while parsing a string at line 1")
             && err.message().contains("token limit"),
         "{}",
         err.message()

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use goondan_runtime::bundle::Bundle;
+use goondan_runtime::catalog::ToolChoice;
 use goondan_runtime::prelude::*;
 use goondan_runtime::provider::{
     ApiKey, Provider, ProviderConfig, ProviderModel, RetryPolicy, for_agent,
@@ -18,7 +19,6 @@ use goondan_runtime::step::{
     AgentInstance, DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, StepError,
     TokenUsage, TurnEnd,
 };
-use goondan_runtime::catalog::ToolChoice;
 use goondan_runtime::{Message, Model, ToolCatalog};
 use replay::{ReplayServer, Reply, data, named};
 use serde_json::{Value, json};
@@ -1190,7 +1190,10 @@ async fn a_tool_choice_the_step_cannot_honour_is_a_config_error_before_any_reque
         let e = model.respond(&request(None)).await.unwrap_err();
         let message = e.to_string();
         assert!(matches!(e, ModelError::Config { .. }), "{p}: {e:?}");
-        assert!(message.contains("`calc__sub`") && message.contains("calc__add"), "{message}");
+        assert!(
+            message.contains("`calc__sub`") && message.contains("calc__add"),
+            "{message}"
+        );
         // A call demanded of a Step without tools.
         let config = self::config(p, &server).tool_choice(ToolChoice::Required);
         let model = ProviderModel::new(config).unwrap();
@@ -1213,8 +1216,8 @@ async fn a_tool_choice_the_step_cannot_honour_is_a_config_error_before_any_reque
 
 /// A recorded answer of llama-cpp-python's server, replayed whole, cut into 97-byte pieces.
 fn recorded(name: &str) -> Reply {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/llama-cpp-python");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llama-cpp-python");
     let body = std::fs::read(dir.join(name)).unwrap();
     let status: u16 = std::fs::read_to_string(dir.join(format!("{name}.status")))
         .unwrap()
@@ -1283,7 +1286,11 @@ async fn real_server_a_forced_call_unstreamed_reads_tool_calls_and_not_function_
         // `auto.json`'s legacy `function_call` names `calc__add:`; `tool_calls` is read.
         assert_eq!(response.tool_calls.len(), 1, "{name}");
         assert_eq!(response.tool_calls[0].name, "calc__add", "{name}");
-        assert_eq!(response.tool_calls[0].args, json!({"a": 2, "b": 3}), "{name}");
+        assert_eq!(
+            response.tool_calls[0].args,
+            json!({"a": 2, "b": 3}),
+            "{name}"
+        );
         assert_eq!(response.usage.map(|u| u.total()), Some(236), "{name}");
     }
 }
@@ -1338,11 +1345,11 @@ async fn chat_answers_without_call_ids_or_with_arguments_as_objects_are_read() {
     let whole = Reply::json(
         200,
         &json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": "",
-            "tool_calls": [
-                {"type": "function", "function": {"name": "calc__add", "arguments": {"a": 2, "b": 3}}},
-                {"id": "", "type": "function", "function": {"name": "calc__add", "arguments": "{\"a\": 10, \"b\": 20}"}}
-            ]}}]}),
+        "role": "assistant", "content": "",
+        "tool_calls": [
+            {"type": "function", "function": {"name": "calc__add", "arguments": {"a": 2, "b": 3}}},
+            {"id": "", "type": "function", "function": {"name": "calc__add", "arguments": "{\"a\": 10, \"b\": 20}"}}
+        ]}}]}),
     );
     // Streamed: no `id`, arguments as an object in one chunk.
     let streamed = Reply::sse(&[

@@ -34,9 +34,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::diagnostic::{Diagnostic, Locus};
-use crate::catalog::ToolChoice;
 use super::resource::{Kind, ObjectRef, Resource};
 use super::{Bundle, BundleError};
+use crate::catalog::ToolChoice;
 
 /// The providers a Model's `spec.provider` may name.
 pub const PROVIDERS: [&str; 5] = [

@@ -166,7 +166,11 @@ mod tests {
     fn a_type_list_of_every_json_type_is_any_value_like_no_type() {
         let any = json!({"type": ["string", "object", "array", "number", "boolean", "null"]});
         let compiled = json!({"type": "object", "properties": {"input": any}});
-        for declared in [json!({"type": "string"}), json!({}), json!({"type": "object"})] {
+        for declared in [
+            json!({"type": "string"}),
+            json!({}),
+            json!({"type": "object"}),
+        ] {
             let yaml = json!({"type": "object", "properties": {"input": declared}});
             assert!(compare(&yaml, &compiled).is_empty(), "{yaml}");
         }

@@ -124,7 +124,10 @@ mod tests {
         for bad in ["", "Auto", "any", "write", "a__b__c", "file system__write"] {
             let e = bad.parse::<ToolChoice>().err();
             let message = e.map(|e| e.to_string()).unwrap_or_default();
-            assert!(message.contains("`auto`, `required`, `none`"), "{bad}: {message}");
+            assert!(
+                message.contains("`auto`, `required`, `none`"),
+                "{bad}: {message}"
+            );
         }
         let json: Result<ToolChoice, _> = serde_json::from_value(serde_json::json!("none"));
         assert_eq!(json.ok(), Some(ToolChoice::None));

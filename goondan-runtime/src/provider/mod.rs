@@ -51,8 +51,8 @@ use serde_json::Value;
 pub use self::bundle::{ModelSetupError, for_agent, from_spec, model_factory};
 pub use self::retry::RetryPolicy;
 
-use crate::dialect::Dialect;
 use crate::catalog::ToolChoice;
+use crate::dialect::Dialect;
 use crate::step::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse};
 
 /// The default request timeout.
@@ -278,7 +278,10 @@ impl ProviderConfig {
     /// The tool choice to send for `request`: the Step's own, else the first Step's, else the
     /// Model's; nothing for a Step without tools unless a call is demanded, which is an error,
     /// as is a named tool the Step's catalog does not have.
-    pub(crate) fn choice_for(&self, request: &ModelRequest) -> Result<Option<ToolChoice>, ModelError> {
+    pub(crate) fn choice_for(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<Option<ToolChoice>, ModelError> {
         let first = (request.step == 0)
             .then_some(self.first_step_tool_choice.as_ref())
             .flatten();
@@ -299,7 +302,11 @@ impl ProviderConfig {
                     "the tool choice names `{name}`, which Step {} of agent `{}` does not offer (its tools: {})",
                     request.step,
                     request.agent_name,
-                    if shown.is_empty() { "none".to_owned() } else { shown.join(", ") }
+                    if shown.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        shown.join(", ")
+                    }
                 ),
             });
         }
@@ -388,8 +395,7 @@ impl ProviderModel {
             Provider::Gemini => gemini::body(&self.config, request)?,
         };
         let mut body = body;
-        if let (Some(choice), Value::Object(fields)) =
-            (self.config.choice_for(request)?, &mut body)
+        if let (Some(choice), Value::Object(fields)) = (self.config.choice_for(request)?, &mut body)
         {
             let (field, value) = match provider {
                 Provider::OpenAiChat => ("tool_choice", openai_chat::tool_choice(&choice)),
