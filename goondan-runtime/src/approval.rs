@@ -56,11 +56,11 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::JsonObject;
 use crate::annotations::ExportAnnotations;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::middleware::{Middleware, MiddlewareFuture, Next, ToolCallContext};
+use crate::result::JsonObject;
 use crate::result::ToolCallResult;
 
 /// The code of a call an approver or a policy refused.

@@ -18,7 +18,6 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::JsonObject;
 use crate::catalog::{Lookup, ToolCatalog};
 use crate::context::ToolContext;
 use crate::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
@@ -35,6 +34,7 @@ use crate::refusal::{
     not_in_catalog, panic_error, timed_out,
 };
 use crate::registry::{RegisteredExport, ToolRegistry};
+use crate::result::JsonObject;
 use crate::result::{ToolCall, ToolCallResult};
 use crate::schema::ArgProblem;
 

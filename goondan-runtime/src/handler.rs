@@ -9,9 +9,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::error::{ToolError, codes};
+use crate::result::JsonObject;
 
 mod finite;
 

@@ -96,13 +96,10 @@ pub use crate::middleware::{Middleware, Next, ToolCallContext, from_fn};
 pub use crate::name::ToolName;
 pub use crate::pending::PendingResults;
 pub use crate::registry::ToolRegistry;
-pub use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+pub use crate::result::{JsonObject, ToolCall, ToolCallResult, ToolStatus};
 #[cfg(feature = "host")]
 pub use crate::step::{AgentInstance, Model, ScriptedModel};
 pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
-
-/// A JSON object, as tool arguments are.
-pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
 /// What a tool author needs in scope: the attribute, the context, the error, and the derives
 /// for input types.

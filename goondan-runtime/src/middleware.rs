@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::JsonObject;
 use crate::annotations::ExportAnnotations;
 use crate::context::ToolContext;
 use crate::registry::RegisteredExport;
+use crate::result::JsonObject;
 use crate::result::ToolCallResult;
 
 /// A boxed, sendable future.

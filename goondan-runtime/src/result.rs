@@ -5,6 +5,9 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
+/// A JSON object, as tool arguments are.
+pub type JsonObject = serde_json::Map<String, serde_json::Value>;
+
 /// One tool call as the model made it. Nothing in it is trusted: the name may not exist, the
 /// arguments may not be an object.
 ///

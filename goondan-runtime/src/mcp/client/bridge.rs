@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
-use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use crate::handler::{Handler, HandlerCall, HandlerError};
 use crate::middleware::Middleware;
 use crate::registry::ToolRegistry;
+use crate::result::JsonObject;
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
 use crate::tool::{SourceKind, ToolSource};
 

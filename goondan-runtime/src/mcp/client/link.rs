@@ -23,11 +23,11 @@ use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig,
 use super::naming::local_name;
 use super::outcome::{self, unavailable};
 use super::task;
-use crate::JsonObject;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::handler::Outcome;
 use crate::refusal;
+use crate::result::JsonObject;
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
