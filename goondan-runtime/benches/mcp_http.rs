@@ -7,7 +7,8 @@
 //! - `sessions`: 2025-11-25 clients, each with its own session, initialised once.
 //!
 //! Both servers run on the same hyper accept loop shape, in this process, one after the other,
-//! so they share the machine the same way. Goal (issue 22): at least rmcp's throughput and no
+//! so they share the machine the same way: each is warmed up for a second, then measured in two
+//! halves in the order ours, rmcp, rmcp, ours, so neither gains from its place in the run. Goal (issue 22): at least rmcp's throughput and no
 //! worse p99.
 //!
 //! `cargo bench -p goondan-runtime --bench mcp_http [-- SECONDS]` prints a table and writes
@@ -212,29 +213,49 @@ async fn client(url: String, mode: Mode, time: Duration) -> Vec<Duration> {
     latencies
 }
 
+/// How long each server is loaded, unmeasured, before it is measured.
+const WARM_UP: Duration = Duration::from_secs(1);
+
+/// One load's latencies, sorted, and how long it ran.
+struct Run {
+    latencies: Vec<Duration>,
+    elapsed: f64,
+}
+
+impl Run {
+    /// Two runs as one.
+    fn merge(mut self, other: Run) -> Figures {
+        self.latencies.extend(other.latencies);
+        self.latencies.sort();
+        let all = &self.latencies;
+        let at = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
+        Figures {
+            rps: all.len() as f64 / (self.elapsed + other.elapsed),
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+}
+
 struct Figures {
     rps: f64,
     p50: Duration,
     p99: Duration,
 }
 
-async fn load(addr: SocketAddr, mode: Mode, time: Duration) -> Figures {
+async fn load(addr: SocketAddr, mode: Mode, time: Duration) -> Run {
     let url = format!("http://{addr}/mcp");
     let started = Instant::now();
     let tasks: Vec<_> = (0..CLIENTS)
         .map(|_| tokio::spawn(client(url.clone(), mode, time)))
         .collect();
-    let mut all = Vec::new();
+    let mut latencies = Vec::new();
     for t in tasks {
-        all.extend(t.await.unwrap());
+        latencies.extend(t.await.unwrap());
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort();
-    let at = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
-    Figures {
-        rps: all.len() as f64 / elapsed,
-        p50: at(0.50),
-        p99: at(0.99),
+    Run {
+        latencies,
+        elapsed: started.elapsed().as_secs_f64(),
     }
 }
 
@@ -242,7 +263,50 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// `mcp_http calls ours|rmcp stateless|sessions N`: one client makes N calls in a row on a
+/// single-threaded runtime, for instruction counts under callgrind (`scripts/callgrind mcp`):
+/// the client's share is the same for both servers, so the difference is the servers'.
+fn calls(args: &[String]) {
+    let server = args.first().map(String::as_str);
+    let mode = match args.get(1).map(String::as_str) {
+        Some("sessions") => Mode::Sessions,
+        _ => Mode::Stateless,
+    };
+    let n: u64 = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let addr = match server {
+            Some("rmcp") => serve_rmcp().await,
+            _ => serve_goondan().await,
+        };
+        let url = format!("http://{addr}/mcp");
+        let http = reqwest::Client::new();
+        let session = match mode {
+            Mode::Sessions => Some(open(&http, &url).await),
+            Mode::Stateless => None,
+        };
+        for id in 1..=n {
+            let text = headers(http.post(&url), mode, session.as_deref())
+                .body(call_body(id, mode))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(text.contains("hello"), "{text}");
+        }
+    });
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("calls") {
+        return calls(&args[1..]);
+    }
     let seconds: u64 = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
@@ -258,8 +322,16 @@ fn main() {
         let ours = serve_goondan().await;
         let theirs = serve_rmcp().await;
         for (mode, label) in [(Mode::Stateless, "stateless"), (Mode::Sessions, "sessions")] {
-            let g = load(ours, mode, time).await;
-            let r = load(theirs, mode, time).await;
+            // Each server is warmed up first (connections, allocator), then measured in two
+            // halves in the order ours, theirs, theirs, ours: neither gains from going first.
+            load(ours, mode, WARM_UP).await;
+            load(theirs, mode, WARM_UP).await;
+            let half = time / 2;
+            let g1 = load(ours, mode, half).await;
+            let r1 = load(theirs, mode, half).await;
+            let r2 = load(theirs, mode, half).await;
+            let g2 = load(ours, mode, half).await;
+            let (g, r) = (g1.merge(g2), r1.merge(r2));
             rows.push(format!(
                 "| {label} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x |",
                 g.rps,

@@ -17,14 +17,19 @@ pub(crate) fn emit_called(ctx: &ToolContext) {
 }
 
 /// Emits `tool.completed` or `tool.failed` (or `tool.submitted` for a pending result).
-pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace_id: &str) {
-    // The span id is read only when the event is enabled (the macros evaluate fields lazily).
+/// `trace_id` and the span id are read only when the event is enabled (the macros evaluate
+/// fields lazily): a context makes its trace id when first asked.
+pub(crate) fn emit_finished<'a>(
+    result: &ToolCallResult,
+    handle: Option<&str>,
+    trace_id: impl FnOnce() -> &'a str,
+) {
     let span_id = || tracing::Span::current().id().map(|id| id.into_u64());
     match &result.error {
         Some(err) => tracing::warn!(
             name: "tool.failed",
             target: "goondan::tool",
-            trace_id,
+            trace_id = trace_id(),
             span_id = span_id(),
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
@@ -35,7 +40,7 @@ pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace
         None if result.is_pending() => tracing::info!(
             name: "tool.submitted",
             target: "goondan::tool",
-            trace_id,
+            trace_id = trace_id(),
             span_id = span_id(),
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,
@@ -45,7 +50,7 @@ pub(crate) fn emit_finished(result: &ToolCallResult, handle: Option<&str>, trace
         None => tracing::info!(
             name: "tool.completed",
             target: "goondan::tool",
-            trace_id,
+            trace_id = trace_id(),
             span_id = span_id(),
             tool = %result.tool_name,
             tool_call_id = %result.tool_call_id,

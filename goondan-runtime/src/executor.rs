@@ -201,7 +201,7 @@ impl ToolExecutor {
                         let core = Arc::clone(core);
                         return Ready::Wait(Box::pin(async move {
                             let reply = fut.await;
-                            finish(&core, id, name, limit, reply, &span, ctx.trace_id())
+                            finish(&core, id, name, limit, reply, &span, &ctx)
                         }));
                     }
                 }
@@ -214,7 +214,7 @@ impl ToolExecutor {
             limit,
             reply,
             &span,
-            step.trace_id(),
+            step,
         ))
     }
 
@@ -305,7 +305,7 @@ impl ToolExecutor {
                     ToolCallResult::error(call_ctx.tool_call_id(), entry.name().as_str(), err)
                 }
             };
-            span.in_scope(|| emit_finished(&result, None, call_ctx.trace_id()));
+            span.in_scope(|| emit_finished(&result, None, || call_ctx.trace_id()));
             result
         })
     }
@@ -319,10 +319,10 @@ fn finish(
     limit: usize,
     reply: Reply,
     span: &tracing::Span,
-    trace_id: &str,
+    ctx: &ToolContext,
 ) -> ToolCallResult {
     let result = reply.into_result(id, name, limit, core);
-    span.in_scope(|| emit_finished(&result, None, trace_id));
+    span.in_scope(|| emit_finished(&result, None, || ctx.trace_id()));
     result
 }
 

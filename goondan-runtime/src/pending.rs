@@ -175,7 +175,7 @@ impl PendingResults {
                         ToolCallResult::error(call_id, tool_name, err.finish(limit, &runtime_help))
                     }
                 };
-                crate::events::emit_finished(&result, Some(&task_handle), &trace_id);
+                crate::events::emit_finished(&result, Some(&task_handle), || &trace_id);
                 this.finish(&task_handle, tx, result);
             }
             .instrument(span),

@@ -10,9 +10,10 @@ mod id;
 mod message;
 mod progress;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -25,11 +26,12 @@ pub use self::progress::{Progress, ProgressSink};
 use crate::agent::AgentRuntime;
 
 struct Scope {
-    agent_name: String,
-    instance_key: String,
-    turn_id: String,
-    trace_id: String,
-    message: Message,
+    agent_name: Cow<'static, str>,
+    instance_key: Cow<'static, str>,
+    // Ids left unset are made the first time they are read: most calls never read them.
+    turn_id: OnceLock<String>,
+    trace_id: OnceLock<String>,
+    message: OnceLock<Message>,
     workdir: PathBuf,
     runtime: Option<Arc<dyn AgentRuntime>>,
     cancel: CancellationToken,
@@ -62,13 +64,13 @@ impl ToolContext {
     pub fn builder(workdir: impl Into<PathBuf>) -> ToolContextBuilder {
         ToolContextBuilder {
             workdir: workdir.into(),
-            agent_name: "agent".to_owned(),
-            instance_key: "default".to_owned(),
+            agent_name: Cow::Borrowed("agent"),
+            instance_key: Cow::Borrowed("default"),
             turn_id: None,
             trace_id: None,
             message: None,
             runtime: None,
-            cancel: CancellationToken::new(),
+            cancel: None,
             progress: None,
             caller: None,
         }
@@ -86,12 +88,12 @@ impl ToolContext {
 
     /// The current Turn.
     pub fn turn_id(&self) -> &str {
-        &self.scope.turn_id
+        self.scope.turn_id.get_or_init(|| fresh_id("turn"))
     }
 
     /// The trace this call belongs to.
     pub fn trace_id(&self) -> &str {
-        &self.scope.trace_id
+        self.scope.trace_id.get_or_init(|| fresh_id("trace"))
     }
 
     /// The id of this tool call.
@@ -101,7 +103,9 @@ impl ToolContext {
 
     /// The assistant message that contains this call (CTX-5).
     pub fn message(&self) -> &Message {
-        &self.scope.message
+        self.scope
+            .message
+            .get_or_init(|| Message::assistant(fresh_id("msg"), None, Vec::new()))
     }
 
     /// The instance's workspace: tools that touch files resolve paths against it (CTX-2, CTX-3).
@@ -295,8 +299,8 @@ impl ToolContext {
             tool_call_id = tool_call_id,
             agent = %self.scope.agent_name,
             instance = %self.scope.instance_key,
-            turn_id = %self.scope.turn_id,
-            trace_id = %self.scope.trace_id,
+            turn_id = self.turn_id(),
+            trace_id = self.trace_id(),
         );
         ToolContext {
             scope: Arc::clone(&self.scope),
@@ -311,8 +315,8 @@ impl fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("agent_name", &self.scope.agent_name)
             .field("instance_key", &self.scope.instance_key)
-            .field("turn_id", &self.scope.turn_id)
-            .field("trace_id", &self.scope.trace_id)
+            .field("turn_id", &self.turn_id())
+            .field("trace_id", &self.trace_id())
             .field("tool_call_id", &self.tool_call_id)
             .field("workdir", &self.scope.workdir)
             .field("runtime", &self.scope.runtime.is_some())
@@ -324,13 +328,13 @@ impl fmt::Debug for ToolContext {
 #[must_use]
 pub struct ToolContextBuilder {
     workdir: PathBuf,
-    agent_name: String,
-    instance_key: String,
+    agent_name: Cow<'static, str>,
+    instance_key: Cow<'static, str>,
     turn_id: Option<String>,
     trace_id: Option<String>,
     message: Option<Message>,
     runtime: Option<Arc<dyn AgentRuntime>>,
-    cancel: CancellationToken,
+    cancel: Option<CancellationToken>,
     progress: Option<Arc<dyn ProgressSink>>,
     caller: Option<Arc<dyn Caller>>,
 }
@@ -338,13 +342,13 @@ pub struct ToolContextBuilder {
 impl ToolContextBuilder {
     /// The agent's name (default `agent`).
     pub fn agent_name(mut self, name: impl Into<String>) -> Self {
-        self.agent_name = name.into();
+        self.agent_name = Cow::Owned(name.into());
         self
     }
 
     /// The instance key (default `default`).
     pub fn instance_key(mut self, key: impl Into<String>) -> Self {
-        self.instance_key = key.into();
+        self.instance_key = Cow::Owned(key.into());
         self
     }
 
@@ -374,7 +378,7 @@ impl ToolContextBuilder {
 
     /// The token whose cancellation stops the calls made with this context.
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
+        self.cancel = Some(token);
         self
     }
 
@@ -392,19 +396,16 @@ impl ToolContextBuilder {
 
     /// Finishes the context. Its call id is empty until the executor derives a call's context.
     pub fn build(self) -> ToolContext {
-        let message = self
-            .message
-            .unwrap_or_else(|| Message::assistant(fresh_id("msg"), None, Vec::new()));
         ToolContext {
             scope: Arc::new(Scope {
                 agent_name: self.agent_name,
                 instance_key: self.instance_key,
-                turn_id: self.turn_id.unwrap_or_else(|| fresh_id("turn")),
-                trace_id: self.trace_id.unwrap_or_else(|| fresh_id("trace")),
-                message,
+                turn_id: once(self.turn_id),
+                trace_id: once(self.trace_id),
+                message: once(self.message),
                 workdir: self.workdir,
                 runtime: self.runtime,
-                cancel: self.cancel,
+                cancel: self.cancel.unwrap_or_default(),
                 progress: self.progress,
                 caller: self.caller,
             }),
@@ -412,6 +413,11 @@ impl ToolContextBuilder {
             span: tracing::Span::none(),
         }
     }
+}
+
+/// A value given now, or one to make when first read.
+fn once<T>(value: Option<T>) -> OnceLock<T> {
+    value.map_or_else(OnceLock::new, OnceLock::from)
 }
 
 #[cfg(test)]
@@ -500,10 +506,11 @@ mod tests {
             progress,
             caller,
         } = scope.as_ref();
-        let _: (&str, &str, &str, &str, &str) =
-            (agent_name, instance_key, turn_id, trace_id, tool_call_id);
-        let _: (&Message, &PathBuf, &tracing::Span, &CancellationToken) =
-            (message, workdir, span, cancel);
+        let _: (&str, &str, &str) = (agent_name, instance_key, tool_call_id);
+        // Ids given, or made when first read.
+        let _: (&OnceLock<String>, &OnceLock<String>, &OnceLock<Message>) =
+            (turn_id, trace_id, message);
+        let _: (&PathBuf, &tracing::Span, &CancellationToken) = (workdir, span, cancel);
         // The one interface a tool may reach: the agent-to-agent API (CTX-1 `runtime`).
         let _: &Option<Arc<dyn AgentRuntime>> = runtime;
         // Where the call's progress reports go (issue 10): a write-only sink the host
@@ -514,10 +521,10 @@ mod tests {
         let _: &Option<Arc<dyn Caller>> = caller;
         assert_eq!(
             [
-                agent_name.as_str(),
-                instance_key.as_str(),
-                turn_id.as_str(),
-                trace_id.as_str(),
+                &**agent_name,
+                &**instance_key,
+                ctx.turn_id(),
+                ctx.trace_id(),
                 &**tool_call_id
             ],
             ["coder", "i1", "t1", "tr1", "c1"]

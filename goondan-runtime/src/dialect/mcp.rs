@@ -8,6 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::{DialectError, ParseError, parameters_of, require_object_root, str_field};
 use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::content::Content;
+use crate::output_schema::OutputSchema;
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "mcp";
@@ -64,24 +66,110 @@ pub fn parse_call(request: &Value) -> Result<ToolCall, ParseError> {
     Ok(ToolCall::new(id, name, args))
 }
 
-/// A result as a `CallToolResult`: the text in `content`, the output (an object as it is,
-/// anything else as `{result}`) or the error as `structuredContent`, and `isError`.
-pub fn call_result(result: &ToolCallResult) -> Value {
-    let structured = match result.status {
-        ToolStatus::Ok => match &result.output {
-            Some(Value::Object(o)) => Value::Object(o.clone()),
-            other => json!({"result": other}),
-        },
-        ToolStatus::Pending => json!({"status": "pending", "handle": result.handle}),
-        ToolStatus::Error => json!({
-            "error": result.error.as_ref().map(super::error_json),
-        }),
+/// How a result reads over MCP: the one rule behind [`call_result`] and the MCP server's
+/// `CallToolResult`s.
+///
+/// - `ok` with content parts (images, audio, resources, links) and no output: the parts alone.
+/// - `ok` with an output schema: `structuredContent` is the output valid against it (wrapped
+///   as `{result}` when the schema says so), and the text is that JSON.
+/// - `ok` without one: a string output is one text block as it is, with no structured copy;
+///   an object is `structuredContent` as it is and anything else `{result: output}`, and the
+///   text is the output as JSON. Content parts follow the text.
+/// - `pending`: `{status: "pending", handle}` as text and as `structuredContent`.
+/// - `error`: `isError: true`, the structured error as text (`error CODE (Name): message`,
+///   suggestion, help URL) and, unless an output schema is declared (an error could never be
+///   valid against it), as `structuredContent: {error: {code, name, message, suggestion?,
+///   helpUrl?}}`.
+pub(crate) struct CallShape<'a> {
+    /// The leading text block; `None` when the parts alone are the result.
+    pub text: Option<String>,
+    /// The content parts after the text.
+    pub parts: &'a [Content],
+    /// `structuredContent`, when there is one.
+    pub structured: Option<Value>,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+/// The MCP shape of `result`, for an export publishing `output_schema`.
+pub(crate) fn call_shape<'a>(
+    result: &'a ToolCallResult,
+    output_schema: Option<&OutputSchema>,
+) -> CallShape<'a> {
+    let (text, structured) = match result.status {
+        ToolStatus::Error => {
+            let structured = output_schema
+                .is_none()
+                .then(|| json!({"error": result.error.as_ref().map(super::error_json)}));
+            let shape = CallShape {
+                text: Some(super::result_text(result)),
+                parts: &[],
+                structured,
+                is_error: true,
+            };
+            return shape;
+        }
+        ToolStatus::Pending => (
+            super::result_text(result),
+            Some(json!({"status": "pending", "handle": result.handle})),
+        ),
+        ToolStatus::Ok => {
+            let output = result.output.as_ref().unwrap_or(&Value::Null);
+            match (output_schema, output) {
+                (None, Value::Null) if !result.content.is_empty() => {
+                    return CallShape {
+                        text: None,
+                        parts: &result.content,
+                        structured: None,
+                        is_error: false,
+                    };
+                }
+                (Some(schema), _) => {
+                    let s = schema.structured(output.clone());
+                    (s.to_string(), Some(s))
+                }
+                (None, Value::String(text)) => (text.clone(), None),
+                (None, Value::Object(o)) => (output.to_string(), Some(Value::Object(o.clone()))),
+                (None, other) => (other.to_string(), Some(json!({ "result": other }))),
+            }
+        }
     };
-    json!({
-        "content": [{"type": "text", "text": super::result_text(result)}],
-        "structuredContent": structured,
-        "isError": result.status == ToolStatus::Error,
-    })
+    CallShape {
+        text: Some(text),
+        parts: &result.content,
+        structured,
+        is_error: false,
+    }
+}
+
+/// A result as a `CallToolResult` (`content`, `structuredContent`, `isError`), for an export
+/// without output schema:
+///
+/// - `ok` with content parts (images, audio, resources, links) and no output: the parts alone.
+/// - `ok`: a string output is one text block as it is, with no structured copy; an object is
+///   `structuredContent` as it is and anything else `{result: output}`, and the text is the
+///   output as JSON. Content parts follow the text.
+/// - `pending`: `{status: "pending", handle}` as text and as `structuredContent`.
+/// - `error`: `isError: true`, the structured error as text (`error CODE (Name): message`,
+///   suggestion, help URL) and as `structuredContent: {error: {code, name, message,
+///   suggestion?, helpUrl?}}`.
+///
+/// The MCP server answers by the same rule.
+pub fn call_result(result: &ToolCallResult) -> Value {
+    let shape = call_shape(result, None);
+    let mut content: Vec<Value> = shape
+        .text
+        .map(|text| json!({"type": "text", "text": text}))
+        .into_iter()
+        .collect();
+    content.extend(shape.parts.iter().map(Content::to_json));
+    let mut out = Map::new();
+    out.insert("content".into(), Value::Array(content));
+    if let Some(s) = shape.structured {
+        out.insert("structuredContent".into(), s);
+    }
+    out.insert("isError".into(), Value::Bool(shape.is_error));
+    Value::Object(out)
 }
 
 /// The JSON-RPC response to a `tools/call` request with id `id`.

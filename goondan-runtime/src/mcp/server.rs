@@ -53,7 +53,7 @@ mod transport;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::Implementation;
@@ -140,7 +140,7 @@ impl Renames {
 struct Shared {
     executor: ToolExecutor,
     selection: Selection,
-    served: Mutex<Served>,
+    served: RwLock<Served>,
     renames: Renames,
     workdir: PathBuf,
     agent_name: String,
@@ -262,9 +262,21 @@ impl McpServer {
     /// The served catalog and whether it changed since it was last read.
     fn current(&self) -> (bool, Arc<ToolCatalog>) {
         let registry = self.shared.executor.registry();
-        let generation = *registry.subscribe_changes().borrow();
-        let mut served = self.shared.served.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = registry.generation();
+        {
+            // The common case: the catalog is current, and readers do not wait for each other.
+            let served = self.shared.served.read().unwrap_or_else(|e| e.into_inner());
+            if served.generation == generation {
+                return (false, Arc::clone(&served.catalog));
+            }
+        }
+        let mut served = self
+            .shared
+            .served
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
         if served.generation == generation {
+            // Another call rebuilt it meanwhile.
             return (false, Arc::clone(&served.catalog));
         }
         let fresh = build_catalog(registry, &self.shared.selection)
@@ -467,7 +479,7 @@ impl McpServerBuilder {
             shared: Arc::new(Shared {
                 executor,
                 selection: self.selection,
-                served: Mutex::new(Served {
+                served: RwLock::new(Served {
                     generation,
                     catalog: Arc::new(catalog),
                 }),

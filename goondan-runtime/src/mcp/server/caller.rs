@@ -86,8 +86,9 @@ pub(super) struct McpCaller {
     log_level: Option<LogLevel>,
     mode: Mode,
     asked: Mutex<Asked>,
-    /// Cancelled when the call must stop for an answer it cannot get in place.
-    stop: CancellationToken,
+    /// Cancelled when the call must stop for an answer it cannot get in place (a 2026-07-28
+    /// call only: a session's client is asked in place).
+    stop: Option<CancellationToken>,
 }
 
 /// How a call ended for its questions.
@@ -113,7 +114,7 @@ impl McpCaller {
             log_level,
             mode: Mode::Session,
             asked: Mutex::default(),
-            stop: CancellationToken::new(),
+            stop: None,
         }
     }
 
@@ -162,7 +163,7 @@ impl McpCaller {
                 binding,
             },
             asked: Mutex::default(),
-            stop: CancellationToken::new(),
+            stop: Some(CancellationToken::new()),
         })
     }
 
@@ -170,9 +171,16 @@ impl McpCaller {
         self.asked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Cancelled when the call must stop to ask.
-    pub(super) fn stopped(&self) -> &CancellationToken {
-        &self.stop
+    /// Cancelled when the call must stop to ask; none when it never must.
+    pub(super) fn stopped(&self) -> Option<&CancellationToken> {
+        self.stop.as_ref()
+    }
+
+    /// Stops the call to ask its questions.
+    fn stop(&self) {
+        if let Some(stop) = &self.stop {
+            stop.cancel();
+        }
     }
 
     /// Notes that the call was stopped for its questions.
@@ -310,7 +318,7 @@ impl Caller for McpCaller {
                         }
                         asked.missing.get_or_insert(question.capability());
                         drop(asked);
-                        self.stop.cancel();
+                        self.stop();
                         // The call is stopped for the protocol's error; nothing answers this.
                         return Box::pin(std::future::pending());
                     } else {
@@ -326,7 +334,7 @@ impl Caller for McpCaller {
                 };
                 if !in_task {
                     // The call is stopped and run again with the answer.
-                    self.stop.cancel();
+                    self.stop();
                 }
                 Box::pin(async move {
                     rx.await.map_err(|_| AskError::Failed {

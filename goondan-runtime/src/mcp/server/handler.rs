@@ -80,7 +80,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+        // rmcp spawns a task per request and moves its future in by value: boxed, the call's
+        // large state (executor, middleware, handler) is not copied at each move.
+        Box::pin(self.call(request, context)).await
     }
 
     async fn get_task(
@@ -238,6 +240,15 @@ impl ServerHandler for McpServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // Boxed for the reason `call_tool` is.
+        Box::pin(self.listen_for_changes(context)).await
+    }
+}
+
+impl McpServer {
+    /// `subscriptions/listen`: a `tools/list_changed` notification on the stream each time
+    /// the served names change, until the client closes it.
+    async fn listen_for_changes(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink();
         let mut changes = self.catalog_changes();
         let baseline = self
@@ -272,7 +283,7 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
-        let published = request.name.to_string();
+        let published = request.name;
         let name = shared.renames.goondan(&published).to_owned();
         let catalog = self.catalog();
         let (state, responses) = (request.request_state, request.input_responses);
@@ -289,11 +300,13 @@ impl McpServer {
         }
         let capabilities = context.client_capabilities().unwrap_or_default();
         let client_has_tasks = capabilities.supports_tasks();
-        let needs_tasks = catalog.get(&name).is_some_and(|item| {
+        let item = catalog.get(&name);
+        let needs_tasks = item.is_some_and(|item| {
             item.annotations
                 .as_ref()
                 .is_some_and(|a| a.task_support == Some(crate::annotations::TaskSupport::Required))
         });
+        let output_schema = item.and_then(|i| i.output_schema.clone());
         if needs_tasks && !client_has_tasks {
             return Err(tasks_required());
         }
@@ -306,7 +319,7 @@ impl McpServer {
             responses,
         )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
-        let call = ToolCall::new(format!("mcp-{}", context.id), name.clone(), args);
+        let call = ToolCall::new(format!("mcp-{}", context.id), name, args);
         let executor = self.executor();
         let result = drive(
             elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
@@ -325,7 +338,6 @@ impl McpServer {
         if call::is_unknown_tool(&result) {
             return Err(call::unknown_tool(&published, result.error.as_ref()));
         }
-        let output_schema = catalog.get(&name).and_then(|i| i.output_schema.clone());
         let Some(handle) = result.handle.clone().filter(|_| result.is_pending()) else {
             return Ok(call::call_tool_result(&result, output_schema.as_deref()).into());
         };
@@ -340,7 +352,7 @@ impl McpServer {
         // A client without tasks waits, bounded by the export's timeout.
         let limit = executor
             .registry()
-            .get(&name)
+            .get(&result.tool_name)
             .and_then(|e| e.export().timeout())
             .unwrap_or(shared.pending_wait);
         let pending = executor.pending().clone();
@@ -357,7 +369,7 @@ impl McpServer {
             Ok(None) => gone(&result, &handle),
             Err(_) => {
                 cancel.cancel();
-                timed_out(&result, limit, &name)
+                timed_out(&result, limit)
             }
         };
         Ok(call::call_tool_result(&finished, output_schema.as_deref()).into())
@@ -470,8 +482,8 @@ async fn drive<F: Future>(
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
 ) -> F::Output {
     let stopped = async {
-        match questions {
-            Some(q) => q.stopped().cancelled().await,
+        match questions.and_then(McpCaller::stopped) {
+            Some(stop) => stop.cancelled().await,
             None => std::future::pending().await,
         }
     };
@@ -523,11 +535,11 @@ fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
 }
 
 /// The error of a pending call that did not finish in time for a client without tasks.
-fn timed_out(submitted: &ToolCallResult, limit: Duration, name: &str) -> ToolCallResult {
+fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
     let err = crate::refusal::timed_out(limit)
         .finish(crate::error::DEFAULT_ERROR_MESSAGE_LIMIT, &help_url_base());
     tracing::warn!(
-        tool = name,
+        tool = %submitted.tool_name,
         "pending result not ready within {} ms",
         limit.as_millis()
     );

@@ -21,6 +21,10 @@ use hyper::{Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
+/// The header a session's requests carry.
+const SESSION_ID: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("mcp-session-id");
+
 /// The limits of a Streamable HTTP server (see the module docs).
 ///
 /// ```
@@ -105,8 +109,8 @@ pub(super) enum Checked {
 
 /// Reads `request`'s body within the limit.
 pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Checked {
-    let opens_session = request.method() == hyper::Method::POST
-        && !request.headers().contains_key("mcp-session-id");
+    let opens_session =
+        request.method() == hyper::Method::POST && !request.headers().contains_key(SESSION_ID);
     let (parts, body) = request.into_parts();
     let body = match http_body_util::Limited::new(body, limits.max_body_bytes)
         .collect()

@@ -127,7 +127,9 @@ impl McpServer {
                 let service = service.clone();
                 let sessions = Arc::clone(&sessions);
                 let gate = Arc::clone(&gate);
-                let conn_stop = accept_stop.clone();
+                // A token of its own: polling a shared one would take the same lock on every
+                // request of every connection.
+                let conn_stop = accept_stop.child_token();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req| {
                         let service = service.clone();
