@@ -12,8 +12,7 @@
     clippy::expect_used
 )]
 
-#[path = "../tests/support/nats.rs"]
-mod nats;
+use goondan_test_peers::nats;
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! A small MCP server over stdio for `tests/mcp_client.rs`, written on rmcp's `ServerHandler`
+//! A small MCP server over stdio for `tests/it/mcp_client.rs`, written on rmcp's `ServerHandler`
 //! by hand. Its tools:
 //!
 //! - `fail {message}`: answers `isError: true` with `message`.

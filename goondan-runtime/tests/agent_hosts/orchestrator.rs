@@ -1,4 +1,4 @@
-//! The agent-process program of `tests/orchestrator.rs`: the Orchestrator of those tests runs
+//! The agent-process program of `tests/it/orchestrator.rs`: the Orchestrator of those tests runs
 //! it as every agent. Built only for the tests (`required-features`).
 
 use std::time::Duration;

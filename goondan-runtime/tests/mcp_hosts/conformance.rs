@@ -1,4 +1,4 @@
-//! The fixture server of `tests/mcp_conformance.rs`: our Streamable HTTP server with the tools
+//! The fixture server of `tests/it/mcp_conformance.rs`: our Streamable HTTP server with the tools
 //! the MCP conformance suite's server scenarios call, written with `#[tool]`. The suite expects
 //! fixed names (`test_simple_text`) that are not Goondan names, so they are published under
 //! those names with `publish_as`; every call still runs through the executor. Prints its URL

@@ -1,0 +1,219 @@
+//! `goondan agent-host` on a real `nats-server`: the bundle's agents placed on each host run
+//! there as processes of the `goondan` program, reached from the entry side over NATS.
+
+use goondan_test_peers::nats;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
+use goondan_runtime::orchestrator::nats::{NatsOptions, NatsSwarm};
+use goondan_runtime::orchestrator::{SwarmSpec, codes};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const BUNDLE: &str = "\
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: planner}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: coder}
+---
+apiVersion: goondan.ai/v1
+kind: Swarm
+metadata: {name: team}
+spec: {entryAgent: \"Agent/planner\", agents: [\"Agent/planner\", \"Agent/coder\"]}
+";
+
+async fn host(url: &str, bundle: &std::path::Path, agents: &str) -> tokio::process::Child {
+    host_with(url, bundle, agents, &[]).await
+}
+
+/// `goondan agent-host` with the extra connection flags `flags`, once it serves.
+async fn host_with(
+    url: &str,
+    bundle: &std::path::Path,
+    agents: &str,
+    flags: &[&str],
+) -> tokio::process::Child {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args([
+            "agent-host",
+            "--nats",
+            url,
+            "--swarm",
+            "team",
+            "--agents",
+            agents,
+        ])
+        .args(flags)
+        .arg("--bundle")
+        .arg(bundle)
+        .current_dir(bundle.parent().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    tokio::time::timeout(Duration::from_secs(20), reader.read_line(&mut line))
+        .await
+        .expect("the host did not start within 20 s")
+        .unwrap();
+    assert!(line.starts_with("agent-host "), "{line}");
+    assert!(
+        line.contains(&format!("serving {agents} of swarm `team`")),
+        "{line}"
+    );
+    child
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_host_serves_the_bundles_agents_placed_on_it_over_nats() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let server = nats::NatsServer::start();
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, BUNDLE).unwrap();
+        let _planner_host = host(&server.url, &bundle, "planner").await;
+        let _coder_host = host(&server.url, &bundle, "coder").await;
+        let swarm = SwarmSpec::new("team", "planner")
+            .agent("planner")
+            .agent("coder");
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm)
+            .await
+            .unwrap();
+        // The bundle gives the agents no model: the agent process on the host runs the Turn
+        // and answers why it could not finish it (a bundle agent answered, over NATS).
+        for agent in ["coder", "planner"] {
+            let e = entry
+                .request(
+                    agent,
+                    AgentEvent::new("agent.request", "hi".into()),
+                    RequestOptions::default(),
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), goondan_runtime::swarm::TURN_FAILED, "{e:?}");
+            assert!(e.message().contains(&format!("agent `{agent}`")), "{e:?}");
+        }
+        let e = entry
+            .request(
+                "nobody",
+                AgentEvent::new("agent.request", "hi".into()),
+                RequestOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), codes::UNKNOWN_TARGET);
+    })
+    .await
+    .expect("the test did not finish in time");
+}
+
+#[test]
+fn agent_host_refuses_an_agent_the_swarm_does_not_define() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("goondan.yaml");
+    std::fs::write(&bundle, BUNDLE).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args([
+            "agent-host",
+            "--nats",
+            "nats://127.0.0.1:1",
+            "--swarm",
+            "team",
+            "--agents",
+            "ghost",
+        ])
+        .arg("--bundle")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("agent `ghost` is not defined in swarm `team`"),
+        "{err}"
+    );
+}
+
+/// `goondan run --nats URL --input TEXT BUNDLE`, as a process.
+async fn run_over_nats(url: &str, bundle: &std::path::Path) -> std::process::Output {
+    run_over_nats_with(url, bundle, &[]).await
+}
+
+/// [`run_over_nats`] with the extra connection flags `flags`.
+async fn run_over_nats_with(
+    url: &str,
+    bundle: &std::path::Path,
+    flags: &[&str],
+) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(["run", "--nats", url, "--input", "hi"])
+        .args(flags)
+        .arg(bundle)
+        .current_dir(bundle.parent().unwrap())
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goondan_run_nats_is_the_entry_side_of_a_swarm_served_by_hosts() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let server = nats::NatsServer::start();
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, BUNDLE).unwrap();
+
+        // No host serves the swarm yet: the request fails at once, from NATS, not locally.
+        let out = run_over_nats(&server.url, &bundle).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(codes::NO_HOST), "{err}");
+        assert!(
+            !dir.path().join(".goondan").exists(),
+            "the entry side runs no agent here"
+        );
+
+        // A host serves the entry agent: its Turn runs there (and, the bundle giving it no
+        // model, answers why it could not finish): the error on stderr, exit status 1.
+        let _planner_host = host(&server.url, &bundle, "planner").await;
+        let out = run_over_nats(&server.url, &bundle).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
+        assert!(err.contains("agent `planner`"), "{err}");
+        assert!(err.starts_with("error: "), "{err}");
+    })
+    .await
+    .expect("the test did not finish in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_token_flag_reaches_the_server_from_agent_host_and_run() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let server = nats::NatsServer::start_with("127.0.0.1", &["--auth", "cli-t0ken"]);
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("goondan.yaml");
+        std::fs::write(&bundle, BUNDLE).unwrap();
+        let token = ["--nats-token", "cli-t0ken"];
+        let _planner_host = host_with(&server.url, &bundle, "planner", &token).await;
+        // The entry side with the token reaches the host (whose Turn fails: no model).
+        let out = run_over_nats_with(&server.url, &bundle, &token).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
+        // A wrong token: refused by the server, and said so.
+        let out = run_over_nats_with(&server.url, &bundle, &["--nats-token", "wrong"]).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("authorization violation"), "{err}");
+        assert!(err.contains("token"), "{err}");
+    })
+    .await
+    .expect("the test did not finish in time");
+}

@@ -1,0 +1,144 @@
+//! Issue 10, 12(b): the MCP inspector (a real MCP client, in CLI mode) against
+//! `goondan mcp serve` over stdio: it lists our tools, and calls one that succeeds and one
+//! that fails with our structured error.
+
+use goondan_test_peers::mcp_peers;
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `mcp-inspector --cli goondan mcp serve --tools json-query <args>` and returns its
+/// first JSON document and its exit status.
+fn inspect(args: &[&str]) -> (Value, bool) {
+    let out = Command::new(mcp_peers::peer("mcp-inspector"))
+        .env("PATH", mcp_peers::path_with_peers())
+        .arg("--cli")
+        .arg(env!("CARGO_BIN_EXE_goondan"))
+        .args(["mcp", "serve", "--tools", "json-query"])
+        .args(args)
+        .output()
+        .expect("the inspector runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON from the inspector; stdout: {stdout}\nstderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    (first, out.status.success())
+}
+
+#[test]
+fn mcp_inspector_lists_and_calls_goondan_mcp_serve_over_stdio() {
+    let (listed, ok) = inspect(&["--method", "tools/list"]);
+    assert!(ok, "{listed}");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    // The served catalog, in order, with the Goondan names unchanged.
+    assert_eq!(
+        names,
+        [
+            "json-query__query",
+            "json-query__pick",
+            "json-query__count",
+            "json-query__flatten"
+        ]
+    );
+    assert_eq!(listed["tools"][0]["inputSchema"]["type"], "object");
+
+    let (called, ok) = inspect(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "json-query__count",
+        "--tool-arg",
+        "data=\"[1,2,3]\"",
+    ]);
+    assert!(ok, "{called}");
+    assert_ne!(called["isError"], true, "{called}");
+    assert_eq!(called["structuredContent"]["count"], 3, "{called}");
+
+    let (failed, ok) = inspect(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "json-query__count",
+        "--tool-arg",
+        "data=\"not json\"",
+    ]);
+    // The inspector reports a tool error as a failed command, after printing the result.
+    assert!(!ok, "{failed}");
+    assert_eq!(failed["isError"], true, "{failed}");
+    assert_eq!(failed["structuredContent"]["error"]["code"], "E_JSON_PARSE");
+    let text = failed["content"][0]["text"].as_str().expect("text");
+    assert!(text.starts_with("error E_JSON_PARSE"), "{text}");
+    assert!(text.contains("suggestion: "), "{text}");
+}
+
+/// The status line of a raw `initialize` POST to `addr` (no session: it opens one).
+fn initialize_status(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).unwrap_or(0);
+    String::from_utf8_lossy(&head[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 22, bad input: `goondan mcp serve --http` caps its sessions (`--max-sessions`): a
+/// client past the cap is refused with 503, and the server goes on.
+#[test]
+fn goondan_mcp_serve_http_refuses_sessions_past_max_sessions() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args([
+            "mcp",
+            "serve",
+            "--tools",
+            "json-query",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--max-sessions", "2", "--session-idle-secs", "60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().trim_start_matches("serving MCP at ").to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let statuses: Vec<String> = (0..3).map(|_| initialize_status(&addr)).collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(statuses[0].contains(" 200 "), "{statuses:?}");
+    assert!(statuses[1].contains(" 200 "), "{statuses:?}");
+    assert!(statuses[2].contains(" 503 "), "{statuses:?}");
+}

@@ -1,0 +1,496 @@
+//! `goondan run` end to end: the `goondan` program as a real process, its agents as real
+//! processes under its Orchestrator, the model a replay server on 127.0.0.1 answering with
+//! recorded OpenAI Chat Completions streams.
+
+use crate::run_support as support;
+use goondan_test_peers::replay;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use replay::ReplayServer;
+use serde_json::json;
+use support::{KEY, bundle, call, goondan, text, tool_results};
+
+async fn run_input(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
+    let child = tokio::process::Command::new(goondan())
+        .arg("run")
+        .args(args)
+        .env("GOONDAN_TEST_KEY", KEY)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(Duration::from_secs(60), child)
+        .await
+        .expect("goondan run did not finish in time")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_input_writes_a_file_through_file_system_write() {
+    let server = ReplayServer::start([
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "notes/hello.txt", "content": "hello from the model"}),
+        ),
+        text(&["I wrote ", "notes/hello.txt."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "write a note",
+            "--approve",
+            "never",
+        ],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "I wrote notes/hello.txt.\n", "{stderr}");
+    // The state directory is next to the bundle; the tools work in its `workspace`.
+    let written = dir.path().join(".goondan/workspace/notes/hello.txt");
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "hello from the model"
+    );
+    // The call was shown on stderr, on one line with its result.
+    assert!(stderr.contains("file-system__write"), "{stderr}");
+    assert!(
+        !stdout.contains(KEY) && !stderr.contains(KEY),
+        "the key is never printed"
+    );
+    // The model saw the result of the call in its second request, and the key was sent.
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let results = tool_results(&seen[1].body);
+    assert_eq!(results.len(), 1, "{}", seen[1].body);
+    let output: serde_json::Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(output["written"], true, "{output}");
+    assert_eq!(output["path"], "notes/hello.txt", "{output}");
+}
+
+/// Waits until the replay server has been sent `n` requests.
+fn wait_for_requests(server: &ReplayServer, n: usize) {
+    let start = std::time::Instant::now();
+    while server.requests().len() < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the model was asked {} times, not {n}",
+            server.requests().len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_next_run() {
+    use expectrl::{ControlCode, Session};
+
+    let server = ReplayServer::start([
+        // Turn 1: a write, approved.
+        call(
+            "call_a",
+            "file-system__write",
+            &json!({"path": "a.txt", "content": "approved"}),
+        ),
+        text(&["Wrote ", "a.txt."]),
+        // Turn 2: a write, denied with a reason.
+        call(
+            "call_b",
+            "file-system__write",
+            &json!({"path": "b.txt", "content": "denied"}),
+        ),
+        text(&["Understood, ", "no b.txt."]),
+        // Turn 2b: a write whose arguments the person edits.
+        call(
+            "call_c",
+            "file-system__write",
+            &json!({"path": "c.txt", "content": "as asked"}),
+        ),
+        text(&["Wrote what you said."]),
+        // Turn 3: a model that takes its time; Ctrl-C cancels the Turn.
+        text(&["too late"]).delay(Duration::from_secs(30)),
+        // Turn 4: the session goes on.
+        text(&["Still ", "here."]),
+        // The next run.
+        text(&["Welcome back."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    let workspace = dir.path().join(".goondan/workspace");
+
+    tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(goondan());
+        command
+            .arg("run")
+            .arg(&file)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path());
+        let mut p = Session::spawn(command).unwrap();
+        p.set_expect_timeout(Some(Duration::from_secs(30)));
+        p.expect("> ").unwrap();
+
+        // file-system__write is destructive: the default policy asks.
+        p.send_line("write a.txt").unwrap();
+        p.expect("? file-system__write").unwrap();
+        p.expect("approve [y] / deny [n] (reason) / edit [e] (JSON arguments): ")
+            .unwrap();
+        p.send_line("y").unwrap();
+        p.expect("Wrote a.txt.").unwrap();
+        p.expect("> ").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("a.txt")).unwrap(),
+            "approved"
+        );
+
+        p.send_line("write b.txt").unwrap();
+        p.expect("approve [y]").unwrap();
+        p.send_line("n not in this folder").unwrap();
+        p.expect("E_TOOL_DENIED").unwrap();
+        p.expect("Understood, no b.txt.").unwrap();
+        p.expect("> ").unwrap();
+        assert!(!workspace.join("b.txt").exists());
+
+        p.send_line("write c.txt").unwrap();
+        p.expect("approve [y]").unwrap();
+        p.send_line(r#"e {"path": "edited.txt", "content": "as edited"}"#)
+            .unwrap();
+        p.expect("Wrote what you said.").unwrap();
+        p.expect("> ").unwrap();
+        assert!(!workspace.join("c.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(workspace.join("edited.txt")).unwrap(),
+            "as edited"
+        );
+
+        p.send_line("take your time").unwrap();
+        wait_for_requests(&server, 7);
+        p.send(ControlCode::EndOfText).unwrap();
+        p.expect("cancelled").unwrap();
+        p.expect("> ").unwrap();
+
+        p.send_line("are you there?").unwrap();
+        p.expect("Still here.").unwrap();
+        p.expect("> ").unwrap();
+        p.send(ControlCode::EndOfTransmission).unwrap();
+        let status = p.get_process_mut().wait().unwrap();
+        assert_eq!(
+            status,
+            expectrl::WaitStatus::Exited(p.get_process().pid(), 0)
+        );
+    });
+
+    let seen = server.requests();
+    assert_eq!(
+        seen.len(),
+        8,
+        "the cancelled Turn's answer was never waited for"
+    );
+    // The model read the denial, with the person's reason as the suggestion.
+    let results = tool_results(&seen[3].body);
+    assert_eq!(results.len(), 2, "{}", seen[3].body);
+    assert!(results[0].contains("\"written\":true"), "{}", results[0]);
+    let denial = &results[1];
+    assert!(denial.starts_with("error E_TOOL_DENIED"), "{denial}");
+    assert!(
+        denial.contains("suggestion: not in this folder"),
+        "{denial}"
+    );
+    // The edited call ran with the person's arguments; the model read its result.
+    let results = tool_results(&seen[5].body);
+    assert!(results[2].contains("edited.txt"), "{}", results[2]);
+
+    // The next run goes on with the same conversation.
+    let out = run_input(
+        &[file.to_str().unwrap(), "--input", "do you remember?"],
+        dir.path(),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Welcome back.\n");
+    let seen = server.requests();
+    let messages = seen[8].body["messages"].as_array().unwrap().clone();
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        users,
+        [
+            "write a.txt",
+            "write b.txt",
+            "write c.txt",
+            "take your time",
+            "are you there?",
+            "do you remember?"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_restart_restarts_the_agent_process_and_the_session_goes_on() {
+    use expectrl::{ControlCode, Session};
+
+    let server = ReplayServer::start([
+        call(
+            "call_r",
+            "self-restart__request",
+            &json!({"reason": "reload the prompt"}),
+        ),
+        text(&["Restarting."]),
+        text(&["Back."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(goondan());
+        command
+            .args(["run", "--approve", "never"])
+            .arg(&file)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path());
+        let mut p = Session::spawn(command).unwrap();
+        p.set_expect_timeout(Some(Duration::from_secs(30)));
+        p.expect("> ").unwrap();
+        p.send_line("restart yourself").unwrap();
+        p.expect("Restarting.").unwrap();
+        // After the answer: the notice, then the prompt; the new process says hello to the
+        // terminal as soon as it is up (before or after the prompt).
+        let turn_end = p.expect("> ").unwrap();
+        let turn_end = String::from_utf8_lossy(turn_end.before()).into_owned();
+        assert!(
+            turn_end.contains("restarting `assistant`: reload the prompt"),
+            "{turn_end}"
+        );
+        if !turn_end.contains("`assistant/default` restarted (pid") {
+            p.expect("`assistant/default` restarted (pid").unwrap();
+        }
+        p.send_line("are you back?").unwrap();
+        p.expect("Back.").unwrap();
+        p.expect("> ").unwrap();
+        p.send(ControlCode::EndOfTransmission).unwrap();
+        p.get_process_mut().wait().unwrap();
+    });
+    // The new process went on with the conversation of the old one.
+    let seen = server.requests();
+    assert_eq!(seen.len(), 3);
+    let messages = seen[2].body["messages"].as_array().unwrap();
+    let contents: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(contents.contains(&"restart yourself"), "{contents:?}");
+    assert!(contents.contains(&"Restarting."), "{contents:?}");
+    assert_eq!(contents.last(), Some(&"are you back?"));
+}
+
+fn assistant_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/assistant")
+}
+
+#[test]
+fn the_assistant_example_validates() {
+    let out = std::process::Command::new(goondan())
+        .args(["validate", "goondan.yaml"])
+        .current_dir(assistant_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("0 warning(s)"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_assistant_example_runs_against_an_openai_compatible_server_named_by_the_environment() {
+    let server = ReplayServer::start([
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "todo.md", "content": "- buy milk\n"}),
+        ),
+        text(&["Added it to ", "todo.md."]),
+    ])
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let child = tokio::process::Command::new(goondan())
+        .args([
+            "run",
+            "goondan.yaml",
+            "--input",
+            "note: buy milk",
+            "--approve",
+            "never",
+        ])
+        .arg("--state")
+        .arg(state.path())
+        .env("OPENAI_BASE_URL", server.url("/v1"))
+        .env("OPENAI_API_KEY", KEY)
+        .env("GOONDAN_MODEL", "replayed-model")
+        .current_dir(assistant_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), child)
+        .await
+        .unwrap()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "Added it to todo.md.\n");
+    assert_eq!(
+        std::fs::read_to_string(state.path().join("workspace/todo.md")).unwrap(),
+        "- buy milk\n"
+    );
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(
+        seen[0].body["model"], "replayed-model",
+        "GOONDAN_MODEL names the model"
+    );
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_input_that_fails_prints_one_line_and_exits_non_zero() {
+    let server = ReplayServer::start([replay::Reply::json(
+        400,
+        &json!({"error": {"message": "the model `gpt-test` does not exist", "type": "invalid_request_error"}}),
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    let out = run_input(&[file.to_str().unwrap(), "--input", "hello"], dir.path()).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    assert!(lines[0].contains("does not exist"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_asks_before_destructive_tools_by_default_and_denies_when_nobody_can_answer() {
+    let server = ReplayServer::start([
+        call("call_l", "file-system__list", &json!({"path": "."})),
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "x.txt", "content": "x"}),
+        ),
+        text(&["I could not write x.txt."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    // No `--approve`: the default asks before destructive calls; stdin is empty.
+    let out = run_input(&[file.to_str().unwrap(), "--input", "write x"], dir.path()).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("? file-system__write"), "{stderr}");
+    assert!(!dir.path().join(".goondan/workspace/x.txt").exists());
+    let seen = server.requests();
+    assert_eq!(seen.len(), 3);
+    let results = tool_results(&seen[2].body);
+    // The read-only call was not asked about; the write was denied.
+    assert!(results[0].contains("\"entries\""), "{}", results[0]);
+    assert!(
+        results[1].starts_with("error E_TOOL_DENIED"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[1].contains("nobody is at the terminal"),
+        "{}",
+        results[1]
+    );
+}
+
+#[tokio::test]
+async fn run_approve_tool_sets_the_policy_of_some_tools_first_match_first() {
+    let server = ReplayServer::start([
+        call(
+            "call_w",
+            "file-system__write",
+            &json!({"path": "y.txt", "content": "y"}),
+        ),
+        call("call_l", "file-system__list", &json!({"path": "."})),
+        text(&["Done."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    // The write is let through without asking; every other file-system call is refused; the
+    // default (ask before destructive calls) would have denied the write with nobody there.
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "write y",
+            "--approve-tool",
+            "file-system__write=never",
+            "--approve-tool",
+            "file-system__*=deny",
+        ],
+        dir.path(),
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".goondan/workspace/y.txt")).unwrap(),
+        "y"
+    );
+    let seen = server.requests();
+    let results = tool_results(&seen[2].body);
+    assert!(results[0].contains("\"written\":true"), "{}", results[0]);
+    assert!(
+        results[1].starts_with("error E_TOOL_DENIED"),
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn run_approve_tool_refuses_a_malformed_rule() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(["run", "--approve-tool", "bash__exec", "--input", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PATTERN=POLICY"), "{err}");
+}

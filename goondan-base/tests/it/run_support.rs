@@ -1,0 +1,87 @@
+//! What the tests of `goondan run` share: a bundle whose one agent talks to the replay server
+//! (OpenAI Chat Completions), and the recorded answers of that API.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use goondan_test_peers::replay::{ReplayServer, Reply, data};
+
+/// The `goondan` program.
+pub fn goondan() -> &'static str {
+    env!("CARGO_BIN_EXE_goondan")
+}
+
+/// A bundle with one agent, `assistant`, that has the base `file-system` and `self-restart`
+/// tools and thinks with an OpenAI model at `server`; written into `dir`.
+pub fn bundle(dir: &Path, server: &ReplayServer) -> PathBuf {
+    let yaml = format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Model
+metadata: {{name: replayed}}
+spec:
+  provider: openai
+  model: gpt-test
+  endpoint: "{}"
+  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  systemPrompt: "You are a careful assistant."
+  tools:
+    - ref: {{kind: Tool, name: file-system, package: "@goondan/base"}}
+    - ref: {{kind: Tool, name: self-restart, package: "@goondan/base"}}
+"#,
+        server.url("/v1")
+    );
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
+/// The key the tests pass to the agents (the replay server records it).
+pub const KEY: &str = "sk-test-never-printed";
+
+fn chunk(delta: &Value, finish: Option<&str>) -> String {
+    data(
+        &json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+        "model": "gpt-test", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+    )
+}
+
+/// A streamed answer asking for one tool call.
+pub fn call(id: &str, name: &str, args: &Value) -> Reply {
+    Reply::sse(&[
+        chunk(
+            &json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id,
+                "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
+            None,
+        ),
+        chunk(&json!({}), Some("tool_calls")),
+        "data: [DONE]".to_owned(),
+    ])
+}
+
+/// A streamed text answer, in pieces.
+pub fn text(pieces: &[&str]) -> Reply {
+    let mut events = vec![chunk(&json!({"role": "assistant", "content": ""}), None)];
+    events.extend(pieces.iter().map(|p| chunk(&json!({"content": p}), None)));
+    events.push(chunk(&json!({}), Some("stop")));
+    events.push("data: [DONE]".to_owned());
+    Reply::sse(&events)
+}
+
+/// The contents of the tool messages of a recorded Chat Completions request.
+pub fn tool_results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -1,0 +1,162 @@
+//! `Dialect::tools_json`, the cached rendering of a catalog, against the plain one it replaces:
+//! the same bytes as `serde_json::to_string(&dialect.tools(catalog))` (or the same error), in
+//! every dialect, for every corpus type and odd schema, on every call and every rebuilt catalog;
+//! and an item a step middleware edited is rendered from its edit, not from the cache.
+
+use crate::corpus;
+
+use std::sync::Arc;
+
+use goondan_runtime::dialect::{Dialect, DialectError};
+use goondan_runtime::{Export, Tool, ToolCatalog, ToolError, ToolRegistry, handler_fn};
+use serde_json::{Value, json};
+
+/// Every corpus type as an export of `corpus`, and every odd schema the registry accepts as an
+/// export of `odd`, each with a description.
+fn registry() -> ToolRegistry {
+    let noop = || handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(Value::Null) });
+    let mut corpus_tool = Tool::builder("corpus").description("The corpus types");
+    for case in corpus::corpus() {
+        corpus_tool = corpus_tool.export(
+            Export::new(corpus::export_name(&case), (*case.schema).clone(), noop())
+                .with_description(format!("The {} corpus type.", case.name)),
+        );
+    }
+    let mut builder = ToolRegistry::builder().tool(corpus_tool.build().unwrap());
+    for (i, schema) in corpus::odd_schemas().into_iter().enumerate() {
+        let tool = Tool::builder(format!("odd{i}"))
+            .export(Export::new("x", schema, noop()).with_description("An odd schema."))
+            .build();
+        if let Ok(tool) = tool {
+            builder = builder.tool(tool);
+        }
+    }
+    builder.build().unwrap()
+}
+
+fn plain(dialect: Dialect, catalog: &ToolCatalog) -> Result<String, DialectError> {
+    dialect
+        .tools(catalog)
+        .map(|v| serde_json::to_string(&v).unwrap())
+}
+
+/// One catalog per tool, so that an error in one does not hide the others.
+fn one_tool_catalogs(registry: &ToolRegistry) -> Vec<ToolCatalog> {
+    let all = ToolCatalog::all(registry);
+    all.items()
+        .iter()
+        .map(|item| {
+            let mut catalog = all.clone();
+            catalog.retain(|other| other.name == item.name);
+            catalog
+        })
+        .collect()
+}
+
+#[test]
+fn cat_6_tools_json_is_the_plain_rendering_byte_for_byte_in_every_dialect() {
+    let registry = registry();
+    let singles = one_tool_catalogs(&registry);
+    assert!(singles.len() > 30, "{}", singles.len());
+    let mut rendered = 0;
+    let mut refused = 0;
+    for dialect in Dialect::ALL {
+        for catalog in &singles {
+            let want = plain(dialect, catalog);
+            // First call fills the cache, the next ones read it.
+            for _ in 0..3 {
+                assert_eq!(dialect.tools_json(catalog), want, "{dialect}");
+            }
+            match want {
+                Ok(_) => rendered += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        // The whole registry's catalog, built again as each Step does.
+        for _ in 0..2 {
+            let catalog = ToolCatalog::all(&registry);
+            assert_eq!(
+                dialect.tools_json(&catalog),
+                plain(dialect, &catalog),
+                "{dialect}"
+            );
+        }
+    }
+    // Both paths are exercised: tools each dialect renders, and tools some dialect refuses.
+    assert!(
+        rendered > 100 && refused > 0,
+        "{rendered} rendered, {refused} refused"
+    );
+}
+
+#[test]
+fn cat_6_the_same_catalog_is_the_same_bytes_on_every_request() {
+    let registry = registry();
+    for dialect in Dialect::ALL {
+        // Each Step builds its catalog again; keep the tools this dialect can send.
+        let step = || {
+            let mut catalog = ToolCatalog::build(&registry, ["corpus"]).unwrap();
+            catalog.retain(|item| {
+                let mut one = ToolCatalog::new();
+                one.push(item.clone());
+                dialect.tools(&one).is_ok()
+            });
+            catalog
+        };
+        let first = step();
+        assert!(first.len() > 20, "{dialect}: {}", first.len());
+        let text = dialect.tools_json(&first).unwrap();
+        for _ in 0..3 {
+            assert_eq!(dialect.tools_json(&step()).unwrap(), text, "{dialect}");
+        }
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed, dialect.tools(&first).unwrap(), "{dialect}");
+    }
+}
+
+#[test]
+fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
+    let registry = registry();
+    for dialect in Dialect::ALL {
+        let mut catalog = ToolCatalog::build(&registry, ["corpus"]).unwrap();
+        catalog.retain(|item| item.name.export() == "nested");
+        let before = dialect.tools_json(&catalog).unwrap();
+        assert!(before.contains("The Nested corpus type."), "{before}");
+
+        // A step middleware rewrites the description, then the schema (an equal copy, then a
+        // different one): each is what the model must see.
+        let mut item = catalog.items()[0].clone();
+        item.description = Some(Arc::from("Edited by a step middleware."));
+        catalog.push(item.clone());
+        let edited = dialect.tools_json(&catalog).unwrap();
+        assert_eq!(Ok(edited.clone()), plain(dialect, &catalog), "{dialect}");
+        assert!(
+            edited.contains("Edited by a step middleware."),
+            "{dialect}: {edited}"
+        );
+
+        item.parameters = Some(Arc::new((**item.parameters.as_ref().unwrap()).clone()));
+        catalog.push(item.clone());
+        assert_eq!(
+            dialect.tools_json(&catalog),
+            plain(dialect, &catalog),
+            "{dialect}"
+        );
+
+        item.parameters = Some(Arc::new(json!({"type": "object", "properties": {
+            "only": {"type": "string", "description": "The one field left."}},
+            "required": ["only"], "additionalProperties": false})));
+        catalog.push(item);
+        let narrowed = dialect.tools_json(&catalog).unwrap();
+        assert_eq!(Ok(narrowed.clone()), plain(dialect, &catalog), "{dialect}");
+        assert!(
+            narrowed.contains("The one field left."),
+            "{dialect}: {narrowed}"
+        );
+
+        // The registry's own rendering is untouched for the next Step.
+        let mut fresh = ToolCatalog::build(&registry, ["corpus"]).unwrap();
+        fresh.retain(|item| item.name.export() == "nested");
+        assert_eq!(dialect.tools_json(&fresh).unwrap(), before, "{dialect}");
+    }
+}

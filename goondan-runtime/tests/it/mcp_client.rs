@@ -1,0 +1,889 @@
+//! The MCP client bridge against real servers: `@modelcontextprotocol/server-everything` (from
+//! `scripts/mcp-peers`) declared in a bundle, and `goondan-test-mcp-server` (this package's
+//! test server on rmcp) for errors, cancellation, list changes, odd names and restarts.
+#![cfg(feature = "mcp")]
+
+use goondan_test_peers::mcp_peers;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::bundle::Bundle;
+use goondan_runtime::mcp::client::{
+    McpExtension, McpExtensionConfig, McpServerConfig, ServerStatus, local_name,
+};
+use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnEnd};
+use goondan_runtime::{ToolCall, ToolContext, ToolExecutor, ToolRegistry};
+use serde_json::{Value, json};
+
+/// A bundle whose Extension `mcp` declares server-everything over stdio, its environment
+/// tool excluded, and whose Agent `helper` uses it.
+fn everything_bundle(dir: &Path) -> Bundle {
+    let yaml = format!(
+        r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: everything
+        command: "{node}"
+        args: ["{server}", "stdio"]
+        exclude: [get-env]
+        callTimeoutMs: 60000
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: helper}}
+spec:
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+        node = mcp_peers::peer("node").display(),
+        server = mcp_peers::peer("mcp-server-everything").display(),
+    );
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let bundle = Bundle::load(&file).unwrap();
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    bundle
+}
+
+async fn everything(dir: &Path) -> (Bundle, McpExtension) {
+    let bundle = everything_bundle(dir);
+    let mut configs = bundle.agent_mcp_extensions("helper").unwrap();
+    assert_eq!(configs.len(), 1);
+    let mcp = McpExtension::connect(configs.remove(0)).await.unwrap();
+    (bundle, mcp)
+}
+
+use crate::mcp_bridge;
+
+use mcp_bridge::{Bridged, eventually, pid, test_server};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_catalog_and_refuses_the_excluded_env_tool()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (bundle, mcp) = everything(dir.path()).await;
+    let names = mcp.tool_names("everything");
+    assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"everything__get-sum".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("get-env")), "{names:?}");
+
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([
+            ToolCall::new("c1", "everything__echo", json!({"message": "hello bridge"})),
+            ToolCall::new("c2", "everything__get-sum", json!({"a": 2, "b": 40})),
+            ToolCall::new("c3", "everything__get-env", json!({})),
+        ]),
+        ModelResponse::text("done"),
+    ]));
+    let registry = Arc::new(ToolRegistry::new());
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::from_bundle(&bundle, "helper", registry, model)
+        .unwrap()
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+
+    // The tools are in the registry and the first Step's catalog, with the seeds' source.
+    let catalog = agent.base_catalog().unwrap();
+    for name in &names {
+        assert!(
+            catalog.contains(name),
+            "{name} is listed but not in the catalog"
+        );
+    }
+    let echo = catalog
+        .get("everything__echo")
+        .expect("echo in the catalog");
+    assert_eq!(
+        serde_json::to_value(echo.source.as_deref().unwrap()).unwrap(),
+        json!({"type": "mcp", "name": "mcp", "mcp": {"extensionName": "mcp", "serverName": "everything"}})
+    );
+    assert_eq!(
+        echo.parameters.as_deref().unwrap()["required"],
+        json!(["message"])
+    );
+    assert!(!catalog.contains("everything__get-env"));
+
+    let turn = agent.run_turn("use the tools").await.unwrap();
+    assert_eq!(turn.end, TurnEnd::Answered);
+    let results = &turn.steps[0].results;
+    let echoed = results[0]
+        .output
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        results[0].is_ok() && echoed.contains("hello bridge"),
+        "{:?}",
+        results[0]
+    );
+    let sum = results[1]
+        .output
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(results[1].is_ok() && sum.contains("42"), "{:?}", results[1]);
+    assert_eq!(
+        results[2].error_code(),
+        Some("E_TOOL_NOT_IN_CATALOG"),
+        "{:?}",
+        results[2]
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_everything_killed_mid_call_gives_e_mcp_unavailable_and_the_next_call_restarts_it()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (_bundle, mcp) = everything(dir.path()).await;
+    let bridged = Arc::new(Bridged::new(&mcp));
+    let first = pid(&mcp, "everything");
+
+    let slow = {
+        let bridged = Arc::clone(&bridged);
+        tokio::spawn(async move {
+            bridged
+                .call(
+                    "everything__trigger-long-running-operation",
+                    json!({"duration": 30, "steps": 30}),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!slow.is_finished(), "the slow call should still run");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let started = Instant::now();
+    let failed = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("the call ends when its server dies")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(failed.error_code(), Some("E_MCP_UNAVAILABLE"), "{failed:?}");
+    let error = failed.error.as_ref().unwrap();
+    assert!(error.message().contains("everything"), "{error:?}");
+    assert!(
+        error.suggestion().is_some_and(|s| s.contains("again")),
+        "{error:?}"
+    );
+
+    let again = bridged
+        .call("everything__echo", json!({"message": "back"}))
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+    assert!(
+        again
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .contains("back")
+    );
+    assert_ne!(
+        pid(&mcp, "everything"),
+        first,
+        "a new process serves the tools"
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_is_error_is_a_goondan_error_result_with_the_remote_text() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let failed = bridged
+        .call("srv__fail", json!({"message": "the disk is full"}))
+        .await;
+    assert_eq!(failed.error_code(), Some("E_MCP_TOOL_ERROR"), "{failed:?}");
+    let error = failed.error.as_ref().unwrap();
+    assert_eq!(error.message(), "the disk is full");
+    assert!(error.suggestion().is_some());
+    assert!(
+        error
+            .help_url()
+            .is_some_and(|u| u.ends_with("#e_mcp_tool_error")),
+        "{error:?}"
+    );
+
+    // The executor still validates arguments against the remote schema before the call.
+    let refused = bridged.call("srv__fail", json!({"message": 5})).await;
+    assert_eq!(refused.error_code(), Some("E_TOOL_INVALID_ARGS"));
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_call_timeout_and_context_cancellation_send_notifications_cancelled_to_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = test_server("srv")
+        .env("MCP_TEST_LOG", log.display().to_string())
+        .call_timeout(Duration::from_millis(300));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let cancelled_lines = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "cancelled wait")
+            .count()
+    };
+
+    let started = Instant::now();
+    let timed_out = bridged.call("srv__wait", json!({"ms": 20_000})).await;
+    assert_eq!(
+        timed_out.error_code(),
+        Some("E_TOOL_TIMEOUT"),
+        "{timed_out:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    eventually("the server to see the first cancellation", || {
+        cancelled_lines() == 1
+    })
+    .await;
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::builder(bridged.agent.workdir())
+        .cancellation(token.clone())
+        .build();
+    let catalog = bridged.agent.base_catalog().unwrap();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        token.cancel();
+    });
+    let cancelled = bridged
+        .call_in(&catalog, "srv__wait", json!({"ms": 250}), &ctx)
+        .await;
+    canceller.await.unwrap();
+    assert_eq!(
+        cancelled.error_code(),
+        Some("E_TOOL_CANCELLED"),
+        "{cancelled:?}"
+    );
+    eventually("the server to see the second cancellation", || {
+        cancelled_lines() == 2
+    })
+    .await;
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_list_changed_registers_new_tools_and_withdraws_removed_ones_for_the_next_step() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    assert!(!bridged.agent.registry().contains("srv__later"));
+
+    let added = bridged
+        .call("srv__add-tool", json!({"name": "later"}))
+        .await;
+    assert!(added.is_ok(), "{added:?}");
+    eventually("`srv__later` to be registered", || {
+        bridged.agent.registry().contains("srv__later")
+    })
+    .await;
+    let later = bridged.call("srv__later", json!({})).await;
+    assert_eq!(later.output, Some(json!("later")), "{later:?}");
+
+    // Removed: the next Step's catalog leaves it out, so the executor refuses it.
+    let removed = bridged
+        .call("srv__remove-tool", json!({"name": "later"}))
+        .await;
+    assert!(removed.is_ok(), "{removed:?}");
+    eventually("`srv__later` to be withdrawn", || {
+        !mcp.tool_names("srv").contains(&"srv__later".to_owned())
+    })
+    .await;
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new("c1", "srv__later", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("helper", Arc::clone(bridged.agent.registry()), model)
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("call it").await.unwrap();
+    assert!(!turn.steps[0].catalog.contains("srv__later"));
+    assert_eq!(
+        turn.steps[0].results[0].error_code(),
+        Some("E_TOOL_NOT_IN_CATALOG")
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_names_with_double_underscores_or_dots_are_mapped_and_callable() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let mapped = local_name("srv", "fs.read__all");
+    assert!(mapped.mapped);
+    assert!(
+        mcp.tool_names("srv").contains(&mapped.full),
+        "{:?}",
+        mcp.tool_names("srv")
+    );
+    let result = bridged.call(&mapped.full, json!({})).await;
+    assert_eq!(result.output, Some(json!("mapped")), "{result:?}");
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_stdio_server_gets_its_env_and_cwd_and_include_limits_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = test_server("srv")
+        .env("MCP_TEST_GREETING", "hi from the config")
+        .cwd(dir.path())
+        .include(["where", "fail"]);
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    assert_eq!(mcp.tool_names("srv"), ["srv__fail", "srv__where"]);
+    let bridged = Bridged::new(&mcp);
+    let result = bridged.call("srv__where", json!({})).await;
+    let output = result.output.unwrap();
+    assert_eq!(output["greeting"], "hi from the config");
+    assert_eq!(
+        Path::new(output["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        dir.path().canonicalize().unwrap()
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_that_cannot_start_fails_connect_with_its_name_and_reason_without_hanging() {
+    let started = Instant::now();
+    let config = McpExtensionConfig::new("t").server(
+        McpServerConfig::stdio("ghost", "/nonexistent/mcp-server")
+            .startup_timeout(Duration::from_secs(5)),
+    );
+    let err = McpExtension::connect(config).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("ghost") && text.contains("/nonexistent/mcp-server"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_extension_yaml_problems_are_bundle_diagnostics_with_lines() {
+    let yaml = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: a__b
+        command: x
+      - name: both
+        command: x
+        url: http://127.0.0.1:1/mcp
+      - name: web
+        url: http://127.0.0.1:1/mcp
+        env: {A: b}
+"#;
+    let bundle = Bundle::from_yaml(yaml, "goondan.yaml");
+    let errors: Vec<_> = bundle
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|(l, m)| *l == 10 && m.contains("not both")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|(l, m)| *l == 15 && m.contains("`env` is for `command`")),
+        "{errors:?}"
+    );
+    assert!(errors.iter().any(|(_, m)| m.contains("a__b")), "{errors:?}");
+    assert!(bundle.mcp_extension("mcp").is_err());
+    assert!(bundle.mcp_extension("other").is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_task_becomes_a_pending_handle_whose_completion_is_the_task_result() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let submitted = bridged.call("srv__slow-task", json!({"ms": 150})).await;
+    assert!(submitted.is_pending(), "{submitted:?}");
+    let handle = submitted.handle.clone().unwrap();
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        bridged.executor.pending().wait(&handle),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(done.is_ok(), "{done:?}");
+    assert_eq!(done.output, Some(json!({"done": 150})));
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_cancelling_the_context_of_a_remote_task_sends_tasks_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let server = test_server("srv").env("MCP_TEST_LOG", log.display().to_string());
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let token = tokio_util::sync::CancellationToken::new();
+    let ctx = ToolContext::builder(bridged.agent.workdir())
+        .cancellation(token.clone())
+        .build();
+    let catalog = bridged.agent.base_catalog().unwrap();
+    let submitted = bridged
+        .call_in(&catalog, "srv__slow-task", json!({"ms": 60_000}), &ctx)
+        .await;
+    assert!(submitted.is_pending(), "{submitted:?}");
+    token.cancel();
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        bridged
+            .executor
+            .pending()
+            .wait(submitted.handle.as_deref().unwrap()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(done.error_code(), Some("E_TOOL_CANCELLED"), "{done:?}");
+    eventually("the server to see `tasks/cancel`", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("cancelled task")
+    })
+    .await;
+    mcp.shutdown();
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_streamable_http_server_everything_is_bridged_by_url() {
+    let port = free_port();
+    let mut child = tokio::process::Command::new(mcp_peers::peer("node"))
+        .arg(mcp_peers::peer("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    eventually("server-everything to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await;
+    let server = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+        .header("X-Goondan-Test", "yes")
+        .include(["echo"]);
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    assert_eq!(mcp.tool_names("web"), ["web__echo"]);
+    let bridged = Bridged::new(&mcp);
+    let echoed = bridged
+        .call("web__echo", json!({"message": "over http"}))
+        .await;
+    assert!(echoed.is_ok(), "{echoed:?}");
+    assert!(
+        echoed
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .contains("over http")
+    );
+    mcp.shutdown();
+    child.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_streamable_http_headers_go_with_the_requests_and_a_refusing_server_fails_connect() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            request.extend_from_slice(&buf[..n]);
+        }
+        let _ = socket
+            .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await;
+        String::from_utf8_lossy(&request).to_lowercase()
+    });
+    let server = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+        .header("Authorization", "Bearer sesame")
+        .header("X-Goondan-Test", "yes")
+        .startup_timeout(Duration::from_secs(5));
+    let started = Instant::now();
+    let err = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(6));
+    assert!(err.to_string().contains("`web`"), "{err}");
+    let request = seen.await.unwrap();
+    assert!(
+        request.contains("authorization: bearer sesame"),
+        "{request}"
+    );
+    assert!(request.contains("x-goondan-test: yes"), "{request}");
+}
+
+/// Checks the `calc` tool of `goondan-test-mcp-server goondan` (our server) through our client,
+/// where the server is called `server`.
+async fn check_our_calc(mcp: &McpExtension, server: &str) {
+    let bridged = Bridged::new(mcp);
+    let add = local_name(server, "calc__add");
+    let div = local_name(server, "calc__div");
+    let later = local_name(server, "calc__later");
+    assert!(add.mapped, "a Goondan name holds `__`, so it is mapped");
+    let mut names = mcp.tool_names(server);
+    names.sort();
+    let mut expected = vec![add.full.clone(), div.full.clone(), later.full.clone()];
+    expected.sort();
+    assert_eq!(names, expected);
+    // The schema travels: the executor validates against it before the call.
+    let catalog = bridged.agent.base_catalog().unwrap();
+    assert_eq!(
+        catalog
+            .get(&add.full)
+            .unwrap()
+            .parameters
+            .as_deref()
+            .unwrap()["required"],
+        json!(["a", "b"])
+    );
+    let refused = bridged.call(&add.full, json!({"a": "two", "b": 3})).await;
+    assert_eq!(
+        refused.error_code(),
+        Some("E_TOOL_INVALID_ARGS"),
+        "{refused:?}"
+    );
+
+    let sum = bridged.call(&add.full, json!({"a": 2, "b": 3})).await;
+    assert!(sum.is_ok(), "{sum:?}");
+    assert_eq!(sum.output, Some(json!({"result": 5})));
+
+    let failed = bridged.call(&div.full, json!({"a": 1, "b": 0})).await;
+    assert_eq!(failed.error_code(), Some("E_MCP_TOOL_ERROR"), "{failed:?}");
+    let message = failed.error.as_ref().unwrap().message();
+    assert!(
+        message.contains("E_CALC_DIV_ZERO") && message.contains("cannot divide 1 by zero"),
+        "{message}"
+    );
+
+    // A pending result there is an MCP task on the wire and a pending handle here.
+    let submitted = bridged.call(&later.full, json!({"ms": 100})).await;
+    assert!(submitted.is_pending(), "{submitted:?}");
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        bridged
+            .executor
+            .pending()
+            .wait(submitted.handle.as_deref().unwrap()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(done.output, Some(json!({"result": 100})), "{done:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_our_server_over_stdio_bridged_by_our_client_end_to_end() {
+    let server = test_server("ours").arg("goondan");
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    check_our_calc(&mcp, "ours").await;
+    mcp.shutdown();
+}
+
+/// Adds two numbers (served over Streamable HTTP by our server).
+#[goondan_runtime::tool(name = "calc")]
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_our_server_over_streamable_http_bridged_by_our_client_end_to_end() {
+    let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build().unwrap());
+    let http = goondan_runtime::mcp::server::McpServer::builder(registry)
+        .build()
+        .unwrap()
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let mcp = McpExtension::connect(
+        McpExtensionConfig::new("t").server(McpServerConfig::http("ours", http.url())),
+    )
+    .await
+    .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let add = local_name("ours", "calc__add");
+    let sum = bridged.call(&add.full, json!({"a": 20, "b": 22})).await;
+    assert_eq!(sum.output, Some(json!({"result": 42})), "{sum:?}");
+    mcp.shutdown();
+    http.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_that_will_not_restart_gives_e_mcp_unavailable_within_its_startup_timeout_then_comes_back()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let refuse = dir.path().join("refuse");
+    let server = test_server("srv")
+        .env("MCP_TEST_REFUSE_FILE", refuse.display().to_string())
+        .startup_timeout(Duration::from_millis(1500));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let first = pid(&mcp, "srv");
+    std::fs::write(&refuse, "").unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    eventually("the failed restart", || {
+        matches!(mcp.status("srv"), Some(ServerStatus::Down { reason }) if reason.contains("handshake"))
+    })
+    .await;
+
+    let started = Instant::now();
+    let failed = bridged.call("srv__fail", json!({"message": "x"})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "bounded by the startup timeout"
+    );
+    assert_eq!(failed.error_code(), Some("E_MCP_UNAVAILABLE"), "{failed:?}");
+    let error = failed.error.as_ref().unwrap();
+    assert!(
+        error.message().contains("`srv` is not running"),
+        "{error:?}"
+    );
+    assert!(error.suggestion().is_some());
+
+    // Restarts go on with backoff; once the server can start, it is back.
+    std::fs::remove_file(&refuse).unwrap();
+    eventually(
+        "the restart",
+        || matches!(mcp.status("srv"), Some(ServerStatus::Up { pid: Some(p) }) if p != first),
+    )
+    .await;
+    let back = bridged.call("srv__fail", json!({"message": "back"})).await;
+    assert_eq!(back.error_code(), Some("E_MCP_TOOL_ERROR"), "{back:?}");
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridged_calls_pass_the_executors_middleware_and_long_remote_errors_are_truncated() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let executor = ToolExecutor::builder(Arc::clone(bridged.agent.registry()))
+        .middleware(goondan_runtime::from_fn(move |call, next| {
+            record.lock().unwrap().push(call.tool_name().to_owned());
+            next.run(call)
+        }))
+        .build();
+    let catalog = bridged.agent.base_catalog().unwrap();
+    let ctx = ToolContext::builder(bridged.agent.workdir()).build();
+    let long = "x".repeat(3000);
+    let failed = executor
+        .execute(
+            ToolCall::new("c1", "srv__fail", json!({"message": long})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert_eq!(failed.error_code(), Some("E_MCP_TOOL_ERROR"));
+    let message = failed.error.as_ref().unwrap().message();
+    assert!(message.ends_with("... (truncated)"), "{message}");
+    assert!(
+        message.chars().count() <= 1000,
+        "{}",
+        message.chars().count()
+    );
+    assert_eq!(*seen.lock().unwrap(), ["srv__fail"]);
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_stops_when_the_extension_and_the_agents_using_it_are_dropped() {
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("srv")))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let sum = bridged.call("srv__where", json!({})).await;
+    assert!(sum.is_ok(), "{sum:?}");
+    let server = pid(&mcp, "srv");
+    drop(bridged);
+    drop(mcp);
+    eventually("the server process to end", || {
+        !Path::new(&format!("/proc/{server}")).exists()
+            || std::fs::read_to_string(format!("/proc/{server}/stat"))
+                .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bundle_resolves_a_relative_command_and_cwd_against_the_bundles_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("bin")).unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_goondan-test-mcp-server"),
+        dir.path().join("bin/server"),
+    )
+    .unwrap();
+    let yaml = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: local}
+spec:
+  mcp:
+    servers:
+      - name: srv
+        command: ./bin/server
+        cwd: work
+        env: {MCP_TEST_GREETING: from the bundle}
+        include: [where]
+"#;
+    std::fs::write(dir.path().join("goondan.yaml"), yaml).unwrap();
+    let bundle = Bundle::load(dir.path()).unwrap();
+    let config = bundle.mcp_extension("local").unwrap();
+    let mcp = McpExtension::connect(config).await.unwrap();
+    let bridged = Bridged::new(&mcp);
+    let output = bridged.call("srv__where", json!({})).await.output.unwrap();
+    assert_eq!(output["greeting"], "from the bundle");
+    assert_eq!(
+        Path::new(output["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
+        dir.path().join("work").canonicalize().unwrap()
+    );
+    mcp.shutdown();
+}
+
+/// Issue 22, item 3: the image a bridged server answers with comes through unchanged, as a
+/// content part of the result (server-everything's `get-tiny-image`), with its text as the
+/// output; and the model's provider gets it in its own shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
+    use base64::Engine as _;
+    use goondan_runtime::content::Content;
+    let dir = tempfile::tempdir().unwrap();
+    let (bundle, mcp) = everything(dir.path()).await;
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new("c1", "everything__get-tiny-image", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::from_bundle(&bundle, "helper", Arc::new(ToolRegistry::new()), model)
+        .unwrap()
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("show me").await.unwrap();
+    let result = &turn.steps[0].results[0];
+    assert!(result.is_ok(), "{result:?}");
+    // The bytes the server sent, read from its own source.
+    let source = std::fs::read_to_string(
+        mcp_peers::peer("mcp-server-everything")
+            .canonicalize()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("tools/get-tiny-image.js"),
+    )
+    .unwrap();
+    let sent = source
+        .split("MCP_TINY_IMAGE = \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let images: Vec<&Content> = result
+        .content
+        .iter()
+        .filter(|c| matches!(c, Content::Image(_)))
+        .collect();
+    assert_eq!(images.len(), 1, "{:?}", result.content);
+    let Content::Image(image) = images[0] else {
+        unreachable!()
+    };
+    assert_eq!(image.mime_type, "image/png");
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD.encode(&image.data),
+        sent
+    );
+    assert!(
+        result
+            .output
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.contains("Here's the image you requested")),
+        "{:?}",
+        result.output
+    );
+    mcp.shutdown();
+}

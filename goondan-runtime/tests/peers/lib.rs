@@ -1,0 +1,27 @@
+//! The real peers goondan's tests talk to, and the replay server of the provider tests.
+//!
+//! - [`mcp_peers`]: the pinned npm MCP peers (`scripts/mcp-peers`): server-everything, the
+//!   inspector and the conformance suite.
+//! - [`nats`]: a real `nats-server` (`scripts/nats-server`) on a free port of 127.0.0.1.
+//! - [`llm`]: a real local model server (`scripts/llm-peer`).
+//! - [`replay`]: a scripted HTTP server on 127.0.0.1 that records what it was sent.
+//!
+//! A peer that cannot be found, installed or started fails the test with the reason; it never
+//! skips. A crate of its own (`publish = false`) so that the tests of goondan-runtime and
+//! goondan-base share it without any file of a published crate reaching outside that crate.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+pub mod llm;
+pub mod mcp_peers;
+pub mod nats;
+pub mod replay;
+
+/// The workspace root: this crate lives in `goondan-runtime/tests/peers`.
+pub fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .nth(3)
+        .map_or_else(|| here.to_path_buf(), Path::to_path_buf)
+}
