@@ -39,14 +39,10 @@ async fn mcp_example_serves_the_quickstart_catalog() {
         .await
         .unwrap();
     assert_eq!(result.is_error, Some(false));
-    // A string output without output schema is one text block, as rmcp's servers answer.
-    assert_eq!(result.structured_content, None);
-    let texts: Vec<_> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
-    assert_eq!(texts, ["HELLO, GOONDAN"]);
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"result": "HELLO, GOONDAN"}))
+    );
 
     // Beside the tools, the example's own resource handler answers resources/*.
     let resources = client.list_all_resources().await.unwrap();

@@ -6,25 +6,27 @@
 //! directory or installs a global subscriber (the programs they start get their own).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod agent_host;
-mod agents;
-mod approvals;
-mod bash;
-mod bundle_agents;
-mod catalog_json;
-mod cli;
-mod extensions;
-mod file_system;
-mod http_fetch;
-mod json_query;
-mod mcp_inspector;
-mod package;
-mod real_model;
-mod run;
-mod run_support;
-mod self_restart;
-mod slack;
-mod telegram;
-mod text_transform;
-mod upstream;
-mod wait;
+// Public, as each file was a crate root of its own: the tools and inputs a test declares
+// are reachable, not dead code.
+pub mod agent_host;
+pub mod agents;
+pub mod approvals;
+pub mod bash;
+pub mod bundle_agents;
+pub mod catalog_json;
+pub mod cli;
+pub mod extensions;
+pub mod file_system;
+pub mod http_fetch;
+pub mod json_query;
+pub mod mcp_inspector;
+pub mod package;
+pub mod real_model;
+pub mod run;
+pub mod run_support;
+pub mod self_restart;
+pub mod slack;
+pub mod telegram;
+pub mod text_transform;
+pub mod upstream;
+pub mod wait;

@@ -392,13 +392,13 @@ async fn res_7_host_configured_base_is_used() {
 #[test]
 fn res_7_process_wide_base_comes_from_the_environment_then_the_setter() {
     let exe = std::env::current_exe().unwrap();
+    // The child test's path in this binary: its module path without the crate's name.
+    let child = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::process_wide_base_child"),
+        None => "process_wide_base_child".to_owned(),
+    };
     let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "process_wide_base_child",
-            "--ignored",
-            "--test-threads=1",
-        ])
+        .args(["--exact", &child, "--ignored", "--test-threads=1"])
         .env(HELP_URL_BASE_ENV, "https://env.example/errors.md")
         .output()
         .unwrap();

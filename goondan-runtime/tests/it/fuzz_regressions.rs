@@ -1,9 +1,7 @@
 //! Inputs the fuzz targets (`goondan-runtime/fuzz`, run by `scripts/fuzz`) found, replayed
 //! through the same entry points the targets call, plus every committed seed input.
 
-#[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../../fuzz/src/lib.rs"]
-mod fuzz_entry;
+use crate::fuzz_entry;
 
 use std::path::Path;
 

@@ -10,8 +10,11 @@
 
 #[path = "../common/mod.rs"]
 mod common;
-#[path = "../corpus/mod.rs"]
-mod corpus;
+// The fuzz targets' entry points; they carry the typed corpus, which the tests share.
+#[allow(dead_code, unreachable_pub, missing_docs)]
+#[path = "../../fuzz/src/lib.rs"]
+mod fuzz_entry;
+use fuzz_entry::corpus;
 #[path = "../kit/mod.rs"]
 mod kit;
 #[path = "../support/mcp_bridge.rs"]
@@ -19,27 +22,29 @@ mod mcp_bridge;
 #[path = "../support/orchestrator.rs"]
 mod orchestration;
 
-mod bundle;
-mod bundle_model;
-mod dialect_anthropic;
-mod dialect_cache;
-mod dialect_gemini;
-mod dialect_mcp;
-mod dialect_openai;
-mod differential;
-mod errors_doc;
-mod executor;
-mod fuzz_regressions;
-mod macro_tool_input;
-mod macro_ui;
-mod mcp_approvals;
-mod mcp_client;
-mod mcp_conformance;
-mod mcp_name_report;
-mod mcp_server;
-mod middleware;
-mod orchestrator;
-mod orchestrator_nats;
-mod providers;
-mod schema_corpus;
-mod step_loop;
+// Public, as each file was a crate root of its own: the tools and inputs a test declares
+// are reachable, not dead code.
+pub mod bundle;
+pub mod bundle_model;
+pub mod dialect_anthropic;
+pub mod dialect_cache;
+pub mod dialect_gemini;
+pub mod dialect_mcp;
+pub mod dialect_openai;
+pub mod differential;
+pub mod errors_doc;
+pub mod executor;
+pub mod fuzz_regressions;
+pub mod macro_tool_input;
+pub mod macro_ui;
+pub mod mcp_approvals;
+pub mod mcp_client;
+pub mod mcp_conformance;
+pub mod mcp_name_report;
+pub mod mcp_server;
+pub mod middleware;
+pub mod orchestrator;
+pub mod orchestrator_nats;
+pub mod providers;
+pub mod schema_corpus;
+pub mod step_loop;
