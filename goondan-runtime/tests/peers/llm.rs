@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 /// The installed peer: the venv's python and the GGUF model.
 #[derive(Debug, Clone)]
 pub struct Peer {
+    /// The venv's python, with `llama_cpp.server` installed.
     pub python: PathBuf,
+    /// The GGUF model file.
     pub model: PathBuf,
 }
 

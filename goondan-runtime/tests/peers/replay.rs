@@ -21,7 +21,9 @@ use serde_json::Value;
 /// One scripted answer.
 #[derive(Debug, Clone)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: u16,
+    /// The response headers, in order.
     pub headers: Vec<(String, String)>,
     /// Before the head is sent.
     pub delay: Duration,
@@ -63,11 +65,13 @@ impl Reply {
         self
     }
 
+    /// With one more response header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
+    /// Sent after waiting `d`.
     pub fn delay(mut self, d: Duration) -> Self {
         self.delay = d;
         self
@@ -87,12 +91,16 @@ pub fn named(name: &str, v: &Value) -> String {
 /// What the server was sent.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    /// The request's path and query.
     pub path: String,
+    /// Its headers, names in lower case.
     pub headers: Vec<(String, String)>,
+    /// Its body as JSON (`null` when it was not JSON).
     pub body: Value,
 }
 
 impl Recorded {
+    /// The value of header `name` (lower case), if it was sent.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -103,6 +111,7 @@ impl Recorded {
 
 /// The server.
 pub struct ReplayServer {
+    /// Where it listens.
     pub addr: SocketAddr,
     replies: Arc<Mutex<VecDeque<Reply>>>,
     seen: Arc<Mutex<Vec<Recorded>>>,
@@ -116,6 +125,7 @@ impl Drop for ReplayServer {
 }
 
 impl ReplayServer {
+    /// Listens on a free port of 127.0.0.1 and answers with `replies`, in order.
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -150,10 +160,12 @@ impl ReplayServer {
         format!("http://{}{path}", self.addr)
     }
 
+    /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.seen.lock().unwrap().clone()
     }
 
+    /// How many replies are still to be sent.
     pub fn left(&self) -> usize {
         self.replies.lock().unwrap().len()
     }
