@@ -8,8 +8,8 @@
 //!
 //! Both servers run on the same hyper accept loop shape, in this process, one after the other,
 //! so they share the machine the same way: each is warmed up for a second, then measured in two
-//! halves in the order ours, rmcp, rmcp, ours, so neither gains from its place in the run. Goal (issue 22): at least rmcp's throughput and no
-//! worse p99.
+//! halves in the order ours, rmcp, rmcp, ours, so neither gains from its place in the run.
+//! Goal (issue 22): at least rmcp's throughput and no worse p99.
 //!
 //! `cargo bench -p goondan-runtime --bench mcp_http [-- SECONDS]` prints a table and writes
 //! `target/mcp-http-load.json` for `scripts/perf-table`.
@@ -307,10 +307,7 @@ fn main() {
     if args.first().map(String::as_str) == Some("calls") {
         return calls(&args[1..]);
     }
-    let seconds: u64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(5);
+    let seconds: u64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(5);
     let time = Duration::from_secs(seconds);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

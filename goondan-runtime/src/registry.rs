@@ -2,7 +2,6 @@
 //! growing at run time through extensions (CAT-4).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
@@ -156,10 +155,8 @@ struct ResourceSlot {
 /// ```
 pub struct ToolRegistry {
     inner: RwLock<Inner>,
-    /// How many times the registry has grown: read on every call of a server that serves a
-    /// catalog of it (an atomic load, no lock) ...
-    generation: AtomicU64,
-    /// ... and watched by servers that announce `list_changed` (an MCP server).
+    /// How many times the registry has grown; read by servers that serve a catalog of it and
+    /// watched by those that announce `list_changed` (an MCP server).
     changes: tokio::sync::watch::Sender<u64>,
 }
 
@@ -197,7 +194,6 @@ impl ToolRegistry {
     fn from_inner(inner: Inner) -> Self {
         Self {
             inner: RwLock::new(inner),
-            generation: AtomicU64::new(0),
             changes: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -221,15 +217,11 @@ impl ToolRegistry {
     /// How many times a tool has been added since the registry was built: a catalog built
     /// at one generation is current while the generation is the same.
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        *self.changes.borrow()
     }
 
     fn changed(&self) {
-        let n = self
-            .generation
-            .fetch_add(1, Ordering::AcqRel)
-            .wrapping_add(1);
-        self.changes.send_replace(n);
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {

@@ -66,20 +66,10 @@ pub fn parse_call(request: &Value) -> Result<ToolCall, ParseError> {
     Ok(ToolCall::new(id, name, args))
 }
 
-/// How a result reads over MCP: the one rule behind [`call_result`] and the MCP server's
-/// `CallToolResult`s.
-///
-/// - `ok` with content parts (images, audio, resources, links) and no output: the parts alone.
-/// - `ok` with an output schema: `structuredContent` is the output valid against it (wrapped
-///   as `{result}` when the schema says so), and the text is that JSON.
-/// - `ok` without one: a string output is one text block as it is, with no structured copy;
-///   an object is `structuredContent` as it is and anything else `{result: output}`, and the
-///   text is the output as JSON. Content parts follow the text.
-/// - `pending`: `{status: "pending", handle}` as text and as `structuredContent`.
-/// - `error`: `isError: true`, the structured error as text (`error CODE (Name): message`,
-///   suggestion, help URL) and, unless an output schema is declared (an error could never be
-///   valid against it), as `structuredContent: {error: {code, name, message, suggestion?,
-///   helpUrl?}}`.
+/// How a result reads over MCP: the rule [`call_result`] states, which the MCP server follows
+/// too, plus the case of an export that publishes an output schema: `structuredContent` is
+/// then the output valid against it (wrapped as `{result}` when the schema says so), the text
+/// is that JSON, and an error carries no `structuredContent` (it could never be valid).
 pub(crate) struct CallShape<'a> {
     /// The leading text block; `None` when the parts alone are the result.
     pub text: Option<String>,
@@ -96,46 +86,38 @@ pub(crate) fn call_shape<'a>(
     result: &'a ToolCallResult,
     output_schema: Option<&OutputSchema>,
 ) -> CallShape<'a> {
-    let (text, structured) = match result.status {
-        ToolStatus::Error => {
+    let output = result.output.as_ref().unwrap_or(&Value::Null);
+    let (text, structured) = match (result.status, output_schema, output) {
+        (ToolStatus::Error, ..) => {
             let structured = output_schema
                 .is_none()
                 .then(|| json!({"error": result.error.as_ref().map(super::error_json)}));
-            let shape = CallShape {
+            return CallShape {
                 text: Some(super::result_text(result)),
                 parts: &[],
                 structured,
                 is_error: true,
             };
-            return shape;
         }
-        ToolStatus::Pending => (
-            super::result_text(result),
-            Some(json!({"status": "pending", "handle": result.handle})),
-        ),
-        ToolStatus::Ok => {
-            let output = result.output.as_ref().unwrap_or(&Value::Null);
-            match (output_schema, output) {
-                (None, Value::Null) if !result.content.is_empty() => {
-                    return CallShape {
-                        text: None,
-                        parts: &result.content,
-                        structured: None,
-                        is_error: false,
-                    };
-                }
-                (Some(schema), _) => {
-                    let s = schema.structured(output.clone());
-                    (s.to_string(), Some(s))
-                }
-                (None, Value::String(text)) => (text.clone(), None),
-                (None, Value::Object(o)) => (output.to_string(), Some(Value::Object(o.clone()))),
-                (None, other) => (other.to_string(), Some(json!({ "result": other }))),
-            }
+        (ToolStatus::Pending, ..) => {
+            let pending = json!({"status": "pending", "handle": result.handle});
+            (Some(pending.to_string()), Some(pending))
+        }
+        (ToolStatus::Ok, None, Value::Null) if !result.content.is_empty() => (None, None),
+        (ToolStatus::Ok, Some(schema), _) => {
+            let s = schema.structured(output.clone());
+            (Some(s.to_string()), Some(s))
+        }
+        (ToolStatus::Ok, None, Value::String(text)) => (Some(text.clone()), None),
+        (ToolStatus::Ok, None, Value::Object(_)) => {
+            (Some(output.to_string()), Some(output.clone()))
+        }
+        (ToolStatus::Ok, None, other) => {
+            (Some(other.to_string()), Some(json!({ "result": other })))
         }
     };
     CallShape {
-        text: Some(text),
+        text,
         parts: &result.content,
         structured,
         is_error: false,

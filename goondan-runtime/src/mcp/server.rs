@@ -465,7 +465,7 @@ impl McpServerBuilder {
             Some(e) => e,
             None => ToolExecutor::new(Arc::clone(&self.registry)),
         };
-        let generation = *self.registry.subscribe_changes().borrow();
+        let generation = self.registry.generation();
         let catalog = build_catalog(&self.registry, &self.selection)?;
         let mut renames = Renames::default();
         for (goondan, published) in self.renames {

@@ -12,14 +12,8 @@ use goondan_runtime::{
     Export, Pending, Tool, ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolError,
     ToolExecutor, ToolRegistry, handler_fn,
 };
+use goondan_test_peers::workspace_root;
 use serde_json::{Value, json};
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
 
 fn errors_doc() -> String {
     let path = workspace_root().join("docs").join("errors.md");

@@ -3,8 +3,10 @@
 //! crate with a plain `#[derive(Deserialize, JsonSchema)]` does not (the control that shows
 //! the check can fail). Real `cargo check` runs on a crate written to a temporary directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use goondan_test_peers::workspace_root;
 
 const TOOL_INPUT: &str = r#"
 use goondan_runtime::prelude::*;
@@ -41,13 +43,6 @@ pub fn count(input: CountInput) -> usize {
     input.text.split_whitespace().count()
 }
 "#;
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the runtime is in the workspace")
-        .to_path_buf()
-}
 
 /// Writes a library crate whose only dependency is the runtime (without default features,
 /// as a tool author writes it) and runs `cargo check` on it. Returns success and stderr.

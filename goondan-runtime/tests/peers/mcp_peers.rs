@@ -3,7 +3,7 @@
 //! script when missing. A missing peer fails the test with the reason; it never skips.
 #![allow(dead_code)]
 
-pub use crate::workspace_root;
+use crate::workspace_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
