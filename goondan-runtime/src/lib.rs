@@ -54,6 +54,7 @@ mod events;
 pub mod executor;
 #[cfg(feature = "host")]
 pub mod extension;
+mod finish;
 pub mod handler;
 pub mod help_url;
 #[cfg(feature = "mcp")]

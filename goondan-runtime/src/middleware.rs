@@ -213,7 +213,15 @@ where
 /// The core of a stage, inside every middleware: for a call, argument validation and the
 /// handler; for a Step, the model and the calls; for a Turn, its Steps.
 pub(crate) trait Core<C: Stage = ToolCallContext>: Send + Sync + 'static {
-    fn run(self: Arc<Self>, cx: C) -> MiddlewareFuture<C>;
+    /// Starts the core: what it can answer at once is [`Ready::Done`], without a box.
+    fn start(self: Arc<Self>, cx: C) -> Ready<C::Output>;
+}
+
+/// A stage's outcome, answered at once (a synchronous handler, a refusal) or a future to wait
+/// for. Only the latter is boxed, so a call that needs no waiting builds no future.
+pub(crate) enum Ready<T> {
+    Done(T),
+    Wait(BoxFuture<'static, T>),
 }
 
 /// The rest of a chain: the middlewares inside this one, then the core.
@@ -236,6 +244,15 @@ impl<C: Stage> Next<C> {
     /// at once (what it does before its first `.await` runs here), and so is the start of the
     /// core (for a tool call, a synchronous handler answers here); the future does the rest.
     pub fn run(self, cx: C) -> MiddlewareFuture<C> {
+        match self.start(cx) {
+            Ready::Done(out) => Box::pin(std::future::ready(out)),
+            Ready::Wait(fut) => fut,
+        }
+    }
+
+    /// [`run`](Self::run) without boxing what is answered at once: how a stage enters its
+    /// chain, so that an empty chain is the core itself.
+    pub(crate) fn start(self, cx: C) -> Ready<C::Output> {
         match self.chain.get(self.index) {
             Some(mw) => {
                 let mw = Arc::clone(mw);
@@ -244,9 +261,9 @@ impl<C: Stage> Next<C> {
                     index: self.index + 1,
                     core: self.core,
                 };
-                mw.handle(cx, next)
+                Ready::Wait(mw.handle(cx, next))
             }
-            None => self.core.run(cx),
+            None => self.core.start(cx),
         }
     }
 }

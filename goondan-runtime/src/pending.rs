@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use crate::context::ToolContext;
 use crate::error::{ToolError, codes};
+use crate::finish::{Announce, Rules, finish};
 use crate::handler::Pending;
 use crate::result::ToolCallResult;
 
@@ -168,22 +169,30 @@ impl PendingResults {
                         .with_code(codes::CANCELLED)
                         .with_name("ToolCancelledError")),
                 };
-                let result = match outcome {
+                let mut result = match outcome {
                     Ok(output) => ToolCallResult::ok(call_id, tool_name, output),
                     Err(err) => {
                         let err = err.with_resource_help(resource_help.as_deref());
-                        ToolCallResult::error(call_id, tool_name, err.finish(limit, &runtime_help))
+                        ToolCallResult::error(call_id, tool_name, err)
                     }
                 };
-                crate::events::emit_finished(&result, Some(&task_handle), || &trace_id);
-                this.finish(&task_handle, tx, result);
+                let rules = Rules {
+                    limit,
+                    help_base: Some(&runtime_help),
+                };
+                let announce = Announce::Pending {
+                    handle: &task_handle,
+                    trace_id: &trace_id,
+                };
+                finish(&mut result, rules, announce);
+                this.complete(&task_handle, tx, result);
             }
             .instrument(span),
         );
         handle
     }
 
-    fn finish(
+    fn complete(
         &self,
         handle: &str,
         tx: watch::Sender<Option<ToolCallResult>>,

@@ -101,6 +101,11 @@ impl ToolContext {
         &self.tool_call_id
     }
 
+    /// The call's id, shared: what the executor keeps of a call it hands to the middleware.
+    pub(crate) fn shared_tool_call_id(&self) -> Arc<str> {
+        Arc::clone(&self.tool_call_id)
+    }
+
     /// The assistant message that contains this call (CTX-5).
     pub fn message(&self) -> &Message {
         self.scope

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::StepError;
 use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
-    StepContext, StepFuture, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
+    StepContext, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
 };
 use crate::agent::AgentRuntime;
 use crate::bundle::{Bundle, BundleError};
@@ -18,7 +18,7 @@ use crate::catalog::ToolCatalog;
 use crate::context::{Message, ToolContext, fresh_id, now_ms};
 use crate::executor::ToolExecutor;
 use crate::extension::{Extension, ExtensionApi};
-use crate::middleware::{Core, Middleware};
+use crate::middleware::{Core, Middleware, Ready};
 use crate::registry::ToolRegistry;
 use crate::result::ToolCallResult;
 
@@ -435,9 +435,9 @@ impl AgentInstanceBuilder {
 struct TurnRunner(Arc<Shared>);
 
 impl Core<TurnContext> for TurnRunner {
-    fn run(self: Arc<Self>, turn: TurnContext) -> StepFuture<'static, TurnOutcome> {
+    fn start(self: Arc<Self>, turn: TurnContext) -> Ready<Result<TurnOutcome, StepError>> {
         let shared = Arc::clone(&self.0);
-        Box::pin(async move {
+        Ready::Wait(Box::pin(async move {
             shared.conversation().push(turn.input);
             let mut steps = Vec::new();
             for index in 0..shared.max_steps {
@@ -482,7 +482,7 @@ impl Core<TurnContext> for TurnRunner {
                 steps,
                 end: TurnEnd::MaxSteps,
             })
-        })
+        }))
     }
 }
 
@@ -518,9 +518,9 @@ pub fn tool_message(result: &ToolCallResult) -> Message {
 struct StepRunner(Arc<Shared>);
 
 impl Core<StepContext> for StepRunner {
-    fn run(self: Arc<Self>, step: StepContext) -> StepFuture<'static, StepResult> {
+    fn start(self: Arc<Self>, step: StepContext) -> Ready<Result<StepResult, StepError>> {
         let shared = Arc::clone(&self.0);
-        Box::pin(async move {
+        Ready::Wait(Box::pin(async move {
             let request = ModelRequest {
                 system: shared.system.clone(),
                 agent_name: step.agent_name.clone(),
@@ -571,6 +571,6 @@ impl Core<StepContext> for StepRunner {
                 results,
                 usage,
             })
-        })
+        }))
     }
 }

@@ -30,8 +30,8 @@ use tokio_util::sync::CancellationToken;
 use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, elicitation, listing, progress};
 use crate::context::{Caller, ToolContext};
-use crate::help_url::help_url_base;
-use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+use crate::finish::{Announce, Rules, finish};
+use crate::result::{ToolCall, ToolCallResult};
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
@@ -529,23 +529,38 @@ async fn drive<F: Future>(
 /// The error of a pending call whose result vanished (evicted before it was read).
 fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
     let err = crate::ToolError::new(format!("the result of `{handle}` is no longer kept"))
-        .with_code(crate::error::codes::UNKNOWN_HANDLE)
-        .finish(crate::error::DEFAULT_ERROR_MESSAGE_LIMIT, &help_url_base());
-    ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err)
+        .with_code(crate::error::codes::UNKNOWN_HANDLE);
+    late(ToolCallResult::error(
+        &submitted.tool_call_id,
+        &submitted.tool_name,
+        err,
+    ))
+}
+
+/// A late answer about a submitted call, finished like every result. The call was announced
+/// when it was submitted, and the pending store announces its completion.
+fn late(mut result: ToolCallResult) -> ToolCallResult {
+    let rules = Rules {
+        limit: crate::error::DEFAULT_ERROR_MESSAGE_LIMIT,
+        help_base: None,
+    };
+    finish(&mut result, rules, Announce::Silent);
+    result
 }
 
 /// The error of a pending call that did not finish in time for a client without tasks.
 fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
-    let err = crate::refusal::timed_out(limit)
-        .finish(crate::error::DEFAULT_ERROR_MESSAGE_LIMIT, &help_url_base());
+    let err = crate::refusal::timed_out(limit);
     tracing::warn!(
         tool = %submitted.tool_name,
         "pending result not ready within {} ms",
         limit.as_millis()
     );
-    let mut r = ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err);
-    r.status = ToolStatus::Error;
-    r
+    late(ToolCallResult::error(
+        &submitted.tool_call_id,
+        &submitted.tool_name,
+        err,
+    ))
 }
 
 /// The protocol's error for a call that only runs as a task, from a client that did not
