@@ -26,10 +26,12 @@ fn the_quickstart_catalog_converts_to_every_format() {
                 item.name
             );
         }
-        let count = match dialect {
-            Dialect::Gemini => tools[0]["functionDeclarations"].as_array().unwrap().len(),
-            Dialect::Mcp => tools["tools"].as_array().unwrap().len(),
-            _ => tools.as_array().unwrap().len(),
+        let count = if dialect == Dialect::GEMINI {
+            tools[0]["functionDeclarations"].as_array().unwrap().len()
+        } else if dialect == Dialect::MCP {
+            tools["tools"].as_array().unwrap().len()
+        } else {
+            tools.as_array().unwrap().len()
         };
         assert_eq!(count, catalog.len(), "{}", dialect.as_str());
     }

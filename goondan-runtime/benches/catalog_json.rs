@@ -105,7 +105,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("goondan openai build catalog + tools_json", |b| {
         b.iter(|| {
             let catalog = ToolCatalog::build(&registry, ["bench"]).unwrap();
-            Dialect::OpenAiChat.tools_json(&catalog).unwrap()
+            Dialect::OPENAI_CHAT.tools_json(&catalog).unwrap()
         })
     });
     group.finish();

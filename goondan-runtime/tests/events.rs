@@ -66,9 +66,9 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
     catalog.push(item);
     for _ in 0..3 {
         for dialect in [
-            goondan_runtime::Dialect::OpenAiChat,
-            goondan_runtime::Dialect::OpenAiResponses,
-            goondan_runtime::Dialect::Gemini,
+            goondan_runtime::Dialect::OPENAI_CHAT,
+            goondan_runtime::Dialect::OPENAI_RESPONSES,
+            goondan_runtime::Dialect::GEMINI,
         ] {
             dialect.tools(&catalog).unwrap();
         }

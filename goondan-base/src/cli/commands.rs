@@ -211,11 +211,11 @@ fn list(catalog: &ToolCatalog, format: Format, out: &mut dyn Write) -> Result<u8
             writeln!(out, "{text}")?;
             return Ok(EXIT_OK);
         }
-        Format::Openai => Dialect::OpenAiChat,
-        Format::OpenaiResponses => Dialect::OpenAiResponses,
-        Format::Anthropic => Dialect::Anthropic,
-        Format::Gemini => Dialect::Gemini,
-        Format::Mcp => Dialect::Mcp,
+        Format::Openai => Dialect::OPENAI_CHAT,
+        Format::OpenaiResponses => Dialect::OPENAI_RESPONSES,
+        Format::Anthropic => Dialect::ANTHROPIC,
+        Format::Gemini => Dialect::GEMINI,
+        Format::Mcp => Dialect::MCP,
     };
     let tools = dialect.tools(catalog)?;
     writeln!(

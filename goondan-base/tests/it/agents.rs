@@ -340,8 +340,9 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
             assert_eq!(seen.get(item.name.as_str()), Some(item));
         }
     }
-    let sent: Value = serde_json::from_str(&Dialect::OpenAiChat.tools_json(seen).unwrap()).unwrap();
-    assert_eq!(sent, Dialect::OpenAiChat.tools(seen).unwrap());
+    let sent: Value =
+        serde_json::from_str(&Dialect::OPENAI_CHAT.tools_json(seen).unwrap()).unwrap();
+    assert_eq!(sent, Dialect::OPENAI_CHAT.tools(seen).unwrap());
     let request = sent
         .as_array()
         .unwrap()

@@ -3,4 +3,4 @@
 
 use goondan_runtime::Dialect;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| goondan_runtime_fuzz::dialect_calls(Dialect::Mcp, data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| goondan_runtime_fuzz::dialect_calls(Dialect::MCP, data));

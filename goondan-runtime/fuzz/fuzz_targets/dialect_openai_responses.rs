@@ -4,6 +4,6 @@
 use goondan_runtime::Dialect;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| goondan_runtime_fuzz::dialect_calls(
-    Dialect::OpenAiResponses,
+    Dialect::OPENAI_RESPONSES,
     data
 ));

@@ -38,7 +38,8 @@ use super::resource::{Kind, ObjectRef, Resource};
 use super::{Bundle, BundleError};
 use crate::catalog::ToolChoice;
 
-/// The providers a Model's `spec.provider` may name.
+/// The built-in providers a Model's `spec.provider` may name (and any provider registered at
+/// run time).
 pub const PROVIDERS: [&str; 5] = [
     "openai",
     "openai-responses",
@@ -47,12 +48,36 @@ pub const PROVIDERS: [&str; 5] = [
     "google",
 ];
 
+/// The names (and aliases) of the providers registered at run time, which a Model's
+/// `spec.provider` may name too: the provider table adds each registered provider here.
+static REGISTERED: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
+
+/// Accepts `name` and `aliases` in `spec.provider` from now on (a provider was registered).
+#[cfg(feature = "providers")]
+pub(crate) fn accept_provider(name: &'static str, aliases: &'static [&'static str]) {
+    let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    for n in std::iter::once(name).chain(aliases.iter().copied()) {
+        if !registered.contains(&n) {
+            registered.push(n);
+        }
+    }
+}
+
+/// The registered providers' names, as `` , `name` `` for the message.
+fn registered_providers(p: &str) -> Option<String> {
+    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    if registered.contains(&p) {
+        return None;
+    }
+    Some(registered.iter().map(|n| format!(", `{n}`")).collect())
+}
+
 /// A Model resource, as an Agent uses it: the Agent's `modelConfig.params` applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelSpec {
     /// The Model resource's name.
     pub name: String,
-    /// `spec.provider`: one of [`PROVIDERS`].
+    /// `spec.provider`: one of [`PROVIDERS`], or a provider registered at run time.
     pub provider: String,
     /// `spec.model`: the provider's model name.
     pub model: String,
@@ -95,9 +120,10 @@ pub(crate) fn check(r: &Resource, out: &mut Vec<Diagnostic>) {
     if let Some(p) = spec.get("provider").and_then(Value::as_str)
         && !p.trim().is_empty()
         && !PROVIDERS.contains(&p)
+        && let Some(others) = registered_providers(p)
     {
         out.push(at("provider").error(format!(
-            "unknown provider `{p}`: expected one of `openai` (Chat Completions, also vLLM, llama.cpp, Ollama, LM Studio), `openai-responses`, `anthropic`, `gemini`"
+            "unknown provider `{p}`: expected one of `openai` (Chat Completions, also vLLM, llama.cpp, Ollama, LM Studio), `openai-responses`, `anthropic`, `gemini`{others}"
         )));
     }
     if let Some(v) = spec.get("endpoint") {

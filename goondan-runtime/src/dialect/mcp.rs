@@ -158,3 +158,32 @@ pub fn call_result(result: &ToolCallResult) -> Value {
 pub fn response(id: Value, result: &ToolCallResult) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": call_result(result)})
 }
+
+/// The MCP dialect, as [`Dialect::MCP`](super::Dialect::MCP).
+pub(crate) struct Mcp;
+
+impl super::ToolDialect for Mcp {
+    fn name(&self) -> &'static str {
+        DIALECT
+    }
+
+    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
+        tool(item)
+    }
+
+    fn frame(&self) -> (&'static str, &'static str) {
+        (r#"{"tools":["#, "]}")
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        tools_list(catalog)
+    }
+
+    fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
+        parse_call(answer).map(|call| vec![call])
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        call_result(result)
+    }
+}

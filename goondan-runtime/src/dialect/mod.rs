@@ -1,8 +1,16 @@
-//! Provider dialects: the catalog in each model provider's tool format, the provider's tool
-//! calls as [`ToolCall`]s, and each [`ToolCallResult`] as the provider's tool-result message.
+//! Tool dialects: the catalog in a model provider's tool format, the provider's tool calls as
+//! [`ToolCall`]s, and each [`ToolCallResult`] as the provider's tool-result message.
+//!
+//! A dialect is a [`ToolDialect`]: what one provider (or MCP) does with tools. Each model
+//! provider owns its dialect, in its own module under `provider` (OpenAI Chat Completions and
+//! Responses, Anthropic Messages, Gemini `generateContent`); the Model Context Protocol's
+//! dialect, which belongs to no provider, is [`mcp`]. This module holds what they share: the
+//! [`Dialect`] handle (with the cached [`Dialect::tools_json`]), the errors, and the schema
+//! helpers.
 //!
 //! Every dialect is derived at send time from the neutral schema of each export
-//! ([`crate::schema`]); nothing is cached per provider.
+//! ([`crate::schema`]), and each export's rendering in a built-in dialect is made once per
+//! process ([`Dialect::tools_json`]).
 //!
 //! OpenAI's strict mode and Gemini's `Schema` cannot express every schema (free-form maps,
 //! values of any type, recursion, ...). Such a tool is still sent, alone in a looser form that
@@ -13,13 +21,13 @@
 //! checks every call against the neutral schema either way. Only a parameter schema that is not
 //! an object at all is a [`DialectError`], never a panic.
 //!
-//! | dialect | tools | calls in | results out |
-//! |---|---|---|---|
-//! | [`openai`] Chat Completions | [`openai::chat_tools`] | [`openai::parse_chat_calls`] | [`openai::chat_result`] |
-//! | [`openai`] Responses | [`openai::responses_tools`] | [`openai::parse_responses_calls`] | [`openai::responses_result`] |
-//! | [`anthropic`] Messages | [`anthropic::tools`] | [`anthropic::parse_calls`] | [`anthropic::tool_result`] |
-//! | [`gemini`] `generateContent` | [`gemini::tools`] | [`gemini::parse_calls`] | [`gemini::function_response`] |
-//! | [`mcp`] `tools/list`, `tools/call` | [`mcp::tools_list`] | [`mcp::parse_call`] | [`mcp::call_result`] |
+//! | dialect | [`Dialect`] | where |
+//! |---|---|---|
+//! | OpenAI Chat Completions | `Dialect::OPENAI_CHAT` | `provider::openai` (`chat_tools`, `parse_chat_calls`, `chat_result`) |
+//! | OpenAI Responses | `Dialect::OPENAI_RESPONSES` | `provider::openai` (`responses_tools`, `parse_responses_calls`, `responses_result`) |
+//! | Anthropic Messages | `Dialect::ANTHROPIC` | `provider::anthropic` (`tools`, `parse_calls`, `tool_result`) |
+//! | Gemini `generateContent` | `Dialect::GEMINI` | `provider::gemini` (`tools`, `parse_calls`, `function_response`) |
+//! | MCP `tools/list`, `tools/call` | [`Dialect::MCP`] | [`mcp`] ([`mcp::tools_list`], [`mcp::parse_call`], [`mcp::call_result`]) |
 //!
 //! Malformed arguments (not JSON, not an object) never fail parsing: the call keeps them as they
 //! came (a JSON string stays a `Value::String`), and the executor answers it with
@@ -37,78 +45,179 @@
 //! let registry = ToolRegistry::builder().tool(tool).build()?;
 //! let catalog = ToolCatalog::all(&registry);
 //!
-//! let tools = Dialect::OpenAiChat.tools(&catalog)?;
-//! assert_eq!(tools[0]["function"]["name"], "calc__add");
-//! assert_eq!(tools[0]["function"]["strict"], true);
+//! let tools = Dialect::MCP.tools(&catalog)?;
+//! assert_eq!(tools["tools"][0]["name"], "calc__add");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod anthropic;
-pub mod gemini;
 pub mod mcp;
-pub mod openai;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+#[cfg(feature = "providers")]
+use serde_json::Map;
+use serde_json::{Value, json};
 
 use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::error::ToolError;
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
-/// A provider format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// OpenAI Chat Completions, strict function calling.
-    OpenAiChat,
-    /// OpenAI Responses API, strict function calling.
-    OpenAiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Google Gemini `generateContent`.
-    Gemini,
-    /// Model Context Protocol.
-    Mcp,
+/// What a provider (or MCP) does with tools: the catalog in its tool format, its tool calls
+/// read back, and a result written as its tool-result message.
+///
+/// Implement it for the dialect of a provider of your own (see `provider::ProviderAdapter`),
+/// and wrap it in a [`Dialect`] with [`Dialect::new`]: the handle adds the rendering as JSON
+/// text ([`Dialect::tools_json`]).
+///
+/// ```
+/// use goondan_runtime::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+/// use goondan_runtime::{CatalogItem, ToolCall, ToolCallResult, ToolCatalog, ToolName};
+/// use serde_json::{Value, json};
+///
+/// /// Tools as `{"fn": name}`, calls as `{"calls": [{"id", "fn", "args"}]}`.
+/// struct Tiny;
+///
+/// impl ToolDialect for Tiny {
+///     fn name(&self) -> &'static str { "tiny" }
+///     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
+///         Ok(json!({"fn": item.name.as_str()}))
+///     }
+///     fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
+///         let calls = answer["calls"].as_array().map(Vec::as_slice).unwrap_or_default();
+///         Ok(calls.iter().map(|c| ToolCall::new(
+///             c["id"].as_str().unwrap_or_default(),
+///             c["fn"].as_str().unwrap_or_default(),
+///             c["args"].clone(),
+///         )).collect())
+///     }
+///     fn render_result(&self, result: &ToolCallResult) -> Value {
+///         json!({"id": result.tool_call_id, "text": goondan_runtime::dialect::result_text(result)})
+///     }
+/// }
+///
+/// static TINY: Tiny = Tiny;
+/// let dialect = Dialect::new(&TINY);
+/// let mut catalog = ToolCatalog::new();
+/// catalog.push(CatalogItem::new(ToolName::new("calc", "add")?));
+/// assert_eq!(dialect.tools(&catalog)?, json!([{"fn": "calc__add"}]));
+/// assert_eq!(dialect.tools_json(&catalog)?, r#"[{"fn":"calc__add"}]"#);
+/// let calls = dialect.parse_calls(&json!({"calls": [{"id": "1", "fn": "calc__add", "args": {}}]}), &catalog)?;
+/// assert_eq!(calls[0].name, "calc__add");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait ToolDialect: Send + Sync + 'static {
+    /// The dialect's name: `openai`, `anthropic`, `mcp`, ... (command lines, [`Display`](std::fmt::Display)).
+    fn name(&self) -> &'static str;
+
+    /// The name in [`DialectError::dialect`] (both OpenAI APIs say `openai`); the name by
+    /// default.
+    fn family(&self) -> &'static str {
+        self.name()
+    }
+
+    /// One catalog item in this dialect's tool form.
+    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError>;
+
+    /// The text around the items of [`tools`](Self::tools), as `serde_json` writes it:
+    /// `("[", "]")` (a plain array, the default) or, say, `(r#"{"tools":["#, "]}")`.
+    fn frame(&self) -> (&'static str, &'static str) {
+        ("[", "]")
+    }
+
+    /// The catalog as the value of the request's tool field: by default the items of
+    /// [`tool`](Self::tool) in the [`frame`](Self::frame). An override must stay equal to that
+    /// text, which [`Dialect::tools_json`] writes.
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        let (open, close) = self.frame();
+        let mut text = String::from(open);
+        for (i, item) in catalog.items().iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&self.tool(item)?.to_string());
+        }
+        text.push_str(close);
+        serde_json::from_str(&text).map_err(|e| DialectError {
+            tool: String::new(),
+            dialect: self.family(),
+            path: String::new(),
+            reason: format!("the frame `{open}` .. `{close}` does not make JSON: {e}"),
+        })
+    }
+
+    /// The tools of `catalog` this dialect sends in a looser form, because its strict form
+    /// cannot express them, each with the path and reason; none by default (a dialect that
+    /// takes any JSON Schema).
+    fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
+        let _ = catalog;
+        Vec::new()
+    }
+
+    /// The tool calls of a provider answer.
+    fn parse_calls(
+        &self,
+        answer: &Value,
+        catalog: &ToolCatalog,
+    ) -> Result<Vec<ToolCall>, ParseError>;
+
+    /// One result as the provider's tool-result message or block.
+    fn render_result(&self, result: &ToolCallResult) -> Value;
+}
+
+/// A [`ToolDialect`], with the cached rendering of a catalog ([`Dialect::tools_json`]).
+///
+/// The built-in dialects are the associated constants: `Dialect::OPENAI_CHAT`,
+/// `Dialect::OPENAI_RESPONSES`, `Dialect::ANTHROPIC` and `Dialect::GEMINI` (with the `providers`
+/// feature, next to their providers) and [`Dialect::MCP`]; `Dialect::ALL` lists them, and
+/// `"openai".parse::<Dialect>()` finds a built-in dialect or a registered provider's by name.
+/// Two dialects are equal when their names are.
+#[derive(Clone, Copy)]
+pub struct Dialect {
+    imp: &'static dyn ToolDialect,
+    /// The dialect's slot in each export's cache of renderings (built-in dialects only).
+    slot: Option<usize>,
 }
 
 impl Dialect {
-    /// Every dialect.
-    pub const ALL: [Dialect; 5] = [
-        Dialect::OpenAiChat,
-        Dialect::OpenAiResponses,
-        Dialect::Anthropic,
-        Dialect::Gemini,
-        Dialect::Mcp,
-    ];
+    /// The Model Context Protocol's dialect ([`mcp`]).
+    pub const MCP: Dialect = Dialect::cached(&mcp::Mcp, 4);
 
-    /// The name used on command lines: `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dialect::OpenAiChat => "openai",
-            Dialect::OpenAiResponses => "openai-responses",
-            Dialect::Anthropic => "anthropic",
-            Dialect::Gemini => "gemini",
-            Dialect::Mcp => "mcp",
+    /// A dialect of your own. Its [`tools_json`](Self::tools_json) renders every item anew
+    /// (only the built-in dialects keep each export's rendering).
+    pub const fn new(imp: &'static dyn ToolDialect) -> Dialect {
+        Dialect { imp, slot: None }
+    }
+
+    /// A built-in dialect, cached in `slot` of each export's renderings.
+    pub(crate) const fn cached(imp: &'static dyn ToolDialect, slot: usize) -> Dialect {
+        Dialect {
+            imp,
+            slot: Some(slot),
         }
     }
 
-    /// The catalog as the value of the request's tool field (see each module).
+    /// The name used on command lines: `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`.
+    pub fn as_str(self) -> &'static str {
+        self.imp.name()
+    }
+
+    /// The dialect itself.
+    pub fn get(self) -> &'static dyn ToolDialect {
+        self.imp
+    }
+
+    /// The catalog as the value of the request's tool field (see each dialect).
     pub fn tools(self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        match self {
-            Dialect::OpenAiChat => openai::chat_tools(catalog),
-            Dialect::OpenAiResponses => openai::responses_tools(catalog),
-            Dialect::Anthropic => anthropic::tools(catalog),
-            Dialect::Gemini => gemini::tools(catalog),
-            Dialect::Mcp => mcp::tools_list(catalog),
-        }
+        self.imp.tools(catalog)
     }
 
     /// The catalog's tool field as JSON text: exactly `serde_json::to_string(&self.tools(catalog)?)`,
     /// made from each export's rendering in this dialect, which is computed once per registry
-    /// entry and then copied, not rebuilt. So a provider request costs what its bytes cost,
-    /// and the same catalog is the same bytes on every request (a provider's prompt cache
-    /// hits). An item a step middleware edited (description, parameters) is rendered anew.
+    /// entry and then copied, not rebuilt (for the built-in dialects). So a provider request
+    /// costs what its bytes cost, and the same catalog is the same bytes on every request (a
+    /// provider's prompt cache hits). An item a step middleware edited (description,
+    /// parameters) is rendered anew.
     ///
     /// ```
     /// use goondan_runtime::dialect::Dialect;
@@ -132,17 +241,19 @@ impl Dialect {
         let items = catalog.items();
         let mut parts = Vec::with_capacity(items.len());
         for item in items {
-            let cached = item.pristine_entry().and_then(|entry| {
-                entry.rendered().get_or_render(self.slot(), || {
-                    self.item(item).ok().map(|v| Arc::from(v.to_string()))
+            let cached = self.slot.and_then(|slot| {
+                item.pristine_entry().and_then(|entry| {
+                    entry.rendered().get_or_render(slot, || {
+                        self.imp.tool(item).ok().map(|v| Arc::from(v.to_string()))
+                    })
                 })
             });
             parts.push(match cached {
                 Some(text) => Cow::Borrowed(text),
-                None => Cow::Owned(self.item(item)?.to_string()),
+                None => Cow::Owned(self.imp.tool(item)?.to_string()),
             });
         }
-        let (open, close) = self.frame();
+        let (open, close) = self.imp.frame();
         let len = open.len() + close.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>();
         let mut out = String::with_capacity(len);
         out.push_str(open);
@@ -154,37 +265,6 @@ impl Dialect {
         }
         out.push_str(close);
         Ok(out)
-    }
-
-    /// One catalog item in this dialect's tool form, rendered now.
-    fn item(self, item: &CatalogItem) -> Result<Value, DialectError> {
-        match self {
-            Dialect::OpenAiChat => openai::chat_tool(item),
-            Dialect::OpenAiResponses => openai::responses_tool(item),
-            Dialect::Anthropic => anthropic::tool(item),
-            Dialect::Gemini => gemini::declaration(item),
-            Dialect::Mcp => mcp::tool(item),
-        }
-    }
-
-    /// This dialect's slot in an export's cache of renderings.
-    fn slot(self) -> usize {
-        match self {
-            Dialect::OpenAiChat => 0,
-            Dialect::OpenAiResponses => 1,
-            Dialect::Anthropic => 2,
-            Dialect::Gemini => 3,
-            Dialect::Mcp => 4,
-        }
-    }
-
-    /// The text around the items of [`tools`](Self::tools), as `serde_json` writes it.
-    fn frame(self) -> (&'static str, &'static str) {
-        match self {
-            Dialect::Gemini => (r#"[{"functionDeclarations":["#, "]}]"),
-            Dialect::Mcp => (r#"{"tools":["#, "]}"),
-            Dialect::OpenAiChat | Dialect::OpenAiResponses | Dialect::Anthropic => ("[", "]"),
-        }
     }
 
     /// The tools of `catalog` this dialect sends in its looser form, because its strict form
@@ -201,70 +281,52 @@ impl Dialect {
     /// item.parameters = Some(Arc::new(serde_json::json!({"type": "object", "properties": {
     ///     "env": {"type": "object", "additionalProperties": {"type": "string"}}}})));
     /// catalog.push(item);
-    /// let problems = Dialect::OpenAiChat.strict_problems(&catalog);
+    /// let problems = Dialect::OPENAI_CHAT.strict_problems(&catalog);
     /// assert_eq!(problems[0].path, "/properties/env/additionalProperties");
     /// // Still sent: alone, not strict, with its full schema.
-    /// let tools = Dialect::OpenAiChat.tools(&catalog)?;
+    /// let tools = Dialect::OPENAI_CHAT.tools(&catalog)?;
     /// assert_eq!(tools[0]["function"]["strict"], false);
-    /// assert!(Dialect::Anthropic.strict_problems(&catalog).is_empty());
+    /// assert!(Dialect::ANTHROPIC.strict_problems(&catalog).is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn strict_problems(self, catalog: &ToolCatalog) -> Vec<DialectError> {
-        let check: fn(&Value) -> Result<(), Unsupported> = match self {
-            Dialect::OpenAiChat | Dialect::OpenAiResponses => {
-                |p| openai::strict_schema(p).map(drop)
-            }
-            Dialect::Gemini => |p| gemini::gemini_parameters(p).map(drop),
-            Dialect::Anthropic | Dialect::Mcp => return Vec::new(),
-        };
-        catalog
-            .items()
-            .iter()
-            .filter_map(|item| {
-                check(&parameters_of(item))
-                    .err()
-                    .map(|e| e.for_tool(item, self.family()))
-            })
-            .collect()
+        self.imp.strict_problems(catalog)
     }
 
-    /// The name in [`DialectError::dialect`]: `openai` for both OpenAI APIs.
-    fn family(self) -> &'static str {
-        match self {
-            Dialect::OpenAiChat | Dialect::OpenAiResponses => "openai",
-            other => other.as_str(),
-        }
-    }
-
-    /// The tool calls of a provider response (see each module for the shapes accepted).
+    /// The tool calls of a provider response (see each dialect for the shapes accepted).
     pub fn parse_calls(
         self,
         response: &Value,
         catalog: &ToolCatalog,
     ) -> Result<Vec<ToolCall>, ParseError> {
-        match self {
-            Dialect::OpenAiChat => openai::parse_chat_calls(response, catalog),
-            Dialect::OpenAiResponses => openai::parse_responses_calls(response, catalog),
-            Dialect::Anthropic => anthropic::parse_calls(response),
-            Dialect::Gemini => gemini::parse_calls(response),
-            Dialect::Mcp => mcp::parse_call(response).map(|call| vec![call]),
-        }
+        self.imp.parse_calls(response, catalog)
     }
 
     /// One result as the provider's tool-result message or block.
     pub fn render_result(self, result: &ToolCallResult) -> Value {
-        match self {
-            Dialect::OpenAiChat => openai::chat_result(result),
-            Dialect::OpenAiResponses => openai::responses_result(result),
-            Dialect::Anthropic => anthropic::tool_result(result),
-            Dialect::Gemini => gemini::function_response(result),
-            Dialect::Mcp => mcp::call_result(result),
-        }
+        self.imp.render_result(result)
     }
 }
 
-// One cache slot per dialect.
-const _: () = assert!(Dialect::ALL.len() == crate::rendered::SLOTS);
+impl PartialEq for Dialect {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Dialect {}
+
+impl std::hash::Hash for Dialect {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl std::fmt::Debug for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Dialect({})", self.as_str())
+    }
+}
 
 impl std::fmt::Display for Dialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -272,25 +334,14 @@ impl std::fmt::Display for Dialect {
     }
 }
 
-impl std::str::FromStr for Dialect {
-    type Err = UnknownDialect;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Dialect::ALL
-            .into_iter()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| UnknownDialect { name: s.to_owned() })
-    }
-}
-
-/// A dialect name that is not one of [`Dialect::ALL`].
+/// A dialect name that no built-in dialect or registered provider has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown format `{name}`: expected one of `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`"
-)]
+#[error("unknown format `{name}`: expected one of {known}")]
 pub struct UnknownDialect {
     /// The name given.
     pub name: String,
+    /// The names known, as a list for the message (`` `openai`, `mcp` ``).
+    pub known: String,
 }
 
 /// A tool whose parameters a provider cannot express.
@@ -354,7 +405,26 @@ impl Unsupported {
     }
 }
 
+/// The tools of `catalog` whose parameters `check` refuses, as errors of `dialect`.
+#[cfg(feature = "providers")]
+pub(crate) fn strict_problems_by(
+    catalog: &ToolCatalog,
+    dialect: &'static str,
+    check: impl Fn(&Value) -> Result<(), Unsupported>,
+) -> Vec<DialectError> {
+    catalog
+        .items()
+        .iter()
+        .filter_map(|item| {
+            check(&parameters_of(item))
+                .err()
+                .map(|e| e.for_tool(item, dialect))
+        })
+        .collect()
+}
+
 /// Says once per process, per dialect and tool, that a tool is sent in its looser form.
+#[cfg(feature = "providers")]
 pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Unsupported) {
     static SAID: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
@@ -378,6 +448,7 @@ pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Uns
 /// The parameters of the looser form, for a tool whose strict form failed with `why`: its
 /// neutral schema without the `$schema` marker, said once per process
 /// ([`note_fallback`]). A schema that is not an object at all has no looser form either.
+#[cfg(feature = "providers")]
 pub(crate) fn loose_parameters(
     dialect: &'static str,
     item: &CatalogItem,
@@ -417,6 +488,7 @@ pub(crate) fn require_object_root(schema: &Value) -> Result<(), Unsupported> {
 
 /// Parses a JSON-encoded arguments string. Text that is not JSON is kept as a string, so the
 /// executor refuses the call with `E_TOOL_INVALID_ARGS`; an empty string means no arguments.
+#[cfg(feature = "providers")]
 pub(crate) fn arguments_from_str(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return Value::Object(Map::new());
@@ -438,6 +510,7 @@ pub(crate) fn str_field<'a>(
 
 /// If every branch is a string constant (`{type: string, const}` or a string `enum`), the values
 /// and the branch descriptions as `value: description` lines.
+#[cfg(feature = "providers")]
 pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<String>)> {
     let mut values = Vec::new();
     let mut docs = Vec::new();
@@ -468,6 +541,7 @@ pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<St
 
 /// The first `oneOf` / `anyOf` of a schema node, with its key. An empty union accepts nothing
 /// and is refused.
+#[cfg(feature = "providers")]
 pub(crate) fn first_union<'a>(
     obj: &'a Map<String, Value>,
     path: &str,
@@ -491,6 +565,7 @@ pub(crate) fn first_union<'a>(
 /// spelling of the type, and any more), the values, and the node's description followed by the
 /// values' descriptions, written into `out`. `false`, leaving `out` as it was, for any other
 /// union.
+#[cfg(feature = "providers")]
 pub(crate) fn string_enum(
     out: &mut Map<String, Value>,
     obj: &Map<String, Value>,
@@ -511,6 +586,7 @@ pub(crate) fn string_enum(
 }
 
 /// A description followed by the descriptions of enum values.
+#[cfg(feature = "providers")]
 pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
     let mut text = description
         .and_then(Value::as_str)
@@ -528,6 +604,7 @@ pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<
 /// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
 /// enum): the same union with the object's properties and `required` merged into each branch,
 /// for dialects without `unevaluatedProperties`. `None` when a branch is not an object schema.
+#[cfg(feature = "providers")]
 pub(crate) fn distribute(obj: &Map<String, Value>) -> Option<Value> {
     let (key, branches) = ["oneOf", "anyOf"]
         .into_iter()
@@ -561,6 +638,7 @@ pub(crate) fn distribute(obj: &Map<String, Value>) -> Option<Value> {
 }
 
 /// The error for a union next to properties whose branches cannot take them.
+#[cfg(feature = "providers")]
 pub(crate) fn undistributable(path: &str) -> Unsupported {
     Unsupported::at(
         path,
@@ -570,6 +648,7 @@ pub(crate) fn undistributable(path: &str) -> Unsupported {
 
 /// Splits `null` off a node: `type: [T, "null"]` or an `anyOf` with a `{type: "null"}` branch.
 /// Returns the node without null and whether null was allowed.
+#[cfg(feature = "providers")]
 pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool) {
     let mut out = node.clone();
     if let Some(Value::Array(types)) = node.get("type")
@@ -638,6 +717,7 @@ pub fn result_text(result: &ToolCallResult) -> String {
 
 /// A part as a data URL (`data:{mime};base64,{data}`), for the providers that take images
 /// that way; `None` for a part that is not binary.
+#[cfg(feature = "providers")]
 pub(crate) fn data_url(part: &crate::content::Content) -> Option<(String, &str)> {
     use crate::content::Content;
     match part {
@@ -650,6 +730,7 @@ pub(crate) fn data_url(part: &crate::content::Content) -> Option<(String, &str)>
 }
 
 /// A text part, or an embedded text resource, as the text a model reads.
+#[cfg(feature = "providers")]
 pub(crate) fn part_text(part: &crate::content::Content) -> Option<String> {
     use crate::content::{Content, ResourceBody};
     match part {

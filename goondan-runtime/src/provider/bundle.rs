@@ -21,12 +21,12 @@ pub enum ModelSetupError {
 
 /// The model a Model resource describes. Fails when its key variable is not set.
 pub fn from_spec(spec: &ModelSpec) -> Result<ProviderModel, ModelError> {
-    let provider = Provider::parse(&spec.provider).ok_or_else(|| ModelError::Config {
-        message: format!(
-            "Model `{}` names the unknown provider `{}`; expected one of `openai`, `openai-responses`, `anthropic`, `gemini`",
-            spec.name, spec.provider
-        ),
-    })?;
+    let provider = spec
+        .provider
+        .parse::<Provider>()
+        .map_err(|e| ModelError::Config {
+            message: format!("Model `{}`: {e}", spec.name),
+        })?;
     let mut config = ProviderConfig::new(provider, &spec.model);
     config.base_url = spec.endpoint.clone();
     config.api_key_env = spec.api_key_env.clone();

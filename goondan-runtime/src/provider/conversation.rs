@@ -6,15 +6,19 @@ use serde_json::Value;
 use crate::context::Message;
 use crate::result::{ToolCall, ToolCallResult};
 
-/// One message of the conversation, by what it holds.
+/// One message of the conversation, by what it holds: what a [`ProviderAdapter`](super::ProviderAdapter)
+/// writes into its request body ([`turns`]).
 #[derive(Debug)]
-pub(crate) enum Turn<'a> {
+pub enum Turn<'a> {
     /// A user message (or any other role with text, such as an injected `system` note).
     User(&'a str),
     /// The model's earlier answer.
     Assistant {
+        /// Its text, if it had any.
         text: Option<&'a str>,
+        /// The calls it made.
         calls: &'a [ToolCall],
+        /// What the provider asked to see again ([`ModelResponse::metadata`](crate::step::ModelResponse::metadata)).
         metadata: &'a serde_json::Map<String, Value>,
     },
     /// The result of a call.
@@ -24,7 +28,7 @@ pub(crate) enum Turn<'a> {
 /// The conversation, oldest first. A tool message's text is the [`ToolCallResult`] the step
 /// loop stored ([`crate::step::tool_message`]); text that is not one becomes an `ok` result
 /// with that text, under the call id and name in its metadata.
-pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
+pub fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
     messages
         .iter()
         .filter_map(|m| match m.role.as_str() {

@@ -1,5 +1,5 @@
 //! Model providers: [`ProviderModel`], a [`Model`] that talks to a real language model over
-//! HTTP, in one of four wire formats ([`Provider`]):
+//! HTTP, in the wire format of its [`Provider`]. Four are built in:
 //!
 //! | provider | API | default base URL |
 //! |---|---|---|
@@ -8,8 +8,14 @@
 //! | `anthropic` | Messages | `https://api.anthropic.com/v1` |
 //! | `gemini` | `generateContent` | `https://generativelanguage.googleapis.com/v1beta` |
 //!
-//! Each request carries the system prompt, the conversation (tool results rendered by
-//! [`crate::dialect`]) and the Step's catalog through the provider's [`Dialect`]. Answers are
+//! A provider is a [`ProviderAdapter`]: its request body, URL, headers, answer parsing, stream
+//! events and tool dialect, in one module each (`openai_chat`, `openai_responses`,
+//! [`anthropic`], [`gemini`]; the two OpenAI formats share [`openai`]). [`Provider`] is the
+//! table from names to adapters: [`Provider::register`] adds a provider of your own, which
+//! then works from a bundle's Model resource too.
+//!
+//! Each request carries the system prompt, the conversation (tool results rendered by the
+//! provider's [`Dialect`](crate::dialect::Dialect)) and the Step's catalog in that dialect. Answers are
 //! streamed by default (server-sent events, parsed by the `sse-stream` crate): text goes to
 //! the request's [`DeltaSink`](crate::step::DeltaSink) as it comes, tool-call arguments are
 //! assembled from their pieces, and the calls are read by the dialect. Token usage is reported
@@ -27,32 +33,38 @@
 //!
 //! ```no_run
 //! use goondan_runtime::provider::{Provider, ProviderConfig, ProviderModel};
-//! let config = ProviderConfig::new(Provider::OpenAiChat, "qwen3:8b")
+//! let config = ProviderConfig::new(Provider::OPENAI_CHAT, "qwen3:8b")
 //!     .base_url("http://127.0.0.1:11434/v1")
 //!     .temperature(0.2);
 //! let model = ProviderModel::new(config)?;
 //! # Ok::<(), goondan_runtime::step::ModelError>(())
 //! ```
 
-mod anthropic;
+mod adapter;
+pub mod anthropic;
 mod bundle;
 mod conversation;
-mod gemini;
+pub mod gemini;
 mod http;
+pub mod openai;
 mod openai_chat;
 mod openai_responses;
 mod retry;
 mod sse;
+mod table;
 
 use std::time::Duration;
 
 use serde_json::Value;
 
+pub use self::adapter::{AnswerStream, ProviderAdapter};
 pub use self::bundle::{ModelSetupError, for_agent, from_spec, model_factory};
+pub use self::conversation::{Turn, turns};
 pub use self::retry::RetryPolicy;
+pub use self::sse::SseEvent;
+pub use self::table::{Provider, ProviderNameTaken, UnknownProvider};
 
 use crate::catalog::ToolChoice;
-use crate::dialect::Dialect;
 use crate::step::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse};
 
 /// The default request timeout.
@@ -60,76 +72,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The `max_tokens` sent to Anthropic, which requires one, when none is configured.
 pub const DEFAULT_ANTHROPIC_MAX_TOKENS: u32 = 4096;
-
-/// A provider's wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provider {
-    /// OpenAI Chat Completions, and every server that speaks it.
-    OpenAiChat,
-    /// OpenAI Responses.
-    OpenAiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Google Gemini `generateContent`.
-    Gemini,
-}
-
-impl Provider {
-    /// The name a Model resource's `spec.provider` uses.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat => "openai",
-            Provider::OpenAiResponses => "openai-responses",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-        }
-    }
-
-    /// The provider named `name` (`google` is Gemini); `None` for others.
-    pub fn parse(name: &str) -> Option<Provider> {
-        match name {
-            "openai" => Some(Provider::OpenAiChat),
-            "openai-responses" => Some(Provider::OpenAiResponses),
-            "anthropic" => Some(Provider::Anthropic),
-            "gemini" | "google" => Some(Provider::Gemini),
-            _ => None,
-        }
-    }
-
-    /// The tool format it speaks.
-    pub fn dialect(self) -> Dialect {
-        match self {
-            Provider::OpenAiChat => Dialect::OpenAiChat,
-            Provider::OpenAiResponses => Dialect::OpenAiResponses,
-            Provider::Anthropic => Dialect::Anthropic,
-            Provider::Gemini => Dialect::Gemini,
-        }
-    }
-
-    /// The base URL used when none is configured.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat | Provider::OpenAiResponses => "https://api.openai.com/v1",
-            Provider::Anthropic => "https://api.anthropic.com/v1",
-            Provider::Gemini => "https://generativelanguage.googleapis.com/v1beta",
-        }
-    }
-
-    /// The environment variable read for the key when the configuration names none.
-    pub fn default_key_env(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat | Provider::OpenAiResponses => "OPENAI_API_KEY",
-            Provider::Anthropic => "ANTHROPIC_API_KEY",
-            Provider::Gemini => "GEMINI_API_KEY",
-        }
-    }
-}
-
-impl std::fmt::Display for Provider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// An API key. Its `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
@@ -259,7 +201,7 @@ impl ProviderConfig {
     /// use goondan_runtime::provider::{Provider, ProviderConfig};
     /// use goondan_runtime::catalog::ToolChoice;
     /// // The first Step must write the file; the model decides after.
-    /// let config = ProviderConfig::new(Provider::OpenAiChat, "smollm2")
+    /// let config = ProviderConfig::new(Provider::OPENAI_CHAT, "smollm2")
     ///     .first_step_tool_choice("file-system__write".parse()?)
     ///     .tool_choice(ToolChoice::Auto);
     /// # Ok::<(), goondan_runtime::catalog::ToolChoiceError>(())
@@ -355,9 +297,10 @@ impl ProviderConfig {
 }
 
 /// A [`Model`] answered by a provider over HTTP (see the module docs).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProviderModel {
     config: ProviderConfig,
+    adapter: &'static dyn ProviderAdapter,
     key: Option<ApiKey>,
     client: reqwest::Client,
 }
@@ -374,6 +317,7 @@ impl ProviderModel {
                 message: format!("cannot build the HTTP client: {e}"),
             })?;
         Ok(Self {
+            adapter: config.provider.adapter(),
             config,
             key,
             client,
@@ -386,41 +330,21 @@ impl ProviderModel {
     }
 
     async fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let provider = self.config.provider;
+        let adapter = self.adapter;
         let stream = self.config.stream;
-        let body = match provider {
-            Provider::OpenAiChat => openai_chat::body(&self.config, request, stream)?,
-            Provider::OpenAiResponses => openai_responses::body(&self.config, request, stream)?,
-            Provider::Anthropic => anthropic::body(&self.config, request, stream)?,
-            Provider::Gemini => gemini::body(&self.config, request)?,
-        };
-        let mut body = body;
+        let mut body = adapter.body(&self.config, request, stream)?;
         if let (Some(choice), Value::Object(fields)) = (self.config.choice_for(request)?, &mut body)
         {
-            let (field, value) = match provider {
-                Provider::OpenAiChat => ("tool_choice", openai_chat::tool_choice(&choice)),
-                Provider::OpenAiResponses => {
-                    ("tool_choice", openai_responses::tool_choice(&choice))
-                }
-                Provider::Anthropic => ("tool_choice", anthropic::tool_choice(&choice)),
-                Provider::Gemini => ("toolConfig", gemini::tool_config(&choice)),
-            };
+            let (field, value) = adapter.tool_choice(&choice);
             fields.insert(field.into(), value);
         }
-        let base = self.config.base();
-        let url = match provider {
-            Provider::OpenAiChat => format!("{base}/chat/completions"),
-            Provider::OpenAiResponses => format!("{base}/responses"),
-            Provider::Anthropic => format!("{base}/messages"),
-            Provider::Gemini => gemini::url(base, &self.config.model, stream),
-        };
         let call = http::Call {
             client: &self.client,
-            provider: provider.as_str(),
-            url,
-            headers: self.headers(),
+            provider: adapter.name(),
+            url: adapter.url(self.config.base(), &self.config.model, stream),
+            headers: adapter.headers(self.key.as_ref().map(ApiKey::expose)),
             body,
-            tools: catalog_tools(provider, &request.catalog)?,
+            tools: catalog_tools(adapter.dialect(), &request.catalog)?,
             timeout: self.config.timeout,
             retry: &self.config.retry,
             cancel: &request.cancellation,
@@ -428,75 +352,26 @@ impl ProviderModel {
         let (response, attempts) = call.send().await?;
         if !stream {
             let value = call.read_json(response, attempts).await?;
-            return match provider {
-                Provider::OpenAiChat => openai_chat::parse(&value, &request.catalog),
-                Provider::OpenAiResponses => openai_responses::parse(&value, &request.catalog),
-                Provider::Anthropic => anthropic::parse(&value),
-                Provider::Gemini => gemini::parse(&value),
-            };
+            return adapter.parse(&value, &request.catalog);
         }
         let mut events = sse::Events::new(response, &call, attempts);
         let sink = request.deltas.as_ref();
-        match provider {
-            Provider::OpenAiChat => {
-                let mut s = openai_chat::Stream::default();
-                while let Some(e) = events.next().await? {
-                    if s.event(&e, sink)? {
-                        break;
-                    }
-                }
-                s.finish(&request.catalog)
-            }
-            Provider::OpenAiResponses => {
-                let mut s = openai_responses::Stream::default();
-                while let Some(e) = events.next().await? {
-                    if s.event(&e, sink)? {
-                        break;
-                    }
-                }
-                s.finish(&request.catalog)
-            }
-            Provider::Anthropic => {
-                let mut s = anthropic::Stream::default();
-                while let Some(e) = events.next().await? {
-                    if s.event(&e, sink)? {
-                        break;
-                    }
-                }
-                s.finish()
-            }
-            Provider::Gemini => {
-                let mut s = gemini::Stream::default();
-                while let Some(e) = events.next().await? {
-                    s.event(&e, sink)?;
-                }
-                s.finish()
+        let mut answer = adapter.stream();
+        while let Some(e) = events.next().await? {
+            if answer.event(&e, sink)? {
+                break;
             }
         }
+        answer.finish(&request.catalog)
     }
+}
 
-    fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut h = Vec::new();
-        let key = self.key.as_ref().map(ApiKey::expose);
-        match self.config.provider {
-            Provider::OpenAiChat | Provider::OpenAiResponses => {
-                if let Some(k) = key {
-                    h.push(("authorization", format!("Bearer {k}")));
-                }
-            }
-            Provider::Anthropic => {
-                h.push(("anthropic-version", "2023-06-01".to_owned()));
-                if let Some(k) = key {
-                    h.push(("x-api-key", k.to_owned()));
-                }
-            }
-            Provider::Gemini => {
-                if let Some(k) = key {
-                    h.push(("x-goog-api-key", k.to_owned()));
-                }
-            }
-        }
-        h
+impl std::fmt::Debug for ProviderModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderModel")
+            .field("config", &self.config)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
     }
 }
 
@@ -568,14 +443,13 @@ fn non_empty(text: String) -> Option<String> {
 /// The catalog in the provider's tool format, as JSON text for the request's `tools` field
 /// (each export rendered once per process: `Dialect::tools_json`); none for an empty catalog.
 fn catalog_tools(
-    provider: Provider,
+    dialect: crate::dialect::Dialect,
     catalog: &crate::catalog::ToolCatalog,
 ) -> Result<Option<String>, ModelError> {
     if catalog.is_empty() {
         return Ok(None);
     }
-    provider
-        .dialect()
+    dialect
         .tools_json(catalog)
         .map(Some)
         .map_err(|e| ModelError::Config {
@@ -594,14 +468,10 @@ mod tests {
         catalog.push(crate::catalog::CatalogItem::new(
             crate::name::ToolName::new("calc", "add").unwrap_or_else(|e| panic!("{e}")),
         ));
-        for provider in [
-            Provider::OpenAiChat,
-            Provider::OpenAiResponses,
-            Provider::Anthropic,
-            Provider::Gemini,
-        ] {
-            assert_eq!(catalog_tools(provider, &empty).ok(), Some(None));
-            let text = catalog_tools(provider, &catalog).ok().flatten();
+        for provider in Provider::all() {
+            let dialect = provider.dialect();
+            assert_eq!(catalog_tools(dialect, &empty).ok(), Some(None));
+            let text = catalog_tools(dialect, &catalog).ok().flatten();
             let plain = provider.dialect().tools(&catalog).ok();
             assert_eq!(
                 text.map(|t| serde_json::from_str::<Value>(&t).ok()),
@@ -617,5 +487,9 @@ mod tests {
         }
         assert_eq!(Provider::parse("gemini"), Provider::parse("google"));
         assert_eq!(Provider::parse("openia"), None);
+        for provider in Provider::all() {
+            assert_eq!(Provider::parse(provider.as_str()), Some(provider));
+            assert_eq!(provider.adapter().name(), provider.as_str());
+        }
     }
 }

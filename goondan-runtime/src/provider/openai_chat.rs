@@ -9,13 +9,17 @@
 use serde_json::{Map, Value, json};
 
 use super::conversation::{Turn, arguments_text, turns};
-use super::sse::Event;
+use super::openai;
+use super::sse::SseEvent as Event;
+use super::{AnswerStream, ProviderAdapter};
 use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
 use crate::catalog::ToolCatalog;
-use crate::dialect::openai;
+use crate::catalog::ToolChoice;
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
 
-const P: Provider = Provider::OpenAiChat;
+const P: Provider = Provider::OPENAI_CHAT;
 
 /// The request body.
 pub(crate) fn body(
@@ -303,6 +307,101 @@ impl Stream {
             usage: self.usage,
             metadata: Map::new(),
         })
+    }
+}
+
+/// OpenAI Chat Completions: the provider `openai` and its tool dialect.
+pub(crate) struct OpenAiChat;
+
+impl Dialect {
+    /// OpenAI Chat Completions, strict function calling (`provider::openai`).
+    pub const OPENAI_CHAT: Dialect = Dialect::cached(&OpenAiChat, 0);
+}
+
+impl ToolDialect for OpenAiChat {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn tool(&self, item: &crate::catalog::CatalogItem) -> Result<Value, DialectError> {
+        openai::chat_tool(item)
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        openai::chat_tools(catalog)
+    }
+
+    fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
+        openai::strict_problems(catalog)
+    }
+
+    fn parse_calls(
+        &self,
+        answer: &Value,
+        catalog: &ToolCatalog,
+    ) -> Result<Vec<ToolCall>, ParseError> {
+        openai::parse_chat_calls(answer, catalog)
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        openai::chat_result(result)
+    }
+}
+
+impl ProviderAdapter for OpenAiChat {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        openai::BASE_URL
+    }
+
+    fn default_key_env(&self) -> &'static str {
+        openai::KEY_ENV
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::OPENAI_CHAT
+    }
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        openai::headers(key)
+    }
+
+    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/chat/completions")
+    }
+
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        body(config, request, stream)
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
+        ("tool_choice", tool_choice(choice))
+    }
+
+    fn parse(&self, answer: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        parse(answer, catalog)
+    }
+
+    fn stream(&self) -> Box<dyn AnswerStream> {
+        Box::new(Stream::default())
+    }
+}
+
+impl AnswerStream for Stream {
+    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        Stream::event(self, event, sink)
+    }
+
+    fn finish(self: Box<Self>, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        Stream::finish(*self, catalog)
     }
 }
 

@@ -11,13 +11,17 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::conversation::{Turn, arguments_text, turns};
-use super::sse::Event;
+use super::openai;
+use super::sse::SseEvent as Event;
+use super::{AnswerStream, ProviderAdapter};
 use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
 use crate::catalog::ToolCatalog;
-use crate::dialect::openai;
+use crate::catalog::ToolChoice;
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
 
-const P: Provider = Provider::OpenAiResponses;
+const P: Provider = Provider::OPENAI_RESPONSES;
 
 /// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "name"}`.
 pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
@@ -238,5 +242,104 @@ impl Stream {
             usage: self.usage,
             metadata: Map::new(),
         })
+    }
+}
+
+/// OpenAI Responses: the provider `openai-responses` and its tool dialect.
+pub(crate) struct OpenAiResponses;
+
+impl Dialect {
+    /// OpenAI Responses, strict function calling (`provider::openai`).
+    pub const OPENAI_RESPONSES: Dialect = Dialect::cached(&OpenAiResponses, 1);
+}
+
+impl ToolDialect for OpenAiResponses {
+    fn name(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn family(&self) -> &'static str {
+        "openai"
+    }
+
+    fn tool(&self, item: &crate::catalog::CatalogItem) -> Result<Value, DialectError> {
+        openai::responses_tool(item)
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        openai::responses_tools(catalog)
+    }
+
+    fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
+        openai::strict_problems(catalog)
+    }
+
+    fn parse_calls(
+        &self,
+        answer: &Value,
+        catalog: &ToolCatalog,
+    ) -> Result<Vec<ToolCall>, ParseError> {
+        openai::parse_responses_calls(answer, catalog)
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        openai::responses_result(result)
+    }
+}
+
+impl ProviderAdapter for OpenAiResponses {
+    fn name(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        openai::BASE_URL
+    }
+
+    fn default_key_env(&self) -> &'static str {
+        openai::KEY_ENV
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::OPENAI_RESPONSES
+    }
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        openai::headers(key)
+    }
+
+    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/responses")
+    }
+
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        body(config, request, stream)
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
+        ("tool_choice", tool_choice(choice))
+    }
+
+    fn parse(&self, answer: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        parse(answer, catalog)
+    }
+
+    fn stream(&self) -> Box<dyn AnswerStream> {
+        Box::new(Stream::default())
+    }
+}
+
+impl AnswerStream for Stream {
+    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        Stream::event(self, event, sink)
+    }
+
+    fn finish(self: Box<Self>, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        Stream::finish(*self, catalog)
     }
 }

@@ -8,11 +8,14 @@ use futures_util::{Stream, StreamExt};
 use super::http::Call;
 use crate::step::ModelError;
 
-/// One event: its `event:` name, when it has one, and its `data:`.
+/// One server-sent event of a streamed answer: its `event:` name, when it has one, and its
+/// `data:` (comments and keep-alives never reach an [`AnswerStream`](super::AnswerStream)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Event {
-    pub(crate) name: Option<String>,
-    pub(crate) data: String,
+pub struct SseEvent {
+    /// The `event:` field.
+    pub name: Option<String>,
+    /// The `data:` field (its lines joined).
+    pub data: String,
 }
 
 type Inner = Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>>;
@@ -36,7 +39,7 @@ impl<'a> Events<'a> {
     }
 
     /// The next event with data (comments and keep-alives are skipped); `None` at the end.
-    pub(crate) async fn next(&mut self) -> Result<Option<Event>, ModelError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<SseEvent>, ModelError> {
         loop {
             let item = tokio::time::timeout(self.call.timeout, self.inner.next())
                 .await
@@ -52,7 +55,7 @@ impl<'a> Events<'a> {
                 Some(Ok(sse)) => sse,
             };
             if let Some(data) = sse.data {
-                return Ok(Some(Event {
+                return Ok(Some(SseEvent {
                     name: sse.event,
                     data,
                 }));

@@ -5,7 +5,8 @@ use crate::corpus;
 use crate::kit;
 
 use goondan_runtime::ToolCall;
-use goondan_runtime::dialect::{Dialect, anthropic};
+use goondan_runtime::dialect::Dialect;
+use goondan_runtime::provider::anthropic;
 use goondan_runtime::schema::check_metaschema;
 use goondan_runtime::testing::ResultAssertions;
 use serde_json::{Value, json};
@@ -37,7 +38,7 @@ fn every_corpus_type_is_an_input_schema_except_an_enum_input() {
     for case in corpus::corpus() {
         let catalog = corpus::catalog_of(&case);
         let name = format!("corpus__{}", corpus::export_name(&case));
-        match Dialect::Anthropic.tools(&catalog) {
+        match Dialect::ANTHROPIC.tools(&catalog) {
             Ok(tools) => {
                 assert_anthropic(&tools[0], &name);
                 assert_eq!(

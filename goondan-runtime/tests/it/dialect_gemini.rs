@@ -5,7 +5,8 @@ use crate::corpus;
 use crate::kit;
 
 use goondan_runtime::ToolCall;
-use goondan_runtime::dialect::{Dialect, gemini};
+use goondan_runtime::dialect::Dialect;
+use goondan_runtime::provider::gemini;
 use goondan_runtime::testing::ResultAssertions;
 use serde_json::{Value, json};
 
@@ -113,12 +114,12 @@ fn every_corpus_type_is_a_gemini_schema_or_sent_as_json_schema_with_its_reason()
         let catalog = corpus::catalog_of(&case);
         let tool = format!("corpus__{}", corpus::export_name(&case));
         let expected_problem = INEXPRESSIBLE.iter().find(|(n, _)| *n == case.name);
-        let tools = Dialect::Gemini
+        let tools = Dialect::GEMINI
             .tools(&catalog)
             .unwrap_or_else(|e| panic!("{tool}: {e}"));
         let decl = &tools[0]["functionDeclarations"][0];
         assert_eq!(decl["name"], tool);
-        let problems = Dialect::Gemini.strict_problems(&catalog);
+        let problems = Dialect::GEMINI.strict_problems(&catalog);
         match expected_problem {
             None => {
                 assert!(decl.get("parametersJsonSchema").is_none(), "{tool}");
@@ -150,7 +151,7 @@ fn every_corpus_type_is_a_gemini_schema_or_sent_as_json_schema_with_its_reason()
 fn gemini_problem(
     catalog: &goondan_runtime::ToolCatalog,
 ) -> goondan_runtime::dialect::DialectError {
-    let mut problems = Dialect::Gemini.strict_problems(catalog);
+    let mut problems = Dialect::GEMINI.strict_problems(catalog);
     assert_eq!(problems.len(), 1, "{problems:?}");
     problems.remove(0)
 }

@@ -37,7 +37,7 @@ fn assert_call_tool_result(result: &Value) {
 fn every_corpus_type_is_listed_with_its_neutral_schema() {
     for case in corpus::corpus() {
         let name = format!("corpus__{}", corpus::export_name(&case));
-        let list = Dialect::Mcp.tools(&corpus::catalog_of(&case)).unwrap();
+        let list = Dialect::MCP.tools(&corpus::catalog_of(&case)).unwrap();
         let tool = &list["tools"][0];
         assert_mcp_tool(tool, &name);
         assert_eq!(tool["inputSchema"], *case.schema);
@@ -181,7 +181,7 @@ async fn mcp_tools_list_publishes_every_export_schema_whole() {
         want.insert(format!("keywords__k{i}"), schema);
     }
     // The dialect's rendering.
-    let listed = Dialect::Mcp.tools(&ToolCatalog::all(&registry)).unwrap();
+    let listed = Dialect::MCP.tools(&ToolCatalog::all(&registry)).unwrap();
     for tool in listed["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
         assert_eq!(tool["inputSchema"], want[name], "{name} (dialect)");

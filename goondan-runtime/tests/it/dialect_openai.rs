@@ -4,7 +4,8 @@
 use crate::corpus;
 use crate::kit;
 
-use goondan_runtime::dialect::{Dialect, openai};
+use goondan_runtime::dialect::Dialect;
+use goondan_runtime::provider::openai;
 use goondan_runtime::testing::ResultAssertions;
 use goondan_runtime::{ToolCall, ToolCatalog};
 use serde_json::{Value, json};
@@ -145,13 +146,13 @@ fn every_corpus_type_is_strict_or_sent_alone_in_the_loose_form_with_its_reason()
         let catalog = corpus::catalog_of(&case);
         let tool = format!("corpus__{}", corpus::export_name(&case));
         let expected_problem = INEXPRESSIBLE.iter().find(|(n, _)| *n == case.name);
-        for dialect in [Dialect::OpenAiChat, Dialect::OpenAiResponses] {
+        for dialect in [Dialect::OPENAI_CHAT, Dialect::OPENAI_RESPONSES] {
             let tools = dialect
                 .tools(&catalog)
                 .unwrap_or_else(|e| panic!("{tool}: {e}"));
             let t = &tools[0];
             assert_eq!(t["type"], "function");
-            let f = if dialect == Dialect::OpenAiChat {
+            let f = if dialect == Dialect::OPENAI_CHAT {
                 &t["function"]
             } else {
                 t
@@ -196,10 +197,10 @@ fn a_loose_tool_leaves_the_rest_of_the_catalog_strict() {
     for item in strict.items() {
         catalog.push(item.clone());
     }
-    let tools = Dialect::OpenAiChat.tools(&catalog).unwrap();
+    let tools = Dialect::OPENAI_CHAT.tools(&catalog).unwrap();
     assert_eq!(tools[0]["function"]["strict"], false);
     assert_eq!(tools[1]["function"]["strict"], true);
-    let problems = Dialect::OpenAiChat.strict_problems(&catalog);
+    let problems = Dialect::OPENAI_CHAT.strict_problems(&catalog);
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].path, "/properties/env/additionalProperties");
 }
@@ -415,7 +416,7 @@ fn a_response_without_tool_calls_has_no_calls_and_a_broken_one_is_an_error() {
 
 /// The reason strict mode cannot take a schema, from [`Dialect::strict_problems`].
 fn strict_problem(catalog: &ToolCatalog) -> goondan_runtime::dialect::DialectError {
-    let mut problems = Dialect::OpenAiChat.strict_problems(catalog);
+    let mut problems = Dialect::OPENAI_CHAT.strict_problems(catalog);
     assert_eq!(problems.len(), 1, "{problems:?}");
     problems.remove(0)
 }
@@ -488,7 +489,7 @@ fn odd_schemas_give_a_schema_or_an_error_never_a_panic() {
         let catalog = corpus::catalog_with("odd", schema.clone());
         for dialect in Dialect::ALL {
             if let Ok(tools) = dialect.tools(&catalog)
-                && matches!(dialect, Dialect::OpenAiChat)
+                && dialect == Dialect::OPENAI_CHAT
             {
                 // Strict only when strict mode can take it; otherwise loose, with a reason.
                 let f = &tools[0]["function"];

@@ -44,11 +44,11 @@ fn every_seed_replays_through_its_fuzz_entry_point() {
         }
     }
     let dialects = [
-        ("dialect_openai_chat", Dialect::OpenAiChat),
-        ("dialect_openai_responses", Dialect::OpenAiResponses),
-        ("dialect_anthropic", Dialect::Anthropic),
-        ("dialect_gemini", Dialect::Gemini),
-        ("dialect_mcp", Dialect::Mcp),
+        ("dialect_openai_chat", Dialect::OPENAI_CHAT),
+        ("dialect_openai_responses", Dialect::OPENAI_RESPONSES),
+        ("dialect_anthropic", Dialect::ANTHROPIC),
+        ("dialect_gemini", Dialect::GEMINI),
+        ("dialect_mcp", Dialect::MCP),
     ];
     for (target, dialect) in dialects {
         for (_, data) in seeds(target) {

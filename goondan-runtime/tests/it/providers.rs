@@ -1,6 +1,7 @@
 //! Model providers against a replay server on 127.0.0.1: each provider's recorded answers
 //! (written from its API reference), streamed and not, parallel tool calls, a malformed chunk,
-//! retries on 429 and 5xx, the timeout, cancellation, and a whole Turn of the step loop.
+//! retries on 429 and 5xx, the timeout, cancellation, and a whole Turn of the step loop; and
+//! a provider of the test's own, registered from outside the crate.
 #![cfg(feature = "providers")]
 
 use goondan_test_peers::replay;
@@ -10,24 +11,26 @@ use std::time::{Duration, Instant};
 
 use goondan_runtime::bundle::Bundle;
 use goondan_runtime::catalog::ToolChoice;
+use goondan_runtime::dialect::{Dialect, DialectError, ParseError, ToolDialect, result_text};
 use goondan_runtime::prelude::*;
 use goondan_runtime::provider::{
-    ApiKey, Provider, ProviderConfig, ProviderModel, RetryPolicy, for_agent,
+    AnswerStream, ApiKey, Provider, ProviderAdapter, ProviderConfig, ProviderModel, RetryPolicy,
+    SseEvent, Turn, for_agent, turns,
 };
 use goondan_runtime::step::{
     AgentInstance, DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, StepError,
     TokenUsage, TurnEnd,
 };
-use goondan_runtime::{Message, Model, ToolCatalog};
+use goondan_runtime::{CatalogItem, Message, Model, ToolCatalog};
 use replay::{ReplayServer, Reply, data, named};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 const ALL: [Provider; 4] = [
-    Provider::OpenAiChat,
-    Provider::OpenAiResponses,
-    Provider::Anthropic,
-    Provider::Gemini,
+    Provider::OPENAI_CHAT,
+    Provider::OPENAI_RESPONSES,
+    Provider::ANTHROPIC,
+    Provider::GEMINI,
 ];
 
 /// Adds.
@@ -71,7 +74,7 @@ fn request(deltas: Option<DeltaSink>) -> ModelRequest {
 
 fn base(p: Provider, server: &ReplayServer) -> String {
     match p {
-        Provider::Gemini => server.url("/v1beta"),
+        Provider::GEMINI => server.url("/v1beta"),
         _ => server.url("/v1"),
     }
 }
@@ -90,19 +93,21 @@ fn config(p: Provider, server: &ReplayServer) -> ProviderConfig {
 
 fn model_name(p: Provider) -> &'static str {
     match p {
-        Provider::OpenAiChat | Provider::OpenAiResponses => "gpt-test",
-        Provider::Anthropic => "claude-test",
-        Provider::Gemini => "gemini-test",
+        Provider::OPENAI_CHAT | Provider::OPENAI_RESPONSES => "gpt-test",
+        Provider::ANTHROPIC => "claude-test",
+        Provider::GEMINI => "gemini-test",
+        other => unreachable!("not a built-in provider: {other}"),
     }
 }
 
 fn expected_path(p: Provider, stream: bool) -> &'static str {
     match (p, stream) {
-        (Provider::OpenAiChat, _) => "/v1/chat/completions",
-        (Provider::OpenAiResponses, _) => "/v1/responses",
-        (Provider::Anthropic, _) => "/v1/messages",
-        (Provider::Gemini, true) => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
-        (Provider::Gemini, false) => "/v1beta/models/gemini-test:generateContent",
+        (Provider::OPENAI_CHAT, _) => "/v1/chat/completions",
+        (Provider::OPENAI_RESPONSES, _) => "/v1/responses",
+        (Provider::ANTHROPIC, _) => "/v1/messages",
+        (Provider::GEMINI, true) => "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
+        (Provider::GEMINI, false) => "/v1beta/models/gemini-test:generateContent",
+        (other, _) => unreachable!("not a built-in provider: {other}"),
     }
 }
 
@@ -173,7 +178,7 @@ fn gemini_chunk(parts: Value, finish: Option<&str>, usage: Option<(u64, u64)>) -
 /// A streamed text answer, "Hello!", in pieces; usage 12 in, 3 out.
 fn text_stream(p: Provider, text: &[&str]) -> Reply {
     let events: Vec<String> = match p {
-        Provider::OpenAiChat => {
+        Provider::OPENAI_CHAT => {
             let mut e = vec![chat_chunk(
                 &json!({"role": "assistant", "content": ""}),
                 None,
@@ -187,7 +192,7 @@ fn text_stream(p: Provider, text: &[&str]) -> Reply {
             e.push("data: [DONE]".into());
             e
         }
-        Provider::OpenAiResponses => {
+        Provider::OPENAI_RESPONSES => {
             let mut e = vec![
                 resp_event(
                     json!({"type": "response.created", "sequence_number": 0, "response": {
@@ -217,7 +222,7 @@ fn text_stream(p: Provider, text: &[&str]) -> Reply {
             e.push(resp_completed(12, 3));
             e
         }
-        Provider::Anthropic => {
+        Provider::ANTHROPIC => {
             let mut e = vec![
                 anthropic_start(12),
                 anthropic_event(json!({"type": "content_block_start", "index": 0,
@@ -234,7 +239,7 @@ fn text_stream(p: Provider, text: &[&str]) -> Reply {
             e.extend(anthropic_end("end_turn", 3));
             e
         }
-        Provider::Gemini => {
+        Provider::GEMINI => {
             let n = text.len();
             text.iter()
                 .enumerate()
@@ -248,6 +253,7 @@ fn text_stream(p: Provider, text: &[&str]) -> Reply {
                 })
                 .collect()
         }
+        other => unreachable!("not a built-in provider: {other}"),
     };
     Reply::sse(&events)
 }
@@ -256,7 +262,7 @@ fn text_stream(p: Provider, text: &[&str]) -> Reply {
 /// (10, 20); usage 20 in, 9 out.
 fn calls_stream(p: Provider) -> Reply {
     let events: Vec<String> = match p {
-        Provider::OpenAiChat => vec![
+        Provider::OPENAI_CHAT => vec![
             chat_chunk(
                 &json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
                 "id": "call_a", "type": "function", "function": {"name": "calc__add", "arguments": ""}}]}),
@@ -287,7 +293,7 @@ fn calls_stream(p: Provider) -> Reply {
             chat_usage(20, 9),
             "data: [DONE]".into(),
         ],
-        Provider::OpenAiResponses => {
+        Provider::OPENAI_RESPONSES => {
             let mut e = Vec::new();
             for (i, (id, args)) in [
                 ("call_a", ["{\"a\":", " 2, \"b\": 3}"]),
@@ -317,7 +323,7 @@ fn calls_stream(p: Provider) -> Reply {
             e.push(resp_completed(20, 9));
             e
         }
-        Provider::Anthropic => {
+        Provider::ANTHROPIC => {
             let mut e = vec![anthropic_start(20)];
             for (i, (id, args)) in [
                 ("toolu_a", ["{\"a\":", " 2, \"b\": 3}"]),
@@ -341,12 +347,13 @@ fn calls_stream(p: Provider) -> Reply {
             e.extend(anthropic_end("tool_use", 9));
             e
         }
-        Provider::Gemini => vec![gemini_chunk(
+        Provider::GEMINI => vec![gemini_chunk(
             json!([{"functionCall": {"name": "calc__add", "args": {"a": 2, "b": 3}}},
                    {"functionCall": {"name": "calc__add", "args": {"a": 10, "b": 20}}}]),
             Some("STOP"),
             Some((20, 9)),
         )],
+        other => unreachable!("not a built-in provider: {other}"),
     };
     Reply::sse(&events)
 }
@@ -354,7 +361,7 @@ fn calls_stream(p: Provider) -> Reply {
 /// The same two calls, unstreamed.
 fn calls_json(p: Provider) -> Reply {
     let body = match p {
-        Provider::OpenAiChat => {
+        Provider::OPENAI_CHAT => {
             json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
             "model": "gpt-test", "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
                 "role": "assistant", "content": null, "tool_calls": [
@@ -362,7 +369,7 @@ fn calls_json(p: Provider) -> Reply {
                 {"id": "call_b", "type": "function", "function": {"name": "calc__add", "arguments": "{\"a\": 10, \"b\": 20}"}}]}}],
             "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29}})
         }
-        Provider::OpenAiResponses => {
+        Provider::OPENAI_RESPONSES => {
             json!({"id": "resp_1", "object": "response", "status": "completed",
             "error": null, "output": [
             {"type": "function_call", "id": "fc_0", "call_id": "call_a", "name": "calc__add",
@@ -371,36 +378,39 @@ fn calls_json(p: Provider) -> Reply {
              "arguments": "{\"a\": 10, \"b\": 20}", "status": "completed"}],
             "usage": {"input_tokens": 20, "output_tokens": 9, "total_tokens": 29}})
         }
-        Provider::Anthropic => json!({"id": "msg_1", "type": "message", "role": "assistant",
+        Provider::ANTHROPIC => json!({"id": "msg_1", "type": "message", "role": "assistant",
             "model": "claude-test", "stop_reason": "tool_use", "stop_sequence": null, "content": [
             {"type": "tool_use", "id": "toolu_a", "name": "calc__add", "input": {"a": 2, "b": 3}},
             {"type": "tool_use", "id": "toolu_b", "name": "calc__add", "input": {"a": 10, "b": 20}}],
             "usage": {"input_tokens": 20, "output_tokens": 9}}),
-        Provider::Gemini => json!({"candidates": [{"content": {"role": "model", "parts": [
+        Provider::GEMINI => json!({"candidates": [{"content": {"role": "model", "parts": [
             {"functionCall": {"name": "calc__add", "args": {"a": 2, "b": 3}}},
             {"functionCall": {"name": "calc__add", "args": {"a": 10, "b": 20}}}]},
             "finishReason": "STOP", "index": 0}],
             "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 9, "totalTokenCount": 29}}),
+        other => unreachable!("not a built-in provider: {other}"),
     };
     Reply::json(200, &body)
 }
 
 fn call_ids(p: Provider) -> [&'static str; 2] {
     match p {
-        Provider::OpenAiChat | Provider::OpenAiResponses => ["call_a", "call_b"],
-        Provider::Anthropic => ["toolu_a", "toolu_b"],
-        Provider::Gemini => ["gemini-call-0", "gemini-call-1"],
+        Provider::OPENAI_CHAT | Provider::OPENAI_RESPONSES => ["call_a", "call_b"],
+        Provider::ANTHROPIC => ["toolu_a", "toolu_b"],
+        Provider::GEMINI => ["gemini-call-0", "gemini-call-1"],
+        other => unreachable!("not a built-in provider: {other}"),
     }
 }
 
 /// A stream whose second event is cut off mid-JSON.
 fn malformed_stream(p: Provider) -> Reply {
     let first = match p {
-        Provider::OpenAiChat => chat_chunk(&json!({"role": "assistant", "content": "Hel"}), None),
-        Provider::OpenAiResponses => resp_event(json!({"type": "response.output_text.delta",
+        Provider::OPENAI_CHAT => chat_chunk(&json!({"role": "assistant", "content": "Hel"}), None),
+        Provider::OPENAI_RESPONSES => resp_event(json!({"type": "response.output_text.delta",
             "sequence_number": 1, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Hel"})),
-        Provider::Anthropic => anthropic_start(3),
-        Provider::Gemini => gemini_chunk(json!([{"text": "Hel"}]), None, None),
+        Provider::ANTHROPIC => anthropic_start(3),
+        Provider::GEMINI => gemini_chunk(json!([{"text": "Hel"}]), None, None),
+        other => unreachable!("not a built-in provider: {other}"),
     };
     Reply::sse(&[
         first,
@@ -436,7 +446,7 @@ fn assert_two_calls(p: Provider, response: &ModelResponse) {
 /// The system prompt, the user text and the tool catalog, where each provider takes them.
 fn assert_request_shape(p: Provider, body: &Value) {
     match p {
-        Provider::OpenAiChat => {
+        Provider::OPENAI_CHAT => {
             assert_eq!(body["model"], "gpt-test");
             assert_eq!(
                 body["messages"][0],
@@ -446,12 +456,12 @@ fn assert_request_shape(p: Provider, body: &Value) {
             assert_eq!(body["tools"][0]["function"]["name"], "calc__add");
             assert_eq!(body["tools"][0]["function"]["strict"], true);
         }
-        Provider::OpenAiResponses => {
+        Provider::OPENAI_RESPONSES => {
             assert_eq!(body["instructions"], "You add numbers.");
             assert_eq!(body["input"][0]["role"], "user");
             assert_eq!(body["tools"][0]["name"], "calc__add");
         }
-        Provider::Anthropic => {
+        Provider::ANTHROPIC => {
             assert_eq!(body["system"], "You add numbers.");
             assert_eq!(body["max_tokens"], 4096);
             assert_eq!(
@@ -461,7 +471,7 @@ fn assert_request_shape(p: Provider, body: &Value) {
             assert_eq!(body["tools"][0]["name"], "calc__add");
             assert!(body["tools"][0]["input_schema"].is_object());
         }
-        Provider::Gemini => {
+        Provider::GEMINI => {
             assert_eq!(
                 body["systemInstruction"]["parts"][0]["text"],
                 "You add numbers."
@@ -472,19 +482,21 @@ fn assert_request_shape(p: Provider, body: &Value) {
                 "calc__add"
             );
         }
+        other => unreachable!("not a built-in provider: {other}"),
     }
 }
 
 fn assert_key_sent(p: Provider, seen: &replay::Recorded) {
     let (name, value) = match p {
-        Provider::OpenAiChat | Provider::OpenAiResponses => {
+        Provider::OPENAI_CHAT | Provider::OPENAI_RESPONSES => {
             ("authorization", "Bearer sk-test-secret")
         }
-        Provider::Anthropic => ("x-api-key", "sk-test-secret"),
-        Provider::Gemini => ("x-goog-api-key", "sk-test-secret"),
+        Provider::ANTHROPIC => ("x-api-key", "sk-test-secret"),
+        Provider::GEMINI => ("x-goog-api-key", "sk-test-secret"),
+        other => unreachable!("not a built-in provider: {other}"),
     };
     assert_eq!(seen.header(name), Some(value), "{p}");
-    if p == Provider::Anthropic {
+    if p == Provider::ANTHROPIC {
         assert_eq!(seen.header("anthropic-version"), Some("2023-06-01"));
     }
 }
@@ -522,7 +534,7 @@ async fn every_provider_streams_text_deltas_to_the_sink_and_reports_usage() {
         assert_eq!(requests[0].path, expected_path(p, true), "{p}");
         assert_request_shape(p, &requests[0].body);
         assert_key_sent(p, &requests[0]);
-        if p != Provider::Gemini {
+        if p != Provider::GEMINI {
             assert_eq!(requests[0].body["stream"], true, "{p}");
         }
     }
@@ -572,9 +584,9 @@ async fn chat_tool_call_deltas_without_an_index_are_assembled_by_their_ids() {
         "data: [DONE]".into(),
     ]);
     let server = ReplayServer::start([reply]).await;
-    let model = ProviderModel::new(config(Provider::OpenAiChat, &server)).unwrap();
+    let model = ProviderModel::new(config(Provider::OPENAI_CHAT, &server)).unwrap();
     let response = model.respond(&request(None)).await.unwrap();
-    assert_two_calls(Provider::OpenAiChat, &response);
+    assert_two_calls(Provider::OPENAI_CHAT, &response);
 }
 
 /// llama-cpp-python's server (0.3.36) repeats the call's `id` and `name` in every chunk.
@@ -597,9 +609,9 @@ async fn chat_tool_call_deltas_repeating_their_id_and_name_are_not_appended() {
         "data: [DONE]".into(),
     ]);
     let server = ReplayServer::start([reply]).await;
-    let model = ProviderModel::new(config(Provider::OpenAiChat, &server)).unwrap();
+    let model = ProviderModel::new(config(Provider::OPENAI_CHAT, &server)).unwrap();
     let response = model.respond(&request(None)).await.unwrap();
-    assert_two_calls(Provider::OpenAiChat, &response);
+    assert_two_calls(Provider::OPENAI_CHAT, &response);
 }
 
 #[tokio::test]
@@ -612,7 +624,7 @@ async fn every_provider_reads_parallel_tool_calls_from_an_unstreamed_answer() {
         let requests = server.requests();
         assert_eq!(requests[0].path, expected_path(p, false), "{p}");
         assert_request_shape(p, &requests[0].body);
-        if p != Provider::Gemini {
+        if p != Provider::GEMINI {
             assert_eq!(requests[0].body["stream"], false, "{p}");
         }
     }
@@ -656,17 +668,17 @@ async fn a_stream_cut_before_its_closing_event_is_an_error_for_every_provider() 
 async fn a_429_with_retry_after_is_waited_for_then_the_answer_comes() {
     let errors = [
         (
-            Provider::OpenAiChat,
+            Provider::OPENAI_CHAT,
             json!({"error": {"message": "Rate limit reached for requests",
             "type": "requests", "param": null, "code": "rate_limit_exceeded"}}),
         ),
         (
-            Provider::Anthropic,
+            Provider::ANTHROPIC,
             json!({"type": "error", "error": {"type": "rate_limit_error",
             "message": "Number of request tokens has exceeded your per-minute rate limit"}}),
         ),
         (
-            Provider::Gemini,
+            Provider::GEMINI,
             json!({"error": {"code": 429, "message": "Resource has been exhausted",
             "status": "RESOURCE_EXHAUSTED"}}),
         ),
@@ -695,7 +707,7 @@ async fn a_500_is_retried_until_the_policy_gives_up() {
     let body = json!({"error": {"message": "The server had an error while processing your request.",
         "type": "server_error"}});
     let server = ReplayServer::start(vec![Reply::json(500, &body); 5]).await;
-    let model = ProviderModel::new(config(Provider::OpenAiResponses, &server)).unwrap();
+    let model = ProviderModel::new(config(Provider::OPENAI_RESPONSES, &server)).unwrap();
     let err = model.respond(&request(None)).await.unwrap_err();
     assert_eq!(
         err,
@@ -715,10 +727,10 @@ async fn a_400_is_not_retried() {
         "message": "max_tokens: field required"}});
     let server = ReplayServer::start([
         Reply::json(400, &body),
-        text_stream(Provider::Anthropic, &["x"]),
+        text_stream(Provider::ANTHROPIC, &["x"]),
     ])
     .await;
-    let model = ProviderModel::new(config(Provider::Anthropic, &server)).unwrap();
+    let model = ProviderModel::new(config(Provider::ANTHROPIC, &server)).unwrap();
     let err = model.respond(&request(None)).await.unwrap_err();
     assert!(
         matches!(&err, ModelError::Status { status: 400, attempts: 1, message, .. } if message == "max_tokens: field required"),
@@ -730,11 +742,11 @@ async fn a_400_is_not_retried() {
 #[tokio::test]
 async fn a_slow_answer_hits_the_timeout() {
     let server = ReplayServer::start([
-        text_stream(Provider::OpenAiChat, &["late"]).delay(Duration::from_secs(3)),
-        text_stream(Provider::OpenAiChat, &["late"]).delay(Duration::from_secs(3)),
+        text_stream(Provider::OPENAI_CHAT, &["late"]).delay(Duration::from_secs(3)),
+        text_stream(Provider::OPENAI_CHAT, &["late"]).delay(Duration::from_secs(3)),
     ])
     .await;
-    let config = config(Provider::OpenAiChat, &server)
+    let config = config(Provider::OPENAI_CHAT, &server)
         .timeout(Duration::from_millis(200))
         .retry(RetryPolicy {
             max_retries: 1,
@@ -761,11 +773,11 @@ async fn a_slow_answer_hits_the_timeout() {
 
 #[tokio::test]
 async fn a_stream_that_stalls_mid_answer_hits_the_timeout() {
-    let mut reply = text_stream(Provider::Anthropic, &["Hel", "lo"]);
+    let mut reply = text_stream(Provider::ANTHROPIC, &["Hel", "lo"]);
     reply.pieces[4].0 = Duration::from_secs(3);
     let server = ReplayServer::start([reply]).await;
     let model = ProviderModel::new(
-        config(Provider::Anthropic, &server).timeout(Duration::from_millis(300)),
+        config(Provider::ANTHROPIC, &server).timeout(Duration::from_millis(300)),
     )
     .unwrap();
     let err = model.respond(&request(None)).await.unwrap_err();
@@ -784,10 +796,10 @@ async fn a_stream_that_stalls_mid_answer_hits_the_timeout() {
 #[tokio::test]
 async fn a_cancelled_request_stops_at_once() {
     let server = ReplayServer::start([
-        text_stream(Provider::Gemini, &["late"]).delay(Duration::from_secs(5))
+        text_stream(Provider::GEMINI, &["late"]).delay(Duration::from_secs(5))
     ])
     .await;
-    let model = ProviderModel::new(config(Provider::Gemini, &server)).unwrap();
+    let model = ProviderModel::new(config(Provider::GEMINI, &server)).unwrap();
     let req = request(None);
     let token = req.cancellation.clone();
     tokio::spawn(async move {
@@ -803,11 +815,11 @@ async fn a_cancelled_request_stops_at_once() {
 #[tokio::test]
 async fn a_cancelled_turn_stops_its_model_request_and_the_next_turn_runs() {
     let server = ReplayServer::start([
-        text_stream(Provider::OpenAiChat, &["too late"]).delay(Duration::from_secs(5)),
-        text_stream(Provider::OpenAiChat, &["second"]),
+        text_stream(Provider::OPENAI_CHAT, &["too late"]).delay(Duration::from_secs(5)),
+        text_stream(Provider::OPENAI_CHAT, &["second"]),
     ])
     .await;
-    let model = Arc::new(ProviderModel::new(config(Provider::OpenAiChat, &server)).unwrap());
+    let model = Arc::new(ProviderModel::new(config(Provider::OPENAI_CHAT, &server)).unwrap());
     let state = tempfile::tempdir().unwrap();
     let agent = AgentInstance::builder("adder", registry(), model)
         .tools(["calc"])
@@ -841,7 +853,7 @@ async fn a_cancelled_turn_stops_its_model_request_and_the_next_turn_runs() {
 
 #[tokio::test]
 async fn the_api_key_is_never_in_debug_output() {
-    let config = ProviderConfig::new(Provider::OpenAiChat, "gpt-test")
+    let config = ProviderConfig::new(Provider::OPENAI_CHAT, "gpt-test")
         .api_key(ApiKey::new("sk-live-very-secret"));
     let model = ProviderModel::new(config).unwrap();
     let shown = format!("{model:?}");
@@ -851,7 +863,7 @@ async fn the_api_key_is_never_in_debug_output() {
 
 #[tokio::test]
 async fn an_unset_key_variable_is_a_config_error_naming_the_variable() {
-    let config = ProviderConfig::new(Provider::Anthropic, "claude-test")
+    let config = ProviderConfig::new(Provider::ANTHROPIC, "claude-test")
         .api_key_env("GOONDAN_TEST_KEY_THAT_IS_NOT_SET");
     let err = ProviderModel::new(config).unwrap_err();
     assert!(
@@ -863,7 +875,7 @@ async fn an_unset_key_variable_is_a_config_error_naming_the_variable() {
 /// Step 1 asks for `calc__add(2, 3)`, step 2 answers with text, for one provider.
 fn turn_replies(p: Provider) -> [Reply; 2] {
     let call: Vec<String> = match p {
-        Provider::OpenAiChat => vec![
+        Provider::OPENAI_CHAT => vec![
             chat_chunk(
                 &json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
                 "id": "call_a", "type": "function", "function": {"name": "calc__add", "arguments": "{\"a\": 2, "}}]}),
@@ -876,7 +888,7 @@ fn turn_replies(p: Provider) -> [Reply; 2] {
             chat_chunk(&json!({}), Some("tool_calls")),
             "data: [DONE]".into(),
         ],
-        Provider::OpenAiResponses => vec![
+        Provider::OPENAI_RESPONSES => vec![
             resp_event(
                 json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
                 "item": {"id": "fc_0", "type": "function_call", "status": "in_progress", "arguments": "",
@@ -888,7 +900,7 @@ fn turn_replies(p: Provider) -> [Reply; 2] {
             ),
             resp_completed(10, 5),
         ],
-        Provider::Anthropic => {
+        Provider::ANTHROPIC => {
             let mut e = vec![
                 anthropic_start(10),
                 anthropic_event(json!({"type": "content_block_start", "index": 0,
@@ -905,7 +917,7 @@ fn turn_replies(p: Provider) -> [Reply; 2] {
             e.extend(anthropic_end("tool_use", 5));
             e
         }
-        Provider::Gemini => vec![
+        Provider::GEMINI => vec![
             gemini_chunk(json!([{"text": "Adding", "thought": true}]), None, None),
             gemini_chunk(
                 json!([{"functionCall": {"name": "calc__add", "args": {"a": 2, "b": 3}},
@@ -914,6 +926,7 @@ fn turn_replies(p: Provider) -> [Reply; 2] {
                 Some((10, 5)),
             ),
         ],
+        other => unreachable!("not a built-in provider: {other}"),
     };
     [Reply::sse(&call), text_stream(p, &["2 + 3 = ", "5"])]
 }
@@ -921,7 +934,7 @@ fn turn_replies(p: Provider) -> [Reply; 2] {
 /// The tool result as the provider reads it, in the second request.
 fn assert_result_sent(p: Provider, body: &Value) {
     match p {
-        Provider::OpenAiChat => {
+        Provider::OPENAI_CHAT => {
             let m = body["messages"].as_array().unwrap();
             assert_eq!(m[2]["role"], "assistant");
             // `""`, never `null`: llama.cpp's server refuses a `null` or missing `content`.
@@ -935,7 +948,7 @@ fn assert_result_sent(p: Provider, body: &Value) {
                 json!({"role": "tool", "tool_call_id": "call_a", "content": "5"})
             );
         }
-        Provider::OpenAiResponses => {
+        Provider::OPENAI_RESPONSES => {
             let input = body["input"].as_array().unwrap();
             assert_eq!(input[1]["type"], "function_call");
             assert_eq!(input[1]["call_id"], "call_a");
@@ -944,7 +957,7 @@ fn assert_result_sent(p: Provider, body: &Value) {
                 json!({"type": "function_call_output", "call_id": "call_a", "output": "5"})
             );
         }
-        Provider::Anthropic => {
+        Provider::ANTHROPIC => {
             let m = body["messages"].as_array().unwrap();
             assert_eq!(m[1]["role"], "assistant");
             assert_eq!(
@@ -958,7 +971,7 @@ fn assert_result_sent(p: Provider, body: &Value) {
                 "content": "5", "is_error": false})
             );
         }
-        Provider::Gemini => {
+        Provider::GEMINI => {
             let c = body["contents"].as_array().unwrap();
             assert_eq!(c[1]["role"], "model");
             // The answer's parts go back as they came: the thought, and the call with its
@@ -974,6 +987,7 @@ fn assert_result_sent(p: Provider, body: &Value) {
                 json!({"functionResponse": {"name": "calc__add", "response": {"output": 5}}})
             );
         }
+        other => unreachable!("not a built-in provider: {other}"),
     }
 }
 
@@ -1015,7 +1029,7 @@ async fn the_step_loop_runs_a_whole_turn_through_every_provider() {
 
 #[tokio::test]
 async fn a_bundle_model_resource_drives_an_agent_turn_with_its_key_from_the_named_variable() {
-    let server = ReplayServer::start(turn_replies(Provider::Anthropic)).await;
+    let server = ReplayServer::start(turn_replies(Provider::ANTHROPIC)).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("system.md"), "Answer briefly.").unwrap();
     // The workspace forbids `unsafe`, so the test cannot set a variable (`set_var` is unsafe
@@ -1082,26 +1096,27 @@ spec:
 /// The tool choice as each provider reads it: (one named tool, `none`).
 fn choice_shapes(p: Provider) -> (&'static str, Value, Value) {
     match p {
-        Provider::OpenAiChat => (
+        Provider::OPENAI_CHAT => (
             "tool_choice",
             json!({"type": "function", "function": {"name": "calc__add"}}),
             json!("none"),
         ),
-        Provider::OpenAiResponses => (
+        Provider::OPENAI_RESPONSES => (
             "tool_choice",
             json!({"type": "function", "name": "calc__add"}),
             json!("none"),
         ),
-        Provider::Anthropic => (
+        Provider::ANTHROPIC => (
             "tool_choice",
             json!({"type": "tool", "name": "calc__add"}),
             json!({"type": "none"}),
         ),
-        Provider::Gemini => (
+        Provider::GEMINI => (
             "toolConfig",
             json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["calc__add"]}}),
             json!({"functionCallingConfig": {"mode": "NONE"}}),
         ),
+        other => unreachable!("not a built-in provider: {other}"),
     }
 }
 
@@ -1151,9 +1166,10 @@ async fn a_step_middleware_sets_the_tool_choice_of_its_step_over_the_models() {
         }
     }
     let required = |p: Provider| match p {
-        Provider::OpenAiChat | Provider::OpenAiResponses => json!("required"),
-        Provider::Anthropic => json!({"type": "any"}),
-        Provider::Gemini => json!({"functionCallingConfig": {"mode": "ANY"}}),
+        Provider::OPENAI_CHAT | Provider::OPENAI_RESPONSES => json!("required"),
+        Provider::ANTHROPIC => json!({"type": "any"}),
+        Provider::GEMINI => json!({"functionCallingConfig": {"mode": "ANY"}}),
+        other => unreachable!("not a built-in provider: {other}"),
     };
     for p in ALL {
         let server = ReplayServer::start(turn_replies(p)).await;
@@ -1171,8 +1187,8 @@ async fn a_step_middleware_sets_the_tool_choice_of_its_step_over_the_models() {
         let (field, _, _) = choice_shapes(p);
         assert_eq!(requests[0].body[field], required(p), "{p}");
         let auto = match p {
-            Provider::Anthropic => json!({"type": "auto"}),
-            Provider::Gemini => json!({"functionCallingConfig": {"mode": "AUTO"}}),
+            Provider::ANTHROPIC => json!({"type": "auto"}),
+            Provider::GEMINI => json!({"functionCallingConfig": {"mode": "AUTO"}}),
             _ => json!("auto"),
         };
         assert_eq!(requests[1].body[field], auto, "{p}");
@@ -1238,7 +1254,7 @@ fn recorded(name: &str) -> Reply {
 }
 
 fn real_server_model(server: &ReplayServer, stream: bool) -> ProviderModel {
-    let config = config(Provider::OpenAiChat, server)
+    let config = config(Provider::OPENAI_CHAT, server)
         .stream(stream)
         .tool_choice("calc__add".parse().unwrap())
         .retry(RetryPolicy {
@@ -1306,7 +1322,7 @@ async fn real_server_text_streamed_under_tool_choice_none_is_assembled_whole() {
             }
         }
     });
-    let config = config(Provider::OpenAiChat, &server).tool_choice(ToolChoice::None);
+    let config = config(Provider::OPENAI_CHAT, &server).tool_choice(ToolChoice::None);
     let response = ProviderModel::new(config)
         .unwrap()
         .respond(&request(Some(sink)))
@@ -1368,7 +1384,7 @@ async fn chat_answers_without_call_ids_or_with_arguments_as_objects_are_read() {
     for (reply, stream) in [(whole, false), (streamed, true)] {
         let server = ReplayServer::start([reply]).await;
         let model =
-            ProviderModel::new(config(Provider::OpenAiChat, &server).stream(stream)).unwrap();
+            ProviderModel::new(config(Provider::OPENAI_CHAT, &server).stream(stream)).unwrap();
         let response = model.respond(&request(None)).await.unwrap();
         let calls: Vec<(&str, &Value)> = response
             .tool_calls
@@ -1385,4 +1401,326 @@ async fn chat_answers_without_call_ids_or_with_arguments_as_objects_are_read() {
         );
         assert_eq!(response.content, None, "stream: {stream}");
     }
+}
+
+/// A provider of the test's own making, registered from outside the crate: `plainwire` (alias
+/// `plain`). `POST {base}/ask/{model}` (`?stream=1` when streamed), the key in `x-plain-key`,
+/// the conversation as `lines` of `{who, said}`, tools as `{fn, doc, takes}`, the tool choice
+/// as `pick`; an unstreamed answer is `{reply?, invoke: [{ref, fn, with}]}`, a streamed one
+/// events `{piece}` and `{invoke}` closed by an `end` event.
+struct PlainWire {
+    name: &'static str,
+}
+
+static PLAINWIRE: PlainWire = PlainWire { name: "plainwire" };
+
+fn plainwire_error(message: impl Into<String>) -> ModelError {
+    ModelError::Malformed {
+        provider: "plainwire",
+        message: message.into(),
+    }
+}
+
+impl ToolDialect for PlainWire {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
+        Ok(
+            json!({"fn": item.name.as_str(), "doc": item.description.as_deref(),
+                  "takes": item.parameters.as_deref()}),
+        )
+    }
+
+    fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
+        let bad = |path: String, reason: &str| ParseError {
+            provider: "plainwire",
+            path,
+            reason: reason.to_owned(),
+        };
+        let Some(invoke) = answer.get("invoke") else {
+            return Ok(Vec::new());
+        };
+        let list = invoke
+            .as_array()
+            .ok_or_else(|| bad("/invoke".into(), "expected an array"))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, call)| {
+                let text = |key: &str| {
+                    call.get(key)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .ok_or_else(|| bad(format!("/invoke/{i}/{key}"), "expected a string"))
+                };
+                let with = call.get("with").cloned().unwrap_or_else(|| json!({}));
+                Ok(ToolCall::new(text("ref")?, text("fn")?, with))
+            })
+            .collect()
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        json!({"who": "tool", "ref": result.tool_call_id, "said": result_text(result)})
+    }
+}
+
+impl ProviderAdapter for PlainWire {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["plain"]
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        "http://127.0.0.1:9"
+    }
+
+    fn default_key_env(&self) -> &'static str {
+        "PLAINWIRE_KEY"
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::new(&PLAINWIRE)
+    }
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|k| ("x-plain-key", k.to_owned()))
+            .into_iter()
+            .collect()
+    }
+
+    fn url(&self, base: &str, model: &str, stream: bool) -> String {
+        let query = if stream { "?stream=1" } else { "" };
+        format!("{base}/ask/{model}{query}")
+    }
+
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        let dialect = ProviderAdapter::dialect(self);
+        let lines: Vec<Value> = turns(&request.messages)
+            .into_iter()
+            .map(|turn| match turn {
+                Turn::User(text) => json!({"who": "user", "said": text}),
+                Turn::Assistant { text, calls, .. } => json!({"who": "model", "said": text,
+                    "invoke": calls.iter()
+                        .map(|c| json!({"ref": c.id, "fn": c.name, "with": c.args}))
+                        .collect::<Vec<_>>()}),
+                Turn::Result(result) => dialect.render_result(&result),
+            })
+            .collect();
+        Ok(
+            json!({"model": config.model, "brief": request.system, "lines": lines,
+                  "stream": stream}),
+        )
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
+        ("pick", json!(choice.to_string()))
+    }
+
+    fn parse(&self, answer: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        let tool_calls = ProviderAdapter::dialect(self)
+            .parse_calls(answer, catalog)
+            .map_err(|e| plainwire_error(e.to_string()))?;
+        Ok(ModelResponse {
+            content: answer
+                .get("reply")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            tool_calls,
+            usage: None,
+            metadata: serde_json::Map::new(),
+        })
+    }
+
+    fn stream(&self) -> Box<dyn AnswerStream> {
+        Box::new(PlainWirePieces::default())
+    }
+}
+
+/// A streamed `plainwire` answer being assembled.
+#[derive(Default)]
+struct PlainWirePieces {
+    text: String,
+    calls: Vec<Value>,
+    ended: bool,
+}
+
+impl AnswerStream for PlainWirePieces {
+    fn event(&mut self, event: &SseEvent, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        if event.name.as_deref() == Some("end") {
+            self.ended = true;
+            return Ok(true);
+        }
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| plainwire_error(format!("an event is not JSON: {e}")))?;
+        if let Some(piece) = value.get("piece").and_then(Value::as_str) {
+            self.text.push_str(piece);
+            if let Some(sink) = sink {
+                sink.send(&ModelDelta::Text(piece.to_owned()));
+            }
+        }
+        if let Some(call) = value.get("invoke") {
+            self.calls.push(call.clone());
+        }
+        Ok(false)
+    }
+
+    fn finish(self: Box<Self>, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if !self.ended {
+            return Err(plainwire_error("the stream ended before `end`"));
+        }
+        let answer = json!({"reply": self.text, "invoke": self.calls});
+        let mut response = PLAINWIRE.parse(&answer, catalog)?;
+        response.content = response.content.filter(|t| !t.is_empty());
+        Ok(response)
+    }
+}
+
+fn plainwire() -> Provider {
+    Provider::register(&PLAINWIRE).unwrap()
+}
+
+#[tokio::test]
+async fn a_provider_registered_from_outside_the_crate_runs_a_bundle_agent_turn_with_a_tool_call() {
+    let provider = plainwire();
+    assert_eq!(Provider::parse("plain"), Some(provider));
+    assert_eq!(provider.dialect().as_str(), "plainwire");
+    let step_one = Reply::sse(&[
+        data(&json!({"piece": "Adding."})),
+        data(&json!({"invoke": {"ref": "r1", "fn": "calc__add", "with": {"a": 2, "b": 3}}})),
+        named("end", &json!({})),
+    ]);
+    let step_two = Reply::sse(&[
+        data(&json!({"piece": "2 + 3 "})),
+        data(&json!({"piece": "= 5"})),
+        named("end", &json!({})),
+    ]);
+    let server = ReplayServer::start([step_one, step_two]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let var = "PATH";
+    let key = std::env::var(var).unwrap();
+    // The bundle names the provider by its alias: the bundle resolves it through the table.
+    let yaml = format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Model
+metadata: {{name: tiny}}
+spec:
+  provider: plain
+  model: tiny-1
+  endpoint: "{}"
+  apiKey: {{valueFrom: {{env: {var}}}}}
+  options: {{maxRetries: 0}}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: adder}}
+spec:
+  modelConfig:
+    modelRef: "Model/tiny"
+  prompts:
+    systemPrompt: "You add numbers."
+  tools: ["Tool/calc"]
+---
+apiVersion: goondan.ai/v1
+kind: Tool
+metadata: {{name: calc}}
+spec:
+  exports:
+    - name: add
+      parameters: {{type: object, properties: {{a: {{type: integer}}, b: {{type: integer}}}}, required: [a, b]}}
+"#,
+        server.url("/v9")
+    );
+    let path = dir.path().join("goondan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let bundle = Bundle::load(&path).unwrap();
+    let model = for_agent(&bundle, "adder").unwrap();
+    let agent = AgentInstance::from_bundle(&bundle, "adder", registry(), model)
+        .unwrap()
+        .state_dir(dir.path().join("state"))
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("what is 2 + 3?").await.unwrap();
+
+    assert_eq!(turn.end, TurnEnd::Answered);
+    assert_eq!(turn.steps.len(), 2);
+    assert_eq!(turn.steps[0].results[0].output, Some(json!(5)));
+    assert_eq!(turn.answer(), Some("2 + 3 = 5"));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0];
+    assert_eq!(first.path, "/v9/ask/tiny-1?stream=1");
+    assert_eq!(first.header("x-plain-key"), Some(key.as_str()));
+    assert_eq!(first.body["model"], "tiny-1");
+    assert_eq!(first.body["stream"], true);
+    assert_eq!(
+        first.body["lines"],
+        json!([{"who": "user", "said": "what is 2 + 3?"}])
+    );
+    assert_eq!(first.body["tools"][0]["fn"], "calc__add");
+    assert_eq!(
+        first.body["tools"][0]["takes"]["required"],
+        json!(["a", "b"])
+    );
+    // The second request carries the call and its result in the provider's own shape.
+    let lines = &requests[1].body["lines"];
+    assert_eq!(
+        lines[1],
+        json!({"who": "model", "said": "Adding.",
+               "invoke": [{"ref": "r1", "fn": "calc__add", "with": {"a": 2, "b": 3}}]})
+    );
+    assert_eq!(lines[2], json!({"who": "tool", "ref": "r1", "said": "5"}));
+}
+
+#[tokio::test]
+async fn a_registered_provider_reads_unstreamed_tool_calls_and_keeps_its_names_to_itself() {
+    let provider = plainwire();
+    // Registering the same adapter again is the same provider; another adapter may not take
+    // a name the table already has.
+    assert_eq!(Provider::register(&PLAINWIRE).unwrap(), provider);
+    static IMPOSTOR: PlainWire = PlainWire { name: "gemini" };
+    let taken = Provider::register(&IMPOSTOR).unwrap_err();
+    assert_eq!(taken.holder, "gemini");
+    assert_eq!(Provider::parse("gemini"), Some(Provider::GEMINI));
+
+    let answer = json!({"invoke": [
+        {"ref": "r1", "fn": "calc__add", "with": {"a": 2, "b": 3}},
+        {"ref": "r2", "fn": "calc__add", "with": {"a": 10, "b": 20}},
+    ]});
+    let server = ReplayServer::start([Reply::json(200, &answer)]).await;
+    let config = ProviderConfig::new(provider, "tiny-1")
+        .base_url(server.url("/v9/"))
+        .api_key(ApiKey::new("sk-plain"))
+        .tool_choice(ToolChoice::Required)
+        .stream(false);
+    let model = ProviderModel::new(config).unwrap();
+    let response = model.respond(&request(None)).await.unwrap();
+
+    assert_eq!(response.content, None);
+    let calls: Vec<(&str, &Value)> = response
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), &c.args))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("r1", &json!({"a": 2, "b": 3})),
+            ("r2", &json!({"a": 10, "b": 20}))
+        ]
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(sent.path, "/v9/ask/tiny-1");
+    assert_eq!(sent.header("x-plain-key"), Some("sk-plain"));
+    assert_eq!(sent.body["pick"], "required");
+    assert_eq!(sent.body["brief"], "You add numbers.");
+    assert_eq!(sent.body["stream"], false);
 }

@@ -1,32 +1,12 @@
-//! Google Gemini function calling: `tools: [{functionDeclarations: [{name, description,
-//! parameters}]}]`, `functionCall` parts in, `functionResponse` parts out.
-//!
-//! `parameters` is Gemini's `Schema`, a subset of OpenAPI 3.0:
-//! - every node has a `type` (`STRING`, `NUMBER`, `INTEGER`, `BOOLEAN`, `ARRAY`, `OBJECT`),
-//!   except an `anyOf` whose branches differ in type; no type arrays: `null` becomes
-//!   `nullable: true`;
-//! - no `$ref`/`$defs`, no `additionalProperties`, no `const`/`oneOf` (`oneOf` becomes `anyOf`,
-//!   a union of string constants one `enum` with `format: "enum"`, `const` a one-value `enum`);
-//! - kept: `description`, `properties`, `required`, `items`, `enum`, `minItems`, `maxItems`,
-//!   `minLength`, `maxLength`, `pattern`, `minimum`, `maximum`, and the formats `int32`,
-//!   `int64`, `float`, `double`, `date-time`; other keywords are dropped (the executor still
-//!   checks the neutral schema);
-//! - a tool without parameters has no `parameters`.
-//!
-//! Not expressible in `parameters`: recursive types (`$ref`), maps with free keys, values of any
-//! type (`serde_json::Value`), objects without properties below the top, unions of several
-//! types in one `type`, tuples, and top-level parameter names outside `[A-Za-z_][A-Za-z0-9_]*`
-//! (at most 64). Such a tool is sent with its neutral JSON Schema in `parametersJsonSchema`
-//! instead (Gemini takes either field), and
-//! [`Dialect::strict_problems`](super::Dialect::strict_problems) says why.
+//! The tool dialect of Google Gemini (see the module above for its rules).
 
 use serde_json::{Map, Value, json};
 
-use super::{
+use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::dialect::{
     DialectError, ParseError, Unsupported, distribute, first_union, loose_parameters,
     parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
 };
-use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "gemini";
@@ -48,6 +28,12 @@ const KEPT: &[&str] = &[
     "minimum",
     "maximum",
 ];
+
+/// The tools Gemini's `Schema` cannot express, sent with `parametersJsonSchema` (see the
+/// module docs).
+pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
+    crate::dialect::strict_problems_by(catalog, DIALECT, |p| gemini_parameters(p).map(drop))
+}
 
 /// The catalog as the request's `tools`: `[{functionDeclarations: [...]}]`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
@@ -327,7 +313,7 @@ pub fn function_response(result: &ToolCallResult) -> Value {
         ToolStatus::Ok => json!({"output": result.output}),
         ToolStatus::Pending => json!({"pending": {"handle": result.handle}}),
         ToolStatus::Error => json!({
-            "error": result.error.as_ref().map(super::error_json),
+            "error": result.error.as_ref().map(crate::dialect::error_json),
         }),
     };
     let mut response = response;
@@ -342,7 +328,7 @@ pub fn function_response(result: &ToolCallResult) -> Value {
                 }}));
             }
             other => {
-                notes.push(super::part_text(other).unwrap_or_else(|| {
+                notes.push(crate::dialect::part_text(other).unwrap_or_else(|| {
                     other.note("Gemini takes no such part in a function response")
                 }))
             }

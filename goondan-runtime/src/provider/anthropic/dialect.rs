@@ -1,14 +1,11 @@
-//! Anthropic Messages tool use: `tools: [{name, description, input_schema}]`, `tool_use` content
-//! blocks in, `tool_result` blocks (with `is_error`) out.
-//!
-//! `input_schema` is the neutral schema as it is (JSON Schema, `$defs`/`$ref` included). The one
-//! rule Anthropic adds is that the top level is an object without `oneOf`/`anyOf`/`allOf`: an
-//! enum as the whole input is a [`DialectError`] (wrap it in a struct field).
+//! The tool dialect of Anthropic Messages (see the module above for its rules).
 
 use serde_json::{Map, Value, json};
 
-use super::{DialectError, ParseError, Unsupported, parameters_of, require_object_root, str_field};
 use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::dialect::{
+    DialectError, ParseError, Unsupported, parameters_of, require_object_root, str_field,
+};
 use crate::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "anthropic";
@@ -86,11 +83,11 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {
 /// (an image as an `image` block, text as `text`, what Anthropic takes none of as a note).
 pub fn tool_result(result: &ToolCallResult) -> Value {
     let content = if result.content.is_empty() {
-        Value::from(super::result_text(result))
+        Value::from(crate::dialect::result_text(result))
     } else {
         let mut blocks = Vec::new();
         if result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error() {
-            blocks.push(json!({"type": "text", "text": super::result_text(result)}));
+            blocks.push(json!({"type": "text", "text": crate::dialect::result_text(result)}));
         }
         for part in &result.content {
             blocks.push(match part {
@@ -102,7 +99,7 @@ pub fn tool_result(result: &ToolCallResult) -> Value {
                         "data": b.base64(),
                     }
                 }),
-                other => json!({"type": "text", "text": super::part_text(other)
+                other => json!({"type": "text", "text": crate::dialect::part_text(other)
                     .unwrap_or_else(|| other.note("Anthropic takes no such part in a tool result"))}),
             });
         }

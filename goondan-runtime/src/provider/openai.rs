@@ -23,17 +23,17 @@
 //! Not expressible in strict mode: a map with free keys (`HashMap`), a value of any type
 //! (`serde_json::Value`), `allOf`/`not`/tuples, and nesting deeper than [`MAX_DEPTH`]. Such a
 //! tool is sent alone with `strict: false` and its neutral schema (the rest of the catalog stays
-//! strict), and [`Dialect::strict_problems`](super::Dialect::strict_problems) says why. An
+//! strict), and [`Dialect::strict_problems`](crate::dialect::Dialect::strict_problems) says why. An
 //! enum as the whole input (not an object) is a [`DialectError`].
 
 use serde_json::{Map, Value, json};
 
-use super::{
+use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::dialect::{
     DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
     loose_parameters, parameters_of, require_object_root, split_null, str_field, string_enum,
     undistributable,
 };
-use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::result::{ToolCall, ToolCallResult};
 
 const DIALECT: &str = "openai";
@@ -62,6 +62,24 @@ const NUMBER_KEYWORDS: &[&str] = &[
     "exclusiveMaximum",
     "multipleOf",
 ];
+
+/// The base URL of OpenAI's API, for both of its formats.
+pub(crate) const BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The key's usual variable.
+pub(crate) const KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// `authorization: Bearer {key}`, when there is a key.
+pub(crate) fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+    key.map(|k| ("authorization", format!("Bearer {k}")))
+        .into_iter()
+        .collect()
+}
+
+/// The tools strict mode cannot express, sent with `strict: false` (see the module docs).
+pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
+    crate::dialect::strict_problems_by(catalog, DIALECT, |p| strict_schema(p).map(drop))
+}
 
 /// The catalog as Chat Completions `tools`.
 pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
@@ -342,7 +360,7 @@ fn any_value(path: &str) -> Unsupported {
 /// let schema = json!({"type": "object", "properties": {"a": {"type": "string"},
 ///                     "b": {"type": "integer"}}, "required": ["a"]});
 /// let mut args = json!({"a": "x", "b": null});
-/// goondan_runtime::dialect::openai::drop_optional_nulls(&mut args, &schema);
+/// goondan_runtime::provider::openai::drop_optional_nulls(&mut args, &schema);
 /// assert_eq!(args, json!({"a": "x"}));
 /// ```
 pub fn drop_optional_nulls(args: &mut Value, schema: &Value) {
@@ -527,7 +545,7 @@ fn normalised(mut call: ToolCall, catalog: &ToolCatalog) -> ToolCall {
 /// A tool message takes only text: text parts join the text, images are announced there and
 /// sent in the user message [`chat_images`] makes, and other parts become notes.
 pub fn chat_result(result: &ToolCallResult) -> Value {
-    let mut text = super::result_text(result);
+    let mut text = crate::dialect::result_text(result);
     if !result.content.is_empty() && result.output.as_ref().is_none_or(Value::is_null) {
         text.clear();
     }
@@ -536,7 +554,7 @@ pub fn chat_result(result: &ToolCallResult) -> Value {
             crate::content::Content::Image(b) => {
                 format!("[image {} follows in the next user message]", b.mime_type)
             }
-            other => super::part_text(other).unwrap_or_else(|| {
+            other => crate::dialect::part_text(other).unwrap_or_else(|| {
                 other.note("Chat Completions takes no such part in a tool result")
             }),
         };
@@ -559,7 +577,7 @@ pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) ->
     for result in results {
         for part in &result.content {
             if let (crate::content::Content::Image(_), Some((url, _))) =
-                (part, super::data_url(part))
+                (part, crate::dialect::data_url(part))
             {
                 parts.push(json!({"type": "text", "text": format!(
                     "The image returned by the tool call `{}` ({}):",
@@ -576,18 +594,18 @@ pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) ->
 /// parts, `input_image` for images, and a note for what the Responses API takes none of.
 pub fn responses_result(result: &ToolCallResult) -> Value {
     let output = if result.content.is_empty() {
-        Value::from(super::result_text(result))
+        Value::from(crate::dialect::result_text(result))
     } else {
         let mut items = Vec::new();
         if result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error() {
-            items.push(json!({"type": "input_text", "text": super::result_text(result)}));
+            items.push(json!({"type": "input_text", "text": crate::dialect::result_text(result)}));
         }
         for part in &result.content {
-            items.push(match (part, super::data_url(part)) {
+            items.push(match (part, crate::dialect::data_url(part)) {
                 (crate::content::Content::Image(_), Some((url, _))) => {
                     json!({"type": "input_image", "image_url": url})
                 }
-                (other, _) => json!({"type": "input_text", "text": super::part_text(other)
+                (other, _) => json!({"type": "input_text", "text": crate::dialect::part_text(other)
                     .unwrap_or_else(|| other.note("the Responses API takes no such part here"))}),
             });
         }

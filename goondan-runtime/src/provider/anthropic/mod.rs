@@ -5,20 +5,39 @@
 //! `input_json_delta` with a piece of the call's input as `partial_json`),
 //! `content_block_stop`, `message_delta` (output tokens), `message_stop`; `ping`s between, and
 //! `error` when the provider fails mid-stream.
+//!
+//! # Tools
+//!
+//! Anthropic Messages tool use: `tools: [{name, description, input_schema}]`, `tool_use` content
+//! blocks in, `tool_result` blocks (with `is_error`) out.
+//!
+//! `input_schema` is the neutral schema as it is (JSON Schema, `$defs`/`$ref` included). The one
+//! rule Anthropic adds is that the top level is an object without `oneOf`/`anyOf`/`allOf`: an
+//! enum as the whole input is a [`DialectError`] (wrap it in a struct field).
+//!
+//! The dialect is `Dialect::ANTHROPIC`; the functions below are its parts.
+
+mod dialect;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
 use super::conversation::{Turn, turns};
-use super::sse::Event;
+use super::sse::SseEvent as Event;
+use super::{AnswerStream, ProviderAdapter};
 use super::{
     DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, count, event_json, malformed, non_empty,
 };
-use crate::dialect::{anthropic, arguments_from_str};
+use crate::catalog::{CatalogItem, ToolCatalog, ToolChoice};
+use crate::dialect::arguments_from_str;
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
 
-const P: Provider = Provider::Anthropic;
+pub use self::dialect::{parse_calls, tool_result, tools, user_message};
+
+const P: Provider = Provider::ANTHROPIC;
 
 /// Appends content blocks to the conversation, merged into the last message when it has the
 /// same role (tool results and the next user text travel together).
@@ -77,7 +96,7 @@ pub(crate) fn body(
                     push(&mut messages, "assistant", blocks);
                 }
             }
-            Turn::Result(r) => push(&mut messages, "user", vec![anthropic::tool_result(&r)]),
+            Turn::Result(r) => push(&mut messages, "user", vec![dialect::tool_result(&r)]),
         }
     }
     let mut body = Map::new();
@@ -125,7 +144,7 @@ pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect();
-    let tool_calls = anthropic::parse_calls(value).map_err(|e| malformed(P, e.to_string()))?;
+    let tool_calls = dialect::parse_calls(value).map_err(|e| malformed(P, e.to_string()))?;
     let usage = count(value, "/usage/input_tokens").map(|input| TokenUsage {
         input_tokens: input,
         output_tokens: count(value, "/usage/output_tokens").unwrap_or(0),
@@ -298,7 +317,7 @@ impl Stream {
                 }
             }
         }
-        let tool_calls = anthropic::parse_calls(&json!({ "content": content }))
+        let tool_calls = dialect::parse_calls(&json!({ "content": content }))
             .map_err(|e| malformed(P, e.to_string()))?;
         Ok(ModelResponse {
             content: non_empty(text),
@@ -306,5 +325,96 @@ impl Stream {
             usage: self.usage,
             metadata: Map::new(),
         })
+    }
+}
+
+/// Anthropic Messages: the provider `anthropic` and its tool dialect.
+pub(crate) struct Anthropic;
+
+impl Dialect {
+    /// Anthropic Messages tool use (`provider::anthropic`).
+    pub const ANTHROPIC: Dialect = Dialect::cached(&Anthropic, 2);
+}
+
+impl ToolDialect for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
+        dialect::tool(item)
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        dialect::tools(catalog)
+    }
+
+    fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
+        dialect::parse_calls(answer)
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        dialect::tool_result(result)
+    }
+}
+
+impl ProviderAdapter for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        "https://api.anthropic.com/v1"
+    }
+
+    fn default_key_env(&self) -> &'static str {
+        "ANTHROPIC_API_KEY"
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::ANTHROPIC
+    }
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
+        if let Some(k) = key {
+            headers.push(("x-api-key", k.to_owned()));
+        }
+        headers
+    }
+
+    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/messages")
+    }
+
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        body(config, request, stream)
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
+        ("tool_choice", tool_choice(choice))
+    }
+
+    fn parse(&self, answer: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        parse(answer)
+    }
+
+    fn stream(&self) -> Box<dyn AnswerStream> {
+        Box::new(Stream::default())
+    }
+}
+
+impl AnswerStream for Stream {
+    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        Stream::event(self, event, sink)
+    }
+
+    fn finish(self: Box<Self>, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        Stream::finish(*self)
     }
 }

@@ -5,16 +5,49 @@
 //! holding the next parts of `candidates[0].content`: text parts to append, and
 //! `functionCall` parts, each complete. `usageMetadata` carries the token counts; the stream
 //! ends when the connection does.
+//!
+//! # Tools
+//!
+//! Google Gemini function calling: `tools: [{functionDeclarations: [{name, description,
+//! parameters}]}]`, `functionCall` parts in, `functionResponse` parts out.
+//!
+//! `parameters` is Gemini's `Schema`, a subset of OpenAPI 3.0:
+//! - every node has a `type` (`STRING`, `NUMBER`, `INTEGER`, `BOOLEAN`, `ARRAY`, `OBJECT`),
+//!   except an `anyOf` whose branches differ in type; no type arrays: `null` becomes
+//!   `nullable: true`;
+//! - no `$ref`/`$defs`, no `additionalProperties`, no `const`/`oneOf` (`oneOf` becomes `anyOf`,
+//!   a union of string constants one `enum` with `format: "enum"`, `const` a one-value `enum`);
+//! - kept: `description`, `properties`, `required`, `items`, `enum`, `minItems`, `maxItems`,
+//!   `minLength`, `maxLength`, `pattern`, `minimum`, `maximum`, and the formats `int32`,
+//!   `int64`, `float`, `double`, `date-time`; other keywords are dropped (the executor still
+//!   checks the neutral schema);
+//! - a tool without parameters has no `parameters`.
+//!
+//! Not expressible in `parameters`: recursive types (`$ref`), maps with free keys, values of any
+//! type (`serde_json::Value`), objects without properties below the top, unions of several
+//! types in one `type`, tuples, and top-level parameter names outside `[A-Za-z_][A-Za-z0-9_]*`
+//! (at most 64). Such a tool is sent with its neutral JSON Schema in `parametersJsonSchema`
+//! instead (Gemini takes either field), and
+//! [`Dialect::strict_problems`](crate::dialect::Dialect::strict_problems) says why.
+//!
+//! The dialect is `Dialect::GEMINI`; the functions below are its parts.
+
+mod dialect;
 
 use serde_json::{Map, Value, json};
 
 use super::conversation::{Turn, turns};
-use super::sse::Event;
+use super::sse::SseEvent as Event;
+use super::{AnswerStream, ProviderAdapter};
 use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
-use crate::dialect::gemini::{self, GENERATED_ID_PREFIX};
+use crate::catalog::{CatalogItem, ToolCatalog, ToolChoice};
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
 
-const P: Provider = Provider::Gemini;
+pub use self::dialect::{GENERATED_ID_PREFIX, function_response, parse_calls, tools, user_content};
+
+const P: Provider = Provider::GEMINI;
 
 /// The assistant message's metadata key holding the answer's parts as Gemini sent them, so
 /// the next request carries them back unchanged (function calls with their
@@ -95,7 +128,7 @@ pub(crate) fn body(config: &ProviderConfig, request: &ModelRequest) -> Result<Va
                     push(&mut contents, "model", parts);
                 }
             }
-            Turn::Result(r) => push(&mut contents, "user", vec![gemini::function_response(&r)]),
+            Turn::Result(r) => push(&mut contents, "user", vec![dialect::function_response(&r)]),
         }
     }
     let mut body = Map::new();
@@ -235,7 +268,7 @@ impl Stream {
         if !self.complete {
             return Err(malformed(P, "the stream ended before a `finishReason`"));
         }
-        let tool_calls = gemini::parse_calls(&Value::Array(self.calls))
+        let tool_calls = dialect::parse_calls(&Value::Array(self.calls))
             .map_err(|e| malformed(P, e.to_string()))?;
         let mut metadata = Map::new();
         if !self.parts.is_empty() {
@@ -266,4 +299,106 @@ pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
     s.chunk(value, None)?;
     s.complete = true;
     s.finish()
+}
+
+/// Google Gemini: the provider `gemini` (also `google`) and its tool dialect.
+pub(crate) struct Gemini;
+
+impl Dialect {
+    /// Google Gemini function declarations (`provider::gemini`).
+    pub const GEMINI: Dialect = Dialect::cached(&Gemini, 3);
+}
+
+impl ToolDialect for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
+        dialect::declaration(item)
+    }
+
+    fn frame(&self) -> (&'static str, &'static str) {
+        (r#"[{"functionDeclarations":["#, "]}]")
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        dialect::tools(catalog)
+    }
+
+    fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
+        dialect::strict_problems(catalog)
+    }
+
+    fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
+        dialect::parse_calls(answer)
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        dialect::function_response(result)
+    }
+}
+
+impl ProviderAdapter for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["google"]
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        "https://generativelanguage.googleapis.com/v1beta"
+    }
+
+    fn default_key_env(&self) -> &'static str {
+        "GEMINI_API_KEY"
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::GEMINI
+    }
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|k| ("x-goog-api-key", k.to_owned()))
+            .into_iter()
+            .collect()
+    }
+
+    fn url(&self, base: &str, model: &str, stream: bool) -> String {
+        url(base, model, stream)
+    }
+
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        request: &ModelRequest,
+        _stream: bool,
+    ) -> Result<Value, ModelError> {
+        body(config, request)
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
+        ("toolConfig", tool_config(choice))
+    }
+
+    fn parse(&self, answer: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        parse(answer)
+    }
+
+    fn stream(&self) -> Box<dyn AnswerStream> {
+        Box::new(Stream::default())
+    }
+}
+
+impl AnswerStream for Stream {
+    /// Gemini has no closing event: the answer is whole when the stream ends.
+    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        Stream::event(self, event, sink).map(|()| false)
+    }
+
+    fn finish(self: Box<Self>, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        Stream::finish(*self)
+    }
 }
