@@ -369,7 +369,7 @@ impl ExecutorBuilder {
     /// Sets where this executor's errors with runtime codes point (RES-7): the address of
     /// `docs/errors.md` (or the host's copy of it), without the `#`. Their `helpUrl` becomes
     /// `{base}#{code in lower case}`. Default: the process-wide base
-    /// ([`help_url::help_url_base`]).
+    /// ([`help_url_base`](crate::help_url::help_url_base)).
     pub fn help_url_base(mut self, base: impl Into<String>) -> Self {
         self.help_url_base = Some(Arc::from(base.into()));
         self
