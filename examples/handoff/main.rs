@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goondan_base::{Agents, Bash};
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::{
     AgentContext, AgentIdentity, AgentWorker, Orchestrator, ProcessConfig, SwarmSpec, agent_mode,
 };
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use goondan_runtime::{
-    IntoTool, ToolCall, ToolCatalog, ToolError, ToolExecutor, ToolRegistry, agent::AgentFuture,
+    IntoTool, ToolCall, ToolCatalog, ToolError, ToolExecutor, ToolRegistry,
+    tools::agent::AgentFuture,
 };
 use serde_json::{Value, json};
 
@@ -142,7 +143,7 @@ async fn host() -> anyhow::Result<()> {
     let swarm = SwarmSpec::new("handoff-demo", "planner")
         .agent_calling("planner", ["coder"])
         .agent_calling("coder", Vec::<String>::new());
-    let config = goondan_runtime::orchestrator::OrchestratorConfig {
+    let config = goondan_runtime::agents::orchestrator::OrchestratorConfig {
         workdir: workdir.path().to_path_buf(),
         ..Default::default()
     };

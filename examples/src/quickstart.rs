@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use goondan_runtime::pending::PendingResults;
+use goondan_runtime::calls::pending::PendingResults;
 use goondan_runtime::{ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry};
 use serde_json::Value;
 

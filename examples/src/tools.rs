@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use goondan_runtime::prelude::*;
-use goondan_runtime::tool::ToolDefinitionError;
+use goondan_runtime::tools::tool::ToolDefinitionError;
 
 /// The uppercased text.
 #[derive(Debug, Serialize)]

@@ -12,13 +12,13 @@
 //! - `agents__catalog {}` describes the swarm from the caller's side (AG-5).
 //!
 //! Everything goes through [`ToolContext::runtime`]; the Orchestrator of
-//! `goondan_runtime::orchestrator` provides it. Every failure (unknown target, timeout, crash,
+//! `goondan_runtime::agents::orchestrator` provides it. Every failure (unknown target, timeout, crash,
 //! cycle, no runtime) is a structured error with a suggestion (HO-4).
 
 use std::sync::Arc;
 
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions, SpawnOptions};
-use goondan_runtime::orchestrator::{DEFAULT_TIMEOUT_MS, codes};
+use goondan_runtime::agents::orchestrator::{DEFAULT_TIMEOUT_MS, codes};
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions, SpawnOptions};
 use goondan_runtime::{IntoOutcome, Outcome, Pending, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;

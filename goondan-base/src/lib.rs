@@ -41,7 +41,7 @@ pub mod wait;
 pub mod web_api;
 pub mod workspace;
 
-use goondan_runtime::tool::ToolDefinitionError;
+use goondan_runtime::tools::tool::ToolDefinitionError;
 use goondan_runtime::{IntoTool, Tool};
 
 pub use crate::agents::Agents;
@@ -101,7 +101,7 @@ pub fn library() -> goondan_runtime::bundle::ToolLibrary {
 /// let bash = goondan_base::resolve_ref("@goondan/base", "bash").transpose()?;
 /// assert_eq!(bash.as_ref().map(|t| t.name()), Some("bash"));
 /// assert!(goondan_base::resolve_ref("@other/pkg", "bash").is_none());
-/// # Ok::<(), goondan_runtime::tool::ToolDefinitionError>(())
+/// # Ok::<(), goondan_runtime::tools::tool::ToolDefinitionError>(())
 /// ```
 pub fn resolve_ref(package: &str, name: &str) -> Option<Result<Tool, ToolDefinitionError>> {
     if package != PACKAGE {

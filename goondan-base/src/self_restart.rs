@@ -5,7 +5,7 @@
 //!
 //! The tool restarts nothing itself: its output is a structured signal. Whoever runs the turn
 //! reads it back with [`RestartSignal::from_output`] and honours it after the turn: a bundle's
-//! agent (`goondan_runtime::swarm::StepWorker`) asks the Orchestrator, which lets the process
+//! agent (`goondan_runtime::agents::swarm::StepWorker`) asks the Orchestrator, which lets the process
 //! finish its in-flight work, holds new work for the next process, and starts it at once
 //! without counting a crash. The reason defaults to [`DEFAULT_REASON`].
 //!
@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The reason given when the call gives none (upstream's value).
-pub const DEFAULT_REASON: &str = goondan_runtime::agent::DEFAULT_RESTART_REASON;
+pub const DEFAULT_REASON: &str = goondan_runtime::tools::agent::DEFAULT_RESTART_REASON;
 
 /// Input of `self-restart__request`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -46,7 +46,7 @@ pub struct RequestOutput {
 
 /// A restart asked for by `self-restart__request`, read back from a tool output (the runtime's
 /// type: a bundle's agents honour it through the Orchestrator).
-pub use goondan_runtime::agent::RestartSignal;
+pub use goondan_runtime::tools::agent::RestartSignal;
 
 /// The `self-restart` tool.
 #[derive(Debug, Clone, Copy, Default)]

@@ -55,7 +55,7 @@ use proc_macro::TokenStream;
 ///     pub text: String,
 /// }
 ///
-/// # fn main() -> Result<(), goondan_runtime::tool::ToolDefinitionError> {
+/// # fn main() -> Result<(), goondan_runtime::tools::tool::ToolDefinitionError> {
 /// let tool = text_utils::TOOL.build()?;
 /// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
 /// assert_eq!(names, ["text-utils__uppercase", "text-utils__count-words"]);
@@ -69,7 +69,7 @@ use proc_macro::TokenStream;
 /// # Forms
 /// - **`mod name { ... }`** (inline): every `pub fn`, sync or `async`, is an export; other
 ///   functions are helpers. Adds `name::TOOL`, a [`StaticTool`], registered through
-///   `inventory` (see `goondan_runtime::tool::linked_tools`).
+///   `inventory` (see `goondan_runtime::tools::tool::linked_tools`).
 /// - **`impl Type { ... }`**: every `pub fn` taking `&self` is an export; `pub fn`s without a
 ///   receiver (constructors) are left alone. Implements `IntoTool for Type`, so
 ///   `Type::new(..).into_tool()?` builds the tool around one shared instance. Not registered:
@@ -191,7 +191,7 @@ fn with_errors(cx: ctxt::Ctxt, mut tokens: proc_macro2::TokenStream) -> TokenStr
 ///     input.text.split_whitespace().filter(|w| w.len() >= input.min_len).count()
 /// }
 ///
-/// # fn main() -> Result<(), goondan_runtime::tool::ToolDefinitionError> {
+/// # fn main() -> Result<(), goondan_runtime::tools::tool::ToolDefinitionError> {
 /// let tool = count::TOOL.build()?;
 /// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
 /// assert_eq!(names, ["words__count"]);

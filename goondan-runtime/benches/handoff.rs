@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
-use goondan_runtime::orchestrator::ipc::{self, IpcMessage, MessageType};
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::ipc::{self, IpcMessage, MessageType};
+use goondan_runtime::agents::orchestrator::{
     Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode, worker_fn,
 };
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use serde_json::json;
 
 fn swarm() -> SwarmSpec {

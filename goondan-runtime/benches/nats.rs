@@ -17,11 +17,11 @@ use goondan_test_peers::nats;
 use std::time::Duration;
 
 use criterion::Criterion;
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
-use goondan_runtime::orchestrator::nats::{AgentHost, NatsOptions, NatsSwarm};
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::nats::{AgentHost, NatsOptions, NatsSwarm};
+use goondan_runtime::agents::orchestrator::{
     Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode, worker_fn,
 };
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use serde_json::json;
 
 fn swarm() -> SwarmSpec {

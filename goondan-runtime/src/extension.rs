@@ -24,10 +24,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::handler::Handler;
-use crate::middleware::{Middleware, MiddlewareList, Stage, ToolCallContext};
-use crate::registry::{RegistryError, ToolRegistry};
-use crate::tool::ToolSource;
+use crate::calls::middleware::{Middleware, MiddlewareList, Stage, ToolCallContext};
+use crate::tools::handler::Handler;
+use crate::tools::registry::{RegistryError, ToolRegistry};
+use crate::tools::tool::ToolSource;
 
 /// Code that extends an agent instance. `register` runs once, when the instance is built.
 pub trait Extension: Send + Sync + 'static {

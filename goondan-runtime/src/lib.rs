@@ -9,6 +9,11 @@
 //! - [`ToolExecutor::execute`] runs a model's [`ToolCall`] and always answers with a
 //!   [`ToolCallResult`]: failures are data (`status: "error"`), never a panic or an `Err`.
 //!
+//! The modules, by layer: [`tools`] (what a tool is, what it gets and what it answers),
+//! [`calls`] (running calls: the executor, middleware, approvals, pending results), then the
+//! agent's side with the `host` feature and others (`extension`, `bundle`, `dialect`, `step`,
+//! `provider`, `mcp`, `agents`), and [`testing`]. A module imports only from the layers below.
+//!
 //! ```
 //! use goondan_runtime::prelude::*;
 //! use goondan_runtime::testing::TestKit;
@@ -39,68 +44,46 @@
 //! # }
 //! ```
 
-pub mod agent;
-pub mod annotations;
-pub mod approval;
+#[cfg(all(feature = "host", unix))]
+pub mod agents;
 #[cfg(feature = "host")]
 pub mod bundle;
-pub mod catalog;
-pub mod content;
-pub mod context;
+pub mod calls;
 #[cfg(feature = "host")]
 pub mod dialect;
-pub mod error;
-mod events;
-pub mod executor;
 #[cfg(feature = "host")]
 pub mod extension;
-mod finish;
-pub mod handler;
-pub mod help_url;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod middleware;
-pub mod name;
-#[cfg(all(feature = "host", unix))]
-pub mod orchestrator;
-pub mod output_schema;
-pub mod pending;
 #[cfg(feature = "providers")]
 pub mod provider;
-mod refusal;
-pub mod registry;
-mod rendered;
-pub mod result;
-pub mod schema;
 #[cfg(feature = "host")]
 pub mod step;
-#[cfg(all(feature = "host", unix))]
-pub mod swarm;
 pub mod testing;
-pub mod tool;
+pub mod tools;
 
 pub use goondan_macros::{export, tool, tool_input};
 
-pub use crate::agent::AgentRuntime;
 #[cfg(feature = "host")]
 pub use crate::bundle::{Bundle, ToolLibrary};
-pub use crate::catalog::{CatalogItem, ToolCatalog};
-pub use crate::context::{Message, ToolContext};
+pub use crate::calls::executor::{CallPolicy, ToolExecutor};
+pub use crate::calls::middleware::{Middleware, Next, ToolCallContext, from_fn};
+pub use crate::calls::pending::PendingResults;
 #[cfg(feature = "host")]
 pub use crate::dialect::{Dialect, DialectError, ParseError};
-pub use crate::error::ToolError;
-pub use crate::executor::{CallPolicy, ToolExecutor};
 #[cfg(feature = "host")]
 pub use crate::extension::{Extension, ExtensionApi};
-pub use crate::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
-pub use crate::middleware::{Middleware, Next, ToolCallContext, from_fn};
-pub use crate::name::ToolName;
-pub use crate::pending::PendingResults;
-pub use crate::registry::ToolRegistry;
-pub use crate::result::{JsonObject, ToolCall, ToolCallResult, ToolStatus};
 #[cfg(feature = "host")]
 pub use crate::step::{AgentInstance, Model, ScriptedModel};
-pub use crate::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
+pub use crate::tools::agent::AgentRuntime;
+pub use crate::tools::catalog::{CatalogItem, ToolCatalog};
+pub use crate::tools::context::{Message, ToolContext};
+pub use crate::tools::error::ToolError;
+pub use crate::tools::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
+pub use crate::tools::name::ToolName;
+pub use crate::tools::registry::ToolRegistry;
+pub use crate::tools::result::{JsonObject, ToolCall, ToolCallResult, ToolStatus};
+pub use crate::tools::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
 
 /// What a tool author needs in scope: the attribute, the context, the error, and the derives
 /// for input types.
@@ -125,11 +108,12 @@ pub mod __private {
     pub use ::serde_json;
     pub use ::std;
 
-    pub use crate::annotations::{ExportAnnotations, TaskSupport};
-    pub use crate::context::ToolContext;
-    pub use crate::error::ToolError;
-    pub use crate::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
-    pub use crate::tool::{
+    pub use crate::tools::annotations::{ExportAnnotations, TaskSupport};
+    pub use crate::tools::context::ToolContext;
+    pub use crate::tools::error::ToolError;
+    pub use crate::tools::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
+    pub use crate::tools::name;
+    pub use crate::tools::tool::{
         Export, IntoTool, StaticTool, Tool, ToolBuilder, ToolDefinitionError, finish_generated,
         is_whole_input,
     };
@@ -159,8 +143,8 @@ pub mod __private {
     }
 
     /// The output schema of `T`, for `#[export(output_schema)]`.
-    pub fn output_schema<T: ::schemars::JsonSchema>() -> crate::output_schema::OutputSchema {
-        crate::output_schema::OutputSchema::of::<T>()
+    pub fn output_schema<T: ::schemars::JsonSchema>() -> crate::tools::output_schema::OutputSchema {
+        crate::tools::output_schema::OutputSchema::of::<T>()
     }
 
     /// A timeout in milliseconds.
@@ -181,6 +165,6 @@ const _: () = {
     assert_send_sync::<Tool>();
     assert_send_sync::<Export>();
     assert_send_sync::<StaticTool>();
-    assert_send_sync::<pending::PendingResults>();
+    assert_send_sync::<PendingResults>();
     assert_send_sync::<testing::TestKit>();
 };

@@ -25,14 +25,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::catalog::ToolCatalog;
-use crate::context::ToolContext;
-use crate::error::ToolError;
-use crate::executor::{CallPolicy, ToolExecutor};
-use crate::middleware::Middleware;
-use crate::registry::{RegistryError, ToolRegistry};
-use crate::result::{ToolCall, ToolCallResult};
-use crate::tool::{IntoTool, Tool, ToolDefinitionError};
+use crate::calls::executor::{CallPolicy, ToolExecutor};
+use crate::calls::middleware::Middleware;
+use crate::tools::catalog::ToolCatalog;
+use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
+use crate::tools::registry::{RegistryError, ToolRegistry};
+use crate::tools::result::{ToolCall, ToolCallResult};
+use crate::tools::tool::{IntoTool, Tool, ToolDefinitionError};
 
 /// Why a [`TestKit`] could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +42,7 @@ pub enum TestKitError {
     Registry(#[from] RegistryError),
     /// The catalog names resources that are not registered.
     #[error(transparent)]
-    Catalog(#[from] crate::catalog::CatalogError),
+    Catalog(#[from] crate::tools::catalog::CatalogError),
     /// The temporary workdir could not be created.
     #[error("cannot create the temporary workdir: {0}")]
     Workdir(#[source] std::io::Error),

@@ -7,7 +7,7 @@ mod captured_events;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use goondan_runtime::approval::{Approvals, Decision, Policy, approver_fn};
+use goondan_runtime::calls::approval::{Approvals, Decision, Policy, approver_fn};
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use serde_json::json;

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use goondan_runtime::HandlerCall;
-use goondan_runtime::handler::HandlerError;
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
+use goondan_runtime::tools::handler::HandlerError;
 use goondan_runtime::{JsonObject, Outcome, Tool};
 use serde_json::{Value, json};
 
@@ -436,7 +436,7 @@ async fn impl_form_shares_one_instance_across_calls() {
 
 #[test]
 fn mod_and_fn_tools_are_registered_and_impl_tools_are_not() {
-    let linked: Vec<&str> = goondan_runtime::tool::linked_tools()
+    let linked: Vec<&str> = goondan_runtime::tools::tool::linked_tools()
         .iter()
         .map(|t| t.name())
         .collect();

@@ -5,10 +5,10 @@ mod common;
 
 use std::sync::Arc;
 
-use goondan_runtime::catalog::CatalogError;
-use goondan_runtime::registry::RegistryError;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
-use goondan_runtime::tool::{SourceKind, ToolDefinitionError};
+use goondan_runtime::tools::catalog::CatalogError;
+use goondan_runtime::tools::registry::RegistryError;
+use goondan_runtime::tools::tool::{SourceKind, ToolDefinitionError};
 use goondan_runtime::{
     CatalogItem, Export, Tool, ToolCatalog, ToolError, ToolName, ToolRegistry, ToolSource,
     handler_fn,

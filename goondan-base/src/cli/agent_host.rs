@@ -6,11 +6,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use goondan_runtime::agents::orchestrator::nats::{AgentHost, NatsAuth, NatsError, NatsOptions};
+use goondan_runtime::agents::orchestrator::{
+    OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode,
+};
+use goondan_runtime::agents::swarm::{ENV_BUNDLE, StepWorker, SwarmSpecError};
 use goondan_runtime::bundle::{Bundle, BundleError, ToolLibrary};
-use goondan_runtime::orchestrator::nats::{AgentHost, NatsAuth, NatsError, NatsOptions};
-use goondan_runtime::orchestrator::{OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode};
 use goondan_runtime::provider::model_factory;
-use goondan_runtime::swarm::{ENV_BUNDLE, StepWorker, SwarmSpecError};
 
 use super::{EXIT_OK, EXIT_USAGE};
 

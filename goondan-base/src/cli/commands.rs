@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use goondan_runtime::bundle::{Bundle, BundleError, Severity, ToolLibrary, export_tools};
-use goondan_runtime::catalog::CatalogError;
-use goondan_runtime::registry::RegistryError;
+use goondan_runtime::tools::catalog::CatalogError;
+use goondan_runtime::tools::registry::RegistryError;
 use goondan_runtime::{
     Dialect, DialectError, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry,
     ToolStatus,

@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use goondan_runtime::approval::{Approvals, Policy};
 use goondan_runtime::bundle::{Bundle, BundleError, ToolLibrary};
+use goondan_runtime::calls::approval::{Approvals, Policy};
 use goondan_runtime::mcp::server::{ElicitationApprover, McpServer, McpServerError, ServeError};
-use goondan_runtime::registry::RegistryError;
+use goondan_runtime::tools::registry::RegistryError;
 use goondan_runtime::{ToolExecutor, ToolRegistry};
 
 use super::EXIT_OK;

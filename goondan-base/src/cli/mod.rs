@@ -112,7 +112,7 @@ pub enum McpCommand {
         /// `risky` (destructive or open-world exports), `destructive`, or `deny` (refuse
         /// them). A client without elicitation cannot be asked: its asked calls are denied.
         #[arg(long, value_name = "POLICY", default_value = "never")]
-        approve: goondan_runtime::approval::Policy,
+        approve: goondan_runtime::calls::approval::Policy,
     },
 }
 

@@ -6,7 +6,7 @@
 
 mod scripted;
 
-use goondan_runtime::orchestrator::agent_mode;
+use goondan_runtime::agents::orchestrator::agent_mode;
 
 fn main() {
     agent_mode::run_if_requested(|_me| scripted::scripted());

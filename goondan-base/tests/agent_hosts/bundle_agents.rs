@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use goondan_base::{PACKAGE, resolve_ref};
+use goondan_runtime::agents::orchestrator::agent_mode;
+use goondan_runtime::agents::swarm::{ModelFactory, StepWorker};
 use goondan_runtime::bundle::ToolLibrary;
-use goondan_runtime::orchestrator::agent_mode;
 use goondan_runtime::prelude::*;
 use goondan_runtime::step::{Model, ModelResponse, ScriptedModel};
-use goondan_runtime::swarm::{ModelFactory, StepWorker};
 use serde_json::json;
 
 /// The package of the test tools: `ref: {kind: Tool, name: probe, package: "@goondan-test/probe"}`.

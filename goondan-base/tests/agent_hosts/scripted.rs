@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use goondan_base::{Agents, Bash};
-use goondan_runtime::orchestrator::{AgentWorker, worker_fn};
+use goondan_runtime::agents::orchestrator::{AgentWorker, worker_fn};
 use goondan_runtime::{IntoTool, ToolCall, ToolCatalog, ToolExecutor, ToolRegistry};
 use serde_json::json;
 

@@ -6,9 +6,9 @@ use goondan_test_peers::nats;
 use std::process::Stdio;
 use std::time::Duration;
 
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
-use goondan_runtime::orchestrator::nats::{NatsOptions, NatsSwarm};
-use goondan_runtime::orchestrator::{SwarmSpec, codes};
+use goondan_runtime::agents::orchestrator::nats::{NatsOptions, NatsSwarm};
+use goondan_runtime::agents::orchestrator::{SwarmSpec, codes};
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const BUNDLE: &str = "\
@@ -96,7 +96,11 @@ async fn agent_host_serves_the_bundles_agents_placed_on_it_over_nats() {
                 )
                 .await
                 .unwrap_err();
-            assert_eq!(e.code(), goondan_runtime::swarm::TURN_FAILED, "{e:?}");
+            assert_eq!(
+                e.code(),
+                goondan_runtime::agents::swarm::TURN_FAILED,
+                "{e:?}"
+            );
             assert!(e.message().contains(&format!("agent `{agent}`")), "{e:?}");
         }
         let e = entry
@@ -185,7 +189,10 @@ async fn goondan_run_nats_is_the_entry_side_of_a_swarm_served_by_hosts() {
         let out = run_over_nats(&server.url, &bundle).await;
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
+        assert!(
+            err.contains(goondan_runtime::agents::swarm::TURN_FAILED),
+            "{err}"
+        );
         assert!(err.contains("agent `planner`"), "{err}");
         assert!(err.starts_with("error: "), "{err}");
     })
@@ -206,7 +213,10 @@ async fn nats_token_flag_reaches_the_server_from_agent_host_and_run() {
         let out = run_over_nats_with(&server.url, &bundle, &token).await;
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(err.contains(goondan_runtime::swarm::TURN_FAILED), "{err}");
+        assert!(
+            err.contains(goondan_runtime::agents::swarm::TURN_FAILED),
+            "{err}"
+        );
         // A wrong token: refused by the server, and said so.
         let out = run_over_nats_with(&server.url, &bundle, &["--nats-token", "wrong"]).await;
         let err = String::from_utf8_lossy(&out.stderr);

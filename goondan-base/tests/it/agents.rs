@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goondan_base::{Agents, resolve_ref};
-use goondan_runtime::agent::AgentRuntime;
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::{
     Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
 };
 use goondan_runtime::testing::{ResultAssertions, TestKit};
+use goondan_runtime::tools::agent::AgentRuntime;
 use goondan_runtime::{ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolExecutor};
 use serde_json::{Value, json};
 

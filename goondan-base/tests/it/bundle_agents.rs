@@ -6,10 +6,12 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
+use goondan_runtime::agents::orchestrator::{
+    Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec,
+};
+use goondan_runtime::agents::swarm::{ENV_BUNDLE, LOAD_FAILED};
 use goondan_runtime::bundle::Bundle;
-use goondan_runtime::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec};
-use goondan_runtime::swarm::{ENV_BUNDLE, LOAD_FAILED};
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use serde_json::{Value, json};
 
 fn fixture() -> PathBuf {

@@ -27,14 +27,14 @@ pub mod corpus;
 
 use std::sync::{Arc, OnceLock};
 
+use goondan_runtime::agents::orchestrator::ipc;
 use goondan_runtime::bundle::Kind;
-use goondan_runtime::name::{
+use goondan_runtime::testing::TestKit;
+use goondan_runtime::tools::name::{
     MAX_TOOL_NAME_LEN, SEPARATOR, split_tool_name, validate_export_name, validate_resource_name,
     validate_tool_name,
 };
-use goondan_runtime::orchestrator::ipc;
-use goondan_runtime::schema::ArgValidator;
-use goondan_runtime::testing::TestKit;
+use goondan_runtime::tools::schema::ArgValidator;
 use goondan_runtime::{
     Bundle, CatalogItem, Dialect, Export, Tool, ToolCall, ToolCallResult, ToolCatalog, ToolError,
     ToolLibrary, ToolName, ToolStatus,

@@ -13,7 +13,7 @@
 //! assert!(yaml.contains("kind: Tool"));
 //! let bundle = Bundle::from_yaml(&yaml, "exported.yaml");
 //! assert!(!bundle.has_errors());
-//! # Ok::<(), goondan_runtime::tool::ToolDefinitionError>(())
+//! # Ok::<(), goondan_runtime::tools::tool::ToolDefinitionError>(())
 //! ```
 
 use serde_json::{Map, Value, json};
@@ -21,7 +21,7 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter};
 
 use super::API_VERSION;
-use crate::tool::{ExportSpec, Tool};
+use crate::tools::tool::{ExportSpec, Tool};
 
 /// The Tool resource of `tool` as JSON: `{apiVersion, kind: Tool, metadata: {name, labels},
 /// spec: {entry, errorMessageLimit, exports}}`. In Rust the compiled handlers play the part of

@@ -12,8 +12,8 @@ use super::diagnostic::{Diagnostic, Locus};
 use super::parameters;
 use super::resource::Kind;
 use super::validate::E_REF_NOT_FOUND;
-use crate::annotations::ExportAnnotations;
-use crate::tool::{IntoTool, Tool, ToolDefinitionError, linked_tools};
+use crate::tools::annotations::ExportAnnotations;
+use crate::tools::tool::{IntoTool, Tool, ToolDefinitionError, linked_tools};
 
 type Resolver = Arc<dyn Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync>;
 

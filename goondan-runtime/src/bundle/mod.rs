@@ -62,7 +62,7 @@ pub use self::resource::{Kind, ObjectRef, Resource};
 pub(crate) use self::validate::SpecCheck;
 pub use self::yaml::{MAX_ALIAS_EXPANSION, MAX_FILE_BYTES};
 
-use crate::registry::ToolRegistry;
+use crate::tools::registry::ToolRegistry;
 
 /// The `apiVersion` of every resource.
 pub const API_VERSION: &str = "goondan.ai/v1";

@@ -36,7 +36,7 @@ use serde_json::Value;
 use super::diagnostic::{Diagnostic, Locus};
 use super::resource::{Kind, ObjectRef, Resource};
 use super::{Bundle, BundleError};
-use crate::catalog::ToolChoice;
+use crate::tools::catalog::ToolChoice;
 
 /// The built-in providers a Model's `spec.provider` may name (and any provider registered at
 /// run time).

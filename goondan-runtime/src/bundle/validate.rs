@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
 use super::resource::{Kind, ObjectRef, Resource};
-use crate::annotations::ExportAnnotations;
-use crate::name::{validate_export_name, validate_resource_name};
-use crate::schema::{check_metaschema, check_parameters};
+use crate::tools::annotations::ExportAnnotations;
+use crate::tools::name::{validate_export_name, validate_resource_name};
+use crate::tools::schema::{check_metaschema, check_parameters};
 
 const TOOL_SPEC: &[&str] = &["entry", "errorMessageLimit", "exports"];
 const EXPORT: &[&str] = &[

@@ -7,10 +7,10 @@
 use serde_json::{Map, Value, json};
 
 use super::{DialectError, ParseError, parameters_of, require_object_root, str_field};
-use crate::catalog::{CatalogItem, ToolCatalog};
-use crate::content::Content;
-use crate::output_schema::OutputSchema;
-use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::content::Content;
+use crate::tools::output_schema::OutputSchema;
+use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "mcp";
 

@@ -9,7 +9,7 @@
 //! helpers.
 //!
 //! Every dialect is derived at send time from the neutral schema of each export
-//! ([`crate::schema`]), and each export's rendering in a built-in dialect is made once per
+//! ([`crate::tools::schema`]), and each export's rendering in a built-in dialect is made once per
 //! process ([`Dialect::tools_json`]).
 //!
 //! OpenAI's strict mode and Gemini's `Schema` cannot express every schema (free-form maps,
@@ -59,9 +59,9 @@ use std::sync::Arc;
 use serde_json::Map;
 use serde_json::{Value, json};
 
-use crate::catalog::{CatalogItem, ToolCatalog};
-use crate::error::ToolError;
-use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::error::ToolError;
+use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 
 /// What a provider (or MCP) does with tools: the catalog in its tool format, its tool calls
 /// read back, and a result written as its tool-result message.
@@ -469,7 +469,7 @@ pub(crate) fn parameters_of(item: &CatalogItem) -> Value {
     item.parameters
         .as_deref()
         .cloned()
-        .unwrap_or_else(crate::schema::empty_object_schema)
+        .unwrap_or_else(crate::tools::schema::empty_object_schema)
 }
 
 /// Fails unless the root of a parameter schema is a plain object schema.
@@ -718,8 +718,8 @@ pub fn result_text(result: &ToolCallResult) -> String {
 /// A part as a data URL (`data:{mime};base64,{data}`), for the providers that take images
 /// that way; `None` for a part that is not binary.
 #[cfg(feature = "providers")]
-pub(crate) fn data_url(part: &crate::content::Content) -> Option<(String, &str)> {
-    use crate::content::Content;
+pub(crate) fn data_url(part: &crate::tools::content::Content) -> Option<(String, &str)> {
+    use crate::tools::content::Content;
     match part {
         Content::Image(b) | Content::Audio(b) => Some((
             format!("data:{};base64,{}", b.mime_type, b.base64()),
@@ -731,8 +731,8 @@ pub(crate) fn data_url(part: &crate::content::Content) -> Option<(String, &str)>
 
 /// A text part, or an embedded text resource, as the text a model reads.
 #[cfg(feature = "providers")]
-pub(crate) fn part_text(part: &crate::content::Content) -> Option<String> {
-    use crate::content::{Content, ResourceBody};
+pub(crate) fn part_text(part: &crate::tools::content::Content) -> Option<String> {
+    use crate::tools::content::{Content, ResourceBody};
     match part {
         Content::Text(t) => Some(t.clone()),
         Content::Resource(r) => match &r.body {

@@ -59,9 +59,9 @@ use std::time::Duration;
 use rmcp::model::Implementation;
 
 use crate::bundle::{Bundle, BundleError, ToolLibrary};
-use crate::catalog::{CatalogError, ToolCatalog};
-use crate::executor::ToolExecutor;
-use crate::registry::ToolRegistry;
+use crate::calls::executor::ToolExecutor;
+use crate::tools::catalog::{CatalogError, ToolCatalog};
+use crate::tools::registry::ToolRegistry;
 
 pub use elicitation::ElicitationApprover;
 pub use http_limits::HttpLimits;
@@ -162,7 +162,7 @@ struct Shared {
 /// change between the acknowledgement and the stream is still announced).
 #[derive(Debug, Default)]
 struct Session {
-    log_level: Mutex<Option<crate::context::LogLevel>>,
+    log_level: Mutex<Option<crate::tools::context::LogLevel>>,
     listen_names: Mutex<Option<Vec<String>>>,
 }
 

@@ -4,9 +4,9 @@ use serde_json::Value;
 
 use super::ProviderConfig;
 use super::sse::SseEvent;
-use crate::catalog::{ToolCatalog, ToolChoice};
 use crate::dialect::Dialect;
 use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse};
+use crate::tools::catalog::{ToolCatalog, ToolChoice};
 
 /// One model provider's wire format: everything [`ProviderModel`](super::ProviderModel) needs
 /// to ask it for an answer and read that answer.
@@ -21,7 +21,7 @@ use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse};
 /// is an implementation and a [`Provider::register`](super::Provider::register):
 ///
 /// ```
-/// use goondan_runtime::catalog::{ToolCatalog, ToolChoice};
+/// use goondan_runtime::tools::catalog::{ToolCatalog, ToolChoice};
 /// use goondan_runtime::dialect::{Dialect, DialectError, ParseError, ToolDialect};
 /// use goondan_runtime::provider::{AnswerStream, Provider, ProviderAdapter, ProviderConfig, SseEvent};
 /// use goondan_runtime::step::{DeltaSink, ModelError, ModelRequest, ModelResponse};

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::context::Message;
-use crate::result::{ToolCall, ToolCallResult};
+use crate::tools::context::Message;
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 /// One message of the conversation, by what it holds: what a [`ProviderAdapter`](super::ProviderAdapter)
 /// writes into its request body ([`turns`]).

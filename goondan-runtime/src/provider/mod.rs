@@ -64,8 +64,8 @@ pub use self::retry::RetryPolicy;
 pub use self::sse::SseEvent;
 pub use self::table::{Provider, ProviderNameTaken, UnknownProvider};
 
-use crate::catalog::ToolChoice;
 use crate::step::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse};
+use crate::tools::catalog::ToolChoice;
 
 /// The default request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -199,12 +199,12 @@ impl ProviderConfig {
     ///
     /// ```
     /// use goondan_runtime::provider::{Provider, ProviderConfig};
-    /// use goondan_runtime::catalog::ToolChoice;
+    /// use goondan_runtime::tools::catalog::ToolChoice;
     /// // The first Step must write the file; the model decides after.
     /// let config = ProviderConfig::new(Provider::OPENAI_CHAT, "smollm2")
     ///     .first_step_tool_choice("file-system__write".parse()?)
     ///     .tool_choice(ToolChoice::Auto);
-    /// # Ok::<(), goondan_runtime::catalog::ToolChoiceError>(())
+    /// # Ok::<(), goondan_runtime::tools::catalog::ToolChoiceError>(())
     /// ```
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = Some(choice);
@@ -444,7 +444,7 @@ fn non_empty(text: String) -> Option<String> {
 /// (each export rendered once per process: `Dialect::tools_json`); none for an empty catalog.
 fn catalog_tools(
     dialect: crate::dialect::Dialect,
-    catalog: &crate::catalog::ToolCatalog,
+    catalog: &crate::tools::catalog::ToolCatalog,
 ) -> Result<Option<String>, ModelError> {
     if catalog.is_empty() {
         return Ok(None);
@@ -463,10 +463,10 @@ mod tests {
 
     #[test]
     fn an_empty_catalog_sends_no_tools_field_and_a_full_one_the_dialect_text() {
-        let empty = crate::catalog::ToolCatalog::new();
-        let mut catalog = crate::catalog::ToolCatalog::new();
-        catalog.push(crate::catalog::CatalogItem::new(
-            crate::name::ToolName::new("calc", "add").unwrap_or_else(|e| panic!("{e}")),
+        let empty = crate::tools::catalog::ToolCatalog::new();
+        let mut catalog = crate::tools::catalog::ToolCatalog::new();
+        catalog.push(crate::tools::catalog::CatalogItem::new(
+            crate::tools::name::ToolName::new("calc", "add").unwrap_or_else(|e| panic!("{e}")),
         ));
         for provider in Provider::all() {
             let dialect = provider.dialect();

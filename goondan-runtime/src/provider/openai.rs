@@ -28,13 +28,13 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::dialect::{
     DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
     loose_parameters, parameters_of, require_object_root, split_null, str_field, string_enum,
     undistributable,
 };
-use crate::result::{ToolCall, ToolCallResult};
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 const DIALECT: &str = "openai";
 
@@ -153,7 +153,7 @@ pub(crate) fn strict_schema(neutral: &Value) -> Result<Value, Unsupported> {
     if let (Some(defs), Value::Object(out)) = (neutral.get("$defs"), &mut root) {
         let mut converted = Map::new();
         for (name, def) in defs.as_object().into_iter().flatten() {
-            let path = format!("/$defs/{}", crate::schema::escape_pointer(name));
+            let path = format!("/$defs/{}", crate::tools::schema::escape_pointer(name));
             converted.insert(name.clone(), convert(def, &path, 1)?);
         }
         out.insert("$defs".into(), Value::Object(converted));
@@ -171,7 +171,7 @@ fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported>
     let Some(obj) = node.as_object() else {
         return Err(any_value(path));
     };
-    if crate::schema::is_object_with_union(obj) {
+    if crate::tools::schema::is_object_with_union(obj) {
         let union = distribute(obj).ok_or_else(|| undistributable(path))?;
         return convert(&union, path, depth);
     }
@@ -221,7 +221,7 @@ fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported>
     if let Some(e) = obj.get("enum") {
         out.insert("enum".into(), e.clone());
     }
-    let has = |t: &str| crate::schema::has_type(obj, t);
+    let has = |t: &str| crate::tools::schema::has_type(obj, t);
     if has("object") {
         convert_object(obj, path, depth, &mut out)?;
     }
@@ -280,7 +280,10 @@ fn convert_object(
         .into_iter()
         .flatten()
     {
-        let prop_path = format!("{path}/properties/{}", crate::schema::escape_pointer(name));
+        let prop_path = format!(
+            "{path}/properties/{}",
+            crate::tools::schema::escape_pointer(name)
+        );
         let mut converted = convert(prop, &prop_path, depth + 1)?;
         if !required.contains(&name.as_str()) {
             converted = nullable(converted);
@@ -300,7 +303,7 @@ fn nullable(schema: Value) -> Value {
         return schema;
     };
     let accepts_null = |obj: &Map<String, Value>| {
-        crate::schema::has_type(obj, "null")
+        crate::tools::schema::has_type(obj, "null")
             || obj
                 .get("anyOf")
                 .and_then(Value::as_array)
@@ -389,7 +392,7 @@ fn drop_nulls(args: &mut Value, node: &Value, root: &Value, depth: usize) {
         }
         return;
     }
-    if crate::schema::is_object_with_union(&obj) {
+    if crate::tools::schema::is_object_with_union(&obj) {
         if let Some(union) = distribute(&obj) {
             drop_nulls(args, &union, root, depth + 1);
         }
@@ -551,7 +554,7 @@ pub fn chat_result(result: &ToolCallResult) -> Value {
     }
     for part in &result.content {
         let line = match part {
-            crate::content::Content::Image(b) => {
+            crate::tools::content::Content::Image(b) => {
                 format!("[image {} follows in the next user message]", b.mime_type)
             }
             other => crate::dialect::part_text(other).unwrap_or_else(|| {
@@ -576,7 +579,7 @@ pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) ->
     let mut parts = Vec::new();
     for result in results {
         for part in &result.content {
-            if let (crate::content::Content::Image(_), Some((url, _))) =
+            if let (crate::tools::content::Content::Image(_), Some((url, _))) =
                 (part, crate::dialect::data_url(part))
             {
                 parts.push(json!({"type": "text", "text": format!(
@@ -602,7 +605,7 @@ pub fn responses_result(result: &ToolCallResult) -> Value {
         }
         for part in &result.content {
             items.push(match (part, crate::dialect::data_url(part)) {
-                (crate::content::Content::Image(_), Some((url, _))) => {
+                (crate::tools::content::Content::Image(_), Some((url, _))) => {
                     json!({"type": "input_image", "image_url": url})
                 }
                 (other, _) => json!({"type": "input_text", "text": crate::dialect::part_text(other)

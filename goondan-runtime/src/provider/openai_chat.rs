@@ -13,11 +13,11 @@ use super::openai;
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
-use crate::catalog::ToolCatalog;
-use crate::catalog::ToolChoice;
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::tools::catalog::ToolCatalog;
+use crate::tools::catalog::ToolChoice;
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 const P: Provider = Provider::OPENAI_CHAT;
 
@@ -34,7 +34,7 @@ pub(crate) fn body(
     // Images of tool results go in a user message after the run of tool messages (a tool
     // message takes only text, and nothing may come between an assistant's calls and their
     // tool messages).
-    let mut with_images: Vec<crate::result::ToolCallResult> = Vec::new();
+    let mut with_images: Vec<crate::tools::result::ToolCallResult> = Vec::new();
     for turn in turns(&request.messages) {
         if !matches!(turn, Turn::Result(_))
             && let Some(images) = openai::chat_images(&with_images)
@@ -71,7 +71,7 @@ pub(crate) fn body(
                 let message = openai::chat_result(&r);
                 if r.content
                     .iter()
-                    .any(|p| matches!(p, crate::content::Content::Image(_)))
+                    .any(|p| matches!(p, crate::tools::content::Content::Image(_)))
                 {
                     with_images.push(r);
                 }
@@ -106,7 +106,7 @@ pub(crate) fn body(
 }
 
 /// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "function": {"name"}}`.
-pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
+pub(crate) fn tool_choice(choice: &crate::tools::catalog::ToolChoice) -> Value {
     match choice.tool() {
         Some(name) => json!({"type": "function", "function": {"name": name}}),
         None => Value::from(choice.to_string()),
@@ -323,7 +323,7 @@ impl ToolDialect for OpenAiChat {
         "openai"
     }
 
-    fn tool(&self, item: &crate::catalog::CatalogItem) -> Result<Value, DialectError> {
+    fn tool(&self, item: &crate::tools::catalog::CatalogItem) -> Result<Value, DialectError> {
         openai::chat_tool(item)
     }
 
@@ -437,9 +437,9 @@ mod tests {
 
     #[test]
     fn images_of_tool_results_follow_the_tool_messages_in_a_user_message() {
-        use crate::content::Content;
-        use crate::context::Message;
-        use crate::result::{ToolCall, ToolCallResult};
+        use crate::tools::content::Content;
+        use crate::tools::context::Message;
+        use crate::tools::result::{ToolCall, ToolCallResult};
         let calls = vec![
             ToolCall::new("c1", "paint__pixel", serde_json::json!({})),
             ToolCall::new("c2", "text__echo", serde_json::json!({})),
@@ -475,8 +475,9 @@ mod tests {
     #[test]
     fn a_name_repeated_in_every_chunk_is_not_appended_and_pieces_still_join() {
         let mut catalog = ToolCatalog::new();
-        catalog.push(crate::catalog::CatalogItem::new(
-            crate::name::ToolName::parse("file-system__write").unwrap_or_else(|e| panic!("{e}")),
+        catalog.push(crate::tools::catalog::CatalogItem::new(
+            crate::tools::name::ToolName::parse("file-system__write")
+                .unwrap_or_else(|e| panic!("{e}")),
         ));
         // llama-cpp-python: id and whole name in every chunk, arguments in pieces.
         let mut stream = Stream::default();
@@ -520,8 +521,8 @@ mod tests {
 
     #[test]
     fn an_assistant_message_with_calls_and_no_text_has_empty_content_not_null() {
-        use crate::context::Message;
-        use crate::result::ToolCall;
+        use crate::tools::context::Message;
+        use crate::tools::result::ToolCall;
         let mut req = request();
         req.messages = vec![
             Message::assistant(

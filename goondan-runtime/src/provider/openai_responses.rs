@@ -15,16 +15,16 @@ use super::openai;
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
-use crate::catalog::ToolCatalog;
-use crate::catalog::ToolChoice;
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::tools::catalog::ToolCatalog;
+use crate::tools::catalog::ToolChoice;
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 const P: Provider = Provider::OPENAI_RESPONSES;
 
 /// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "name"}`.
-pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
+pub(crate) fn tool_choice(choice: &crate::tools::catalog::ToolChoice) -> Value {
     match choice.tool() {
         Some(name) => json!({"type": "function", "name": name}),
         None => Value::from(choice.to_string()),
@@ -262,7 +262,7 @@ impl ToolDialect for OpenAiResponses {
         "openai"
     }
 
-    fn tool(&self, item: &crate::catalog::CatalogItem) -> Result<Value, DialectError> {
+    fn tool(&self, item: &crate::tools::catalog::CatalogItem) -> Result<Value, DialectError> {
         openai::responses_tool(item)
     }
 

@@ -180,7 +180,7 @@ impl Dialect {
 }
 
 // One cache slot per built-in dialect.
-const _: () = assert!(Dialect::ALL.len() == crate::rendered::SLOTS);
+const _: () = assert!(Dialect::ALL.len() == crate::tools::rendered::SLOTS);
 
 /// A dialect by name: a built-in one (`mcp` included) or a registered provider's.
 impl std::str::FromStr for Dialect {

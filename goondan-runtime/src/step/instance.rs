@@ -12,15 +12,15 @@ use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
 };
-use crate::agent::AgentRuntime;
 use crate::bundle::{Bundle, BundleError};
-use crate::catalog::ToolCatalog;
-use crate::context::{Message, ToolContext, fresh_id, now_ms};
-use crate::executor::ToolExecutor;
+use crate::calls::executor::ToolExecutor;
+use crate::calls::middleware::{Core, Middleware, Ready};
 use crate::extension::{Extension, ExtensionApi};
-use crate::middleware::{Core, Middleware, Ready};
-use crate::registry::ToolRegistry;
-use crate::result::ToolCallResult;
+use crate::tools::agent::AgentRuntime;
+use crate::tools::catalog::ToolCatalog;
+use crate::tools::context::{Message, ToolContext, fresh_id, now_ms};
+use crate::tools::registry::ToolRegistry;
+use crate::tools::result::ToolCallResult;
 
 /// The default of `policy.maxStepsPerTurn`.
 pub const DEFAULT_MAX_STEPS_PER_TURN: usize = 16;

@@ -29,7 +29,7 @@ pub use self::pipeline::{
 pub enum StepError {
     /// The Agent declares tools the registry does not have.
     #[error(transparent)]
-    Catalog(#[from] crate::catalog::CatalogError),
+    Catalog(#[from] crate::tools::catalog::CatalogError),
     /// The model gave no answer.
     #[error(transparent)]
     Model(#[from] ModelError),

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::ToolCatalog;
-use crate::context::Message;
-use crate::result::ToolCall;
+use crate::tools::catalog::ToolCatalog;
+use crate::tools::context::Message;
+use crate::tools::result::ToolCall;
 
 /// What a Step sends the model: the system prompt, the conversation so far and the Step's
 /// catalog, with a place to stream text to and a token that cancels the request.
@@ -30,8 +30,8 @@ pub struct ModelRequest {
     /// The tools the model may call in this Step (convert it with [`crate::Dialect`]).
     pub catalog: ToolCatalog,
     /// Whether the model must, may or must not call a tool in this Step; `None` leaves it to
-    /// the model's configuration ([`ToolChoice`](crate::catalog::ToolChoice)).
-    pub tool_choice: Option<crate::catalog::ToolChoice>,
+    /// the model's configuration ([`ToolChoice`](crate::tools::catalog::ToolChoice)).
+    pub tool_choice: Option<crate::tools::catalog::ToolChoice>,
     /// Receives the answer's pieces while a streaming model produces them.
     pub deltas: Option<DeltaSink>,
     /// Cancelled: the model stops and answers [`ModelError::Cancelled`]. Dropping the

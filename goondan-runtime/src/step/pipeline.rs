@@ -1,5 +1,5 @@
 //! `step` and `turn` middleware: onions around one Step (which may edit the catalog, CAT-3)
-//! and around one Turn. They are the one onion of [`crate::middleware`], over the stages
+//! and around one Turn. They are the one onion of [`crate::calls::middleware`], over the stages
 //! [`StepContext`] and [`TurnContext`].
 
 use std::future::Future;
@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::StepError;
-use crate::catalog::ToolCatalog;
-use crate::context::Message;
+use crate::calls::middleware::{FnMiddleware, Middleware, Next, Stage};
 use crate::extension::PipelineMiddleware;
-use crate::middleware::{FnMiddleware, Middleware, Next, Stage};
-use crate::result::ToolCallResult;
+use crate::tools::catalog::ToolCatalog;
+use crate::tools::context::Message;
+use crate::tools::result::ToolCallResult;
 
 /// A boxed future of the step loop.
 pub type StepFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StepError>> + Send + 'a>>;
@@ -27,7 +27,7 @@ pub struct StepContext {
     /// Whether the model must, may or must not call a tool in this Step, or which one; `None`
     /// (the default) leaves it to the Model's configuration. A named tool must stay in
     /// [`StepContext::tool_catalog`].
-    pub tool_choice: Option<crate::catalog::ToolChoice>,
+    pub tool_choice: Option<crate::tools::catalog::ToolChoice>,
     /// Free-form data for the middlewares of this Step.
     pub metadata: serde_json::Map<String, Value>,
     pub(crate) agent_name: String,

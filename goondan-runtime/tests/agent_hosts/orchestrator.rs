@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use goondan_runtime::ToolError;
-use goondan_runtime::agent::{AgentEvent, RequestOptions, SpawnOptions};
-use goondan_runtime::orchestrator::nats::{AgentHost, NatsAuth, NatsOptions};
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::nats::{AgentHost, NatsAuth, NatsOptions};
+use goondan_runtime::agents::orchestrator::{
     AgentWorker, OrchestratorConfig, ProcessConfig, SwarmSpec, agent_mode, worker_fn,
 };
+use goondan_runtime::tools::agent::{AgentEvent, RequestOptions, SpawnOptions};
 use serde_json::{Value, json};
 
 fn opts(timeout_ms: Option<u64>) -> RequestOptions {

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use goondan_runtime::schema::schema_for;
+use goondan_runtime::tools::schema::schema_for;
 use goondan_runtime::{CatalogItem, ToolCatalog, ToolName};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use goondan_runtime::bundle::{Bundle, Kind, Severity, ToolLibrary, export_tools};
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
-use goondan_runtime::tool::ExportSpec;
+use goondan_runtime::tools::tool::ExportSpec;
 use goondan_runtime::{Export, Tool, handler_fn};
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! `modelRef`, the Agent's system prompt, and the models a bundle gives its agents.
 
 use goondan_runtime::bundle::{Bundle, BundleError, Severity};
-use goondan_runtime::catalog::ToolChoice;
+use goondan_runtime::tools::catalog::ToolChoice;
 
 const AGENT: &str = "---
 apiVersion: goondan.ai/v1

@@ -7,8 +7,8 @@ use crate::kit;
 use goondan_runtime::ToolCall;
 use goondan_runtime::dialect::Dialect;
 use goondan_runtime::provider::anthropic;
-use goondan_runtime::schema::check_metaschema;
 use goondan_runtime::testing::ResultAssertions;
+use goondan_runtime::tools::schema::check_metaschema;
 use serde_json::{Value, json};
 
 /// Asserts Anthropic's rules on a tool definition.
@@ -101,7 +101,7 @@ async fn messages_round_trip_turns_tool_use_into_calls_and_results_into_tool_res
 /// Anthropic does not take there, as a note; the output's text first.
 #[test]
 fn a_result_with_content_parts_is_a_tool_result_with_image_blocks() {
-    use goondan_runtime::content::Content;
+    use goondan_runtime::tools::content::Content;
     let r = goondan_runtime::ToolCallResult::ok("toolu_1", "paint__pixel", json!({"n": 1}))
         .with_content(vec![
             Content::image_png(vec![1, 2, 3]),

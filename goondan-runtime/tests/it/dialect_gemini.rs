@@ -252,7 +252,7 @@ fn odd_schemas_give_a_gemini_schema_or_an_error() {
 /// `functionResponse`; a text resource as text in its response.
 #[test]
 fn a_result_with_content_parts_is_a_function_response_with_inline_data() {
-    use goondan_runtime::content::Content;
+    use goondan_runtime::tools::content::Content;
     let r = goondan_runtime::ToolCallResult::ok("call_1", "paint__pixel", json!({"n": 1}))
         .with_content(vec![
             Content::image_png(vec![1, 2, 3]),

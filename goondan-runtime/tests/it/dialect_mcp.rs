@@ -5,8 +5,8 @@ use crate::corpus;
 use crate::kit;
 
 use goondan_runtime::dialect::{Dialect, mcp};
-use goondan_runtime::schema::check_metaschema;
 use goondan_runtime::testing::ResultAssertions;
+use goondan_runtime::tools::schema::check_metaschema;
 use goondan_runtime::{ToolCall, ToolCallResult};
 use serde_json::{Value, json};
 

@@ -468,7 +468,7 @@ fn a_nested_flattened_enum_becomes_a_union_of_complete_objects() {
     struct Outer {
         step: corpus::FlattenedEnum,
     }
-    let schema = (*goondan_runtime::schema::schema_for::<Outer>()).clone();
+    let schema = (*goondan_runtime::tools::schema::schema_for::<Outer>()).clone();
     let tools = openai::chat_tools(&corpus::catalog_with("outer", schema)).unwrap();
     let p = &tools[0]["function"]["parameters"];
     assert_openai_strict(p, "outer");
@@ -527,7 +527,7 @@ fn strict_nulls_are_dropped_inside_enum_variants_lists_and_recursive_types() {
         #[serde(default)]
         next: Option<Box<Plan>>,
     }
-    let schema = goondan_runtime::schema::schema_for::<Plan>();
+    let schema = goondan_runtime::tools::schema::schema_for::<Plan>();
     let mut args = json!({
         "jobs": [{"kind": "Copy", "from": "a", "overwrite": null}, {"kind": "Wait", "seconds": null}],
         "next": {"jobs": [{"kind": "Wait", "seconds": null}], "next": null}
@@ -546,7 +546,7 @@ fn strict_nulls_are_dropped_inside_enum_variants_lists_and_recursive_types() {
 /// announced there and sent in a user message.
 #[test]
 fn a_result_with_content_parts_in_responses_and_chat_completions() {
-    use goondan_runtime::content::Content;
+    use goondan_runtime::tools::content::Content;
     let r = goondan_runtime::ToolCallResult::ok("call_1", "paint__pixel", Value::Null)
         .with_content(vec![
             Content::image_png(vec![1, 2, 3]),

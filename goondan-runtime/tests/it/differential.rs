@@ -14,7 +14,7 @@
 
 use crate::corpus;
 
-use goondan_runtime::schema::ArgValidator;
+use goondan_runtime::tools::schema::ArgValidator;
 use serde_json::{Map, Value, json};
 
 /// Whether `output` (serde's re-serialisation) keeps every key and value kind of `input`.

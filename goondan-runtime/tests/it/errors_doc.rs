@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use goondan_runtime::help_url::{DEFAULT_HELP_URL_BASE, DOCUMENTED_CODES, HELP_URL_BASE_ENV};
+use goondan_runtime::tools::help_url::{
+    DEFAULT_HELP_URL_BASE, DOCUMENTED_CODES, HELP_URL_BASE_ENV,
+};
 use goondan_runtime::{
     Export, Pending, Tool, ToolCall, ToolCallResult, ToolCatalog, ToolContext, ToolError,
     ToolExecutor, ToolRegistry, handler_fn,
@@ -416,7 +418,7 @@ async fn process_wide_base_child() {
     let err = host.error("demo__panic", json!({})).await;
     assert_points_to_heading(&err, "https://env.example/errors.md", &anchors);
 
-    goondan_runtime::help_url::set_help_url_base("https://set.example/errors.md");
+    goondan_runtime::tools::help_url::set_help_url_base("https://set.example/errors.md");
     let err = host.error("demo__panic", json!({})).await;
     assert_points_to_heading(&err, "https://set.example/errors.md", &anchors);
 

@@ -7,10 +7,10 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use goondan_runtime::error::{TRUNCATION_SUFFIX, codes};
-use goondan_runtime::help_url::DEFAULT_HELP_URL_BASE;
-use goondan_runtime::pending::PendingState;
+use goondan_runtime::calls::pending::PendingState;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
+use goondan_runtime::tools::error::{TRUNCATION_SUFFIX, codes};
+use goondan_runtime::tools::help_url::DEFAULT_HELP_URL_BASE;
 use goondan_runtime::{
     CallPolicy, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry, ToolStatus,
 };
@@ -73,7 +73,7 @@ async fn perm_2_out_of_catalog_call_is_refused_and_handler_not_run() {
     let tool = goondan_runtime::Tool::builder("spy")
         .export(goondan_runtime::Export::new(
             "run",
-            goondan_runtime::schema::empty_object_schema(),
+            goondan_runtime::tools::schema::empty_object_schema(),
             goondan_runtime::handler_fn(move |_c, _a| {
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
                 async { Ok::<_, goondan_runtime::ToolError>(1) }
@@ -877,7 +877,7 @@ async fn timeout_counts_an_async_handlers_first_poll() {
 #[goondan_runtime::tool(name = "pictures")]
 pub mod pictures {
     use goondan_runtime::ToolError;
-    use goondan_runtime::content::{Content, ToolReturn};
+    use goondan_runtime::tools::content::{Content, ToolReturn};
 
     /// One pixel.
     pub fn pixel() -> Content {
@@ -903,7 +903,7 @@ pub mod pictures {
 
 #[tokio::test]
 async fn a_tool_answers_with_content_parts_kept_whole_in_the_result() {
-    use goondan_runtime::content::Content;
+    use goondan_runtime::tools::content::Content;
     let kit = TestKit::builder().tool(pictures::TOOL).build().unwrap();
     let r = kit.call("pictures__pixel", json!({})).await;
     assert!(r.is_ok(), "{r:?}");

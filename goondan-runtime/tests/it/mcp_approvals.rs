@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use goondan_runtime::ToolExecutor;
-use goondan_runtime::approval::Approvals;
+use goondan_runtime::calls::approval::Approvals;
 use goondan_runtime::mcp::server::{ElicitationApprover, McpServer};
 use goondan_runtime::prelude::*;
 use rmcp::model::{

@@ -830,7 +830,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
     use base64::Engine as _;
-    use goondan_runtime::content::Content;
+    use goondan_runtime::tools::content::Content;
     let dir = tempfile::tempdir().unwrap();
     let (bundle, mcp) = everything(dir.path()).await;
     let model = Arc::new(ScriptedModel::new([

@@ -434,7 +434,7 @@ async fn mcp_server_publishes_titles_and_annotations_from_export_yaml_and_regist
                 handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(()) }),
             )
             .with_annotations(
-                goondan_runtime::annotations::ExportAnnotations::new()
+                goondan_runtime::tools::annotations::ExportAnnotations::new()
                     .title("Drop the table")
                     .destructive(true),
             ),

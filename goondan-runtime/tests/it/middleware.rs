@@ -4,7 +4,7 @@ use crate::common;
 
 use std::sync::{Arc, Mutex};
 
-use goondan_runtime::middleware::MiddlewareFuture;
+use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use goondan_runtime::{Middleware, Next, ToolCallContext, ToolCallResult, ToolError, from_fn};
 use serde_json::{Value, json};

@@ -12,10 +12,10 @@ use crate::orchestration;
 
 use std::time::{Duration, Instant};
 
-use goondan_runtime::agent::AgentRuntime;
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::{
     Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
 };
+use goondan_runtime::tools::agent::AgentRuntime;
 use serde_json::json;
 
 use self::orchestration::{bounded, ev, opts, start_local as start, swarm_named};

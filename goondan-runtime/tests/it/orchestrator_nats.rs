@@ -16,11 +16,11 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goondan_runtime::agent::{AgentRuntime, RequestOptions};
-use goondan_runtime::orchestrator::nats::{AgentHost, NatsAuth, NatsOptions, NatsSwarm};
-use goondan_runtime::orchestrator::{
+use goondan_runtime::agents::orchestrator::nats::{AgentHost, NatsAuth, NatsOptions, NatsSwarm};
+use goondan_runtime::agents::orchestrator::{
     Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec, codes,
 };
+use goondan_runtime::tools::agent::{AgentRuntime, RequestOptions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 

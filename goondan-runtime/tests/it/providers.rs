@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use goondan_runtime::bundle::Bundle;
-use goondan_runtime::catalog::ToolChoice;
 use goondan_runtime::dialect::{Dialect, DialectError, ParseError, ToolDialect, result_text};
 use goondan_runtime::prelude::*;
 use goondan_runtime::provider::{
@@ -21,6 +20,7 @@ use goondan_runtime::step::{
     AgentInstance, DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, StepError,
     TokenUsage, TurnEnd,
 };
+use goondan_runtime::tools::catalog::ToolChoice;
 use goondan_runtime::{CatalogItem, Message, Model, ToolCatalog};
 use replay::{ReplayServer, Reply, data, named};
 use serde_json::{Value, json};

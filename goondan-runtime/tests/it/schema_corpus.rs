@@ -3,7 +3,7 @@
 
 use crate::corpus;
 
-use goondan_runtime::schema::{ArgValidator, check_metaschema, check_parameters};
+use goondan_runtime::tools::schema::{ArgValidator, check_metaschema, check_parameters};
 use serde_json::{Value, json};
 
 fn schema_of(name: &str) -> Value {

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use goondan_runtime::content::{Content, ToolReturn};
-use goondan_runtime::context::{ElicitAction, LogLevel, Question};
 use goondan_runtime::mcp::server::McpServer;
 use goondan_runtime::prelude::*;
+use goondan_runtime::tools::content::{Content, ToolReturn};
+use goondan_runtime::tools::context::{ElicitAction, LogLevel, Question};
 use goondan_runtime::{Export, Pending, Tool, handler_fn};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
@@ -515,9 +515,12 @@ fn field(answer: &Value, name: &str) -> String {
 }
 
 /// A form's answer as the suite's text.
-fn form_answer(answer: Result<Value, goondan_runtime::context::AskError>, label: &str) -> String {
+fn form_answer(
+    answer: Result<Value, goondan_runtime::tools::context::AskError>,
+    label: &str,
+) -> String {
     let answer = match answer
-        .and_then(|a| goondan_runtime::context::Elicitation::from_answer(&a).map(|e| (a, e)))
+        .and_then(|a| goondan_runtime::tools::context::Elicitation::from_answer(&a).map(|e| (a, e)))
     {
         Ok(answer) => answer,
         Err(e) => return format!("Elicitation not supported or error: {e}"),
@@ -536,7 +539,7 @@ fn form_answer(answer: Result<Value, goondan_runtime::context::AskError>, label:
 }
 
 /// A tool whose input schema uses JSON Schema 2020-12 keywords, served as it is.
-fn json_schema_tool() -> Result<Tool, goondan_runtime::tool::ToolDefinitionError> {
+fn json_schema_tool() -> Result<Tool, goondan_runtime::tools::tool::ToolDefinitionError> {
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",

@@ -8,8 +8,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use goondan_runtime::agent::{AgentEvent, RequestOptions};
-use goondan_runtime::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec};
+use goondan_runtime::agents::orchestrator::{
+    Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec,
+};
+use goondan_runtime::tools::agent::{AgentEvent, RequestOptions};
 use serde_json::Value;
 
 /// The program of the agent processes (and of the NATS hosts).

@@ -19,18 +19,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use goondan_runtime::agent::{AgentEvent, AgentFuture};
-use goondan_runtime::approval::{
+use goondan_runtime::agents::orchestrator::SwarmSpec;
+use goondan_runtime::agents::orchestrator::agent_mode::{
+    self, AgentContext, AgentIdentity, AgentWorker,
+};
+use goondan_runtime::agents::swarm::{ENV_BUNDLE, StepWorker};
+use goondan_runtime::bundle::{Bundle, Kind, ToolLibrary};
+use goondan_runtime::calls::approval::{
     ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, Policy,
 };
-use goondan_runtime::bundle::{Bundle, Kind, ToolLibrary};
+use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::McpExtension;
-use goondan_runtime::middleware::MiddlewareFuture;
-use goondan_runtime::orchestrator::SwarmSpec;
-use goondan_runtime::orchestrator::agent_mode::{self, AgentContext, AgentIdentity, AgentWorker};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
-use goondan_runtime::swarm::{ENV_BUNDLE, StepWorker};
+use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
 use goondan_runtime::{Extension, ExtensionApi, Middleware, Next, ToolCallContext};
 use serde_json::Value;
 use tokio::sync::oneshot;

@@ -30,10 +30,10 @@ mod state;
 
 use std::path::PathBuf;
 
-use goondan_runtime::approval::Policy;
+use goondan_runtime::agents::orchestrator::OrchestratorError;
+use goondan_runtime::agents::swarm::SwarmSpecError;
 use goondan_runtime::bundle::BundleError;
-use goondan_runtime::orchestrator::OrchestratorError;
-use goondan_runtime::swarm::SwarmSpecError;
+use goondan_runtime::calls::approval::Policy;
 
 pub(crate) use self::agent::serve_if_requested;
 
@@ -124,7 +124,7 @@ pub enum RunError {
     Signal(#[source] std::io::Error),
     /// The swarm on NATS cannot be reached.
     #[error(transparent)]
-    Nats(#[from] goondan_runtime::orchestrator::nats::NatsError),
+    Nats(#[from] goondan_runtime::agents::orchestrator::nats::NatsError),
     /// The Orchestrator cannot start.
     #[error(transparent)]
     Orchestrator(#[from] OrchestratorError),

@@ -5,9 +5,9 @@
 
 use std::io::Write;
 
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions};
+use goondan_runtime::agents::orchestrator::nats::NatsSwarm;
 use goondan_runtime::bundle::Bundle;
-use goondan_runtime::orchestrator::nats::NatsSwarm;
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
 use serde_json::{Value, json};
 
 use super::session::{EXIT_INTERRUPTED, TURN_TIMEOUT_MS, stdin_lines, swarm_of};

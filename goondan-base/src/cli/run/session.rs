@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use goondan_runtime::agent::{AgentEvent, AgentRuntime, RequestOptions, RestartSignal};
-use goondan_runtime::approval::Policy;
+use goondan_runtime::agents::orchestrator::{
+    Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec,
+};
+use goondan_runtime::agents::swarm::{ENV_BUNDLE, SwarmSpecError};
 use goondan_runtime::bundle::{Bundle, Kind};
-use goondan_runtime::orchestrator::{Orchestrator, OrchestratorConfig, ProcessConfig, SwarmSpec};
-use goondan_runtime::swarm::{ENV_BUNDLE, SwarmSpecError};
+use goondan_runtime::calls::approval::Policy;
+use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions, RestartSignal};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};

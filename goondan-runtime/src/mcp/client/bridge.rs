@@ -5,14 +5,14 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
-use crate::context::ToolContext;
+use crate::calls::middleware::Middleware;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
-use crate::handler::{Handler, HandlerCall, HandlerError};
-use crate::middleware::Middleware;
-use crate::registry::ToolRegistry;
-use crate::result::JsonObject;
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
-use crate::tool::{SourceKind, ToolSource};
+use crate::tools::context::ToolContext;
+use crate::tools::handler::{Handler, HandlerCall, HandlerError};
+use crate::tools::registry::ToolRegistry;
+use crate::tools::result::JsonObject;
+use crate::tools::tool::{SourceKind, ToolSource};
 
 /// Why an MCP extension could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

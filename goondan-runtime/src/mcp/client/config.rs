@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::name::{NameError, validate_resource_name};
+use crate::tools::name::{NameError, validate_resource_name};
 
 /// How long a call waits for its server to be up (starting or restarting) before it fails
 /// with `E_MCP_UNAVAILABLE`.

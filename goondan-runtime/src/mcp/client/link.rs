@@ -23,11 +23,11 @@ use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig,
 use super::naming::local_name;
 use super::outcome::{self, unavailable};
 use super::task;
-use crate::context::ToolContext;
-use crate::error::ToolError;
-use crate::handler::Outcome;
-use crate::refusal;
-use crate::result::JsonObject;
+use crate::calls::refusal;
+use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
+use crate::tools::handler::Outcome;
+use crate::tools::result::JsonObject;
 
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The names bridged tools get: `{server}__{tool}`, with a remote tool name that our names
 //! cannot hold (a `__`, a character outside `A-Za-z0-9_-`, too long) mapped deterministically.
 
-use crate::name::{MAX_TOOL_NAME_LEN, SEPARATOR};
+use crate::tools::name::{MAX_TOOL_NAME_LEN, SEPARATOR};
 
 /// Characters of the hash suffix a mapped name ends with (`-` and 8 hex digits).
 const HASH_SUFFIX_LEN: usize = 9;
@@ -89,7 +89,7 @@ fn fnv1a(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::name::validate_tool_name;
+    use crate::tools::name::validate_tool_name;
 
     #[test]
     fn remote_names_our_charset_cannot_hold_are_mapped_to_valid_distinct_names() {

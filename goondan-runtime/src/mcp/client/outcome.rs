@@ -5,9 +5,9 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use crate::content::{Content, ToolReturn};
-use crate::error::ToolError;
-use crate::handler::Outcome;
+use crate::tools::content::{Content, ToolReturn};
+use crate::tools::error::ToolError;
+use crate::tools::handler::Outcome;
 
 /// The remote tool answered with `isError: true`; the message is its text.
 pub const E_MCP_TOOL_ERROR: &str = "E_MCP_TOOL_ERROR";

@@ -11,9 +11,9 @@ use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 
 use super::outcome::{self, unavailable};
-use crate::error::ToolError;
-use crate::handler::Pending;
-use crate::refusal;
+use crate::calls::refusal;
+use crate::tools::error::ToolError;
+use crate::tools::handler::Pending;
 
 /// The poll interval when the server suggests none.
 const DEFAULT_POLL: Duration = Duration::from_millis(200);

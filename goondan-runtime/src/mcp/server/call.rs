@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::dialect::error_json;
 use crate::dialect::mcp::call_shape;
-use crate::error::{ToolError, codes};
-use crate::output_schema::OutputSchema;
-use crate::result::ToolCallResult;
+use crate::tools::error::{ToolError, codes};
+use crate::tools::output_schema::OutputSchema;
+use crate::tools::result::ToolCallResult;
 
 /// Whether the executor refused the call for its name: the protocol's unknown-tool case.
 pub(super) fn is_unknown_tool(result: &ToolCallResult) -> bool {
@@ -51,6 +51,6 @@ pub(super) fn call_tool_result(
 }
 
 /// A content part as an MCP content block.
-fn content_block(part: &crate::content::Content) -> Option<ContentBlock> {
+fn content_block(part: &crate::tools::content::Content) -> Option<ContentBlock> {
     serde_json::from_value(part.to_json()).ok()
 }

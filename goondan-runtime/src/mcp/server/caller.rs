@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
+use crate::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
 
 /// The most answers a sealed state carries, and the most bytes of them: a client cannot grow
 /// the state without bound by answering more than it was asked.

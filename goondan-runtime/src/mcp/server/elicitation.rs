@@ -14,8 +14,8 @@ use std::time::Duration;
 use rmcp::model::ElicitationSchema;
 use serde_json::Value;
 
-use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
-use crate::context::{Caller, ElicitAction, Elicitation, Question};
+use crate::calls::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use crate::tools::context::{Caller, ElicitAction, Elicitation, Question};
 
 tokio::task_local! {
     /// The caller of the `tools/call` being served.
@@ -40,7 +40,7 @@ const SHOWN_ARGS_CHARS: usize = 2_000;
 ///
 /// ```
 /// use goondan_runtime::ToolExecutor;
-/// use goondan_runtime::approval::{Approvals, Decision};
+/// use goondan_runtime::calls::approval::{Approvals, Decision};
 /// use goondan_runtime::mcp::server::ElicitationApprover;
 /// # let registry = std::sync::Arc::new(goondan_runtime::ToolRegistry::new());
 /// let approver = ElicitationApprover::new().otherwise(Decision::Deny {

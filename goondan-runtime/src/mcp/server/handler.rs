@@ -29,9 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, elicitation, listing, progress};
-use crate::context::{Caller, ToolContext};
-use crate::finish::{Announce, Rules, finish};
-use crate::result::{ToolCall, ToolCallResult};
+use crate::calls::finish::{Announce, Rules, finish};
+use crate::tools::context::{Caller, ToolContext};
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
@@ -302,9 +302,9 @@ impl McpServer {
         let client_has_tasks = capabilities.supports_tasks();
         let item = catalog.get(&name);
         let needs_tasks = item.is_some_and(|item| {
-            item.annotations
-                .as_ref()
-                .is_some_and(|a| a.task_support == Some(crate::annotations::TaskSupport::Required))
+            item.annotations.as_ref().is_some_and(|a| {
+                a.task_support == Some(crate::tools::annotations::TaskSupport::Required)
+            })
         });
         let output_schema = item.and_then(|i| i.output_schema.clone());
         if needs_tasks && !client_has_tasks {
@@ -466,7 +466,7 @@ impl CatalogChanges {
     }
 }
 
-fn names_of(catalog: &crate::catalog::ToolCatalog) -> Vec<String> {
+fn names_of(catalog: &crate::tools::catalog::ToolCatalog) -> Vec<String> {
     catalog.names().map(str::to_owned).collect()
 }
 
@@ -529,7 +529,7 @@ async fn drive<F: Future>(
 /// The error of a pending call whose result vanished (evicted before it was read).
 fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
     let err = crate::ToolError::new(format!("the result of `{handle}` is no longer kept"))
-        .with_code(crate::error::codes::UNKNOWN_HANDLE);
+        .with_code(crate::tools::error::codes::UNKNOWN_HANDLE);
     late(ToolCallResult::error(
         &submitted.tool_call_id,
         &submitted.tool_name,
@@ -541,7 +541,7 @@ fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
 /// when it was submitted, and the pending store announces its completion.
 fn late(mut result: ToolCallResult) -> ToolCallResult {
     let rules = Rules {
-        limit: crate::error::DEFAULT_ERROR_MESSAGE_LIMIT,
+        limit: crate::tools::error::DEFAULT_ERROR_MESSAGE_LIMIT,
         help_base: None,
     };
     finish(&mut result, rules, Announce::Silent);
@@ -550,7 +550,7 @@ fn late(mut result: ToolCallResult) -> ToolCallResult {
 
 /// The error of a pending call that did not finish in time for a client without tasks.
 fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
-    let err = crate::refusal::timed_out(limit);
+    let err = crate::calls::refusal::timed_out(limit);
     tracing::warn!(
         tool = %submitted.tool_name,
         "pending result not ready within {} ms",

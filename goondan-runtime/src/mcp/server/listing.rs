@@ -11,8 +11,8 @@ use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
 use serde_json::Value;
 
 use super::Renames;
-use crate::annotations::ExportAnnotations;
-use crate::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::annotations::ExportAnnotations;
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
 
 /// The page of `catalog` that starts at `cursor` (the first page without one).
 pub(super) fn page(

@@ -8,7 +8,7 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::mpsc;
 
-use crate::context::{Progress, ProgressSink};
+use crate::tools::context::{Progress, ProgressSink};
 
 /// Queues a call's reports as notifications for its progress token.
 pub(super) struct ProgressQueue {

@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::call_tool_result;
 use super::caller::McpCaller;
-use crate::output_schema::OutputSchema;
-use crate::pending::{PendingResults, PendingState};
-use crate::result::ToolCallResult;
+use crate::calls::pending::{PendingResults, PendingState};
+use crate::tools::output_schema::OutputSchema;
+use crate::tools::result::ToolCallResult;
 
 /// How often a client is asked to poll, in milliseconds.
 pub(super) const POLL_INTERVAL_MS: u64 = 250;
@@ -164,7 +164,7 @@ impl TaskTable {
 fn crashed(result: &ToolCallResult) -> bool {
     matches!(
         result.error_code(),
-        Some(crate::error::codes::PANIC | crate::error::codes::CANCELLED)
+        Some(crate::tools::error::codes::PANIC | crate::tools::error::codes::CANCELLED)
     ) && result.is_error()
 }
 

@@ -2,11 +2,11 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::dialect::{
     DialectError, ParseError, Unsupported, parameters_of, require_object_root, str_field,
 };
-use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "anthropic";
 
@@ -91,7 +91,7 @@ pub fn tool_result(result: &ToolCallResult) -> Value {
         }
         for part in &result.content {
             blocks.push(match part {
-                crate::content::Content::Image(b) => json!({
+                crate::tools::content::Content::Image(b) => json!({
                     "type": "image",
                     "source": {
                         "type": "base64",

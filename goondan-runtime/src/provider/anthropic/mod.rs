@@ -29,11 +29,11 @@ use super::{AnswerStream, ProviderAdapter};
 use super::{
     DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, count, event_json, malformed, non_empty,
 };
-use crate::catalog::{CatalogItem, ToolCatalog, ToolChoice};
 use crate::dialect::arguments_from_str;
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::tools::catalog::{CatalogItem, ToolCatalog, ToolChoice};
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 pub use self::dialect::{parse_calls, tool_result, tools, user_message};
 
@@ -53,8 +53,8 @@ fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
 }
 
 /// `tool_choice`: `{"type": "auto" | "any" | "none"}` or `{"type": "tool", "name"}`.
-pub(crate) fn tool_choice(choice: &crate::catalog::ToolChoice) -> Value {
-    use crate::catalog::ToolChoice;
+pub(crate) fn tool_choice(choice: &crate::tools::catalog::ToolChoice) -> Value {
+    use crate::tools::catalog::ToolChoice;
     match choice {
         ToolChoice::Auto => json!({"type": "auto"}),
         ToolChoice::Required => json!({"type": "any"}),

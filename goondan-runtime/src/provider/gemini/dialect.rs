@@ -2,12 +2,12 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{CatalogItem, ToolCatalog};
 use crate::dialect::{
     DialectError, ParseError, Unsupported, distribute, first_union, loose_parameters,
     parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
 };
-use crate::result::{ToolCall, ToolCallResult, ToolStatus};
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "gemini";
 
@@ -87,7 +87,7 @@ pub(crate) fn gemini_parameters(neutral: &Value) -> Result<Option<Value>, Unsupp
     {
         if !is_parameter_name(name) {
             return Err(Unsupported::at(
-                &format!("/properties/{}", crate::schema::escape_pointer(name)),
+                &format!("/properties/{}", crate::tools::schema::escape_pointer(name)),
                 format!(
                     "Gemini parameter names match `[A-Za-z_][A-Za-z0-9_]*` (at most 64); \
                      rename `{name}` (`#[serde(rename = \"...\")]`)"
@@ -111,7 +111,7 @@ fn convert(node: &Value, path: &str, root: bool) -> Result<Value, Unsupported> {
     let Some(obj) = node.as_object() else {
         return Err(any_value(path));
     };
-    if crate::schema::is_object_with_union(obj) {
+    if crate::tools::schema::is_object_with_union(obj) {
         let union = distribute(obj).ok_or_else(|| undistributable(path))?;
         return convert(&union, path, root);
     }
@@ -252,7 +252,10 @@ fn convert_object(
     }
     let mut properties = Map::new();
     for (name, prop) in props.into_iter().flatten() {
-        let p = format!("{path}/properties/{}", crate::schema::escape_pointer(name));
+        let p = format!(
+            "{path}/properties/{}",
+            crate::tools::schema::escape_pointer(name)
+        );
         properties.insert(name.clone(), convert(prop, &p, false)?);
     }
     out.insert("properties".into(), Value::Object(properties));
@@ -321,7 +324,7 @@ pub fn function_response(result: &ToolCallResult) -> Value {
     let mut notes = Vec::new();
     for part in &result.content {
         match part {
-            crate::content::Content::Image(b) | crate::content::Content::Audio(b) => {
+            crate::tools::content::Content::Image(b) | crate::tools::content::Content::Audio(b) => {
                 parts.push(json!({"inlineData": {
                     "mimeType": b.mime_type,
                     "data": b.base64(),

@@ -40,10 +40,10 @@ use super::conversation::{Turn, turns};
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
-use crate::catalog::{CatalogItem, ToolCatalog, ToolChoice};
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::result::{ToolCall, ToolCallResult};
 use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::tools::catalog::{CatalogItem, ToolCatalog, ToolChoice};
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 pub use self::dialect::{GENERATED_ID_PREFIX, function_response, parse_calls, tools, user_content};
 
@@ -77,8 +77,8 @@ fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
 
 /// `toolConfig.functionCallingConfig`: mode `AUTO`, `ANY` or `NONE`; one named tool is `ANY`
 /// with `allowedFunctionNames`.
-pub(crate) fn tool_config(choice: &crate::catalog::ToolChoice) -> Value {
-    use crate::catalog::ToolChoice;
+pub(crate) fn tool_config(choice: &crate::tools::catalog::ToolChoice) -> Value {
+    use crate::tools::catalog::ToolChoice;
     let config = match choice {
         ToolChoice::Auto => json!({"mode": "AUTO"}),
         ToolChoice::Required => json!({"mode": "ANY"}),

@@ -1,0 +1,211 @@
+//! Asynchronous submission (RES-2): a handler returns [`Pending`], the caller
+//! gets a handle at once, and the completion arrives as an event or by polling.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::FutureExt;
+use tokio::sync::{broadcast, watch};
+use tracing::Instrument;
+
+use crate::calls::finish::{Announce, Rules, finish};
+use crate::tools::context::ToolContext;
+use crate::tools::error::{ToolError, codes};
+use crate::tools::handler::Pending;
+use crate::tools::result::ToolCallResult;
+
+/// How many finished results are kept for polling before the oldest is dropped.
+pub const DEFAULT_KEEP_FINISHED: usize = 1024;
+
+/// Where a submitted call stands.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // returned by value once per poll; boxing buys nothing
+pub enum PendingState {
+    /// Still running.
+    Running,
+    /// Finished; the result has `status` `ok` or `error`.
+    Finished(ToolCallResult),
+}
+
+struct Slot {
+    done: watch::Receiver<Option<ToolCallResult>>,
+}
+
+struct State {
+    slots: HashMap<String, Slot>,
+    finished: VecDeque<String>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    events: broadcast::Sender<ToolCallResult>,
+    next: AtomicU64,
+    keep_finished: usize,
+}
+
+/// The submitted calls of an executor: poll them by handle, wait for them, or subscribe to
+/// their completions. Cheap to clone.
+#[derive(Clone)]
+pub struct PendingResults {
+    inner: Arc<Inner>,
+}
+
+impl Default for PendingResults {
+    fn default() -> Self {
+        Self::new(DEFAULT_KEEP_FINISHED)
+    }
+}
+
+impl std::fmt::Debug for PendingResults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingResults")
+            .field("tracked", &self.lock().slots.len())
+            .finish()
+    }
+}
+
+impl PendingResults {
+    /// Tracks submissions, keeping at most `keep_finished` finished results for polling.
+    pub fn new(keep_finished: usize) -> Self {
+        let (events, _) = broadcast::channel(256);
+        Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State {
+                    slots: HashMap::new(),
+                    finished: VecDeque::new(),
+                }),
+                events,
+                next: AtomicU64::new(1),
+                keep_finished,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the call with `handle` stands; `None` for a handle never issued or already taken.
+    pub fn poll(&self, handle: &str) -> Option<PendingState> {
+        let state = self.lock();
+        let slot = state.slots.get(handle)?;
+        let done = slot.done.borrow();
+        Some(match &*done {
+            Some(r) => PendingState::Finished(r.clone()),
+            None => PendingState::Running,
+        })
+    }
+
+    /// Removes and returns the result of a finished call.
+    pub fn take(&self, handle: &str) -> Option<ToolCallResult> {
+        let mut state = self.lock();
+        let finished = state.slots.get(handle)?.done.borrow().clone()?;
+        state.slots.remove(handle);
+        state.finished.retain(|h| h != handle);
+        Some(finished)
+    }
+
+    /// Waits for the call with `handle` to finish and removes its result. `None` for an
+    /// unknown handle.
+    pub async fn wait(&self, handle: &str) -> Option<ToolCallResult> {
+        let mut rx = self.lock().slots.get(handle)?.done.clone();
+        let result = match rx.wait_for(Option::is_some).await {
+            Ok(r) => r.clone(),
+            Err(_) => None,
+        };
+        self.take(handle);
+        result
+    }
+
+    /// Every completion from now on, as it happens.
+    pub fn subscribe(&self) -> broadcast::Receiver<ToolCallResult> {
+        self.inner.events.subscribe()
+    }
+
+    /// How many submitted calls are still running.
+    pub fn running(&self) -> usize {
+        self.lock()
+            .slots
+            .values()
+            .filter(|s| s.done.borrow().is_none())
+            .count()
+    }
+
+    /// Starts `pending` in the background and returns its handle. The result carries the
+    /// call's id and tool name; an error is cut to `limit` characters and given a help URL
+    /// from `help`: the runtime's base and the resource's own, if any (RES-7).
+    pub(crate) fn submit(
+        &self,
+        pending: Pending,
+        ctx: &ToolContext,
+        tool_name: &str,
+        limit: usize,
+        help: (Arc<str>, Option<&str>),
+    ) -> String {
+        let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        let handle = format!("pending-{n}");
+        let (tx, rx) = watch::channel(None);
+        self.lock().slots.insert(handle.clone(), Slot { done: rx });
+
+        let this = self.clone();
+        let call_id = ctx.tool_call_id().to_owned();
+        let tool_name = tool_name.to_owned();
+        let cancel = ctx.cancellation().clone();
+        let span = ctx.logger().clone();
+        let task_handle = handle.clone();
+        let trace_id = ctx.trace_id().to_owned();
+        let (runtime_help, resource_help) = (help.0, help.1.map(str::to_owned));
+        let work = AssertUnwindSafe(pending.future).catch_unwind();
+        tokio::spawn(
+            async move {
+                let outcome = tokio::select! {
+                    r = work => match r {
+                        Ok(r) => r,
+                        Err(panic) => Err(crate::calls::refusal::panic_error(&*panic)),
+                    },
+                    () = cancel.cancelled() => Err(ToolError::new("the submitted work was cancelled")
+                        .with_code(codes::CANCELLED)
+                        .with_name("ToolCancelledError")),
+                };
+                let mut result = match outcome {
+                    Ok(output) => ToolCallResult::ok(call_id, tool_name, output),
+                    Err(err) => {
+                        let err = err.with_resource_help(resource_help.as_deref());
+                        ToolCallResult::error(call_id, tool_name, err)
+                    }
+                };
+                let rules = Rules {
+                    limit,
+                    help_base: Some(&runtime_help),
+                };
+                let announce = Announce::Pending {
+                    handle: &task_handle,
+                    trace_id: &trace_id,
+                };
+                finish(&mut result, rules, announce);
+                this.complete(&task_handle, tx, result);
+            }
+            .instrument(span),
+        );
+        handle
+    }
+
+    fn complete(
+        &self,
+        handle: &str,
+        tx: watch::Sender<Option<ToolCallResult>>,
+        result: ToolCallResult,
+    ) {
+        let _ = self.inner.events.send(result.clone());
+        tx.send_replace(Some(result));
+        let mut state = self.lock();
+        state.finished.push_back(handle.to_owned());
+        while state.finished.len() > self.inner.keep_finished {
+            if let Some(old) = state.finished.pop_front() {
+                state.slots.remove(&old);
+            }
+        }
+    }
+}

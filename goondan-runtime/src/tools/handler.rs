@@ -1,0 +1,388 @@
+//! Handlers: the code behind an export, typed (from `#[tool]`) or JSON-in/JSON-out (from
+//! extensions), and what they may return.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::tools::context::ToolContext;
+use crate::tools::error::{ToolError, codes};
+use crate::tools::result::JsonObject;
+
+mod finite;
+
+/// The future of a [`Handler`] that has to wait.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Outcome, HandlerError>> + Send>>;
+
+/// What [`Handler::call`] returns: the answer at once (a synchronous handler, or arguments
+/// that do not deserialise), or a future to wait for.
+pub enum HandlerCall {
+    /// Finished without waiting.
+    Ready(Result<Outcome, HandlerError>),
+    /// Still running.
+    Running(HandlerFuture),
+}
+
+/// Awaiting a call gives its result either way.
+impl std::future::IntoFuture for HandlerCall {
+    type Output = Result<Outcome, HandlerError>;
+    type IntoFuture = HandlerFuture;
+
+    fn into_future(self) -> HandlerFuture {
+        match self {
+            HandlerCall::Ready(result) => Box::pin(std::future::ready(result)),
+            HandlerCall::Running(fut) => fut,
+        }
+    }
+}
+
+impl std::fmt::Debug for HandlerCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandlerCall::Ready(r) => f.debug_tuple("Ready").field(r).finish(),
+            HandlerCall::Running(_) => f.write_str("Running(..)"),
+        }
+    }
+}
+
+/// The future behind a [`Pending`] result.
+pub type PendingFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
+
+/// What a handler produced.
+pub enum Outcome {
+    /// A synchronous completion (RES-1).
+    Output(Value),
+    /// A synchronous completion with content parts (images, audio, resources) beside its
+    /// JSON output.
+    Rich(Box<crate::tools::content::ToolReturn>),
+    /// Work submitted to run in the background (RES-2).
+    Pending(Pending),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Output(v) => f.debug_tuple("Output").field(v).finish(),
+            Outcome::Rich(r) => f.debug_tuple("Rich").field(r).finish(),
+            Outcome::Pending(_) => f.write_str("Pending(..)"),
+        }
+    }
+}
+
+/// How a handler can fail before or while running.
+#[derive(Debug)]
+pub enum HandlerError {
+    /// The arguments could not be read into the handler's input type. The executor has
+    /// already checked them against the export's schema, so this is a type stricter than its
+    /// schema: the deserialiser's reason is what the model gets.
+    InvalidArgs {
+        /// The deserialiser's reason.
+        reason: String,
+    },
+    /// The handler ran and failed.
+    Failed(ToolError),
+}
+
+impl From<ToolError> for HandlerError {
+    fn from(err: ToolError) -> Self {
+        HandlerError::Failed(err)
+    }
+}
+
+/// The code behind one export.
+///
+/// `#[tool]` implements it for typed functions; [`handler_fn`] wraps a JSON closure for tools
+/// registered at run time.
+pub trait Handler: Send + Sync + 'static {
+    /// Runs the call: a synchronous handler answers at once, an asynchronous one returns a
+    /// future (no user code should run before it is polled). The executor catches panics
+    /// from both.
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall;
+
+    /// `true` when the handler reads its arguments into a typed input (derived from the same
+    /// type as the schema). The executor validates every call against the schema either way;
+    /// this only says that the handler may still refuse arguments
+    /// ([`HandlerError::InvalidArgs`]) that the schema admits.
+    fn checks_args(&self) -> bool {
+        false
+    }
+
+    /// `true` when [`call`](Self::call) does the work on the caller's thread (a synchronous
+    /// export). Under a timeout the executor then runs the call on Tokio's blocking pool, so
+    /// the timeout fires on time and the runtime keeps serving; without one it calls it in
+    /// place, as fast as before. `false` (the default): `call` returns quickly, with a future
+    /// for the work.
+    fn blocks(&self) -> bool {
+        false
+    }
+}
+
+/// Work a handler hands to the runtime to finish in the background (RES-2).
+///
+/// Return it from a handler (or `Ok(Pending)`); the caller gets `status: "pending"` with a
+/// handle, and the completion arrives through
+/// [`PendingResults`](crate::PendingResults).
+///
+/// ```
+/// use goondan_runtime::{Pending, ToolError};
+/// let pending = Pending::new(async { Ok::<_, ToolError>(serde_json::json!({"done": true})) });
+/// # drop(pending);
+/// ```
+pub struct Pending {
+    pub(crate) future: PendingFuture,
+}
+
+impl Pending {
+    /// Submits `future`; its output is serialised when it completes.
+    pub fn new<F, T, E>(future: F) -> Self
+    where
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        T: Serialize,
+        E: Into<ToolError>,
+    {
+        Pending {
+            future: Box::pin(async move {
+                match future.await {
+                    Ok(value) => to_output(value),
+                    Err(err) => Err(err.into()),
+                }
+            }),
+        }
+    }
+}
+
+/// The output as JSON. A float JSON cannot hold (infinity, NaN) is an error, never the `null`
+/// `serde_json` would write for it.
+fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
+    if let Err(what) = finite::check(&value) {
+        return Err(ToolError::new(format!(
+            "the tool's output holds a number JSON cannot represent ({what})"
+        ))
+        .with_code(codes::OUTPUT)
+        .with_name("ToolOutputError")
+        .with_suggestion(
+            "the tool computed an infinite or undefined number; try other arguments, or report it to the tool's author",
+        ));
+    }
+    serde_json::to_value(value).map_err(|e| {
+        ToolError::new(format!(
+            "the tool's output could not be turned into JSON: {e}"
+        ))
+        .with_code(codes::OUTPUT)
+        .with_name("ToolOutputError")
+        .with_suggestion("this is a bug in the tool; report it to its author")
+    })
+}
+
+/// What a handler may return: any `Serialize` value, a [`Pending`], or content parts
+/// ([`Content`](crate::tools::content::Content), [`ToolReturn`](crate::tools::content::ToolReturn)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool",
+    label = "this type does not implement `Serialize`",
+    note = "return a type that implements `serde::Serialize`, a `goondan_runtime::Pending`, a `goondan_runtime::tools::content::Content` or `ToolReturn`, or `Result<T, E>` where `E: Into<ToolError>`"
+)]
+pub trait IntoOutcome {
+    /// Converts the value into an [`Outcome`].
+    fn into_outcome(self) -> Result<Outcome, ToolError>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize> IntoOutcome for T {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        to_output(self).map(Outcome::Output)
+    }
+}
+
+impl IntoOutcome for Pending {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        Ok(Outcome::Pending(self))
+    }
+}
+
+impl IntoOutcome for crate::tools::content::ToolReturn {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        Ok(Outcome::Rich(Box::new(self)))
+    }
+}
+
+impl IntoOutcome for crate::tools::content::Content {
+    fn into_outcome(self) -> Result<Outcome, ToolError> {
+        crate::tools::content::ToolReturn::parts(vec![self]).into_outcome()
+    }
+}
+
+/// A typed input: the arguments object is deserialised into it, and its schema is what the
+/// model sees.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be used as a tool input",
+    label = "this type must implement `Deserialize` and `JsonSchema`",
+    note = "derive them: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (both are re-exported by `goondan_runtime::prelude`)"
+)]
+pub trait ToolInput: DeserializeOwned + schemars::JsonSchema + Send + 'static {}
+
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned + schemars::JsonSchema + Send + 'static> ToolInput for T {}
+
+/// `#[tool]` names each input type through this trait, so that a type that cannot be an input
+/// gets exactly one error, with the caret on the type. Not for use outside generated code.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be used as a tool input",
+    label = "this type must implement `Deserialize` and `JsonSchema`",
+    note = "derive them: `#[derive(serde::Deserialize, schemars::JsonSchema)]` (both are re-exported by `goondan_runtime::prelude`)"
+)]
+pub trait InputType {
+    /// `Self`.
+    type Type;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: ToolInput> InputType for T {
+    type Type = T;
+}
+
+/// An error type a fallible handler may return.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned as a tool error",
+    label = "`ToolError` does not implement `From<{Self}>`",
+    note = "return `ToolError`, or implement `From<{Self}> for goondan_runtime::ToolError`"
+)]
+pub trait IntoToolError {
+    /// Converts the error.
+    fn into_tool_error(self) -> ToolError;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Into<ToolError>> IntoToolError for E {
+    fn into_tool_error(self) -> ToolError {
+        self.into()
+    }
+}
+
+/// A handler built from a typed closure, as `#[tool]` generates.
+pub(crate) struct TypedHandler<I, F> {
+    f: F,
+    _input: PhantomData<fn() -> I>,
+}
+
+impl<I, F> TypedHandler<I, F> {
+    pub(crate) fn new(f: F) -> Self {
+        Self {
+            f,
+            _input: PhantomData,
+        }
+    }
+}
+
+impl<I, F, Fut> Handler for TypedHandler<I, F>
+where
+    I: ToolInput,
+    F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+{
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+        match read_input::<I>(args) {
+            Ok(input) => {
+                let fut = (self.f)(ctx.clone(), input);
+                HandlerCall::Running(Box::pin(
+                    async move { fut.await.map_err(HandlerError::Failed) },
+                ))
+            }
+            Err(err) => HandlerCall::Ready(Err(err)),
+        }
+    }
+
+    fn checks_args(&self) -> bool {
+        true
+    }
+}
+
+/// Deserialises the input from the arguments, moving their strings and arrays into it (no
+/// copy): the executor checked them against the schema before, so they are not needed after.
+fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerError> {
+    I::deserialize(Value::Object(args)).map_err(|err| HandlerError::InvalidArgs {
+        reason: err.to_string(),
+    })
+}
+
+/// A handler built from a synchronous typed closure, as `#[tool]` generates for a plain `fn`:
+/// it answers without a future.
+pub(crate) struct TypedSyncHandler<I, F> {
+    f: F,
+    _input: PhantomData<fn() -> I>,
+}
+
+impl<I, F> TypedSyncHandler<I, F> {
+    pub(crate) fn new(f: F) -> Self {
+        Self {
+            f,
+            _input: PhantomData,
+        }
+    }
+}
+
+impl<I, F> Handler for TypedSyncHandler<I, F>
+where
+    I: ToolInput,
+    F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+{
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+        HandlerCall::Ready(
+            read_input::<I>(args)
+                .and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
+        )
+    }
+
+    fn checks_args(&self) -> bool {
+        true
+    }
+
+    fn blocks(&self) -> bool {
+        true
+    }
+}
+
+struct FnHandler<F>(F);
+
+impl<F, Fut, T, E> Handler for FnHandler<F>
+where
+    F: Fn(ToolContext, JsonObject) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: IntoOutcome,
+    E: Into<ToolError>,
+{
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+        let fut = (self.0)(ctx.clone(), args);
+        HandlerCall::Running(Box::pin(async move {
+            match fut.await {
+                Ok(v) => v.into_outcome().map_err(HandlerError::Failed),
+                Err(e) => Err(HandlerError::Failed(e.into())),
+            }
+        }))
+    }
+}
+
+/// A handler from a closure over the raw arguments object, for tools registered at run time
+/// (CAT-4). The executor validates the arguments against the export's schema before calling it.
+///
+/// ```
+/// use goondan_runtime::{handler_fn, ToolError};
+/// let handler = handler_fn(|_ctx, args| async move {
+///     let city = args.get("city").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+///     Ok::<_, ToolError>(serde_json::json!({"city": city, "celsius": 21}))
+/// });
+/// # drop(handler);
+/// ```
+pub fn handler_fn<F, Fut, T, E>(f: F) -> impl Handler
+where
+    F: Fn(ToolContext, JsonObject) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: IntoOutcome,
+    E: Into<ToolError>,
+{
+    FnHandler(f)
+}

@@ -1,0 +1,223 @@
+//! [`Export`]: one function of a Tool resource: a name, a description, a parameter schema and
+//! its handler.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::tools::annotations::ExportAnnotations;
+use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
+use crate::tools::handler::{Handler, Outcome, ToolInput, TypedHandler, TypedSyncHandler};
+use crate::tools::output_schema::OutputSchema;
+use crate::tools::schema::{ArgValidator, schema_for};
+
+/// One export: a name, a description, a parameter schema and its handler.
+#[derive(Clone)]
+pub struct Export {
+    name: String,
+    description: Option<String>,
+    parameters: Arc<Value>,
+    handler: Arc<dyn Handler>,
+    timeout: Option<Duration>,
+    validator: Arc<OnceLock<ArgValidator>>,
+    annotations: Arc<ExportAnnotations>,
+    output_schema: Option<Arc<OutputSchema>>,
+}
+
+impl Export {
+    /// An export whose handler takes raw JSON arguments, validated against `parameters`.
+    pub fn new(name: impl Into<String>, parameters: Value, handler: impl Handler) -> Self {
+        Self::from_parts(name.into(), Arc::new(parameters), Arc::new(handler))
+    }
+
+    /// An export whose input type `I` gives the schema; `f` gets the context and the input.
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    /// let export = Export::typed("add", |_ctx, input: Add| async move {
+    ///     Ok::<_, ToolError>(input.a + input.b)
+    /// });
+    /// assert_eq!(export.parameters()["required"], serde_json::json!(["a", "b"]));
+    /// ```
+    pub fn typed<I, F, Fut, T, E>(name: impl Into<String>, f: F) -> Self
+    where
+        I: ToolInput,
+        F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: crate::tools::handler::IntoOutcome,
+        E: Into<ToolError>,
+    {
+        let handler = TypedHandler::<I, _>::new(move |ctx, input| {
+            let fut = f(ctx, input);
+            async move {
+                match fut.await {
+                    Ok(v) => v.into_outcome(),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        });
+        Self::from_parts(name.into(), schema_for::<I>(), Arc::new(handler))
+    }
+
+    /// An export from a handler that returns an [`Outcome`] directly, as `#[tool]` generates.
+    pub(crate) fn typed_outcome<I, F, Fut>(name: impl Into<String>, f: F) -> Self
+    where
+        I: ToolInput,
+        F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+    {
+        Self::from_parts(
+            name.into(),
+            schema_for::<I>(),
+            Arc::new(TypedHandler::<I, _>::new(f)),
+        )
+    }
+
+    /// An export from a synchronous handler that returns an [`Outcome`] directly, as `#[tool]`
+    /// generates for a plain `fn`.
+    pub(crate) fn typed_sync_outcome<I, F>(name: impl Into<String>, f: F) -> Self
+    where
+        I: ToolInput,
+        F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    {
+        Self::from_parts(
+            name.into(),
+            schema_for::<I>(),
+            Arc::new(TypedSyncHandler::<I, _>::new(f)),
+        )
+    }
+
+    fn from_parts(name: String, parameters: Arc<Value>, handler: Arc<dyn Handler>) -> Self {
+        Self {
+            name,
+            description: None,
+            parameters,
+            handler,
+            timeout: None,
+            validator: Arc::new(OnceLock::new()),
+            annotations: Arc::default(),
+            output_schema: None,
+        }
+    }
+
+    /// Sets the description the model sees.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets this export's timeout, overriding the executor's default.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the title and effect hints (MCP `title` and `annotations`).
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError, tools::annotations::ExportAnnotations, handler_fn};
+    /// let export = Export::new("ls", serde_json::json!({"type": "object"}),
+    ///         handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(()) }))
+    ///     .with_annotations(ExportAnnotations::new().title("List files").read_only(true));
+    /// assert_eq!(export.annotations().read_only, Some(true));
+    /// ```
+    pub fn with_annotations(mut self, annotations: ExportAnnotations) -> Self {
+        self.annotations = Arc::new(annotations);
+        self
+    }
+
+    /// Publishes the output schema of `T` (opt-in, see [`OutputSchema`]): results then carry
+    /// `structuredContent` valid against it.
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    /// let export = Export::typed("add", |_ctx, input: Add| async move {
+    ///     Ok::<_, ToolError>(input.a + input.b)
+    /// })
+    /// .with_output_schema::<i64>();
+    /// let schema = export.output_schema().map(|s| s.schema().clone());
+    /// assert_eq!(schema.map(|s| s["properties"]["result"]["type"].clone()),
+    ///            Some(serde_json::json!("integer")));
+    /// ```
+    pub fn with_output_schema<T: schemars::JsonSchema>(self) -> Self {
+        self.with_output_schema_value(OutputSchema::of::<T>())
+    }
+
+    /// Publishes an output schema given as data (a bundle's `outputSchema`, a bridged tool's).
+    pub fn with_output_schema_value(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(Arc::new(schema));
+        self
+    }
+
+    /// The export's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The title and effect hints.
+    pub fn annotations(&self) -> &ExportAnnotations {
+        &self.annotations
+    }
+
+    /// The title and effect hints, shared.
+    pub fn annotations_arc(&self) -> &Arc<ExportAnnotations> {
+        &self.annotations
+    }
+
+    /// The published output schema, if the export opted in.
+    pub fn output_schema(&self) -> Option<&Arc<OutputSchema>> {
+        self.output_schema.as_ref()
+    }
+
+    /// The description.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// The parameter schema.
+    pub fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    /// The parameter schema, shared.
+    pub fn parameters_arc(&self) -> &Arc<Value> {
+        &self.parameters
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &Arc<dyn Handler> {
+        &self.handler
+    }
+
+    /// The timeout, if this export sets one.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The compiled validator of the parameter schema, built on first use.
+    pub fn validator(&self) -> &ArgValidator {
+        self.validator
+            .get_or_init(|| ArgValidator::new(&self.parameters))
+    }
+}
+
+impl fmt::Debug for Export {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Export")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .field("timeout", &self.timeout)
+            .field("annotations", &self.annotations)
+            .field("output_schema", &self.output_schema)
+            .finish_non_exhaustive()
+    }
+}
