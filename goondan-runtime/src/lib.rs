@@ -55,7 +55,7 @@ pub mod dialect;
 pub mod extension;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-#[cfg(feature = "providers")]
+#[cfg(feature = "host")]
 pub mod provider;
 #[cfg(feature = "host")]
 pub mod step;

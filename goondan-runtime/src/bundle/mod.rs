@@ -54,7 +54,6 @@ use std::path::{Path, PathBuf};
 pub use self::diagnostic::{BundleError, Diagnostic, Severity};
 pub use self::export::{export_tool, export_tools};
 pub use self::library::ToolLibrary;
-#[cfg(feature = "providers")]
 pub(crate) use self::model::accept_provider;
 pub use self::model::{ModelSpec, PROVIDERS};
 pub use self::resource::{Kind, ObjectRef, Resource};

@@ -53,7 +53,6 @@ pub const PROVIDERS: [&str; 5] = [
 static REGISTERED: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
 
 /// Accepts `name` and `aliases` in `spec.provider` from now on (a provider was registered).
-#[cfg(feature = "providers")]
 pub(crate) fn accept_provider(name: &'static str, aliases: &'static [&'static str]) {
     let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
     for n in std::iter::once(name).chain(aliases.iter().copied()) {

@@ -55,7 +55,6 @@ pub mod mcp;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-#[cfg(feature = "providers")]
 use serde_json::Map;
 use serde_json::{Value, json};
 
@@ -406,7 +405,6 @@ impl Unsupported {
 }
 
 /// The tools of `catalog` whose parameters `check` refuses, as errors of `dialect`.
-#[cfg(feature = "providers")]
 pub(crate) fn strict_problems_by(
     catalog: &ToolCatalog,
     dialect: &'static str,
@@ -424,7 +422,6 @@ pub(crate) fn strict_problems_by(
 }
 
 /// Says once per process, per dialect and tool, that a tool is sent in its looser form.
-#[cfg(feature = "providers")]
 pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Unsupported) {
     static SAID: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
@@ -448,7 +445,6 @@ pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Uns
 /// The parameters of the looser form, for a tool whose strict form failed with `why`: its
 /// neutral schema without the `$schema` marker, said once per process
 /// ([`note_fallback`]). A schema that is not an object at all has no looser form either.
-#[cfg(feature = "providers")]
 pub(crate) fn loose_parameters(
     dialect: &'static str,
     item: &CatalogItem,
@@ -488,7 +484,6 @@ pub(crate) fn require_object_root(schema: &Value) -> Result<(), Unsupported> {
 
 /// Parses a JSON-encoded arguments string. Text that is not JSON is kept as a string, so the
 /// executor refuses the call with `E_TOOL_INVALID_ARGS`; an empty string means no arguments.
-#[cfg(feature = "providers")]
 pub(crate) fn arguments_from_str(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return Value::Object(Map::new());
@@ -510,7 +505,6 @@ pub(crate) fn str_field<'a>(
 
 /// If every branch is a string constant (`{type: string, const}` or a string `enum`), the values
 /// and the branch descriptions as `value: description` lines.
-#[cfg(feature = "providers")]
 pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<String>)> {
     let mut values = Vec::new();
     let mut docs = Vec::new();
@@ -541,7 +535,6 @@ pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<St
 
 /// The first `oneOf` / `anyOf` of a schema node, with its key. An empty union accepts nothing
 /// and is refused.
-#[cfg(feature = "providers")]
 pub(crate) fn first_union<'a>(
     obj: &'a Map<String, Value>,
     path: &str,
@@ -565,7 +558,6 @@ pub(crate) fn first_union<'a>(
 /// spelling of the type, and any more), the values, and the node's description followed by the
 /// values' descriptions, written into `out`. `false`, leaving `out` as it was, for any other
 /// union.
-#[cfg(feature = "providers")]
 pub(crate) fn string_enum(
     out: &mut Map<String, Value>,
     obj: &Map<String, Value>,
@@ -586,7 +578,6 @@ pub(crate) fn string_enum(
 }
 
 /// A description followed by the descriptions of enum values.
-#[cfg(feature = "providers")]
 pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
     let mut text = description
         .and_then(Value::as_str)
@@ -604,7 +595,6 @@ pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<
 /// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
 /// enum): the same union with the object's properties and `required` merged into each branch,
 /// for dialects without `unevaluatedProperties`. `None` when a branch is not an object schema.
-#[cfg(feature = "providers")]
 pub(crate) fn distribute(obj: &Map<String, Value>) -> Option<Value> {
     let (key, branches) = ["oneOf", "anyOf"]
         .into_iter()
@@ -638,7 +628,6 @@ pub(crate) fn distribute(obj: &Map<String, Value>) -> Option<Value> {
 }
 
 /// The error for a union next to properties whose branches cannot take them.
-#[cfg(feature = "providers")]
 pub(crate) fn undistributable(path: &str) -> Unsupported {
     Unsupported::at(
         path,
@@ -648,7 +637,6 @@ pub(crate) fn undistributable(path: &str) -> Unsupported {
 
 /// Splits `null` off a node: `type: [T, "null"]` or an `anyOf` with a `{type: "null"}` branch.
 /// Returns the node without null and whether null was allowed.
-#[cfg(feature = "providers")]
 pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool) {
     let mut out = node.clone();
     if let Some(Value::Array(types)) = node.get("type")
@@ -717,7 +705,6 @@ pub fn result_text(result: &ToolCallResult) -> String {
 
 /// A part as a data URL (`data:{mime};base64,{data}`), for the providers that take images
 /// that way; `None` for a part that is not binary.
-#[cfg(feature = "providers")]
 pub(crate) fn data_url(part: &crate::tools::content::Content) -> Option<(String, &str)> {
     use crate::tools::content::Content;
     match part {
@@ -730,7 +717,6 @@ pub(crate) fn data_url(part: &crate::tools::content::Content) -> Option<(String,
 }
 
 /// A text part, or an embedded text resource, as the text a model reads.
-#[cfg(feature = "providers")]
 pub(crate) fn part_text(part: &crate::tools::content::Content) -> Option<String> {
     use crate::tools::content::{Content, ResourceBody};
     match part {

@@ -1,4 +1,4 @@
-//! Model providers: [`ProviderModel`], a [`Model`] that talks to a real language model over
+//! Model providers: [`ProviderModel`], a [`Model`](crate::step::Model) that talks to a real language model over
 //! HTTP, in the wire format of its [`Provider`]. Four are built in:
 //!
 //! | provider | API | default base URL |
@@ -19,14 +19,14 @@
 //! streamed by default (server-sent events, parsed by the `sse-stream` crate): text goes to
 //! the request's [`DeltaSink`](crate::step::DeltaSink) as it comes, tool-call arguments are
 //! assembled from their pieces, and the calls are read by the dialect. Token usage is reported
-//! in [`ModelResponse::usage`].
+//! in [`ModelResponse::usage`](crate::step::ModelResponse::usage).
 //!
 //! A request is retried ([`RetryPolicy`]) on 408, 409, 429, 5xx, timeouts and connection
 //! failures, waiting what the provider's `retry-after` says, or an exponential backoff;
 //! nothing is retried once a streamed answer has begun. A stream that ends before the
 //! provider's closing event is a [`ModelError::Malformed`], never a silently cut answer. Every wait for the provider (the answer's head,
 //! each next piece of a stream, a whole unstreamed body) is bounded by the timeout. A request
-//! stops at once when its [`ModelRequest::cancellation`] is cancelled or its future dropped.
+//! stops at once when its [`ModelRequest::cancellation`](crate::step::ModelRequest::cancellation) is cancelled or its future dropped.
 //!
 //! API keys are read from the environment variable the configuration names and are never
 //! logged: [`ApiKey`]'s `Debug` prints `***`.
@@ -42,10 +42,14 @@
 
 mod adapter;
 pub mod anthropic;
+#[cfg(feature = "providers")]
 mod bundle;
 mod conversation;
 pub mod gemini;
+#[cfg(feature = "providers")]
 mod http;
+#[cfg(feature = "providers")]
+mod model;
 pub mod openai;
 mod openai_chat;
 mod openai_responses;
@@ -58,13 +62,18 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use self::adapter::{AnswerStream, ProviderAdapter};
+#[cfg(feature = "providers")]
 pub use self::bundle::{ModelSetupError, for_agent, from_spec, model_factory};
 pub use self::conversation::{Turn, turns};
+#[cfg(feature = "providers")]
+pub use self::model::ProviderModel;
 pub use self::retry::RetryPolicy;
 pub use self::sse::SseEvent;
 pub use self::table::{Provider, ProviderNameTaken, UnknownProvider};
 
-use crate::step::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse};
+use crate::step::ModelError;
+#[cfg(feature = "providers")]
+use crate::step::ModelRequest;
 use crate::tools::catalog::ToolChoice;
 
 /// The default request timeout.
@@ -83,6 +92,7 @@ impl ApiKey {
         Self(key.into())
     }
 
+    #[cfg(feature = "providers")]
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }
@@ -217,6 +227,7 @@ impl ProviderConfig {
         self
     }
 
+    #[cfg(feature = "providers")]
     /// The tool choice to send for `request`: the Step's own, else the first Step's, else the
     /// Model's; nothing for a Step without tools unless a call is demanded, which is an error,
     /// as is a named tool the Step's catalog does not have.
@@ -273,6 +284,7 @@ impl ProviderConfig {
             .trim_end_matches('/')
     }
 
+    #[cfg(feature = "providers")]
     /// The key: the one given, else the named variable (which must be set), else the
     /// provider's usual variable if it is set.
     fn resolve_key(&self) -> Result<Option<ApiKey>, ModelError> {
@@ -293,121 +305,6 @@ impl ProviderConfig {
             .ok()
             .filter(|v| !v.is_empty())
             .map(ApiKey))
-    }
-}
-
-/// A [`Model`] answered by a provider over HTTP (see the module docs).
-#[derive(Clone)]
-pub struct ProviderModel {
-    config: ProviderConfig,
-    adapter: &'static dyn ProviderAdapter,
-    key: Option<ApiKey>,
-    client: reqwest::Client,
-}
-
-impl ProviderModel {
-    /// A model for `config`; reads the API key now. Fails when the named key variable is not
-    /// set or the HTTP client cannot be built.
-    pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
-        let key = config.resolve_key()?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .build()
-            .map_err(|e| ModelError::Config {
-                message: format!("cannot build the HTTP client: {e}"),
-            })?;
-        Ok(Self {
-            adapter: config.provider.adapter(),
-            config,
-            key,
-            client,
-        })
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &ProviderConfig {
-        &self.config
-    }
-
-    async fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        let adapter = self.adapter;
-        let stream = self.config.stream;
-        let mut body = adapter.body(&self.config, request, stream)?;
-        if let (Some(choice), Value::Object(fields)) = (self.config.choice_for(request)?, &mut body)
-        {
-            let (field, value) = adapter.tool_choice(&choice);
-            fields.insert(field.into(), value);
-        }
-        let call = http::Call {
-            client: &self.client,
-            provider: adapter.name(),
-            url: adapter.url(self.config.base(), &self.config.model, stream),
-            headers: adapter.headers(self.key.as_ref().map(ApiKey::expose)),
-            body,
-            tools: catalog_tools(adapter.dialect(), &request.catalog)?,
-            timeout: self.config.timeout,
-            retry: &self.config.retry,
-            cancel: &request.cancellation,
-        };
-        let (response, attempts) = call.send().await?;
-        if !stream {
-            let value = call.read_json(response, attempts).await?;
-            return adapter.parse(&value, &request.catalog);
-        }
-        let mut events = sse::Events::new(response, &call, attempts);
-        let sink = request.deltas.as_ref();
-        let mut answer = adapter.stream();
-        while let Some(e) = events.next().await? {
-            if answer.event(&e, sink)? {
-                break;
-            }
-        }
-        answer.finish(&request.catalog)
-    }
-}
-
-impl std::fmt::Debug for ProviderModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderModel")
-            .field("config", &self.config)
-            .field("key", &self.key)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Model for ProviderModel {
-    fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
-        Box::pin(async move {
-            let cancel = request.cancellation.clone();
-            let answer = tokio::select! {
-                biased;
-                () = cancel.cancelled() => Err(ModelError::Cancelled),
-                answer = self.answer(request) => answer,
-            };
-            match &answer {
-                Ok(r) => tracing::debug!(
-                    target: "goondan::provider",
-                    provider = self.config.provider.as_str(),
-                    model = %self.config.model,
-                    agent = %request.agent_name,
-                    step = request.step,
-                    calls = r.tool_calls.len(),
-                    input_tokens = r.usage.map(|u| u.input_tokens),
-                    output_tokens = r.usage.map(|u| u.output_tokens),
-                    "provider.answer"
-                ),
-                Err(e) => tracing::warn!(
-                    target: "goondan::provider",
-                    provider = self.config.provider.as_str(),
-                    model = %self.config.model,
-                    agent = %request.agent_name,
-                    step = request.step,
-                    error = %e,
-                    "provider.failed"
-                ),
-            }
-            answer
-        })
     }
 }
 
@@ -440,45 +337,9 @@ fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The catalog in the provider's tool format, as JSON text for the request's `tools` field
-/// (each export rendered once per process: `Dialect::tools_json`); none for an empty catalog.
-fn catalog_tools(
-    dialect: crate::dialect::Dialect,
-    catalog: &crate::tools::catalog::ToolCatalog,
-) -> Result<Option<String>, ModelError> {
-    if catalog.is_empty() {
-        return Ok(None);
-    }
-    dialect
-        .tools_json(catalog)
-        .map(Some)
-        .map_err(|e| ModelError::Config {
-            message: e.to_string(),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_empty_catalog_sends_no_tools_field_and_a_full_one_the_dialect_text() {
-        let empty = crate::tools::catalog::ToolCatalog::new();
-        let mut catalog = crate::tools::catalog::ToolCatalog::new();
-        catalog.push(crate::tools::catalog::CatalogItem::new(
-            crate::tools::name::ToolName::new("calc", "add").unwrap_or_else(|e| panic!("{e}")),
-        ));
-        for provider in Provider::all() {
-            let dialect = provider.dialect();
-            assert_eq!(catalog_tools(dialect, &empty).ok(), Some(None));
-            let text = catalog_tools(dialect, &catalog).ok().flatten();
-            let plain = provider.dialect().tools(&catalog).ok();
-            assert_eq!(
-                text.map(|t| serde_json::from_str::<Value>(&t).ok()),
-                Some(plain)
-            );
-        }
-    }
 
     #[test]
     fn every_provider_a_bundle_may_name_has_a_wire_format() {

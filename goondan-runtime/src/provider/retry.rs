@@ -1,6 +1,8 @@
 //! [`RetryPolicy`]: how often and how long to wait before asking a provider again.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+#[cfg(feature = "providers")]
+use std::time::SystemTime;
 
 /// Retries on 429, 5xx, timeouts and connection failures: at most
 /// [`max_retries`](Self::max_retries) after the first attempt, each after the provider's
@@ -55,6 +57,7 @@ impl RetryPolicy {
             .min(self.max_backoff)
     }
 
+    #[cfg(feature = "providers")]
     /// The wait before retry number `retry`: the provider's advice when it gave one (`None`
     /// when that is longer than [`max_retry_after`](Self::max_retry_after)), else the backoff.
     pub(crate) fn wait(&self, retry: u32, advice: Option<Duration>) -> Option<Duration> {
@@ -68,6 +71,7 @@ impl RetryPolicy {
 
 /// The wait a response's headers ask for: `retry-after-ms` (milliseconds), else `retry-after`
 /// as seconds or an HTTP date.
+#[cfg(feature = "providers")]
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
@@ -87,6 +91,7 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
     )
 }
 
+#[cfg(feature = "providers")]
 /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form `retry-after` dates take.
 fn httpdate(text: &str) -> Option<SystemTime> {
     let parts: Vec<&str> = text.split_whitespace().collect();
@@ -103,7 +108,7 @@ fn httpdate(text: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339(&rfc3339).ok()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "providers"))]
 mod tests {
     use super::*;
 

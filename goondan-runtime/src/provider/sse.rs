@@ -1,11 +1,15 @@
 //! The server-sent events of a streamed answer, parsed by the `sse-stream` crate, each wait for
 //! the next one bounded by the timeout.
 
+#[cfg(feature = "providers")]
 use std::pin::Pin;
 
+#[cfg(feature = "providers")]
 use futures_util::{Stream, StreamExt};
 
+#[cfg(feature = "providers")]
 use super::http::Call;
+#[cfg(feature = "providers")]
 use crate::step::ModelError;
 
 /// One server-sent event of a streamed answer: its `event:` name, when it has one, and its
@@ -18,15 +22,18 @@ pub struct SseEvent {
     pub data: String,
 }
 
+#[cfg(feature = "providers")]
 type Inner = Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>>;
 
 /// The events of one response.
+#[cfg(feature = "providers")]
 pub(crate) struct Events<'a> {
     inner: Inner,
     call: &'a Call<'a>,
     attempts: u32,
 }
 
+#[cfg(feature = "providers")]
 impl<'a> Events<'a> {
     /// The events of `response`, the answer to `call` after `attempts` requests.
     pub(crate) fn new(response: reqwest::Response, call: &'a Call<'a>, attempts: u32) -> Self {

@@ -32,7 +32,7 @@ mod shape;
 
 pub use harden::harden;
 pub(crate) use harden::integer_range;
-#[cfg(feature = "providers")]
+#[cfg(feature = "host")]
 pub(crate) use harden::{escape_pointer, has_type, is_object_with_union};
 
 /// The schema of an export without parameters: `{type: object, properties: {},

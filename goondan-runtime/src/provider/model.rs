@@ -1,0 +1,164 @@
+//! [`ProviderModel`]: a [`Model`] that asks a provider over HTTP, the same way for every
+//! provider, through its [`ProviderAdapter`].
+
+use serde_json::Value;
+
+use super::{ApiKey, ProviderAdapter, ProviderConfig, http, sse};
+use crate::step::{Model, ModelError, ModelFuture, ModelRequest, ModelResponse};
+
+/// A [`Model`] answered by a provider over HTTP (see the module docs).
+#[derive(Clone)]
+pub struct ProviderModel {
+    config: ProviderConfig,
+    adapter: &'static dyn ProviderAdapter,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+}
+
+impl ProviderModel {
+    /// A model for `config`; reads the API key now. Fails when the named key variable is not
+    /// set or the HTTP client cannot be built.
+    pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
+        let key = config.resolve_key()?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.timeout)
+            .build()
+            .map_err(|e| ModelError::Config {
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(Self {
+            adapter: config.provider.adapter(),
+            config,
+            key,
+            client,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    async fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        let adapter = self.adapter;
+        let stream = self.config.stream;
+        let mut body = adapter.body(&self.config, request, stream)?;
+        if let (Some(choice), Value::Object(fields)) = (self.config.choice_for(request)?, &mut body)
+        {
+            let (field, value) = adapter.tool_choice(&choice);
+            fields.insert(field.into(), value);
+        }
+        let call = http::Call {
+            client: &self.client,
+            provider: adapter.name(),
+            url: adapter.url(self.config.base(), &self.config.model, stream),
+            headers: adapter.headers(self.key.as_ref().map(ApiKey::expose)),
+            body,
+            tools: catalog_tools(adapter.dialect(), &request.catalog)?,
+            timeout: self.config.timeout,
+            retry: &self.config.retry,
+            cancel: &request.cancellation,
+        };
+        let (response, attempts) = call.send().await?;
+        if !stream {
+            let value = call.read_json(response, attempts).await?;
+            return adapter.parse(&value, &request.catalog);
+        }
+        let mut events = sse::Events::new(response, &call, attempts);
+        let sink = request.deltas.as_ref();
+        let mut answer = adapter.stream();
+        while let Some(e) = events.next().await? {
+            if answer.event(&e, sink)? {
+                break;
+            }
+        }
+        answer.finish(&request.catalog)
+    }
+}
+
+impl std::fmt::Debug for ProviderModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderModel")
+            .field("config", &self.config)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model for ProviderModel {
+    fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
+        Box::pin(async move {
+            let cancel = request.cancellation.clone();
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(ModelError::Cancelled),
+                answer = self.answer(request) => answer,
+            };
+            match &answer {
+                Ok(r) => tracing::debug!(
+                    target: "goondan::provider",
+                    provider = self.config.provider.as_str(),
+                    model = %self.config.model,
+                    agent = %request.agent_name,
+                    step = request.step,
+                    calls = r.tool_calls.len(),
+                    input_tokens = r.usage.map(|u| u.input_tokens),
+                    output_tokens = r.usage.map(|u| u.output_tokens),
+                    "provider.answer"
+                ),
+                Err(e) => tracing::warn!(
+                    target: "goondan::provider",
+                    provider = self.config.provider.as_str(),
+                    model = %self.config.model,
+                    agent = %request.agent_name,
+                    step = request.step,
+                    error = %e,
+                    "provider.failed"
+                ),
+            }
+            answer
+        })
+    }
+}
+
+/// The catalog in the provider's tool format, as JSON text for the request's `tools` field
+/// (each export rendered once per process: `Dialect::tools_json`); none for an empty catalog.
+fn catalog_tools(
+    dialect: crate::dialect::Dialect,
+    catalog: &crate::tools::catalog::ToolCatalog,
+) -> Result<Option<String>, ModelError> {
+    if catalog.is_empty() {
+        return Ok(None);
+    }
+    dialect
+        .tools_json(catalog)
+        .map(Some)
+        .map_err(|e| ModelError::Config {
+            message: e.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Provider;
+
+    #[test]
+    fn an_empty_catalog_sends_no_tools_field_and_a_full_one_the_dialect_text() {
+        let empty = crate::tools::catalog::ToolCatalog::new();
+        let mut catalog = crate::tools::catalog::ToolCatalog::new();
+        catalog.push(crate::tools::catalog::CatalogItem::new(
+            crate::tools::name::ToolName::new("calc", "add").unwrap_or_else(|e| panic!("{e}")),
+        ));
+        for provider in Provider::all() {
+            let dialect = provider.dialect();
+            assert_eq!(catalog_tools(dialect, &empty).ok(), Some(None));
+            let text = catalog_tools(dialect, &catalog).ok().flatten();
+            let plain = provider.dialect().tools(&catalog).ok();
+            assert_eq!(
+                text.map(|t| serde_json::from_str::<Value>(&t).ok()),
+                Some(plain)
+            );
+        }
+    }
+}
