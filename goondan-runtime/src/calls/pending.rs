@@ -135,14 +135,15 @@ impl PendingResults {
 
     /// Starts `pending` in the background and returns its handle. The result carries the
     /// call's id and tool name; an error is cut to `limit` characters and given a help URL
-    /// from `help`: the runtime's base and the resource's own, if any (RES-7).
+    /// from `help`: the executor's own base for runtime codes (`None`: the process's) and the
+    /// resource's for its author's codes, if any (RES-7).
     pub(crate) fn submit(
         &self,
         pending: Pending,
         ctx: &ToolContext,
         tool_name: &str,
         limit: usize,
-        help: (Arc<str>, Option<&str>),
+        help: (Option<Arc<str>>, Option<&str>),
     ) -> String {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let handle = format!("pending-{n}");
@@ -178,7 +179,7 @@ impl PendingResults {
                 };
                 let rules = Rules {
                     limit,
-                    help_base: Some(&runtime_help),
+                    help_base: runtime_help.as_deref(),
                 };
                 let announce = Announce::Pending {
                     handle: &task_handle,

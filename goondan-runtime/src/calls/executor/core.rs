@@ -19,8 +19,7 @@ use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error, timed_out};
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
-use crate::tools::handler::{HandlerCall, HandlerError, Outcome};
-use crate::tools::help_url;
+use crate::tools::handler::{Handler, HandlerCall, HandlerError, Outcome};
 use crate::tools::registry::RegisteredExport;
 use crate::tools::result::{JsonObject, ToolCallResult};
 use crate::tools::schema::ArgProblem;
@@ -33,15 +32,6 @@ pub(super) struct CallCore {
     pub(super) max_content_bytes: usize,
     pub(super) pending: PendingResults,
     pub(super) help_url_base: Option<Arc<str>>,
-}
-
-impl CallCore {
-    /// Where runtime codes' help URLs point: this executor's base, else the process's (RES-7).
-    fn help_url_base(&self) -> Arc<str> {
-        self.help_url_base
-            .clone()
-            .unwrap_or_else(help_url::help_url_base)
-    }
 }
 
 impl Core for CallCore {
@@ -88,10 +78,8 @@ impl CallCore {
             let handler = Arc::clone(handler);
             let call_ctx = ctx.clone();
             let blocking = async move {
-                let task = tokio::task::spawn_blocking(move || {
-                    let _entered = call_ctx.logger().enter();
-                    std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call_ctx, args)))
-                });
+                let task =
+                    tokio::task::spawn_blocking(move || start_handler(&*handler, &call_ctx, args));
                 match task.await {
                     Ok(Ok(HandlerCall::Ready(outcome))) => Ok(outcome),
                     Ok(Ok(HandlerCall::Running(fut))) => AssertUnwindSafe(fut).catch_unwind().await,
@@ -104,11 +92,7 @@ impl CallCore {
             };
             return Arc::clone(self).wait(entry, ctx, id, name, Some(limit), blocking);
         }
-        let started = {
-            let _entered = ctx.logger().enter();
-            std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&ctx, args)))
-        };
-        let outcome = match started {
+        let outcome = match start_handler(&**handler, &ctx, args) {
             Err(panic) => Err(panic),
             Ok(HandlerCall::Ready(outcome)) => Ok(outcome),
             Ok(HandlerCall::Running(fut)) => {
@@ -164,7 +148,7 @@ impl CallCore {
             }
             Ok(Ok(Outcome::Pending(pending))) => {
                 let limit = entry.resource().error_message_limit();
-                let help = (self.help_url_base(), entry.resource().help_url_base());
+                let help = (self.help_url_base.clone(), entry.resource().help_url_base());
                 let handle = self.pending.submit(pending, ctx, &name, limit, help);
                 return ToolCallResult::pending(id, name, handle);
             }
@@ -182,6 +166,17 @@ impl CallCore {
         };
         ToolCallResult::error(id, name, err)
     }
+}
+
+/// Calls the handler in the call's span, its panic caught: what it answers at once, or the
+/// future that will answer.
+fn start_handler(
+    handler: &dyn Handler,
+    ctx: &ToolContext,
+    args: JsonObject,
+) -> Result<HandlerCall, Box<dyn Any + Send>> {
+    let _entered = ctx.logger().enter();
+    std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx, args)))
 }
 
 /// What a handler produced, or its panic.

@@ -149,7 +149,7 @@ impl ToolExecutor {
                     .instrument(span)
                     .await;
                 let mut result = call.answer(ran);
-                self.finish(&mut result, call.limit, &call.span, ctx);
+                self.finish(&mut result, call.limit(), &call.span, ctx);
                 result
             }
         }
@@ -174,7 +174,6 @@ impl ToolExecutor {
             }
         };
         let called = Called {
-            limit: entry.resource().error_message_limit(),
             id: ctx.shared_tool_call_id(),
             span,
             entry,
@@ -210,7 +209,7 @@ impl ToolExecutor {
             Ok(Ready::Done(result)) => called.answer(Ok(result)),
             Err(panic) => called.answer(Err(panic)),
         };
-        self.finish(&mut result, called.limit, &called.span, step);
+        self.finish(&mut result, called.limit(), &called.span, step);
         Begun::Done(result)
     }
 
@@ -280,8 +279,6 @@ enum Begun<'c> {
 
 /// What the executor keeps of a call it handed to the chain, to finish its answer.
 struct Called<'c> {
-    /// The called export's error message limit (RES-4).
-    limit: usize,
     /// The call's id.
     id: Arc<str>,
     /// The call's span.
@@ -291,6 +288,11 @@ struct Called<'c> {
 }
 
 impl Called<'_> {
+    /// The called export's error message limit (RES-4).
+    fn limit(&self) -> usize {
+        self.entry.resource().error_message_limit()
+    }
+
     /// The chain's answer, or its panic's. A middleware cannot retarget a call: the result
     /// keeps the call's id and name.
     fn answer(&self, ran: Result<ToolCallResult, Box<dyn Any + Send>>) -> ToolCallResult {
