@@ -1,7 +1,7 @@
 //! MCP over Streamable HTTP on 127.0.0.1, under load, side by side with rmcp's own server
-//! (rmcp's macros are a dev-dependency only): 50 concurrent clients call one trivial tool
-//! (`{text}` in, the text out) for a fixed time; requests per second and p50/p99 latency for
-//! each server, in two modes:
+//! (rmcp's macros are a dev-dependency only), each serving the same 50 tools: 50 concurrent
+//! clients call one trivial tool (`{text}` in, the text out) for a fixed time; requests per
+//! second and p50/p99 latency for each server, in two modes:
 //!
 //! - `stateless`: 2026-07-28 requests, each standing alone (no session);
 //! - `sessions`: 2025-11-25 clients, each with its own session, initialised once.
@@ -46,19 +46,38 @@ struct EchoInput {
     text: String,
 }
 
-#[derive(Clone)]
-struct RmcpServer {
-    tool_router: ToolRouter<Self>,
+/// rmcp's server with 50 tools made by its macros: `echo` (the one called) and `t1`..`t49`,
+/// all `{text}` -> text.
+macro_rules! rmcp_server {
+    ($($name:ident),*) => {
+        #[derive(Clone)]
+        struct RmcpServer {
+            tool_router: ToolRouter<Self>,
+        }
+
+        #[tool_router(router = tool_router)]
+        impl RmcpServer {
+            /// Gives the text back.
+            #[tool(description = "Gives the text back.")]
+            async fn echo(&self, Parameters(input): Parameters<EchoInput>) -> String {
+                input.text
+            }
+            $(
+                /// Gives the text back.
+                #[tool(description = "Gives the text back.")]
+                async fn $name(&self, Parameters(input): Parameters<EchoInput>) -> String {
+                    input.text
+                }
+            )*
+        }
+    };
 }
 
-#[tool_router(router = tool_router)]
-impl RmcpServer {
-    /// Gives the text back.
-    #[tool(description = "Gives the text back.")]
-    async fn echo(&self, Parameters(input): Parameters<EchoInput>) -> String {
-        input.text
-    }
-}
+rmcp_server!(
+    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19, t20, t21,
+    t22, t23, t24, t25, t26, t27, t28, t29, t30, t31, t32, t33, t34, t35, t36, t37, t38, t39, t40,
+    t41, t42, t43, t44, t45, t46, t47, t48, t49
+);
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for RmcpServer {}
@@ -67,10 +86,14 @@ impl ServerHandler for RmcpServer {}
 async fn serve_rmcp() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    // One router, built once and cloned for each session (and, stateless, each request), as
+    // ours shares its registry: building 50 routes per request would cost rmcp 1.4M
+    // instructions a request.
+    let router = RmcpServer::tool_router();
     let service = StreamableHttpService::new(
-        || {
+        move || {
             Ok(RmcpServer {
-                tool_router: RmcpServer::tool_router(),
+                tool_router: router.clone(),
             })
         },
         Arc::new(LocalSessionManager::default()),
@@ -98,16 +121,27 @@ async fn serve_rmcp() -> SocketAddr {
     addr
 }
 
-/// Ours: the same tool through registry, catalog and executor.
-async fn serve_goondan() -> SocketAddr {
-    let export = Export::typed("echo", |_ctx, input: EchoInput| async move {
+fn echo_export() -> Export {
+    Export::typed("echo", |_ctx, input: EchoInput| async move {
         Ok::<_, ToolError>(input.text)
     })
-    .with_description("Gives the text back.");
-    let registry = ToolRegistry::builder()
-        .tool(Tool::builder("text").export(export).build().unwrap())
-        .build()
-        .unwrap();
+    .with_description("Gives the text back.")
+}
+
+/// Ours: the same 50 tools through registry, catalog and executor (`text__echo`, published as
+/// `echo`, is the one called).
+async fn serve_goondan() -> SocketAddr {
+    let mut builder =
+        ToolRegistry::builder().tool(Tool::builder("text").export(echo_export()).build().unwrap());
+    for i in 1..50 {
+        builder = builder.tool(
+            Tool::builder(format!("t{i}"))
+                .export(echo_export())
+                .build()
+                .unwrap(),
+        );
+    }
+    let registry = builder.build().unwrap();
     let server = McpServer::builder(Arc::new(registry))
         .publish_as("text__echo", "echo")
         .build()
@@ -132,14 +166,26 @@ fn headers(
     mode: Mode,
     session: Option<&str>,
 ) -> reqwest::RequestBuilder {
+    headers_for(request, mode, session, "tools/call")
+}
+
+fn headers_for(
+    request: reqwest::RequestBuilder,
+    mode: Mode,
+    session: Option<&str>,
+    method: &str,
+) -> reqwest::RequestBuilder {
     let request = request
         .header("Accept", "application/json, text/event-stream")
         .header("Content-Type", "application/json");
     match (mode, session) {
+        (Mode::Stateless, _) if method == "tools/call" => request
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", method)
+            .header("Mcp-Name", "echo"),
         (Mode::Stateless, _) => request
             .header("MCP-Protocol-Version", "2026-07-28")
-            .header("Mcp-Method", "tools/call")
-            .header("Mcp-Name", "echo"),
+            .header("Mcp-Method", method),
         (Mode::Sessions, Some(id)) => request
             .header("MCP-Protocol-Version", "2025-11-25")
             .header("Mcp-Session-Id", id),
@@ -157,6 +203,18 @@ fn call_body(id: u64, mode: Mode) -> String {
         });
     }
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+}
+
+fn list_body(id: u64, mode: Mode) -> String {
+    let mut params = json!({});
+    if mode == Mode::Stateless {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
+        });
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}).to_string()
 }
 
 /// Opens a 2025-11-25 session; its id.
@@ -263,9 +321,10 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// `mcp_http calls ours|rmcp stateless|sessions N`: one client makes N calls in a row on a
-/// single-threaded runtime, for instruction counts under callgrind (`scripts/callgrind mcp`):
-/// the client's share is the same for both servers, so the difference is the servers'.
+/// `mcp_http calls ours|rmcp stateless|sessions N [call|list]`: one client makes N requests
+/// in a row on a single-threaded runtime (`tools/call` of the trivial tool, or `tools/list` of
+/// 50 tools), for instruction counts under callgrind (`scripts/callgrind mcp`): the client's
+/// share is the same for both servers, so the difference is the servers'.
 fn calls(args: &[String]) {
     let server = args.first().map(String::as_str);
     let mode = match args.get(1).map(String::as_str) {
@@ -273,6 +332,7 @@ fn calls(args: &[String]) {
         _ => Mode::Stateless,
     };
     let n: u64 = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(1);
+    let list = args.get(3).map(String::as_str) == Some("list");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -289,6 +349,18 @@ fn calls(args: &[String]) {
             Mode::Stateless => None,
         };
         for id in 1..=n {
+            if list {
+                let text = headers_for(http.post(&url), mode, session.as_deref(), "tools/list")
+                    .body(list_body(id, mode))
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap();
+                assert_eq!(text.matches("\"inputSchema\"").count(), 50, "{text}");
+                continue;
+            }
             let text = headers(http.post(&url), mode, session.as_deref())
                 .body(call_body(id, mode))
                 .send()

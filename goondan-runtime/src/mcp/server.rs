@@ -112,25 +112,47 @@ enum Selection {
 /// The served catalog, rebuilt when the registry grows.
 struct Served {
     generation: u64,
-    catalog: Arc<ToolCatalog>,
+    view: Arc<View>,
+}
+
+/// One generation of the served catalog, and its tools as MCP sees them, made the first time
+/// a client lists them and shared by every `tools/list` until the catalog changes.
+pub(super) struct View {
+    pub(super) catalog: Arc<ToolCatalog>,
+    tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
+}
+
+impl View {
+    fn new(catalog: ToolCatalog) -> Self {
+        Self {
+            catalog: Arc::new(catalog),
+            tools: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The catalog's tools as MCP tools, in catalog order.
+    pub(super) fn tools(&self, renames: &Renames) -> &[rmcp::model::Tool] {
+        self.tools
+            .get_or_init(|| listing::tools_of(&self.catalog, renames))
+    }
 }
 
 /// Goondan names published under other names, both ways. Empty unless
 /// [`McpServerBuilder::publish_as`] is used.
 #[derive(Debug, Default)]
-struct Renames {
+pub(super) struct Renames {
     published: HashMap<String, String>,
     goondan: HashMap<String, String>,
 }
 
 impl Renames {
     /// The name a client sees for a Goondan name.
-    fn published<'a>(&'a self, goondan: &'a str) -> &'a str {
+    pub(super) fn published<'a>(&'a self, goondan: &'a str) -> &'a str {
         self.published.get(goondan).map_or(goondan, String::as_str)
     }
 
     /// The Goondan name a client's name stands for.
-    fn goondan<'a>(&'a self, published: &'a str) -> &'a str {
+    pub(super) fn goondan<'a>(&'a self, published: &'a str) -> &'a str {
         self.goondan
             .get(published)
             .map_or(published, String::as_str)
@@ -242,7 +264,7 @@ impl McpServer {
 
     /// The catalog served now: rebuilt when a tool registered at run time changes it.
     pub fn catalog(&self) -> Arc<ToolCatalog> {
-        self.current().1
+        Arc::clone(&self.current().catalog)
     }
 
     /// The executor every call goes through.
@@ -259,15 +281,15 @@ impl McpServer {
         }
     }
 
-    /// The served catalog and whether it changed since it was last read.
-    fn current(&self) -> (bool, Arc<ToolCatalog>) {
+    /// The served catalog as it is now, rebuilt first when the registry changed.
+    pub(super) fn current(&self) -> Arc<View> {
         let registry = self.shared.executor.registry();
         let generation = registry.generation();
         {
             // The common case: the catalog is current, and readers do not wait for each other.
             let served = self.shared.served.read().unwrap_or_else(|e| e.into_inner());
             if served.generation == generation {
-                return (false, Arc::clone(&served.catalog));
+                return Arc::clone(&served.view);
             }
         }
         let mut served = self
@@ -277,16 +299,15 @@ impl McpServer {
             .unwrap_or_else(|e| e.into_inner());
         if served.generation == generation {
             // Another call rebuilt it meanwhile.
-            return (false, Arc::clone(&served.catalog));
+            return Arc::clone(&served.view);
         }
         let fresh = build_catalog(registry, &self.shared.selection)
-            .unwrap_or_else(|_| (*served.catalog).clone());
-        let changed = fresh.names().ne(served.catalog.names());
+            .unwrap_or_else(|_| (*served.view.catalog).clone());
         *served = Served {
             generation,
-            catalog: Arc::new(fresh),
+            view: Arc::new(View::new(fresh)),
         };
-        (changed, Arc::clone(&served.catalog))
+        Arc::clone(&served.view)
     }
 }
 
@@ -481,7 +502,7 @@ impl McpServerBuilder {
                 selection: self.selection,
                 served: RwLock::new(Served {
                     generation,
-                    catalog: Arc::new(catalog),
+                    view: Arc::new(View::new(catalog)),
                 }),
                 renames,
                 workdir: self
@@ -500,5 +521,105 @@ impl McpServerBuilder {
             }),
             session: Arc::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::annotations::ExportAnnotations;
+    use crate::tools::error::ToolError;
+    use crate::tools::tool::{Export, Tool, ToolSource};
+    use crate::{ToolContext, handler_fn};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Input {
+        /// Some text.
+        text: String,
+    }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Output {
+        text: String,
+    }
+
+    fn export(name: &str) -> Export {
+        Export::typed(name, |_ctx: ToolContext, input: Input| async move {
+            Ok::<_, ToolError>(Output { text: input.text })
+        })
+        .with_description("Gives the text back.")
+        .with_output_schema::<Output>()
+        .with_annotations(ExportAnnotations::default().title("Echo").read_only(true))
+    }
+
+    /// The listing kept per catalog generation is what the plain route (each item made into an
+    /// MCP tool on every `tools/list`) gives, is made once per generation, and is made again
+    /// when a registration changes the catalog.
+    #[tokio::test]
+    async fn mcp_tools_list_kept_per_generation_answers_like_the_plain_route() {
+        let registry = Arc::new(
+            ToolRegistry::builder()
+                .tool(
+                    Tool::builder("text")
+                        .export(export("echo"))
+                        .build()
+                        .unwrap(),
+                )
+                .tool(
+                    Tool::builder("other")
+                        .export(export("echo"))
+                        .build()
+                        .unwrap(),
+                )
+                .build()
+                .unwrap(),
+        );
+        let server = McpServer::builder(Arc::clone(&registry))
+            .publish_as("text__echo", "echo")
+            .build()
+            .unwrap();
+        let renames = &server.shared.renames;
+        let plain = |view: &View| -> Vec<rmcp::model::Tool> {
+            view.catalog
+                .items()
+                .iter()
+                .map(|item| listing::tool_of(item, renames))
+                .collect()
+        };
+        let view = server.current();
+        assert_eq!(view.tools(renames), plain(&view).as_slice());
+        let names: Vec<&str> = view.tools(renames).iter().map(|t| &*t.name).collect();
+        assert_eq!(names, ["other__echo", "echo"]);
+        assert!(view.tools(renames)[0].output_schema.is_some());
+        assert!(view.tools(renames)[0].annotations.is_some());
+        // The same generation shares one listing.
+        let again = server.current();
+        assert!(Arc::ptr_eq(&view, &again));
+        assert!(std::ptr::eq(view.tools(renames), again.tools(renames)));
+        // A page of it, and the tool rmcp looks up for header checks, are the same tools.
+        let page = listing::page(view.tools(renames), Some("1"), 1).unwrap();
+        assert_eq!(page.tools, plain(&view)[1..]);
+        assert_eq!(
+            rmcp::ServerHandler::get_tool(&server, "echo").as_ref(),
+            plain(&view).get(1)
+        );
+        assert!(rmcp::ServerHandler::get_tool(&server, "nothing").is_none());
+
+        registry
+            .register_item(
+                "late__tool",
+                Some("Registered at run time".into()),
+                json!({"type": "object"}),
+                handler_fn(|_ctx, _args| async { Ok::<_, ToolError>("late") }),
+                ToolSource::extension("ext"),
+            )
+            .unwrap();
+        let fresh = server.current();
+        assert!(!Arc::ptr_eq(&view, &fresh));
+        assert_eq!(fresh.tools(renames), plain(&fresh).as_slice());
+        assert_eq!(fresh.tools(renames).len(), 3);
+        assert!(fresh.tools(renames).iter().any(|t| t.name == "late__tool"));
     }
 }

@@ -59,20 +59,20 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let catalog = self.catalog();
+        let view = self.current();
         let cursor = request.and_then(|r| r.cursor);
         listing::page(
-            &catalog,
+            view.tools(&self.shared.renames),
             cursor.as_deref(),
             self.shared.page_size,
-            &self.shared.renames,
         )
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let catalog = self.catalog();
-        let item = catalog.get(self.shared.renames.goondan(name))?;
-        Some(listing::tool_of(item, &self.shared.renames))
+        let view = self.current();
+        let goondan = self.shared.renames.goondan(name);
+        let at = view.catalog.position(goondan)?;
+        view.tools(&self.shared.renames).get(at).cloned()
     }
 
     async fn call_tool(

@@ -14,19 +14,19 @@ use super::Renames;
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 
-/// The page of `catalog` that starts at `cursor` (the first page without one).
+/// The page of `tools` (a catalog's, in its order) that starts at `cursor` (the first page
+/// without one).
 pub(super) fn page(
-    catalog: &ToolCatalog,
+    tools: &[Tool],
     cursor: Option<&str>,
     page_size: usize,
-    renames: &Renames,
 ) -> Result<ListToolsResult, ErrorData> {
     let start = match cursor {
         None => 0,
         Some(c) => c
             .parse::<usize>()
             .ok()
-            .filter(|&n| n > 0 && n < catalog.len())
+            .filter(|&n| n > 0 && n < tools.len())
             .ok_or_else(|| {
                 ErrorData::invalid_params(
                     format!("invalid cursor `{c}`: pass a `nextCursor` of a previous `tools/list`"),
@@ -34,14 +34,19 @@ pub(super) fn page(
                 )
             })?,
     };
-    let end = start.saturating_add(page_size).min(catalog.len());
-    let tools = catalog.items()[start..end]
+    let end = start.saturating_add(page_size).min(tools.len());
+    let mut result = ListToolsResult::with_all_items(tools[start..end].to_vec());
+    result.next_cursor = (end < tools.len()).then(|| end.to_string());
+    Ok(result)
+}
+
+/// Every item of `catalog` as an MCP tool, in catalog order.
+pub(super) fn tools_of(catalog: &ToolCatalog, renames: &Renames) -> Vec<Tool> {
+    catalog
+        .items()
         .iter()
         .map(|item| tool_of(item, renames))
-        .collect();
-    let mut result = ListToolsResult::with_all_items(tools);
-    result.next_cursor = (end < catalog.len()).then(|| end.to_string());
-    Ok(result)
+        .collect()
 }
 
 /// One catalog item as an MCP tool: the name as it is (NAME-2), description, input schema,

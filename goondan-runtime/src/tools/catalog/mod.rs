@@ -264,6 +264,11 @@ impl ToolCatalog {
         self.index.get(name).map(|&i| &self.items[i])
     }
 
+    /// Where the item named `name` is in [`items`](Self::items).
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
     /// The items, in order.
     pub fn items(&self) -> &[CatalogItem] {
         &self.items
