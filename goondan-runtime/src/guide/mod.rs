@@ -18,6 +18,11 @@
 //! examples only when those features are on; without them the page says which feature it needs.
 //! Examples that need `goondan-base` (the base tools, the `goondan` command) are doc tests of
 //! `goondan_base::guide`, which these pages link to.
+//!
+//! Beside the guide, in the repository: `docs/errors.md` (every error code: what it means, the
+//! usual causes, the fix; where each `helpUrl` points), `docs/benchmarks.md` (what it costs,
+//! against rmcp and a floor), `docs/conformance.md` (every rule of the Goondan Tool system and
+//! the tests that prove it) and `docs/fuzzing.md`.
 
 #[doc = include_str!("tools.md")]
 pub mod tools {}
