@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of .ci/conformance: only test functions count, and a missing SPEC.md fails the run."""
+"""Tests of .ci/conformance: only test functions count, the table is docs/conformance.md's, and a
+missing SPEC.md fails the run."""
 import importlib.machinery
 import importlib.util
 import os
@@ -57,6 +58,18 @@ class TestFns(unittest.TestCase):
     def test_only_functions_annotated_as_tests_count(self):
         names = load().test_fns(SOURCE)
         self.assertEqual(names, ["ho_3_plain", "ctx_4_tokio", "ag_1_multi_line_attribute"])
+
+
+class Page(unittest.TestCase):
+    def test_the_table_lives_in_docs_conformance_md_between_its_markers(self):
+        module = load()
+        self.assertEqual(module.PAGE, os.path.join("docs", "conformance.md"))
+        with open(os.path.join(module.ROOT, module.PAGE), encoding="utf-8") as fh:
+            page = fh.read()
+        self.assertIn(module.BEGIN, page)
+        self.assertIn(module.END, page)
+        with open(os.path.join(module.ROOT, "README.md"), encoding="utf-8") as fh:
+            self.assertNotIn(module.BEGIN, fh.read(), "the table moved to docs/conformance.md")
 
 
 class MissingSpec(unittest.TestCase):

@@ -2,7 +2,7 @@
 //! `profile_concurrency goondan [ROUNDS]` runs them through `execute`, `profile_concurrency
 //! tokio [ROUNDS]` runs 10,000 bare tokio tasks sleeping 10 ms (the runtime's own floor). Prints
 //! the process's peak resident memory before and after (VmHWM, Linux), and the wall time of
-//! the last round. `scripts/perf-table` puts the figures in the README.
+//! the last round. `scripts/perf-table` puts the figures in docs/benchmarks.md.
 #![allow(
     missing_docs,
     unreachable_pub,

@@ -1,4 +1,5 @@
-//! The quickstart prints the catalog and then exactly the sequence the README promises.
+//! The quickstart prints what the README's first command promises: the catalog, and then
+//! exactly its scripted sequence of tool calls.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;

@@ -11,7 +11,7 @@
 //!
 //! [`tools`] gives all of them with default policies; referencing it also links this crate.
 //! Agents name them as `ref: {kind: Tool, name: bash, package: "@goondan/base"}`, which
-//! [`resolve_ref`] answers (BASE-5).
+//! [`resolve_ref`] answers (BASE-5). The [`guide`] shows them in use.
 //!
 //! ```
 //! use goondan_runtime::testing::{ResultAssertions, TestKit};
@@ -31,6 +31,8 @@ pub mod bash;
 pub mod cli;
 pub mod extensions;
 pub mod file_system;
+#[doc = include_str!("guide.md")]
+pub mod guide {}
 pub mod http_fetch;
 pub mod json_query;
 pub mod self_restart;
@@ -40,6 +42,12 @@ pub mod text_transform;
 pub mod wait;
 pub mod web_api;
 pub mod workspace;
+
+/// The README's Rust examples, run as doc tests. Only under `cfg(doctest)`: the README lives
+/// outside this crate's directory, and a packaged crate builds without it.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
 
 use goondan_runtime::tools::tool::ToolDefinitionError;
 use goondan_runtime::{IntoTool, Tool};

@@ -14,6 +14,9 @@
 //! agent's side with the `host` feature and others (`extension`, `bundle`, `dialect`, `step`,
 //! `provider`, `mcp`, `agents`), and [`testing`]. A module imports only from the layers below.
 //!
+//! New here? The [`guide`] walks through it all, one short page per chapter, every example run
+//! by `cargo test --doc`.
+//!
 //! ```
 //! use goondan_runtime::prelude::*;
 //! use goondan_runtime::testing::TestKit;
@@ -53,6 +56,7 @@ pub mod calls;
 pub mod dialect;
 #[cfg(feature = "host")]
 pub mod extension;
+pub mod guide;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 #[cfg(feature = "host")]

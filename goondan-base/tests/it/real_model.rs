@@ -390,7 +390,7 @@ async fn scripts_tool_eval_measures_a_real_server_and_accounts_for_every_prompt(
     assert_eq!(report["byTool"].as_object().unwrap().len(), 3, "{report:#}");
 }
 
-/// The README's first screen: `scripts/llm-serve &`, then `goondan run examples/local/goondan.yaml`.
+/// The README's "Running an agent": `scripts/llm-serve &`, then `goondan run examples/local/goondan.yaml`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_example_runs_with_no_key_against_the_served_model() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/local/goondan.yaml");
