@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::calls::middleware::{Middleware, MiddlewareList, Stage, ToolCallContext};
+use crate::calls::middleware::{CallContext, Middleware, MiddlewareList, Stage};
 use crate::tools::handler::Handler;
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::tools::tool::ToolSource;
@@ -161,7 +161,7 @@ impl PipelineMiddleware {
 
     /// A `toolCall` middleware.
     pub fn tool_call(mw: impl Middleware) -> Self {
-        Self::of::<ToolCallContext>(mw)
+        Self::of::<CallContext>(mw)
     }
 
     /// The stage's name: `toolCall`, `step`, `turn`.

@@ -71,7 +71,7 @@ pub use goondan_macros::{export, tool, tool_input};
 #[cfg(feature = "host")]
 pub use crate::bundle::{Bundle, ToolLibrary};
 pub use crate::calls::executor::{CallPolicy, ToolExecutor};
-pub use crate::calls::middleware::{Middleware, Next, ToolCallContext, from_fn};
+pub use crate::calls::middleware::{CallContext, Middleware, Next, from_fn};
 pub use crate::calls::pending::PendingResults;
 #[cfg(feature = "host")]
 pub use crate::dialect::{Dialect, DialectError, ParseError};

@@ -56,7 +56,7 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::calls::middleware::{Middleware, MiddlewareFuture, Next, ToolCallContext};
+use crate::calls::middleware::{CallContext, Middleware, MiddlewareFuture, Next};
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
@@ -324,7 +324,7 @@ impl Approvals {
             .map_or(self.default, |(_, policy)| *policy)
     }
 
-    async fn handle_call(&self, mut call: ToolCallContext, next: Next) -> ToolCallResult {
+    async fn handle_call(&self, mut call: CallContext, next: Next) -> ToolCallResult {
         let policy = self.policy_for(call.tool_name());
         if policy == Policy::Deny {
             let reason = format!("the approval policy denies `{}`", call.tool_name());
@@ -370,12 +370,12 @@ impl Approvals {
 }
 
 impl Middleware for Approvals {
-    fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+    fn handle(self: Arc<Self>, call: CallContext, next: Next) -> MiddlewareFuture {
         Box::pin(async move { self.handle_call(call, next).await })
     }
 }
 
-fn denied(call: &ToolCallContext, reason: &str) -> ToolCallResult {
+fn denied(call: &CallContext, reason: &str) -> ToolCallResult {
     let reason = if reason.trim().is_empty() {
         "the call was not approved; do not retry it unchanged"
     } else {
@@ -388,7 +388,7 @@ fn denied(call: &ToolCallContext, reason: &str) -> ToolCallResult {
     ToolCallResult::error(call.tool_call_id(), call.tool_name(), err)
 }
 
-fn emit_approved(call: &ToolCallContext, edited: bool) {
+fn emit_approved(call: &CallContext, edited: bool) {
     tracing::info!(
         name: "approval.approved",
         target: "goondan::approval",
@@ -400,7 +400,7 @@ fn emit_approved(call: &ToolCallContext, edited: bool) {
     );
 }
 
-fn emit_denied(call: &ToolCallContext, reason: &str, by: &'static str) {
+fn emit_denied(call: &CallContext, reason: &str, by: &'static str) {
     tracing::info!(
         name: "approval.denied",
         target: "goondan::approval",

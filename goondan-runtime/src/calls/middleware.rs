@@ -1,5 +1,5 @@
 //! Middleware: one onion for every [`Stage`] of the agent loop (MW-1, MW-2). A `toolCall`
-//! middleware wraps one tool call ([`ToolCallContext`]), a `step` middleware one Step
+//! middleware wraps one tool call ([`CallContext`]), a `step` middleware one Step
 //! (`step::StepContext`), a `turn` middleware one Turn (`step::TurnContext`); all three are [`Middleware<C>`] for their
 //! context `C`, chained by the same [`Next`] in the same order: lower priority outermost,
 //! then the first registered outermost (MW-3).
@@ -27,7 +27,7 @@ use crate::tools::result::ToolCallResult;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The future a middleware of stage `C` returns: the stage's outcome.
-pub type MiddlewareFuture<C = ToolCallContext> = BoxFuture<'static, <C as Stage>::Output>;
+pub type MiddlewareFuture<C = CallContext> = BoxFuture<'static, <C as Stage>::Output>;
 
 /// A stage of the agent loop that middleware wraps: its context type (`Self`, passed inwards
 /// and editable) and its outcome (passed outwards).
@@ -38,15 +38,17 @@ pub trait Stage: Send + 'static {
     const NAME: &'static str;
 }
 
-impl Stage for ToolCallContext {
+impl Stage for CallContext {
     type Output = ToolCallResult;
     const NAME: &'static str = "toolCall";
 }
 
-/// What a middleware sees of a call (MW-2): the tool's name and call id (read only), the
-/// arguments and metadata (mutable), and the call's [`ToolContext`].
+/// What a `toolCall` middleware sees of a call (MW-2): the tool's name and call id (read
+/// only), the arguments and metadata (mutable), and the call's [`ToolContext`]. The `turn` and
+/// `step` middlewares see a `step::TurnContext` and a `step::StepContext`; a handler sees only
+/// the [`ToolContext`].
 #[derive(Debug, Clone)]
-pub struct ToolCallContext {
+pub struct CallContext {
     tool_name: String,
     tool_call_id: String,
     /// The arguments as the model sent them (or an outer middleware changed them). They are
@@ -59,7 +61,7 @@ pub struct ToolCallContext {
     target: Arc<RegisteredExport>,
 }
 
-impl ToolCallContext {
+impl CallContext {
     /// A call of `target`: the name and id are the model's own strings, moved in, not copied.
     pub(crate) fn new(
         tool_name: String,
@@ -135,11 +137,11 @@ impl ToolCallContext {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use goondan_runtime::{Middleware, Next, ToolCallContext, calls::middleware::MiddlewareFuture};
+/// use goondan_runtime::{Middleware, Next, CallContext, calls::middleware::MiddlewareFuture};
 ///
 /// struct Audit;
 /// impl Middleware for Audit {
-///     fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+///     fn handle(self: Arc<Self>, call: CallContext, next: Next) -> MiddlewareFuture {
 ///         Box::pin(async move {
 ///             let name = call.tool_name().to_owned();
 ///             let result = next.run(call).await;
@@ -152,7 +154,7 @@ impl ToolCallContext {
 ///
 /// `handle` owns a reference to the middleware (`self: Arc<Self>`), so its future can use
 /// `self` for as long as it runs and the chain hands it over without boxing it again.
-pub trait Middleware<C: Stage = ToolCallContext>: Send + Sync + 'static {
+pub trait Middleware<C: Stage = CallContext>: Send + Sync + 'static {
     /// Handles one call (Step, Turn); `next.run(cx)` continues the chain.
     fn handle(self: Arc<Self>, cx: C, next: Next<C>) -> MiddlewareFuture<C>;
 }
@@ -204,7 +206,7 @@ where
 /// ```
 pub fn from_fn<F, Fut>(f: F) -> impl Middleware
 where
-    F: Fn(ToolCallContext, Next) -> Fut + Send + Sync + 'static,
+    F: Fn(CallContext, Next) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ToolCallResult> + Send + 'static,
 {
     FnMiddleware::new(f)
@@ -212,7 +214,7 @@ where
 
 /// The core of a stage, inside every middleware: for a call, argument validation and the
 /// handler; for a Step, the model and the calls; for a Turn, its Steps.
-pub(crate) trait Core<C: Stage = ToolCallContext>: Send + Sync + 'static {
+pub(crate) trait Core<C: Stage = CallContext>: Send + Sync + 'static {
     /// Starts the core: what it can answer at once is [`Ready::Done`], without a box.
     fn start(self: Arc<Self>, cx: C) -> Ready<C::Output>;
 }
@@ -225,7 +227,7 @@ pub(crate) enum Ready<T> {
 }
 
 /// The rest of a chain: the middlewares inside this one, then the core.
-pub struct Next<C: Stage = ToolCallContext> {
+pub struct Next<C: Stage = CallContext> {
     chain: Arc<[Arc<dyn Middleware<C>>]>,
     index: usize,
     core: Arc<dyn Core<C>>,
@@ -279,7 +281,7 @@ impl<C: Stage> std::fmt::Debug for Next<C> {
 
 /// Middlewares of one stage ordered by priority (lower runs first, i.e. outermost), then by
 /// registration (MW-3: the first registered is the outermost).
-pub(crate) struct MiddlewareList<C: Stage = ToolCallContext> {
+pub(crate) struct MiddlewareList<C: Stage = CallContext> {
     items: Vec<(i32, Arc<dyn Middleware<C>>)>,
 }
 

@@ -14,6 +14,68 @@
 //! 10. [`features`]: the workspace's crates, and which cargo features to pick.
 //! 11. [`errors`]: failures as data, error codes and their `helpUrl`.
 //!
+//! # Nine nouns
+//!
+//! Tools and calls take nine nouns; everything else in the crate is one of these seen from
+//! another side (a middleware's [`CallContext`](crate::CallContext) is a call on its way to the
+//! handler, a [`CatalogItem`](crate::CatalogItem) is a registry entry as one Step shows it).
+//!
+//! | noun | what it is |
+//! |---|---|
+//! | [`Tool`](crate::Tool) | a Tool resource: a name (`text-utils`) and its exports; what `#[tool]` makes |
+//! | [`Export`](crate::Export) | one function of a tool: its name, description, input schema and handler; the model calls it as `{tool}__{export}` |
+//! | [`Handler`](crate::Handler) | the code behind an export: your function, as the executor runs it |
+//! | [`ToolRegistry`](crate::ToolRegistry) | every export the process can run |
+//! | [`ToolCatalog`](crate::ToolCatalog) | the exports one Step shows the model, and the only ones it may call |
+//! | [`ToolExecutor`](crate::ToolExecutor) | runs a call: the name and catalog checks, the middleware, validation, the handler, the result |
+//! | [`ToolContext`](crate::ToolContext) | what a handler gets besides its arguments: who calls, the working directory, cancellation, a logger |
+//! | [`ToolCall`](crate::ToolCall) / [`ToolCallResult`](crate::ToolCallResult) | a call as the model asked it, and its answer (`ok`, `error` or `pending`) |
+//! | [`ToolError`](crate::ToolError) | a failure as data: a code, a message, a suggestion and a help URL |
+//!
+//! All nine in one program:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use goondan_runtime::{Export, Tool, ToolCatalog, ToolExecutor};
+//! use goondan_runtime::prelude::*; // ToolCall, ToolCallResult, ToolContext, ToolError, ToolRegistry, ...
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Input {
+//!     /// The text to shout.
+//!     text: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // An Export whose Handler is a typed function; a Tool holding it.
+//! let shout = Export::typed("shout", |_ctx: ToolContext, input: Input| async move {
+//!     if input.text.is_empty() {
+//!         return Err(ToolError::new("nothing to shout").with_suggestion("pass some text"));
+//!     }
+//!     Ok(input.text.to_uppercase())
+//! });
+//! let tool = Tool::builder("text").export(shout).build()?;
+//!
+//! // The ToolRegistry holds it; this Step's ToolCatalog shows it; the ToolExecutor runs it.
+//! let registry = Arc::new(ToolRegistry::builder().tool(tool).build()?);
+//! let catalog = ToolCatalog::build(&registry, ["text"])?;
+//! let executor = ToolExecutor::new(Arc::clone(&registry));
+//! let ctx = ToolContext::builder(".").agent_name("coder").build();
+//!
+//! // A ToolCall gives a ToolCallResult; a ToolError comes back as data.
+//! let call = ToolCall::new("call_1", "text__shout", json!({"text": "hi"}));
+//! let result: ToolCallResult = executor.execute(call, &ctx, &catalog).await;
+//! assert_eq!(result.output, Some(json!("HI")));
+//!
+//! let call = ToolCall::new("call_2", "text__shout", json!({"text": ""}));
+//! let failed = executor.execute(call, &ctx, &catalog).await;
+//! let error = failed.error.as_ref().map(ToolError::suggestion);
+//! assert_eq!(error, Some(Some("pass some text")));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The pages that need the runtime's default features (`host`, `mcp`, `providers`) hold their
 //! examples only when those features are on; without them the page says which feature it needs.
 //! Examples that need `goondan-base` (the base tools, the `goondan` command) are doc tests of

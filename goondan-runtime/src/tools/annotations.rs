@@ -1,7 +1,7 @@
 //! [`ExportAnnotations`]: what an export says about itself besides its schema: a human title
 //! and hints about its effects (read-only, destructive, idempotent, open-world). MCP publishes
 //! them as a tool's `title` and `annotations`; middleware (approvals) reads them from
-//! [`ToolCallContext::annotations`](crate::ToolCallContext::annotations).
+//! [`CallContext::annotations`](crate::CallContext::annotations).
 //!
 //! They are hints: nothing enforces them, and a client must not trust them from a server it
 //! does not trust. An unset hint means "not said", which MCP reads with its own defaults

@@ -6,14 +6,14 @@ use std::sync::{Arc, Mutex};
 
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
-use goondan_runtime::{Middleware, Next, ToolCallContext, ToolCallResult, ToolError, from_fn};
+use goondan_runtime::{CallContext, Middleware, Next, ToolCallResult, ToolError, from_fn};
 use serde_json::{Value, json};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
 fn tracer(log: &Log, tag: &'static str) -> impl Middleware {
     let log = Arc::clone(log);
-    from_fn(move |call: ToolCallContext, next: Next| {
+    from_fn(move |call: CallContext, next: Next| {
         let log = Arc::clone(&log);
         async move {
             log.lock().unwrap().push(format!("{tag}>"));
@@ -56,7 +56,7 @@ async fn mw_1_before_next_may_rewrite_args_after_may_rewrite_result() {
         .tool(common::text_tool(None))
         .middleware(
             0,
-            from_fn(|mut call: ToolCallContext, next: Next| async move {
+            from_fn(|mut call: CallContext, next: Next| async move {
                 // Before next(): fix the model's argument.
                 if let Some(Value::Number(n)) = call.args.get("text").cloned() {
                     call.args
@@ -83,7 +83,7 @@ async fn mw_1_middleware_may_short_circuit() {
         .tool(common::text_tool(None))
         .middleware(
             0,
-            from_fn(|call: ToolCallContext, _next: Next| async move {
+            from_fn(|call: CallContext, _next: Next| async move {
                 ToolCallResult::error(
                     call.tool_call_id(),
                     call.tool_name(),
@@ -110,7 +110,7 @@ async fn mw_2_context_exposes_name_id_args_metadata() {
         .tool(common::text_tool(None))
         .middleware(
             0,
-            from_fn(move |mut call: ToolCallContext, next: Next| {
+            from_fn(move |mut call: CallContext, next: Next| {
                 let seen = Arc::clone(&s1);
                 async move {
                     seen.lock().unwrap().push(json!({
@@ -124,7 +124,7 @@ async fn mw_2_context_exposes_name_id_args_metadata() {
         )
         .middleware(
             1,
-            from_fn(move |call: ToolCallContext, next: Next| {
+            from_fn(move |call: CallContext, next: Next| {
                 let seen = Arc::clone(&s2);
                 async move {
                     seen.lock()
@@ -157,7 +157,7 @@ async fn mw_2_context_exposes_name_id_args_metadata() {
 async fn mw_2_middleware_cannot_retarget_the_call() {
     struct Hijack;
     impl Middleware for Hijack {
-        fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+        fn handle(self: Arc<Self>, call: CallContext, next: Next) -> MiddlewareFuture {
             Box::pin(async move {
                 let mut r = next.run(call).await;
                 r.tool_name = "text__fail".into();
@@ -191,7 +191,7 @@ async fn args_rewritten_by_middleware_are_validated_after_it() {
         .tool(common::text_tool(None))
         .middleware(
             0,
-            from_fn(|mut call: ToolCallContext, next: Next| async move {
+            from_fn(|mut call: CallContext, next: Next| async move {
                 call.args.insert("text".into(), json!(123));
                 next.run(call).await
             }),
@@ -205,13 +205,13 @@ async fn args_rewritten_by_middleware_are_validated_after_it() {
 
 #[tokio::test]
 async fn res_3_mw_1_a_panicking_middleware_before_or_after_next_is_e_tool_panic() {
-    let before = from_fn(|call: ToolCallContext, next: Next| async move {
+    let before = from_fn(|call: CallContext, next: Next| async move {
         if call.args.get("text").and_then(Value::as_str) == Some("before") {
             panic!("middleware broke before next");
         }
         next.run(call).await
     });
-    let after = from_fn(|call: ToolCallContext, next: Next| async move {
+    let after = from_fn(|call: CallContext, next: Next| async move {
         let boom = call.args.get("text").and_then(Value::as_str) == Some("after");
         let result = next.run(call).await;
         if boom {
@@ -245,7 +245,7 @@ async fn res_3_mw_1_a_panicking_middleware_before_or_after_next_is_e_tool_panic(
 async fn res_3_mw_1_a_middleware_that_panics_before_returning_its_future_is_e_tool_panic() {
     // Neither an `async` block nor a boxed future: the closure itself panics, and so does a
     // `Middleware` whose `handle` panics before it returns.
-    let closure = from_fn(|call: ToolCallContext, next: Next| {
+    let closure = from_fn(|call: CallContext, next: Next| {
         if call.args.get("text").and_then(Value::as_str) == Some("closure") {
             panic!("closure broke");
         }
@@ -253,7 +253,7 @@ async fn res_3_mw_1_a_middleware_that_panics_before_returning_its_future_is_e_to
     });
     struct Eager;
     impl Middleware for Eager {
-        fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+        fn handle(self: Arc<Self>, call: CallContext, next: Next) -> MiddlewareFuture {
             if call.args.get("text").and_then(Value::as_str) == Some("handle") {
                 panic!("handle broke");
             }
@@ -291,10 +291,10 @@ async fn mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_mid
             b = if boxed {
                 b.middleware(
                     i as i32,
-                    from_fn(|c: ToolCallContext, n: Next| async move { n.run(c).await }),
+                    from_fn(|c: CallContext, n: Next| async move { n.run(c).await }),
                 )
             } else {
-                b.middleware(i as i32, from_fn(|c: ToolCallContext, n: Next| n.run(c)))
+                b.middleware(i as i32, from_fn(|c: CallContext, n: Next| n.run(c)))
             };
         }
         b.build().unwrap()

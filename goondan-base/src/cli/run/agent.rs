@@ -33,7 +33,7 @@ use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::McpExtension;
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
-use goondan_runtime::{Extension, ExtensionApi, Middleware, Next, ToolCallContext};
+use goondan_runtime::{CallContext, Extension, ExtensionApi, Middleware, Next};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -250,7 +250,7 @@ impl Extension for Terminal {
 struct Reporter(Arc<AgentLink>);
 
 impl Middleware for Reporter {
-    fn handle(self: Arc<Self>, call: ToolCallContext, next: Next) -> MiddlewareFuture {
+    fn handle(self: Arc<Self>, call: CallContext, next: Next) -> MiddlewareFuture {
         let link = Arc::clone(&self.0);
         Box::pin(async move {
             let (call_id, tool) = (call.tool_call_id().to_owned(), call.tool_name().to_owned());

@@ -14,7 +14,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::calls::middleware::{Core, Ready, ToolCallContext};
+use crate::calls::middleware::{CallContext, Core, Ready};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error, timed_out};
 use crate::tools::context::ToolContext;
@@ -35,7 +35,7 @@ pub(super) struct CallCore {
 }
 
 impl Core for CallCore {
-    fn start(self: Arc<Self>, call: ToolCallContext) -> Ready<ToolCallResult> {
+    fn start(self: Arc<Self>, call: CallContext) -> Ready<ToolCallResult> {
         let (name, id, args, ctx, entry) = call.into_parts();
         self.call(&entry, ctx, id, name, args)
     }

@@ -21,7 +21,7 @@ use tracing::Instrument;
 use crate::calls::events::emit_called;
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::calls::middleware::{
-    BoxFuture, Core, Middleware, MiddlewareList, Next, Ready, ToolCallContext,
+    BoxFuture, CallContext, Core, Middleware, MiddlewareList, Next, Ready,
 };
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{
@@ -193,7 +193,7 @@ impl ToolExecutor {
                     return core.call(&called.entry, ctx, id, name, args);
                 }
                 let next = Next::new(Arc::clone(chain), Arc::clone(core) as Arc<dyn Core>);
-                next.start(ToolCallContext::new(
+                next.start(CallContext::new(
                     name,
                     id,
                     args,
