@@ -239,7 +239,13 @@ fn build_body(tool: &Tool<'_>, names: &Names) -> TokenStream {
 enum Reading {
     /// The lone input parameter's type is the input.
     Whole,
-    /// The input is the generated struct with one field per input parameter.
+    /// The runtime's `Lone`: the lone parameter's type is the whole input or its one named
+    /// property, as its schema says at run time; `.0` is the value.
+    Lone,
+    /// The input is the runtime's generic `Params`, the values a tuple in parameter order.
+    Params,
+    /// The input is the generated struct with one field per input parameter (parameters with
+    /// `serde` or `schemars` attributes, or more than `Params` reads).
     Named,
 }
 
@@ -259,9 +265,21 @@ fn export_of(
             export_expr(tool, export, names, Reading::Whole, &whole_ty)
         }
         (Inputs::BySchema, Some(whole_ty)) => {
-            let named_ty = named_type(export, names, prelude);
+            if let Some(marker) = params_marker(export, names, prelude, true) {
+                // The reading is decided once, when the export is built (before its schema is
+                // made and before any call), here where a type that cannot be an input has
+                // already been reported.
+                let lone_ty = quote!(#krate::__private::Lone<#marker, #whole_ty>);
+                let whole = whole_static(export);
+                let expr = export_expr(tool, export, names, Reading::Lone, &lone_ty);
+                return quote! {{
+                    #whole.get_or_init(|| #krate::__private::is_whole_input::<#whole_ty>());
+                    #expr
+                }};
+            }
+            let (named_ty, reading) = named_type(export, names, prelude);
             let as_whole = export_expr(tool, export, names, Reading::Whole, &whole_ty);
-            let as_named = export_expr(tool, export, names, Reading::Named, &named_ty);
+            let as_named = export_expr(tool, export, names, reading, &named_ty);
             quote! {
                 if #krate::__private::is_whole_input::<#whole_ty>() {
                     #as_whole
@@ -271,8 +289,8 @@ fn export_of(
             }
         }
         _ => {
-            let named_ty = named_type(export, names, prelude);
-            export_expr(tool, export, names, Reading::Named, &named_ty)
+            let (named_ty, reading) = named_type(export, names, prelude);
+            export_expr(tool, export, names, reading, &named_ty)
         }
     }
 }
@@ -293,9 +311,127 @@ fn whole_type(export: &Export<'_>, names: &Names) -> Option<TokenStream> {
     }
 }
 
+/// The most parameters the runtime's `Params` reads (its `MAX_PARAMS`).
+const MAX_PARAMS: usize = 12;
+
+/// The input type of the named parameters: the runtime's generic `Params` when every
+/// parameter has only doc comments (a unit struct naming them is added to `prelude`), else a
+/// struct derived with one field per parameter. Returns the type and how it is read.
+fn named_type(
+    export: &Export<'_>,
+    names: &Names,
+    prelude: &mut TokenStream,
+) -> (TokenStream, Reading) {
+    match params_type(export, names, prelude) {
+        Some(ty) => (ty, Reading::Params),
+        None => (derived_type(export, names, prelude), Reading::Named),
+    }
+}
+
+/// `Params<__GoondanParams_{fn}, (T0, T1, ..)>`, with its marker (see [`params_marker`]).
+fn params_type(
+    export: &Export<'_>,
+    names: &Names,
+    prelude: &mut TokenStream,
+) -> Option<TokenStream> {
+    let krate = &names.krate;
+    let types = export.input_params().map(|p| checked(p.ty, names));
+    let marker = params_marker(export, names, prelude, false)?;
+    Some(quote!(#krate::__private::Params<#marker, (#(#types,)*)>))
+}
+
+/// The static holding whether a lone parameter is the whole input (see [`params_marker`]).
+fn whole_static(export: &Export<'_>) -> Ident {
+    format_ident!("__GOONDAN_WHOLE_{}", export.ident.unraw())
+}
+
+/// The unit struct `__GoondanParams_{fn}` naming the function's parameters, with its
+/// `ParamNames` impl, added to `prelude`. With `lone`, a static beside it holds whether the
+/// lone parameter's type is the whole input, set when the export is built. `None` when a
+/// parameter has attributes other than doc comments (or a doc that is not a literal), or when
+/// there are none or too many.
+fn params_marker(
+    export: &Export<'_>,
+    names: &Names,
+    prelude: &mut TokenStream,
+    lone: bool,
+) -> Option<Ident> {
+    let krate = &names.krate;
+    let params: Vec<_> = export.input_params().collect();
+    if params.is_empty() || params.len() > MAX_PARAMS {
+        return None;
+    }
+    let mut keys = Vec::new();
+    let mut docs = Vec::new();
+    for param in &params {
+        let mut lines = Vec::new();
+        for attr in &param.field_attrs {
+            if !attr.path().is_ident("doc") {
+                return None;
+            }
+            let syn::Meta::NameValue(nv) = &attr.meta else {
+                return None;
+            };
+            let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) = &nv.value
+            else {
+                return None;
+            };
+            let line = text.value();
+            lines.push(line.strip_prefix(' ').map(str::to_owned).unwrap_or(line));
+        }
+        let (title, description) = title_and_description(&lines.join("\n"));
+        docs.push(quote!((#title, #description)));
+        keys.push(param.ident()?.unraw().to_string());
+    }
+    let marker = format_ident!("__GoondanParams_{}", export.ident.unraw());
+    let name = format!("__GoondanInput_{}", export.ident.unraw());
+    let whole_input = lone.then(|| {
+        let whole = whole_static(export);
+        prelude.extend(quote! {
+            #[allow(non_upper_case_globals)]
+            static #whole: #krate::__private::std::sync::OnceLock<bool> =
+                #krate::__private::std::sync::OnceLock::new();
+        });
+        quote! {
+            fn whole_input() -> bool {
+                #whole.get().copied().unwrap_or(false)
+            }
+        }
+    });
+    prelude.extend(quote! {
+        #[allow(non_camel_case_types)]
+        struct #marker;
+        impl #krate::__private::ParamNames for #marker {
+            const NAME: &'static str = #name;
+            const NAMES: &'static [&'static str] = &[#(#keys),*];
+            const DOCS: &'static [(&'static str, &'static str)] = &[#(#docs),*];
+            #whole_input
+        }
+    });
+    Some(marker)
+}
+
+/// A doc comment's title (a first line starting with `#`) and description, as schemars takes
+/// them from a field's doc comment.
+fn title_and_description(doc: &str) -> (String, String) {
+    let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
+    match doc.strip_prefix('#') {
+        Some(_) => {
+            let (first, rest) = doc.split_once('\n').unwrap_or((doc, ""));
+            let title = first.trim_start_matches('#');
+            let trim = |s: &str| s.trim_matches(|c: char| c.is_ascii_whitespace()).to_owned();
+            (trim(title), trim(rest))
+        }
+        None => (String::new(), doc.to_owned()),
+    }
+}
+
 /// A generated struct with one field per input parameter, added to `prelude`; returns its
 /// type.
-fn named_type(export: &Export<'_>, names: &Names, prelude: &mut TokenStream) -> TokenStream {
+fn derived_type(export: &Export<'_>, names: &Names, prelude: &mut TokenStream) -> TokenStream {
     let krate = &names.krate;
     let struct_ident = format_ident!("__GoondanInput_{}", export.ident.unraw());
     let serde_crate = quote!(#krate::__private::serde).to_string();
@@ -361,6 +497,11 @@ fn export_expr(
         ParamKind::Context if export.sig.asyncness.is_some() => quote!(&#ctx),
         ParamKind::Context => quote!(#ctx),
         ParamKind::Input if reading == Reading::Whole => quote!(#input),
+        ParamKind::Input if reading == Reading::Lone => quote!(#input.0),
+        ParamKind::Input if reading == Reading::Params => {
+            let at = syn::Index::from(inputs_before(export, p));
+            quote!(#input.0.#at)
+        }
         ParamKind::Input => {
             let field = p.ident();
             quote!(#input.#field)
@@ -430,6 +571,14 @@ fn export_expr(
             #annotations
             #output_schema
     }
+}
+
+/// How many input parameters come before `param`: its place in the `Params` tuple.
+fn inputs_before(export: &Export<'_>, param: &crate::ast::Param<'_>) -> usize {
+    export
+        .input_params()
+        .take_while(|p| !std::ptr::eq(*p, param))
+        .count()
 }
 
 /// `.with_annotations(...)` for what `#[export]` says of the title and effects.

@@ -14,6 +14,8 @@ use crate::tools::error::{ToolError, codes};
 use crate::tools::result::JsonObject;
 
 mod finite;
+#[doc(hidden)]
+pub mod params;
 
 /// The future of a [`Handler`] that has to wait.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Outcome, HandlerError>> + Send>>;

@@ -46,6 +46,7 @@ pub mod mcp_server;
 pub mod middleware;
 pub mod orchestrator;
 pub mod orchestrator_nats;
+pub mod params;
 pub mod providers;
 pub mod schema_corpus;
 pub mod step_loop;
