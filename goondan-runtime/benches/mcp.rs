@@ -20,67 +20,18 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use goondan_runtime::mcp::server::McpServer;
 use goondan_runtime::{Export, Tool, ToolError, ToolRegistry};
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, ListToolsRequest, PaginatedRequestParams, Request,
     ServerResult,
 };
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde_json::{Map, Value, json};
 
-/// The trivial tool's input, the same on both sides.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct EchoInput {
-    /// The text to give back.
-    text: String,
-}
+#[path = "common/rmcp_fifty.rs"]
+mod rmcp_fifty;
 
-// ---- rmcp's own server: one stored router, built by its macros --------------------------------
-
-/// 50 tools with rmcp's macros: `echo` (the one called) and `t1`..`t49`, all `{text}` -> text.
-macro_rules! rmcp_server {
-    ($($name:ident),*) => {
-        #[derive(Clone)]
-        struct RmcpServer {
-            tool_router: ToolRouter<Self>,
-        }
-
-        #[tool_router(router = tool_router)]
-        impl RmcpServer {
-            /// Gives the text back.
-            #[tool(description = "Gives the text back.")]
-            async fn echo(&self, Parameters(input): Parameters<EchoInput>) -> String {
-                input.text
-            }
-            $(
-                /// Gives the text back.
-                #[tool(description = "Gives the text back.")]
-                async fn $name(&self, Parameters(input): Parameters<EchoInput>) -> String {
-                    input.text
-                }
-            )*
-        }
-    };
-}
-
-rmcp_server!(
-    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19, t20, t21,
-    t22, t23, t24, t25, t26, t27, t28, t29, t30, t31, t32, t33, t34, t35, t36, t37, t38, t39, t40,
-    t41, t42, t43, t44, t45, t46, t47, t48, t49
-);
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for RmcpServer {}
-
-impl RmcpServer {
-    fn new() -> Self {
-        Self {
-            tool_router: Self::tool_router(),
-        }
-    }
-}
+use rmcp_fifty::{EchoInput, RmcpServer};
 
 // ---- goondan: the same 50 tools through registry, catalog and executor -----------------------
 

@@ -30,57 +30,16 @@ use goondan_runtime::{Export, Tool, ToolError, ToolRegistry};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 
 const CLIENTS: usize = 50;
 
-/// The trivial tool's input, the same on both sides.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct EchoInput {
-    /// The text to give back.
-    text: String,
-}
+#[path = "common/rmcp_fifty.rs"]
+mod rmcp_fifty;
 
-/// rmcp's server with 50 tools made by its macros: `echo` (the one called) and `t1`..`t49`,
-/// all `{text}` -> text.
-macro_rules! rmcp_server {
-    ($($name:ident),*) => {
-        #[derive(Clone)]
-        struct RmcpServer {
-            tool_router: ToolRouter<Self>,
-        }
-
-        #[tool_router(router = tool_router)]
-        impl RmcpServer {
-            /// Gives the text back.
-            #[tool(description = "Gives the text back.")]
-            async fn echo(&self, Parameters(input): Parameters<EchoInput>) -> String {
-                input.text
-            }
-            $(
-                /// Gives the text back.
-                #[tool(description = "Gives the text back.")]
-                async fn $name(&self, Parameters(input): Parameters<EchoInput>) -> String {
-                    input.text
-                }
-            )*
-        }
-    };
-}
-
-rmcp_server!(
-    t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t16, t17, t18, t19, t20, t21,
-    t22, t23, t24, t25, t26, t27, t28, t29, t30, t31, t32, t33, t34, t35, t36, t37, t38, t39, t40,
-    t41, t42, t43, t44, t45, t46, t47, t48, t49
-);
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for RmcpServer {}
+use rmcp_fifty::{EchoInput, RmcpServer};
 
 /// rmcp's own server on `127.0.0.1:0`, served by a hyper loop like ours.
 async fn serve_rmcp() -> SocketAddr {
@@ -89,7 +48,7 @@ async fn serve_rmcp() -> SocketAddr {
     // One router, built once and cloned for each session (and, stateless, each request), as
     // ours shares its registry: building 50 routes per request would cost rmcp 1.4M
     // instructions a request.
-    let router = RmcpServer::tool_router();
+    let router = RmcpServer::router();
     let service = StreamableHttpService::new(
         move || {
             Ok(RmcpServer {
