@@ -311,7 +311,8 @@ fn whole_type(export: &Export<'_>, names: &Names) -> Option<TokenStream> {
     }
 }
 
-/// The most parameters the runtime's `Params` reads (its `MAX_PARAMS`).
+/// The most parameters the runtime's `Params` reads: the tuples its `ParamTuple` is
+/// implemented for.
 const MAX_PARAMS: usize = 12;
 
 /// The input type of the named parameters: the runtime's generic `Params` when every

@@ -124,14 +124,6 @@ fn headers(
     request: reqwest::RequestBuilder,
     mode: Mode,
     session: Option<&str>,
-) -> reqwest::RequestBuilder {
-    headers_for(request, mode, session, "tools/call")
-}
-
-fn headers_for(
-    request: reqwest::RequestBuilder,
-    mode: Mode,
-    session: Option<&str>,
     method: &str,
 ) -> reqwest::RequestBuilder {
     let request = request
@@ -152,8 +144,13 @@ fn headers_for(
     }
 }
 
-fn call_body(id: u64, mode: Mode) -> String {
-    let mut params = json!({"name": "echo", "arguments": {"text": "hello"}});
+/// A request's body: `tools/call` of the trivial tool or `tools/list`, with the request
+/// metadata a 2026-07-28 request carries.
+fn body(id: u64, mode: Mode, method: &str) -> String {
+    let mut params = match method {
+        "tools/call" => json!({"name": "echo", "arguments": {"text": "hello"}}),
+        _ => json!({}),
+    };
     if mode == Mode::Stateless {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -161,19 +158,27 @@ fn call_body(id: u64, mode: Mode) -> String {
             "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
         });
     }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
 }
 
-fn list_body(id: u64, mode: Mode) -> String {
-    let mut params = json!({});
-    if mode == Mode::Stateless {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "load", "version": "1"},
-        });
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}).to_string()
+/// Sends one request and returns the answer's text. A failed request panics: the load must
+/// be all successes to count.
+async fn request(
+    http: &reqwest::Client,
+    url: &str,
+    mode: Mode,
+    session: Option<&str>,
+    method: &str,
+    id: u64,
+) -> String {
+    headers(http.post(url), mode, session, method)
+        .body(body(id, mode, method))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 /// Opens a 2025-11-25 session; its id.
@@ -181,7 +186,7 @@ async fn open(client: &reqwest::Client, url: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "load", "version": "1"}}});
-    let response = headers(client.post(url), Mode::Sessions, None)
+    let response = headers(client.post(url), Mode::Sessions, None, "initialize")
         .body(init.to_string())
         .send()
         .await
@@ -192,13 +197,18 @@ async fn open(client: &reqwest::Client, url: &str) -> String {
         .to_owned();
     let _ = response.bytes().await;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let _ = headers(client.post(url), Mode::Sessions, Some(&id))
-        .body(note.to_string())
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await;
+    let _ = headers(
+        client.post(url),
+        Mode::Sessions,
+        Some(&id),
+        "notifications/initialized",
+    )
+    .body(note.to_string())
+    .send()
+    .await
+    .unwrap()
+    .bytes()
+    .await;
     id
 }
 
@@ -215,14 +225,7 @@ async fn client(url: String, mode: Mode, time: Duration) -> Vec<Duration> {
     let mut id = 1;
     while Instant::now() < end {
         let start = Instant::now();
-        let text = headers(http.post(&url), mode, session.as_deref())
-            .body(call_body(id, mode))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = request(&http, &url, mode, session.as_deref(), "tools/call", id).await;
         latencies.push(start.elapsed());
         assert!(text.contains("hello"), "{text}");
         id += 1;
@@ -307,28 +310,14 @@ fn calls(args: &[String]) {
             Mode::Sessions => Some(open(&http, &url).await),
             Mode::Stateless => None,
         };
+        let method = if list { "tools/list" } else { "tools/call" };
         for id in 1..=n {
+            let text = request(&http, &url, mode, session.as_deref(), method, id).await;
             if list {
-                let text = headers_for(http.post(&url), mode, session.as_deref(), "tools/list")
-                    .body(list_body(id, mode))
-                    .send()
-                    .await
-                    .unwrap()
-                    .text()
-                    .await
-                    .unwrap();
                 assert_eq!(text.matches("\"inputSchema\"").count(), 50, "{text}");
-                continue;
+            } else {
+                assert!(text.contains("hello"), "{text}");
             }
-            let text = headers(http.post(&url), mode, session.as_deref())
-                .body(call_body(id, mode))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            assert!(text.contains("hello"), "{text}");
         }
     });
 }

@@ -115,7 +115,7 @@ pub mod __private {
     pub use crate::tools::annotations::{ExportAnnotations, TaskSupport};
     pub use crate::tools::context::ToolContext;
     pub use crate::tools::error::ToolError;
-    pub use crate::tools::handler::params::{Lone, MAX_PARAMS, ParamNames, Params};
+    pub use crate::tools::handler::params::{Lone, ParamNames, Params};
     pub use crate::tools::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
     pub use crate::tools::name;
     pub use crate::tools::tool::{

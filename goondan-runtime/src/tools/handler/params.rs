@@ -208,6 +208,8 @@ impl<N: ParamNames, T: ParamTuple> JsonSchema for Params<N, T> {
     }
 }
 
+// Tuples of 1 to 12 parameters; `#[tool]` derives a struct for a function with more (its
+// `MAX_PARAMS` says 12 too).
 macro_rules! tuple {
     ($len:literal => $($t:ident $v:ident $i:tt),+) => {
         impl<$($t: DeserializeOwned + JsonSchema + Send + 'static),+> ParamTuple for ($($t,)+) {
@@ -283,6 +285,3 @@ tuple!(11 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a
     A9 a9 9, A10 a10 10);
 tuple!(12 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
     A9 a9 9, A10 a10 10, A11 a11 11);
-
-/// The most parameters [`Params`] reads; a function with more gets a derived struct.
-pub const MAX_PARAMS: usize = 12;
