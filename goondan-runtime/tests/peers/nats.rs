@@ -63,6 +63,8 @@ pub fn free_port(ip: &str) -> u16 {
 /// A running `nats-server`, killed on drop.
 pub struct NatsServer {
     child: Child,
+    /// The server's log and its ports file, removed on drop.
+    dir: tempfile::TempDir,
     /// `nats://ip:port`.
     pub url: String,
 }
@@ -73,24 +75,59 @@ impl NatsServer {
         Self::start_with("127.0.0.1", &[])
     }
 
-    /// A server listening on `ip` (a free port), with extra arguments (`--user`, `--pass`).
+    /// A server listening on `ip`, with extra arguments (`--user`, `--pass`).
+    ///
+    /// The server picks its own port (`-p -1`) and says which in its ports file, so two
+    /// servers started at once never race for one port: a port chosen here and handed over
+    /// could be taken by another server before this one binds it, and this one would then
+    /// exit while the other answered the readiness probe.
     pub fn start_with(ip: &str, args: &[&str]) -> Self {
-        let port = free_port(ip);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("no temporary directory: {e}"));
+        let log = dir.path().join("nats-server.log");
         let child = Command::new(server_binary())
-            .args(["-a", ip, "-p", &port.to_string()])
+            .args(["-a", ip, "-p", "-1"])
+            .arg("--ports_file_dir")
+            .arg(dir.path())
+            .arg("-l")
+            .arg(&log)
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", server_binary().display()));
-        let server = Self {
+        let mut server = Self {
             child,
-            url: format!("nats://{ip}:{port}"),
+            dir,
+            url: String::new(),
+        };
+        let ports = server
+            .dir
+            .path()
+            .join(format!("nats-server_{}.ports", server.child.id()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            if let Some(port) = std::fs::read_to_string(&ports)
+                .ok()
+                .and_then(|p| client_port(&p))
+            {
+                break port;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!(
+                    "nats-server exited ({status}) before listening:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nats-server on {ip} wrote no ports file within 10 s:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
         };
         let addr: SocketAddr = format!("{ip}:{port}")
             .parse()
             .unwrap_or_else(|e| panic!("{ip}:{port}: {e}"));
-        let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
             assert!(
                 Instant::now() < deadline,
@@ -98,8 +135,17 @@ impl NatsServer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        server.url = format!("nats://{ip}:{port}");
         server
     }
+}
+
+/// The client port in a ports file (`{"nats":["nats://127.0.0.1:43675"], ...}`); `None`
+/// while the file is missing or half written.
+fn client_port(ports: &str) -> Option<u16> {
+    let ports: serde_json::Value = serde_json::from_str(ports).ok()?;
+    let url = ports.get("nats")?.get(0)?.as_str()?;
+    url.rsplit_once(':')?.1.parse().ok()
 }
 
 impl Drop for NatsServer {
