@@ -92,13 +92,19 @@ fn bench(c: &mut Criterion) {
     });
     for dialect in Dialect::ALL {
         // The two paths agree before either is timed.
-        let plain = serde_json::to_string(&dialect.tools(&catalog).unwrap()).unwrap();
+        let plain = serde_json::to_string(&dialect.plain_tools(&catalog).unwrap()).unwrap();
+        assert_eq!(dialect.tools(&catalog).unwrap(), dialect.plain_tools(&catalog).unwrap());
         assert_eq!(dialect.tools_json(&catalog).unwrap(), plain, "{dialect}");
         group.bench_function(format!("goondan {dialect} tools_json"), |b| {
             b.iter(|| dialect.tools_json(black_box(&catalog)).unwrap())
         });
         group.bench_function(format!("goondan {dialect} plain"), |b| {
-            b.iter(|| serde_json::to_string(&dialect.tools(black_box(&catalog)).unwrap()).unwrap())
+            b.iter(|| {
+                serde_json::to_string(&dialect.plain_tools(black_box(&catalog)).unwrap()).unwrap()
+            })
+        });
+        group.bench_function(format!("goondan {dialect} tools (value)"), |b| {
+            b.iter(|| dialect.tools(black_box(&catalog)).unwrap())
         });
     }
     // What a Step pays: its catalog built from the registry, then the request's tools.

@@ -207,7 +207,29 @@ impl Dialect {
     }
 
     /// The catalog as the value of the request's tool field (see each dialect).
+    ///
+    /// For the built-in dialects, this reads [`tools_json`](Self::tools_json)'s text, made
+    /// from each export's rendering kept once per registry entry, rather than rendering every
+    /// tool again. A dialect from outside the crate renders with its own
+    /// [`ToolDialect::tools`].
     pub fn tools(self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        if self.slot.is_none() {
+            return self.imp.tools(catalog);
+        }
+        let text = self.tools_json(catalog)?;
+        serde_json::from_str(&text).map_err(|e| DialectError {
+            tool: String::new(),
+            dialect: self.imp.family(),
+            path: String::new(),
+            reason: format!("the rendered tools do not make JSON: {e}"),
+        })
+    }
+
+    /// The catalog rendered tool by tool, as [`ToolDialect::tools`] does, with no kept
+    /// rendering: the route [`tools`](Self::tools) and [`tools_json`](Self::tools_json) are
+    /// tested and measured against.
+    #[doc(hidden)]
+    pub fn plain_tools(self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
         self.imp.tools(catalog)
     }
 

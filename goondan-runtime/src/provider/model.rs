@@ -154,7 +154,7 @@ mod tests {
             let dialect = provider.dialect();
             assert_eq!(catalog_tools(dialect, &empty).ok(), Some(None));
             let text = catalog_tools(dialect, &catalog).ok().flatten();
-            let plain = provider.dialect().tools(&catalog).ok();
+            let plain = provider.dialect().plain_tools(&catalog).ok();
             assert_eq!(
                 text.map(|t| serde_json::from_str::<Value>(&t).ok()),
                 Some(plain)

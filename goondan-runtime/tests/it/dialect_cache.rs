@@ -1,7 +1,9 @@
-//! `Dialect::tools_json`, the cached rendering of a catalog, against the plain one it replaces:
-//! the same bytes as `serde_json::to_string(&dialect.tools(catalog))` (or the same error), in
-//! every dialect, for every corpus type and odd schema, on every call and every rebuilt catalog;
-//! and an item a step middleware edited is rendered from its edit, not from the cache.
+//! `Dialect::tools_json`, the cached rendering of a catalog, and `Dialect::tools`, its value,
+//! against the plain rendering they replace: the same bytes as
+//! `serde_json::to_string(&dialect.plain_tools(catalog))` (or the same error), and the same
+//! value, in every dialect, for every corpus type and odd schema, on every call and every
+//! rebuilt catalog; and an item a step middleware edited is rendered from its edit, not from
+//! the cache.
 
 use crate::corpus;
 
@@ -36,7 +38,7 @@ fn registry() -> ToolRegistry {
 
 fn plain(dialect: Dialect, catalog: &ToolCatalog) -> Result<String, DialectError> {
     dialect
-        .tools(catalog)
+        .plain_tools(catalog)
         .map(|v| serde_json::to_string(&v).unwrap())
 }
 
@@ -66,6 +68,11 @@ fn cat_6_tools_json_is_the_plain_rendering_byte_for_byte_in_every_dialect() {
             // First call fills the cache, the next ones read it.
             for _ in 0..3 {
                 assert_eq!(dialect.tools_json(catalog), want, "{dialect}");
+                assert_eq!(
+                    dialect.tools(catalog),
+                    dialect.plain_tools(catalog),
+                    "{dialect}"
+                );
             }
             match want {
                 Ok(_) => rendered += 1,
@@ -78,6 +85,11 @@ fn cat_6_tools_json_is_the_plain_rendering_byte_for_byte_in_every_dialect() {
             assert_eq!(
                 dialect.tools_json(&catalog),
                 plain(dialect, &catalog),
+                "{dialect}"
+            );
+            assert_eq!(
+                dialect.tools(&catalog),
+                dialect.plain_tools(&catalog),
                 "{dialect}"
             );
         }
