@@ -1,7 +1,16 @@
-//! Runs `execute` (or, with `floor`, the same serde work and function) N times, for
-//! instruction counts: `valgrind --tool=callgrind target/release/examples/profile_dispatch 20000`.
-//! With `mw [K]`, `execute` through K (default 3) pass-through `toolCall` middlewares; with
-//! `async`, the same function written `async fn` (no synchronous fast path).
+//! Runs one kind of dispatch N times, for instruction counts:
+//! `valgrind --tool=callgrind target/release/examples/profile_dispatch 20000 [MODE]`.
+//! `scripts/callgrind` runs every mode twice (N calls and 1) and prints the cost per call.
+//!
+//! Modes, each on the same `{text}` input (`text-utils__uppercase` and `shout`):
+//! - none: `execute` on a tool returning a struct (structured output);
+//! - `text`: `execute` on a tool returning a `String` (a plain value);
+//! - `floor` / `floor-text`: the same serde work and function, without any dispatch;
+//! - `rmcp` / `rmcp-text`: rmcp's `ToolRouter::call` on the same two tools written with rmcp's
+//!   macros (`Json<T>` and `String`: the same return shapes);
+//! - `mw [K]`: `execute` through K (default 3) pass-through `toolCall` middlewares;
+//! - `async`: the struct tool written `async fn` (no synchronous fast path);
+//! - `size`: prints the size of `execute`'s future.
 #![allow(
     missing_docs,
     unreachable_pub,
@@ -10,13 +19,20 @@
 )]
 use goondan_runtime::prelude::*;
 use goondan_runtime::{ToolCatalog, ToolExecutor};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ServiceExt, tool_handler};
 use std::sync::Arc;
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpperIn {
+    /// The text.
     text: String,
 }
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct UpperOut {
     result: String,
 }
@@ -29,6 +45,10 @@ mod text_utils {
             result: input.text.to_uppercase(),
         }
     }
+    /// Up, as plain text.
+    pub fn shout(input: UpperIn) -> String {
+        input.text.to_uppercase()
+    }
     /// Up, asynchronously.
     pub async fn uppercase_async(input: UpperIn) -> UpperOut {
         UpperOut {
@@ -36,74 +56,136 @@ mod text_utils {
         }
     }
 }
+
+/// The same two tools with rmcp's macros.
+#[derive(Clone)]
+pub struct RmcpTools {
+    tool_router: ToolRouter<Self>,
+}
+
+mod rmcp_side {
+    use super::{RmcpTools, UpperIn, UpperOut};
+    use rmcp::handler::server::wrapper::{Json, Parameters};
+    use rmcp::{tool, tool_router};
+
+    #[tool_router(router = tool_router, vis = "pub(crate)")]
+    impl RmcpTools {
+        /// Up.
+        #[tool(description = "Up.")]
+        async fn uppercase(&self, Parameters(input): Parameters<UpperIn>) -> Json<UpperOut> {
+            Json(UpperOut {
+                result: input.text.to_uppercase(),
+            })
+        }
+        /// Up, as plain text.
+        #[tool(description = "Up, as plain text.")]
+        async fn shout(&self, Parameters(input): Parameters<UpperIn>) -> String {
+            input.text.to_uppercase()
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl rmcp::ServerHandler for RmcpTools {}
+
+/// A peer for rmcp's request contexts: rmcp builds one only for a running service, so a server
+/// is served over an in-process duplex (set up once, never used by the counted calls).
+async fn rmcp_peer() -> (Peer<RoleServer>, impl Send) {
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let tools = RmcpTools {
+        tool_router: RmcpTools::tool_router(),
+    };
+    let (server, client) = tokio::join!(tools.serve(server_io), ().serve(client_io));
+    let server = server.unwrap();
+    (server.peer().clone(), (server, client.unwrap()))
+}
+
 fn main() {
+    let arg = |i: usize| std::env::args().nth(i);
+    let n: usize = arg(1).map(|s| s.parse().unwrap()).unwrap_or(100_000);
+    let mode = arg(2).unwrap_or_default();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let registry = Arc::new(
-        ToolRegistry::builder()
-            .tool(text_utils::TOOL)
-            .build()
-            .unwrap(),
-    );
-    let catalog = ToolCatalog::build(&registry, ["text-utils"]).unwrap();
-    let ctx = ToolContext::builder(std::env::temp_dir()).build();
-    let mut ex = ToolExecutor::builder(Arc::clone(&registry));
-    if std::env::args().nth(2).as_deref() == Some("mw") {
-        let k: usize = std::env::args()
-            .nth(3)
-            .map(|s| s.parse().unwrap())
-            .unwrap_or(3);
-        for _ in 0..k {
-            ex = ex.middleware(goondan_runtime::from_fn(|call, next| next.run(call)));
-        }
-    }
-    let ex = ex.build();
-    let export = if std::env::args().nth(2).as_deref() == Some("async") {
-        "text-utils__uppercase_async"
-    } else {
-        "text-utils__uppercase"
-    };
-    let call = ToolCall::new(
-        "call_1",
-        export,
-        serde_json::json!({"text": "hello, goondan"}),
-    );
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse().unwrap())
-        .unwrap_or(100_000);
+    let input = serde_json::json!({"text": "hello, goondan"});
     let mut ok = 0;
-    if std::env::args().nth(2).as_deref() == Some("size") {
-        let f = ex.execute(call.clone(), &ctx, &catalog);
-        println!("execute future: {} bytes", std::mem::size_of_val(&f));
-        return;
-    }
-    if std::env::args().nth(2).as_deref() == Some("floor") {
-        let args = serde_json::json!({"text": "hello, goondan"});
-        rt.block_on(async {
-            for _ in 0..n {
-                let a = args.clone();
-                let v = async move {
-                    let i: UpperIn = serde_json::from_value(a).unwrap();
-                    serde_json::to_value(UpperOut {
-                        result: i.text.to_uppercase(),
-                    })
-                    .unwrap()
+    match mode.as_str() {
+        "floor" | "floor-text" => {
+            let text = mode == "floor-text";
+            rt.block_on(async {
+                for _ in 0..n {
+                    let a = input.clone();
+                    let v = async move {
+                        let i: UpperIn = serde_json::from_value(a).unwrap();
+                        let up = i.text.to_uppercase();
+                        if text {
+                            serde_json::to_value(up).unwrap()
+                        } else {
+                            serde_json::to_value(UpperOut { result: up }).unwrap()
+                        }
+                    }
+                    .await;
+                    ok += usize::from(!v.is_null());
                 }
-                .await;
-                ok += usize::from(v.is_object());
-            }
-        });
-        println!("{ok}");
-        return;
-    }
-    rt.block_on(async {
-        for _ in 0..n {
-            let r = ex.execute(call.clone(), &ctx, &catalog).await;
-            ok += usize::from(r.is_ok());
+            });
         }
-    });
+        "rmcp" | "rmcp-text" => {
+            let name = if mode == "rmcp" { "uppercase" } else { "shout" };
+            let router = RmcpTools::tool_router();
+            let service = RmcpTools {
+                tool_router: RmcpTools::tool_router(),
+            };
+            let serde_json::Value::Object(map) = input else {
+                unreachable!()
+            };
+            let params = CallToolRequestParams::new(name).with_arguments(map);
+            rt.block_on(async {
+                let (peer, _keep) = rmcp_peer().await;
+                for _ in 0..n {
+                    let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
+                    let r = router
+                        .call(RmcpCall::new(&service, params.clone(), context))
+                        .await;
+                    ok += usize::from(matches!(r, Ok(CallToolResponse::Complete(_))));
+                }
+            });
+        }
+        _ => {
+            let registry = Arc::new(
+                ToolRegistry::builder()
+                    .tool(text_utils::TOOL)
+                    .build()
+                    .unwrap(),
+            );
+            let catalog = ToolCatalog::build(&registry, ["text-utils"]).unwrap();
+            let ctx = ToolContext::builder(std::env::temp_dir()).build();
+            let mut ex = ToolExecutor::builder(Arc::clone(&registry));
+            if mode == "mw" {
+                let k: usize = arg(3).map(|s| s.parse().unwrap()).unwrap_or(3);
+                for _ in 0..k {
+                    ex = ex.middleware(goondan_runtime::from_fn(|call, next| next.run(call)));
+                }
+            }
+            let ex = ex.build();
+            let export = match mode.as_str() {
+                "async" => "text-utils__uppercase_async",
+                "text" => "text-utils__shout",
+                _ => "text-utils__uppercase",
+            };
+            let call = ToolCall::new("call_1", export, input);
+            if mode == "size" {
+                let f = ex.execute(call.clone(), &ctx, &catalog);
+                println!("execute future: {} bytes", std::mem::size_of_val(&f));
+                return;
+            }
+            rt.block_on(async {
+                for _ in 0..n {
+                    let r = ex.execute(call.clone(), &ctx, &catalog).await;
+                    ok += usize::from(r.is_ok());
+                }
+            });
+        }
+    }
     println!("{ok}");
 }

@@ -80,6 +80,12 @@ mod rmcp_side {
         async fn fields(&self, Parameters(input): Parameters<FieldsIn>) -> Json<FieldsOut> {
             Json(fields(input))
         }
+
+        /// Convert text to uppercase, as plain text.
+        #[tool(description = "Convert text to uppercase, as plain text.")]
+        async fn shout(&self, Parameters(input): Parameters<UpperIn>) -> String {
+            input.text.to_uppercase()
+        }
     }
 }
 
@@ -170,6 +176,11 @@ mod text_utils {
     /// The three-field tool.
     pub fn fields(input: FieldsIn) -> FieldsOut {
         super::fields(input)
+    }
+
+    /// Convert text to uppercase, as plain text.
+    pub fn shout(input: UpperIn) -> String {
+        input.text.to_uppercase()
     }
 
     /// Uppercase with constraints.
@@ -269,6 +280,11 @@ fn dispatch(c: &mut Criterion) {
     group.finish();
 }
 
+fn floor_text(args: Value) -> Value {
+    let input: UpperIn = serde_json::from_value(args).unwrap();
+    serde_json::to_value(input.text.to_uppercase()).unwrap()
+}
+
 fn floor_fields(args: Value) -> Value {
     let input: FieldsIn = serde_json::from_value(args).unwrap();
     serde_json::to_value(fields(input)).unwrap()
@@ -304,7 +320,7 @@ fn against_rmcp(c: &mut Criterion) {
     };
     let (peer, _keep) = rt.block_on(rmcp_peer());
 
-    let cases: [Case; 2] = [
+    let cases: [Case; 3] = [
         (
             "dispatch: fields",
             "text-utils__fields",
@@ -318,6 +334,13 @@ fn against_rmcp(c: &mut Criterion) {
             "uppercase",
             json!({"text": "hello, goondan"}),
             floor,
+        ),
+        (
+            "dispatch: one string, String output",
+            "text-utils__shout",
+            "shout",
+            json!({"text": "hello, goondan"}),
+            floor_text,
         ),
     ];
     for (group_name, ours, theirs, args, floor) in cases {
@@ -339,7 +362,12 @@ fn against_rmcp(c: &mut Criterion) {
         let CallToolResponse::Complete(theirs_out) = theirs_out else {
             panic!("rmcp did not complete the call");
         };
-        assert_eq!(theirs_out.structured_content, Some(floor(args.clone())));
+        // Structured output for `Json<T>`; a `String` is one text part.
+        let theirs_value = theirs_out.structured_content.clone().or_else(|| {
+            let text = theirs_out.content.first()?.as_text()?;
+            Some(Value::String(text.text.clone()))
+        });
+        assert_eq!(theirs_value, Some(floor(args.clone())));
 
         let mut group = c.benchmark_group(group_name);
         group.bench_function("floor", |b| {

@@ -86,7 +86,7 @@ pub use crate::tools::error::ToolError;
 pub use crate::tools::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
 pub use crate::tools::name::ToolName;
 pub use crate::tools::registry::ToolRegistry;
-pub use crate::tools::result::{JsonObject, ToolCall, ToolCallResult, ToolStatus};
+pub use crate::tools::result::{ArcStr, JsonObject, ToolCall, ToolCallResult, ToolStatus};
 pub use crate::tools::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
 
 /// What a tool author needs in scope: the attribute, the context, the error, and the derives

@@ -20,8 +20,8 @@ use serde_json::Value;
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::context::ToolContext;
 use crate::tools::registry::RegisteredExport;
-use crate::tools::result::JsonObject;
 use crate::tools::result::ToolCallResult;
+use crate::tools::result::{ArcStr, JsonObject};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -49,8 +49,8 @@ impl Stage for CallContext {
 /// the [`ToolContext`].
 #[derive(Debug, Clone)]
 pub struct CallContext {
-    tool_name: String,
-    tool_call_id: String,
+    tool_name: ArcStr,
+    tool_call_id: ArcStr,
     /// The arguments as the model sent them (or an outer middleware changed them). They are
     /// validated against the export's schema after the chain, just before the handler.
     pub args: JsonObject,
@@ -64,8 +64,8 @@ pub struct CallContext {
 impl CallContext {
     /// A call of `target`: the name and id are the model's own strings, moved in, not copied.
     pub(crate) fn new(
-        tool_name: String,
-        tool_call_id: String,
+        tool_name: ArcStr,
+        tool_call_id: ArcStr,
         args: JsonObject,
         ctx: ToolContext,
         target: Arc<RegisteredExport>,
@@ -117,8 +117,8 @@ impl CallContext {
     pub(crate) fn into_parts(
         self,
     ) -> (
-        String,
-        String,
+        ArcStr,
+        ArcStr,
         JsonObject,
         ToolContext,
         Arc<RegisteredExport>,

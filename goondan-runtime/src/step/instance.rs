@@ -499,8 +499,8 @@ fn append(shared: &Shared, result: &StepResult) {
 /// call's id and name in metadata.
 pub fn tool_message(result: &ToolCallResult) -> Message {
     let mut metadata = serde_json::Map::new();
-    metadata.insert("toolCallId".into(), result.tool_call_id.clone().into());
-    metadata.insert("toolName".into(), result.tool_name.clone().into());
+    metadata.insert("toolCallId".into(), result.tool_call_id.as_str().into());
+    metadata.insert("toolName".into(), result.tool_name.as_str().into());
     metadata.insert(
         "status".into(),
         serde_json::to_value(result.status).unwrap_or(Value::Null),

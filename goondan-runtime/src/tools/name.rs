@@ -2,8 +2,8 @@
 //!
 //! A [`ToolName`] is validated once and then used as it is: no encoding or decoding (NAME-2).
 
+use arcstr::ArcStr;
 use std::fmt;
-use std::sync::Arc;
 
 /// The separator between the resource name and the export name (NAME-1).
 pub const SEPARATOR: &str = "__";
@@ -342,7 +342,7 @@ pub fn validate_tool_name(full: &str) -> Result<(&str, &str), NameError> {
 /// ```
 #[derive(Clone)]
 pub struct ToolName {
-    full: Arc<str>,
+    full: ArcStr,
     split: usize,
 }
 
@@ -365,6 +365,11 @@ impl ToolName {
 
     /// The full name, as the model sees it.
     pub fn as_str(&self) -> &str {
+        &self.full
+    }
+
+    /// The full name, shared: a call's result names its tool with it, without a copy.
+    pub fn as_arc_str(&self) -> &ArcStr {
         &self.full
     }
 

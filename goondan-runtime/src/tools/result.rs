@@ -1,5 +1,6 @@
 //! What goes in and out of a tool call: [`ToolCall`] and [`ToolCallResult`] (RES-1, RES-2, RES-9).
 
+pub use arcstr::ArcStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -18,17 +19,17 @@ pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The id the model gave the call.
-    pub id: String,
+    /// The id the model gave the call. Shared, not copied, by the call's context and result.
+    pub id: ArcStr,
     /// The tool name, as the model wrote it.
-    pub name: String,
+    pub name: ArcStr,
     /// The arguments; a JSON object when the model behaves.
     pub args: Value,
 }
 
 impl ToolCall {
     /// A call with the given id, name and arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, args: Value) -> Self {
+    pub fn new(id: impl Into<ArcStr>, name: impl Into<ArcStr>, args: Value) -> Self {
         Self {
             id: id.into(),
             name: name.into(),
@@ -67,9 +68,9 @@ pub enum ToolStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallResult {
     /// The id of the call this answers.
-    pub tool_call_id: String,
+    pub tool_call_id: ArcStr,
     /// The tool name as the model wrote it.
-    pub tool_name: String,
+    pub tool_name: ArcStr,
     /// `ok`, `error` or `pending`.
     pub status: ToolStatus,
     /// The output of a completed call.
@@ -94,8 +95,8 @@ pub struct ToolCallResult {
 impl ToolCallResult {
     /// A completed call.
     pub fn ok(
-        tool_call_id: impl Into<String>,
-        tool_name: impl Into<String>,
+        tool_call_id: impl Into<ArcStr>,
+        tool_name: impl Into<ArcStr>,
         output: Value,
     ) -> Self {
         Self {
@@ -111,8 +112,8 @@ impl ToolCallResult {
 
     /// A failed call. The error is stored as given: the executor cuts it to the resource's limit.
     pub fn error(
-        tool_call_id: impl Into<String>,
-        tool_name: impl Into<String>,
+        tool_call_id: impl Into<ArcStr>,
+        tool_name: impl Into<ArcStr>,
         error: ToolError,
     ) -> Self {
         Self {
@@ -128,8 +129,8 @@ impl ToolCallResult {
 
     /// A submitted call whose completion arrives later.
     pub fn pending(
-        tool_call_id: impl Into<String>,
-        tool_name: impl Into<String>,
+        tool_call_id: impl Into<ArcStr>,
+        tool_name: impl Into<ArcStr>,
         handle: impl Into<String>,
     ) -> Self {
         Self {

@@ -21,7 +21,7 @@ use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::{Handler, HandlerCall, HandlerError, Outcome};
 use crate::tools::registry::RegisteredExport;
-use crate::tools::result::{JsonObject, ToolCallResult};
+use crate::tools::result::{ArcStr, JsonObject, ToolCallResult};
 use crate::tools::schema::ArgProblem;
 
 /// The core of every call, inside the middleware chain: validation, the handler, the reply.
@@ -48,8 +48,8 @@ impl CallCore {
         self: &Arc<Self>,
         entry: &Arc<RegisteredExport>,
         ctx: ToolContext,
-        id: String,
-        name: String,
+        id: ArcStr,
+        name: ArcStr,
         args: JsonObject,
     ) -> Ready<ToolCallResult> {
         let export = entry.export();
@@ -108,8 +108,8 @@ impl CallCore {
         self: Arc<Self>,
         entry: &Arc<RegisteredExport>,
         ctx: ToolContext,
-        id: String,
-        name: String,
+        id: ArcStr,
+        name: ArcStr,
         timeout: Option<Duration>,
         running: impl Future<Output = CaughtOutcome> + Send + 'static,
     ) -> Ready<ToolCallResult> {
@@ -128,8 +128,8 @@ impl CallCore {
         &self,
         entry: &RegisteredExport,
         ctx: &ToolContext,
-        id: String,
-        name: String,
+        id: ArcStr,
+        name: ArcStr,
         outcome: CaughtOutcome,
     ) -> ToolCallResult {
         let err = match outcome {

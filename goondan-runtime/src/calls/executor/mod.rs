@@ -33,7 +33,7 @@ use crate::tools::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
 use crate::tools::name;
 use crate::tools::registry::{RegisteredExport, ToolRegistry};
 use crate::tools::result::JsonObject;
-use crate::tools::result::{ToolCall, ToolCallResult};
+use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
 
 mod core;
 
@@ -280,7 +280,7 @@ enum Begun<'c> {
 /// What the executor keeps of a call it handed to the chain, to finish its answer.
 struct Called<'c> {
     /// The call's id.
-    id: Arc<str>,
+    id: ArcStr,
     /// The call's span.
     span: tracing::Span,
     /// The called export.
@@ -296,18 +296,22 @@ impl Called<'_> {
     /// The chain's answer, or its panic's. A middleware cannot retarget a call: the result
     /// keeps the call's id and name.
     fn answer(&self, ran: Result<ToolCallResult, Box<dyn Any + Send>>) -> ToolCallResult {
-        let name = self.entry.name().as_str();
+        let name = self.entry.name().as_arc_str();
         match ran {
             Ok(mut r) => {
-                if r.tool_call_id != *self.id {
-                    self.id.as_ref().clone_into(&mut r.tool_call_id);
+                if r.tool_call_id != self.id {
+                    r.tool_call_id = self.id.clone();
                 }
-                if r.tool_name != name {
-                    name.clone_into(&mut r.tool_name);
+                if r.tool_name != *name {
+                    r.tool_name = name.clone();
                 }
                 r
             }
-            Err(panic) => ToolCallResult::error(&*self.id, name, middleware_panic_error(&*panic)),
+            Err(panic) => ToolCallResult::error(
+                self.id.clone(),
+                name.clone(),
+                middleware_panic_error(&*panic),
+            ),
         }
     }
 }

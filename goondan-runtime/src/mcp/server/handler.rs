@@ -31,7 +31,7 @@ use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, elicitation, listing, progress};
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::tools::context::{Caller, ToolContext};
-use crate::tools::result::{ToolCall, ToolCallResult};
+use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
@@ -284,8 +284,8 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
         let published = request.name;
-        let name = shared.renames.goondan(&published).to_owned();
         let catalog = self.catalog();
+        let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
         let args = request.arguments.map_or(Value::Null, Value::Object);
         let cancel = CancellationToken::new();
@@ -300,7 +300,9 @@ impl McpServer {
         }
         let capabilities = context.client_capabilities().unwrap_or_default();
         let client_has_tasks = capabilities.supports_tasks();
-        let item = catalog.get(&name);
+        let item = catalog.get(name);
+        // A listed tool's name is the catalog's own, shared rather than copied.
+        let name = item.map_or_else(|| ArcStr::from(name), |i| i.name.as_arc_str().clone());
         let needs_tasks = item.is_some_and(|item| {
             item.annotations.as_ref().is_some_and(|a| {
                 a.task_support == Some(crate::tools::annotations::TaskSupport::Required)

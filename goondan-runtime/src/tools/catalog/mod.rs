@@ -1,6 +1,7 @@
 //! [`ToolCatalog`]: the tools one Step shows the model, and the allow-list of its calls
 //! (CAT-1..6, PERM-1).
 
+use arcstr::ArcStr;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -245,10 +246,17 @@ impl ToolCatalog {
     /// The item named `name` and the registry entry behind it, when the item still names it
     /// (an item whose `name` was edited after the build is looked up again).
     pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
-        match self.index.get(name) {
+        match self.index.get_key_value(name) {
             None => Lookup::Absent,
-            Some(&i) => match &self.items[i].resolved.0 {
-                Some(entry) if entry.name().as_str() == name => Lookup::Resolved(entry),
+            Some((key, &i)) => match &self.items[i].resolved.0 {
+                // The key equals `name`; it shares its string with the entry's name when the
+                // item still names its entry, which spares comparing the strings again.
+                Some(entry)
+                    if ArcStr::ptr_eq(key.as_arc_str(), entry.name().as_arc_str())
+                        || entry.name().as_str() == name =>
+                {
+                    Lookup::Resolved(entry)
+                }
                 _ => Lookup::Listed,
             },
         }

@@ -15,6 +15,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use arcstr::ArcStr;
+
 use tokio_util::sync::CancellationToken;
 
 pub use self::caller::{
@@ -57,7 +59,7 @@ struct Scope {
 #[derive(Clone)]
 pub struct ToolContext {
     scope: Arc<Scope>,
-    tool_call_id: Arc<str>,
+    tool_call_id: ArcStr,
     span: tracing::Span,
 }
 
@@ -104,8 +106,8 @@ impl ToolContext {
     }
 
     /// The call's id, shared: what the executor keeps of a call it hands to the middleware.
-    pub(crate) fn shared_tool_call_id(&self) -> Arc<str> {
-        Arc::clone(&self.tool_call_id)
+    pub(crate) fn shared_tool_call_id(&self) -> ArcStr {
+        self.tool_call_id.clone()
     }
 
     /// The assistant message that contains this call (CTX-5).
@@ -299,11 +301,12 @@ impl ToolContext {
 
     /// The context of one call: same scope and cancellation token, this call's id, and a span
     /// for it.
-    pub fn for_call(&self, tool_call_id: &str, tool_name: &str) -> ToolContext {
+    pub fn for_call(&self, tool_call_id: impl Into<ArcStr>, tool_name: &str) -> ToolContext {
+        let tool_call_id = tool_call_id.into();
         let span = tracing::info_span!(
             "tool_call",
             tool = tool_name,
-            tool_call_id = tool_call_id,
+            tool_call_id = tool_call_id.as_str(),
             agent = %self.scope.agent_name,
             instance = %self.scope.instance_key,
             turn_id = self.turn_id(),
@@ -311,7 +314,7 @@ impl ToolContext {
         );
         ToolContext {
             scope: Arc::clone(&self.scope),
-            tool_call_id: tool_call_id.into(),
+            tool_call_id,
             span,
         }
     }
@@ -416,7 +419,7 @@ impl ToolContextBuilder {
                 progress: self.progress,
                 caller: self.caller,
             }),
-            tool_call_id: Arc::from(""),
+            tool_call_id: ArcStr::new(),
             span: tracing::Span::none(),
         }
     }
