@@ -93,7 +93,10 @@ fn bench(c: &mut Criterion) {
     for dialect in Dialect::ALL {
         // The two paths agree before either is timed.
         let plain = serde_json::to_string(&dialect.plain_tools(&catalog).unwrap()).unwrap();
-        assert_eq!(dialect.tools(&catalog).unwrap(), dialect.plain_tools(&catalog).unwrap());
+        assert_eq!(
+            dialect.tools(&catalog).unwrap(),
+            dialect.plain_tools(&catalog).unwrap()
+        );
         assert_eq!(dialect.tools_json(&catalog).unwrap(), plain, "{dialect}");
         group.bench_function(format!("goondan {dialect} tools_json"), |b| {
             b.iter(|| dialect.tools_json(black_box(&catalog)).unwrap())
