@@ -22,8 +22,8 @@ use goondan_runtime::{ToolCatalog, ToolExecutor};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
-use rmcp::service::{Peer, RequestContext, RoleServer};
-use rmcp::{ServiceExt, tool_handler};
+use rmcp::service::RequestContext;
+use rmcp::tool_handler;
 use std::sync::Arc;
 
 #[derive(Deserialize, JsonSchema)]
@@ -88,17 +88,9 @@ mod rmcp_side {
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for RmcpTools {}
 
-/// A peer for rmcp's request contexts: rmcp builds one only for a running service, so a server
-/// is served over an in-process duplex (set up once, never used by the counted calls).
-async fn rmcp_peer() -> (Peer<RoleServer>, impl Send) {
-    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-    let tools = RmcpTools {
-        tool_router: RmcpTools::tool_router(),
-    };
-    let (server, client) = tokio::join!(tools.serve(server_io), ().serve(client_io));
-    let server = server.unwrap();
-    (server.peer().clone(), (server, client.unwrap()))
-}
+#[path = "../goondan-runtime/benches/common/rmcp_peer.rs"]
+mod rmcp_peer;
+use rmcp_peer::rmcp_peer;
 
 fn main() {
     let arg = |i: usize| std::env::args().nth(i);
@@ -141,7 +133,10 @@ fn main() {
             };
             let params = CallToolRequestParams::new(name).with_arguments(map);
             rt.block_on(async {
-                let (peer, _keep) = rmcp_peer().await;
+                let (peer, _keep) = rmcp_peer(RmcpTools {
+                    tool_router: RmcpTools::tool_router(),
+                })
+                .await;
                 for _ in 0..n {
                     let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
                     let r = router

@@ -25,8 +25,8 @@ use goondan_runtime::{Export, Tool, ToolCatalog, ToolExecutor, from_fn, handler_
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
-use rmcp::service::{Peer, RequestContext, RoleServer};
-use rmcp::{ServiceExt, tool_handler};
+use rmcp::service::RequestContext;
+use rmcp::tool_handler;
 use serde_json::{Value, json};
 
 /// The tool of issue 14's table.
@@ -92,17 +92,9 @@ mod rmcp_side {
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for RmcpTools {}
 
-/// A peer for rmcp's request contexts: rmcp builds one only for a running service, so a
-/// server is served over an in-process duplex (never used by the measured calls).
-async fn rmcp_peer() -> (Peer<RoleServer>, impl Send) {
-    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-    let tools = RmcpTools {
-        tool_router: RmcpTools::tool_router(),
-    };
-    let (server, client) = tokio::join!(tools.serve(server_io), ().serve(client_io));
-    let server = server.unwrap();
-    (server.peer().clone(), (server, client.unwrap()))
-}
+#[path = "common/rmcp_peer.rs"]
+mod rmcp_peer;
+use rmcp_peer::rmcp_peer;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -318,7 +310,9 @@ fn against_rmcp(c: &mut Criterion) {
     let service = RmcpTools {
         tool_router: RmcpTools::tool_router(),
     };
-    let (peer, _keep) = rt.block_on(rmcp_peer());
+    let (peer, _keep) = rt.block_on(rmcp_peer(RmcpTools {
+        tool_router: RmcpTools::tool_router(),
+    }));
 
     let cases: [Case; 3] = [
         (

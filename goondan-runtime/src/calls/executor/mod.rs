@@ -174,7 +174,7 @@ impl ToolExecutor {
             }
         };
         let called = Called {
-            id: ctx.shared_tool_call_id(),
+            id: id.clone(),
             span,
             entry,
         };

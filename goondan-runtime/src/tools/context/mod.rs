@@ -105,11 +105,6 @@ impl ToolContext {
         &self.tool_call_id
     }
 
-    /// The call's id, shared: what the executor keeps of a call it hands to the middleware.
-    pub(crate) fn shared_tool_call_id(&self) -> ArcStr {
-        self.tool_call_id.clone()
-    }
-
     /// The assistant message that contains this call (CTX-5).
     pub fn message(&self) -> &Message {
         self.scope
