@@ -496,31 +496,69 @@ async fn mcp_cancelling_the_context_of_a_remote_task_sends_tasks_cancel() {
     mcp.shutdown();
 }
 
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// server-everything over Streamable HTTP on a free loopback port, and that port.
+///
+/// It takes its port from `PORT` and cannot report one it picked itself, so the test picks a
+/// free one, and another test of this binary may bind it first. A probe cannot tell (that
+/// test's listener would answer it), and neither can the line saying it listens: Express calls
+/// the callback that prints it even when the port is taken, and the error line follows at once.
+/// So it is ready when it said it listens and then neither reported the port taken nor exited
+/// for half a second; a port found taken is given up for another, a few times.
+async fn server_everything_over_http() -> (tokio::process::Child, u16) {
+    use tokio::io::AsyncBufReadExt;
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = tokio::process::Command::new(mcp_peers::peer("node"))
+            .arg(mcp_peers::peer("mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let listening = format!("listening on port {port}");
+        let said = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                match lines.next_line().await {
+                    Ok(Some(line)) if line.contains(&listening) => return true,
+                    Ok(Some(_)) => {}
+                    _ => return false,
+                }
+            }
+        })
+        .await
+        .expect("server-everything said nothing within 30 s");
+        let taken = !said
+            || tokio::time::timeout(Duration::from_millis(500), async {
+                loop {
+                    match lines.next_line().await {
+                        Ok(Some(line)) if line.contains("already in use") => return true,
+                        Ok(Some(_)) => {}
+                        _ => return true,
+                    }
+                }
+            })
+            .await
+            .unwrap_or(false);
+        if !taken {
+            // Keep reading its stderr, so that it never blocks on a full pipe.
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            return (child, port);
+        }
+        let _ = child.kill().await;
+    }
+    panic!("server-everything found its port taken five times")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_streamable_http_server_everything_is_bridged_by_url() {
-    let port = free_port();
-    let mut child = tokio::process::Command::new(mcp_peers::peer("node"))
-        .arg(mcp_peers::peer("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    eventually("server-everything to listen", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    })
-    .await;
+    let (mut child, port) = server_everything_over_http().await;
     let server = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
         .header("X-Goondan-Test", "yes")
         .include(["echo"]);
