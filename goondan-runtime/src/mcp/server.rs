@@ -56,6 +56,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use arcstr::ArcStr;
 use rmcp::model::Implementation;
 
 use crate::bundle::{Bundle, BundleError, ToolLibrary};
@@ -164,8 +165,9 @@ struct Shared {
     selection: Selection,
     served: RwLock<Served>,
     renames: Renames,
-    workdir: PathBuf,
-    agent_name: String,
+    /// Shared by every call's context, not copied into each.
+    workdir: Arc<std::path::Path>,
+    agent_name: ArcStr,
     info: Implementation,
     instructions: Option<String>,
     page_size: usize,
@@ -505,11 +507,14 @@ impl McpServerBuilder {
                     view: Arc::new(View::new(catalog)),
                 }),
                 renames,
-                workdir: self
-                    .workdir
-                    .or_else(|| std::env::current_dir().ok())
-                    .unwrap_or_else(|| PathBuf::from(".")),
-                agent_name: self.agent_name.unwrap_or_else(|| "mcp".to_owned()),
+                workdir: Arc::from(
+                    self.workdir
+                        .or_else(|| std::env::current_dir().ok())
+                        .unwrap_or_else(|| PathBuf::from(".")),
+                ),
+                agent_name: self
+                    .agent_name
+                    .map_or_else(|| arcstr::literal!("mcp"), ArcStr::from),
                 info: self.info,
                 instructions: self.instructions,
                 page_size: self.page_size,

@@ -289,7 +289,7 @@ impl McpServer {
         let (state, responses) = (request.request_state, request.input_responses);
         let args = request.arguments.map_or(Value::Null, Value::Object);
         let cancel = CancellationToken::new();
-        let mut builder = ToolContext::builder(&shared.workdir)
+        let mut builder = ToolContext::builder_in(Arc::clone(&shared.workdir))
             .agent_name(&shared.agent_name)
             .cancellation(cancel.clone());
         let mut reports = None;
@@ -321,7 +321,7 @@ impl McpServer {
             responses,
         )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
-        let call = ToolCall::new(format!("mcp-{}", context.id), name, args);
+        let call = ToolCall::new(call_id(&context.id), name, args);
         let executor = self.executor();
         let result = drive(
             elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
@@ -578,6 +578,25 @@ fn tasks_required() -> ErrorData {
     ErrorData::missing_required_client_capability(required)
 }
 
+/// The id of the call a `tools/call` request makes: `mcp-` and the request's id, written
+/// straight into the shared string (one allocation, no formatting machinery: it runs for every
+/// call).
+fn call_id(id: &rmcp::model::RequestId) -> ArcStr {
+    const PREFIX: &str = "mcp-";
+    let mut digits = itoa::Buffer::new();
+    let id: &str = match id {
+        rmcp::model::NumberOrString::Number(n) => digits.format(*n),
+        rmcp::model::NumberOrString::String(s) => s,
+    };
+    ArcStr::init_with(PREFIX.len() + id.len(), |out| {
+        let (head, tail) = out.split_at_mut(PREFIX.len());
+        head.copy_from_slice(PREFIX.as_bytes());
+        tail.copy_from_slice(id.as_bytes());
+    })
+    // Both parts are UTF-8, so this is never taken.
+    .unwrap_or_else(|_| ArcStr::from(format!("{PREFIX}{id}")))
+}
+
 /// Hashes `value` with every object's keys in sorted order: the same arguments give the same
 /// hash whatever order the client wrote them in. Nothing is copied.
 fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
@@ -610,5 +629,26 @@ fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
         }
         Value::Bool(b) => b.hash(hasher),
         Value::Null => b'0'.hash(hasher),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::NumberOrString;
+
+    use super::call_id;
+
+    #[test]
+    fn a_calls_id_is_mcp_and_the_requests_id_as_format_would_write_it() {
+        for id in [
+            NumberOrString::Number(0),
+            NumberOrString::Number(7),
+            NumberOrString::Number(i64::MAX),
+            NumberOrString::Number(i64::MIN),
+            NumberOrString::String("".into()),
+            NumberOrString::String("req-é/7".into()),
+        ] {
+            assert_eq!(call_id(&id), format!("mcp-{id}"));
+        }
     }
 }

@@ -10,7 +10,6 @@ mod id;
 mod message;
 mod progress;
 
-use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -30,13 +29,13 @@ pub use self::progress::{Progress, ProgressSink};
 use crate::tools::agent::AgentRuntime;
 
 struct Scope {
-    agent_name: Cow<'static, str>,
-    instance_key: Cow<'static, str>,
+    agent_name: ArcStr,
+    instance_key: ArcStr,
     // Ids left unset are made the first time they are read: most calls never read them.
     turn_id: OnceLock<String>,
     trace_id: OnceLock<String>,
     message: OnceLock<Message>,
-    workdir: PathBuf,
+    workdir: Arc<Path>,
     runtime: Option<Arc<dyn AgentRuntime>>,
     cancel: CancellationToken,
     progress: Option<Arc<dyn ProgressSink>>,
@@ -66,10 +65,16 @@ pub struct ToolContext {
 impl ToolContext {
     /// Starts a context whose working directory is `workdir` (CTX-2).
     pub fn builder(workdir: impl Into<PathBuf>) -> ToolContextBuilder {
+        Self::builder_in(Arc::from(workdir.into()))
+    }
+
+    /// [`builder`](Self::builder) for a working directory already shared: a host that makes a
+    /// context for every call (the MCP server) shares its directory instead of copying it.
+    pub(crate) fn builder_in(workdir: Arc<Path>) -> ToolContextBuilder {
         ToolContextBuilder {
-            workdir: workdir.into(),
-            agent_name: Cow::Borrowed("agent"),
-            instance_key: Cow::Borrowed("default"),
+            workdir,
+            agent_name: arcstr::literal!("agent"),
+            instance_key: arcstr::literal!("default"),
             turn_id: None,
             trace_id: None,
             message: None,
@@ -332,9 +337,9 @@ impl fmt::Debug for ToolContext {
 /// Builds a [`ToolContext`]. Ids left unset are generated.
 #[must_use]
 pub struct ToolContextBuilder {
-    workdir: PathBuf,
-    agent_name: Cow<'static, str>,
-    instance_key: Cow<'static, str>,
+    workdir: Arc<Path>,
+    agent_name: ArcStr,
+    instance_key: ArcStr,
     turn_id: Option<String>,
     trace_id: Option<String>,
     message: Option<Message>,
@@ -345,15 +350,15 @@ pub struct ToolContextBuilder {
 }
 
 impl ToolContextBuilder {
-    /// The agent's name (default `agent`).
-    pub fn agent_name(mut self, name: impl Into<String>) -> Self {
-        self.agent_name = Cow::Owned(name.into());
+    /// The agent's name (default `agent`). An [`ArcStr`] is shared, not copied.
+    pub fn agent_name(mut self, name: impl Into<ArcStr>) -> Self {
+        self.agent_name = name.into();
         self
     }
 
-    /// The instance key (default `default`).
-    pub fn instance_key(mut self, key: impl Into<String>) -> Self {
-        self.instance_key = Cow::Owned(key.into());
+    /// The instance key (default `default`). An [`ArcStr`] is shared, not copied.
+    pub fn instance_key(mut self, key: impl Into<ArcStr>) -> Self {
+        self.instance_key = key.into();
         self
     }
 
@@ -515,7 +520,7 @@ mod tests {
         // Ids given, or made when first read.
         let _: (&OnceLock<String>, &OnceLock<String>, &OnceLock<Message>) =
             (turn_id, trace_id, message);
-        let _: (&PathBuf, &tracing::Span, &CancellationToken) = (workdir, span, cancel);
+        let _: (&Arc<Path>, &tracing::Span, &CancellationToken) = (workdir, span, cancel);
         // The one interface a tool may reach: the agent-to-agent API (CTX-1 `runtime`).
         let _: &Option<Arc<dyn AgentRuntime>> = runtime;
         // Where the call's progress reports go (issue 10): a write-only sink the host
