@@ -40,23 +40,21 @@ fn harden_tree(node: &mut Value, open: bool) {
         obj.entry("properties")
             .or_insert_with(|| Value::Object(Map::new()));
     }
-    for (path, child) in subschemas_mut(obj) {
-        let is_branch = ["/oneOf/", "/anyOf/", "/allOf/"]
-            .iter()
-            .any(|p| path.starts_with(p));
+    for (keyword, child) in subschemas_mut(obj) {
+        let is_branch = ["oneOf", "anyOf", "allOf"].contains(&keyword);
         harden_tree(
             child,
-            (opens_branches && is_branch) || applies_in_place(&path),
+            (opens_branches && is_branch) || applies_in_place(keyword),
         );
     }
 }
 
-/// Whether the subschema at `path` (relative to its parent) is a condition or a negation on
-/// the parent's own instance: `if`, `then`, `else`, `not`, `dependentSchemas/*`. Closing one
+/// Whether a subschema under `keyword` is a condition or a negation on its parent's own
+/// instance: `if`, `then`, `else`, `not`, `dependentSchemas/*`. Closing one
 /// (`additionalProperties: false`) would refuse the parent's keys, or, under `not`, turn the
 /// condition around; such a subschema is kept as the author wrote it.
-fn applies_in_place(path: &str) -> bool {
-    ["/if", "/then", "/else", "/not"].contains(&path) || path.starts_with("/dependentSchemas/")
+fn applies_in_place(keyword: &str) -> bool {
+    ["if", "then", "else", "not", "dependentSchemas"].contains(&keyword)
 }
 
 /// Whether a node is an object with properties of its own next to `oneOf`/`anyOf`/`allOf`
@@ -176,29 +174,23 @@ const SUBSCHEMA_MAP: &[&str] = &[
     "dependentSchemas",
 ];
 
-/// The direct subschemas of a schema node, each with its JSON pointer relative to the node
-/// (`/properties/name`, `/anyOf/0`, `/items`).
-pub(crate) fn subschemas_mut(obj: &mut Map<String, Value>) -> Vec<(String, &mut Value)> {
+/// The direct subschemas of a schema node, each with the keyword it sits under (`properties`,
+/// `anyOf`, `items`). No pointer is made for them: the walk runs over every schema when the
+/// tools are built, at each start of a program, and needs only the keyword.
+pub(crate) fn subschemas_mut(obj: &mut Map<String, Value>) -> Vec<(&str, &mut Value)> {
     let mut out = Vec::new();
     for (key, value) in obj.iter_mut() {
         let k = key.as_str();
         if ONE_SUBSCHEMA.contains(&k) {
-            out.push((format!("/{}", escape_pointer(k)), value));
+            out.push((k, value));
         } else if SUBSCHEMA_LIST.contains(&k) {
             if let Value::Array(items) = value {
-                for (i, item) in items.iter_mut().enumerate() {
-                    out.push((format!("/{k}/{i}"), item));
-                }
+                out.extend(items.iter_mut().map(|item| (k, item)));
             }
         } else if SUBSCHEMA_MAP.contains(&k)
             && let Value::Object(map) = value
         {
-            for (name, item) in map.iter_mut() {
-                out.push((
-                    format!("/{}/{}", escape_pointer(k), escape_pointer(name)),
-                    item,
-                ));
-            }
+            out.extend(map.values_mut().map(|item| (k, item)));
         }
     }
     out
