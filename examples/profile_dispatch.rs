@@ -19,31 +19,21 @@
 )]
 use goondan_runtime::prelude::*;
 use goondan_runtime::{ToolCatalog, ToolExecutor};
-use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
 use rmcp::service::RequestContext;
-use rmcp::tool_handler;
 use std::sync::Arc;
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpperIn {
-    /// The text.
-    text: String,
-}
-#[derive(Serialize, JsonSchema)]
-pub struct UpperOut {
-    result: String,
-}
+#[path = "../goondan-runtime/benches/common/rmcp_tools.rs"]
+mod rmcp_tools;
+use rmcp_tools::{RmcpTools, UpperIn, UpperOut};
+
 #[tool(name = "text-utils")]
 mod text_utils {
     use super::*;
     /// Up.
     pub fn uppercase(input: UpperIn) -> UpperOut {
-        UpperOut {
-            result: input.text.to_uppercase(),
-        }
+        super::rmcp_tools::uppercase(input)
     }
     /// Up, as plain text.
     pub fn shout(input: UpperIn) -> String {
@@ -56,37 +46,6 @@ mod text_utils {
         }
     }
 }
-
-/// The same two tools with rmcp's macros.
-#[derive(Clone)]
-pub struct RmcpTools {
-    tool_router: ToolRouter<Self>,
-}
-
-mod rmcp_side {
-    use super::{RmcpTools, UpperIn, UpperOut};
-    use rmcp::handler::server::wrapper::{Json, Parameters};
-    use rmcp::{tool, tool_router};
-
-    #[tool_router(router = tool_router, vis = "pub(crate)")]
-    impl RmcpTools {
-        /// Up.
-        #[tool(description = "Up.")]
-        async fn uppercase(&self, Parameters(input): Parameters<UpperIn>) -> Json<UpperOut> {
-            Json(UpperOut {
-                result: input.text.to_uppercase(),
-            })
-        }
-        /// Up, as plain text.
-        #[tool(description = "Up, as plain text.")]
-        async fn shout(&self, Parameters(input): Parameters<UpperIn>) -> String {
-            input.text.to_uppercase()
-        }
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl rmcp::ServerHandler for RmcpTools {}
 
 #[path = "../goondan-runtime/benches/common/rmcp_peer.rs"]
 mod rmcp_peer;

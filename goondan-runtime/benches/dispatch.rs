@@ -22,97 +22,18 @@ use std::sync::Arc;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use goondan_runtime::prelude::*;
 use goondan_runtime::{Export, Tool, ToolCatalog, ToolExecutor, from_fn, handler_fn};
-use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
 use rmcp::service::RequestContext;
-use rmcp::tool_handler;
 use serde_json::{Value, json};
 
-/// The tool of issue 14's table.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct FieldsIn {
-    /// The text.
-    text: String,
-    /// How many times.
-    n: Option<u32>,
-    /// Labels.
-    tags: Vec<String>,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct FieldsOut {
-    text: String,
-    n: u32,
-    tags: usize,
-}
-
-fn fields(input: FieldsIn) -> FieldsOut {
-    FieldsOut {
-        text: input.text.to_uppercase(),
-        n: input.n.unwrap_or(1),
-        tags: input.tags.len(),
-    }
-}
-
-/// The same two tools with rmcp's macros (only ever a bench peer).
-#[derive(Clone)]
-struct RmcpTools {
-    tool_router: ToolRouter<Self>,
-}
-
-mod rmcp_side {
-    use super::*;
-    use rmcp::handler::server::wrapper::{Json, Parameters};
-    use rmcp::{tool, tool_router};
-
-    #[tool_router(router = tool_router, vis = "pub(crate)")]
-    impl RmcpTools {
-        /// Convert text to uppercase.
-        #[tool(description = "Convert text to uppercase.")]
-        async fn uppercase(&self, Parameters(input): Parameters<UpperIn>) -> Json<UpperOut> {
-            Json(uppercase(input))
-        }
-
-        /// The three-field tool.
-        #[tool(description = "The three-field tool.")]
-        async fn fields(&self, Parameters(input): Parameters<FieldsIn>) -> Json<FieldsOut> {
-            Json(fields(input))
-        }
-
-        /// Convert text to uppercase, as plain text.
-        #[tool(description = "Convert text to uppercase, as plain text.")]
-        async fn shout(&self, Parameters(input): Parameters<UpperIn>) -> String {
-            input.text.to_uppercase()
-        }
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl rmcp::ServerHandler for RmcpTools {}
+#[path = "common/rmcp_tools.rs"]
+mod rmcp_tools;
+use rmcp_tools::{FieldsIn, FieldsOut, RmcpTools, UpperIn, UpperOut, fields, uppercase};
 
 #[path = "common/rmcp_peer.rs"]
 mod rmcp_peer;
 use rmcp_peer::rmcp_peer;
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct UpperIn {
-    /// The text to convert.
-    text: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct UpperOut {
-    result: String,
-}
-
-fn uppercase(input: UpperIn) -> UpperOut {
-    UpperOut {
-        result: input.text.to_uppercase(),
-    }
-}
 
 /// Without `deny_unknown_fields`, with an optional nested struct: the key-checked path.
 #[derive(Deserialize, JsonSchema)]
