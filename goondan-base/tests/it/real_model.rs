@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use goondan_runtime::step::journal::{Durability, SqliteJournal};
 use llm::LlmServer;
 use serde_json::Value;
 
@@ -87,13 +88,23 @@ async fn run_input(bundle: &Path, input: &str, dir: &Path) -> std::process::Outp
         .unwrap()
 }
 
-/// The messages of an agent's conversation file in the state directory.
+/// The messages of an agent's conversation, read from its run journal in the state directory.
 fn conversation(dir: &Path, agent: &str) -> Vec<Value> {
-    let file = dir.join(format!("state/conversations/{agent}.default.jsonl"));
-    std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+    journal_conversation(&dir.join("state"), agent)
+}
+
+/// The conversation in the run journal of `agent`'s default instance under `state`.
+fn journal_conversation(state: &Path, agent: &str) -> Vec<Value> {
+    let file = SqliteJournal::file_in(state, agent, "default");
+    let journal = SqliteJournal::open(&file, Durability::Normal)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let replay = journal.replay().unwrap();
+    assert!(replay.warnings.is_empty(), "{:?}", replay.warnings);
+    assert!(replay.unfinished.is_none(), "a turn was left unfinished");
+    replay
+        .conversation
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
         .collect()
 }
 
@@ -437,14 +448,7 @@ async fn the_local_example_runs_with_no_key_against_the_served_model() {
     assert!(out.status.success(), "{stderr}\n{}", server.log_text());
     // The state is kept next to the bundle. Whatever the model did, each call it made has a
     // result in the conversation, and its last message is an answer in words.
-    let file = dir
-        .path()
-        .join(".goondan/conversations/assistant.default.jsonl");
-    let messages: Vec<Value> = std::fs::read_to_string(&file)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let messages = journal_conversation(&dir.path().join(".goondan"), "assistant");
     let calls = messages
         .iter()
         .filter_map(|m| m["toolCalls"].as_array())

@@ -83,6 +83,76 @@ async fn run_input_writes_a_file_through_file_system_write() {
     assert_eq!(output["path"], "notes/hello.txt", "{output}");
 }
 
+/// A conversation file of an earlier version is moved into the run journal once: the model
+/// sees its messages, the file is renamed `*.jsonl.imported`, and the journal holds both the
+/// old messages and the new Turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_moves_an_old_conversation_file_into_the_run_journal_once() {
+    use goondan_runtime::step::journal::{Durability, SqliteJournal};
+
+    let server = ReplayServer::start([text(&["Still here."])]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), &server);
+    let old = dir
+        .path()
+        .join(".goondan/conversations/assistant.default.jsonl");
+    std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+    let lines = [
+        json!({"id": "m1", "role": "user", "content": "my name is Ada", "createdAt": 1}),
+        json!({"id": "m2", "role": "assistant", "content": "Hello, Ada.", "createdAt": 2}),
+    ];
+    let text_of = |v: &serde_json::Value| v.to_string();
+    std::fs::write(
+        &old,
+        lines.iter().map(text_of).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+
+    let out = run_input(
+        &[file.to_str().unwrap(), "--input", "what is my name?"],
+        dir.path(),
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = server.requests();
+    let contents: Vec<&str> = seen[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        contents.ends_with(&["my name is Ada", "Hello, Ada.", "what is my name?"]),
+        "{contents:?}"
+    );
+    assert!(!old.exists(), "the file was read once");
+    assert!(old.with_extension("jsonl.imported").exists());
+
+    let journal = SqliteJournal::file_in(&dir.path().join(".goondan"), "assistant", "default");
+    let replay = SqliteJournal::open(&journal, Durability::Normal)
+        .unwrap()
+        .replay()
+        .unwrap();
+    let texts: Vec<_> = replay
+        .conversation
+        .iter()
+        .filter_map(|m| m.content.as_deref())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "my name is Ada",
+            "Hello, Ada.",
+            "what is my name?",
+            "Still here."
+        ]
+    );
+}
+
 /// Waits until the replay server has been sent `n` requests.
 fn wait_for_requests(server: &ReplayServer, n: usize) {
     let start = std::time::Instant::now();

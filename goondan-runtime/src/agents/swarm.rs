@@ -324,6 +324,25 @@ impl StepWorker {
         };
         let _turn = loaded.turn.lock().await;
         loaded.runtime.set(Some(Arc::clone(ctx.runtime())));
+        // A Turn a crash left unfinished in the instance's journal is finished first.
+        match loaded.instance.resume().await {
+            Ok(Some(resumed)) => {
+                tracing::info!(target: "goondan::agent", agent = %self.agent, turn_id = %resumed.turn_id, "finished a turn a crash had left unfinished");
+            }
+            Ok(None) => {}
+            Err(e) => {
+                loaded.runtime.set(None);
+                return Err(error(
+                    TURN_FAILED,
+                    "AgentTurnError",
+                    format!(
+                        "agent `{}` cannot resume its unfinished turn: {e}",
+                        self.agent
+                    ),
+                    "tell the user; the agent's run journal needs a look",
+                ));
+            }
+        }
         // HO-3: the Turn continues the caller's trace; an event without one starts a trace.
         let trace = ctx
             .caller_trace_id()

@@ -10,9 +10,10 @@
 //! 6. [`base_tools`]: the base tools of `goondan-base`.
 //! 7. [`bundles`]: bundles, the step loop, extensions and the `goondan` command.
 //! 8. [`agents`]: agents in their own processes, handoff, swarms across machines.
-//! 9. [`mcp`]: serving tools over MCP, and using tools from MCP servers.
-//! 10. [`features`]: the workspace's crates, and which cargo features to pick.
-//! 11. [`errors`]: failures as data, error codes and their `helpUrl`.
+//! 9. [`durable`]: durable runs: the run journal, resuming after a crash.
+//! 10. [`mcp`]: serving tools over MCP, and using tools from MCP servers.
+//! 11. [`features`]: the workspace's crates, and which cargo features to pick.
+//! 12. [`errors`]: failures as data, error codes and their `helpUrl`.
 //!
 //! # Nine nouns
 //!
@@ -121,6 +122,13 @@ pub mod bundles {}
     doc = "Agents and swarms (this page needs the `host` feature, on Unix)."
 )]
 pub mod agents {}
+
+#[cfg_attr(feature = "sqlite", doc = include_str!("durable.md"))]
+#[cfg_attr(
+    not(feature = "sqlite"),
+    doc = "Durable runs: the run journal (this page needs the `sqlite` feature)."
+)]
+pub mod durable {}
 
 #[cfg_attr(feature = "mcp", doc = include_str!("mcp.md"))]
 #[cfg_attr(

@@ -8,6 +8,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::StepError;
+use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
+use super::journal::{
+    CallProgress, Journal, JournalPoint, OpenStep, Record, Replay, TurnEnding, UnfinishedTurn,
+};
 use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
@@ -41,11 +45,59 @@ struct Shared {
     workdir: PathBuf,
     runtime: Option<Arc<dyn AgentRuntime>>,
     conversation: Mutex<Vec<Message>>,
+    journal: Writer,
+    journal_handle: Option<Arc<dyn Journal>>,
+    /// Set once the journal was read back (at the first Turn or `resume`).
+    restored: tokio::sync::OnceCell<()>,
+    /// What reading the journal back found, for the caller to see.
+    journal_warnings: Mutex<Vec<String>>,
+    /// The Turn a crash left unfinished, until it is resumed.
+    unfinished: Mutex<Option<UnfinishedTurn>>,
+    /// The resumed Step whose model answer is journaled, for the Step runner to take.
+    open_step: Mutex<Option<OpenStep>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
     fn conversation(&self) -> std::sync::MutexGuard<'_, Vec<Message>> {
-        self.conversation.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.conversation)
+    }
+
+    /// Reads the journal back once: the conversation it holds replaces the one the instance
+    /// was built with (which is written into an empty journal instead), and a Turn it left
+    /// unfinished waits for [`AgentInstance::resume`].
+    async fn restore(&self) -> Result<(), StepError> {
+        let Some(journal) = self.journal_handle.as_ref() else {
+            return Ok(());
+        };
+        self.restored
+            .get_or_try_init(|| async {
+                let recovered = journal.read().await?;
+                let mut warnings = recovered.warnings;
+                if recovered.records.is_empty() {
+                    let history = self.conversation().clone();
+                    if !history.is_empty() {
+                        journal
+                            .append(&[Record::Imported { messages: history }])
+                            .await?;
+                    }
+                } else {
+                    let replay = Replay::from_records(recovered.records);
+                    warnings.extend(replay.warnings);
+                    *self.conversation() = replay.conversation;
+                    *lock(&self.unfinished) = replay.unfinished;
+                }
+                for w in &warnings {
+                    tracing::warn!(target: "goondan::journal", agent = %self.agent_name, "{w}");
+                }
+                *lock(&self.journal_warnings) = warnings;
+                Ok::<(), StepError>(())
+            })
+            .await?;
+        Ok(())
     }
 }
 
@@ -122,6 +174,7 @@ impl AgentInstance {
             state_dir: None,
             runtime: None,
             history: Vec::new(),
+            journal: None,
         }
     }
 
@@ -159,9 +212,75 @@ impl AgentInstance {
         &self.shared.registry
     }
 
-    /// The conversation so far.
+    /// The conversation so far. With a journal, the journal's conversation once it was read
+    /// back (by [`resume`](Self::resume) or the first Turn).
     pub fn conversation(&self) -> Vec<Message> {
         self.shared.conversation().clone()
+    }
+
+    /// Finishes the Turn a crash left unfinished in the instance's journal, if there is one,
+    /// and returns what it did; `None` when there is nothing to finish (or no journal).
+    ///
+    /// A model answer already written is not asked for again, and a call whose result is
+    /// written is not run again. A call whose handler had started and has no result runs
+    /// again only when its export is marked idempotent or read-only; otherwise it answers
+    /// `E_TOOL_INTERRUPTED` and the model decides. Call it before the first
+    /// [`run_turn`](Self::run_turn), which refuses to start while a Turn is unfinished.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::step::journal::{MemoryJournal, Record};
+    /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnEnd};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A journal whose Turn started and never ended: its process was killed.
+    /// let journal = MemoryJournal::new();
+    /// let mut input = Message::assistant("m1", Some("hello".into()), Vec::new());
+    /// input.role = "user".into();
+    /// # use goondan_runtime::step::journal::Journal;
+    /// journal
+    ///     .append(&[Record::TurnStarted { turn_id: "t1".into(), trace_id: "tr".into(), input }])
+    ///     .await?;
+    ///
+    /// let registry = Arc::new(ToolRegistry::builder().build()?);
+    /// let model = Arc::new(ScriptedModel::new([ModelResponse::text("hi again")]));
+    /// let state = tempfile::tempdir()?;
+    /// let agent = AgentInstance::builder("helper", registry, model)
+    ///     .state_dir(state.path())
+    ///     .journal(Arc::new(journal))
+    ///     .build()?;
+    /// let turn = agent.resume().await?.ok_or("the turn is unfinished")?;
+    /// assert_eq!((turn.turn_id.as_str(), turn.end), ("t1", TurnEnd::Answered));
+    /// assert_eq!(turn.answer(), Some("hi again"));
+    /// assert!(agent.resume().await?.is_none(), "finished once");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn resume(&self) -> Result<Option<TurnOutcome>, StepError> {
+        self.shared.restore().await?;
+        let Some((turn_id, trace_id, input)) = lock(&self.shared.unfinished)
+            .as_ref()
+            .map(|t| (t.turn_id.clone(), t.trace_id.clone(), t.input.clone()))
+        else {
+            return Ok(None);
+        };
+        let turn = TurnContext {
+            input,
+            metadata: serde_json::Map::new(),
+            agent_name: self.shared.agent_name.clone(),
+            turn_id,
+            trace_id,
+            cancellation: CancellationToken::new(),
+        };
+        self.run_turn_context(turn).await.map(Some)
+    }
+
+    /// What reading the journal back found and left out (a torn last write, a record for a
+    /// call that does not exist), once it was read.
+    pub fn journal_warnings(&self) -> Vec<String> {
+        lock(&self.shared.journal_warnings).clone()
     }
 
     /// The catalog a Step would start from now, before step middleware (CAT-1, CAT-2, CAT-5).
@@ -241,6 +360,12 @@ impl AgentInstance {
         trace_id: String,
         cancellation: CancellationToken,
     ) -> Result<TurnOutcome, StepError> {
+        self.shared.restore().await?;
+        if let Some(turn) = lock(&self.shared.unfinished).as_ref() {
+            return Err(StepError::Unfinished {
+                turn_id: turn.turn_id.clone(),
+            });
+        }
         let turn_id = fresh_id("turn");
         let input = Message {
             id: fresh_id("msg"),
@@ -258,6 +383,10 @@ impl AgentInstance {
             trace_id,
             cancellation,
         };
+        self.run_turn_context(turn).await
+    }
+
+    async fn run_turn_context(&self, turn: TurnContext) -> Result<TurnOutcome, StepError> {
         let span = tracing::info_span!(
             "turn",
             agent = %self.shared.agent_name,
@@ -287,6 +416,7 @@ pub struct AgentInstanceBuilder {
     state_dir: Option<PathBuf>,
     runtime: Option<Arc<dyn AgentRuntime>>,
     history: Vec<Message>,
+    journal: Option<Arc<dyn Journal>>,
 }
 
 impl AgentInstanceBuilder {
@@ -382,6 +512,15 @@ impl AgentInstanceBuilder {
         self
     }
 
+    /// The run journal: every Turn is written to it as it runs, and
+    /// [`AgentInstance::resume`] finishes the one a crash left ([`super::journal`]). Its
+    /// conversation replaces the one given to [`conversation`](Self::conversation), which is
+    /// written into the journal when the journal is empty.
+    pub fn journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
     /// The agent-to-agent API every call of this instance gets as `ctx.runtime()`.
     pub fn agent_runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
         self.runtime = Some(runtime);
@@ -410,6 +549,11 @@ impl AgentInstanceBuilder {
         for (priority, mw) in api.pipeline.take().into_items() {
             executor = executor.middleware_arc(priority, mw);
         }
+        let writer = Writer::new(self.journal.clone());
+        if self.journal.is_some() {
+            // Added last at the highest priority: the innermost, after approvals.
+            executor = executor.middleware_arc(i32::MAX, Arc::new(JournalStarts(writer.clone())));
+        }
         Ok(AgentInstance {
             shared: Arc::new(Shared {
                 agent_name: self.agent_name,
@@ -427,6 +571,12 @@ impl AgentInstanceBuilder {
                 workdir,
                 runtime: self.runtime,
                 conversation: Mutex::new(self.history),
+                journal: writer,
+                journal_handle: self.journal,
+                restored: tokio::sync::OnceCell::new(),
+                journal_warnings: Mutex::new(Vec::new()),
+                unfinished: Mutex::new(None),
+                open_step: Mutex::new(None),
             }),
         })
     }
@@ -438,66 +588,130 @@ impl Core<TurnContext> for TurnRunner {
     fn start(self: Arc<Self>, turn: TurnContext) -> Ready<Result<TurnOutcome, StepError>> {
         let shared = Arc::clone(&self.0);
         Ready::Wait(Box::pin(async move {
-            shared.conversation().push(turn.input);
-            let mut steps = Vec::new();
-            for index in 0..shared.max_steps {
-                if turn.cancellation.is_cancelled() {
-                    return Err(StepError::Model(super::ModelError::Cancelled));
+            let resumed = {
+                let mut unfinished = lock(&shared.unfinished);
+                match unfinished.as_ref() {
+                    Some(t) if t.turn_id == turn.turn_id => unfinished.take(),
+                    _ => None,
                 }
-                let catalog = ToolCatalog::build(
-                    &shared.registry,
-                    shared.declared.iter().map(String::as_str),
-                )?;
-                let step = StepContext {
-                    tool_catalog: catalog,
-                    tool_choice: None,
-                    metadata: serde_json::Map::new(),
-                    agent_name: shared.agent_name.clone(),
-                    instance_key: shared.instance_key.clone(),
-                    turn_id: turn.turn_id.clone(),
-                    trace_id: turn.trace_id.clone(),
-                    step: index,
-                    messages: Arc::new(shared.conversation().clone()),
-                    cancellation: turn.cancellation.clone(),
-                };
-                let core = Arc::new(StepRunner(Arc::clone(&shared)));
-                let result = StepNext::new(Arc::clone(&shared.step_chain), core)
-                    .run(step)
-                    .await?;
-                append(&shared, &result);
-                let answered = result.assistant.tool_calls.is_empty();
-                steps.push(result);
-                if answered {
-                    return Ok(TurnOutcome {
-                        turn_id: turn.turn_id,
-                        trace_id: turn.trace_id,
-                        steps,
-                        end: TurnEnd::Answered,
-                    });
-                }
+            };
+            let turn_id = turn.turn_id.clone();
+            let outcome = run_steps(&shared, turn, resumed).await;
+            let end = match &outcome {
+                Ok(o) if o.end == TurnEnd::Answered => TurnEnding::Answered,
+                Ok(_) => TurnEnding::MaxSteps,
+                // The journal itself failed: nothing more can be written.
+                Err(StepError::Journal(_)) => return outcome,
+                Err(e) => TurnEnding::Failed {
+                    message: e.to_string(),
+                },
+            };
+            *lock(&shared.open_step) = None;
+            shared
+                .journal
+                .write(&[JournalPoint::AfterTurnEnd], || {
+                    vec![Record::TurnEnded { turn_id, end }]
+                })
+                .await?;
+            outcome
+        }))
+    }
+}
+
+/// The Steps of one Turn: from the first, or, for a Turn a crash left unfinished, from the
+/// first Step whose results are not all journaled.
+async fn run_steps(
+    shared: &Arc<Shared>,
+    turn: TurnContext,
+    resumed: Option<UnfinishedTurn>,
+) -> Result<TurnOutcome, StepError> {
+    let mut steps = Vec::new();
+    let first = match resumed {
+        Some(resumed) => {
+            if resumed.answered {
+                // The model's final answer is journaled; only the Turn's end was not.
+                return Ok(TurnOutcome {
+                    turn_id: turn.turn_id,
+                    trace_id: turn.trace_id,
+                    steps,
+                    end: TurnEnd::Answered,
+                });
             }
-            Ok(TurnOutcome {
+            *lock(&shared.open_step) = resumed.open;
+            resumed.steps_done
+        }
+        None => {
+            shared
+                .journal
+                .write(&[JournalPoint::AfterInput], || {
+                    vec![Record::TurnStarted {
+                        turn_id: turn.turn_id.clone(),
+                        trace_id: turn.trace_id.clone(),
+                        input: turn.input.clone(),
+                    }]
+                })
+                .await?;
+            shared.conversation().push(turn.input);
+            0
+        }
+    };
+    for index in first..shared.max_steps {
+        if turn.cancellation.is_cancelled() {
+            return Err(StepError::Model(super::ModelError::Cancelled));
+        }
+        let catalog =
+            ToolCatalog::build(&shared.registry, shared.declared.iter().map(String::as_str))?;
+        let step = StepContext {
+            tool_catalog: catalog,
+            tool_choice: None,
+            metadata: serde_json::Map::new(),
+            agent_name: shared.agent_name.clone(),
+            instance_key: shared.instance_key.clone(),
+            turn_id: turn.turn_id.clone(),
+            trace_id: turn.trace_id.clone(),
+            step: index,
+            messages: Arc::new(shared.conversation().clone()),
+            cancellation: turn.cancellation.clone(),
+        };
+        let core = Arc::new(StepRunner(Arc::clone(shared)));
+        let result = StepNext::new(Arc::clone(&shared.step_chain), core)
+            .run(step)
+            .await?;
+        append(shared, &result);
+        let answered = result.assistant.tool_calls.is_empty();
+        steps.push(result);
+        if answered {
+            return Ok(TurnOutcome {
                 turn_id: turn.turn_id,
                 trace_id: turn.trace_id,
                 steps,
-                end: TurnEnd::MaxSteps,
-            })
-        }))
+                end: TurnEnd::Answered,
+            });
+        }
     }
+    Ok(TurnOutcome {
+        turn_id: turn.turn_id,
+        trace_id: turn.trace_id,
+        steps,
+        end: TurnEnd::MaxSteps,
+    })
 }
 
 /// Appends the assistant message, then one tool message per result in call order (MW-4).
 fn append(shared: &Shared, result: &StepResult) {
     let mut conversation = shared.conversation();
     conversation.push(result.assistant.clone());
-    for r in &result.results {
-        conversation.push(tool_message(r));
-    }
+    conversation.extend(result.tool_messages.iter().cloned());
 }
 
 /// A tool result as a conversation message: `role: tool`, the result as JSON text, and the
 /// call's id and name in metadata.
 pub fn tool_message(result: &ToolCallResult) -> Message {
+    tool_message_at(result, fresh_id("msg"), now_ms())
+}
+
+/// [`tool_message`] with the message's id and time given (read back from a journal).
+pub(crate) fn tool_message_at(result: &ToolCallResult, id: String, created_at: u64) -> Message {
     let mut metadata = serde_json::Map::new();
     metadata.insert("toolCallId".into(), result.tool_call_id.as_str().into());
     metadata.insert("toolName".into(), result.tool_name.as_str().into());
@@ -506,12 +720,12 @@ pub fn tool_message(result: &ToolCallResult) -> Message {
         serde_json::to_value(result.status).unwrap_or(Value::Null),
     );
     Message {
-        id: fresh_id("msg"),
+        id,
         role: "tool".to_owned(),
         content: Some(serde_json::to_string(result).unwrap_or_default()),
         tool_calls: Vec::new(),
         metadata,
-        created_at: now_ms(),
+        created_at,
     }
 }
 
@@ -521,23 +735,69 @@ impl Core<StepContext> for StepRunner {
     fn start(self: Arc<Self>, step: StepContext) -> Ready<Result<StepResult, StepError>> {
         let shared = Arc::clone(&self.0);
         Ready::Wait(Box::pin(async move {
-            let request = ModelRequest {
-                system: shared.system.clone(),
-                agent_name: step.agent_name.clone(),
-                turn_id: step.turn_id.clone(),
-                step: step.step,
-                messages: step.messages.as_ref().clone(),
-                catalog: step.tool_catalog,
-                tool_choice: step.tool_choice,
-                deltas: shared.deltas.clone(),
-                cancellation: step.cancellation.clone(),
+            let resumed = {
+                let mut open = lock(&shared.open_step);
+                match open.as_ref() {
+                    Some(o) if o.step == step.step => open.take(),
+                    _ => None,
+                }
             };
-            let response = shared.model.respond(&request).await?;
-            let usage = response.usage;
-            let catalog = request.catalog;
-            let mut assistant =
-                Message::assistant(fresh_id("msg"), response.content, response.tool_calls);
-            assistant.metadata = response.metadata;
+            let catalog;
+            let (assistant, usage, progress, answered_now) = match resumed {
+                Some(open) => {
+                    catalog = step.tool_catalog;
+                    (open.assistant, open.usage, open.calls, false)
+                }
+                None => {
+                    let request = ModelRequest {
+                        system: shared.system.clone(),
+                        agent_name: step.agent_name.clone(),
+                        turn_id: step.turn_id.clone(),
+                        step: step.step,
+                        messages: step.messages.as_ref().clone(),
+                        catalog: step.tool_catalog,
+                        tool_choice: step.tool_choice,
+                        deltas: shared.deltas.clone(),
+                        cancellation: step.cancellation.clone(),
+                    };
+                    let response = shared.model.respond(&request).await?;
+                    catalog = request.catalog;
+                    let mut assistant =
+                        Message::assistant(fresh_id("msg"), response.content, response.tool_calls);
+                    assistant.metadata = response.metadata;
+                    let waiting = vec![CallProgress::Waiting; assistant.tool_calls.len()];
+                    (assistant, response.usage, waiting, true)
+                }
+            };
+            // One write: the model's answer (unless it was read back) and the admission of
+            // every call of the Step not admitted yet.
+            let points: &[JournalPoint] = if answered_now {
+                &[JournalPoint::AfterModelAnswer, JournalPoint::AfterAdmission]
+            } else {
+                &[JournalPoint::AfterAdmission]
+            };
+            shared
+                .journal
+                .write(points, || {
+                    let answer = answered_now.then(|| Record::ModelAnswered {
+                        turn_id: step.turn_id.clone(),
+                        step: step.step,
+                        assistant: assistant.clone(),
+                        usage,
+                    });
+                    let admitted = assistant
+                        .tool_calls
+                        .iter()
+                        .zip(&progress)
+                        .filter(|(_, p)| matches!(p, CallProgress::Waiting))
+                        .map(|(call, _)| Record::CallAdmitted {
+                            turn_id: step.turn_id.clone(),
+                            message_id: assistant.id.clone(),
+                            call_id: call.id.to_string(),
+                        });
+                    answer.into_iter().chain(admitted).collect()
+                })
+                .await?;
             // CTX-5: every call of this Step sees the assistant message that holds it.
             let mut ctx = ToolContext::builder(shared.workdir.clone())
                 .agent_name(step.agent_name.clone())
@@ -550,27 +810,71 @@ impl Core<StepContext> for StepRunner {
                 ctx = ctx.runtime(Arc::clone(runtime));
             }
             let ctx = ctx.build();
-            let calls = assistant.tool_calls.clone();
-            let results: Vec<ToolCallResult> = if shared.concurrency <= 1 {
-                let mut out = Vec::with_capacity(calls.len());
-                for call in calls {
-                    out.push(shared.executor.execute(call, &ctx, &catalog).await);
-                }
-                out
-            } else {
-                futures_util::stream::iter(calls)
-                    .map(|call| shared.executor.execute(call, &ctx, &catalog))
-                    .buffered(shared.concurrency)
-                    .collect()
-                    .await
-            };
+            let calls = assistant.tool_calls.clone().into_iter().zip(progress);
+            let run = |(call, progress)| run_call(&shared, &ctx, &catalog, call, progress);
+            let finished: Vec<Result<(ToolCallResult, Message), StepError>> =
+                if shared.concurrency <= 1 {
+                    let mut out = Vec::with_capacity(assistant.tool_calls.len());
+                    for call in calls {
+                        out.push(run(call).await);
+                    }
+                    out
+                } else {
+                    futures_util::stream::iter(calls)
+                        .map(run)
+                        .buffered(shared.concurrency)
+                        .collect()
+                        .await
+                };
+            let mut results = Vec::with_capacity(finished.len());
+            let mut tool_messages = Vec::with_capacity(finished.len());
+            for f in finished {
+                let (result, message) = f?;
+                results.push(result);
+                tool_messages.push(message);
+            }
+            // The results not yet written go before the model sees them.
+            shared.journal.flush().await?;
             Ok(StepResult {
                 step: step.step,
                 catalog,
                 assistant,
                 results,
+                tool_messages,
                 usage,
             })
         }))
     }
+}
+
+/// Runs one call of a Step, or takes its journaled result, and writes the result.
+async fn run_call(
+    shared: &Shared,
+    ctx: &ToolContext,
+    catalog: &ToolCatalog,
+    call: crate::tools::result::ToolCall,
+    progress: CallProgress,
+) -> Result<(ToolCallResult, Message), StepError> {
+    let result = match progress {
+        CallProgress::Finished(f) => {
+            let message = tool_message_at(&f.result, f.tool_message_id, f.at);
+            return Ok((f.result, message));
+        }
+        CallProgress::Started if !rerunnable(&shared.registry, &call.name) => {
+            interrupted(&call, ctx, &shared.registry)
+        }
+        CallProgress::Started | CallProgress::Admitted | CallProgress::Waiting => {
+            shared.executor.execute(call, ctx, catalog).await
+        }
+    };
+    let message = tool_message(&result);
+    // Written with the next write: the next call's start, or the end of the Step.
+    shared.journal.defer(|| Record::CallFinished {
+        turn_id: ctx.turn_id().to_owned(),
+        message_id: ctx.message().id.clone(),
+        tool_message_id: message.id.clone(),
+        at: message.created_at,
+        result: result.clone(),
+    });
+    Ok((result, message))
 }

@@ -6,7 +6,9 @@
 //! - [`StepMiddleware`] wraps a Step and may edit its catalog (CAT-3); [`TurnMiddleware`] wraps
 //!   a Turn. Extensions register both ([`crate::extension`]).
 
+mod durable;
 mod instance;
+pub mod journal;
 mod model;
 mod pipeline;
 
@@ -44,6 +46,17 @@ pub enum StepError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// The run journal could not be read or written: the Turn stops rather than act on what
+    /// is not written.
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
+    /// A Turn a crash left unfinished must be resumed first
+    /// ([`AgentInstance::resume`]).
+    #[error("turn `{turn_id}` was left unfinished by a crash; resume it before starting another")]
+    Unfinished {
+        /// The unfinished Turn.
+        turn_id: String,
     },
     /// A middleware stopped the Step or Turn.
     #[error("{message}")]

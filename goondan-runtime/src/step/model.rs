@@ -91,7 +91,8 @@ impl std::fmt::Debug for DeltaSink {
 }
 
 /// Tokens a request used, as the provider reported them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenUsage {
     /// Tokens read: the prompt, the conversation and the tools.
     pub input_tokens: u64,

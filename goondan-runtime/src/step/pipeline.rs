@@ -89,6 +89,8 @@ pub struct StepResult {
     pub assistant: Message,
     /// One result per call, in call order.
     pub results: Vec<ToolCallResult>,
+    /// The tool messages that carry the results into the conversation, in call order.
+    pub tool_messages: Vec<Message>,
     /// The tokens the model used for this Step, when its provider reports them.
     pub usage: Option<super::TokenUsage>,
 }

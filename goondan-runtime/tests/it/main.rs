@@ -36,6 +36,7 @@ pub mod errors_doc;
 pub mod executor;
 pub mod fuzz_regressions;
 pub mod guide;
+pub mod journal;
 pub mod macro_tool_input;
 pub mod macro_ui;
 pub mod mcp_approvals;

@@ -6,9 +6,10 @@
 //! - a [`Reporter`] `toolCall` middleware telling the terminal each call's start and end, and
 //!   a delta sink streaming the answer's text (both over the [session link](super::link));
 //! - the [`Approvals`] middleware, asking the terminal's person ([`LinkApprover`]);
-//! - the conversation read from the state directory when the instance starts and written back
-//!   after each Turn, so that a restarted process (`self-restart__request`) or the next run
-//!   goes on with it;
+//! - the run journal in the state directory (`journal/{agent}.{instanceKey}.sqlite3`): every
+//!   Turn is written as it runs, so that a restarted process (`self-restart__request`, a
+//!   crash, the next run) goes on with the conversation and finishes a Turn a crash left; a
+//!   conversation file of an earlier version (`conversations/*.jsonl`) is moved into it once;
 //! - Turns the terminal can cancel (Ctrl-C).
 
 use std::collections::HashMap;
@@ -31,6 +32,7 @@ use goondan_runtime::calls::approval::{
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::McpExtension;
+use goondan_runtime::step::journal::{Durability, Journal, SqliteJournal};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
 use goondan_runtime::{CallContext, Extension, ExtensionApi, Middleware, Next};
@@ -53,6 +55,9 @@ pub(crate) fn serve_if_requested(library: &ToolLibrary) {
 struct RunWorker {
     inner: StepWorker,
     conversation: Option<PathBuf>,
+    /// Whether the instance keeps its Turns in the run journal (then the conversation file
+    /// is only read, once).
+    journaled: bool,
     link: Option<Arc<AgentLink>>,
     address: String,
 }
@@ -92,8 +97,14 @@ impl RunWorker {
                 Some((pattern.to_owned(), policy.parse().ok()?))
             })
             .collect();
+        let journal = state
+            .as_deref()
+            .and_then(|s| open_journal(s, &me.agent, &me.instance_key));
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             builder = builder.conversation(history.clone());
+            if let Some(journal) = &journal {
+                builder = builder.journal(Arc::clone(journal));
+            }
             if let Some(state) = &state {
                 builder = builder.state_dir(state);
             }
@@ -135,8 +146,27 @@ impl RunWorker {
         Self {
             inner,
             conversation,
+            journaled: journal.is_some(),
             link,
             address: me.address(),
+        }
+    }
+}
+
+/// How long a starting agent process waits for the journal of the process it replaces (a
+/// restart, a respawn after a crash) to be let go of.
+const JOURNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The run journal of instance `instance_key` of `agent` under the state directory; `None`,
+/// with the reason logged, when it cannot be opened (another process runs the same instance,
+/// a newer goondan wrote it): the session then runs without one.
+fn open_journal(state: &Path, agent: &str, instance_key: &str) -> Option<Arc<dyn Journal>> {
+    let file = SqliteJournal::file_in(state, agent, instance_key);
+    match SqliteJournal::open_waiting(&file, Durability::Normal, JOURNAL_WAIT) {
+        Ok(journal) => Some(Arc::new(journal)),
+        Err(e) => {
+            tracing::error!(target: "goondan::run", error = %e, "the run journal cannot be opened; this session's turns are not kept");
+            None
         }
     }
 }
@@ -202,10 +232,15 @@ impl AgentWorker for RunWorker {
     fn handle(&self, event: AgentEvent, ctx: AgentContext) -> AgentFuture<'_, Value> {
         Box::pin(async move {
             let answer = self.inner.handle(event, ctx).await;
-            if let (Some(file), Some(instance)) = (&self.conversation, self.inner.instance())
-                && let Err(e) = state::save(file, &instance.conversation())
-            {
-                tracing::error!(target: "goondan::run", error = %e, "the conversation cannot be saved");
+            if let (Some(file), Some(instance)) = (&self.conversation, self.inner.instance()) {
+                let kept = if self.journaled {
+                    state::retire(file)
+                } else {
+                    state::save(file, &instance.conversation())
+                };
+                if let Err(e) = kept {
+                    tracing::error!(target: "goondan::run", error = %e, "the conversation cannot be saved");
+                }
             }
             if let Some(link) = &self.link {
                 link.send(&Note::TurnEnded {

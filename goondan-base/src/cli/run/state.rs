@@ -1,7 +1,10 @@
 //! The state directory of `goondan run`: `.goondan/` next to the bundle unless `--state` says
-//! otherwise. It holds the workdir of the agents' tools (`workspace/`) and each instance's
-//! conversation (`conversations/{agent}.{instanceKey}.jsonl`, one message per line), read
-//! back when the instance starts again: on the next run, or after a restart.
+//! otherwise. It holds the workdir of the agents' tools (`workspace/`) and each instance's run
+//! journal (`journal/{agent}.{instanceKey}.sqlite3`), read back when the instance starts
+//! again: on the next run, or after a restart or a crash. Earlier versions kept the
+//! conversation in `conversations/{agent}.{instanceKey}.jsonl` (one message per line): such a
+//! file is read once, moved into the journal and renamed `*.jsonl.imported`; without a journal
+//! (it could not be opened) the file is still written after each Turn.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -78,6 +81,21 @@ pub(crate) fn load(file: &Path) -> Result<Vec<Message>, StateError> {
             })
         })
         .collect()
+}
+
+/// Retires the conversation file `file` once the run journal holds its messages: renamed to
+/// `{file}.imported`, so that it is read only once and kept for a person to look at.
+pub(crate) fn retire(file: &Path) -> Result<(), StateError> {
+    let mut to = file.as_os_str().to_owned();
+    to.push(".imported");
+    match std::fs::rename(file, PathBuf::from(to)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(StateError::Io {
+            path: file.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// Writes `messages` to `file` (a temporary file renamed over it, so a crash never leaves

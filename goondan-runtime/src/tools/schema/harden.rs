@@ -197,6 +197,7 @@ pub(crate) fn subschemas_mut(obj: &mut Map<String, Value>) -> Vec<(&str, &mut Va
 }
 
 /// Escapes a JSON pointer segment (`~` and `/`).
+#[cfg_attr(not(feature = "host"), allow(dead_code))] // used by the provider dialects
 pub(crate) fn escape_pointer(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }

@@ -1,0 +1,405 @@
+//! Durable runs (issue 25) on the SQLite journal, with real processes: the test binary runs
+//! [`crash_child`] as a child process that halts at a journal point
+//! ([`goondan_runtime::step::journal::halt_at`]) and is killed there with SIGKILL; a second
+//! child on the same state directory resumes the Turn. Each point is checked against a run
+//! without a crash: no message lost, no call that is not idempotent run twice, the same
+//! conversation (except where a call was interrupted, which the model is told).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use goondan_runtime::prelude::*;
+use goondan_runtime::step::journal::{
+    Durability, JournalError, JournalPoint, SqliteJournal, halt_at,
+};
+use goondan_runtime::step::{
+    AgentInstance, Model, ModelFuture, ModelRequest, ModelResponse, TurnEnd,
+};
+use goondan_runtime::{Message, ToolStatus};
+use serde_json::{Value, json};
+
+const ENV_STATE: &str = "GOONDAN_TEST_JOURNAL_STATE";
+const ENV_HALT: &str = "GOONDAN_TEST_JOURNAL_HALT";
+
+/// A ledger in the workdir: each run of a handler leaves a line in a file, so the test counts
+/// how many times each ran, across processes.
+#[tool(name = "ledger")]
+pub mod ledger {
+    use super::*;
+
+    fn note(ctx: &ToolContext, file: &str, line: &str) -> Result<(), ToolError> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(ctx.workdir().join(file))
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        writeln!(f, "{line}").map_err(|e| ToolError::new(e.to_string()))
+    }
+
+    /// Pay an amount: not idempotent (each run pays again).
+    pub fn pay(
+        ctx: &ToolContext,
+        /// How much.
+        amount: u32,
+    ) -> Result<String, ToolError> {
+        note(ctx, "paid.txt", &amount.to_string())?;
+        Ok(format!("paid {amount}"))
+    }
+
+    /// Mark an entry as seen: idempotent (a second run changes nothing more).
+    #[export(idempotent)]
+    pub fn mark(
+        ctx: &ToolContext,
+        /// The entry.
+        entry: String,
+    ) -> Result<String, ToolError> {
+        note(ctx, "marked.txt", &entry)?;
+        Ok(format!("marked {entry}"))
+    }
+}
+
+/// Answers by the Step's index, so a process that resumes mid-Turn gets the same answer
+/// the first process would have: Step 0 pays and marks, Step 1 answers.
+struct ByStep;
+
+impl Model for ByStep {
+    fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
+        let response = match request.step {
+            0 => ModelResponse::calls([
+                ToolCall::new("c1", "ledger__pay", json!({"amount": 5})),
+                ToolCall::new("c2", "ledger__mark", json!({"entry": "rent"})),
+            ]),
+            _ => ModelResponse::text("done"),
+        };
+        Box::pin(async move { Ok(response) })
+    }
+}
+
+fn agent(state: &Path) -> Result<AgentInstance, Box<dyn std::error::Error>> {
+    let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build()?);
+    let journal = SqliteJournal::open(
+        SqliteJournal::file_in(state, "payer", "default"),
+        Durability::Normal,
+    )?;
+    Ok(AgentInstance::builder("payer", registry, Arc::new(ByStep))
+        .tools(["ledger"])
+        .state_dir(state)
+        .journal(Arc::new(journal))
+        .build()?)
+}
+
+/// The conversation as the model sees it: roles, texts, calls; not ids or times.
+fn shape(conversation: &[Message]) -> Vec<Value> {
+    conversation
+        .iter()
+        .map(|m| {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| json!([c.id.as_str(), c.name.as_str(), c.args]))
+                .collect();
+            json!({"role": m.role, "content": m.content, "calls": calls})
+        })
+        .collect()
+}
+
+fn lines(state: &Path, file: &str) -> usize {
+    std::fs::read_to_string(state.join("workspace").join(file))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// The child: resumes what the state directory's journal left, then runs the Turn `pay rent`
+/// unless the journal already holds it; halts where `ENV_HALT` says (`point[:nth]`). Writes
+/// the conversation it ends with to `conversation.json`.
+#[tokio::test]
+#[ignore = "run as a child process by the crash matrix"]
+async fn crash_child() {
+    let Some(state) = std::env::var_os(ENV_STATE).map(PathBuf::from) else {
+        return;
+    };
+    if let Ok(halt) = std::env::var(ENV_HALT) {
+        let (name, nth) = halt.split_once(':').unwrap_or((&halt, "1"));
+        let point = JournalPoint::from_name(name).unwrap();
+        halt_at(point, nth.parse().unwrap());
+    }
+    let agent = agent(&state).unwrap();
+    let resumed = agent.resume().await.unwrap();
+    if resumed.is_none() && agent.conversation().is_empty() {
+        let turn = agent.run_turn("pay rent").await.unwrap();
+        assert_eq!(turn.end, TurnEnd::Answered);
+    }
+    let text = serde_json::to_string(&agent.conversation()).unwrap();
+    std::fs::write(state.join("conversation.json"), text).unwrap();
+}
+
+fn child(state: &Path, halt: Option<&str>) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let name = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::crash_child"),
+        None => "crash_child".to_owned(),
+    };
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "--exact",
+        &name,
+        "--ignored",
+        "--test-threads=1",
+        "--nocapture",
+    ])
+    .env(ENV_STATE, state)
+    .env_remove(ENV_HALT);
+    if let Some(halt) = halt {
+        cmd.env(ENV_HALT, halt);
+    }
+    cmd
+}
+
+/// Runs the child to its end; returns the conversation it wrote.
+fn run_to_end(state: &Path) -> Vec<Message> {
+    let out = child(state, None).output().unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "the child failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(state.join("conversation.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs the child until it halts at `halt`, checks that the journal is refused to another
+/// process meanwhile, and kills it with SIGKILL.
+fn run_and_kill(state: &Path, halt: &str) {
+    let mut process = child(state, Some(halt))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = process.stderr.take().unwrap();
+    let want = format!(
+        "goondan: halted at {}",
+        halt.split(':').next().unwrap_or(halt)
+    );
+    let mut seen = Vec::new();
+    let halted = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .inspect(|l| seen.push(l.clone()))
+        .any(|l| l == want);
+    if !halted {
+        let _ = process.kill();
+        panic!("the child never reached {halt}:\n{}", seen.join("\n"));
+    }
+    let file = SqliteJournal::file_in(state, "payer", "default");
+    let busy = SqliteJournal::open(&file, Durability::Normal).map(|_| ());
+    assert!(
+        matches!(busy, Err(JournalError::InUse { .. })),
+        "a second process opened the journal: {busy:?}"
+    );
+    process.kill().unwrap(); // SIGKILL
+    let status = process.wait().unwrap();
+    assert!(!status.success());
+}
+
+/// The crash matrix on SQLite: killed at each journal point, then resumed by a new process.
+#[test]
+fn durable_runs_survive_sigkill_at_every_journal_point_on_sqlite() {
+    let reference = tempfile::tempdir().unwrap();
+    let expected = shape(&run_to_end(reference.path()));
+    assert_eq!(
+        expected.len(),
+        5,
+        "question, calls, two results, answer: {expected:?}"
+    );
+    assert_eq!(
+        (
+            lines(reference.path(), "paid.txt"),
+            lines(reference.path(), "marked.txt")
+        ),
+        (1, 1)
+    );
+
+    // (point, calls paid, calls marked, the same conversation as without a crash)
+    let matrix = [
+        ("after-input", 1, 1, true),
+        ("after-model-answer", 1, 1, true),
+        ("after-admission", 1, 1, true),
+        // The payment had started: it is not paid again, the model is told instead.
+        ("after-start:1", 0, 1, false),
+        // The mark had started: idempotent, so it runs again.
+        ("after-start:2", 1, 1, true),
+        ("after-result:1", 1, 1, true),
+        ("after-result:2", 1, 1, true),
+        ("after-turn-end", 1, 1, true),
+    ];
+    for (halt, paid, marked, same) in matrix {
+        let state = tempfile::tempdir().unwrap();
+        run_and_kill(state.path(), halt);
+        let conversation = run_to_end(state.path());
+        let got = shape(&conversation);
+        assert_eq!(
+            (
+                lines(state.path(), "paid.txt"),
+                lines(state.path(), "marked.txt")
+            ),
+            (paid, marked),
+            "runs after a crash at {halt}"
+        );
+        if same {
+            assert_eq!(got, expected, "conversation after a crash at {halt}");
+            continue;
+        }
+        assert_eq!(got.len(), expected.len(), "{halt}: {got:?}");
+        let paid: ToolCallResult =
+            serde_json::from_str(conversation[2].content.as_deref().unwrap_or_default()).unwrap();
+        assert_eq!(paid.status, ToolStatus::Error);
+        assert_eq!(paid.error_code(), Some("E_TOOL_INTERRUPTED"), "{halt}");
+        let error = paid.error.as_ref().unwrap();
+        assert!(
+            error.suggestion().is_some() && error.help_url().is_some(),
+            "{error:?}"
+        );
+        assert_eq!(got[3], expected[3], "{halt}: the mark's result");
+        assert_eq!(got[4], expected[4], "{halt}: the answer");
+    }
+}
+
+/// A journal whose write-ahead log was cut in the middle of a write (a crash, a full disk)
+/// goes on from its last complete write, with a warning; the Turn resumes from there.
+#[test]
+fn a_torn_write_ahead_log_recovers_to_the_last_complete_record_with_a_warning() {
+    let state = tempfile::tempdir().unwrap();
+    run_and_kill(state.path(), "after-result:1");
+    let file = SqliteJournal::file_in(state.path(), "payer", "default");
+    let wal = PathBuf::from(format!("{}-wal", file.display()));
+    let len = std::fs::metadata(&wal).unwrap().len();
+    assert!(len > 1000, "the killed process left its write-ahead log");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let agent = agent(state.path()).unwrap();
+        let turn = agent
+            .resume()
+            .await
+            .unwrap()
+            .expect("the turn was unfinished");
+        assert_eq!(turn.end, TurnEnd::Answered);
+        let warnings = agent.journal_warnings();
+        assert!(warnings.iter().any(|w| w.contains("torn")), "{warnings:?}");
+        // The cut write was the payment's result; its start survived, so it is interrupted,
+        // not paid twice.
+        assert_eq!(lines(state.path(), "paid.txt"), 1);
+        let results = &turn.steps[0].results;
+        assert_eq!(results[0].error_code(), Some("E_TOOL_INTERRUPTED"));
+    });
+}
+
+/// A Turn left unfinished must be resumed before another starts; once resumed, Turns run.
+#[tokio::test]
+async fn a_new_turn_waits_for_the_unfinished_one_to_be_resumed() {
+    use goondan_runtime::step::StepError;
+    use goondan_runtime::step::journal::{Journal, MemoryJournal, Record};
+
+    let journal = MemoryJournal::new();
+    let mut input = Message::assistant("m1", Some("pay rent".into()), Vec::new());
+    input.role = "user".into();
+    journal
+        .append(&[Record::TurnStarted {
+            turn_id: "t1".into(),
+            trace_id: "trace-1".into(),
+            input,
+        }])
+        .await
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build().unwrap());
+    let agent = AgentInstance::builder("payer", registry, Arc::new(ByStep))
+        .tools(["ledger"])
+        .state_dir(state.path())
+        .journal(Arc::new(journal.clone()))
+        .build()
+        .unwrap();
+    let refused = agent.run_turn("something else").await;
+    assert!(
+        matches!(&refused, Err(StepError::Unfinished { turn_id }) if turn_id == "t1"),
+        "{refused:?}"
+    );
+    let resumed = agent.resume().await.unwrap().unwrap();
+    assert_eq!(
+        (resumed.turn_id.as_str(), resumed.trace_id.as_str()),
+        ("t1", "trace-1")
+    );
+    assert_eq!(resumed.answer(), Some("done"));
+    assert_eq!(lines(state.path(), "paid.txt"), 1);
+    assert!(agent.resume().await.unwrap().is_none());
+    agent.run_turn("something else").await.unwrap();
+    let ends = journal
+        .records()
+        .iter()
+        .filter(|r| matches!(r, Record::TurnEnded { .. }))
+        .count();
+    assert_eq!(ends, 2);
+}
+
+/// A journal that cannot be written stops the Turn before anything it should have recorded
+/// takes effect: no tool runs on an unwritten decision.
+#[tokio::test]
+async fn a_journal_that_cannot_be_written_stops_the_turn_before_any_call_runs() {
+    use goondan_runtime::step::StepError;
+    use goondan_runtime::step::journal::{Journal, JournalFuture, Record, Recovered};
+
+    /// Reads as empty; accepts the Turn's input, then refuses every write.
+    struct Full(std::sync::atomic::AtomicUsize);
+
+    impl Journal for Full {
+        fn append<'a>(&'a self, _records: &'a [Record]) -> JournalFuture<'a, ()> {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if n == 0 {
+                    return Ok(());
+                }
+                Err(JournalError::Io {
+                    path: PathBuf::from("/full"),
+                    source: std::io::Error::other("no space left on device"),
+                })
+            })
+        }
+
+        fn read(&self) -> JournalFuture<'_, Recovered> {
+            Box::pin(async { Ok(Recovered::default()) })
+        }
+    }
+
+    let state = tempfile::tempdir().unwrap();
+    let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build().unwrap());
+    let agent = AgentInstance::builder("payer", registry, Arc::new(ByStep))
+        .tools(["ledger"])
+        .state_dir(state.path())
+        .journal(Arc::new(Full(Default::default())))
+        .build()
+        .unwrap();
+    let failed = agent.run_turn("pay rent").await;
+    let message = failed
+        .as_ref()
+        .err()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        matches!(failed, Err(StepError::Journal(_))) && message.contains("no space left"),
+        "{message}"
+    );
+    assert_eq!(lines(state.path(), "paid.txt"), 0, "nothing ran");
+}
