@@ -20,10 +20,10 @@ fn the_quickstart_catalog_converts_to_every_format() {
         let text = serde_json::to_string(&tools).unwrap();
         for item in catalog.items() {
             assert!(
-                text.contains(item.name.as_str()),
+                text.contains(item.name().as_str()),
                 "{} lacks {}",
                 dialect.as_str(),
-                item.name
+                item.name()
             );
         }
         let count = if dialect == Dialect::GEMINI {

@@ -311,21 +311,21 @@ fn narrow_targets(catalog: &mut goondan_runtime::ToolCatalog, callable: &[String
     let targeted: Vec<goondan_runtime::CatalogItem> = catalog
         .items()
         .iter()
-        .filter(|i| i.name.resource() == "agents" && TARGETED.contains(&i.name.export()))
+        .filter(|i| i.name().resource() == "agents" && TARGETED.contains(&i.name().export()))
         .cloned()
         .collect();
     for mut item in targeted {
-        let Some(parameters) = item.parameters.as_deref() else {
+        let Some(parameters) = item.parameters() else {
             continue;
         };
-        let mut parameters = parameters.clone();
+        let mut parameters = Value::clone(parameters);
         let Some(target) = parameters.pointer_mut("/properties/target") else {
             continue;
         };
         if let Some(target) = target.as_object_mut() {
             target.insert("enum".into(), json!(callable));
         }
-        item.parameters = Some(Arc::new(parameters));
+        item.set_parameters(parameters);
         catalog.push(item);
     }
 }

@@ -8,8 +8,6 @@ mod common;
 
 use captured_events::field;
 
-use std::sync::Arc;
-
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use serde_json::json;
 // The only test of this binary: the subscriber is global, so no other test's thread can race
@@ -60,8 +58,8 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
     // dialect and tool, however often the catalog is rendered.
     let mut item =
         goondan_runtime::CatalogItem::new(goondan_runtime::ToolName::new("shell", "run").unwrap());
-    item.parameters = Some(Arc::new(json!({"type": "object", "properties": {
-        "env": {"type": "object", "additionalProperties": {"type": "string"}}}})));
+    item.set_parameters(json!({"type": "object", "properties": {
+        "env": {"type": "object", "additionalProperties": {"type": "string"}}}}));
     let mut catalog = goondan_runtime::ToolCatalog::new();
     catalog.push(item);
     for _ in 0..3 {

@@ -378,14 +378,14 @@ async fn cat_3_step_middleware_may_edit_the_catalog_and_the_gate_follows() {
     let mut catalog = kit.catalog().clone();
     // Remove, reorder, add back: what a step middleware may do to ctx.toolCatalog.
     let removed = catalog.remove("a__y").unwrap();
-    catalog.sort_by(|l, r| r.name.cmp(&l.name));
+    catalog.sort_by(|l, r| r.name().cmp(l.name()));
     assert_eq!(catalog.names().collect::<Vec<_>>(), ["b__z", "a__x"]);
     kit.set_catalog(catalog.clone());
     kit.call("a__y", json!({}))
         .await
         .assert_error("E_TOOL_NOT_IN_CATALOG");
     catalog.push(removed);
-    catalog.retain(|i| i.name.resource() != "b");
+    catalog.retain(|i| i.name().resource() != "b");
     kit.set_catalog(catalog);
     kit.call("a__y", json!({})).await.assert_ok();
     kit.call("b__z", json!({}))
@@ -423,11 +423,14 @@ fn cat_6_catalog_items_have_the_seeds_shape() {
                "source": {"type": "mcp", "name": "mcp-github", "mcp": {"extensionName": "mcp-github"}}})
     );
     let item: CatalogItem = serde_json::from_value(json[1].clone()).unwrap();
-    assert_eq!(item.name, ToolName::parse("github__create_issue").unwrap());
-    assert_eq!(item.source.unwrap().kind, SourceKind::Mcp);
+    assert_eq!(
+        *item.name(),
+        ToolName::parse("github__create_issue").unwrap()
+    );
+    assert_eq!(item.source().unwrap().kind, SourceKind::Mcp);
     // Only the name is required.
     let bare: CatalogItem = serde_json::from_value(json!({"name": "a__b"})).unwrap();
-    assert!(bare.description.is_none() && bare.parameters.is_none() && bare.source.is_none());
+    assert!(bare.description().is_none() && bare.parameters().is_none() && bare.source().is_none());
 }
 
 #[test]
@@ -438,7 +441,7 @@ fn catalog_shares_schemas_instead_of_copying_them() {
         .unwrap();
     let a = ToolCatalog::build(&registry, ["text"]).unwrap();
     let b = ToolCatalog::build(&registry, ["text"]).unwrap();
-    let pa = a.get("text__upper").unwrap().parameters.clone().unwrap();
-    let pb = b.get("text__upper").unwrap().parameters.clone().unwrap();
+    let pa = a.get("text__upper").unwrap().parameters().cloned().unwrap();
+    let pb = b.get("text__upper").unwrap().parameters().cloned().unwrap();
     assert!(Arc::ptr_eq(&pa, &pb));
 }

@@ -200,9 +200,9 @@ fn list(catalog: &ToolCatalog, format: Format, out: &mut dyn Write) -> Result<u8
         Format::Text => {
             let width = catalog.names().map(str::len).max().unwrap_or(0);
             for item in catalog {
-                let d = item.description.as_deref().unwrap_or("");
+                let d = item.description().unwrap_or("");
                 let first = d.lines().next().unwrap_or("");
-                writeln!(out, "{:width$}  {first}", item.name.as_str())?;
+                writeln!(out, "{:width$}  {first}", item.name().as_str())?;
             }
             return Ok(EXIT_OK);
         }

@@ -176,21 +176,21 @@ impl Extension for ToolSearch {
                     .tool_catalog
                     .items()
                     .iter()
-                    .filter(|i| i.name.as_str() != Self::TOOL)
+                    .filter(|i| i.name().as_str() != Self::TOOL)
                     .map(|i| {
-                        let d = i.description.as_deref().unwrap_or_default().to_owned();
-                        (i.name.as_str().to_owned(), d)
+                        let d = i.description().unwrap_or_default().to_owned();
+                        (i.name().as_str().to_owned(), d)
                     })
                     .collect();
                 if let Some(keep) = &sel.selected {
                     // The matches, best first, then the search tool.
                     let rank = |name: &str| keep.iter().position(|k| k == name);
                     step.tool_catalog.retain(|i| {
-                        i.name.as_str() == Self::TOOL || rank(i.name.as_str()).is_some()
+                        i.name().as_str() == Self::TOOL || rank(i.name().as_str()).is_some()
                     });
                     step.tool_catalog.sort_by(|a, b| {
                         let key = |n: &str| rank(n).unwrap_or(usize::MAX);
-                        key(a.name.as_str()).cmp(&key(b.name.as_str()))
+                        key(a.name().as_str()).cmp(&key(b.name().as_str()))
                     });
                 }
             }

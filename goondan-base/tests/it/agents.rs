@@ -328,7 +328,7 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
     agent.run_turn("hi").await.unwrap();
     let seen = &model.requests()[0].catalog;
     for name in ["agents__request", "agents__send", "agents__spawn"] {
-        let target = &seen.get(name).unwrap().parameters.as_ref().unwrap()["properties"]["target"];
+        let target = &seen.get(name).unwrap().parameters().unwrap()["properties"]["target"];
         assert_eq!(target["enum"], json!(["coder", "tester"]), "{name}");
         assert_eq!(target["type"], "string", "{name}: the rest is kept");
     }
@@ -336,8 +336,8 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
     // same as a rendering of the edited item made from scratch.
     let plain = ToolCatalog::build(&registry, ["agents", "file-system"]).unwrap();
     for item in plain.items() {
-        if !["agents__request", "agents__send", "agents__spawn"].contains(&item.name.as_str()) {
-            assert_eq!(seen.get(item.name.as_str()), Some(item));
+        if !["agents__request", "agents__send", "agents__spawn"].contains(&item.name().as_str()) {
+            assert_eq!(seen.get(item.name().as_str()), Some(item));
         }
     }
     let sent: Value =

@@ -429,13 +429,13 @@ fn dialect_catalog() -> &'static ToolCatalog {
             let name = ToolName::new(CORPUS_TOOL, &corpus::export_name(&c.case))
                 .expect("a corpus name is valid");
             let mut item = CatalogItem::new(name);
-            item.parameters = Some(Arc::clone(&c.case.schema));
+            item.set_parameters(Arc::clone(&c.case.schema));
             catalog.push(item);
         }
         for (i, schema) in corpus::odd_schemas().into_iter().enumerate() {
             let name = ToolName::new("odd", &format!("s{i}")).expect("a valid name");
             let mut item = CatalogItem::new(name);
-            item.parameters = Some(Arc::new(schema));
+            item.set_parameters(schema);
             catalog.push(item);
         }
         catalog

@@ -29,9 +29,9 @@ pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
     let schema = parameters_of(item);
     require_object_root(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
     let mut tool = Map::new();
-    tool.insert("name".into(), Value::from(item.name.as_str()));
-    if let Some(d) = &item.description {
-        tool.insert("description".into(), Value::from(d.as_ref()));
+    tool.insert("name".into(), Value::from(item.name().as_str()));
+    if let Some(d) = item.description() {
+        tool.insert("description".into(), Value::from(d));
     }
     tool.insert("inputSchema".into(), schema);
     Ok(Value::Object(tool))

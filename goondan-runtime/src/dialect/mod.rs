@@ -80,7 +80,7 @@ use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 /// impl ToolDialect for Tiny {
 ///     fn name(&self) -> &'static str { "tiny" }
 ///     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
-///         Ok(json!({"fn": item.name.as_str()}))
+///         Ok(json!({"fn": item.name().as_str()}))
 ///     }
 ///     fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
 ///         let calls = answer["calls"].as_array().map(Vec::as_slice).unwrap_or_default();
@@ -237,8 +237,8 @@ impl Dialect {
     /// made from each export's rendering in this dialect, which is computed once per registry
     /// entry and then copied, not rebuilt (for the built-in dialects). So a provider request
     /// costs what its bytes cost, and the same catalog is the same bytes on every request (a
-    /// provider's prompt cache hits). An item a step middleware edited (description,
-    /// parameters) is rendered anew.
+    /// provider's prompt cache hits). An item whose description or parameters a step
+    /// middleware overrode is rendered anew.
     ///
     /// ```
     /// use goondan_runtime::dialect::Dialect;
@@ -295,12 +295,11 @@ impl Dialect {
     /// ```
     /// use goondan_runtime::dialect::Dialect;
     /// use goondan_runtime::{CatalogItem, ToolCatalog, ToolName};
-    /// use std::sync::Arc;
     ///
     /// let mut catalog = ToolCatalog::new();
     /// let mut item = CatalogItem::new(ToolName::new("shell", "run")?);
-    /// item.parameters = Some(Arc::new(serde_json::json!({"type": "object", "properties": {
-    ///     "env": {"type": "object", "additionalProperties": {"type": "string"}}}})));
+    /// item.set_parameters(serde_json::json!({"type": "object", "properties": {
+    ///     "env": {"type": "object", "additionalProperties": {"type": "string"}}}}));
     /// catalog.push(item);
     /// let problems = Dialect::OPENAI_CHAT.strict_problems(&catalog);
     /// assert_eq!(problems[0].path, "/properties/env/additionalProperties");
@@ -418,7 +417,7 @@ impl Unsupported {
 
     pub(crate) fn for_tool(self, item: &CatalogItem, dialect: &'static str) -> DialectError {
         DialectError {
-            tool: item.name.as_str().to_owned(),
+            tool: item.name().as_str().to_owned(),
             dialect,
             path: self.path,
             reason: self.reason,
@@ -447,7 +446,7 @@ pub(crate) fn strict_problems_by(
 pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Unsupported) {
     static SAID: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (dialect, item.name.as_str().to_owned());
+    let key = (dialect, item.name().as_str().to_owned());
     if said.contains(&key) {
         return;
     }
@@ -457,7 +456,7 @@ pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Uns
         name: "dialect.strict_fallback",
         target: "goondan::dialect",
         dialect,
-        tool = item.name.as_str(),
+        tool = item.name().as_str(),
         path = %why.path,
         reason = %why.reason,
         "dialect.strict_fallback"
@@ -484,9 +483,8 @@ pub(crate) fn loose_parameters(
 
 /// The parameters of an item, or the empty object schema when it has none.
 pub(crate) fn parameters_of(item: &CatalogItem) -> Value {
-    item.parameters
-        .as_deref()
-        .cloned()
+    item.parameters()
+        .map(|p| (**p).clone())
         .unwrap_or_else(crate::tools::schema::empty_object_schema)
 }
 

@@ -19,7 +19,8 @@
 //!
 //! Tools and calls take nine nouns; everything else in the crate is one of these seen from
 //! another side (a middleware's [`CallContext`](crate::CallContext) is a call on its way to the
-//! handler, a [`CatalogItem`](crate::CatalogItem) is a registry entry as one Step shows it).
+//! handler, a [`CatalogItem`](crate::CatalogItem) is a registry entry as one Step shows it: the
+//! entry itself, plus whatever that Step's middleware overrode).
 //!
 //! | noun | what it is |
 //! |---|---|

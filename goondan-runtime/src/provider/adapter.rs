@@ -34,7 +34,7 @@ use crate::tools::catalog::{ToolCatalog, ToolChoice};
 /// impl ToolDialect for Parrot {
 ///     fn name(&self) -> &'static str { "parrot" }
 ///     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
-///         Ok(json!(item.name.as_str()))
+///         Ok(json!(item.name().as_str()))
 ///     }
 ///     fn parse_calls(&self, _: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
 ///         Ok(Vec::new())

@@ -117,9 +117,9 @@ pub(crate) fn responses_tool(item: &CatalogItem) -> Result<Value, DialectError> 
 
 fn function_fields(item: &CatalogItem) -> Result<Map<String, Value>, DialectError> {
     let mut f = Map::new();
-    f.insert("name".into(), Value::from(item.name.as_str()));
-    if let Some(d) = &item.description {
-        f.insert("description".into(), Value::from(d.as_ref()));
+    f.insert("name".into(), Value::from(item.name().as_str()));
+    if let Some(d) = item.description() {
+        f.insert("description".into(), Value::from(d));
     }
     let neutral = parameters_of(item);
     match strict_schema(&neutral) {
@@ -537,7 +537,7 @@ fn raw_arguments(raw: Option<&Value>) -> Value {
 fn normalised(mut call: ToolCall, catalog: &ToolCatalog) -> ToolCall {
     if let Some(schema) = catalog
         .get(&call.name)
-        .and_then(|i| i.parameters.as_deref())
+        .and_then(|i| i.parameters().map(|p| &**p))
     {
         drop_optional_nulls(&mut call.args, schema);
     }

@@ -115,7 +115,7 @@ pub type StepNext = Next<StepContext>;
 /// use goondan_runtime::step::step_fn;
 /// // Hide every `admin` tool from the model (CAT-3).
 /// let hide_admin = step_fn(|mut step, next| async move {
-///     step.tool_catalog.retain(|item| item.name.resource() != "admin");
+///     step.tool_catalog.retain(|item| item.name().resource() != "admin");
 ///     next.run(step).await
 /// });
 /// # drop(hide_admin);

@@ -453,7 +453,7 @@ pub fn export_name(case: &Case) -> String {
 /// A catalog with one hand-written schema, `corpus__{export}`.
 pub fn catalog_with(export: &str, schema: Value) -> ToolCatalog {
     let mut item = CatalogItem::new(ToolName::new("corpus", export).expect("a valid name"));
-    item.parameters = Some(Arc::new(schema));
+    item.set_parameters(schema);
     let mut catalog = ToolCatalog::new();
     catalog.push(item);
     catalog
@@ -489,8 +489,8 @@ pub fn odd_schemas() -> Vec<Value> {
 pub fn catalog_of(case: &Case) -> ToolCatalog {
     let mut item =
         CatalogItem::new(ToolName::new("corpus", &export_name(case)).expect("a valid name"));
-    item.description = Some(Arc::from(format!("The {} corpus type.", case.name)));
-    item.parameters = Some(Arc::clone(&case.schema));
+    item.set_description(format!("The {} corpus type.", case.name));
+    item.set_parameters(Arc::clone(&case.schema));
     let mut catalog = ToolCatalog::new();
     catalog.push(item);
     catalog

@@ -7,8 +7,6 @@
 
 use crate::corpus;
 
-use std::sync::Arc;
-
 use goondan_runtime::dialect::{Dialect, DialectError};
 use goondan_runtime::{Export, Tool, ToolCatalog, ToolError, ToolRegistry, handler_fn};
 use serde_json::{Value, json};
@@ -49,7 +47,7 @@ fn one_tool_catalogs(registry: &ToolRegistry) -> Vec<ToolCatalog> {
         .iter()
         .map(|item| {
             let mut catalog = all.clone();
-            catalog.retain(|other| other.name == item.name);
+            catalog.retain(|other| other.name() == item.name());
             catalog
         })
         .collect()
@@ -131,14 +129,14 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
     let registry = registry();
     for dialect in Dialect::ALL {
         let mut catalog = ToolCatalog::build(&registry, ["corpus"]).unwrap();
-        catalog.retain(|item| item.name.export() == "nested");
+        catalog.retain(|item| item.name().export() == "nested");
         let before = dialect.tools_json(&catalog).unwrap();
         assert!(before.contains("The Nested corpus type."), "{before}");
 
         // A step middleware rewrites the description, then the schema (an equal copy, then a
         // different one): each is what the model must see.
         let mut item = catalog.items()[0].clone();
-        item.description = Some(Arc::from("Edited by a step middleware."));
+        item.set_description("Edited by a step middleware.");
         catalog.push(item.clone());
         let edited = dialect.tools_json(&catalog).unwrap();
         assert_eq!(Ok(edited.clone()), plain(dialect, &catalog), "{dialect}");
@@ -147,7 +145,7 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
             "{dialect}: {edited}"
         );
 
-        item.parameters = Some(Arc::new((**item.parameters.as_ref().unwrap()).clone()));
+        item.set_parameters(Value::clone(item.parameters().unwrap()));
         catalog.push(item.clone());
         assert_eq!(
             dialect.tools_json(&catalog),
@@ -155,9 +153,9 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
             "{dialect}"
         );
 
-        item.parameters = Some(Arc::new(json!({"type": "object", "properties": {
+        item.set_parameters(json!({"type": "object", "properties": {
             "only": {"type": "string", "description": "The one field left."}},
-            "required": ["only"], "additionalProperties": false})));
+            "required": ["only"], "additionalProperties": false}));
         catalog.push(item);
         let narrowed = dialect.tools_json(&catalog).unwrap();
         assert_eq!(Ok(narrowed.clone()), plain(dialect, &catalog), "{dialect}");
@@ -168,7 +166,7 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
 
         // The registry's own rendering is untouched for the next Step.
         let mut fresh = ToolCatalog::build(&registry, ["corpus"]).unwrap();
-        fresh.retain(|item| item.name.export() == "nested");
+        fresh.retain(|item| item.name().export() == "nested");
         assert_eq!(dialect.tools_json(&fresh).unwrap(), before, "{dialect}");
     }
 }

@@ -109,13 +109,10 @@ async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_cat
         .get("everything__echo")
         .expect("echo in the catalog");
     assert_eq!(
-        serde_json::to_value(echo.source.as_deref().unwrap()).unwrap(),
+        serde_json::to_value(echo.source().unwrap()).unwrap(),
         json!({"type": "mcp", "name": "mcp", "mcp": {"extensionName": "mcp", "serverName": "everything"}})
     );
-    assert_eq!(
-        echo.parameters.as_deref().unwrap()["required"],
-        json!(["message"])
-    );
+    assert_eq!(echo.parameters().unwrap()["required"], json!(["message"]));
     assert!(!catalog.contains("everything__get-env"));
 
     let turn = agent.run_turn("use the tools").await.unwrap();
@@ -638,12 +635,7 @@ async fn check_our_calc(mcp: &McpExtension, server: &str) {
     // The schema travels: the executor validates against it before the call.
     let catalog = bridged.agent.base_catalog().unwrap();
     assert_eq!(
-        catalog
-            .get(&add.full)
-            .unwrap()
-            .parameters
-            .as_deref()
-            .unwrap()["required"],
+        catalog.get(&add.full).unwrap().parameters().unwrap()["required"],
         json!(["a", "b"])
     );
     let refused = bridged.call(&add.full, json!({"a": "two", "b": 3})).await;

@@ -1428,8 +1428,8 @@ impl ToolDialect for PlainWire {
 
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
         Ok(
-            json!({"fn": item.name.as_str(), "doc": item.description.as_deref(),
-                  "takes": item.parameters.as_deref()}),
+            json!({"fn": item.name().as_str(), "doc": item.description(),
+                  "takes": item.parameters()}),
         )
     }
 

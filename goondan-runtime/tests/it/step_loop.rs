@@ -174,8 +174,8 @@ async fn cat_5_dynamic_tool_shows_up_from_the_next_step() {
         .catalog
         .get("late__ping")
         .unwrap()
-        .source
-        .clone();
+        .source()
+        .cloned();
     assert_eq!(source.unwrap().name, "late");
 }
 
@@ -189,7 +189,7 @@ async fn cat_3_step_middleware_narrows_the_catalog_and_the_allow_list() {
         fn register(&self, api: &mut ExtensionApi) -> Result<(), ExtensionError> {
             api.pipeline.register(
                 PipelineMiddleware::step(step_fn(|mut step, next| async move {
-                    step.tool_catalog.retain(|i| i.name.resource() != "calc");
+                    step.tool_catalog.retain(|i| i.name().resource() != "calc");
                     next.run(step).await
                 })),
                 0,

@@ -264,7 +264,7 @@ impl Middleware<StepContext> for Withdrawn {
         next: StepNext,
     ) -> StepFuture<'static, StepResult> {
         step.tool_catalog.retain(|item| {
-            let Some(source) = item.source.as_deref() else {
+            let Some(source) = item.source() else {
                 return true;
             };
             let Some(mcp) = source.mcp.as_ref() else {
@@ -276,7 +276,7 @@ impl Middleware<StepContext> for Withdrawn {
             self.links
                 .iter()
                 .find(|l| Some(l.config.name()) == mcp.server_name.as_deref())
-                .is_none_or(|l| l.lists(item.name.as_str()))
+                .is_none_or(|l| l.lists(item.name().as_str()))
         });
         next.run(step)
     }

@@ -302,13 +302,13 @@ impl McpServer {
         let client_has_tasks = capabilities.supports_tasks();
         let item = catalog.get(name);
         // A listed tool's name is the catalog's own, shared rather than copied.
-        let name = item.map_or_else(|| ArcStr::from(name), |i| i.name.as_arc_str().clone());
+        let name = item.map_or_else(|| ArcStr::from(name), |i| i.name().as_arc_str().clone());
         let needs_tasks = item.is_some_and(|item| {
-            item.annotations.as_ref().is_some_and(|a| {
+            item.annotations().is_some_and(|a| {
                 a.task_support == Some(crate::tools::annotations::TaskSupport::Required)
             })
         });
-        let output_schema = item.and_then(|i| i.output_schema.clone());
+        let output_schema = item.and_then(|i| i.output_schema().cloned());
         if needs_tasks && !client_has_tasks {
             return Err(tasks_required());
         }

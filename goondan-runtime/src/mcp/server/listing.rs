@@ -52,24 +52,22 @@ pub(super) fn tools_of(catalog: &ToolCatalog, renames: &Renames) -> Vec<Tool> {
 /// One catalog item as an MCP tool: the name as it is (NAME-2), description, input schema,
 /// output schema, title and annotations.
 pub(super) fn tool_of(item: &CatalogItem, renames: &Renames) -> Tool {
-    let name = renames.published(item.name.as_str()).to_owned();
-    let input = match item.parameters.as_deref() {
+    let name = renames.published(item.name().as_str()).to_owned();
+    let input = match item.parameters().map(|p| &**p) {
         Some(Value::Object(o)) => o.clone(),
         _ => empty_object_schema(),
     };
     let mut tool = Tool::new_with_raw(
         Cow::Owned(name),
-        item.description
-            .as_deref()
-            .map(|d| Cow::Owned(d.to_owned())),
+        item.description().map(|d| Cow::Owned(d.to_owned())),
         Arc::new(input),
     );
-    if let Some(schema) = &item.output_schema
+    if let Some(schema) = item.output_schema()
         && let Value::Object(o) = schema.schema()
     {
         tool = tool.with_raw_output_schema(Arc::new(o.clone()));
     }
-    if let Some(a) = item.annotations.as_deref() {
+    if let Some(a) = item.annotations() {
         if let Some(title) = &a.title {
             tool = tool.with_title(title.clone());
         }

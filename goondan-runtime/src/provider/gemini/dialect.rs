@@ -48,9 +48,9 @@ pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
 /// One function declaration: `{name, description?, parameters? | parametersJsonSchema}`.
 pub(crate) fn declaration(item: &CatalogItem) -> Result<Value, DialectError> {
     let mut decl = Map::new();
-    decl.insert("name".into(), Value::from(item.name.as_str()));
-    if let Some(d) = &item.description {
-        decl.insert("description".into(), Value::from(d.as_ref()));
+    decl.insert("name".into(), Value::from(item.name().as_str()));
+    if let Some(d) = item.description() {
+        decl.insert("description".into(), Value::from(d));
     }
     let neutral = parameters_of(item);
     match gemini_parameters(&neutral) {

@@ -1,43 +1,19 @@
 //! [`ToolCatalog`]: the tools one Step shows the model, and the allow-list of its calls
 //! (CAT-1..6, PERM-1).
 
-use arcstr::ArcStr;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod item;
 mod tool_choice;
 
+pub use self::item::CatalogItem;
 pub use self::tool_choice::{ToolChoice, ToolChoiceError};
 
-use crate::tools::annotations::ExportAnnotations;
 use crate::tools::name::ToolName;
-use crate::tools::output_schema::OutputSchema;
 use crate::tools::registry::{RegisteredExport, ToolRegistry};
-use crate::tools::tool::ToolSource;
-
-/// The registry entry an item was built from, so that dispatch need not look it up again.
-/// Not part of the item's data: it never serialises and never affects equality.
-#[derive(Clone, Default)]
-struct Resolved(Option<Arc<RegisteredExport>>);
-
-impl PartialEq for Resolved {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for Resolved {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "resolved"
-        } else {
-            "unresolved"
-        })
-    }
-}
 
 /// The catalog's index: FxHash (rustc's, from `rustc-hash`), several times cheaper than SipHash
 /// on short names. Hash flooding does not apply: the index's keys are the catalog's own names,
@@ -52,81 +28,6 @@ pub(crate) enum Lookup<'a> {
     Listed,
     /// Not listed.
     Absent,
-}
-
-/// One entry of a catalog: `{name, description?, parameters?, source?}` (CAT-6).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CatalogItem {
-    /// The full `{resource}__{export}` name.
-    pub name: ToolName,
-    /// What the model reads about the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<Arc<str>>,
-    /// The parameter schema.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Arc<Value>>,
-    /// Where the tool comes from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<Arc<ToolSource>>,
-    /// The export's title and effect hints.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Arc<ExportAnnotations>>,
-    /// The export's published output schema.
-    #[serde(
-        default,
-        rename = "outputSchema",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub output_schema: Option<Arc<OutputSchema>>,
-    #[serde(skip)]
-    resolved: Resolved,
-}
-
-impl CatalogItem {
-    /// An item with only a name.
-    pub fn new(name: ToolName) -> Self {
-        Self {
-            name,
-            description: None,
-            parameters: None,
-            source: None,
-            annotations: None,
-            output_schema: None,
-            resolved: Resolved::default(),
-        }
-    }
-
-    /// The registry entry this item was built from, when the item still shows exactly what
-    /// the entry does (same name, description and parameter schema): then a rendering of the
-    /// entry is a rendering of the item. An item edited after the build (by a step
-    /// middleware, say) has none.
-    #[cfg_attr(not(feature = "host"), allow(dead_code))] // used by the dialects
-    pub(crate) fn pristine_entry(&self) -> Option<&Arc<RegisteredExport>> {
-        let entry = self.resolved.0.as_ref()?;
-        let export = entry.export();
-        let same_parameters = self
-            .parameters
-            .as_ref()
-            .is_some_and(|p| Arc::ptr_eq(p, export.parameters_arc()));
-        let pristine = same_parameters
-            && self.name == *entry.name()
-            && self.description.as_deref() == export.description();
-        pristine.then_some(entry)
-    }
-
-    /// The item of a registry entry, which it keeps for dispatch.
-    fn from_entry(entry: &Arc<RegisteredExport>) -> Self {
-        let export = entry.export();
-        Self {
-            name: entry.name().clone(),
-            description: export.description().map(Arc::from),
-            parameters: Some(Arc::clone(export.parameters_arc())),
-            source: Some(Arc::new(entry.resource().source().clone())),
-            annotations: Some(Arc::clone(export.annotations_arc())).filter(|a| !a.is_empty()),
-            output_schema: export.output_schema().cloned(),
-            resolved: Resolved(Some(Arc::clone(entry))),
-        }
-    }
 }
 
 /// Why a catalog could not be built.
@@ -157,7 +58,7 @@ pub enum CatalogError {
 /// let registry = ToolRegistry::builder().tool(echo::TOOL).build()?;
 /// let mut catalog = ToolCatalog::build(&registry, ["echo"])?;
 /// assert!(catalog.contains("echo__echo"));
-/// catalog.retain(|item| item.name.export() != "echo");
+/// catalog.retain(|item| item.name().export() != "echo");
 /// assert!(catalog.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -204,10 +105,10 @@ impl ToolCatalog {
 
     /// Adds an item at the end; an item with the same name is replaced in place.
     pub fn push(&mut self, item: CatalogItem) {
-        match self.index.get(&item.name) {
+        match self.index.get(item.name()) {
             Some(&i) => self.items[i] = item,
             None => {
-                self.index.insert(item.name.clone(), self.items.len());
+                self.index.insert(item.name().clone(), self.items.len());
                 self.items.push(item);
             }
         }
@@ -239,26 +140,17 @@ impl ToolCatalog {
     fn reindex(&mut self) {
         self.index.clear();
         for (i, item) in self.items.iter().enumerate() {
-            self.index.insert(item.name.clone(), i);
+            self.index.insert(item.name().clone(), i);
         }
     }
 
-    /// The item named `name` and the registry entry behind it, when the item still names it
-    /// (an item whose `name` was edited after the build is looked up again).
+    /// The item named `name` and the registry entry behind it, if it was built from one.
     pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
-        match self.index.get_key_value(name) {
+        match self.index.get(name) {
             None => Lookup::Absent,
-            Some((key, &i)) => match &self.items[i].resolved.0 {
-                // The key equals `name`; it shares its string with the entry's name when the
-                // item still names its entry, which spares comparing the strings again.
-                Some(entry)
-                    if ArcStr::ptr_eq(key.as_arc_str(), entry.name().as_arc_str())
-                        || entry.name().as_str() == name =>
-                {
-                    Lookup::Resolved(entry)
-                }
-                _ => Lookup::Listed,
-            },
+            Some(&i) => self.items[i]
+                .entry()
+                .map_or(Lookup::Listed, Lookup::Resolved),
         }
     }
 
@@ -273,6 +165,7 @@ impl ToolCatalog {
     }
 
     /// Where the item named `name` is in [`items`](Self::items).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // used by the MCP server
     pub(crate) fn position(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }
@@ -284,7 +177,7 @@ impl ToolCatalog {
 
     /// The names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.items.iter().map(|i| i.name.as_str())
+        self.items.iter().map(|i| i.name().as_str())
     }
 
     /// How many items.
