@@ -1,8 +1,17 @@
-//! The run journal's cost per tool call (issue 25, item 6): one Turn of ten calls of a trivial
-//! tool (one Step of calls, then the answer), run without a journal and with each backend, in
-//! the same run. Criterion reports the time per call (`Throughput::Elements(10)`); the
-//! journal's cost per call is the difference to `plain` (admission, start and result of each
-//! call, plus its share of the Turn's input, the two model answers and the Turn's end).
+//! The run journal's cost per tool call (issue 25, item 6), two ways, in the same run.
+//!
+//! `journal_turn/*`: one Turn of ten calls of a trivial tool (one Step of calls, then the
+//! answer) on a fresh instance and journal, without a journal and with each backend.
+//! Criterion reports the time per call (`Throughput::Elements(10)`); the journal's cost per
+//! call is the difference to `plain` (admission, start and result of each call, plus its
+//! share of the Turn's input, the two model answers and the Turn's end, and of creating the
+//! journal's write-ahead log on its first write).
+//!
+//! `journal_step/*`: the records of one Step of ten calls, written exactly as the step loop
+//! writes them (the answer with the ten admissions, then each call's start with the previous
+//! call's result, then the last result: twelve writes), to a journal kept open across
+//! iterations: the steady state of a long-running agent, checkpoints of the write-ahead log
+//! included.
 //!
 //! - `plain`: no journal, the floor.
 //! - `memory`: [`MemoryJournal`], the step loop's own share (records built, cloned, replayable).
@@ -20,8 +29,9 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use goondan_runtime::prelude::*;
-use goondan_runtime::step::journal::{Durability, Journal, MemoryJournal, SqliteJournal};
+use goondan_runtime::step::journal::{Durability, Journal, MemoryJournal, Record, SqliteJournal};
 use goondan_runtime::step::{AgentInstance, Model, ModelFuture, ModelRequest, ModelResponse};
+use goondan_runtime::{Message, ToolCallResult};
 use serde_json::json;
 
 const CALLS: usize = 10;
@@ -91,7 +101,7 @@ fn main() {
         .unwrap();
     let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build().unwrap());
     let mut c = Criterion::default().configure_from_args();
-    let mut group = c.benchmark_group("journal");
+    let mut group = c.benchmark_group("journal_turn");
     group.throughput(Throughput::Elements(CALLS as u64));
     for (name, backend) in [
         ("plain", Backend::Plain),
@@ -112,5 +122,80 @@ fn main() {
         });
     }
     group.finish();
+    bench_step_records(&mut c, &rt);
     c.final_summary();
+}
+
+/// The writes of one Step of `CALLS` calls, as the step loop makes them.
+fn step_writes(turn: &str) -> Vec<Vec<Record>> {
+    let calls: Vec<ToolCall> = (0..CALLS)
+        .map(|i| ToolCall::new(format!("c{i}"), "calc__add", json!({"a": i, "b": 1})))
+        .collect();
+    let assistant = Message::assistant("msg-1", None, calls.clone());
+    let mut answer = vec![Record::ModelAnswered {
+        turn_id: turn.into(),
+        step: 0,
+        assistant,
+        usage: None,
+    }];
+    answer.extend(calls.iter().map(|c| Record::CallAdmitted {
+        turn_id: turn.into(),
+        message_id: "msg-1".into(),
+        call_id: c.id.to_string(),
+    }));
+    let result = |c: &ToolCall| Record::CallFinished {
+        turn_id: turn.into(),
+        message_id: "msg-1".into(),
+        tool_message_id: format!("msg-r-{}", c.id),
+        at: 1_795_000_000_000,
+        result: ToolCallResult::ok(c.id.clone(), c.name.clone(), json!(2)),
+    };
+    let mut writes = vec![answer];
+    for (i, c) in calls.iter().enumerate() {
+        let mut write: Vec<Record> = i
+            .checked_sub(1)
+            .map(|p| result(&calls[p]))
+            .into_iter()
+            .collect();
+        write.push(Record::CallStarted {
+            turn_id: turn.into(),
+            message_id: "msg-1".into(),
+            call_id: c.id.to_string(),
+        });
+        writes.push(write);
+    }
+    writes.push(calls.last().map(result).into_iter().collect());
+    writes
+}
+
+fn bench_step_records(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    let writes = step_writes("turn-1");
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("journal_step");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    // (No memory journal here: kept across millions of iterations it would only grow.)
+    let backends: Vec<(&str, Arc<dyn Journal>)> = vec![
+        (
+            "sqlite_normal",
+            Arc::new(
+                SqliteJournal::open(dir.path().join("normal.sqlite3"), Durability::Normal).unwrap(),
+            ),
+        ),
+        (
+            "sqlite_full",
+            Arc::new(
+                SqliteJournal::open(dir.path().join("full.sqlite3"), Durability::Full).unwrap(),
+            ),
+        ),
+    ];
+    for (name, journal) in backends {
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter(|| async {
+                for write in &writes {
+                    journal.append(write).await.unwrap();
+                }
+            });
+        });
+    }
+    group.finish();
 }
