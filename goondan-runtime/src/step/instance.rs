@@ -230,7 +230,8 @@ impl AgentInstance {
     /// ```
     /// use std::sync::Arc;
     /// use goondan_runtime::prelude::*;
-    /// use goondan_runtime::step::journal::{MemoryJournal, Record};
+    /// use goondan_runtime::Message;
+    /// use goondan_runtime::step::journal::{Journal, MemoryJournal, Record};
     /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnEnd};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -239,7 +240,6 @@ impl AgentInstance {
     /// let journal = MemoryJournal::new();
     /// let mut input = Message::assistant("m1", Some("hello".into()), Vec::new());
     /// input.role = "user".into();
-    /// # use goondan_runtime::step::journal::Journal;
     /// journal
     ///     .append(&[Record::TurnStarted { turn_id: "t1".into(), trace_id: "tr".into(), input }])
     ///     .await?;
@@ -266,15 +266,9 @@ impl AgentInstance {
         else {
             return Ok(None);
         };
-        let turn = TurnContext {
-            input,
-            metadata: serde_json::Map::new(),
-            agent_name: self.shared.agent_name.clone(),
-            turn_id,
-            trace_id,
-            cancellation: CancellationToken::new(),
-        };
-        self.run_turn_context(turn).await.map(Some)
+        self.run_turn_of(input, turn_id, trace_id, CancellationToken::new())
+            .await
+            .map(Some)
     }
 
     /// What reading the journal back found and left out (a torn last write, a record for a
@@ -375,6 +369,18 @@ impl AgentInstance {
             metadata: serde_json::Map::new(),
             created_at: now_ms(),
         };
+        self.run_turn_of(input, turn_id, trace_id, cancellation)
+            .await
+    }
+
+    /// Runs the Turn `turn_id` of `input` through the turn middleware and the Steps.
+    async fn run_turn_of(
+        &self,
+        input: Message,
+        turn_id: String,
+        trace_id: String,
+        cancellation: CancellationToken,
+    ) -> Result<TurnOutcome, StepError> {
         let turn = TurnContext {
             input,
             metadata: serde_json::Map::new(),
@@ -383,10 +389,6 @@ impl AgentInstance {
             trace_id,
             cancellation,
         };
-        self.run_turn_context(turn).await
-    }
-
-    async fn run_turn_context(&self, turn: TurnContext) -> Result<TurnOutcome, StepError> {
         let span = tracing::info_span!(
             "turn",
             agent = %self.shared.agent_name,
