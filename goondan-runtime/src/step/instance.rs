@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::StepError;
@@ -16,6 +15,7 @@ use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
 };
+use super::tool_message::{tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::middleware::{Core, Middleware, Ready};
@@ -704,31 +704,6 @@ fn append(shared: &Shared, result: &StepResult) {
     let mut conversation = shared.conversation();
     conversation.push(result.assistant.clone());
     conversation.extend(result.tool_messages.iter().cloned());
-}
-
-/// A tool result as a conversation message: `role: tool`, the result as JSON text, and the
-/// call's id and name in metadata.
-pub fn tool_message(result: &ToolCallResult) -> Message {
-    tool_message_at(result, fresh_id("msg"), now_ms())
-}
-
-/// [`tool_message`] with the message's id and time given (read back from a journal).
-pub(crate) fn tool_message_at(result: &ToolCallResult, id: String, created_at: u64) -> Message {
-    let mut metadata = serde_json::Map::new();
-    metadata.insert("toolCallId".into(), result.tool_call_id.as_str().into());
-    metadata.insert("toolName".into(), result.tool_name.as_str().into());
-    metadata.insert(
-        "status".into(),
-        serde_json::to_value(result.status).unwrap_or(Value::Null),
-    );
-    Message {
-        id,
-        role: "tool".to_owned(),
-        content: Some(serde_json::to_string(result).unwrap_or_default()),
-        tool_calls: Vec::new(),
-        metadata,
-        created_at,
-    }
 }
 
 struct StepRunner(Arc<Shared>);

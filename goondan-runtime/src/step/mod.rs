@@ -11,12 +11,11 @@ mod instance;
 pub mod journal;
 mod model;
 mod pipeline;
+mod tool_message;
 
 use std::path::PathBuf;
 
-pub use self::instance::{
-    AgentInstance, AgentInstanceBuilder, DEFAULT_MAX_STEPS_PER_TURN, tool_message,
-};
+pub use self::instance::{AgentInstance, AgentInstanceBuilder, DEFAULT_MAX_STEPS_PER_TURN};
 pub use self::model::{
     DeltaSink, Model, ModelDelta, ModelError, ModelFactory, ModelFuture, ModelRequest,
     ModelResponse, ScriptedModel, TokenUsage,
@@ -25,6 +24,7 @@ pub use self::pipeline::{
     StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnEnd,
     TurnMiddleware, TurnNext, TurnOutcome, step_fn, turn_fn,
 };
+pub use self::tool_message::tool_message;
 
 /// Why a Turn could not run. Tool failures are not here: they are results the model sees.
 #[derive(Debug, thiserror::Error)]

@@ -2,8 +2,8 @@
 //! left unfinished.
 
 use super::record::{Record, TurnEnding};
-use crate::step::instance::tool_message_at;
 use crate::step::model::TokenUsage;
+use crate::step::tool_message::tool_message_at;
 use crate::tools::context::Message;
 use crate::tools::result::ToolCallResult;
 
