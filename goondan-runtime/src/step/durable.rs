@@ -60,6 +60,11 @@ impl Writer {
         Ok(())
     }
 
+    /// The journal, if the instance has one.
+    pub(crate) fn journal(&self) -> Option<&Arc<dyn Journal>> {
+        self.0.as_ref().map(|inner| &inner.journal)
+    }
+
     /// Keeps the records `build` makes for the next write ([`write`](Self::write)).
     pub(crate) fn defer(&self, build: impl FnOnce() -> Record) {
         if let Some(inner) = &self.0 {

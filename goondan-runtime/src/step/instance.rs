@@ -46,7 +46,6 @@ struct Shared {
     runtime: Option<Arc<dyn AgentRuntime>>,
     conversation: Mutex<Vec<Message>>,
     journal: Writer,
-    journal_handle: Option<Arc<dyn Journal>>,
     /// Set once the journal was read back (at the first Turn or `resume`).
     restored: tokio::sync::OnceCell<()>,
     /// What reading the journal back found, for the caller to see.
@@ -70,14 +69,14 @@ impl Shared {
     /// was built with (which is written into an empty journal instead), and a Turn it left
     /// unfinished waits for [`AgentInstance::resume`].
     async fn restore(&self) -> Result<(), StepError> {
-        let Some(journal) = self.journal_handle.as_ref() else {
+        let Some(journal) = self.journal.journal() else {
             return Ok(());
         };
         self.restored
             .get_or_try_init(|| async {
-                let recovered = journal.read().await?;
-                let mut warnings = recovered.warnings;
-                if recovered.records.is_empty() {
+                let replay = Replay::from_recovered(journal.read().await?);
+                let warnings = replay.warnings;
+                if replay.records == 0 {
                     let history = self.conversation().clone();
                     if !history.is_empty() {
                         journal
@@ -85,8 +84,6 @@ impl Shared {
                             .await?;
                     }
                 } else {
-                    let replay = Replay::from_records(recovered.records);
-                    warnings.extend(replay.warnings);
                     *self.conversation() = replay.conversation;
                     *lock(&self.unfinished) = replay.unfinished;
                 }
@@ -574,7 +571,6 @@ impl AgentInstanceBuilder {
                 runtime: self.runtime,
                 conversation: Mutex::new(self.history),
                 journal: writer,
-                journal_handle: self.journal,
                 restored: tokio::sync::OnceCell::new(),
                 journal_warnings: Mutex::new(Vec::new()),
                 unfinished: Mutex::new(None),

@@ -1,6 +1,7 @@
 //! [`Replay`]: what a journal says about an instance: its conversation, and the Turn a crash
 //! left unfinished.
 
+use super::Recovered;
 use super::record::{Record, TurnEnding};
 use crate::step::model::TokenUsage;
 use crate::step::tool_message::tool_message_at;
@@ -103,6 +104,15 @@ impl Replay {
             replay.apply(record);
             replay.records += 1;
         }
+        replay
+    }
+
+    /// Replays what a journal read back: its warnings (a torn last write) come first.
+    pub fn from_recovered(recovered: Recovered) -> Self {
+        let mut replay = Self::from_records(recovered.records);
+        let mut warnings = recovered.warnings;
+        warnings.append(&mut replay.warnings);
+        replay.warnings = warnings;
         replay
     }
 
@@ -281,6 +291,7 @@ mod tests {
     fn user(text: &str) -> Message {
         let mut m = Message::assistant("u1", Some(text.into()), Vec::new());
         m.role = "user".into();
+        m.created_at = 1; // fixed, so two calls give equal messages
         m
     }
 

@@ -204,12 +204,7 @@ impl SqliteJournal {
     /// Reads the journal and replays it, without an async runtime: what a tool that looks at
     /// a stopped agent's state needs (its conversation, the Turn it left unfinished).
     pub fn replay(&self) -> Result<Replay, JournalError> {
-        let recovered = self.load()?;
-        let mut replay = Replay::from_records(recovered.records);
-        let mut warnings = recovered.warnings;
-        warnings.append(&mut replay.warnings);
-        replay.warnings = warnings;
-        Ok(replay)
+        Ok(Replay::from_recovered(self.load()?))
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
