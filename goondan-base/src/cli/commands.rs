@@ -38,6 +38,8 @@ pub(crate) enum CliError {
     Mcp(#[from] super::mcp::McpCliError),
     #[error(transparent)]
     Run(#[from] super::run::RunError),
+    #[error(transparent)]
+    Approvals(#[from] super::approvals::ApprovalsError),
 }
 
 pub(crate) fn execute(
@@ -87,6 +89,7 @@ pub(crate) fn execute(
             )
         }
         Command::Run(args) => Ok(super::run::execute(args)?),
+        Command::Approvals(command) => Ok(super::approvals::execute(command, cli.json, out)?),
         Command::Mcp(McpCommand::Serve {
             bundle,
             agent,

@@ -14,11 +14,13 @@
 //! [`run_with`] and [`ToolLibrary::tools`].
 
 mod agent_host;
+mod approvals;
 mod commands;
 mod mcp;
 pub mod run;
 
 pub use self::agent_host::{AgentHostArgs, NatsConnection};
+pub use self::approvals::{AnswerWord, ApprovalsCommand, StatePlace};
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -75,6 +77,10 @@ pub enum Command {
     Run(run::RunArgs),
     /// Join a swarm on NATS and run the bundle's agents placed on this machine.
     AgentHost(AgentHostArgs),
+    /// List and answer the approval questions `goondan run`'s agents wait on, from another
+    /// terminal or after a restart.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
 }
 
 /// `goondan mcp ...`.

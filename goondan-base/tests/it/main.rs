@@ -30,3 +30,4 @@ pub mod telegram;
 pub mod text_transform;
 pub mod upstream;
 pub mod wait;
+pub mod waiting_approvals;

@@ -50,6 +50,15 @@
 //! # }
 //! ```
 
+#[cfg(feature = "host")]
+mod memory;
+#[cfg(feature = "host")]
+mod question;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+#[cfg(feature = "host")]
+mod waiting;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -62,6 +71,18 @@ use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::result::JsonObject;
 use crate::tools::result::ToolCallResult;
+
+#[cfg(feature = "host")]
+pub use self::memory::MemoryQuestions;
+#[cfg(feature = "host")]
+pub use self::question::{
+    AnswerOutcome, Answered, BY_EXPIRY, EXPIRED, Listing, Question, QuestionError, QuestionFuture,
+    QuestionStore, now_ms,
+};
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::SqliteQuestions;
+#[cfg(feature = "host")]
+pub use self::waiting::{BY_LIVE, WaitingApprover};
 
 /// The code of a call an approver or a policy refused.
 pub const DENIED: &str = "E_TOOL_DENIED";
@@ -185,8 +206,10 @@ impl ApprovalRequest {
     }
 }
 
-/// An approver's answer.
-#[derive(Debug, Clone, PartialEq)]
+/// An approver's answer. As JSON (in a kept question's answer): `"approve"`,
+/// `{"approveWith": {...}}`, `{"deny": {"reason": "..."}}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Decision {
     /// Run the call as it is.
     Approve,

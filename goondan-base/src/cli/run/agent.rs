@@ -5,7 +5,9 @@
 //!
 //! - a [`Reporter`] `toolCall` middleware telling the terminal each call's start and end, and
 //!   a delta sink streaming the answer's text (both over the [session link](super::link));
-//! - the [`Approvals`] middleware, asking the terminal's person ([`LinkApprover`]);
+//! - the [`Approvals`] middleware, asking the terminal's person ([`LinkApprover`]) and keeping
+//!   each question in the state directory (`approvals.sqlite3`, a [`WaitingApprover`]) until
+//!   it is answered there or with `goondan approvals answer`, across restarts and crashes;
 //! - the run journal in the state directory (`journal/{agent}.{instanceKey}.sqlite3`): every
 //!   Turn is written as it runs, so that a restarted process (`self-restart__request`, a
 //!   crash, the next run) goes on with the conversation and finishes a Turn a crash left; a
@@ -27,7 +29,8 @@ use goondan_runtime::agents::orchestrator::agent_mode::{
 use goondan_runtime::agents::swarm::{ENV_BUNDLE, StepWorker};
 use goondan_runtime::bundle::{Bundle, Kind, ToolLibrary};
 use goondan_runtime::calls::approval::{
-    ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, Policy,
+    ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, Policy, Question,
+    QuestionStore, WaitingApprover,
 };
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
@@ -41,9 +44,10 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::link::{
-    Answer, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note, Order, line, short,
+    Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note,
+    Order, line, short,
 };
-use super::{model, state};
+use super::{model, questions, state};
 
 /// In an agent process started by an Orchestrator, serves the bundle's Agent and exits;
 /// otherwise returns at once.
@@ -100,6 +104,17 @@ impl RunWorker {
         let journal = state
             .as_deref()
             .and_then(|s| open_journal(s, &me.agent, &me.instance_key));
+        let questions = state.as_deref().and_then(|s| match questions::open(s) {
+            Ok(store) => Some(Arc::new(store) as Arc<dyn QuestionStore>),
+            Err(e) => {
+                tracing::error!(target: "goondan::run", error = %e, "the approval questions cannot be kept; they are asked at the terminal only");
+                None
+            }
+        });
+        let expiry = std::env::var(ENV_APPROVAL_EXPIRY)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map(std::time::Duration::from_millis);
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             builder = builder.conversation(history.clone());
             if let Some(journal) = &journal {
@@ -120,6 +135,8 @@ impl RunWorker {
                         link: Arc::clone(link),
                         policy,
                         tool_policies: tool_policies.clone(),
+                        questions: questions.clone(),
+                        expiry,
                     });
             }
             builder
@@ -258,6 +275,10 @@ struct Terminal {
     policy: Policy,
     /// `--approve-tool`'s policies, first match first.
     tool_policies: Vec<(String, Policy)>,
+    /// Where the questions are kept until answered (none: asked at the terminal only).
+    questions: Option<Arc<dyn QuestionStore>>,
+    /// `--approval-expiry`.
+    expiry: Option<std::time::Duration>,
 }
 
 impl Extension for Terminal {
@@ -270,8 +291,21 @@ impl Extension for Terminal {
         let reporter = Reporter(Arc::clone(&self.link));
         api.pipeline
             .register(PipelineMiddleware::tool_call(reporter), i32::MIN);
-        let approver = LinkApprover(Arc::clone(&self.link));
-        let mut approvals = Approvals::new(approver).default_policy(self.policy);
+        let live = LinkApprover {
+            link: Arc::clone(&self.link),
+            keeps_questions: self.questions.is_some(),
+        };
+        let mut approvals = match &self.questions {
+            Some(store) => {
+                let mut waiting = WaitingApprover::new(Arc::clone(store)).live(live);
+                if let Some(after) = self.expiry {
+                    waiting = waiting.expires_after(after);
+                }
+                Approvals::new(waiting)
+            }
+            None => Approvals::new(live),
+        }
+        .default_policy(self.policy);
         for (pattern, policy) in &self.tool_policies {
             approvals = approvals.policy(pattern, *policy);
         }
@@ -318,11 +352,51 @@ impl Middleware for Reporter {
 }
 
 /// Asks the terminal's person (see [`Order::Decide`]).
-struct LinkApprover(Arc<AgentLink>);
+struct LinkApprover {
+    link: Arc<AgentLink>,
+    /// Whether the question is kept in the state directory too (its id is then shown).
+    keeps_questions: bool,
+}
 
 impl Approver for LinkApprover {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
-        Box::pin(self.0.ask(request))
+        let question = self.keeps_questions.then(|| {
+            let ctx = request.context();
+            Question::id_for(
+                ctx.agent_name(),
+                ctx.instance_key(),
+                ctx.turn_id(),
+                request.tool_call_id(),
+            )
+        });
+        let keeps = self.keeps_questions;
+        Box::pin(async move {
+            match self.link.ask(request, question).await {
+                Some(decision) => decision,
+                // A kept question waits for another answer (or its expiry) instead.
+                None if keeps => std::future::pending().await,
+                None => Decision::Deny {
+                    reason: "the terminal is gone; nobody can approve this call".to_owned(),
+                },
+            }
+        })
+    }
+}
+
+/// An asked question the terminal still shows: when the ask ends without the terminal's
+/// answer (answered elsewhere, expired), the terminal is told to stop asking.
+struct Asking<'a> {
+    link: &'a AgentLink,
+    id: u64,
+    answered: bool,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            lock(&self.link.pending).remove(&self.id);
+            self.link.send(&Note::ApprovalSettled { id: self.id });
+        }
     }
 }
 
@@ -386,23 +460,30 @@ impl AgentLink {
         token
     }
 
-    async fn ask(&self, request: &ApprovalRequest) -> Decision {
+    /// Asks the terminal; `None` when the terminal is gone before it answered.
+    async fn ask(&self, request: &ApprovalRequest, question: Option<String>) -> Option<Decision> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
+        let mut asking = Asking {
+            link: self,
+            id,
+            answered: false,
+        };
         self.send(&Note::Approval {
             id,
             tool: request.tool_name().to_owned(),
             args: request.args().clone(),
             why: request.why().to_owned(),
+            question,
         });
-        match rx.await {
-            Ok(Answer::Approve) => Decision::Approve,
-            Ok(Answer::Edit(args)) => Decision::ApproveWith(args),
-            Ok(Answer::Deny(reason)) => Decision::Deny { reason },
-            Err(_) => Decision::Deny {
-                reason: "the terminal is gone; nobody can approve this call".to_owned(),
-            },
+        let answer = rx.await;
+        asking.answered = true;
+        match answer {
+            Ok(Answer::Approve) => Some(Decision::Approve),
+            Ok(Answer::Edit(args)) => Some(Decision::ApproveWith(args)),
+            Ok(Answer::Deny(reason)) => Some(Decision::Deny { reason }),
+            Err(_) => None,
         }
     }
 }

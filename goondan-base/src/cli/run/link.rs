@@ -4,7 +4,7 @@
 //! Turn runs.
 //!
 //! - agent to host ([`Note`]): hello, streamed text, each tool call's start and end, and
-//!   approval questions;
+//!   approval questions (and their answers from elsewhere);
 //! - host to agent ([`Order`]): an approver's decision, and "cancel the current Turn".
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,8 @@ pub(crate) const ENV_STATE: &str = "GOONDAN_RUN_STATE";
 pub(crate) const ENV_APPROVE: &str = "GOONDAN_RUN_APPROVE";
 /// The per-tool policies of `--approve-tool`, one `PATTERN=POLICY` per line.
 pub(crate) const ENV_APPROVE_TOOLS: &str = "GOONDAN_RUN_APPROVE_TOOLS";
+/// `--approval-expiry`, in milliseconds.
+pub(crate) const ENV_APPROVAL_EXPIRY: &str = "GOONDAN_RUN_APPROVAL_EXPIRY_MS";
 
 /// What an agent process tells the terminal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,6 +81,16 @@ pub(crate) enum Note {
         args: JsonObject,
         /// Why the policy asks.
         why: String,
+        /// The id of the kept question, for `goondan approvals answer` (none when the state
+        /// directory keeps no questions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question: Option<String>,
+    },
+    /// Question `id` was answered elsewhere (`goondan approvals answer`, its expiry): the
+    /// terminal stops asking it.
+    ApprovalSettled {
+        /// The id of [`Note::Approval`].
+        id: u64,
     },
 }
 

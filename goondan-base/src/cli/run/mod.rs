@@ -11,7 +11,12 @@
 //! - Approvals: `--approve destructive` (the default) asks before calls of tools marked
 //!   destructive; `risky` also before open-world ones; `always` before every call; `never`
 //!   never asks; `deny` refuses them. The prompt reads `y`, `n reason` (the model sees
-//!   `E_TOOL_DENIED` with the reason) or `e {"edited": "arguments"}`.
+//!   `E_TOOL_DENIED` with the reason) or `e {"edited": "arguments"}`. Each question is also
+//!   kept in `{state}/approvals.sqlite3` under an id shown with it, so that
+//!   `goondan approvals answer ID approve|deny|edit` answers it from another terminal, and a
+//!   question left by a crash is shown when the next run starts and asked again when its Turn
+//!   goes on; the first answer stands. `--approval-expiry 30m` denies a question nobody
+//!   answered in time (`E_TOOL_DENIED`, reason `expired`).
 //! - State: `.goondan/` next to the bundle, or `--state DIR`. The agents' tools work in
 //!   `{state}/workspace`; each agent's conversation is kept in
 //!   `{state}/conversations/{agent}.{instance}.jsonl` and goes on in the next run, and after a
@@ -23,6 +28,7 @@
 mod agent;
 mod link;
 mod model;
+pub(crate) mod questions;
 mod remote;
 mod render;
 mod session;
@@ -36,6 +42,21 @@ use goondan_runtime::bundle::BundleError;
 use goondan_runtime::calls::approval::Policy;
 
 pub(crate) use self::agent::serve_if_requested;
+
+/// The state directory of the bundle at `bundle`: `explicit` when given, else `.goondan/` next
+/// to the bundle (for `goondan approvals`, which finds the questions where `goondan run` keeps
+/// them).
+pub(crate) fn state_dir_of(
+    bundle: &std::path::Path,
+    explicit: Option<&std::path::Path>,
+) -> PathBuf {
+    let bundle = if bundle.is_dir() {
+        bundle.join("goondan.yaml")
+    } else {
+        bundle.to_path_buf()
+    };
+    state::state_dir(&bundle, explicit)
+}
 
 /// The arguments of `goondan run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -61,6 +82,11 @@ pub struct RunArgs {
     /// `--approve` for the rest.
     #[arg(long, value_name = "PATTERN=POLICY", value_parser = parse_tool_policy)]
     pub approve_tool: Vec<(String, Policy)>,
+    /// Deny an approval question nobody answered within this long (`90s`, `30m`, `2h`); the
+    /// model reads `E_TOOL_DENIED` with the reason `expired`. Default: questions wait until
+    /// answered, here or with `goondan approvals answer`, across restarts.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub approval_expiry: Option<std::time::Duration>,
     /// Talk to the swarm on this NATS server (its agents served by `goondan agent-host`s)
     /// instead of running the agents here. The answers are printed; the Turns' text, tool
     /// calls and approvals stay on the hosts.

@@ -194,9 +194,15 @@ impl Screen {
         self.running.clear();
     }
 
-    /// Asks about a call: the question on stderr.
-    pub(crate) fn ask(&mut self, tool: &str, args: &JsonObject, why: &str) {
+    /// Asks about a call: the question on stderr, with the id it is kept under when it is
+    /// kept (then it may be answered from elsewhere too).
+    pub(crate) fn ask(&mut self, tool: &str, args: &JsonObject, why: &str, kept: Option<&str>) {
         self.err_line(&format!("? {tool} {} ({why})", short_args(args)));
+        if let Some(id) = kept {
+            self.err_line(&format!(
+                "  question {id}: answer here, or elsewhere with `goondan approvals answer {id} approve|deny`"
+            ));
+        }
         self.prompt(APPROVAL_PROMPT);
     }
 

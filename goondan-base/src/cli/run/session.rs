@@ -2,7 +2,7 @@
 //! Orchestrator, listens on the session link, and runs one Turn (`--input`) or a session of
 //! Turns read from the terminal.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -21,11 +21,14 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
+use goondan_runtime::calls::approval::{QuestionStore, now_ms};
+
 use super::link::{
-    Answer, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note, Order, line,
+    Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note,
+    Order, line,
 };
 use super::render::{Reply, Screen, parse_args, parse_reply};
-use super::{RunArgs, RunError, state};
+use super::{RunArgs, RunError, questions, state};
 
 /// How long a Turn may take: a person may think a long time over an approval.
 pub(super) const TURN_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
@@ -56,13 +59,18 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
         source,
     })?;
     let link = Link::listen()?;
-    let process = ProcessConfig::current_exe()
+    let mut screen = Screen::new(args.input.is_none());
+    show_waiting_questions(&mut screen, &state).await;
+    let mut process = ProcessConfig::current_exe()
         .map_err(RunError::Program)?
         .env(ENV_BUNDLE, &file)
         .env(ENV_SESSION, &link.path)
         .env(ENV_STATE, &state)
         .env(ENV_APPROVE, args.approve.as_str())
         .env(ENV_APPROVE_TOOLS, tool_policies(&args.approve_tool));
+    if let Some(after) = args.approval_expiry {
+        process = process.env(ENV_APPROVAL_EXPIRY, after.as_millis().to_string());
+    }
     let config = OrchestratorConfig {
         workdir: state.clone(),
         ..OrchestratorConfig::default()
@@ -74,8 +82,10 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
         link,
         lines: stdin_lines(),
         interrupts: signal(SignalKind::interrupt()).map_err(RunError::Signal)?,
-        screen: Screen::new(args.input.is_none()),
+        screen,
         seen: HashSet::new(),
+        state: state.clone(),
+        backlog: VecDeque::new(),
     };
     let code = match &args.input {
         Some(input) => session.once(input).await,
@@ -83,6 +93,24 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
     };
     orchestrator.shutdown(Duration::from_secs(3)).await;
     Ok(code)
+}
+
+/// Shows the approval questions an earlier session left waiting: the agent asks them again
+/// when it resumes their Turn, and `goondan approvals answer` answers them from anywhere.
+async fn show_waiting_questions(screen: &mut Screen, state: &Path) {
+    let waiting = questions::waiting_in(state).await;
+    if waiting.is_empty() {
+        return;
+    }
+    let now = now_ms();
+    screen.err_line(&format!(
+        "{} approval question(s) wait from an earlier session (the agent asks again when it \
+         goes on with their Turn; `goondan approvals answer ID approve|deny` answers from anywhere):",
+        waiting.len()
+    ));
+    for question in &waiting {
+        screen.err_line(&format!("  {}", questions::describe(question, now)));
+    }
 }
 
 /// `--approve-tool`'s policies for the agent processes: one `PATTERN=POLICY` per line.
@@ -243,6 +271,10 @@ struct Session {
     screen: Screen,
     /// Agent instances that said hello: another hello is a restart.
     seen: HashSet<String>,
+    /// The state directory (its approval questions).
+    state: PathBuf,
+    /// Notes that came while an approval prompt waited, shown after it.
+    backlog: VecDeque<Incoming>,
 }
 
 impl Session {
@@ -279,6 +311,7 @@ impl Session {
             state.display()
         ));
         loop {
+            self.drain_backlog().await;
             self.screen.prompt("> ");
             let text = loop {
                 tokio::select! {
@@ -338,6 +371,9 @@ impl Session {
         let mut cancelled = false;
         let mut notes_done = false;
         let result = loop {
+            let (ended, interrupted) = self.drain_backlog().await;
+            notes_done |= ended;
+            cancelled |= interrupted;
             tokio::select! {
                 r = &mut request => break r,
                 Some((note, reply)) = self.link.notes.recv() => {
@@ -358,6 +394,7 @@ impl Session {
         // their way (the last deltas, the last call) first, up to the agent's end-of-Turn note.
         let settle = tokio::time::sleep(Duration::from_secs(2));
         tokio::pin!(settle);
+        notes_done |= self.drain_backlog().await.0;
         while !notes_done {
             tokio::select! {
                 Some((note, reply)) = self.link.notes.recv() => {
@@ -376,6 +413,17 @@ impl Session {
         };
         self.restart_notice(&response);
         Ended::Answered(response["answer"].as_str().map(str::to_owned))
+    }
+
+    /// Shows the notes that came while an approval prompt waited. Returns whether one ended
+    /// the target's Turn, and whether Ctrl-C was pressed at a prompt among them.
+    async fn drain_backlog(&mut self) -> (bool, bool) {
+        let (mut ended, mut interrupted) = (false, false);
+        while let Some((note, reply)) = self.backlog.pop_front() {
+            ended |= self.ends_turn(&note);
+            interrupted |= self.note(note, &reply).await;
+        }
+        (ended, interrupted)
     }
 
     /// Whether `note` says the target's Turn is over.
@@ -428,35 +476,66 @@ impl Session {
                 tool,
                 args,
                 why,
+                question,
             } => {
-                self.screen.ask(&tool, &args, &why);
-                let (decision, interrupted) = self.read_decision().await;
+                self.screen.ask(&tool, &args, &why, question.as_deref());
+                let Some((decision, interrupted)) = self.read_decision(id).await else {
+                    self.settled_elsewhere(question.as_deref()).await;
+                    return false;
+                };
                 let _ = reply.send(Order::Decide { id, decision });
                 if interrupted {
                     self.link.cancel_all();
                 }
                 return interrupted;
             }
+            // Its prompt is over already (the answer came first).
+            Note::ApprovalSettled { .. } => {}
         }
         false
     }
 
-    /// Reads the answer to an approval prompt. Ctrl-C or the end of input denies.
-    async fn read_decision(&mut self) -> (Answer, bool) {
+    /// Says how a question the terminal asked was answered elsewhere.
+    async fn settled_elsewhere(&mut self, question: Option<&str>) {
+        let answer = match question {
+            Some(id) => match questions::open(&self.state) {
+                Ok(store) => store.get(id).await.ok().flatten().and_then(|q| q.answer),
+                Err(_) => None,
+            },
+            None => None,
+        };
+        let said = answer
+            .as_ref()
+            .map_or_else(|| "answered".to_owned(), questions::answered);
+        self.screen.err_line("");
+        self.screen
+            .err_line(&format!("↳ answered elsewhere: {said}"));
+    }
+
+    /// Reads the answer to approval prompt `id`. Ctrl-C or the end of input denies. `None`
+    /// when the question was answered elsewhere first ([`Note::ApprovalSettled`]).
+    async fn read_decision(&mut self, id: u64) -> Option<(Answer, bool)> {
         let mut want_args = false;
         loop {
             let text = tokio::select! {
                 text = self.lines.recv() => text,
                 _ = self.interrupts.recv() => {
                     self.screen.err_line("^C");
-                    return (Answer::Deny("the user cancelled the answer".to_owned()), true);
+                    return Some((Answer::Deny("the user cancelled the answer".to_owned()), true));
+                }
+                Some(incoming) = self.link.notes.recv() => {
+                    if matches!(incoming.0, Note::ApprovalSettled { id: settled } if settled == id) {
+                        return None;
+                    }
+                    self.backlog.push_back(incoming);
+                    continue;
                 }
             };
             let Some(text) = text else {
                 self.screen.err_line("");
                 let reason = "nobody is at the terminal to approve this call; it runs only \
                     when approved (or with `goondan run --approve never`)";
-                return (Answer::Deny(reason.to_owned()), false);
+                return Some((Answer::Deny(reason.to_owned()), false));
             };
             let reply = if want_args {
                 parse_args(&text)
@@ -464,7 +543,7 @@ impl Session {
                 parse_reply(&text)
             };
             match reply {
-                Reply::Decided(answer) => return (answer, false),
+                Reply::Decided(answer) => return Some((answer, false)),
                 Reply::NeedArgs => {
                     want_args = true;
                     self.screen.prompt("arguments (a JSON object): ");

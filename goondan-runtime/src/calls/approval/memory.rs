@@ -1,0 +1,97 @@
+//! [`MemoryQuestions`]: approval questions kept in this process only.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::Decision;
+use super::question::{
+    AnswerOutcome, Answered, BY_EXPIRY, Listing, Question, QuestionError, QuestionFuture,
+    QuestionStore, Settled, same_call, settle,
+};
+
+/// A [`QuestionStore`] in memory: for tests, and for a process that answers its own questions
+/// (clones share the questions). Nothing outlives the process.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryQuestions {
+    /// By id, with the order they were asked in.
+    questions: Arc<Mutex<BTreeMap<String, (u64, Question)>>>,
+}
+
+impl MemoryQuestions {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, (u64, Question)>> {
+        self.questions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl QuestionStore for MemoryQuestions {
+    fn ask(&self, question: Question) -> QuestionFuture<'_, Question> {
+        let mut questions = self.lock();
+        let result = match questions.get(&question.id) {
+            Some((_, kept)) => same_call(kept, &question).map(|()| kept.clone()),
+            None => {
+                let order = questions.len() as u64;
+                questions.insert(question.id.clone(), (order, question.clone()));
+                Ok(question)
+            }
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        agent: Option<&'a str>,
+        decision: Decision,
+        by: &'a str,
+        now_ms: u64,
+    ) -> QuestionFuture<'a, AnswerOutcome> {
+        let mut questions = self.lock();
+        let result = match questions.get_mut(id) {
+            None => Err(QuestionError::Unknown { id: id.to_owned() }),
+            Some((_, question)) => settle(question, agent, now_ms).map(|settled| match settled {
+                Some(Settled::Answered) => AnswerOutcome::AlreadyAnswered(question.clone()),
+                Some(Settled::Expired) => {
+                    question.answer = Some(Answered {
+                        decision: question.expiry_decision(),
+                        by: BY_EXPIRY.to_owned(),
+                        at_ms: now_ms,
+                    });
+                    AnswerOutcome::Expired(question.clone())
+                }
+                None => {
+                    question.answer = Some(Answered {
+                        decision,
+                        by: by.to_owned(),
+                        at_ms: now_ms,
+                    });
+                    AnswerOutcome::Recorded(question.clone())
+                }
+            }),
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> QuestionFuture<'a, Option<Question>> {
+        let found = self.lock().get(id).map(|(_, q)| q.clone());
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn list(&self, which: Listing) -> QuestionFuture<'_, Vec<Question>> {
+        let mut found: Vec<(u64, Question)> = self
+            .lock()
+            .values()
+            .filter(|(_, q)| which == Listing::All || q.answer.is_none())
+            .cloned()
+            .collect();
+        found.sort_by_key(|(order, _)| *order);
+        Box::pin(std::future::ready(Ok(found
+            .into_iter()
+            .map(|(_, q)| q)
+            .collect())))
+    }
+}
