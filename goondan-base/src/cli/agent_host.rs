@@ -1,6 +1,9 @@
 //! `goondan agent-host`: joins a swarm on NATS and runs the bundle's agents placed on this
 //! machine as local processes (this same program, re-executed as each agent), serving their
-//! requests from NATS. Several hosts serving one agent share its requests.
+//! requests from NATS. Several hosts serving one agent share its requests. With `--state DIR`,
+//! each agent instance keeps a run journal there (`journal/{agent}.{instanceKey}.sqlite3`): a
+//! process that crashed, or the whole host, goes on with its conversation when it starts again,
+//! and finishes the Turn the crash cut short before the next one.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,6 +37,10 @@ pub struct AgentHostArgs {
     /// The agents' working directory (default: the current directory).
     #[arg(long)]
     pub workdir: Option<PathBuf>,
+    /// Keep each agent instance's run journal in this directory, so that the agents survive
+    /// a crash of their process or of the host (default: no journal, Turns live in memory).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
     /// Credentials and TLS.
     #[command(flatten)]
     pub connection: NatsConnection,
@@ -142,6 +149,8 @@ fn serve(
 ) -> Result<(), AgentHostError> {
     let bundle = Bundle::load(&args.bundle)?;
     // The agent processes are this program with the same arguments: serve the agent, exit.
+    // (The `goondan` program serves its agent processes before this, as `goondan run`'s
+    // agents: with the state directory below, each keeps its run journal there.)
     agent_mode::run_if_requested(|me| {
         StepWorker::from_env(me, library, &model_factory(bundle.clone()))
     });
@@ -151,7 +160,12 @@ fn serve(
     } else {
         args.agents.clone()
     };
-    let process = ProcessConfig::current_exe()?.env(ENV_BUNDLE, bundle.file());
+    let mut process = ProcessConfig::current_exe()?.env(ENV_BUNDLE, bundle.file());
+    if let Some(state) = &args.state {
+        // Absolute: the agent processes run in the agents' working directory.
+        std::fs::create_dir_all(state)?;
+        process = process.env(super::run::ENV_STATE, std::fs::canonicalize(state)?);
+    }
     let process = std::env::args_os()
         .skip(1)
         .fold(process, |p, arg| p.arg(arg));

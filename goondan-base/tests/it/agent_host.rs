@@ -227,3 +227,142 @@ async fn nats_token_flag_reaches_the_server_from_agent_host_and_run() {
     .await
     .expect("the test did not finish in time");
 }
+
+/// A swarm of one agent, `assistant`, that waits with the base `wait` tool and thinks with
+/// an OpenAI model at `server`.
+fn waiting_bundle(
+    dir: &std::path::Path,
+    server: &goondan_test_peers::replay::ReplayServer,
+) -> std::path::PathBuf {
+    let yaml = format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Model
+metadata: {{name: replayed}}
+spec:
+  provider: openai
+  model: gpt-test
+  endpoint: "{}"
+  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  tools:
+    - ref: {{kind: Tool, name: wait, package: "@goondan/base"}}
+---
+apiVersion: goondan.ai/v1
+kind: Swarm
+metadata: {{name: team}}
+spec: {{entryAgent: "Agent/assistant", agents: ["Agent/assistant"]}}
+"#,
+        server.url("/v1")
+    );
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
+    use crate::run_support::{KEY, call, text, tool_results};
+    use goondan_test_peers::replay::ReplayServer;
+    use serde_json::json;
+
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let server = nats::NatsServer::start();
+        let model = ReplayServer::start([
+            // The first host: the model asks for a long wait, and the host dies during it.
+            call("call_w", "wait__seconds", &json!({"seconds": 4})),
+            // The second host: the resumed Turn, after the wait ran again (it is read-only)...
+            text(&["Waited."]),
+            // ...then the new request's Turn.
+            text(&["Here again."]),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = waiting_bundle(dir.path(), &model);
+        let state = dir.path().join("host-state");
+        let start_host = || {
+            let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"));
+            child
+                .args(["agent-host", "--nats", &server.url, "--swarm", "team"])
+                .arg("--bundle")
+                .arg(&bundle)
+                .arg("--state")
+                .arg(&state)
+                .env("GOONDAN_TEST_KEY", KEY)
+                .current_dir(dir.path())
+                .stdout(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            child.spawn().unwrap()
+        };
+        let wait_serving = |child: &mut tokio::process::Child| {
+            let stdout = child.stdout.take().unwrap();
+            async move {
+                let mut line = String::new();
+                BufReader::new(stdout).read_line(&mut line).await.unwrap();
+                assert!(line.starts_with("agent-host "), "{line}");
+            }
+        };
+        let mut first = start_host();
+        wait_serving(&mut first).await;
+        // The entry side, as `goondan run --nats`; it waits in vain for the first Turn.
+        let entry = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
+            .args(["run", "--nats", &server.url, "--input", "hi"])
+            .arg(&bundle)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while model.requests().is_empty() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the model was never asked"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The wait has started (its start is journaled before the handler runs): kill the
+        // host and its agent processes.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let pgid = nix::unistd::Pid::from_raw(i32::try_from(first.id().unwrap()).unwrap());
+        nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        let _ = first.wait().await;
+        drop(entry);
+
+        let mut second = start_host();
+        wait_serving(&mut second).await;
+        let out = run_over_nats(&server.url, &bundle).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "Here again.\n");
+        let seen = model.requests();
+        assert_eq!(
+            seen.len(),
+            3,
+            "the model's answer before the crash was not asked again"
+        );
+        let results = tool_results(&seen[1].body);
+        assert_eq!(results.len(), 1, "{}", seen[1].body);
+        assert!(results[0].contains("waitedSeconds"), "{}", results[0]);
+        let users: Vec<String> = seen[2].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(users, ["hi", "hi"], "the first Turn's input is kept");
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(i32::try_from(second.id().unwrap()).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    })
+    .await
+    .expect("the test did not finish in time");
+}

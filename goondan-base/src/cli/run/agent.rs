@@ -35,7 +35,6 @@ use goondan_runtime::calls::approval::{
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::McpExtension;
-use goondan_runtime::step::journal::{Durability, Journal, SqliteJournal};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
 use goondan_runtime::{CallContext, Extension, ExtensionApi, Middleware, Next};
@@ -103,7 +102,7 @@ impl RunWorker {
             .collect();
         let journal = state
             .as_deref()
-            .and_then(|s| open_journal(s, &me.agent, &me.instance_key));
+            .and_then(|s| state::open_journal(s, &me.agent, &me.instance_key));
         let questions = state.as_deref().and_then(|s| match questions::open(s) {
             Ok(store) => Some(Arc::new(store) as Arc<dyn QuestionStore>),
             Err(e) => {
@@ -166,24 +165,6 @@ impl RunWorker {
             journaled: journal.is_some(),
             link,
             address: me.address(),
-        }
-    }
-}
-
-/// How long a starting agent process waits for the journal of the process it replaces (a
-/// restart, a respawn after a crash) to be let go of.
-const JOURNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The run journal of instance `instance_key` of `agent` under the state directory; `None`,
-/// with the reason logged, when it cannot be opened (another process runs the same instance,
-/// a newer goondan wrote it): the session then runs without one.
-fn open_journal(state: &Path, agent: &str, instance_key: &str) -> Option<Arc<dyn Journal>> {
-    let file = SqliteJournal::file_in(state, agent, instance_key);
-    match SqliteJournal::open_waiting(&file, Durability::Normal, JOURNAL_WAIT) {
-        Ok(journal) => Some(Arc::new(journal)),
-        Err(e) => {
-            tracing::error!(target: "goondan::run", error = %e, "the run journal cannot be opened; this session's turns are not kept");
-            None
         }
     }
 }

@@ -42,6 +42,7 @@ use goondan_runtime::bundle::BundleError;
 use goondan_runtime::calls::approval::Policy;
 
 pub(crate) use self::agent::serve_if_requested;
+pub(crate) use self::link::ENV_STATE;
 
 /// The state directory of the bundle at `bundle`: `explicit` when given, else `.goondan/` next
 /// to the bundle (for `goondan approvals`, which finds the questions where `goondan run` keeps
