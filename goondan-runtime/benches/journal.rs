@@ -18,6 +18,12 @@
 //! - `sqlite_normal`: [`SqliteJournal`] with `synchronous = NORMAL` (survives a killed
 //!   process; the default).
 //! - `sqlite_full`: `synchronous = FULL` (survives a power loss: a disk flush per write).
+//!
+//! `journal_turn_shapes/*`: the same Turn with the step loop's batching at work, without a
+//! journal and on SQLite (NORMAL): `concurrent_*` runs the ten calls together
+//! (`concurrency(10)`), so their starts are committed together; `read_only_*` runs ten calls
+//! of a read-only export one after another, whose starts and results wait for the Step's
+//! last write (such a call runs again on resume whether or not they were written).
 #![allow(
     missing_docs,
     unreachable_pub,
@@ -42,15 +48,24 @@ pub fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
-/// Step 0: ten calls; then the answer.
-struct TenCalls;
+/// Adds, and says it changes nothing.
+#[tool(name = "look")]
+pub mod look {
+    /// Adds.
+    #[export(read_only)]
+    pub fn add(a: i64, b: i64) -> i64 {
+        a + b
+    }
+}
+
+/// Step 0: ten calls of the tool named; then the answer.
+struct TenCalls(&'static str);
 
 impl Model for TenCalls {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         let response = if request.step == 0 {
             ModelResponse::calls(
-                (0..CALLS)
-                    .map(|i| ToolCall::new(format!("c{i}"), "calc__add", json!({"a": i, "b": 1}))),
+                (0..CALLS).map(|i| ToolCall::new(format!("c{i}"), self.0, json!({"a": i, "b": 1}))),
             )
         } else {
             ModelResponse::text("done")
@@ -72,10 +87,24 @@ struct Setup {
     _dir: tempfile::TempDir,
 }
 
-fn setup(registry: &Arc<ToolRegistry>, backend: Backend) -> Setup {
+/// How the Turn's calls run: the tool (`calc__add`, `look__add`) and how many at once.
+#[derive(Clone, Copy)]
+struct Shape {
+    tool: &'static str,
+    concurrency: usize,
+}
+
+const PLAIN_SHAPE: Shape = Shape {
+    tool: "calc__add",
+    concurrency: 1,
+};
+
+fn setup(registry: &Arc<ToolRegistry>, backend: Backend, shape: Shape) -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let mut builder = AgentInstance::builder("bench", Arc::clone(registry), Arc::new(TenCalls))
-        .tools(["calc"])
+    let model = Arc::new(TenCalls(shape.tool));
+    let mut builder = AgentInstance::builder("bench", Arc::clone(registry), model)
+        .tools(["calc", "look"])
+        .concurrency(shape.concurrency)
         .state_dir(dir.path());
     let journal: Option<Arc<dyn Journal>> = match backend {
         Backend::Plain => None,
@@ -99,7 +128,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build().unwrap());
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(add::TOOL)
+            .tool(look::TOOL)
+            .build()
+            .unwrap(),
+    );
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("journal_turn");
     group.throughput(Throughput::Elements(CALLS as u64));
@@ -111,7 +146,37 @@ fn main() {
     ] {
         group.bench_function(name, |b| {
             b.to_async(&rt).iter_batched(
-                || setup(&registry, backend),
+                || setup(&registry, backend, PLAIN_SHAPE),
+                |s| async move {
+                    let turn = s.agent.run_turn("add them").await.unwrap();
+                    assert_eq!(turn.steps[0].results.len(), CALLS);
+                    s
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("journal_turn_shapes");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    let concurrent = Shape {
+        tool: "calc__add",
+        concurrency: CALLS,
+    };
+    let read_only = Shape {
+        tool: "look__add",
+        concurrency: 1,
+    };
+    let normal = Backend::Sqlite(Durability::Normal);
+    for (name, backend, shape) in [
+        ("concurrent_plain", Backend::Plain, concurrent),
+        ("concurrent_sqlite_normal", normal, concurrent),
+        ("read_only_plain", Backend::Plain, read_only),
+        ("read_only_sqlite_normal", normal, read_only),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter_batched(
+                || setup(&registry, backend, shape),
                 |s| async move {
                     let turn = s.agent.run_turn("add them").await.unwrap();
                     assert_eq!(turn.steps[0].results.len(), CALLS);

@@ -12,30 +12,63 @@ use crate::tools::registry::ToolRegistry;
 use crate::tools::result::{ToolCall, ToolCallResult};
 
 /// The instance's journal, if it has one, and the records waiting to go with its next write.
+///
+/// Writes that wait at the same time are committed together (group commit): a writer queues
+/// its records, lets the other calls of its Step run up to their own writes (one yield), and
+/// the first to take the commit lock writes everything queued as one unit. Each writer returns
+/// once its records are written; a call's handler never runs before its start is durable.
 #[derive(Clone, Default)]
 pub(crate) struct Writer(Option<Arc<Inner>>);
 
 struct Inner {
     journal: Arc<dyn Journal>,
-    /// Call results, written with the next write: the next call's start, or the end of their
-    /// Step, whichever comes first, and in any case before the model sees them. One write per
-    /// call instead of two.
-    deferred: Mutex<Vec<Record>>,
+    /// Whether writes wait for the writes of the Step's other calls (off: the plain path, one
+    /// write per writer, kept for the differential test).
+    grouped: bool,
+    queue: Mutex<Queue>,
+    /// Held while a write is on its way to the journal.
+    commit: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Records for the next write: call results and rerunnable starts deferred to it, and
+    /// the records of writers waiting for it.
+    records: Vec<Record>,
+    /// How many of `records` are call results (for the `after-result` points).
+    results: usize,
+    /// How many of those are results of calls that would not run again after a crash: a
+    /// rerunnable call's start does not wait for the next write while there are any.
+    precious: usize,
+    /// The ticket of the last writer that queued.
+    queued: u64,
+    /// Every writer with a ticket up to this one has its records written (or failed).
+    written: u64,
+    /// The last failed write: the tickets it held (from, to) and why.
+    failed: Option<(u64, u64, String)>,
 }
 
 impl Writer {
     pub(crate) fn new(journal: Option<Arc<dyn Journal>>) -> Self {
+        Self::with_grouping(journal, true)
+    }
+
+    /// [`new`](Self::new), with group commit on or off.
+    pub(crate) fn with_grouping(journal: Option<Arc<dyn Journal>>, grouped: bool) -> Self {
         Self(journal.map(|journal| {
             Arc::new(Inner {
                 journal,
-                deferred: Mutex::new(Vec::new()),
+                grouped,
+                queue: Mutex::new(Queue::default()),
+                commit: tokio::sync::Mutex::new(()),
             })
         }))
     }
 
     /// Writes the deferred records and those `build` makes (built only when there is a
-    /// journal) as one unit, then marks the points reached: `after-result` once per result
-    /// it carried, then `points`.
+    /// journal), with the records of writers waiting at the same time, as one unit; then
+    /// marks the points reached: `after-result` once per result the write carried, then
+    /// `points`.
     pub(crate) async fn write(
         &self,
         points: &[JournalPoint],
@@ -44,15 +77,65 @@ impl Writer {
         let Some(inner) = &self.0 else {
             return Ok(());
         };
-        let mut records = std::mem::take(&mut *lock(&inner.deferred));
-        let results = records.len();
-        records.extend(build());
-        if records.is_empty() {
-            return Ok(());
+        let ticket = {
+            let mut queue = lock(&inner.queue);
+            queue.records.extend(build());
+            queue.queued += 1;
+            queue.queued
+        };
+        if inner.grouped {
+            // The Step's other calls, polled with this one, queue their starts meanwhile.
+            tokio::task::yield_now().await;
         }
-        inner.journal.append(&records).await?;
-        for _ in 0..results {
-            reached(JournalPoint::AfterResult);
+        let _commit = inner.commit.lock().await;
+        let (records, results, upto) = {
+            let mut queue = lock(&inner.queue);
+            if queue.written >= ticket {
+                // Another writer wrote these records with its own.
+                drop(queue);
+                return Self::outcome(inner, ticket, points);
+            }
+            let records = std::mem::take(&mut queue.records);
+            let results = std::mem::take(&mut queue.results);
+            queue.precious = 0;
+            (records, results, queue.queued)
+        };
+        let appended = if records.is_empty() {
+            Ok(())
+        } else {
+            inner.journal.append(&records).await
+        };
+        let mut queue = lock(&inner.queue);
+        let from = queue.written + 1;
+        queue.written = upto;
+        match appended {
+            Ok(()) => {
+                drop(queue);
+                for _ in 0..results {
+                    reached(JournalPoint::AfterResult);
+                }
+                for &point in points {
+                    reached(point);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                queue.failed = Some((from, upto, e.to_string()));
+                Err(e)
+            }
+        }
+    }
+
+    /// How the write that carried `ticket`'s records went, for a writer whose records another
+    /// writer wrote.
+    fn outcome(inner: &Inner, ticket: u64, points: &[JournalPoint]) -> Result<(), JournalError> {
+        if let Some((from, to, why)) = &lock(&inner.queue).failed
+            && (*from..=*to).contains(&ticket)
+        {
+            return Err(JournalError::Storage {
+                place: "the run journal".to_owned(),
+                source: why.clone().into(),
+            });
         }
         for &point in points {
             reached(point);
@@ -65,11 +148,30 @@ impl Writer {
         self.0.as_ref().map(|inner| &inner.journal)
     }
 
-    /// Keeps the records `build` makes for the next write ([`write`](Self::write)).
-    pub(crate) fn defer(&self, build: impl FnOnce() -> Record) {
+    /// Keeps the call result `build` makes for the next write ([`write`](Self::write)), the
+    /// result of a call that may run again after a crash (`rerunnable`) or not.
+    pub(crate) fn defer(&self, rerunnable: bool, build: impl FnOnce() -> Record) {
         if let Some(inner) = &self.0 {
-            lock(&inner.deferred).push(build());
+            let mut queue = lock(&inner.queue);
+            queue.records.push(build());
+            queue.results += 1;
+            queue.precious += usize::from(!rerunnable);
         }
+    }
+
+    /// Keeps the start of a call that may run again after a crash for the next write, unless
+    /// a result that would be lost with it waits for that write: such a start changes nothing
+    /// on resume, so it need not be durable before the handler runs. True when it was kept.
+    fn defer_start(&self, build: impl FnOnce() -> Record) -> bool {
+        let Some(inner) = &self.0 else {
+            return true;
+        };
+        let mut queue = lock(&inner.queue);
+        if queue.precious > 0 {
+            return false;
+        }
+        queue.records.push(build());
+        true
     }
 
     /// Writes what was deferred.
@@ -84,21 +186,28 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The innermost `toolCall` middleware of a journaled instance: writes the call's start after
 /// every other middleware (approvals included) let it through, just before the handler. When
-/// the start cannot be written, the call does not run.
+/// the start cannot be written, the call does not run. The start of a call marked idempotent
+/// or read-only goes with the next write instead: such a call runs again on resume whether or
+/// not its start was written.
 pub(crate) struct JournalStarts(pub(crate) Writer);
 
 impl Middleware for JournalStarts {
     fn handle(self: Arc<Self>, cx: CallContext, next: Next) -> MiddlewareFuture {
         Box::pin(async move {
+            let start = || Record::CallStarted {
+                turn_id: cx.context().turn_id().to_owned(),
+                message_id: cx.context().message().id.clone(),
+                call_id: cx.tool_call_id().to_owned(),
+            };
+            let hints = cx.annotations();
+            let rerunnable = hints.idempotent == Some(true) || hints.read_only == Some(true);
+            if rerunnable && self.0.defer_start(start) {
+                reached(JournalPoint::AfterStart);
+                return next.run(cx).await;
+            }
             let written = self
                 .0
-                .write(&[JournalPoint::AfterStart], || {
-                    vec![Record::CallStarted {
-                        turn_id: cx.context().turn_id().to_owned(),
-                        message_id: cx.context().message().id.clone(),
-                        call_id: cx.tool_call_id().to_owned(),
-                    }]
-                })
+                .write(&[JournalPoint::AfterStart], || vec![start()])
                 .await;
             if let Err(e) = written {
                 let error = ToolError::new(format!(
@@ -152,4 +261,162 @@ pub(crate) fn interrupted(
         Announce::Call(ctx),
     );
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures_util::StreamExt;
+
+    use super::*;
+    use crate::step::journal::{JournalFuture, MemoryJournal, Recovered};
+
+    /// A [`MemoryJournal`] that counts its appends, and fails them when told to.
+    #[derive(Clone, Default)]
+    struct Counting {
+        inner: MemoryJournal,
+        appends: Arc<AtomicUsize>,
+        fail: bool,
+    }
+
+    impl Journal for Counting {
+        fn append<'a>(&'a self, records: &'a [Record]) -> JournalFuture<'a, ()> {
+            self.appends.fetch_add(1, Ordering::SeqCst);
+            if self.fail {
+                return Box::pin(std::future::ready(Err(JournalError::Storage {
+                    place: "test".into(),
+                    source: "the disk is full".into(),
+                })));
+            }
+            self.inner.append(records)
+        }
+
+        fn read(&self) -> JournalFuture<'_, Recovered> {
+            self.inner.read()
+        }
+    }
+
+    fn record(kind: &str, call: usize) -> Record {
+        let (turn_id, message_id, call_id) = ("t".to_owned(), "m".to_owned(), format!("c{call}"));
+        match kind {
+            "admitted" => Record::CallAdmitted {
+                turn_id,
+                message_id,
+                call_id,
+            },
+            _ => Record::CallStarted {
+                turn_id,
+                message_id,
+                call_id,
+            },
+        }
+    }
+
+    /// A Step of ten calls run together, as the step loop writes it: the admissions, each
+    /// call's start before its "handler" (which checks the start is written), its result
+    /// deferred, then the flush. Returns what each call saw and the writes' outcomes.
+    async fn step(writer: &Writer, journal: &Counting) -> Vec<Result<bool, String>> {
+        writer
+            .write(&[], || (0..10).map(|i| record("admitted", i)).collect())
+            .await
+            .unwrap();
+        let calls = futures_util::stream::iter(0..10)
+            .map(|i| async move {
+                writer
+                    .write(&[], || vec![record("started", i)])
+                    .await
+                    .map_err(|e| e.to_string())?;
+                // The handler runs now: its start must be in the journal already.
+                let durable = journal.inner.records().contains(&record("started", i));
+                writer.defer(false, || record("admitted", 100 + i));
+                Ok(durable)
+            })
+            .buffered(10)
+            .collect::<Vec<_>>()
+            .await;
+        let _ = writer.flush().await;
+        calls
+    }
+
+    fn sorted(records: Vec<Record>) -> Vec<String> {
+        let mut texts: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
+            .collect();
+        texts.sort();
+        texts
+    }
+
+    #[tokio::test]
+    async fn group_commit_writes_what_the_plain_path_writes_in_fewer_writes_and_never_late() {
+        let plain = Counting::default();
+        let seen_plain = step(
+            &Writer::with_grouping(Some(Arc::new(plain.clone())), false),
+            &plain,
+        )
+        .await;
+        let grouped = Counting::default();
+        let seen_grouped = step(&Writer::new(Some(Arc::new(grouped.clone()))), &grouped).await;
+        // Every call found its start written before it ran, on both paths.
+        assert_eq!(seen_plain, vec![Ok(true); 10]);
+        assert_eq!(seen_grouped, vec![Ok(true); 10]);
+        // The same records, fewer writes.
+        assert_eq!(
+            sorted(grouped.inner.records()),
+            sorted(plain.inner.records())
+        );
+        let (p, g) = (
+            plain.appends.load(Ordering::SeqCst),
+            grouped.appends.load(Ordering::SeqCst),
+        );
+        assert_eq!(p, 12, "admissions, ten starts, the flush");
+        assert!(g <= 3, "{g} writes grouped");
+    }
+
+    #[tokio::test]
+    async fn a_failed_group_write_fails_every_call_whose_start_it_carried() {
+        let journal = Counting {
+            fail: true,
+            ..Counting::default()
+        };
+        let writer = Writer::new(Some(Arc::new(journal.clone())));
+        assert!(
+            writer.write(&[], Vec::new).await.is_ok(),
+            "nothing to write"
+        );
+        let outcomes = futures_util::stream::iter(0..4)
+            .map(|i| {
+                let writer = &writer;
+                async move { writer.write(&[], || vec![record("started", i)]).await }
+            })
+            .buffered(4)
+            .collect::<Vec<_>>()
+            .await;
+        assert!(outcomes.iter().all(Result::is_err), "{outcomes:?}");
+        assert!(journal.inner.records().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rerunnable_start_waits_for_the_next_write_unless_a_result_would_be_lost_with_it() {
+        let journal = Counting::default();
+        let writer = Writer::new(Some(Arc::new(journal.clone())));
+        // Read-only calls one after another: neither their starts nor their results force
+        // a write; the Step's flush writes them all.
+        for i in 0..5 {
+            assert!(writer.defer_start(|| record("started", i)));
+            writer.defer(true, || record("admitted", 100 + i));
+        }
+        assert_eq!(journal.appends.load(Ordering::SeqCst), 0);
+        // The result of a call that would not run again must not wait on a rerunnable start.
+        writer.defer(false, || record("admitted", 200));
+        assert!(!writer.defer_start(|| record("started", 9)));
+        writer.flush().await.unwrap();
+        assert_eq!(journal.appends.load(Ordering::SeqCst), 1);
+        assert_eq!(journal.inner.records().len(), 11);
+        assert!(
+            writer.defer_start(|| record("started", 9)),
+            "the flush wrote it"
+        );
+    }
 }

@@ -842,7 +842,8 @@ async fn run_call(
     };
     let message = tool_message(&result);
     // Written with the next write: the next call's start, or the end of the Step.
-    shared.journal.defer(|| Record::CallFinished {
+    let again = rerunnable(&shared.registry, &result.tool_name);
+    shared.journal.defer(again, || Record::CallFinished {
         turn_id: ctx.turn_id().to_owned(),
         message_id: ctx.message().id.clone(),
         tool_message_id: message.id.clone(),
