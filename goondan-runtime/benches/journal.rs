@@ -136,29 +136,26 @@ fn main() {
             .unwrap(),
     );
     let mut c = Criterion::default().configure_from_args();
-    let mut group = c.benchmark_group("journal_turn");
-    group.throughput(Throughput::Elements(CALLS as u64));
-    for (name, backend) in [
-        ("plain", Backend::Plain),
-        ("memory", Backend::Memory),
-        ("sqlite_normal", Backend::Sqlite(Durability::Normal)),
-        ("sqlite_full", Backend::Sqlite(Durability::Full)),
-    ] {
-        group.bench_function(name, |b| {
-            b.to_async(&rt).iter_batched(
-                || setup(&registry, backend, PLAIN_SHAPE),
-                |s| async move {
-                    let turn = s.agent.run_turn("add them").await.unwrap();
-                    assert_eq!(turn.steps[0].results.len(), CALLS);
-                    s
-                },
-                BatchSize::PerIteration,
-            );
-        });
-    }
-    group.finish();
-    let mut group = c.benchmark_group("journal_turn_shapes");
-    group.throughput(Throughput::Elements(CALLS as u64));
+    bench_turns(
+        &mut c,
+        &rt,
+        &registry,
+        "journal_turn",
+        &[
+            ("plain", Backend::Plain, PLAIN_SHAPE),
+            ("memory", Backend::Memory, PLAIN_SHAPE),
+            (
+                "sqlite_normal",
+                Backend::Sqlite(Durability::Normal),
+                PLAIN_SHAPE,
+            ),
+            (
+                "sqlite_full",
+                Backend::Sqlite(Durability::Full),
+                PLAIN_SHAPE,
+            ),
+        ],
+    );
     let concurrent = Shape {
         tool: "calc__add",
         concurrency: CALLS,
@@ -168,15 +165,36 @@ fn main() {
         concurrency: 1,
     };
     let normal = Backend::Sqlite(Durability::Normal);
-    for (name, backend, shape) in [
-        ("concurrent_plain", Backend::Plain, concurrent),
-        ("concurrent_sqlite_normal", normal, concurrent),
-        ("read_only_plain", Backend::Plain, read_only),
-        ("read_only_sqlite_normal", normal, read_only),
-    ] {
+    bench_turns(
+        &mut c,
+        &rt,
+        &registry,
+        "journal_turn_shapes",
+        &[
+            ("concurrent_plain", Backend::Plain, concurrent),
+            ("concurrent_sqlite_normal", normal, concurrent),
+            ("read_only_plain", Backend::Plain, read_only),
+            ("read_only_sqlite_normal", normal, read_only),
+        ],
+    );
+    bench_step_records(&mut c, &rt);
+    c.final_summary();
+}
+
+/// One Turn of ten calls per case, on a fresh instance and journal each time.
+fn bench_turns(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    registry: &Arc<ToolRegistry>,
+    group: &str,
+    cases: &[(&str, Backend, Shape)],
+) {
+    let mut group = c.benchmark_group(group);
+    group.throughput(Throughput::Elements(CALLS as u64));
+    for &(name, backend, shape) in cases {
         group.bench_function(name, |b| {
-            b.to_async(&rt).iter_batched(
-                || setup(&registry, backend, shape),
+            b.to_async(rt).iter_batched(
+                || setup(registry, backend, shape),
                 |s| async move {
                     let turn = s.agent.run_turn("add them").await.unwrap();
                     assert_eq!(turn.steps[0].results.len(), CALLS);
@@ -187,8 +205,6 @@ fn main() {
         });
     }
     group.finish();
-    bench_step_records(&mut c, &rt);
-    c.final_summary();
 }
 
 /// The writes of one Step of `CALLS` calls, as the step loop makes them.

@@ -228,45 +228,9 @@ async fn nats_token_flag_reaches_the_server_from_agent_host_and_run() {
     .expect("the test did not finish in time");
 }
 
-/// A swarm of one agent, `assistant`, that waits with the base `wait` tool and thinks with
-/// an OpenAI model at `server`.
-fn waiting_bundle(
-    dir: &std::path::Path,
-    server: &goondan_test_peers::replay::ReplayServer,
-) -> std::path::PathBuf {
-    let yaml = format!(
-        r#"apiVersion: goondan.ai/v1
-kind: Model
-metadata: {{name: replayed}}
-spec:
-  provider: openai
-  model: gpt-test
-  endpoint: "{}"
-  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}
----
-apiVersion: goondan.ai/v1
-kind: Agent
-metadata: {{name: assistant}}
-spec:
-  modelConfig: {{modelRef: "Model/replayed"}}
-  tools:
-    - ref: {{kind: Tool, name: wait, package: "@goondan/base"}}
----
-apiVersion: goondan.ai/v1
-kind: Swarm
-metadata: {{name: team}}
-spec: {{entryAgent: "Agent/assistant", agents: ["Agent/assistant"]}}
-"#,
-        server.url("/v1")
-    );
-    let file = dir.join("goondan.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    file
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
-    use crate::run_support::{KEY, call, text, tool_results};
+    use crate::run_support::{KEY, bundle_with, call, text, tool_results};
     use goondan_test_peers::replay::ReplayServer;
     use serde_json::json;
 
@@ -282,7 +246,7 @@ async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
         ])
         .await;
         let dir = tempfile::tempdir().unwrap();
-        let bundle = waiting_bundle(dir.path(), &model);
+        let bundle = bundle_with(dir.path(), &model, &["wait"], Some("team"));
         let state = dir.path().join("host-state");
         let start_host = || {
             let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"));

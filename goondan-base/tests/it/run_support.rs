@@ -16,7 +16,18 @@ pub fn goondan() -> &'static str {
 /// A bundle with one agent, `assistant`, that has the base `file-system` and `self-restart`
 /// tools and thinks with an OpenAI model at `server`; written into `dir`.
 pub fn bundle(dir: &Path, server: &ReplayServer) -> PathBuf {
-    let yaml = format!(
+    bundle_with(dir, server, &["file-system", "self-restart"], None)
+}
+
+/// A bundle with one agent, `assistant`, that has the base tools `tools` and thinks with an
+/// OpenAI model at `server`, in a Swarm named `swarm` when given; written into `dir`.
+pub fn bundle_with(
+    dir: &Path,
+    server: &ReplayServer,
+    tools: &[&str],
+    swarm: Option<&str>,
+) -> PathBuf {
+    let mut yaml = format!(
         r#"apiVersion: goondan.ai/v1
 kind: Model
 metadata: {{name: replayed}}
@@ -33,11 +44,19 @@ spec:
   modelConfig: {{modelRef: "Model/replayed"}}
   systemPrompt: "You are a careful assistant."
   tools:
-    - ref: {{kind: Tool, name: file-system, package: "@goondan/base"}}
-    - ref: {{kind: Tool, name: self-restart, package: "@goondan/base"}}
 "#,
         server.url("/v1")
     );
+    for tool in tools {
+        yaml.push_str(&format!(
+            "    - ref: {{kind: Tool, name: {tool}, package: \"@goondan/base\"}}\n"
+        ));
+    }
+    if let Some(swarm) = swarm {
+        yaml.push_str(&format!(
+            "---\napiVersion: goondan.ai/v1\nkind: Swarm\nmetadata: {{name: {swarm}}}\nspec: {{entryAgent: \"Agent/assistant\", agents: [\"Agent/assistant\"]}}\n"
+        ));
+    }
     let file = dir.join("goondan.yaml");
     std::fs::write(&file, yaml).unwrap();
     file
