@@ -28,7 +28,9 @@ const ENV_HALT: &str = "GOONDAN_TEST_JOURNAL_HALT";
 const ENV_NATS: &str = "GOONDAN_TEST_JOURNAL_NATS";
 
 /// How long a lease lasts in these tests: a killed host's instance is free this long after.
-pub(crate) const LEASE_TTL: Duration = Duration::from_secs(2);
+/// A halted child renews nothing (its one thread is parked), so this is also how long the
+/// test has to see its lease held before killing it.
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(3);
 
 /// A ledger in the workdir: each run of a handler leaves a line in a file, so the test counts
 /// how many times each ran, across processes.
