@@ -335,3 +335,33 @@ fn after_the_holder_is_killed_its_lease_expires_and_another_host_resumes_the_tur
         journal.release().await.unwrap();
     });
 }
+
+/// A host whose lease was taken from it (its key removed by hand, then another host opened the
+/// journal) learns it at its next renewal and writes nothing more; the new holder writes.
+#[tokio::test]
+async fn a_host_whose_lease_was_taken_stops_writing_and_the_new_holder_goes_on() {
+    let server = NatsServer::start_jetstream();
+    let state = tempfile::tempdir().unwrap();
+    let first = open(&server.url, state.path(), "host-a").await;
+    first.append(&[started("c1")]).await.unwrap();
+
+    let client = async_nats::connect(server.url.as_str()).await.unwrap();
+    let leases = async_nats::jetstream::new(client)
+        .get_key_value("goondan_leases")
+        .await
+        .unwrap();
+    let key = format!("payer.{}", escaped(&instance_of(state.path())));
+    leases.delete(&key).await.unwrap();
+    let second = open(&server.url, state.path(), "host-b").await;
+
+    // The first host's next renewal (every third of the TTL) finds the lease taken.
+    tokio::time::sleep(LEASE_TTL / 3 + Duration::from_millis(700)).await;
+    let refused = first.append(&[started("c2")]).await;
+    assert!(
+        matches!(&refused, Err(JournalError::Lost { reason, .. }) if reason.contains("another host took it")),
+        "{refused:?}"
+    );
+    second.append(&[started("c3")]).await.unwrap();
+    let read = second.read().await.unwrap();
+    assert_eq!(read.records, [started("c1"), started("c3")]);
+}
