@@ -18,6 +18,10 @@
 //! - `sqlite_normal`: [`SqliteJournal`] with `synchronous = NORMAL` (survives a killed
 //!   process; the default).
 //! - `sqlite_full`: `synchronous = FULL` (survives a power loss: a disk flush per write).
+//! - `jetstream`: [`NatsJournal`] on a `nats-server -js` on loopback (file storage, the
+//!   server's default sync: every two minutes), which this binary starts
+//!   (`scripts/nats-server` installs it when missing). Each write is one publish and its ack;
+//!   a fresh journal also takes its instance's lease and looks up the subject's last message.
 //!
 //! `journal_turn_shapes/*`: the same Turn with the step loop's batching at work, without a
 //! journal and on SQLite (NORMAL): `concurrent_*` runs the ten calls together
@@ -32,12 +36,17 @@
 )]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use goondan_runtime::prelude::*;
-use goondan_runtime::step::journal::{Durability, Journal, MemoryJournal, Record, SqliteJournal};
+use goondan_runtime::step::journal::{
+    Durability, Journal, MemoryJournal, NatsJournal, NatsJournalOptions, Record, SqliteJournal,
+};
 use goondan_runtime::step::{AgentInstance, Model, ModelFuture, ModelRequest, ModelResponse};
 use goondan_runtime::{Message, ToolCallResult};
+use goondan_test_peers::nats::NatsServer;
 use serde_json::json;
 
 const CALLS: usize = 10;
@@ -75,10 +84,54 @@ impl Model for TenCalls {
 }
 
 #[derive(Clone, Copy)]
-enum Backend {
+enum Backend<'a> {
     Plain,
     Memory,
     Sqlite(Durability),
+    JetStream(&'a JetStream),
+}
+
+/// The JetStream of the bench's own `nats-server`. The client lives on a runtime of its own
+/// (one worker thread, as on a host's multi-threaded runtime), so that journals can be opened
+/// in criterion's setup, which runs inside the bench's runtime, and leases renew between
+/// measurements.
+struct JetStream {
+    rt: tokio::runtime::Runtime,
+    context: async_nats::jetstream::Context,
+    /// A fresh instance per journal, so no journal waits for another's lease.
+    instances: AtomicUsize,
+}
+
+impl JetStream {
+    fn connect(url: &str) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let context = rt.block_on(async {
+            async_nats::jetstream::new(async_nats::connect(url).await.unwrap())
+        });
+        Self {
+            rt,
+            context,
+            instances: AtomicUsize::new(0),
+        }
+    }
+
+    /// A journal of a new instance (made outside the timed part: opening is not a call's cost).
+    fn journal(&self) -> NatsJournal {
+        let instance = format!("i{}", self.instances.fetch_add(1, Ordering::Relaxed));
+        let context = self.context.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.rt.spawn(async move {
+            let options = NatsJournalOptions::default()
+                .holder("bench")
+                .lease_ttl(Duration::from_secs(120));
+            let _ = tx.send(NatsJournal::open(&context, "bench", &instance, &options).await);
+        });
+        rx.recv().unwrap().unwrap()
+    }
 }
 
 /// A fresh instance (and journal) per Turn, so every Turn starts from the same state.
@@ -99,7 +152,7 @@ const PLAIN_SHAPE: Shape = Shape {
     concurrency: 1,
 };
 
-fn setup(registry: &Arc<ToolRegistry>, backend: Backend, shape: Shape) -> Setup {
+fn setup(registry: &Arc<ToolRegistry>, backend: Backend<'_>, shape: Shape) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let model = Arc::new(TenCalls(shape.tool));
     let mut builder = AgentInstance::builder("bench", Arc::clone(registry), model)
@@ -113,6 +166,7 @@ fn setup(registry: &Arc<ToolRegistry>, backend: Backend, shape: Shape) -> Setup 
             let file = SqliteJournal::file_in(dir.path(), "bench", "default");
             Some(Arc::new(SqliteJournal::open(file, durability).unwrap()))
         }
+        Backend::JetStream(jetstream) => Some(Arc::new(jetstream.journal())),
     };
     if let Some(journal) = journal {
         builder = builder.journal(journal);
@@ -128,6 +182,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let server = NatsServer::start_jetstream();
+    let jetstream = JetStream::connect(&server.url);
     let registry = Arc::new(
         ToolRegistry::builder()
             .tool(add::TOOL)
@@ -154,6 +210,7 @@ fn main() {
                 Backend::Sqlite(Durability::Full),
                 PLAIN_SHAPE,
             ),
+            ("jetstream", Backend::JetStream(&jetstream), PLAIN_SHAPE),
         ],
     );
     let concurrent = Shape {
@@ -177,8 +234,9 @@ fn main() {
             ("read_only_sqlite_normal", normal, read_only),
         ],
     );
-    bench_step_records(&mut c, &rt);
+    bench_step_records(&mut c, &rt, &jetstream);
     c.final_summary();
+    drop(server);
 }
 
 /// One Turn of ten calls per case, on a fresh instance and journal each time.
@@ -187,7 +245,7 @@ fn bench_turns(
     rt: &tokio::runtime::Runtime,
     registry: &Arc<ToolRegistry>,
     group: &str,
-    cases: &[(&str, Backend, Shape)],
+    cases: &[(&str, Backend<'_>, Shape)],
 ) {
     let mut group = c.benchmark_group(group);
     group.throughput(Throughput::Elements(CALLS as u64));
@@ -249,7 +307,7 @@ fn step_writes(turn: &str) -> Vec<Vec<Record>> {
     writes
 }
 
-fn bench_step_records(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+fn bench_step_records(c: &mut Criterion, rt: &tokio::runtime::Runtime, jetstream: &JetStream) {
     let writes = step_writes("turn-1");
     let dir = tempfile::tempdir().unwrap();
     let mut group = c.benchmark_group("journal_step");
@@ -268,6 +326,7 @@ fn bench_step_records(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 SqliteJournal::open(dir.path().join("full.sqlite3"), Durability::Full).unwrap(),
             ),
         ),
+        ("jetstream", Arc::new(jetstream.journal())),
     ];
     for (name, journal) in backends {
         group.bench_function(name, |b| {

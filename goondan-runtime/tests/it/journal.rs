@@ -1,7 +1,7 @@
-//! Durable runs (issue 25) on the SQLite journal, with real processes: the test binary runs
-//! [`crash_child`] as a child process that halts at a journal point
+//! Durable runs (issue 25) with real processes, on the SQLite journal and on JetStream: the
+//! test binary runs [`crash_child`] as a child process that halts at a journal point
 //! ([`goondan_runtime::step::journal::halt_at`]) and is killed there with SIGKILL; a second
-//! child on the same state directory resumes the Turn. Each point is checked against a run
+//! child on the same state directory (and, on JetStream, the same instance) resumes the Turn. Each point is checked against a run
 //! without a crash: no message lost, no call that is not idempotent run twice, the same
 //! conversation (except where a call was interrupted, which the model is told).
 
@@ -9,10 +9,12 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::Duration;
 
 use goondan_runtime::prelude::*;
 use goondan_runtime::step::journal::{
-    Durability, JournalError, JournalPoint, SqliteJournal, halt_at,
+    Durability, Journal, JournalError, JournalPoint, NatsJournal, NatsJournalOptions,
+    SqliteJournal, halt_at,
 };
 use goondan_runtime::step::{
     AgentInstance, Model, ModelFuture, ModelRequest, ModelResponse, TurnEnd,
@@ -22,6 +24,13 @@ use serde_json::{Value, json};
 
 const ENV_STATE: &str = "GOONDAN_TEST_JOURNAL_STATE";
 const ENV_HALT: &str = "GOONDAN_TEST_JOURNAL_HALT";
+/// The NATS server of a child whose journal is on JetStream.
+const ENV_NATS: &str = "GOONDAN_TEST_JOURNAL_NATS";
+
+/// How long a lease lasts in these tests: a killed host's instance is free this long after.
+/// A halted child renews nothing (its one thread is parked), so this is also how long the
+/// test has to see its lease held before killing it.
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(3);
 
 /// A ledger in the workdir: each run of a handler leaves a line in a file, so the test counts
 /// how many times each ran, across processes.
@@ -79,16 +88,60 @@ impl Model for ByStep {
 }
 
 fn agent(state: &Path) -> Result<AgentInstance, Box<dyn std::error::Error>> {
-    let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build()?);
     let journal = SqliteJournal::open(
         SqliteJournal::file_in(state, "payer", "default"),
         Durability::Normal,
     )?;
+    agent_on(state, Arc::new(journal))
+}
+
+/// The payer agent with its workdir under `state`, on `journal`.
+pub(crate) fn agent_on(
+    state: &Path,
+    journal: Arc<dyn Journal>,
+) -> Result<AgentInstance, Box<dyn std::error::Error>> {
+    let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build()?);
     Ok(AgentInstance::builder("payer", registry, Arc::new(ByStep))
         .tools(["ledger"])
         .state_dir(state)
-        .journal(Arc::new(journal))
+        .journal(journal)
         .build()?)
+}
+
+/// The options of every JetStream journal of these tests: leases of [`LEASE_TTL`], this host
+/// named `holder`, waiting up to `wait` for another host's lease.
+pub(crate) fn nats_options(holder: &str, wait: Duration) -> NatsJournalOptions {
+    NatsJournalOptions::default()
+        .holder(holder)
+        .lease_ttl(LEASE_TTL)
+        .wait(wait)
+}
+
+/// The JetStream journal of the payer's instance kept under `state` (the instance key is the
+/// state directory's name, so each test directory has an instance of its own).
+pub(crate) async fn open_nats(
+    url: &str,
+    state: &Path,
+    holder: &str,
+    wait: Duration,
+) -> Result<NatsJournal, JournalError> {
+    let client = async_nats::connect(url).await.unwrap();
+    let jetstream = async_nats::jetstream::new(client);
+    NatsJournal::open(
+        &jetstream,
+        "payer",
+        &instance_of(state),
+        &nats_options(holder, wait),
+    )
+    .await
+}
+
+/// The instance key of the journal on JetStream of the state directory `state`.
+pub(crate) fn instance_of(state: &Path) -> String {
+    state
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "default".to_owned())
 }
 
 /// The conversation as the model sees it: roles, texts, calls; not ids or times.
@@ -106,15 +159,16 @@ fn shape(conversation: &[Message]) -> Vec<Value> {
         .collect()
 }
 
-fn lines(state: &Path, file: &str) -> usize {
+pub(crate) fn lines(state: &Path, file: &str) -> usize {
     std::fs::read_to_string(state.join("workspace").join(file))
         .map(|t| t.lines().count())
         .unwrap_or(0)
 }
 
-/// The child: resumes what the state directory's journal left, then runs the Turn `pay rent`
-/// unless the journal already holds it; halts where `ENV_HALT` says (`point[:nth]`). Writes
-/// the conversation it ends with to `conversation.json`.
+/// The child: resumes what the state directory's journal left (on JetStream when `ENV_NATS`
+/// names a server), then runs the Turn `pay rent` unless the journal already holds it; halts
+/// where `ENV_HALT` says (`point[:nth]`). Writes the conversation it ends with to
+/// `conversation.json`.
 #[tokio::test]
 #[ignore = "run as a child process by the crash matrix"]
 async fn crash_child() {
@@ -126,7 +180,24 @@ async fn crash_child() {
         let point = JournalPoint::from_name(name).unwrap();
         halt_at(point, nth.parse().unwrap());
     }
-    let agent = agent(&state).unwrap();
+    let nats = match std::env::var(ENV_NATS) {
+        // A host taking over from one killed waits for its lease to expire.
+        Ok(url) => Some(Arc::new(
+            open_nats(
+                &url,
+                &state,
+                &format!("child-{}", std::process::id()),
+                Duration::from_secs(30),
+            )
+            .await
+            .unwrap(),
+        )),
+        Err(_) => None,
+    };
+    let agent = match &nats {
+        Some(journal) => agent_on(&state, Arc::clone(journal) as Arc<dyn Journal>).unwrap(),
+        None => agent(&state).unwrap(),
+    };
     let resumed = agent.resume().await.unwrap();
     if resumed.is_none() && agent.conversation().is_empty() {
         let turn = agent.run_turn("pay rent").await.unwrap();
@@ -134,9 +205,12 @@ async fn crash_child() {
     }
     let text = serde_json::to_string(&agent.conversation()).unwrap();
     std::fs::write(state.join("conversation.json"), text).unwrap();
+    if let Some(journal) = nats {
+        journal.release().await.unwrap();
+    }
 }
 
-fn child(state: &Path, halt: Option<&str>) -> Command {
+fn child(state: &Path, nats: Option<&str>, halt: Option<&str>) -> Command {
     let exe = std::env::current_exe().unwrap();
     let name = match module_path!().split_once("::") {
         Some((_, module)) => format!("{module}::crash_child"),
@@ -151,16 +225,21 @@ fn child(state: &Path, halt: Option<&str>) -> Command {
         "--nocapture",
     ])
     .env(ENV_STATE, state)
-    .env_remove(ENV_HALT);
+    .env_remove(ENV_HALT)
+    .env_remove(ENV_NATS);
+    if let Some(url) = nats {
+        cmd.env(ENV_NATS, url);
+    }
     if let Some(halt) = halt {
         cmd.env(ENV_HALT, halt);
     }
     cmd
 }
 
-/// Runs the child to its end; returns the conversation it wrote.
-fn run_to_end(state: &Path) -> Vec<Message> {
-    let out = child(state, None).output().unwrap();
+/// Runs the child to its end (its journal on the NATS server `nats`, else in SQLite);
+/// returns the conversation it wrote.
+pub(crate) fn run_to_end(state: &Path, nats: Option<&str>) -> Vec<Message> {
+    let out = child(state, nats, None).output().unwrap();
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
         "the child failed:\n{}\n{}",
@@ -173,8 +252,8 @@ fn run_to_end(state: &Path) -> Vec<Message> {
 
 /// Runs the child until it halts at `halt`, checks that the journal is refused to another
 /// process meanwhile, and kills it with SIGKILL.
-fn run_and_kill(state: &Path, halt: &str) {
-    let mut process = child(state, Some(halt))
+pub(crate) fn run_and_kill(state: &Path, nats: Option<&str>, halt: &str) {
+    let mut process = child(state, nats, Some(halt))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -194,22 +273,57 @@ fn run_and_kill(state: &Path, halt: &str) {
         let _ = process.kill();
         panic!("the child never reached {halt}:\n{}", seen.join("\n"));
     }
-    let file = SqliteJournal::file_in(state, "payer", "default");
-    let busy = SqliteJournal::open(&file, Durability::Normal).map(|_| ());
-    assert!(
-        matches!(busy, Err(JournalError::InUse { .. })),
-        "a second process opened the journal: {busy:?}"
-    );
+    match nats {
+        Some(url) => {
+            let busy = block_on(open_nats(url, state, "intruder", Duration::ZERO)).map(|_| ());
+            assert!(
+                matches!(&busy, Err(JournalError::Held { holder, .. }) if holder.starts_with("child-")),
+                "a second host opened the journal: {busy:?}"
+            );
+        }
+        None => {
+            let file = SqliteJournal::file_in(state, "payer", "default");
+            let busy = SqliteJournal::open(&file, Durability::Normal).map(|_| ());
+            assert!(
+                matches!(busy, Err(JournalError::InUse { .. })),
+                "a second process opened the journal: {busy:?}"
+            );
+        }
+    }
     process.kill().unwrap(); // SIGKILL
     let status = process.wait().unwrap();
     assert!(!status.success());
 }
 
+/// `future` on a runtime of its own, for the tests that run child processes.
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
 /// The crash matrix on SQLite: killed at each journal point, then resumed by a new process.
 #[test]
 fn durable_runs_survive_sigkill_at_every_journal_point_on_sqlite() {
+    crash_matrix(None);
+}
+
+/// The crash matrix on JetStream (a real `nats-server -js`): killed at each journal point,
+/// then resumed by a new process on another host's lease, once the killed one's expired.
+#[test]
+fn durable_runs_survive_sigkill_at_every_journal_point_on_jetstream() {
+    let server = goondan_test_peers::nats::NatsServer::start_jetstream();
+    crash_matrix(Some(&server.url));
+}
+
+/// Killed at each journal point, then resumed by a new process: no message lost, no call that
+/// is not idempotent run twice, the conversation of a run without a crash. The journals are in
+/// SQLite, or on the NATS server `nats`.
+fn crash_matrix(nats: Option<&str>) {
     let reference = tempfile::tempdir().unwrap();
-    let expected = shape(&run_to_end(reference.path()));
+    let expected = shape(&run_to_end(reference.path(), nats));
     assert_eq!(
         expected.len(),
         5,
@@ -238,8 +352,8 @@ fn durable_runs_survive_sigkill_at_every_journal_point_on_sqlite() {
     ];
     for (halt, paid, marked, same) in matrix {
         let state = tempfile::tempdir().unwrap();
-        run_and_kill(state.path(), halt);
-        let conversation = run_to_end(state.path());
+        run_and_kill(state.path(), nats, halt);
+        let conversation = run_to_end(state.path(), nats);
         let got = shape(&conversation);
         assert_eq!(
             (
@@ -273,7 +387,7 @@ fn durable_runs_survive_sigkill_at_every_journal_point_on_sqlite() {
 #[test]
 fn a_torn_write_ahead_log_recovers_to_the_last_complete_record_with_a_warning() {
     let state = tempfile::tempdir().unwrap();
-    run_and_kill(state.path(), "after-result:1");
+    run_and_kill(state.path(), None, "after-result:1");
     let file = SqliteJournal::file_in(state.path(), "payer", "default");
     let wal = PathBuf::from(format!("{}-wal", file.display()));
     let len = std::fs::metadata(&wal).unwrap().len();

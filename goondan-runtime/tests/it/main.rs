@@ -37,6 +37,7 @@ pub mod executor;
 pub mod fuzz_regressions;
 pub mod guide;
 pub mod journal;
+pub mod journal_jetstream;
 pub mod macro_tool_input;
 pub mod macro_ui;
 pub mod mcp_approvals;

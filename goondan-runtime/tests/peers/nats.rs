@@ -67,12 +67,24 @@ pub struct NatsServer {
     dir: tempfile::TempDir,
     /// `nats://ip:port`.
     pub url: String,
+    /// JetStream's store, removed on drop.
+    store: Option<tempfile::TempDir>,
 }
 
 impl NatsServer {
     /// A server on a free loopback port.
     pub fn start() -> Self {
         Self::start_with("127.0.0.1", &[])
+    }
+
+    /// A server with JetStream (`-js`) on a free loopback port, its store in a temporary
+    /// directory.
+    pub fn start_jetstream() -> Self {
+        let store = tempfile::tempdir().unwrap_or_else(|e| panic!("no temporary directory: {e}"));
+        let dir = store.path().to_string_lossy().into_owned();
+        let mut server = Self::start_with("127.0.0.1", &["-js", "-sd", &dir]);
+        server.store = Some(store);
+        server
     }
 
     /// A server listening on `ip`, with extra arguments (`--user`, `--pass`).
@@ -99,6 +111,7 @@ impl NatsServer {
             child,
             dir,
             url: String::new(),
+            store: None,
         };
         let ports = server
             .dir

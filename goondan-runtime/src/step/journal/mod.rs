@@ -16,7 +16,9 @@
 //! - a call admitted but not started runs.
 //!
 //! Backends: [`SqliteJournal`] (feature `sqlite`, the default: one file per instance under the
-//! state directory) and [`MemoryJournal`] (for tests). [`Journal`] is the trait to write
+//! state directory), `NatsJournal` (feature `nats`: one subject per instance in a JetStream
+//! stream, with a lease so that two hosts never run one instance) and [`MemoryJournal`] (for
+//! tests). [`Journal`] is the trait to write
 //! another.
 //!
 //! ```
@@ -57,6 +59,8 @@
 //! ```
 
 mod memory;
+#[cfg(feature = "nats")]
+mod nats;
 mod point;
 mod record;
 mod replay;
@@ -68,6 +72,8 @@ use std::path::PathBuf;
 use crate::calls::middleware::BoxFuture;
 
 pub use self::memory::MemoryJournal;
+#[cfg(feature = "nats")]
+pub use self::nats::{Lease, NatsJournal, NatsJournalOptions};
 pub(crate) use self::point::reached;
 pub use self::point::{JournalPoint, halt_at};
 pub use self::record::{FORMAT_VERSION, MAX_RECORD_BYTES, Record, TurnEnding};
@@ -147,6 +153,54 @@ pub enum JournalError {
         found: u32,
         /// The newest this build reads.
         supported: u32,
+    },
+    /// A name (an agent's, an instance key) cannot name a journal.
+    #[error("the {what} `{name}` cannot name a journal: {reason}")]
+    Name {
+        /// What the name is of: `agent`, `instance key`.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A write is larger than the journal takes.
+    #[error(
+        "a {what} of {bytes} bytes is larger than the journal `{place}` takes ({limit} bytes); \
+         make the tool return less (a file in its workdir, a summary)"
+    )]
+    TooLarge {
+        /// The file or the stream.
+        place: String,
+        /// `record` (one record) or `write` (the records written together).
+        what: &'static str,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Another host holds the journal's lease: it runs the same agent instance.
+    #[error(
+        "the journal `{place}` is held by `{holder}` (another host running the same agent and \
+         instance); it is free once that host stops, or {ttl:?} after it last renewed its lease"
+    )]
+    Held {
+        /// The journal's lease.
+        place: String,
+        /// Who holds it.
+        holder: String,
+        /// How long a lease lasts without renewal.
+        ttl: std::time::Duration,
+    },
+    /// This host no longer holds the journal: its lease expired or another writer wrote to it.
+    /// It writes nothing more, so that two hosts never run one instance; starting it again
+    /// resumes from what the journal holds.
+    #[error("this host lost the journal `{place}`: {reason}; it stops writing to it")]
+    Lost {
+        /// The journal or its lease.
+        place: String,
+        /// How.
+        reason: String,
     },
     /// A record before the end does not parse: the journal is damaged and nothing is resumed
     /// from it.
