@@ -3,7 +3,9 @@
 //! requests from NATS. Several hosts serving one agent share its requests. With `--state DIR`,
 //! each agent instance keeps a run journal there (`journal/{agent}.{instanceKey}.sqlite3`): a
 //! process that crashed, or the whole host, goes on with its conversation when it starts again,
-//! and finishes the Turn the crash cut short before the next one.
+//! and finishes the Turn the crash cut short before the next one. With `--journal nats://...`
+//! the journals are kept on JetStream instead, so that another host takes over the instances
+//! of a host that died.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,9 +43,41 @@ pub struct AgentHostArgs {
     /// a crash of their process or of the host (default: no journal, Turns live in memory).
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
+    /// Keep the run journals on JetStream at this NATS server (`nats://host:port`, credentials
+    /// from `GOONDAN_NATS_TOKEN` and the like) instead: when this host dies, another host
+    /// serving the same agents finishes their Turns. An instance is held by one host at a time.
+    #[command(flatten)]
+    pub journal: JournalArgs,
     /// Credentials and TLS.
     #[command(flatten)]
     pub connection: NatsConnection,
+}
+
+/// Where the run journals of the agents go besides the state directory (shared by
+/// `goondan agent-host` and `goondan run`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct JournalArgs {
+    /// Keep the agents' run journals on JetStream at this NATS server (`nats://host:port`)
+    /// instead of SQLite files in the state directory.
+    #[arg(long = "journal", value_name = "URL")]
+    pub url: Option<String>,
+    /// With `--journal`: how long a process's hold on an agent instance lasts without being
+    /// renewed; after a host dies, another takes its instances over after at most this long.
+    #[arg(long = "journal-lease", value_name = "DURATION", value_parser = humantime::parse_duration, requires = "url")]
+    pub lease: Option<std::time::Duration>,
+}
+
+impl JournalArgs {
+    /// Tells the agent processes where their journals go.
+    pub(crate) fn pass_to(&self, mut process: ProcessConfig) -> ProcessConfig {
+        if let Some(url) = &self.url {
+            process = process.env(super::run::ENV_JOURNAL, url);
+        }
+        if let Some(lease) = self.lease {
+            process = process.env(super::run::ENV_JOURNAL_LEASE, lease.as_millis().to_string());
+        }
+        process
+    }
 }
 
 /// How to reach a NATS server besides its URL: credentials and TLS (shared by `goondan
@@ -166,6 +200,7 @@ fn serve(
         std::fs::create_dir_all(state)?;
         process = process.env(super::run::ENV_STATE, std::fs::canonicalize(state)?);
     }
+    let process = args.journal.pass_to(process);
     let process = std::env::args_os()
         .skip(1)
         .fold(process, |p, arg| p.arg(arg));

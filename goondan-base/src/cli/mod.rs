@@ -19,7 +19,7 @@ mod commands;
 mod mcp;
 pub mod run;
 
-pub use self::agent_host::{AgentHostArgs, NatsConnection};
+pub use self::agent_host::{AgentHostArgs, JournalArgs, NatsConnection};
 pub use self::approvals::{AnswerWord, ApprovalsCommand, StatePlace};
 
 use std::ffi::OsString;

@@ -230,12 +230,31 @@ async fn nats_token_flag_reaches_the_server_from_agent_host_and_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
+    a_killed_hosts_turn_is_finished_by_the_next_host(false).await;
+}
+
+/// Exactly once across hosts (issue 25, item 4): the journal on JetStream, two hosts with
+/// nothing on disk in common; the second takes the instance over once the killed host's lease
+/// expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_journal_on_jetstream_another_host_finishes_the_turn_of_a_killed_host() {
+    a_killed_hosts_turn_is_finished_by_the_next_host(true).await;
+}
+
+/// A host is killed (SIGKILL, its agent processes with it) while a call of a Turn runs; the
+/// next host, given the same journal (`--state DIR` on one machine, or `--journal nats://` on
+/// JetStream), finishes that Turn before the next one without asking the model again.
+async fn a_killed_hosts_turn_is_finished_by_the_next_host(jetstream: bool) {
     use crate::run_support::{KEY, bundle_with, call, text, tool_results};
     use goondan_test_peers::replay::ReplayServer;
     use serde_json::json;
 
     tokio::time::timeout(Duration::from_secs(120), async {
-        let server = nats::NatsServer::start();
+        let server = if jetstream {
+            nats::NatsServer::start_jetstream()
+        } else {
+            nats::NatsServer::start()
+        };
         let model = ReplayServer::start([
             // The first host: the model asks for a long wait, and the host dies during it.
             call("call_w", "wait__seconds", &json!({"seconds": 4})),
@@ -248,14 +267,24 @@ async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
         let dir = tempfile::tempdir().unwrap();
         let bundle = bundle_with(dir.path(), &model, &["wait"], Some("team"));
         let state = dir.path().join("host-state");
-        let start_host = || {
+        let start_host = |host: &str| {
             let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"));
             child
                 .args(["agent-host", "--nats", &server.url, "--swarm", "team"])
                 .arg("--bundle")
-                .arg(&bundle)
-                .arg("--state")
-                .arg(&state)
+                .arg(&bundle);
+            if jetstream {
+                // Each host in a directory of its own, as on machines of their own.
+                let workdir = dir.path().join(host);
+                std::fs::create_dir_all(&workdir).unwrap();
+                child
+                    .args(["--journal", &server.url, "--journal-lease", "2s"])
+                    .arg("--workdir")
+                    .arg(workdir);
+            } else {
+                child.arg("--state").arg(&state);
+            }
+            child
                 .env("GOONDAN_TEST_KEY", KEY)
                 .current_dir(dir.path())
                 .stdout(Stdio::piped())
@@ -271,7 +300,7 @@ async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
                 assert!(line.starts_with("agent-host "), "{line}");
             }
         };
-        let mut first = start_host();
+        let mut first = start_host("first");
         wait_serving(&mut first).await;
         // The entry side, as `goondan run --nats`; it waits in vain for the first Turn.
         let entry = tokio::process::Command::new(env!("CARGO_BIN_EXE_goondan"))
@@ -299,7 +328,7 @@ async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
         let _ = first.wait().await;
         drop(entry);
 
-        let mut second = start_host();
+        let mut second = start_host("second");
         wait_serving(&mut second).await;
         let out = run_over_nats(&server.url, &bundle).await;
         let err = String::from_utf8_lossy(&out.stderr);

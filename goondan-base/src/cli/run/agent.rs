@@ -46,7 +46,7 @@ use super::link::{
     Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note,
     Order, line, short,
 };
-use super::{model, questions, state};
+use super::{journal, model, questions, state};
 
 /// In an agent process started by an Orchestrator, serves the bundle's Agent and exits;
 /// otherwise returns at once.
@@ -100,9 +100,7 @@ impl RunWorker {
                 Some((pattern.to_owned(), policy.parse().ok()?))
             })
             .collect();
-        let journal = state
-            .as_deref()
-            .and_then(|s| state::open_journal(s, &me.agent, &me.instance_key));
+        let journal = journal::open_from_env(&me.agent, &me.instance_key);
         let questions = state.as_deref().and_then(|s| match questions::open(s) {
             Ok(store) => Some(Arc::new(store) as Arc<dyn QuestionStore>),
             Err(e) => {

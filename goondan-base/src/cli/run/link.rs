@@ -20,6 +20,11 @@ pub(crate) const ENV_STATE: &str = "GOONDAN_RUN_STATE";
 pub(crate) const ENV_APPROVE: &str = "GOONDAN_RUN_APPROVE";
 /// The per-tool policies of `--approve-tool`, one `PATTERN=POLICY` per line.
 pub(crate) const ENV_APPROVE_TOOLS: &str = "GOONDAN_RUN_APPROVE_TOOLS";
+/// `--journal`: the NATS server whose JetStream keeps the run journals (else SQLite files in
+/// the state directory).
+pub(crate) const ENV_JOURNAL: &str = "GOONDAN_RUN_JOURNAL";
+/// `--journal-lease`, in milliseconds.
+pub(crate) const ENV_JOURNAL_LEASE: &str = "GOONDAN_RUN_JOURNAL_LEASE_MS";
 /// `--approval-expiry`, in milliseconds.
 pub(crate) const ENV_APPROVAL_EXPIRY: &str = "GOONDAN_RUN_APPROVAL_EXPIRY_MS";
 

@@ -26,6 +26,7 @@
 //!   read from the variables the Models name and are never printed.
 
 mod agent;
+mod journal;
 mod link;
 mod model;
 pub(crate) mod questions;
@@ -42,7 +43,7 @@ use goondan_runtime::bundle::BundleError;
 use goondan_runtime::calls::approval::Policy;
 
 pub(crate) use self::agent::serve_if_requested;
-pub(crate) use self::link::ENV_STATE;
+pub(crate) use self::link::{ENV_JOURNAL, ENV_JOURNAL_LEASE, ENV_STATE};
 
 /// The state directory of the bundle at `bundle`: `explicit` when given, else `.goondan/` next
 /// to the bundle (for `goondan approvals`, which finds the questions where `goondan run` keeps
@@ -88,6 +89,9 @@ pub struct RunArgs {
     /// answered, here or with `goondan approvals answer`, across restarts.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub approval_expiry: Option<std::time::Duration>,
+    /// Where the agents' run journals go (default: SQLite files in the state directory).
+    #[command(flatten)]
+    pub journal: crate::cli::JournalArgs,
     /// Talk to the swarm on this NATS server (its agents served by `goondan agent-host`s)
     /// instead of running the agents here. The answers are printed; the Turns' text, tool
     /// calls and approvals stay on the hosts.

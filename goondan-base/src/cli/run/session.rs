@@ -71,6 +71,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
     if let Some(after) = args.approval_expiry {
         process = process.env(ENV_APPROVAL_EXPIRY, after.as_millis().to_string());
     }
+    let process = args.journal.pass_to(process);
     let config = OrchestratorConfig {
         workdir: state.clone(),
         ..OrchestratorConfig::default()

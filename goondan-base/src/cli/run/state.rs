@@ -9,10 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
 use goondan_runtime::Message;
-use goondan_runtime::step::journal::{Durability, Journal, SqliteJournal};
 
 /// The state directory's name next to the bundle.
 pub(crate) const DEFAULT_DIR: &str = ".goondan";
@@ -51,28 +48,6 @@ pub(crate) fn state_dir(bundle: &Path, explicit: Option<&Path>) -> PathBuf {
             .parent()
             .unwrap_or_else(|| Path::new("."))
             .join(DEFAULT_DIR),
-    }
-}
-
-/// How long a starting agent process waits for the journal of the process it replaces (a
-/// restart, a respawn after a crash) to be let go of.
-const JOURNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The run journal of instance `instance_key` of `agent` under the state directory; `None`,
-/// with the reason logged, when it cannot be opened (another process runs the same instance,
-/// a newer goondan wrote it): the session then runs without one.
-pub(super) fn open_journal(
-    state: &Path,
-    agent: &str,
-    instance_key: &str,
-) -> Option<Arc<dyn Journal>> {
-    let file = SqliteJournal::file_in(state, agent, instance_key);
-    match SqliteJournal::open_waiting(&file, Durability::Normal, JOURNAL_WAIT) {
-        Ok(journal) => Some(Arc::new(journal)),
-        Err(e) => {
-            tracing::error!(target: "goondan::run", error = %e, "the run journal cannot be opened; this session's turns are not kept");
-            None
-        }
     }
 }
 

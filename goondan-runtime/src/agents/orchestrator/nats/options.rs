@@ -98,8 +98,9 @@ impl NatsOptions {
         self
     }
 
-    /// Connects, naming the connection `name` (seen in the server's monitoring).
-    pub(crate) async fn connect(&self, name: &str) -> Result<async_nats::Client, NatsError> {
+    /// Connects, naming the connection `name` (seen in the server's monitoring): for a
+    /// [`NatsJournal`](crate::step::journal::NatsJournal) on the swarm's server, say.
+    pub async fn connect(&self, name: &str) -> Result<async_nats::Client, NatsError> {
         // Two TLS back-ends are linked (ring here, aws-lc-rs through the HTTP client), so rustls
         // cannot pick one itself: use ring unless the program installed one already. An error
         // only says that one is installed.
