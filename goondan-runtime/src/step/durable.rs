@@ -148,12 +148,13 @@ impl Writer {
         self.0.as_ref().map(|inner| &inner.journal)
     }
 
-    /// Keeps the call result `build` makes for the next write ([`write`](Self::write)), the
-    /// result of a call that may run again after a crash (`rerunnable`) or not.
-    pub(crate) fn defer(&self, rerunnable: bool, build: impl FnOnce() -> Record) {
+    /// Keeps the call result `build` makes for the next write ([`write`](Self::write)), with
+    /// whether its call may run again after a crash. Built only when there is a journal.
+    pub(crate) fn defer(&self, build: impl FnOnce() -> (Record, bool)) {
         if let Some(inner) = &self.0 {
+            let (record, rerunnable) = build();
             let mut queue = lock(&inner.queue);
-            queue.records.push(build());
+            queue.records.push(record);
             queue.results += 1;
             queue.precious += usize::from(!rerunnable);
         }
@@ -199,9 +200,7 @@ impl Middleware for JournalStarts {
                 message_id: cx.context().message().id.clone(),
                 call_id: cx.tool_call_id().to_owned(),
             };
-            let hints = cx.annotations();
-            let rerunnable = hints.idempotent == Some(true) || hints.read_only == Some(true);
-            if rerunnable && self.0.defer_start(start) {
+            if cx.annotations().rerunnable() && self.0.defer_start(start) {
                 reached(JournalPoint::AfterStart);
                 return next.run(cx).await;
             }
@@ -225,10 +224,9 @@ impl Middleware for JournalStarts {
 /// Whether `name`'s export may run a second time after a crash stopped it midway: marked
 /// idempotent, or read-only.
 pub(crate) fn rerunnable(registry: &ToolRegistry, name: &str) -> bool {
-    registry.get(name).is_some_and(|entry| {
-        let hints = entry.export().annotations();
-        hints.idempotent == Some(true) || hints.read_only == Some(true)
-    })
+    registry
+        .get(name)
+        .is_some_and(|entry| entry.export().annotations().rerunnable())
 }
 
 /// The answer of a call whose handler had started when the process stopped, and that is not
@@ -329,7 +327,7 @@ mod tests {
                     .map_err(|e| e.to_string())?;
                 // The handler runs now: its start must be in the journal already.
                 let durable = journal.inner.records().contains(&record("started", i));
-                writer.defer(false, || record("admitted", 100 + i));
+                writer.defer(|| (record("admitted", 100 + i), false));
                 Ok(durable)
             })
             .buffered(10)
@@ -405,11 +403,11 @@ mod tests {
         // a write; the Step's flush writes them all.
         for i in 0..5 {
             assert!(writer.defer_start(|| record("started", i)));
-            writer.defer(true, || record("admitted", 100 + i));
+            writer.defer(|| (record("admitted", 100 + i), true));
         }
         assert_eq!(journal.appends.load(Ordering::SeqCst), 0);
         // The result of a call that would not run again must not wait on a rerunnable start.
-        writer.defer(false, || record("admitted", 200));
+        writer.defer(|| (record("admitted", 200), false));
         assert!(!writer.defer_start(|| record("started", 9)));
         writer.flush().await.unwrap();
         assert_eq!(journal.appends.load(Ordering::SeqCst), 1);

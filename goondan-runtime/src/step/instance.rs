@@ -842,13 +842,15 @@ async fn run_call(
     };
     let message = tool_message(&result);
     // Written with the next write: the next call's start, or the end of the Step.
-    let again = rerunnable(&shared.registry, &result.tool_name);
-    shared.journal.defer(again, || Record::CallFinished {
-        turn_id: ctx.turn_id().to_owned(),
-        message_id: ctx.message().id.clone(),
-        tool_message_id: message.id.clone(),
-        at: message.created_at,
-        result: result.clone(),
+    shared.journal.defer(|| {
+        let record = Record::CallFinished {
+            turn_id: ctx.turn_id().to_owned(),
+            message_id: ctx.message().id.clone(),
+            tool_message_id: message.id.clone(),
+            at: message.created_at,
+            result: result.clone(),
+        };
+        (record, rerunnable(&shared.registry, &result.tool_name))
     });
     Ok((result, message))
 }

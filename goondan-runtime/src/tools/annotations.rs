@@ -108,6 +108,12 @@ impl ExportAnnotations {
         self
     }
 
+    /// Whether a call of the export may run again after a crash stopped it midway: marked
+    /// idempotent, or read-only.
+    pub fn rerunnable(&self) -> bool {
+        self.idempotent == Some(true) || self.read_only == Some(true)
+    }
+
     /// Whether nothing is said: no title and no hint.
     pub fn is_empty(&self) -> bool {
         self == &Self::default()

@@ -339,15 +339,7 @@ struct LinkApprover {
 
 impl Approver for LinkApprover {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
-        let question = self.keeps_questions.then(|| {
-            let ctx = request.context();
-            Question::id_for(
-                ctx.agent_name(),
-                ctx.instance_key(),
-                ctx.turn_id(),
-                request.tool_call_id(),
-            )
-        });
+        let question = self.keeps_questions.then(|| Question::id_of(request));
         let keeps = self.keeps_questions;
         Box::pin(async move {
             match self.link.ask(request, question).await {

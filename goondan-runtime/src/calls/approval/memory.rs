@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Decision;
 use super::question::{
-    AnswerOutcome, Answered, BY_EXPIRY, Listing, Question, QuestionError, QuestionFuture,
-    QuestionStore, Settled, same_call, settle,
+    AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
+    same_call,
 };
 
 /// A [`QuestionStore`] in memory: for tests, and for a process that answers its own questions
@@ -53,25 +53,13 @@ impl QuestionStore for MemoryQuestions {
         let mut questions = self.lock();
         let result = match questions.get_mut(id) {
             None => Err(QuestionError::Unknown { id: id.to_owned() }),
-            Some((_, question)) => settle(question, agent, now_ms).map(|settled| match settled {
-                Some(Settled::Answered) => AnswerOutcome::AlreadyAnswered(question.clone()),
-                Some(Settled::Expired) => {
-                    question.answer = Some(Answered {
-                        decision: question.expiry_decision(),
-                        by: BY_EXPIRY.to_owned(),
-                        at_ms: now_ms,
-                    });
-                    AnswerOutcome::Expired(question.clone())
-                }
-                None => {
-                    question.answer = Some(Answered {
-                        decision,
-                        by: by.to_owned(),
-                        at_ms: now_ms,
-                    });
-                    AnswerOutcome::Recorded(question.clone())
-                }
-            }),
+            Some((_, kept)) => {
+                apply_answer(kept.clone(), agent, decision, by, now_ms).inspect(|outcome| {
+                    if !matches!(outcome, AnswerOutcome::AlreadyAnswered(_)) {
+                        *kept = outcome.question().clone();
+                    }
+                })
+            }
         };
         Box::pin(std::future::ready(result))
     }

@@ -83,6 +83,18 @@ impl Question {
             .collect()
     }
 
+    /// The id of the question about `request`'s call ([`id_for`](Self::id_for) its agent,
+    /// instance, Turn and call).
+    pub fn id_of(request: &ApprovalRequest) -> String {
+        let ctx = request.context();
+        Self::id_for(
+            ctx.agent_name(),
+            ctx.instance_key(),
+            ctx.turn_id(),
+            request.tool_call_id(),
+        )
+    }
+
     /// The question `request` asks, at `now_ms`, denied after `expires_after` when set.
     pub fn from_request(
         request: &ApprovalRequest,
@@ -91,12 +103,7 @@ impl Question {
     ) -> Self {
         let ctx = request.context();
         Self {
-            id: Self::id_for(
-                ctx.agent_name(),
-                ctx.instance_key(),
-                ctx.turn_id(),
-                request.tool_call_id(),
-            ),
+            id: Self::id_of(request),
             agent: ctx.agent_name().to_owned(),
             instance_key: ctx.instance_key().to_owned(),
             turn_id: ctx.turn_id().to_owned(),
@@ -243,13 +250,17 @@ pub trait QuestionStore: Send + Sync + 'static {
     fn list(&self, which: Listing) -> QuestionFuture<'_, Vec<Question>>;
 }
 
-/// The checks every store makes on an answer, on the question as kept: whose it is, whether
-/// it is answered or expired. `Ok(None)` when the answer may be recorded.
-pub(super) fn settle(
-    question: &Question,
+/// Answers `question` as every store does: checks whose it is; keeps an answer it has
+/// already ([`AnswerOutcome::AlreadyAnswered`]); denies it for good when its expiry has passed
+/// ([`AnswerOutcome::Expired`]); else records `decision` by `by` at `now_ms`. The store then
+/// keeps the question as it is now unless it was already answered.
+pub(super) fn apply_answer(
+    mut question: Question,
     agent: Option<&str>,
+    decision: Decision,
+    by: &str,
     now_ms: u64,
-) -> Result<Option<Settled>, QuestionError> {
+) -> Result<AnswerOutcome, QuestionError> {
     if let Some(agent) = agent
         && agent != question.agent
     {
@@ -260,21 +271,24 @@ pub(super) fn settle(
         });
     }
     if question.answer.is_some() {
-        return Ok(Some(Settled::Answered));
+        return Ok(AnswerOutcome::AlreadyAnswered(question));
     }
-    if question.is_expired(now_ms) {
-        return Ok(Some(Settled::Expired));
-    }
-    Ok(None)
-}
-
-/// How a question was already settled when an answer came.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Settled {
-    /// It had an answer.
-    Answered,
-    /// Its expiry had passed (its denial is to be recorded now).
-    Expired,
+    let expired = question.is_expired(now_ms);
+    let (decision, by) = if expired {
+        (question.expiry_decision(), BY_EXPIRY)
+    } else {
+        (decision, by)
+    };
+    question.answer = Some(Answered {
+        decision,
+        by: by.to_owned(),
+        at_ms: now_ms,
+    });
+    Ok(if expired {
+        AnswerOutcome::Expired(question)
+    } else {
+        AnswerOutcome::Recorded(question)
+    })
 }
 
 /// The checks of [`QuestionStore::ask`] when a question with the id is kept: it must be the

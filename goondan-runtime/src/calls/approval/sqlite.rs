@@ -9,8 +9,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::Decision;
 use super::question::{
-    AnswerOutcome, Answered, BY_EXPIRY, Listing, Question, QuestionError, QuestionFuture,
-    QuestionStore, Settled, same_call, settle,
+    AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
+    same_call,
 };
 
 /// The format of the questions' file; a newer one is refused.
@@ -226,36 +226,18 @@ impl SqliteQuestions {
         let Some(body) = body else {
             return Err(QuestionError::Unknown { id: id.to_owned() });
         };
-        let mut question = self.parse(id, &body)?;
-        let (answer, outcome): (Answered, fn(Question) -> AnswerOutcome) =
-            match settle(&question, agent, now_ms)? {
-                Some(Settled::Answered) => return Ok(AnswerOutcome::AlreadyAnswered(question)),
-                Some(Settled::Expired) => (
-                    Answered {
-                        decision: question.expiry_decision(),
-                        by: BY_EXPIRY.to_owned(),
-                        at_ms: now_ms,
-                    },
-                    AnswerOutcome::Expired,
-                ),
-                None => (
-                    Answered {
-                        decision,
-                        by: by.to_owned(),
-                        at_ms: now_ms,
-                    },
-                    AnswerOutcome::Recorded,
-                ),
-            };
-        question.answer = Some(answer);
-        let body = self.encode(&question)?;
+        let outcome = apply_answer(self.parse(id, &body)?, agent, decision, by, now_ms)?;
+        if matches!(outcome, AnswerOutcome::AlreadyAnswered(_)) {
+            return Ok(outcome);
+        }
+        let body = self.encode(outcome.question())?;
         tx.execute(
             "UPDATE questions SET answered = 1, body = ?2 WHERE id = ?1",
             rusqlite::params![id, body],
         )
         .map_err(|e| self.storage(e))?;
         tx.commit().map_err(|e| self.storage(e))?;
-        Ok(outcome(question))
+        Ok(outcome)
     }
 
     fn get_now(&self, id: &str) -> Result<Option<Question>, QuestionError> {
@@ -326,6 +308,7 @@ impl QuestionStore for SqliteQuestions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calls::approval::BY_EXPIRY;
     use crate::tools::result::JsonObject;
 
     fn question(call: &str, expires_at_ms: Option<u64>) -> Question {
