@@ -41,6 +41,9 @@ struct State {
 struct Inner {
     state: Mutex<State>,
     events: broadcast::Sender<ToolCallResult>,
+    /// The start of every handle of this store: unique to it, so that a handle a store of an
+    /// earlier process issued (read back from a run journal) is never issued again.
+    prefix: String,
     next: AtomicU64,
     keep_finished: usize,
 }
@@ -77,6 +80,7 @@ impl PendingResults {
                     finished: VecDeque::new(),
                 }),
                 events,
+                prefix: crate::tools::context::fresh_id("pending"),
                 next: AtomicU64::new(1),
                 keep_finished,
             }),
@@ -119,6 +123,15 @@ impl PendingResults {
         result
     }
 
+    /// Returns once the call with `handle` has finished (at once for an unknown handle),
+    /// leaving its result to [`take`](Self::take).
+    pub async fn finished(&self, handle: &str) {
+        let rx = self.lock().slots.get(handle).map(|slot| slot.done.clone());
+        if let Some(mut rx) = rx {
+            let _ = rx.wait_for(Option::is_some).await;
+        }
+    }
+
     /// Every completion from now on, as it happens.
     pub fn subscribe(&self) -> broadcast::Receiver<ToolCallResult> {
         self.inner.events.subscribe()
@@ -146,7 +159,7 @@ impl PendingResults {
         help: (Option<Arc<str>>, Option<&str>),
     ) -> String {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        let handle = format!("pending-{n}");
+        let handle = format!("{}-{n}", self.inner.prefix);
         let (tx, rx) = watch::channel(None);
         self.lock().slots.insert(handle.clone(), Slot { done: rx });
 

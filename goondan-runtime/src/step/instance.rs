@@ -8,14 +8,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::StepError;
 use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
+use super::submissions::{Submission, Submissions};
 use super::journal::{
     CallProgress, Journal, JournalPoint, OpenStep, Record, Replay, TurnEnding, UnfinishedTurn,
+    reached,
 };
 use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
 };
-use super::tool_message::{tool_message, tool_message_at};
+use super::tool_message::{completion_message, tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::middleware::{Core, Middleware, Ready};
@@ -54,6 +56,8 @@ struct Shared {
     unfinished: Mutex<Option<UnfinishedTurn>>,
     /// The resumed Step whose model answer is journaled, for the Step runner to take.
     open_step: Mutex<Option<OpenStep>>,
+    /// Calls whose result was `pending`, until their completion is in the conversation.
+    submissions: Submissions,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -86,6 +90,7 @@ impl Shared {
                 } else {
                     *self.conversation() = replay.conversation;
                     *lock(&self.unfinished) = replay.unfinished;
+                    self.submissions.restore(replay.submitted);
                 }
                 for w in &warnings {
                     tracing::warn!(target: "goondan::journal", agent = %self.agent_name, "{w}");
@@ -575,6 +580,7 @@ impl AgentInstanceBuilder {
                 journal_warnings: Mutex::new(Vec::new()),
                 unfinished: Mutex::new(None),
                 open_step: Mutex::new(None),
+                submissions: Submissions::default(),
             }),
         })
     }
@@ -624,9 +630,10 @@ async fn run_steps(
     resumed: Option<UnfinishedTurn>,
 ) -> Result<TurnOutcome, StepError> {
     let mut steps = Vec::new();
-    let first = match resumed {
+    // The model answered without calls while submitted calls run: wait for a completion.
+    let (first, mut waiting) = match resumed {
         Some(resumed) => {
-            if resumed.answered {
+            if resumed.answered && shared.submissions.is_empty() {
                 // The model's final answer is journaled; only the Turn's end was not.
                 return Ok(TurnOutcome {
                     turn_id: turn.turn_id,
@@ -636,7 +643,7 @@ async fn run_steps(
                 });
             }
             *lock(&shared.open_step) = resumed.open;
-            resumed.steps_done
+            (resumed.steps_done, resumed.answered)
         }
         None => {
             shared
@@ -649,13 +656,17 @@ async fn run_steps(
                     }]
                 })
                 .await?;
-            shared.conversation().push(turn.input);
-            0
+            shared.conversation().push(turn.input.clone());
+            (0, false)
         }
     };
     for index in first..shared.max_steps {
         if turn.cancellation.is_cancelled() {
             return Err(StepError::Model(super::ModelError::Cancelled));
+        }
+        // Completions join the conversation between Steps, never inside a resumed one.
+        if !shared.submissions.is_empty() && lock(&shared.open_step).is_none() {
+            deliver(shared, &turn, waiting).await?;
         }
         let catalog =
             ToolCatalog::build(&shared.registry, shared.declared.iter().map(String::as_str))?;
@@ -678,7 +689,7 @@ async fn run_steps(
         append(shared, &result);
         let answered = result.assistant.tool_calls.is_empty();
         steps.push(result);
-        if answered {
+        if answered && shared.submissions.is_empty() {
             return Ok(TurnOutcome {
                 turn_id: turn.turn_id,
                 trace_id: turn.trace_id,
@@ -686,13 +697,116 @@ async fn run_steps(
                 end: TurnEnd::Answered,
             });
         }
+        waiting = answered;
     }
+    // Out of Steps: a completion still to come joins the next Turn's conversation.
     Ok(TurnOutcome {
         turn_id: turn.turn_id,
         trace_id: turn.trace_id,
         steps,
-        end: TurnEnd::MaxSteps,
+        end: if waiting {
+            TurnEnd::Answered
+        } else {
+            TurnEnd::MaxSteps
+        },
     })
+}
+
+/// Brings the completions of submitted calls into the conversation, each written to the
+/// journal first, oldest submission first. A call that a process which stopped had submitted
+/// runs again when its export is idempotent or read-only, and otherwise completes with
+/// `E_TOOL_INTERRUPTED`. With `wait` (the model answered without calls), first waits for one
+/// completion, or for the Turn's cancellation.
+async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), StepError> {
+    let pending = shared.executor.pending();
+    let mut done: Vec<(Submission, ToolCallResult)> = Vec::new();
+    for orphan in shared.submissions.take_orphans() {
+        let message = shared
+            .conversation()
+            .iter()
+            .rev()
+            .find(|m| m.id == orphan.message_id)
+            .cloned()
+            .unwrap_or_else(|| {
+                Message::assistant(orphan.message_id.clone(), None, vec![orphan.call.clone()])
+            });
+        let ctx = call_context(
+            shared,
+            (&shared.agent_name, &shared.instance_key),
+            (&turn.turn_id, &turn.trace_id),
+            &turn.cancellation,
+            message,
+        );
+        let result = if rerunnable(&shared.registry, &orphan.call.name) {
+            let catalog =
+                ToolCatalog::build(&shared.registry, shared.declared.iter().map(String::as_str))?;
+            shared
+                .executor
+                .execute(orphan.call.clone(), &ctx, &catalog)
+                .await
+        } else {
+            interrupted(&orphan.call, &ctx, &shared.registry)
+        };
+        match result.handle.as_deref() {
+            Some(handle) if result.is_pending() => {
+                shared
+                    .submissions
+                    .track(&orphan.message_id, &orphan.call, handle);
+            }
+            _ => done.push((orphan, result)),
+        }
+    }
+    if wait && done.is_empty() {
+        reached(JournalPoint::WhilePending);
+        tokio::select! {
+            () = shared.submissions.one_finished(pending) => {}
+            () = turn.cancellation.cancelled() => {
+                return Err(StepError::Model(super::ModelError::Cancelled));
+            }
+        }
+    }
+    done.extend(shared.submissions.take_ready(pending));
+    if done.is_empty() {
+        return Ok(());
+    }
+    let messages: Vec<Message> = done.iter().map(|(_, r)| completion_message(r)).collect();
+    shared
+        .journal
+        .write(&[], || {
+            done.iter()
+                .zip(&messages)
+                .map(|((submission, _), message)| Record::SubmissionCompleted {
+                    turn_id: turn.turn_id.clone(),
+                    message_id: submission.message_id.clone(),
+                    call_id: submission.call.id.to_string(),
+                    message: message.clone(),
+                })
+                .collect()
+        })
+        .await?;
+    shared.conversation().extend(messages);
+    Ok(())
+}
+
+/// The context of the calls of the assistant message `message` (CTX-5).
+fn call_context(
+    shared: &Shared,
+    (agent_name, instance_key): (&str, &str),
+    (turn_id, trace_id): (&str, &str),
+    cancellation: &CancellationToken,
+    message: Message,
+) -> ToolContext {
+    let mut ctx = ToolContext::builder(shared.workdir.clone())
+        .agent_name(agent_name.to_owned())
+        .instance_key(instance_key.to_owned())
+        .turn_id(turn_id.to_owned())
+        .trace_id(trace_id.to_owned())
+        .cancellation(cancellation.clone())
+        .message(message);
+    if let Some(runtime) = &shared.runtime {
+        ctx = ctx.runtime(Arc::clone(runtime));
+    }
+    ctx.build()
 }
 
 /// Appends the assistant message, then one tool message per result in call order (MW-4).
@@ -772,17 +886,13 @@ impl Core<StepContext> for StepRunner {
                 })
                 .await?;
             // CTX-5: every call of this Step sees the assistant message that holds it.
-            let mut ctx = ToolContext::builder(shared.workdir.clone())
-                .agent_name(step.agent_name.clone())
-                .instance_key(step.instance_key.clone())
-                .turn_id(step.turn_id.clone())
-                .trace_id(step.trace_id.clone())
-                .cancellation(step.cancellation.clone())
-                .message(assistant.clone());
-            if let Some(runtime) = &shared.runtime {
-                ctx = ctx.runtime(Arc::clone(runtime));
-            }
-            let ctx = ctx.build();
+            let ctx = call_context(
+                &shared,
+                (&step.agent_name, &step.instance_key),
+                (&step.turn_id, &step.trace_id),
+                &step.cancellation,
+                assistant.clone(),
+            );
             let calls = assistant.tool_calls.clone().into_iter().zip(progress);
             let run = |(call, progress)| run_call(&shared, &ctx, &catalog, call, progress);
             let finished: Vec<Result<(ToolCallResult, Message), StepError>> =
@@ -837,7 +947,11 @@ async fn run_call(
             interrupted(&call, ctx, &shared.registry)
         }
         CallProgress::Started | CallProgress::Admitted | CallProgress::Waiting => {
-            shared.executor.execute(call, ctx, catalog).await
+            let result = shared.executor.execute(call.clone(), ctx, catalog).await;
+            if let Some(handle) = result.handle.as_deref().filter(|_| result.is_pending()) {
+                shared.submissions.track(&ctx.message().id, &call, handle);
+            }
+            result
         }
     };
     let message = tool_message(&result);

@@ -11,6 +11,7 @@ mod instance;
 pub mod journal;
 mod model;
 mod pipeline;
+mod submissions;
 mod tool_message;
 
 use std::path::PathBuf;

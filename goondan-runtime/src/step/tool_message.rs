@@ -29,3 +29,20 @@ pub(crate) fn tool_message_at(result: &ToolCallResult, id: String, created_at: u
         created_at,
     }
 }
+
+/// The message that brings the completion of a submitted call (RES-2) into the conversation
+/// between two Steps: a `user` message (providers take a tool result only right after the
+/// assistant message that made the call), whose text names the call and holds the result as
+/// JSON, with the call's id, name and status in metadata.
+pub(crate) fn completion_message(result: &ToolCallResult) -> Message {
+    let mut message = tool_message(result);
+    message.role = "user".to_owned();
+    message.metadata.insert("completion".into(), Value::Bool(true));
+    message.content = Some(format!(
+        "The call `{}` to `{}` that was submitted (status `pending`) has finished. Its result:\n{}",
+        result.tool_call_id,
+        result.tool_name,
+        message.content.as_deref().unwrap_or_default()
+    ));
+    message
+}

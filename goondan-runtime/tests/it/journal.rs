@@ -26,6 +26,8 @@ const ENV_STATE: &str = "GOONDAN_TEST_JOURNAL_STATE";
 const ENV_HALT: &str = "GOONDAN_TEST_JOURNAL_HALT";
 /// The NATS server of a child whose journal is on JetStream.
 const ENV_NATS: &str = "GOONDAN_TEST_JOURNAL_NATS";
+/// The file in the state directory with the child's Turn input, when not `pay rent`.
+const INPUT_FILE: &str = "input.txt";
 
 /// How long a lease lasts in these tests: a killed host's instance is free this long after.
 /// A halted child renews nothing (its one thread is parked), so this is also how long the
@@ -68,19 +70,52 @@ pub mod ledger {
         note(ctx, "marked.txt", &entry)?;
         Ok(format!("marked {entry}"))
     }
+
+    /// Settle the account in the background: not idempotent. The settlement is made when the
+    /// call is made; its confirmation comes later.
+    pub fn settle(ctx: &ToolContext) -> Result<Pending, ToolError> {
+        note(ctx, "settled.txt", "settled")?;
+        Ok(Pending::new(async {
+            tokio::time::sleep(PENDING_FOR).await;
+            Ok::<_, ToolError>("settled")
+        }))
+    }
+
+    /// Count the entries in the background: idempotent.
+    #[export(idempotent)]
+    pub fn tally(ctx: &ToolContext) -> Result<Pending, ToolError> {
+        note(ctx, "tallied.txt", "tallied")?;
+        Ok(Pending::new(async {
+            tokio::time::sleep(PENDING_FOR).await;
+            Ok::<_, ToolError>("2 entries")
+        }))
+    }
 }
 
+/// How long the ledger's background work takes: long enough that the model has answered
+/// without calls (and the Turn waits) before it finishes.
+const PENDING_FOR: Duration = Duration::from_millis(700);
+
+/// The Turn's input that asks for background work instead of a payment.
+const SETTLE: &str = "settle up";
+
 /// Answers by the Step's index, so a process that resumes mid-Turn gets the same answer
-/// the first process would have: Step 0 pays and marks, Step 1 answers.
+/// the first process would have. For `pay rent`: Step 0 pays and marks, Step 1 answers. For
+/// [`SETTLE`]: Step 0 settles in the background, Step 1 waits for it, Step 2 tallies in the
+/// background, Step 3 waits, Step 4 answers.
 struct ByStep;
 
 impl Model for ByStep {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
-        let response = match request.step {
-            0 => ModelResponse::calls([
+        let settling = request.messages.first().and_then(|m| m.content.as_deref()) == Some(SETTLE);
+        let response = match (settling, request.step) {
+            (false, 0) => ModelResponse::calls([
                 ToolCall::new("c1", "ledger__pay", json!({"amount": 5})),
                 ToolCall::new("c2", "ledger__mark", json!({"entry": "rent"})),
             ]),
+            (true, 0) => ModelResponse::calls([ToolCall::new("s1", "ledger__settle", json!({}))]),
+            (true, 2) => ModelResponse::calls([ToolCall::new("s2", "ledger__tally", json!({}))]),
+            (true, 1 | 3) => ModelResponse::text("waiting for it"),
             _ => ModelResponse::text("done"),
         };
         Box::pin(async move { Ok(response) })
@@ -154,7 +189,15 @@ fn shape(conversation: &[Message]) -> Vec<Value> {
                 .iter()
                 .map(|c| json!([c.id.as_str(), c.name.as_str(), c.args]))
                 .collect();
-            json!({"role": m.role, "content": m.content, "calls": calls})
+            // A handle is issued by the process that ran the call: unique, so not compared.
+            let content = match m.content.as_deref().map(serde_json::from_str::<Value>) {
+                Some(Ok(mut result)) if result.get("handle").is_some() => {
+                    result["handle"] = json!("*");
+                    Some(result.to_string())
+                }
+                _ => m.content.clone(),
+            };
+            json!({"role": m.role, "content": content, "calls": calls})
         })
         .collect()
 }
@@ -166,7 +209,8 @@ pub(crate) fn lines(state: &Path, file: &str) -> usize {
 }
 
 /// The child: resumes what the state directory's journal left (on JetStream when `ENV_NATS`
-/// names a server), then runs the Turn `pay rent` unless the journal already holds it; halts
+/// names a server), then runs the Turn `pay rent` (or what [`INPUT_FILE`] says) unless the
+/// journal already holds it; halts
 /// where `ENV_HALT` says (`point[:nth]`). Writes the conversation it ends with to
 /// `conversation.json`.
 #[tokio::test]
@@ -200,7 +244,9 @@ async fn crash_child() {
     };
     let resumed = agent.resume().await.unwrap();
     if resumed.is_none() && agent.conversation().is_empty() {
-        let turn = agent.run_turn("pay rent").await.unwrap();
+        let input = std::fs::read_to_string(state.join(INPUT_FILE))
+            .unwrap_or_else(|_| "pay rent".to_owned());
+        let turn = agent.run_turn(input).await.unwrap();
         assert_eq!(turn.end, TurnEnd::Answered);
     }
     let text = serde_json::to_string(&agent.conversation()).unwrap();
@@ -379,6 +425,67 @@ fn crash_matrix(nats: Option<&str>) {
         );
         assert_eq!(got[3], expected[3], "{halt}: the mark's result");
         assert_eq!(got[4], expected[4], "{halt}: the answer");
+    }
+    pending_matrix(nats);
+}
+
+/// Killed while a call whose result is `pending` runs in the background (the model answered
+/// without calls and the Turn waits for its completion), then resumed by a new process: the
+/// background work of a call that is not idempotent is not done again and its completion is
+/// `E_TOOL_INTERRUPTED`; an idempotent call's work runs again and completes as without a crash.
+fn pending_matrix(nats: Option<&str>) {
+    let settle = |state: &Path| std::fs::write(state.join(INPUT_FILE), SETTLE).unwrap();
+    let reference = tempfile::tempdir().unwrap();
+    settle(reference.path());
+    let expected = shape(&run_to_end(reference.path(), nats));
+    let roles: Vec<&str> = expected.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ],
+        "each completion joins the conversation after the model's wait: {expected:?}"
+    );
+    let counts = |state: &Path| (lines(state, "settled.txt"), lines(state, "tallied.txt"));
+    assert_eq!(counts(reference.path()), (1, 1));
+
+    // (point, settled, tallied, the same conversation as without a crash)
+    for (halt, settled, tallied, same) in [
+        ("while-pending:1", 1, 1, false),
+        ("while-pending:2", 1, 2, true),
+    ] {
+        let state = tempfile::tempdir().unwrap();
+        settle(state.path());
+        run_and_kill(state.path(), nats, halt);
+        let conversation = run_to_end(state.path(), nats);
+        let got = shape(&conversation);
+        assert_eq!(
+            counts(state.path()),
+            (settled, tallied),
+            "runs after a crash at {halt}"
+        );
+        if same {
+            assert_eq!(got, expected, "conversation after a crash at {halt}");
+            continue;
+        }
+        assert_eq!(got.len(), expected.len(), "{halt}: {got:?}");
+        for i in (0..got.len()).filter(|&i| i != 4) {
+            assert_eq!(got[i], expected[i], "{halt}: message {i}");
+        }
+        let completion = conversation[4].content.as_deref().unwrap_or_default();
+        assert!(
+            completion.contains("`s1`") && completion.contains("E_TOOL_INTERRUPTED"),
+            "{halt}: {completion}"
+        );
     }
 }
 

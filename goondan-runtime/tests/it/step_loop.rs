@@ -501,3 +501,104 @@ async fn mw_3_turn_middleware_wraps_the_turn_by_priority_and_may_edit_the_input(
     let first = &model.requests()[0].messages[0];
     assert_eq!(first.content.as_deref(), Some("hello [outer] [inner]"));
 }
+
+/// Jobs that answer later (RES-2): `start` returns a handle at once and finishes when the
+/// test's model lets it.
+#[derive(Clone, Default)]
+struct Gate(Arc<tokio::sync::Notify>);
+
+fn jobs(gate: Gate) -> Tool {
+    let params = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    Tool::builder("jobs")
+        .export(Export::new(
+            "start",
+            params,
+            handler_fn(move |_ctx, args| {
+                let gate = gate.clone();
+                async move {
+                    let n = args.get("n").and_then(Value::as_i64).unwrap_or(0);
+                    Ok::<_, ToolError>(Pending::new(async move {
+                        gate.0.notified().await;
+                        Ok::<_, ToolError>(json!({"doubled": n * 2}))
+                    }))
+                }
+            }),
+        ))
+        .build()
+        .unwrap()
+}
+
+/// Step 0 submits a job; Step 1 lets it finish and answers without calls (the Turn must wait
+/// for the completion); Step 2 reads the completion and answers.
+struct Submitter(Gate);
+
+impl goondan_runtime::step::Model for Submitter {
+    fn respond<'a>(
+        &'a self,
+        request: &'a goondan_runtime::step::ModelRequest,
+    ) -> goondan_runtime::step::ModelFuture<'a> {
+        let response = match request.step {
+            0 => ModelResponse::calls([call("c1", "jobs__start", json!({"n": 21}))]),
+            1 => {
+                self.0.0.notify_one();
+                ModelResponse::text("started; I will tell you")
+            }
+            _ => {
+                let last = request.messages.last().and_then(|m| m.content.clone());
+                ModelResponse::text(format!("seen: {}", last.unwrap_or_default()))
+            }
+        };
+        Box::pin(async move { Ok(response) })
+    }
+}
+
+#[tokio::test]
+async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits_for_it() {
+    use goondan_runtime::step::journal::{MemoryJournal, Record, Replay};
+    let gate = Gate::default();
+    let registry = Arc::new(ToolRegistry::builder().tool(jobs(gate.clone())).build().unwrap());
+    let journal = MemoryJournal::new();
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("a", registry, Arc::new(Submitter(gate)))
+        .tools(["jobs"])
+        .state_dir(state.path())
+        .journal(Arc::new(journal.clone()))
+        .build()
+        .unwrap();
+    let turn = tokio::time::timeout(Duration::from_secs(20), agent.run_turn("double 21"))
+        .await
+        .expect("the turn never ended")
+        .unwrap();
+    assert_eq!(turn.end, TurnEnd::Answered);
+    assert_eq!(turn.steps.len(), 3, "the model was asked again once it finished");
+    assert_eq!(
+        turn.steps[0].results[0].status,
+        goondan_runtime::ToolStatus::Pending
+    );
+    let conversation = agent.conversation();
+    let roles: Vec<&str> = conversation.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    );
+    let completion = conversation[4].content.clone().unwrap_or_default();
+    assert!(
+        completion.contains("`c1`") && completion.contains(r#""doubled":42"#),
+        "{completion}"
+    );
+    assert_eq!(conversation[4].metadata["toolCallId"], "c1");
+    assert_eq!(turn.answer(), Some(format!("seen: {completion}").as_str()));
+    // The completion is journaled, and the journal gives back the same conversation.
+    let records = journal.records();
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.kind() == "submissionCompleted")
+            .count(),
+        1
+    );
+    assert!(matches!(records.last(), Some(Record::TurnEnded { .. })));
+    let replay = Replay::from_records(records);
+    assert_eq!(replay.conversation, conversation);
+    assert!(replay.submitted.is_empty() && replay.warnings.is_empty());
+}

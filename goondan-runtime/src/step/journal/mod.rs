@@ -77,7 +77,7 @@ pub use self::nats::{Lease, NatsJournal, NatsJournalOptions};
 pub(crate) use self::point::reached;
 pub use self::point::{JournalPoint, halt_at};
 pub use self::record::{FORMAT_VERSION, MAX_RECORD_BYTES, Record, TurnEnding};
-pub use self::replay::{CallProgress, FinishedCall, OpenStep, Replay, UnfinishedTurn};
+pub use self::replay::{CallProgress, FinishedCall, OpenStep, Replay, Submitted, UnfinishedTurn};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::{Durability, SqliteJournal};
 

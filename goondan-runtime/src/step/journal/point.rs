@@ -18,18 +18,22 @@ pub enum JournalPoint {
     AfterStart,
     /// A call's result is written.
     AfterResult,
+    /// A call's result is `pending`, everything before is written, and the Turn waits for
+    /// the call's completion (the model answered without calls meanwhile).
+    WhilePending,
     /// The Turn's end is written.
     AfterTurnEnd,
 }
 
 impl JournalPoint {
     /// Every point, in the order a Turn reaches them.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::AfterInput,
         Self::AfterModelAnswer,
         Self::AfterAdmission,
         Self::AfterStart,
         Self::AfterResult,
+        Self::WhilePending,
         Self::AfterTurnEnd,
     ];
 
@@ -41,6 +45,7 @@ impl JournalPoint {
             Self::AfterAdmission => "after-admission",
             Self::AfterStart => "after-start",
             Self::AfterResult => "after-result",
+            Self::WhilePending => "while-pending",
             Self::AfterTurnEnd => "after-turn-end",
         }
     }

@@ -96,6 +96,19 @@ pub enum Record {
         /// The result.
         result: ToolCallResult,
     },
+    /// The completion of a call whose result was `pending` (RES-2), and the message that
+    /// brings it into the conversation between two Steps of the Turn `turn_id`.
+    #[serde(rename_all = "camelCase")]
+    SubmissionCompleted {
+        /// The Turn whose conversation it joins.
+        turn_id: String,
+        /// The assistant message holding the call.
+        message_id: String,
+        /// The model's id of the call.
+        call_id: String,
+        /// The message, with the completed result.
+        message: Message,
+    },
     /// The Turn ended.
     #[serde(rename_all = "camelCase")]
     TurnEnded {
@@ -132,6 +145,7 @@ impl Record {
             | Self::CallAdmitted { turn_id, .. }
             | Self::CallStarted { turn_id, .. }
             | Self::CallFinished { turn_id, .. }
+            | Self::SubmissionCompleted { turn_id, .. }
             | Self::TurnEnded { turn_id, .. } => turn_id,
         }
     }
@@ -145,6 +159,7 @@ impl Record {
             Self::CallAdmitted { .. } => "callAdmitted",
             Self::CallStarted { .. } => "callStarted",
             Self::CallFinished { .. } => "callFinished",
+            Self::SubmissionCompleted { .. } => "submissionCompleted",
             Self::TurnEnded { .. } => "turnEnded",
         }
     }

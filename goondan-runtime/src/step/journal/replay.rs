@@ -6,7 +6,7 @@ use super::record::{Record, TurnEnding};
 use crate::step::model::TokenUsage;
 use crate::step::tool_message::tool_message_at;
 use crate::tools::context::Message;
-use crate::tools::result::ToolCallResult;
+use crate::tools::result::{ToolCall, ToolCallResult};
 
 /// How far a call of an unfinished Step got before the process stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +65,17 @@ pub struct UnfinishedTurn {
     pub answered: bool,
 }
 
+/// A call whose result was `pending` and whose completion is not in the conversation: the
+/// process that ran it stopped, so on resume it runs again when its export is marked
+/// idempotent or read-only, and otherwise completes with `E_TOOL_INTERRUPTED`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submitted {
+    /// The assistant message holding the call.
+    pub message_id: String,
+    /// The call, as the model made it.
+    pub call: ToolCall,
+}
+
 /// What a journal's records say: the conversation they add up to, the Turn left unfinished,
 /// and what did not fit (a record for a Turn or a call that does not exist, say), each a
 /// warning. A record that does not fit is ignored: nothing runs on its behalf.
@@ -75,6 +86,8 @@ pub struct Replay {
     pub conversation: Vec<Message>,
     /// The Turn a crash left unfinished.
     pub unfinished: Option<UnfinishedTurn>,
+    /// Calls whose result was `pending` and whose completion is not journaled, oldest first.
+    pub submitted: Vec<Submitted>,
     /// Records that did not fit, in the order read.
     pub warnings: Vec<String>,
     /// How many records were read.
@@ -190,12 +203,16 @@ impl Replay {
                 ref message_id,
                 ref call_id,
                 ..
-            } => self.advance(&record, message_id, call_id, CallProgress::Admitted),
+            } => {
+                self.advance(&record, message_id, call_id, CallProgress::Admitted);
+            }
             Record::CallStarted {
                 ref message_id,
                 ref call_id,
                 ..
-            } => self.advance(&record, message_id, call_id, CallProgress::Started),
+            } => {
+                self.advance(&record, message_id, call_id, CallProgress::Started);
+            }
             Record::CallFinished {
                 ref message_id,
                 ref result,
@@ -208,8 +225,33 @@ impl Replay {
                     tool_message_id: tool_message_id.clone(),
                     at,
                 }));
-                self.advance(&record, message_id, &result.tool_call_id, finished);
+                if self.advance(&record, message_id, &result.tool_call_id, finished)
+                    && result.is_pending()
+                {
+                    self.submit(message_id, &result.tool_call_id);
+                }
                 self.close_step_if_done();
+            }
+            Record::SubmissionCompleted { .. } if has_open => {
+                self.warn(&record, "a completion comes only between steps");
+            }
+            Record::SubmissionCompleted {
+                ref message_id,
+                ref call_id,
+                ref message,
+                ..
+            } => {
+                let found = self
+                    .submitted
+                    .iter()
+                    .position(|s| s.message_id == *message_id && s.call.id == *call_id);
+                match found {
+                    Some(i) => {
+                        self.submitted.remove(i);
+                        self.conversation.push(message.clone());
+                    }
+                    None => self.warn(&record, "no such call was submitted"),
+                }
             }
             Record::TurnEnded { ref end, .. } => {
                 let dropped = self.unfinished.take().is_some_and(|t| t.open.is_some());
@@ -224,9 +266,31 @@ impl Replay {
         }
     }
 
+    /// Keeps the open Step's call `call_id`, whose result is `pending`, as submitted.
+    fn submit(&mut self, message_id: &str, call_id: &str) {
+        let call = self
+            .unfinished
+            .as_ref()
+            .and_then(|t| t.open.as_ref())
+            .and_then(|o| o.assistant.tool_calls.iter().find(|c| c.id == call_id));
+        if let Some(call) = call {
+            self.submitted.push(Submitted {
+                message_id: message_id.to_owned(),
+                call: call.clone(),
+            });
+        }
+    }
+
     /// Moves a call of the open Step forward; never backward (a late `callAdmitted` does not
-    /// undo a `callStarted`).
-    fn advance(&mut self, record: &Record, message_id: &str, call_id: &str, to: CallProgress) {
+    /// undo a `callStarted`). True when the call moved. A start of a submitted call that runs
+    /// again after a crash belongs to no Step, and is no warning.
+    fn advance(
+        &mut self,
+        record: &Record,
+        message_id: &str,
+        call_id: &str,
+        to: CallProgress,
+    ) -> bool {
         let rank = |p: &CallProgress| match p {
             CallProgress::Waiting => 0,
             CallProgress::Admitted => 1,
@@ -239,7 +303,14 @@ impl Replay {
             .and_then(|t| t.open.as_mut())
             .filter(|o| o.assistant.id == message_id);
         let Some(open) = open else {
-            return self.warn(record, "no such step is running");
+            let resubmitted = self
+                .submitted
+                .iter()
+                .any(|s| s.message_id == message_id && s.call.id == call_id);
+            if !resubmitted {
+                self.warn(record, "no such step is running");
+            }
+            return false;
         };
         let slot = open
             .assistant
@@ -250,9 +321,15 @@ impl Replay {
             .map(|(_, progress)| progress)
             .find(|progress| rank(progress) < 3);
         match slot {
-            Some(progress) if rank(progress) < rank(&to) => *progress = to,
-            Some(_) => {}
-            None => self.warn(record, "no such call is running"),
+            Some(progress) if rank(progress) < rank(&to) => {
+                *progress = to;
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.warn(record, "no such call is running");
+                false
+            }
         }
     }
 
@@ -409,5 +486,39 @@ mod tests {
         let replay = Replay::from_records([turn(), answered(&["c1"]), finished("c1"), ended]);
         assert_eq!(replay.unfinished, None);
         assert_eq!(replay.conversation.len(), 3);
+    }
+
+    #[test]
+    fn a_pending_result_stays_submitted_until_its_completion_and_stray_completions_are_warnings() {
+        let pending = Record::CallFinished {
+            turn_id: "t1".into(),
+            message_id: "a1".into(),
+            tool_message_id: "r-c1".into(),
+            at: 7,
+            result: ToolCallResult::pending("c1", "calc__add", "pending-x-1"),
+        };
+        let completion = |call: &str| Record::SubmissionCompleted {
+            turn_id: "t1".into(),
+            message_id: "a1".into(),
+            call_id: call.into(),
+            message: user("done"),
+        };
+        let replay = Replay::from_records([turn(), answered(&["c1"]), pending.clone()]);
+        let submitted: Vec<_> = replay.submitted.iter().map(|s| s.call.id.as_str()).collect();
+        assert_eq!(submitted, ["c1"], "its process is gone: it is resumed");
+
+        let replay = Replay::from_records([
+            turn(),
+            answered(&["c1", "c2"]),
+            pending,
+            completion("c1"), // inside the open step: not yet
+            finished("c2"),
+            completion("c9"), // no such submission
+            completion("c1"),
+        ]);
+        assert_eq!(replay.warnings.len(), 2, "{:?}", replay.warnings);
+        assert!(replay.submitted.is_empty());
+        let ids: Vec<_> = replay.conversation.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["u1", "a1", "r-c1", "r-c2", "u1"]);
     }
 }
