@@ -17,6 +17,7 @@ pub mod catalog_json;
 pub mod cli;
 pub mod extensions;
 pub mod file_system;
+pub mod handoff_crash;
 pub mod http_fetch;
 pub mod json_query;
 pub mod mcp_inspector;

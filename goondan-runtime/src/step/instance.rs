@@ -8,7 +8,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::StepError;
 use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
-use super::submissions::{Submission, Submissions};
 use super::journal::{
     CallProgress, Journal, JournalPoint, OpenStep, Record, Replay, TurnEnding, UnfinishedTurn,
     reached,
@@ -17,6 +16,7 @@ use super::model::{DeltaSink, Model, ModelRequest};
 use super::pipeline::{
     StepContext, StepNext, StepResult, TurnContext, TurnEnd, TurnNext, TurnOutcome,
 };
+use super::submissions::{Submission, Submissions};
 use super::tool_message::{completion_message, tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;

@@ -37,7 +37,9 @@ pub(crate) fn tool_message_at(result: &ToolCallResult, id: String, created_at: u
 pub(crate) fn completion_message(result: &ToolCallResult) -> Message {
     let mut message = tool_message(result);
     message.role = "user".to_owned();
-    message.metadata.insert("completion".into(), Value::Bool(true));
+    message
+        .metadata
+        .insert("completion".into(), Value::Bool(true));
     message.content = Some(format!(
         "The call `{}` to `{}` that was submitted (status `pending`) has finished. Its result:\n{}",
         result.tool_call_id,

@@ -556,7 +556,12 @@ impl goondan_runtime::step::Model for Submitter {
 async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits_for_it() {
     use goondan_runtime::step::journal::{MemoryJournal, Record, Replay};
     let gate = Gate::default();
-    let registry = Arc::new(ToolRegistry::builder().tool(jobs(gate.clone())).build().unwrap());
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(jobs(gate.clone()))
+            .build()
+            .unwrap(),
+    );
     let journal = MemoryJournal::new();
     let state = tempfile::tempdir().unwrap();
     let agent = AgentInstance::builder("a", registry, Arc::new(Submitter(gate)))
@@ -570,7 +575,11 @@ async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits
         .expect("the turn never ended")
         .unwrap();
     assert_eq!(turn.end, TurnEnd::Answered);
-    assert_eq!(turn.steps.len(), 3, "the model was asked again once it finished");
+    assert_eq!(
+        turn.steps.len(),
+        3,
+        "the model was asked again once it finished"
+    );
     assert_eq!(
         turn.steps[0].results[0].status,
         goondan_runtime::ToolStatus::Pending
@@ -579,7 +588,14 @@ async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits
     let roles: Vec<&str> = conversation.iter().map(|m| m.role.as_str()).collect();
     assert_eq!(
         roles,
-        ["user", "assistant", "tool", "assistant", "user", "assistant"]
+        [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ]
     );
     let completion = conversation[4].content.clone().unwrap_or_default();
     assert!(

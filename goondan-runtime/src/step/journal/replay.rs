@@ -504,7 +504,11 @@ mod tests {
             message: user("done"),
         };
         let replay = Replay::from_records([turn(), answered(&["c1"]), pending.clone()]);
-        let submitted: Vec<_> = replay.submitted.iter().map(|s| s.call.id.as_str()).collect();
+        let submitted: Vec<_> = replay
+            .submitted
+            .iter()
+            .map(|s| s.call.id.as_str())
+            .collect();
         assert_eq!(submitted, ["c1"], "its process is gone: it is resumed");
 
         let replay = Replay::from_records([

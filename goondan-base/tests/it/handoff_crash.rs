@@ -1,0 +1,194 @@
+//! A crash during a handoff (issue 25, item 5): `goondan run` and its agent processes killed
+//! (SIGKILL, the whole process group) while the agent asked by `agents__request` runs a call.
+//! The next `goondan run` on the same state directory resumes both Turns: the caller's handoff
+//! is not sent again blindly (the model is told it was interrupted), the asked agent finishes
+//! its Turn before its next one, and no message of either conversation is lost.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use goondan_test_peers::replay::ReplayServer;
+use serde_json::{Value, json};
+
+use crate::run_support::{KEY, call, goondan, text, tool_results};
+
+/// `lead` hands work to `helper` (`agents__request`); `helper` waits. Each thinks with a model
+/// of its own, so each model's answers come in its own order.
+fn bundle(dir: &std::path::Path, lead: &ReplayServer, helper: &ReplayServer) -> std::path::PathBuf {
+    let model = |name: &str, server: &ReplayServer| {
+        format!(
+            "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {{name: {name}}}\nspec:\n  provider: openai\n  model: gpt-test\n  endpoint: \"{}\"\n  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}\n",
+            server.url("/v1")
+        )
+    };
+    let agent = |name: &str, tool: &str| {
+        format!(
+            "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {{name: {name}}}\nspec:\n  modelConfig: {{modelRef: \"Model/{name}-model\"}}\n  tools:\n    - ref: {{kind: Tool, name: {tool}, package: \"@goondan/base\"}}\n"
+        )
+    };
+    let yaml = [
+        model("lead-model", lead),
+        model("helper-model", helper),
+        agent("lead", "agents"),
+        agent("helper", "wait"),
+        "apiVersion: goondan.ai/v1\nkind: Swarm\nmetadata: {name: team}\nspec: {entryAgent: \"Agent/lead\", agents: [\"Agent/lead\", \"Agent/helper\"]}\n".to_owned(),
+    ]
+    .join("---\n");
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
+/// `goondan run` of `bundle` with `input`, its journals on the NATS server `nats` (JetStream)
+/// or under the state directory.
+fn run(
+    bundle: &std::path::Path,
+    input: &str,
+    dir: &std::path::Path,
+    nats: Option<&str>,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(goondan());
+    cmd.arg("run").arg(bundle).args(["--input", input]);
+    if let Some(url) = nats {
+        cmd.args(["--journal", url, "--journal-lease", "2s"]);
+    }
+    cmd.env("GOONDAN_TEST_KEY", KEY)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn wait_for_requests(server: &ReplayServer, n: usize) {
+    let start = std::time::Instant::now();
+    while server.requests().len() < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the model was asked {} times, not {n}",
+            server.requests().len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The user messages of a recorded Chat Completions request.
+fn users(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_during_a_handoff_interrupts_the_caller_and_the_asked_agent_finishes_its_turn() {
+    crash_during_a_handoff(None).await;
+}
+
+/// The same on JetStream: the second run takes each instance over once the killed run's
+/// leases expire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_during_a_handoff_on_jetstream_is_resumed_the_same_way() {
+    let server = goondan_test_peers::nats::NatsServer::start_jetstream();
+    crash_during_a_handoff(Some(&server.url)).await;
+}
+
+async fn crash_during_a_handoff(nats: Option<&str>) {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let lead = ReplayServer::start([
+            // The first run: hand the work over; the crash comes while helper waits.
+            call(
+                "h1",
+                "agents__request",
+                &json!({"target": "helper", "input": "wait 2s for me"}),
+            ),
+            // The second run: the resumed Turn, told the handoff was interrupted...
+            text(&["The helper was cut off."]),
+            // ...then the new Turn asks helper again and reports its answer.
+            call(
+                "h2",
+                "agents__request",
+                &json!({"target": "helper", "input": "are you back?"}),
+            ),
+            text(&["Helper is back."]),
+        ])
+        .await;
+        let helper = ReplayServer::start([
+            call("w1", "wait__seconds", &json!({"seconds": 2})),
+            // The resumed Turn, after the wait (read-only) ran again.
+            text(&["Waited."]),
+            // The second request's Turn.
+            text(&["Back."]),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = bundle(dir.path(), &lead, &helper);
+
+        let first = run(&file, "get helper to wait", dir.path(), nats)
+            .spawn()
+            .unwrap();
+        wait_for_requests(&helper, 1).await;
+        // helper's wait has started (its start is journaled before the handler runs).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let pgid = nix::unistd::Pid::from_raw(i32::try_from(first.id().unwrap()).unwrap());
+        nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        let killed = first.wait_with_output().await.unwrap();
+        assert!(!killed.status.success());
+        assert_eq!((lead.requests().len(), helper.requests().len()), (1, 1));
+
+        let out = run(&file, "is helper back?", dir.path(), nats)
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Helper is back."),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+
+        let (lead_seen, helper_seen) = (lead.requests(), helper.requests());
+        assert_eq!(
+            lead_seen.len(),
+            4,
+            "lead's first answer was not asked for again"
+        );
+        assert_eq!(
+            helper_seen.len(),
+            3,
+            "helper's first answer was not asked for again"
+        );
+        // The handoff was not sent again on its own: lead's model was told it was interrupted.
+        let told = tool_results(&lead_seen[1].body);
+        assert_eq!(told.len(), 1, "{}", lead_seen[1].body);
+        assert!(
+            told[0].contains("E_TOOL_INTERRUPTED") && told[0].contains("`agents__request`"),
+            "{}",
+            told[0]
+        );
+        // helper finished its Turn (the wait ran again: it is read-only) before the next one.
+        let waited = tool_results(&helper_seen[1].body);
+        assert_eq!(waited.len(), 1, "{}", helper_seen[1].body);
+        assert!(waited[0].contains("waitedSeconds"), "{}", waited[0]);
+        assert_eq!(
+            users(&helper_seen[2].body),
+            ["wait 2s for me", "are you back?"]
+        );
+        // Nothing of lead's conversation was lost, and helper's answer reached it.
+        assert_eq!(
+            users(&lead_seen[3].body),
+            ["get helper to wait", "is helper back?"]
+        );
+        let answered = tool_results(&lead_seen[3].body);
+        assert_eq!(answered.len(), 2, "{}", lead_seen[3].body);
+        assert!(answered[1].contains("Back."), "{}", answered[1]);
+    })
+    .await
+    .expect("the test did not finish in time");
+}
