@@ -14,7 +14,13 @@ use crate::run_support::{KEY, call, goondan, text, tool_results};
 
 /// `lead` hands work to `helper` (`agents__request`); `helper` waits. Each thinks with a model
 /// of its own, so each model's answers come in its own order.
-fn bundle(dir: &std::path::Path, lead: &ReplayServer, helper: &ReplayServer) -> std::path::PathBuf {
+/// With `nats`, the Swarm's `policy.journal` keeps the journals on that server's JetStream.
+fn bundle(
+    dir: &std::path::Path,
+    lead: &ReplayServer,
+    helper: &ReplayServer,
+    nats: Option<&str>,
+) -> std::path::PathBuf {
     let model = |name: &str, server: &ReplayServer| {
         format!(
             "apiVersion: goondan.ai/v1\nkind: Model\nmetadata: {{name: {name}}}\nspec:\n  provider: openai\n  model: gpt-test\n  endpoint: \"{}\"\n  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}\n",
@@ -31,7 +37,11 @@ fn bundle(dir: &std::path::Path, lead: &ReplayServer, helper: &ReplayServer) -> 
         model("helper-model", helper),
         agent("lead", "agents"),
         agent("helper", "wait"),
-        "apiVersion: goondan.ai/v1\nkind: Swarm\nmetadata: {name: team}\nspec: {entryAgent: \"Agent/lead\", agents: [\"Agent/lead\", \"Agent/helper\"]}\n".to_owned(),
+        format!(
+            "apiVersion: goondan.ai/v1\nkind: Swarm\nmetadata: {{name: team}}\nspec:\n  entryAgent: Agent/lead\n  agents: [Agent/lead, Agent/helper]\n{}",
+            nats.map(|url| format!("  policy:\n    journal: {{nats: \"{url}\", lease: 2s}}\n"))
+                .unwrap_or_default()
+        ),
     ]
     .join("---\n");
     let file = dir.join("goondan.yaml");
@@ -39,20 +49,13 @@ fn bundle(dir: &std::path::Path, lead: &ReplayServer, helper: &ReplayServer) -> 
     file
 }
 
-/// `goondan run` of `bundle` with `input`, its journals on the NATS server `nats` (JetStream)
-/// or under the state directory.
-fn run(
-    bundle: &std::path::Path,
-    input: &str,
-    dir: &std::path::Path,
-    nats: Option<&str>,
-) -> tokio::process::Command {
+/// `goondan run` of `bundle` with `input`.
+fn run(bundle: &std::path::Path, input: &str, dir: &std::path::Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(goondan());
-    cmd.arg("run").arg(bundle).args(["--input", input]);
-    if let Some(url) = nats {
-        cmd.args(["--journal", url, "--journal-lease", "2s"]);
-    }
-    cmd.env("GOONDAN_TEST_KEY", KEY)
+    cmd.arg("run")
+        .arg(bundle)
+        .args(["--input", input])
+        .env("GOONDAN_TEST_KEY", KEY)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -90,8 +93,8 @@ async fn a_crash_during_a_handoff_interrupts_the_caller_and_the_asked_agent_fini
     crash_during_a_handoff(None).await;
 }
 
-/// The same on JetStream: the second run takes each instance over once the killed run's
-/// leases expire.
+/// The same on JetStream, chosen in the bundle (`policy.journal`): the second run takes each
+/// instance over once the killed run's leases expire; nothing is kept in the state directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_during_a_handoff_on_jetstream_is_resumed_the_same_way() {
     let server = goondan_test_peers::nats::NatsServer::start_jetstream();
@@ -127,9 +130,9 @@ async fn crash_during_a_handoff(nats: Option<&str>) {
         ])
         .await;
         let dir = tempfile::tempdir().unwrap();
-        let file = bundle(dir.path(), &lead, &helper);
+        let file = bundle(dir.path(), &lead, &helper, nats);
 
-        let first = run(&file, "get helper to wait", dir.path(), nats)
+        let first = run(&file, "get helper to wait", dir.path())
             .spawn()
             .unwrap();
         wait_for_requests(&helper, 1).await;
@@ -141,7 +144,7 @@ async fn crash_during_a_handoff(nats: Option<&str>) {
         assert!(!killed.status.success());
         assert_eq!((lead.requests().len(), helper.requests().len()), (1, 1));
 
-        let out = run(&file, "is helper back?", dir.path(), nats)
+        let out = run(&file, "is helper back?", dir.path())
             .output()
             .await
             .unwrap();
@@ -188,6 +191,22 @@ async fn crash_during_a_handoff(nats: Option<&str>) {
         let answered = tool_results(&lead_seen[3].body);
         assert_eq!(answered.len(), 2, "{}", lead_seen[3].body);
         assert!(answered[1].contains("Back."), "{}", answered[1]);
+        let journals = dir.path().join(".goondan/journal");
+        let files = std::fs::read_dir(&journals).map_or(0, |d| d.count());
+        if nats.is_some() {
+            assert_eq!(
+                files,
+                0,
+                "the journals are on JetStream, not in {}",
+                journals.display()
+            );
+        } else {
+            assert!(
+                files >= 2,
+                "one journal per agent in {}",
+                journals.display()
+            );
+        }
     })
     .await
     .expect("the test did not finish in time");

@@ -41,6 +41,7 @@
 
 mod diagnostic;
 pub mod export;
+mod journal;
 mod library;
 mod load;
 mod model;
@@ -53,6 +54,7 @@ use std::path::{Path, PathBuf};
 
 pub use self::diagnostic::{BundleError, Diagnostic, Severity};
 pub use self::export::{export_tool, export_tools};
+pub use self::journal::JournalSetting;
 pub use self::library::ToolLibrary;
 pub(crate) use self::model::accept_provider;
 pub use self::model::{ModelSpec, PROVIDERS};
@@ -167,22 +169,33 @@ impl Bundle {
     /// `policy.maxStepsPerTurn` of the Agent, else of a Swarm that lists it, else of the first
     /// Swarm.
     pub fn max_steps_per_turn(&self, agent: &str) -> Option<usize> {
-        let of = |r: &Resource| {
-            r.spec()
-                .and_then(|s| s.get("policy"))
-                .and_then(|p| p.get("maxStepsPerTurn"))
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|n| usize::try_from(n).ok())
-        };
-        if let Some(n) = self.get(&Kind::Agent, agent).and_then(of) {
-            return Some(n);
+        self.policy(agent, "maxStepsPerTurn")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    }
+
+    /// `policy.journal` of the Agent, else of a Swarm that lists it, else of the first Swarm:
+    /// where the Agent keeps its run journal. `None` when none says, or when the setting is
+    /// wrong (loading the bundle reports that, with its line).
+    pub fn journal(&self, agent: &str) -> Option<JournalSetting> {
+        self.policy(agent, "journal")
+            .and_then(|v| JournalSetting::parse(v).ok())
+    }
+
+    /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm.
+    fn policy(&self, agent: &str, key: &str) -> Option<&serde_json::Value> {
+        fn of<'r>(r: &'r Resource, key: &str) -> Option<&'r serde_json::Value> {
+            r.spec()?.get("policy")?.get(key)
+        }
+        if let Some(v) = self.get(&Kind::Agent, agent).and_then(|r| of(r, key)) {
+            return Some(v);
         }
         let swarms: Vec<_> = self.of_kind(&Kind::Swarm).collect();
         swarms
             .iter()
             .find(|s| s.agent_refs().iter().any(|(r, _)| r.name == agent))
             .or(swarms.first())
-            .and_then(|s| of(s))
+            .and_then(|s| of(s, key))
     }
 
     /// The entry agent of the first Swarm, else the first Agent.

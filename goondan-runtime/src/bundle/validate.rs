@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
+use super::journal::JournalSetting;
 use super::resource::{Kind, ObjectRef, Resource};
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::name::{validate_export_name, validate_resource_name};
@@ -244,6 +245,7 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
 /// `spec.prompts.systemRef`.
 fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
+    check_journal(r, out);
     if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {
@@ -319,9 +321,27 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
     }
 }
 
+/// `spec.policy.journal`, when there is one ([`JournalSetting`]).
+fn check_journal(r: &Resource, out: &mut Vec<Diagnostic>) {
+    let Some(v) = r
+        .spec()
+        .and_then(|s| s.get("policy"))
+        .and_then(|p| p.get("journal"))
+    else {
+        return;
+    };
+    if let Err((under, why)) = JournalSetting::parse(v) {
+        out.push(
+            r.locus_of(&format!("/spec/policy/journal{under}"))
+                .error(why),
+        );
+    }
+}
+
 /// `spec.entryAgent` and `spec.agents` name Agents of the bundle.
 fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
+    check_journal(r, out);
     if let Some(v) = spec.and_then(|s| s.get("entryAgent")) {
         check_ref(r, v, "/spec/entryAgent", &Kind::Agent, names, out);
     }

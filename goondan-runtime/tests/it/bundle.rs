@@ -783,3 +783,31 @@ fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
         );
     }
 }
+
+/// `policy.journal` (issue 25): where an Agent keeps its run journal, the Agent's own else its
+/// Swarm's; a wrong setting is an error on its line when the bundle loads.
+#[test]
+fn policy_journal_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line() {
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: a}\nspec:\n  policy:\n    journal: {durability: full}\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: b}\nspec: {}\n---\napiVersion: goondan.ai/v1\nkind: Swarm\nmetadata: {name: s}\nspec:\n  entryAgent: Agent/a\n  agents: [Agent/a, Agent/b]\n  policy:\n    journal:\n      nats: nats://127.0.0.1:4222\n      lease: 20s\n";
+    let bundle = Bundle::from_yaml(yaml, "g.yaml").checked().unwrap();
+    let a = bundle.journal("a").unwrap();
+    assert!(a.full && a.nats.is_none(), "the Agent's own: {a:?}");
+    let b = bundle.journal("b").unwrap();
+    assert_eq!(b.nats.as_deref(), Some("nats://127.0.0.1:4222"));
+    assert_eq!(b.lease, Some(std::time::Duration::from_secs(20)));
+
+    let wrong = yaml.replace("lease: 20s", "lease: whenever");
+    let err = Bundle::from_yaml(&wrong, "g.yaml").checked().unwrap_err();
+    let d = err.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].severity, d[0].line), (Severity::Error, 22));
+    assert!(
+        d[0].message.contains("`policy.journal.lease`"),
+        "{}",
+        d[0].message
+    );
+    assert_eq!(
+        bundle.journal("nobody").map(|j| j.nats.is_some()),
+        Some(true)
+    );
+}

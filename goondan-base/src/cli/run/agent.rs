@@ -100,7 +100,11 @@ impl RunWorker {
                 Some((pattern.to_owned(), policy.parse().ok()?))
             })
             .collect();
-        let journal = journal::open_from_env(&me.agent, &me.instance_key);
+        let journal = journal::open_from_env(
+            &me.agent,
+            &me.instance_key,
+            bundle.as_ref().and_then(|b| b.journal(&me.agent)).as_ref(),
+        );
         let questions = state.as_deref().and_then(|s| match questions::open(s) {
             Ok(store) => Some(Arc::new(store) as Arc<dyn QuestionStore>),
             Err(e) => {

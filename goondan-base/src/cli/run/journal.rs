@@ -2,11 +2,13 @@
 //! SQLite file in the state directory (`journal/{agent}.{instanceKey}.sqlite3`), or, with
 //! `--journal nats://...`, JetStream on that NATS server, so that another host can take the
 //! instance over when this one dies (its lease in the key-value bucket says who holds it).
+//! The bundle's `policy.journal` says the same for a bundle; the command line wins over it.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use goondan_runtime::bundle::JournalSetting;
 use goondan_runtime::step::journal::{
     Durability, Journal, NatsJournal, NatsJournalOptions, SqliteJournal,
 };
@@ -22,20 +24,37 @@ const SQLITE_WAIT: Duration = Duration::from_secs(10);
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 
 /// The run journal of instance `instance_key` of `agent`, where this process's environment
-/// says ([`ENV_JOURNAL`], else [`ENV_STATE`]); `None` without either, and, with the reason
-/// logged, when it cannot be opened (another process holds the instance, a newer goondan wrote
-/// it): the agent then runs without one.
-pub(super) fn open_from_env(agent: &str, instance_key: &str) -> Option<Arc<dyn Journal>> {
-    let opened = match (std::env::var(ENV_JOURNAL), std::env::var_os(ENV_STATE)) {
-        (Ok(url), _) => {
+/// says ([`ENV_JOURNAL`]: the command line), else where the bundle's `policy.journal`
+/// (`bundle`) says, else in the state directory ([`ENV_STATE`]); `None` without any, and,
+/// with the reason logged, when it cannot be opened (another process holds the instance, a
+/// newer goondan wrote it): the agent then runs without one.
+pub(super) fn open_from_env(
+    agent: &str,
+    instance_key: &str,
+    bundle: Option<&JournalSetting>,
+) -> Option<Arc<dyn Journal>> {
+    let url = std::env::var(ENV_JOURNAL)
+        .ok()
+        .or_else(|| bundle.and_then(|b| b.nats.clone()));
+    let opened = match (url, std::env::var_os(ENV_STATE)) {
+        (Some(url), _) => {
             let lease = std::env::var(ENV_JOURNAL_LEASE)
                 .ok()
                 .and_then(|ms| ms.parse().ok())
-                .map_or(DEFAULT_LEASE, Duration::from_millis);
+                .map(Duration::from_millis)
+                .or_else(|| bundle.and_then(|b| b.lease))
+                .unwrap_or(DEFAULT_LEASE);
             open_nats(&url, lease, agent, instance_key)
         }
-        (Err(_), Some(state)) => open_sqlite(Path::new(&state), agent, instance_key),
-        (Err(_), None) => return None,
+        (None, Some(state)) => {
+            let durability = if bundle.is_some_and(|b| b.full) {
+                Durability::Full
+            } else {
+                Durability::Normal
+            };
+            open_sqlite(Path::new(&state), agent, instance_key, durability)
+        }
+        (None, None) => return None,
     };
     opened
         .map_err(|e| {
@@ -44,9 +63,14 @@ pub(super) fn open_from_env(agent: &str, instance_key: &str) -> Option<Arc<dyn J
         .ok()
 }
 
-fn open_sqlite(state: &Path, agent: &str, instance_key: &str) -> Result<Arc<dyn Journal>, String> {
+fn open_sqlite(
+    state: &Path,
+    agent: &str,
+    instance_key: &str,
+    durability: Durability,
+) -> Result<Arc<dyn Journal>, String> {
     let file = SqliteJournal::file_in(state, agent, instance_key);
-    SqliteJournal::open_waiting(&file, Durability::Normal, SQLITE_WAIT)
+    SqliteJournal::open_waiting(&file, durability, SQLITE_WAIT)
         .map(|j| Arc::new(j) as Arc<dyn Journal>)
         .map_err(|e| e.to_string())
 }
