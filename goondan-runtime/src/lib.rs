@@ -57,6 +57,8 @@ pub mod dialect;
 #[cfg(feature = "host")]
 pub mod extension;
 pub mod guide;
+#[cfg(feature = "nats")]
+mod kv;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 #[cfg(feature = "host")]

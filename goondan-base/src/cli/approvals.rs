@@ -1,6 +1,7 @@
 //! `goondan approvals list|answer`: the approval questions `goondan run`'s agents keep in the
-//! state directory, answered from another terminal, a script, or after a restart. The first
-//! answer stands; a later one is told so and changes nothing.
+//! state directory (or on the NATS server of their journals), answered from another terminal,
+//! a script, another machine, or after a restart. The first answer stands; a later one is told
+//! so and changes nothing.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,7 +58,9 @@ pub enum AnswerWord {
     Edit,
 }
 
-/// The state directory of `goondan approvals`: `--state`, else the bundle's `.goondan/`.
+/// Where `goondan approvals` finds the questions: on the NATS server of `--journal`, else of
+/// the bundle's `policy.journal` (its entry agent's), else in the state directory (`--state`,
+/// else the bundle's `.goondan/`).
 #[derive(Debug, Clone, Args)]
 pub struct StatePlace {
     /// The state directory (default: `.goondan/` next to the bundle).
@@ -66,11 +69,24 @@ pub struct StatePlace {
     /// The bundle whose state directory it is.
     #[arg(long, default_value = "goondan.yaml")]
     pub bundle: PathBuf,
+    /// The NATS server (`nats://host:port`) of agents whose journals are on JetStream: their
+    /// questions are kept there. Credentials come from `GOONDAN_NATS_TOKEN`, ...
+    #[arg(long = "journal", value_name = "URL")]
+    pub journal: Option<String>,
 }
 
 impl StatePlace {
     fn dir(&self) -> PathBuf {
         state_dir_of(&self.bundle, self.state.as_deref())
+    }
+
+    /// The NATS server whose questions these are, if they are on one.
+    fn nats(&self) -> Option<String> {
+        if let Some(url) = &self.journal {
+            return Some(url.clone());
+        }
+        let bundle = goondan_runtime::bundle::Bundle::load(&self.bundle).ok()?;
+        bundle.journal(&bundle.entry_agent()?)?.nats
     }
 }
 
@@ -100,24 +116,28 @@ pub(crate) fn execute(
     let place = match command {
         ApprovalsCommand::List { place, .. } | ApprovalsCommand::Answer { place, .. } => place,
     };
-    let state = place.dir();
-    if !goondan_runtime::calls::approval::SqliteQuestions::file_in(&state).exists() {
-        if let ApprovalsCommand::List { .. } = command {
-            // Nothing was ever asked here: an empty list.
-            if json {
-                writeln!(out, "[]")?;
-            } else {
-                writeln!(out, "no approval question is waiting")?;
-            }
-            return Ok(EXIT_OK);
-        }
-        return Err(ApprovalsError::NoQuestions(state));
-    }
-    let store = questions::open(&state)?;
-    // The SQLite store answers at once; a runtime of one thread drives its futures.
     let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .map_err(ApprovalsError::Io)?;
+    let state = place.dir();
+    let nats = place.nats();
+    let store: Box<dyn QuestionStore> = match nats.as_deref() {
+        Some(url) => Box::new(rt.block_on(questions::open_nats(url))?),
+        None if !goondan_runtime::calls::approval::SqliteQuestions::file_in(&state).exists() => {
+            if let ApprovalsCommand::List { .. } = command {
+                // Nothing was ever asked here: an empty list.
+                if json {
+                    writeln!(out, "[]")?;
+                } else {
+                    writeln!(out, "no approval question is waiting")?;
+                }
+                return Ok(EXIT_OK);
+            }
+            return Err(ApprovalsError::NoQuestions(state));
+        }
+        None => Box::new(questions::open(&state)?),
+    };
     match command {
         ApprovalsCommand::List { all, .. } => {
             let which = if *all { Listing::All } else { Listing::Waiting };

@@ -8,6 +8,8 @@ use crate::run_support as support;
 use goondan_test_peers::replay;
 
 use std::path::Path;
+
+use goondan_runtime::calls::approval::SqliteQuestions;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -95,35 +97,55 @@ async fn wait_for_line(lines: &Mutex<Vec<String>>, needle: &str) -> String {
     }
 }
 
-/// `goondan approvals ARGS --state STATE [--json]`: exit status and stdout.
-async fn approvals(state: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(goondan())
+/// Where the questions are: a state directory, or the NATS server of the journals.
+struct Place {
+    state: std::path::PathBuf,
+    nats: Option<String>,
+}
+
+/// `goondan approvals ARGS --state STATE [--journal URL]`: exit status and stdout.
+async fn approvals(place: &Place, args: &[&str]) -> (i32, String) {
+    let mut command = Command::new(goondan());
+    command
         .arg("approvals")
         .args(args)
         .arg("--state")
-        .arg(state)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
+        .arg(&place.state);
+    if let Some(url) = &place.nats {
+        command.args(["--journal", url]);
+    }
+    let out = command.stdin(Stdio::null()).output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), format!("{stdout}{stderr}"))
 }
 
 /// The questions `goondan approvals list --json [--all]` prints.
-async fn listed(state: &Path, all: bool) -> Vec<Value> {
+async fn listed(place: &Place, all: bool) -> Vec<Value> {
     let mut args = vec!["list", "--json"];
     if all {
         args.push("--all");
     }
-    let (code, out) = approvals(state, &args).await;
+    let (code, out) = approvals(place, &args).await;
     assert_eq!(code, 0, "{out}");
     serde_json::from_str::<Vec<Value>>(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_wait_across_a_crash_and_are_answered_from_another_process_once() {
+    approvals_wait_across_a_crash(None).await;
+}
+
+/// The same with the journals on JetStream (`--journal nats://...`): the questions are kept on
+/// the NATS server, so they are listed and answered with `--journal` from any machine, and
+/// the state directory holds none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_on_jetstream_wait_across_a_crash_and_are_answered_from_anywhere_once() {
+    let nats = goondan_test_peers::nats::NatsServer::start_jetstream();
+    approvals_wait_across_a_crash(Some(&nats.url)).await;
+}
+
+async fn approvals_wait_across_a_crash(nats: Option<&str>) {
     let server = ReplayServer::start([
         // Run 1: a destructive write; its question waits, and the run is killed.
         call(
@@ -139,14 +161,21 @@ async fn approvals_wait_across_a_crash_and_are_answered_from_another_process_onc
     .await;
     let dir = tempfile::tempdir().unwrap();
     let file = bundle(dir.path(), &server);
-    let state = dir.path().join(".goondan");
+    let place = Place {
+        state: dir.path().join(".goondan"),
+        nats: nats.map(str::to_owned),
+    };
+    let journal: Vec<&str> = match nats {
+        Some(url) => vec!["--journal", url, "--journal-lease", "2s"],
+        None => Vec::new(),
+    };
 
     // Before anything was asked: an empty list, not an error.
-    assert!(listed(&state, true).await.is_empty());
+    assert!(listed(&place, true).await.is_empty());
 
-    let (mut first, first_err) = start_run(&file, "write x", &[]);
+    let (mut first, first_err) = start_run(&file, "write x", &journal);
     let asked = wait_for_line(&first_err, "goondan approvals answer").await;
-    let waiting = listed(&state, false).await;
+    let waiting = listed(&place, false).await;
     assert_eq!(waiting.len(), 1, "{waiting:?}");
     let id = waiting[0]["id"].as_str().unwrap().to_owned();
     assert!(asked.contains(&format!("question {id}")), "{asked}");
@@ -160,30 +189,30 @@ async fn approvals_wait_across_a_crash_and_are_answered_from_another_process_onc
     assert!(!dir.path().join(".goondan/workspace/x.txt").exists());
 
     // The question outlived the crash.
-    let (code, out) = approvals(&state, &["list"]).await;
+    let (code, out) = approvals(&place, &["list"]).await;
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains(&id) && out.contains("file-system__write"),
         "{out}"
     );
     // An answer for another agent's question, or for no question, changes nothing.
-    let (code, out) = approvals(&state, &["answer", &id, "approve", "--agent", "other"]).await;
+    let (code, out) = approvals(&place, &["answer", &id, "approve", "--agent", "other"]).await;
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("`assistant`'s, not `other`'s"), "{out}");
-    let (code, out) = approvals(&state, &["answer", "000000000000", "approve"]).await;
+    let (code, out) = approvals(&place, &["answer", "000000000000", "approve"]).await;
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("no approval question has the id"), "{out}");
-    let (code, out) = approvals(&state, &["answer", &id, "edit", "[1, 2]"]).await;
+    let (code, out) = approvals(&place, &["answer", &id, "edit", "[1, 2]"]).await;
     assert_eq!(code, 2, "{out}");
-    assert_eq!(listed(&state, false).await.len(), 1);
+    assert_eq!(listed(&place, false).await.len(), 1);
 
     // The next run shows it, resumes the Turn and asks again under the same id; another
     // process answers while the terminal still asks.
-    let (second, second_err) = start_run(&file, "anything else?", &[]);
+    let (second, second_err) = start_run(&file, "anything else?", &journal);
     let shown = wait_for_line(&second_err, "wait from an earlier session").await;
     assert!(shown.starts_with("1 approval question"), "{shown}");
     wait_for_line(&second_err, &format!("question {id}: answer here")).await;
-    let (code, out) = approvals(&state, &["answer", &id, "approve"]).await;
+    let (code, out) = approvals(&place, &["answer", &id, "approve"]).await;
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.trim(), format!("{id}: approved by cli"));
     let (status, stdout) = second.finish().await;
@@ -208,13 +237,19 @@ async fn approvals_wait_across_a_crash_and_are_answered_from_another_process_onc
     assert!(results[0].contains("\"written\":true"), "{}", results[0]);
 
     // A second answer is told the first one stands.
-    let (code, out) = approvals(&state, &["answer", &id, "deny", "too late"]).await;
+    let (code, out) = approvals(&place, &["answer", &id, "deny", "too late"]).await;
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("the first answer stands"), "{out}");
-    assert!(listed(&state, false).await.is_empty());
-    let all = listed(&state, true).await;
+    assert!(listed(&place, false).await.is_empty());
+    let all = listed(&place, true).await;
     assert_eq!(all[0]["answer"]["decision"], "approve");
     assert_eq!(all[0]["answer"]["by"], "cli");
+    let kept_here = SqliteQuestions::file_in(&place.state).exists();
+    assert_eq!(
+        kept_here,
+        nats.is_none(),
+        "the questions are kept where the journals are"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,7 +265,10 @@ async fn an_approval_question_nobody_answers_expires_into_a_denial_the_model_rea
     .await;
     let dir = tempfile::tempdir().unwrap();
     let file = bundle(dir.path(), &server);
-    let state = dir.path().join(".goondan");
+    let place = Place {
+        state: dir.path().join(".goondan"),
+        nats: None,
+    };
 
     let (run, lines) = start_run(&file, "write y", &["--approval-expiry", "1s"]);
     let (status, stdout) = run.finish().await;
@@ -250,11 +288,11 @@ async fn an_approval_question_nobody_answers_expires_into_a_denial_the_model_rea
     );
     assert!(results[0].contains("suggestion: expired"), "{}", results[0]);
 
-    let all = listed(&state, true).await;
+    let all = listed(&place, true).await;
     assert_eq!(all.len(), 1);
     assert_eq!(all[0]["answer"]["by"], "expiry");
     let id = all[0]["id"].as_str().unwrap();
-    let (code, out) = approvals(&state, &["answer", id, "approve"]).await;
+    let (code, out) = approvals(&place, &["answer", id, "approve"]).await;
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("the first answer stands"), "{out}");
 }

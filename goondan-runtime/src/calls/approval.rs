@@ -52,6 +52,8 @@
 
 #[cfg(feature = "host")]
 mod memory;
+#[cfg(feature = "nats")]
+mod nats;
 #[cfg(feature = "host")]
 mod question;
 #[cfg(feature = "sqlite")]
@@ -74,6 +76,8 @@ use crate::tools::result::ToolCallResult;
 
 #[cfg(feature = "host")]
 pub use self::memory::MemoryQuestions;
+#[cfg(feature = "nats")]
+pub use self::nats::NatsQuestions;
 #[cfg(feature = "host")]
 pub use self::question::{
     AnswerOutcome, Answered, BY_EXPIRY, EXPIRED, Listing, Question, QuestionError, QuestionFuture,

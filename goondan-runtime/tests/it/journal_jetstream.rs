@@ -365,3 +365,108 @@ async fn a_host_whose_lease_was_taken_stops_writing_and_the_new_holder_goes_on()
     let read = second.read().await.unwrap();
     assert_eq!(read.records, [started("c1"), started("c3")]);
 }
+
+/// Approval questions on JetStream (issue 25, items 3 and 4): kept once per call, answered once
+/// from another connection (another host), and bad answers refused without changing anything.
+#[tokio::test]
+async fn approval_questions_on_jetstream_are_kept_once_and_answered_once_from_anywhere() {
+    use goondan_runtime::calls::approval::{
+        AnswerOutcome, Decision, Listing, NatsQuestions, Question, QuestionError, QuestionStore,
+    };
+    let server = NatsServer::start_jetstream();
+    let connect = || async {
+        let client = async_nats::connect(&server.url).await.unwrap();
+        let jetstream = async_nats::jetstream::new(client);
+        NatsQuestions::open(&jetstream, NatsQuestions::DEFAULT_BUCKET)
+            .await
+            .unwrap()
+    };
+    let (asker, answerer) = (connect().await, connect().await);
+    let question = |call: &str, asked_at_ms: u64, expires_at_ms: Option<u64>| Question {
+        id: Question::id_for("coder", "default", "turn-1", call),
+        agent: "coder".into(),
+        instance_key: "default".into(),
+        turn_id: "turn-1".into(),
+        tool_call_id: call.into(),
+        tool_name: "bash__exec".into(),
+        args: serde_json::Map::new(),
+        why: "the tool is marked destructive".into(),
+        asked_at_ms,
+        expires_at_ms,
+        answer: None,
+    };
+    let first = question("c1", 10, None);
+    asker.ask(first.clone()).await.unwrap();
+    asker.ask(question("c2", 20, Some(25))).await.unwrap();
+    // Asking again for the same call finds the question; another call under its id is refused.
+    assert_eq!(asker.ask(first.clone()).await.unwrap(), first);
+    let mut clash = question("c9", 30, None);
+    clash.id = first.id.clone();
+    assert!(matches!(
+        asker.ask(clash).await,
+        Err(QuestionError::Mismatch { .. })
+    ));
+    let waiting = answerer.list(Listing::Waiting).await.unwrap();
+    let ids: Vec<&str> = waiting.iter().map(|q| q.tool_call_id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2"], "oldest first");
+
+    // Bad answers change nothing.
+    for (id, agent) in [
+        ("000000000000", None),
+        ("no such/key!", None),
+        (first.id.as_str(), Some("writer")),
+    ] {
+        let refused = answerer
+            .answer(id, agent, Decision::Approve, "cli", 40)
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(QuestionError::Unknown { .. } | QuestionError::OtherAgent { .. })
+            ),
+            "{id}: {refused:?}"
+        );
+    }
+    // The first answer stands, from whichever process gives it.
+    let approved = answerer
+        .answer(&first.id, Some("coder"), Decision::Approve, "cli", 50)
+        .await
+        .unwrap();
+    assert!(matches!(approved, AnswerOutcome::Recorded(_)));
+    let deny = Decision::Deny {
+        reason: "too late".into(),
+    };
+    let second = asker
+        .answer(&first.id, None, deny, "terminal", 60)
+        .await
+        .unwrap();
+    assert!(matches!(second, AnswerOutcome::AlreadyAnswered(_)));
+    assert_eq!(second.decision(), Some(&Decision::Approve));
+    let kept = asker.get(&first.id).await.unwrap().unwrap();
+    assert_eq!(
+        kept.answer.map(|a| (a.by, a.at_ms)),
+        Some(("cli".to_owned(), 50))
+    );
+    // A question past its expiry is denied when next answered.
+    let c2 = Question::id_for("coder", "default", "turn-1", "c2");
+    let late = answerer
+        .answer(&c2, None, Decision::Approve, "cli", 70)
+        .await
+        .unwrap();
+    assert!(matches!(late, AnswerOutcome::Expired(_)), "{late:?}");
+    assert!(asker.list(Listing::Waiting).await.unwrap().is_empty());
+    assert_eq!(asker.list(Listing::All).await.unwrap().len(), 2);
+
+    // A damaged entry is left out of the list, and is an error when asked for by id.
+    let client = async_nats::connect(&server.url).await.unwrap();
+    let kv = async_nats::jetstream::new(client)
+        .get_key_value(NatsQuestions::DEFAULT_BUCKET)
+        .await
+        .unwrap();
+    kv.put("0123456789ab", "{not json".into()).await.unwrap();
+    assert_eq!(asker.list(Listing::All).await.unwrap().len(), 2);
+    assert!(matches!(
+        asker.get("0123456789ab").await,
+        Err(QuestionError::Corrupt { .. })
+    ));
+}

@@ -100,18 +100,11 @@ impl RunWorker {
                 Some((pattern.to_owned(), policy.parse().ok()?))
             })
             .collect();
-        let journal = journal::open_from_env(
-            &me.agent,
-            &me.instance_key,
-            bundle.as_ref().and_then(|b| b.journal(&me.agent)).as_ref(),
-        );
-        let questions = state.as_deref().and_then(|s| match questions::open(s) {
-            Ok(store) => Some(Arc::new(store) as Arc<dyn QuestionStore>),
-            Err(e) => {
-                tracing::error!(target: "goondan::run", error = %e, "the approval questions cannot be kept; they are asked at the terminal only");
-                None
-            }
-        });
+        let setting = bundle.as_ref().and_then(|b| b.journal(&me.agent));
+        let journal = journal::open_from_env(&me.agent, &me.instance_key, setting.as_ref());
+        // The questions go where the journal goes: on JetStream, any host finds them.
+        let nats = journal::nats_url(setting.as_ref());
+        let questions = questions::open_for_agent(state.as_deref(), nats.as_deref());
         let expiry = std::env::var(ENV_APPROVAL_EXPIRY)
             .ok()
             .and_then(|ms| ms.parse().ok())

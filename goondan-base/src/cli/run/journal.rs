@@ -33,10 +33,7 @@ pub(super) fn open_from_env(
     instance_key: &str,
     bundle: Option<&JournalSetting>,
 ) -> Option<Arc<dyn Journal>> {
-    let url = std::env::var(ENV_JOURNAL)
-        .ok()
-        .or_else(|| bundle.and_then(|b| b.nats.clone()));
-    let opened = match (url, std::env::var_os(ENV_STATE)) {
+    let opened = match (nats_url(bundle), std::env::var_os(ENV_STATE)) {
         (Some(url), _) => {
             let lease = std::env::var(ENV_JOURNAL_LEASE)
                 .ok()
@@ -61,6 +58,14 @@ pub(super) fn open_from_env(
             tracing::error!(target: "goondan::run", error = %e, "the run journal cannot be opened; this agent's turns are not kept");
         })
         .ok()
+}
+
+/// The NATS server of the journals, if they are on JetStream: the command line's
+/// ([`ENV_JOURNAL`]), else the bundle's `policy.journal.nats`.
+pub(super) fn nats_url(bundle: Option<&JournalSetting>) -> Option<String> {
+    std::env::var(ENV_JOURNAL)
+        .ok()
+        .or_else(|| bundle.and_then(|b| b.nats.clone()))
 }
 
 fn open_sqlite(

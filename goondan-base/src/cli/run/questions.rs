@@ -1,11 +1,14 @@
-//! The approval questions of a state directory (`{state}/approvals.sqlite3`): kept by the agent
-//! processes of `goondan run` until someone answers them, at the terminal or with
-//! `goondan approvals answer`, in this run or a later one.
+//! The approval questions of a state directory (`{state}/approvals.sqlite3`), or, for agents
+//! whose run journal is on JetStream, of that NATS server (a key-value bucket): kept by the
+//! agent processes of `goondan run` until someone answers them, at the terminal or with
+//! `goondan approvals answer`, in this run or a later one, on this machine or another.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use goondan_runtime::calls::approval::{
-    Answered, Decision, Listing, Question, QuestionError, QuestionStore, SqliteQuestions,
+    Answered, Decision, Listing, NatsQuestions, Question, QuestionError, QuestionStore,
+    SqliteQuestions,
 };
 use serde_json::Value;
 
@@ -16,14 +19,60 @@ pub(crate) fn open(state: &Path) -> Result<SqliteQuestions, QuestionError> {
     SqliteQuestions::open(SqliteQuestions::file_in(state))
 }
 
-/// The waiting questions of an earlier session, if any: nothing when there is no file yet.
-pub(crate) async fn waiting_in(state: &Path) -> Vec<Question> {
-    if !SqliteQuestions::file_in(state).exists() {
-        return Vec::new();
-    }
-    let listed = match open(state) {
-        Ok(store) => store.list(Listing::Waiting).await,
-        Err(e) => Err(e),
+/// The questions kept on the NATS server `url` (JetStream), with the connection's credentials
+/// from the environment (`GOONDAN_NATS_TOKEN`, ...).
+pub(crate) async fn open_nats(url: &str) -> Result<NatsQuestions, QuestionError> {
+    let storage = |e: String| QuestionError::Storage {
+        place: url.to_owned(),
+        source: e.into(),
+    };
+    let client = crate::cli::NatsConnection::default()
+        .options(url)
+        .connect("goondan-approvals")
+        .await
+        .map_err(|e| storage(e.to_string()))?;
+    let jetstream = async_nats::jetstream::new(client);
+    NatsQuestions::open(&jetstream, NatsQuestions::DEFAULT_BUCKET).await
+}
+
+/// The store of an agent process: on the NATS server `nats` when its journal is there, else
+/// in the state directory; `None`, with the reason logged, when neither can be opened (the
+/// questions are then asked at the terminal only). Called from the agent process's runtime,
+/// outside a task.
+pub(crate) fn open_for_agent(
+    state: Option<&Path>,
+    nats: Option<&str>,
+) -> Option<Arc<dyn QuestionStore>> {
+    let opened = match (nats, state) {
+        (Some(url), _) => match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .block_on(open_nats(url))
+                .map(|s| Arc::new(s) as Arc<dyn QuestionStore>),
+            Err(_) => return None,
+        },
+        (None, Some(state)) => open(state).map(|s| Arc::new(s) as Arc<dyn QuestionStore>),
+        (None, None) => return None,
+    };
+    opened
+        .map_err(|e| {
+            tracing::error!(target: "goondan::run", error = %e, "the approval questions cannot be kept; they are asked at the terminal only");
+        })
+        .ok()
+}
+
+/// The waiting questions of an earlier session, if any (on the NATS server `nats` when the
+/// journals are there): nothing when there is no file yet.
+pub(crate) async fn waiting_in(state: &Path, nats: Option<&str>) -> Vec<Question> {
+    let listed = match nats {
+        Some(url) => match open_nats(url).await {
+            Ok(store) => store.list(Listing::Waiting).await,
+            Err(e) => Err(e),
+        },
+        None if !SqliteQuestions::file_in(state).exists() => return Vec::new(),
+        None => match open(state) {
+            Ok(store) => store.list(Listing::Waiting).await,
+            Err(e) => Err(e),
+        },
     };
     listed.unwrap_or_else(|e| {
         tracing::warn!(target: "goondan::run", error = %e, "the approval questions cannot be read");

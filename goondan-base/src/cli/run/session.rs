@@ -60,7 +60,13 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
     })?;
     let link = Link::listen()?;
     let mut screen = Screen::new(args.input.is_none());
-    show_waiting_questions(&mut screen, &state).await;
+    // The questions go where the journals go: the command line's, else the target agent's.
+    let nats = args
+        .journal
+        .url
+        .clone()
+        .or_else(|| bundle.journal(&target).and_then(|j| j.nats));
+    show_waiting_questions(&mut screen, &state, nats.as_deref()).await;
     let mut process = ProcessConfig::current_exe()
         .map_err(RunError::Program)?
         .env(ENV_BUNDLE, &file)
@@ -86,6 +92,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
         screen,
         seen: HashSet::new(),
         state: state.clone(),
+        nats,
         backlog: VecDeque::new(),
     };
     let code = match &args.input {
@@ -98,8 +105,8 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
 
 /// Shows the approval questions an earlier session left waiting: the agent asks them again
 /// when it resumes their Turn, and `goondan approvals answer` answers them from anywhere.
-async fn show_waiting_questions(screen: &mut Screen, state: &Path) {
-    let waiting = questions::waiting_in(state).await;
+async fn show_waiting_questions(screen: &mut Screen, state: &Path, nats: Option<&str>) {
+    let waiting = questions::waiting_in(state, nats).await;
     if waiting.is_empty() {
         return;
     }
@@ -274,6 +281,8 @@ struct Session {
     seen: HashSet<String>,
     /// The state directory (its approval questions).
     state: PathBuf,
+    /// The NATS server that keeps the journals and questions, when they are on JetStream.
+    nats: Option<String>,
     /// Notes that came while an approval prompt waited, shown after it.
     backlog: VecDeque<Incoming>,
 }
@@ -498,12 +507,16 @@ impl Session {
 
     /// Says how a question the terminal asked was answered elsewhere.
     async fn settled_elsewhere(&mut self, question: Option<&str>) {
-        let answer = match question {
-            Some(id) => match questions::open(&self.state) {
+        let answer = match (question, self.nats.as_deref()) {
+            (Some(id), Some(url)) => match questions::open_nats(url).await {
                 Ok(store) => store.get(id).await.ok().flatten().and_then(|q| q.answer),
                 Err(_) => None,
             },
-            None => None,
+            (Some(id), None) => match questions::open(&self.state) {
+                Ok(store) => store.get(id).await.ok().flatten().and_then(|q| q.answer),
+                Err(_) => None,
+            },
+            (None, _) => None,
         };
         let said = answer
             .as_ref()

@@ -77,40 +77,17 @@ impl Lease {
         ttl: Duration,
     ) -> Result<kv::Store, JournalError> {
         let place = format!("key-value bucket {name}");
-        let store = match jetstream.get_key_value(name).await {
-            Ok(store) => store,
-            Err(_) => {
-                // The bucket's stream, made here rather than by `create_key_value`, which first
-                // asks for the account's details in a shape older servers do not send.
-                use async_nats::jetstream::stream;
-                let config = stream::Config {
-                    name: format!("KV_{name}"),
-                    description: Some("goondan: which host runs each agent instance".to_owned()),
-                    subjects: vec![format!("$KV.{name}.>")],
-                    max_messages_per_subject: 1,
-                    max_age: ttl,
-                    duplicate_window: ttl.min(Duration::from_secs(120)),
-                    max_bytes: -1,
-                    max_message_size: -1,
-                    storage: stream::StorageType::File,
-                    num_replicas: 1,
-                    allow_rollup: true,
-                    deny_delete: true,
-                    allow_direct: true,
-                    discard: stream::DiscardPolicy::New,
-                    ..stream::Config::default()
-                };
-                // Another host may create it meanwhile: then it is there to get.
-                let created = jetstream.create_stream(config).await.err();
-                jetstream
-                    .get_key_value(name)
-                    .await
-                    .map_err(|e| match created {
-                        Some(created) => storage(&place, created),
-                        None => storage(&place, e),
-                    })?
-            }
-        };
+        let store = crate::kv::bucket(
+            jetstream,
+            name,
+            "goondan: which host runs each agent instance",
+            Some(ttl),
+        )
+        .await
+        .map_err(|source| JournalError::Storage {
+            place: place.clone(),
+            source,
+        })?;
         let status = store.status().await.map_err(|e| storage(&place, e))?;
         if status.max_age().is_zero() {
             return Err(JournalError::Storage {

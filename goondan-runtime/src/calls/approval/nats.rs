@@ -1,0 +1,231 @@
+//! [`NatsQuestions`]: approval questions in a JetStream key-value bucket (feature `nats`), for
+//! agents whose hosts come and go: a question asked on one machine is answered from any other
+//! and found again by the host that resumes the Turn.
+
+use async_nats::jetstream::{self, kv};
+use futures_util::TryStreamExt;
+
+use super::Decision;
+use super::question::{
+    AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
+    same_call,
+};
+
+/// The largest question kept, in bytes of JSON (a server's `max_payload` may be lower).
+const MAX_QUESTION_BYTES: usize = 1024 * 1024;
+
+/// A [`QuestionStore`] in a JetStream key-value bucket (file storage, entries kept until
+/// deleted), one entry per question under its id. Asking creates the entry only when there is
+/// none; answering updates it only at the revision it was read at (retrying when another
+/// process wrote in between), so the first answer stands across processes and machines.
+///
+/// ```no_run
+/// use goondan_runtime::calls::approval::{Decision, NatsQuestions, QuestionStore};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = async_nats::connect("nats://127.0.0.1:4222").await?;
+/// let jetstream = async_nats::jetstream::new(client);
+/// let questions = NatsQuestions::open(&jetstream, NatsQuestions::DEFAULT_BUCKET).await?;
+/// let outcome = questions.answer("3f2a9c1d0b7e", None, Decision::Approve, "cli", 1).await?;
+/// println!("{:?}", outcome.decision());
+/// # Ok(())
+/// # }
+/// ```
+pub struct NatsQuestions {
+    store: kv::Store,
+    place: String,
+}
+
+impl std::fmt::Debug for NatsQuestions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsQuestions")
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NatsQuestions {
+    /// The bucket the `goondan` program keeps its questions in.
+    pub const DEFAULT_BUCKET: &'static str = "goondan_approvals";
+
+    /// The questions in bucket `bucket` (for example [`Self::DEFAULT_BUCKET`]), created when
+    /// there is none.
+    pub async fn open(jetstream: &jetstream::Context, bucket: &str) -> Result<Self, QuestionError> {
+        let place = format!("key-value bucket {bucket}");
+        let store = crate::kv::bucket(
+            jetstream,
+            bucket,
+            "goondan: approval questions waiting for a person",
+            None,
+        )
+        .await
+        .map_err(|source| QuestionError::Storage {
+            place: place.clone(),
+            source,
+        })?;
+        Ok(Self { store, place })
+    }
+
+    fn storage(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QuestionError {
+        QuestionError::Storage {
+            place: self.place.clone(),
+            source: e.into(),
+        }
+    }
+
+    fn parse(&self, id: &str, body: &[u8]) -> Result<Question, QuestionError> {
+        let corrupt = |reason: String| QuestionError::Corrupt {
+            place: self.place.clone(),
+            id: id.to_owned(),
+            reason,
+        };
+        if body.len() > MAX_QUESTION_BYTES {
+            return Err(corrupt(format!("it is {} bytes", body.len())));
+        }
+        let question: Question =
+            serde_json::from_slice(body).map_err(|e| corrupt(e.to_string()))?;
+        if question.id != id {
+            return Err(corrupt(format!("it says its id is `{}`", question.id)));
+        }
+        Ok(question)
+    }
+
+    fn encode(&self, question: &Question) -> Result<bytes::Bytes, QuestionError> {
+        let body = serde_json::to_vec(question).map_err(|e| self.storage(e))?;
+        if body.len() > MAX_QUESTION_BYTES {
+            return Err(self.storage(format!(
+                "the question is {} bytes; at most {MAX_QUESTION_BYTES} are kept",
+                body.len()
+            )));
+        }
+        Ok(body.into())
+    }
+
+    /// An id as a key: ids are hexadecimal, but one from outside is checked before it is used.
+    fn key<'a>(&self, id: &'a str) -> Result<&'a str, QuestionError> {
+        let valid = !id.is_empty()
+            && id.len() <= 64
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+        if valid {
+            Ok(id)
+        } else {
+            Err(QuestionError::Unknown { id: id.to_owned() })
+        }
+    }
+
+    async fn ask_now(&self, question: Question) -> Result<Question, QuestionError> {
+        let key = self.key(&question.id)?;
+        let body = self.encode(&question)?;
+        match self.store.create(key, body).await {
+            Ok(_) => Ok(question),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let kept = self.get_now(key).await?.ok_or_else(|| {
+                    self.storage(format!("question `{key}` was there and is gone"))
+                })?;
+                same_call(&kept, &question)?;
+                Ok(kept)
+            }
+            Err(e) => Err(self.storage(e)),
+        }
+    }
+
+    async fn answer_now(
+        &self,
+        id: &str,
+        agent: Option<&str>,
+        decision: Decision,
+        by: &str,
+        now_ms: u64,
+    ) -> Result<AnswerOutcome, QuestionError> {
+        let Ok(key) = self.key(id) else {
+            return Err(QuestionError::Unknown { id: id.to_owned() });
+        };
+        // Read, decide, write at that revision; another writer in between means read again.
+        for _ in 0..16 {
+            let entry = self.store.entry(key).await.map_err(|e| self.storage(e))?;
+            let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+                return Err(QuestionError::Unknown { id: id.to_owned() });
+            };
+            let question = self.parse(id, &entry.value)?;
+            let outcome = apply_answer(question, agent, decision.clone(), by, now_ms)?;
+            if matches!(outcome, AnswerOutcome::AlreadyAnswered(_)) {
+                return Ok(outcome);
+            }
+            let body = self.encode(outcome.question())?;
+            match self.store.update(key, body, entry.revision).await {
+                Ok(_) => return Ok(outcome),
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => continue,
+                Err(e) => return Err(self.storage(e)),
+            }
+        }
+        Err(self.storage(format!(
+            "question `{id}` kept changing while it was answered"
+        )))
+    }
+
+    async fn get_now(&self, id: &str) -> Result<Option<Question>, QuestionError> {
+        let Ok(key) = self.key(id) else {
+            return Ok(None);
+        };
+        match self.store.get(key).await.map_err(|e| self.storage(e))? {
+            Some(body) => self.parse(id, &body).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn list_now(&self, which: Listing) -> Result<Vec<Question>, QuestionError> {
+        let keys: Vec<String> = self
+            .store
+            .keys()
+            .await
+            .map_err(|e| self.storage(e))?
+            .try_collect()
+            .await
+            .map_err(|e| self.storage(e))?;
+        let mut questions = Vec::with_capacity(keys.len());
+        for key in keys {
+            match self.get_now(&key).await {
+                Ok(Some(question)) => {
+                    if which == Listing::All || question.answer.is_none() {
+                        questions.push(question);
+                    }
+                }
+                Ok(None) => {}
+                // One damaged question does not hide the others.
+                Err(e) => {
+                    tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out")
+                }
+            }
+        }
+        questions.sort_by(|a, b| (a.asked_at_ms, &a.id).cmp(&(b.asked_at_ms, &b.id)));
+        Ok(questions)
+    }
+}
+
+impl QuestionStore for NatsQuestions {
+    fn ask(&self, question: Question) -> QuestionFuture<'_, Question> {
+        Box::pin(self.ask_now(question))
+    }
+
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        agent: Option<&'a str>,
+        decision: Decision,
+        by: &'a str,
+        now_ms: u64,
+    ) -> QuestionFuture<'a, AnswerOutcome> {
+        Box::pin(self.answer_now(id, agent, decision, by, now_ms))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> QuestionFuture<'a, Option<Question>> {
+        Box::pin(self.get_now(id))
+    }
+
+    fn list(&self, which: Listing) -> QuestionFuture<'_, Vec<Question>> {
+        Box::pin(self.list_now(which))
+    }
+}
