@@ -67,14 +67,18 @@ pub mod look {
     }
 }
 
-/// Step 0: ten calls of the tool named; then the answer.
-struct TenCalls(&'static str);
+/// Step 0: `calls` calls of the tool named; then the answer.
+struct Calls {
+    tool: &'static str,
+    calls: usize,
+}
 
-impl Model for TenCalls {
+impl Model for Calls {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         let response = if request.step == 0 {
             ModelResponse::calls(
-                (0..CALLS).map(|i| ToolCall::new(format!("c{i}"), self.0, json!({"a": i, "b": 1}))),
+                (0..self.calls)
+                    .map(|i| ToolCall::new(format!("c{i}"), self.tool, json!({"a": i, "b": 1}))),
             )
         } else {
             ModelResponse::text("done")
@@ -140,21 +144,27 @@ struct Setup {
     _dir: tempfile::TempDir,
 }
 
-/// How the Turn's calls run: the tool (`calc__add`, `look__add`) and how many at once.
+/// How the Turn's calls run: the tool (`calc__add`, `look__add`), how many calls, and how
+/// many at once.
 #[derive(Clone, Copy)]
 struct Shape {
     tool: &'static str,
+    calls: usize,
     concurrency: usize,
 }
 
 const PLAIN_SHAPE: Shape = Shape {
     tool: "calc__add",
+    calls: CALLS,
     concurrency: 1,
 };
 
 fn setup(registry: &Arc<ToolRegistry>, backend: Backend<'_>, shape: Shape) -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let model = Arc::new(TenCalls(shape.tool));
+    let model = Arc::new(Calls {
+        tool: shape.tool,
+        calls: shape.calls,
+    });
     let mut builder = AgentInstance::builder("bench", Arc::clone(registry), model)
         .tools(["calc", "look"])
         .concurrency(shape.concurrency)
@@ -214,12 +224,18 @@ fn main() {
         ],
     );
     let concurrent = Shape {
-        tool: "calc__add",
         concurrency: CALLS,
+        ..PLAIN_SHAPE
     };
     let read_only = Shape {
         tool: "look__add",
-        concurrency: 1,
+        ..PLAIN_SHAPE
+    };
+    // The same Turn with one call: what nine more calls add is the cost per call alone,
+    // without the Turn's own writes (its input, the final answer, its end).
+    let one_call = Shape {
+        calls: 1,
+        ..PLAIN_SHAPE
     };
     let normal = Backend::Sqlite(Durability::Normal);
     bench_turns(
@@ -232,6 +248,8 @@ fn main() {
             ("concurrent_sqlite_normal", normal, concurrent),
             ("read_only_plain", Backend::Plain, read_only),
             ("read_only_sqlite_normal", normal, read_only),
+            ("one_call_plain", Backend::Plain, one_call),
+            ("one_call_sqlite_normal", normal, one_call),
         ],
     );
     bench_step_records(&mut c, &rt, &jetstream);
@@ -248,14 +266,14 @@ fn bench_turns(
     cases: &[(&str, Backend<'_>, Shape)],
 ) {
     let mut group = c.benchmark_group(group);
-    group.throughput(Throughput::Elements(CALLS as u64));
     for &(name, backend, shape) in cases {
+        group.throughput(Throughput::Elements(shape.calls as u64));
         group.bench_function(name, |b| {
             b.to_async(rt).iter_batched(
                 || setup(registry, backend, shape),
                 |s| async move {
                     let turn = s.agent.run_turn("add them").await.unwrap();
-                    assert_eq!(turn.steps[0].results.len(), CALLS);
+                    assert_eq!(turn.steps[0].results.len(), shape.calls);
                     s
                 },
                 BatchSize::PerIteration,
