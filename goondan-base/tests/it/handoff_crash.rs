@@ -3,6 +3,8 @@
 //! The next `goondan run` on the same state directory resumes both Turns: the caller's handoff
 //! is not sent again blindly (the model is told it was interrupted), the asked agent finishes
 //! its Turn before its next one, and no message of either conversation is lost.
+//! Also the Orchestrator's respawn: the agent process alone killed in a session, and the
+//! respawned process finishing the Turn it left.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -210,4 +212,101 @@ async fn crash_during_a_handoff(nats: Option<&str>) {
     })
     .await
     .expect("the test did not finish in time");
+}
+
+/// The processes whose parent is `parent`.
+fn children_of(parent: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (name) state ppid ...`: the name may hold spaces, so read after its `)`.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The Orchestrator's respawn (issue 25, item 2): in a `goondan run` session, the agent process
+/// alone is killed (SIGKILL) while a call runs; the session reports the crash, and the next
+/// input reaches a respawned agent process that first finishes the Turn the crash cut short
+/// (the model's answer not asked for again, the read-only wait run again), then answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_respawned_agent_process_finishes_the_turn_its_killed_predecessor_left() {
+    use crate::run_support::bundle_with;
+    use expectrl::Session;
+
+    let server = ReplayServer::start([
+        call("w1", "wait__seconds", &json!({"seconds": 3})),
+        text(&["Waited."]),
+        text(&["Second answer."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle_with(dir.path(), &server, &["wait"], None);
+    tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(goondan());
+        command
+            .arg("run")
+            .arg(&file)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path());
+        let mut p = Session::spawn(command).unwrap();
+        p.set_expect_timeout(Some(Duration::from_secs(30)));
+        p.expect("> ").unwrap();
+        p.send_line("wait a little").unwrap();
+        let start = std::time::Instant::now();
+        while server.requests().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(30), "never asked");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The wait has started: kill the agent process, not the session.
+        std::thread::sleep(Duration::from_millis(500));
+        let run = p.get_process().pid().as_raw();
+        let agents = children_of(run);
+        assert_eq!(
+            agents.len(),
+            1,
+            "one agent process under the session: {agents:?}"
+        );
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(agents[0]),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let seen = p.expect("> ").unwrap();
+        let seen = String::from_utf8_lossy(seen.before()).into_owned();
+        assert!(
+            seen.contains("`assistant/default` restarted")
+                && seen.contains("ended before answering; it is being restarted"),
+            "{seen}"
+        );
+        p.send_line("and now?").unwrap();
+        p.expect("Second answer.").unwrap();
+        p.expect("> ").unwrap();
+        let respawned = children_of(run);
+        assert!(
+            respawned.len() == 1 && respawned != agents,
+            "a new agent process: {respawned:?}"
+        );
+    });
+    let seen = server.requests();
+    assert_eq!(
+        seen.len(),
+        3,
+        "the answer before the crash was not asked for again"
+    );
+    let waited = tool_results(&seen[1].body);
+    assert_eq!(waited.len(), 1, "{}", seen[1].body);
+    assert!(waited[0].contains("waitedSeconds"), "{}", waited[0]);
+    assert_eq!(users(&seen[2].body), ["wait a little", "and now?"]);
 }
