@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::kv::{self, CreateErrorKind, UpdateErrorKind};
+use async_nats::jetstream::kv::{self, CreateErrorKind, DeleteErrorKind, UpdateErrorKind};
 
 use super::super::JournalError;
 
@@ -260,10 +260,37 @@ impl Shared {
             state.lost = Some("this host let go of it".to_owned());
             state.revision
         };
-        self.store
-            .delete_expect_revision(&self.key, Some(revision))
-            .await
-            .map_err(|e| storage(&format!("lease {}", self.key), e))
+        let place = format!("lease {}", self.key);
+        let mut revision = revision;
+        for _ in 0..3 {
+            match self
+                .store
+                .delete_expect_revision(&self.key, Some(revision))
+                .await
+            {
+                Ok(()) => return Ok(()),
+                // A renewal the release cut short may have reached the server: the entry is
+                // still this host's at a later revision, so let go of that one.
+                Err(e) if e.kind() == DeleteErrorKind::WrongLastRevision => {
+                    match self.store.entry(&self.key).await {
+                        Ok(Some(entry))
+                            if entry.operation == kv::Operation::Put
+                                && *entry.value == *self.holder.as_bytes() =>
+                        {
+                            revision = entry.revision;
+                        }
+                        // Another host's now, or gone: nothing of this host's to let go of.
+                        Ok(_) => return Ok(()),
+                        Err(e) => return Err(storage(&place, e)),
+                    }
+                }
+                Err(e) => return Err(storage(&place, e)),
+            }
+        }
+        Err(JournalError::Storage {
+            place,
+            source: "the lease kept changing while it was let go of".into(),
+        })
     }
 }
 
