@@ -281,7 +281,8 @@ impl HttpFetch {
                     "the request took longer than {} ms", timeout.as_millis()))
                     .with_code(codes::TIMEOUT)
                     .with_name("TimeoutError")
-                    .with_suggestion("retry with a larger `timeoutMs`, or check that the server answers")))
+                    .with_suggestion("retry with a larger `timeoutMs`, or check that the server answers")
+                    .retryable()))
             }
             () = ctx.cancellation().cancelled() => Err(ToolError::new("the request was cancelled")
                 .with_code(codes::CANCELLED)

@@ -52,6 +52,7 @@ fn connect_error(why: &str) -> ToolError {
         .with_code(codes::CONNECT)
         .with_name("ConnectError")
         .with_suggestion("check the URL; the server may be down or refuse the connection")
+        .retryable()
 }
 
 /// Connects to the first of `addrs` that answers and sends `request` there.

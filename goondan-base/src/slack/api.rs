@@ -158,9 +158,16 @@ fn api_error(method: &str, reply: &Reply, answer: &Map<String, Value>) -> ToolEr
         "invalid_name" => "use an emoji name such as `thumbsup`, without spaces".to_owned(),
         _ => "read the Slack error code above; retry later if it is temporary".to_owned(),
     };
-    ToolError::new(format!("[slack] {method} failed: {reason}"))
+    let error = ToolError::new(format!("[slack] {method} failed: {reason}"))
         .with_code(codes::API)
         .with_name("SlackApiError")
         .with_suggestion(suggestion)
-        .with_help_url(format!("https://api.slack.com/methods/{method}"))
+        .with_help_url(format!("https://api.slack.com/methods/{method}"));
+    // Slack's own errors that pass, and server errors.
+    let passing = matches!(
+        reason.as_str(),
+        "ratelimited" | "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout"
+    ) || reply.status == 429
+        || reply.status >= 500;
+    if passing { error.retryable() } else { error }
 }

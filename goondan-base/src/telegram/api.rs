@@ -137,11 +137,17 @@ fn api_error(method: &str, reply: &Reply, answer: &Answer) -> ToolError {
         }
         _ => "retry later; if it persists, read the description above",
     };
-    ToolError::new(format!(
+    let error = ToolError::new(format!(
         "[telegram] {method} failed{code_suffix}: {description}"
     ))
     .with_code(codes::API)
     .with_name("TelegramApiError")
     .with_suggestion(suggestion)
-    .with_help_url("https://core.telegram.org/bots/api#making-requests")
+    .with_help_url("https://core.telegram.org/bots/api#making-requests");
+    // A server error or a rate limit may pass; the other answers will not change.
+    if status == 429 || status >= 500 {
+        error.retryable()
+    } else {
+        error
+    }
 }

@@ -217,6 +217,7 @@ impl Service {
             after.as_secs(),
             self.fewer
         ))
+        .retryable()
     }
 
     /// A download failed: `err` from the exchange.

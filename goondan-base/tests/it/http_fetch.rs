@@ -428,6 +428,16 @@ async fn base_3_timeouts_and_cancellation() {
     .await
     .assert_error("E_HTTP_TIMEOUT");
     assert!(started.elapsed() < Duration::from_secs(3));
+    // A timeout may pass on a later call: a retry budget counts it (issue 27, item 3).
+    assert!(
+        kit.call(
+            "http-fetch__get",
+            json!({"url": format!("http://127.0.0.1:{port}/slow"), "timeoutMs": 100}),
+        )
+        .await
+        .assert_error("E_HTTP_TIMEOUT")
+        .is_retryable()
+    );
 
     let token = tokio_util::sync::CancellationToken::new();
     let ctx = ToolContext::builder(kit.workdir())
@@ -568,6 +578,16 @@ async fn base_3_unknown_names_and_closed_ports_are_errors() {
     )
     .await
     .assert_error("E_HTTP_CONNECT");
+    // A refused connection may be accepted later; a name that does not resolve will not be.
+    assert!(
+        kit.call(
+            "http-fetch__get",
+            json!({"url": format!("http://127.0.0.1:{closed}/")}),
+        )
+        .await
+        .assert_error("E_HTTP_CONNECT")
+        .is_retryable()
+    );
     kit.call(
         "http-fetch__get",
         json!({"url": "http://127.0.0.1/", "unknown": 1}),

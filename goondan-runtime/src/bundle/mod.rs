@@ -182,6 +182,15 @@ impl Bundle {
             .and_then(|v| JournalSetting::parse(v).ok())
     }
 
+    /// `policy.toolRetries` of the Agent, else of a Swarm that lists it, else of the first
+    /// Swarm: how many failures of one tool its model may see in a Turn
+    /// ([`RetryBudget`](crate::calls::retry::RetryBudget)). `None` when none says, or when the
+    /// setting is wrong (loading the bundle reports that, with its line).
+    pub fn retry_budget(&self, agent: &str) -> Option<crate::calls::retry::RetryBudget> {
+        self.policy(agent, "toolRetries")
+            .and_then(|v| crate::calls::retry::RetryBudget::from_policy(v).ok())
+    }
+
     /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm.
     fn policy(&self, agent: &str, key: &str) -> Option<&serde_json::Value> {
         fn of<'r>(r: &'r Resource, key: &str) -> Option<&'r serde_json::Value> {

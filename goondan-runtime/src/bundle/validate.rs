@@ -246,6 +246,7 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
 fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
     check_journal(r, out);
+    check_retries(r, out);
     if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {
@@ -321,6 +322,23 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
     }
 }
 
+/// `spec.policy.toolRetries`, when there is one ([`RetryBudget`](crate::calls::retry::RetryBudget)).
+fn check_retries(r: &Resource, out: &mut Vec<Diagnostic>) {
+    let Some(v) = r
+        .spec()
+        .and_then(|s| s.get("policy"))
+        .and_then(|p| p.get("toolRetries"))
+    else {
+        return;
+    };
+    if let Err((under, why)) = crate::calls::retry::RetryBudget::from_policy(v) {
+        out.push(
+            r.locus_of(&format!("/spec/policy/toolRetries{under}"))
+                .error(why),
+        );
+    }
+}
+
 /// `spec.policy.journal`, when there is one ([`JournalSetting`]).
 fn check_journal(r: &Resource, out: &mut Vec<Diagnostic>) {
     let Some(v) = r
@@ -342,6 +360,7 @@ fn check_journal(r: &Resource, out: &mut Vec<Diagnostic>) {
 fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
     check_journal(r, out);
+    check_retries(r, out);
     if let Some(v) = spec.and_then(|s| s.get("entryAgent")) {
         check_ref(r, v, "/spec/entryAgent", &Kind::Agent, names, out);
     }

@@ -8,4 +8,6 @@ pub mod executor;
 pub(crate) mod finish;
 pub mod middleware;
 pub mod pending;
+
 pub(crate) mod refusal;
+pub mod retry;

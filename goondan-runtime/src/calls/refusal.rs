@@ -182,6 +182,7 @@ pub(crate) fn timed_out(limit: Duration) -> ToolError {
     .with_code(codes::TIMEOUT)
     .with_name("ToolTimeoutError")
     .with_suggestion("retry with a smaller request, or ask for the work to be split")
+    .retryable()
 }
 
 pub(crate) fn content_too_large(bytes: usize, max: usize) -> ToolError {

@@ -21,6 +21,7 @@ use super::tool_message::{completion_message, tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::middleware::{Core, Middleware, Ready};
+use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
@@ -46,6 +47,10 @@ struct Shared {
     concurrency: usize,
     workdir: PathBuf,
     runtime: Option<Arc<dyn AgentRuntime>>,
+    /// How many failures of one tool the model may see in a Turn.
+    retry: RetryBudget,
+    /// The running Turn's failures, counted against `retry`.
+    failures: Failures,
     conversation: Mutex<Vec<Message>>,
     journal: Writer,
     /// Set once the journal was read back (at the first Turn or `resume`).
@@ -177,6 +182,7 @@ impl AgentInstance {
             runtime: None,
             history: Vec::new(),
             journal: None,
+            retry: RetryBudget::default(),
         }
     }
 
@@ -195,6 +201,9 @@ impl AgentInstance {
         }
         if let Some(n) = bundle.max_steps_per_turn(agent) {
             builder = builder.max_steps_per_turn(n);
+        }
+        if let Some(budget) = bundle.retry_budget(agent) {
+            builder = builder.retry_budget(budget);
         }
         Ok(builder)
     }
@@ -421,6 +430,7 @@ pub struct AgentInstanceBuilder {
     runtime: Option<Arc<dyn AgentRuntime>>,
     history: Vec<Message>,
     journal: Option<Arc<dyn Journal>>,
+    retry: RetryBudget,
 }
 
 impl AgentInstanceBuilder {
@@ -525,6 +535,42 @@ impl AgentInstanceBuilder {
         self
     }
 
+    /// How many failures of one tool (invalid arguments, errors marked retryable) the model may
+    /// see in a Turn; one more stops the Turn with [`StepError::RetryBudget`] instead of
+    /// letting the model loop until `maxStepsPerTurn` (default: no budget). A bundle's
+    /// `policy.toolRetries` sets it ([`AgentInstance::from_bundle`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::calls::retry::RetryBudget;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, StepError};
+    ///
+    /// /// Adds.
+    /// #[tool(name = "calc")]
+    /// pub fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A model that keeps sending text where numbers belong.
+    /// let wrong = || ModelResponse::calls([ToolCall::new("c", "calc__add", serde_json::json!({"a": "2", "b": 3}))]);
+    /// let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build()?);
+    /// let state = tempfile::tempdir()?;
+    /// let agent = AgentInstance::builder("helper", registry, Arc::new(ScriptedModel::new([wrong(), wrong(), wrong()])))
+    ///     .tools(["calc"])
+    ///     .retry_budget(RetryBudget::per_tool(1))
+    ///     .state_dir(state.path())
+    ///     .build()?;
+    /// let stopped = agent.run_turn("add 2 and 3").await;
+    /// assert!(matches!(stopped, Err(StepError::RetryBudget { ref tool, failures: 2, .. }) if tool == "calc__add"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn retry_budget(mut self, budget: RetryBudget) -> Self {
+        self.retry = budget;
+        self
+    }
+
     /// The agent-to-agent API every call of this instance gets as `ctx.runtime()`.
     pub fn agent_runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
         self.runtime = Some(runtime);
@@ -574,6 +620,8 @@ impl AgentInstanceBuilder {
                 concurrency: self.concurrency,
                 workdir,
                 runtime: self.runtime,
+                retry: self.retry,
+                failures: Failures::default(),
                 conversation: Mutex::new(self.history),
                 journal: writer,
                 restored: tokio::sync::OnceCell::new(),
@@ -630,6 +678,12 @@ async fn run_steps(
     resumed: Option<UnfinishedTurn>,
 ) -> Result<TurnOutcome, StepError> {
     let mut steps = Vec::new();
+    // A resumed Turn counts the failures it already had against the retry budget.
+    let earlier = match &resumed {
+        Some(resumed) => earlier_results(shared, &turn.input.id, resumed.open.as_ref()),
+        None => Vec::new(),
+    };
+    shared.failures.start(&earlier);
     // The model answered without calls while submitted calls run: wait for a completion.
     let (first, mut waiting) = match resumed {
         Some(resumed) => {
@@ -687,6 +741,13 @@ async fn run_steps(
             .run(step)
             .await?;
         append(shared, &result);
+        if let Some(spent) = shared.failures.spent() {
+            return Err(StepError::RetryBudget {
+                tool: spent.tool,
+                failures: spent.failures,
+                error: spent.error,
+            });
+        }
         let answered = result.assistant.tool_calls.is_empty();
         steps.push(result);
         if answered && shared.submissions.is_empty() {
@@ -807,6 +868,32 @@ fn call_context(
         ctx = ctx.runtime(Arc::clone(runtime));
     }
     ctx.build()
+}
+
+/// The results a resumed Turn already has: those in the conversation after its input, and
+/// those journaled for its open Step.
+fn earlier_results(
+    shared: &Shared,
+    input_id: &str,
+    open: Option<&OpenStep>,
+) -> Vec<ToolCallResult> {
+    let conversation = shared.conversation();
+    let after = conversation
+        .iter()
+        .rposition(|m| m.id == input_id)
+        .map_or(&conversation[..0], |i| &conversation[i + 1..]);
+    let mut results: Vec<ToolCallResult> = after
+        .iter()
+        .filter(|m| m.role == "tool")
+        .filter_map(|m| serde_json::from_str(m.content.as_deref()?).ok())
+        .collect();
+    if let Some(open) = open {
+        results.extend(open.calls.iter().filter_map(|c| match c {
+            CallProgress::Finished(f) => Some(f.result.clone()),
+            _ => None,
+        }));
+    }
+    results
 }
 
 /// Appends the assistant message, then one tool message per result in call order (MW-4).
@@ -947,7 +1034,8 @@ async fn run_call(
             interrupted(&call, ctx, &shared.registry)
         }
         CallProgress::Started | CallProgress::Admitted | CallProgress::Waiting => {
-            let result = shared.executor.execute(call.clone(), ctx, catalog).await;
+            let mut result = shared.executor.execute(call.clone(), ctx, catalog).await;
+            shared.failures.count(&shared.retry, &mut result);
             if let Some(handle) = result.handle.as_deref().filter(|_| result.is_pending()) {
                 shared.submissions.track(&ctx.message().id, &call, handle);
             }

@@ -59,6 +59,17 @@ pub enum StepError {
         /// The unfinished Turn.
         turn_id: String,
     },
+    /// A tool failed more often in the Turn than its retry budget allows
+    /// ([`AgentInstanceBuilder::retry_budget`]): the Turn stops rather than loop on it.
+    #[error("`{tool}` failed {failures} times in this turn, more than its retry budget allows; the turn stopped. Its last error: {error}")]
+    RetryBudget {
+        /// The tool (`resource__export`).
+        tool: String,
+        /// How many of its failures the Turn saw.
+        failures: u32,
+        /// Its last error.
+        error: crate::tools::error::ToolError,
+    },
     /// A middleware stopped the Step or Turn.
     #[error("{message}")]
     Stopped {

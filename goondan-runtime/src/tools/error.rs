@@ -73,6 +73,10 @@ struct Fields {
     suggestion: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     help_url: Option<String>,
+    /// Whether calling again may succeed (a timeout, a server busy for now): such failures
+    /// count against a retry budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    retryable: bool,
 }
 
 impl ToolError {
@@ -84,6 +88,7 @@ impl ToolError {
             message: message.into(),
             suggestion: None,
             help_url: None,
+            retryable: false,
         }))
     }
 
@@ -109,6 +114,28 @@ impl ToolError {
     pub fn with_help_url(mut self, url: impl Into<String>) -> Self {
         self.0.help_url = Some(url.into());
         self
+    }
+
+    /// Marks the failure as one that calling again may fix: a timeout, a rate limit, a server
+    /// that failed for now. The model sees it; a retry budget counts it
+    /// ([`RetryBudget`](crate::calls::retry::RetryBudget)).
+    ///
+    /// ```
+    /// use goondan_runtime::ToolError;
+    /// let busy = ToolError::new("the server is busy").with_code("E_API").retryable();
+    /// assert!(busy.is_retryable());
+    /// assert_eq!(serde_json::to_value(&busy)?["retryable"], true);
+    /// assert!(!ToolError::new("no such file").is_retryable());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn retryable(mut self) -> Self {
+        self.0.retryable = true;
+        self
+    }
+
+    /// Whether calling again may succeed ([`retryable`](Self::retryable)).
+    pub fn is_retryable(&self) -> bool {
+        self.0.retryable
     }
 
     /// The code, e.g. `E_TOOL`.

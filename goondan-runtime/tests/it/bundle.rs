@@ -811,3 +811,24 @@ fn policy_journal_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line() {
         Some(true)
     );
 }
+
+/// `policy.toolRetries` (issue 27, item 3): a number for every tool, or a default with tools
+/// and exports named; a wrong one is an error on its line.
+#[test]
+fn policy_tool_retries_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line() {
+    let yaml = "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: a}\nspec:\n  policy:\n    toolRetries: 2\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: b}\nspec:\n  policy:\n    toolRetries:\n      default: 3\n      tools: {bash: 5, http-fetch__get: 1}\n";
+    let bundle = Bundle::from_yaml(yaml, "g.yaml").checked().unwrap();
+    let a = bundle.retry_budget("a").unwrap();
+    assert_eq!(a.of("bash__exec"), Some(2));
+    let b = bundle.retry_budget("b").unwrap();
+    assert_eq!(
+        (b.of("bash__exec"), b.of("http-fetch__get"), b.of("wait__seconds")),
+        (Some(5), Some(1), Some(3))
+    );
+    let wrong = yaml.replace("bash: 5", "bash: many");
+    let err = Bundle::from_yaml(&wrong, "g.yaml").checked().unwrap_err();
+    let d = err.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].severity, d[0].line), (Severity::Error, 15));
+    assert!(d[0].message.contains("retry budget"), "{}", d[0].message);
+}

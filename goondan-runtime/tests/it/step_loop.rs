@@ -618,3 +618,68 @@ async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits
     assert_eq!(replay.conversation, conversation);
     assert!(replay.submitted.is_empty() && replay.warnings.is_empty());
 }
+
+/// Retry budgets (issue 27, item 3): a model that keeps calling a tool wrongly sees how many
+/// tries are left, and one failure past the budget stops the Turn naming the tool; without a
+/// budget it loops until `maxStepsPerTurn`. Failures that would not pass are not counted.
+#[tokio::test]
+async fn a_retry_budget_stops_a_turn_that_loops_on_a_failing_tool() {
+    use goondan_runtime::calls::retry::RetryBudget;
+    let wrong = |i: usize| {
+        ModelResponse::calls([call(&format!("c{i}"), "calc__add", json!({"a": "2", "b": 3}))])
+    };
+    let agent = |budget: Option<RetryBudget>, model: Arc<ScriptedModel>| {
+        let state = tempfile::tempdir().unwrap();
+        let mut builder = AgentInstance::builder("a", registry(), model)
+            .tools(["calc", "probe"])
+            .max_steps_per_turn(6)
+            .state_dir(state.path());
+        if let Some(budget) = budget {
+            builder = builder.retry_budget(budget);
+        }
+        (builder.build().unwrap(), state)
+    };
+
+    let model = Arc::new(ScriptedModel::new((0..6).map(wrong)));
+    let (limited, _state) = agent(Some(RetryBudget::per_tool(3).tool("calc__add", 2)), model.clone());
+    let stopped = limited.run_turn("add").await;
+    match stopped {
+        Err(StepError::RetryBudget {
+            tool,
+            failures,
+            error,
+        }) => {
+            assert_eq!((tool.as_str(), failures), ("calc__add", 3));
+            assert_eq!(error.code(), "E_TOOL_INVALID_ARGS");
+        }
+        other => panic!("the turn went on: {other:?}"),
+    }
+    assert_eq!(model.remaining(), 3, "the model was asked three times, not six");
+    // What the model read after each failure.
+    let said: Vec<String> = limited
+        .conversation()
+        .iter()
+        .filter(|m| m.role == "tool")
+        .filter_map(|m| serde_json::from_str::<ToolCallResult>(m.content.as_deref()?).ok())
+        .filter_map(|r| r.error.and_then(|e| e.suggestion().map(str::to_owned)))
+        .collect();
+    assert_eq!(said.len(), 3);
+    assert!(said[0].ends_with("tries left for `calc__add` in this turn: 1"), "{}", said[0]);
+    assert!(said[1].contains("in this turn: 0"), "{}", said[1]);
+    assert!(said[2].contains("the turn stopped"), "{}", said[2]);
+
+    // Without a budget the same model loops to the end of its Steps.
+    let model = Arc::new(ScriptedModel::new((0..6).map(wrong)));
+    let (unlimited, _state) = agent(None, model.clone());
+    let turn = unlimited.run_turn("add").await.unwrap();
+    assert_eq!((turn.end, model.remaining()), (TurnEnd::MaxSteps, 0));
+
+    // A failure that would not pass (a call outside the catalog) is not counted.
+    let outside = (0..4).map(|i| {
+        ModelResponse::calls([call(&format!("o{i}"), "admin__reset", json!({}))])
+    });
+    let model = Arc::new(ScriptedModel::new(outside.chain([ModelResponse::text("ok")])));
+    let (limited, _state) = agent(Some(RetryBudget::per_tool(1)), model);
+    let turn = limited.run_turn("reset").await.unwrap();
+    assert_eq!(turn.end, TurnEnd::Answered);
+}

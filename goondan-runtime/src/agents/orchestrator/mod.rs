@@ -233,6 +233,7 @@ pub(crate) fn timed_out(target: &str, ms: u64) -> ToolError {
         format!("agent `{target}` did not answer within {ms} ms"),
         "retry with a larger `timeoutMs`, a smaller task, or `async: true` to get a handle",
     )
+    .retryable()
 }
 
 pub(crate) fn disconnected() -> ToolError {
