@@ -166,7 +166,11 @@ fn api_error(method: &str, reply: &Reply, answer: &Map<String, Value>) -> ToolEr
     // Slack's own errors that pass, and server errors.
     let passing = matches!(
         reason.as_str(),
-        "ratelimited" | "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout"
+        "ratelimited"
+            | "internal_error"
+            | "fatal_error"
+            | "service_unavailable"
+            | "request_timeout"
     ) || reply.status == 429
         || reply.status >= 500;
     if passing { error.retryable() } else { error }

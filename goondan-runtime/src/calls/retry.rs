@@ -63,7 +63,12 @@ impl RetryBudget {
         let count = |v: &serde_json::Value, at: String| {
             v.as_u64()
                 .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| (at, format!("a retry budget is a number of failures (0 or more), not {v}")))
+                .ok_or_else(|| {
+                    (
+                        at,
+                        format!("a retry budget is a number of failures (0 or more), not {v}"),
+                    )
+                })
         };
         if value.is_number() {
             return Ok(Self::per_tool(count(value, String::new())?));
@@ -82,7 +87,8 @@ impl RetryBudget {
                     let Some(tools) = v.as_object() else {
                         return Err((
                             "/tools".to_owned(),
-                            "`policy.toolRetries.tools` maps tool or export names to numbers".to_owned(),
+                            "`policy.toolRetries.tools` maps tool or export names to numbers"
+                                .to_owned(),
                         ));
                     };
                     for (name, n) in tools {
@@ -97,7 +103,9 @@ impl RetryBudget {
                 other => {
                     return Err((
                         String::new(),
-                        format!("`policy.toolRetries` has no setting `{other}` (it takes `default` and `tools`)"),
+                        format!(
+                            "`policy.toolRetries` has no setting `{other}` (it takes `default` and `tools`)"
+                        ),
                     ));
                 }
             }
@@ -173,11 +181,15 @@ impl Failures {
         let note = if failures <= limit {
             let left = limit - failures;
             match left {
-                0 => format!("tries left for `{tool}` in this turn: 0 (one more failure ends the turn)"),
+                0 => format!(
+                    "tries left for `{tool}` in this turn: 0 (one more failure ends the turn)"
+                ),
                 _ => format!("tries left for `{tool}` in this turn: {left}"),
             }
         } else {
-            format!("`{tool}` failed {failures} times in this turn, more than its {limit}: the turn stopped")
+            format!(
+                "`{tool}` failed {failures} times in this turn, more than its {limit}: the turn stopped"
+            )
         };
         let suggestion = match error.suggestion() {
             Some(s) => format!("{s}; {note}"),
@@ -218,12 +230,23 @@ mod tests {
         failures.start([]);
         let mut denied = failures_of("E_TOOL_DENIED", false);
         failures.count(&budget, &mut denied);
-        assert_eq!(denied.error.as_ref().and_then(|e| e.suggestion()), None);
+        assert_eq!(
+            denied.error.as_ref().and_then(|e| e.suggestion()),
+            Some("fix it"),
+            "not counted, not changed"
+        );
 
         let mut first = failures_of(codes::INVALID_ARGS, false);
         failures.count(&budget, &mut first);
-        let said = first.error.as_ref().and_then(|e| e.suggestion()).unwrap_or_default();
-        assert!(said.ends_with("tries left for `jobs__run` in this turn: 1"), "{said}");
+        let said = first
+            .error
+            .as_ref()
+            .and_then(|e| e.suggestion())
+            .unwrap_or_default();
+        assert!(
+            said.ends_with("tries left for `jobs__run` in this turn: 1"),
+            "{said}"
+        );
         let mut second = failures_of("E_BUSY", true);
         failures.count(&budget, &mut second);
         assert!(failures.spent().is_none());
@@ -237,12 +260,21 @@ mod tests {
         assert!(failures.spent().is_none());
         let mut again = failures_of(codes::INVALID_ARGS, false);
         failures.count(&budget, &mut again);
-        let said = again.error.as_ref().and_then(|e| e.suggestion()).unwrap_or_default();
+        let said = again
+            .error
+            .as_ref()
+            .and_then(|e| e.suggestion())
+            .unwrap_or_default();
         assert!(said.contains("in this turn: 0"), "{said}");
     }
 
     fn failures_of(code: &'static str, retryable: bool) -> ToolCallResult {
-        let error = ToolError::new("no").with_code(code).with_suggestion("fix it");
-        failed("jobs__run", if retryable { error.retryable() } else { error })
+        let error = ToolError::new("no")
+            .with_code(code)
+            .with_suggestion("fix it");
+        failed(
+            "jobs__run",
+            if retryable { error.retryable() } else { error },
+        )
     }
 }

@@ -61,7 +61,9 @@ pub enum StepError {
     },
     /// A tool failed more often in the Turn than its retry budget allows
     /// ([`AgentInstanceBuilder::retry_budget`]): the Turn stops rather than loop on it.
-    #[error("`{tool}` failed {failures} times in this turn, more than its retry budget allows; the turn stopped. Its last error: {error}")]
+    #[error(
+        "`{tool}` failed {failures} times in this turn, more than its retry budget allows; the turn stopped. Its last error: {error}"
+    )]
     RetryBudget {
         /// The tool (`resource__export`).
         tool: String,

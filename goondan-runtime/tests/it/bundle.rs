@@ -822,7 +822,11 @@ fn policy_tool_retries_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line
     assert_eq!(a.of("bash__exec"), Some(2));
     let b = bundle.retry_budget("b").unwrap();
     assert_eq!(
-        (b.of("bash__exec"), b.of("http-fetch__get"), b.of("wait__seconds")),
+        (
+            b.of("bash__exec"),
+            b.of("http-fetch__get"),
+            b.of("wait__seconds")
+        ),
         (Some(5), Some(1), Some(3))
     );
     let wrong = yaml.replace("bash: 5", "bash: many");

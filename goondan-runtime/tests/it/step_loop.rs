@@ -626,7 +626,11 @@ async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits
 async fn a_retry_budget_stops_a_turn_that_loops_on_a_failing_tool() {
     use goondan_runtime::calls::retry::RetryBudget;
     let wrong = |i: usize| {
-        ModelResponse::calls([call(&format!("c{i}"), "calc__add", json!({"a": "2", "b": 3}))])
+        ModelResponse::calls([call(
+            &format!("c{i}"),
+            "calc__add",
+            json!({"a": "2", "b": 3}),
+        )])
     };
     let agent = |budget: Option<RetryBudget>, model: Arc<ScriptedModel>| {
         let state = tempfile::tempdir().unwrap();
@@ -641,7 +645,10 @@ async fn a_retry_budget_stops_a_turn_that_loops_on_a_failing_tool() {
     };
 
     let model = Arc::new(ScriptedModel::new((0..6).map(wrong)));
-    let (limited, _state) = agent(Some(RetryBudget::per_tool(3).tool("calc__add", 2)), model.clone());
+    let (limited, _state) = agent(
+        Some(RetryBudget::per_tool(3).tool("calc__add", 2)),
+        model.clone(),
+    );
     let stopped = limited.run_turn("add").await;
     match stopped {
         Err(StepError::RetryBudget {
@@ -654,7 +661,11 @@ async fn a_retry_budget_stops_a_turn_that_loops_on_a_failing_tool() {
         }
         other => panic!("the turn went on: {other:?}"),
     }
-    assert_eq!(model.remaining(), 3, "the model was asked three times, not six");
+    assert_eq!(
+        model.remaining(),
+        3,
+        "the model was asked three times, not six"
+    );
     // What the model read after each failure.
     let said: Vec<String> = limited
         .conversation()
@@ -664,7 +675,11 @@ async fn a_retry_budget_stops_a_turn_that_loops_on_a_failing_tool() {
         .filter_map(|r| r.error.and_then(|e| e.suggestion().map(str::to_owned)))
         .collect();
     assert_eq!(said.len(), 3);
-    assert!(said[0].ends_with("tries left for `calc__add` in this turn: 1"), "{}", said[0]);
+    assert!(
+        said[0].ends_with("tries left for `calc__add` in this turn: 1"),
+        "{}",
+        said[0]
+    );
     assert!(said[1].contains("in this turn: 0"), "{}", said[1]);
     assert!(said[2].contains("the turn stopped"), "{}", said[2]);
 
@@ -675,10 +690,11 @@ async fn a_retry_budget_stops_a_turn_that_loops_on_a_failing_tool() {
     assert_eq!((turn.end, model.remaining()), (TurnEnd::MaxSteps, 0));
 
     // A failure that would not pass (a call outside the catalog) is not counted.
-    let outside = (0..4).map(|i| {
-        ModelResponse::calls([call(&format!("o{i}"), "admin__reset", json!({}))])
-    });
-    let model = Arc::new(ScriptedModel::new(outside.chain([ModelResponse::text("ok")])));
+    let outside =
+        (0..4).map(|i| ModelResponse::calls([call(&format!("o{i}"), "admin__reset", json!({}))]));
+    let model = Arc::new(ScriptedModel::new(
+        outside.chain([ModelResponse::text("ok")]),
+    ));
     let (limited, _state) = agent(Some(RetryBudget::per_tool(1)), model);
     let turn = limited.run_turn("reset").await.unwrap();
     assert_eq!(turn.end, TurnEnd::Answered);
