@@ -1,5 +1,5 @@
 //! `policy.journal`: where a bundle's agents keep their run journal
-//! ([`crate::step::journal`]).
+//! (the step loop's `journal`).
 
 use std::time::Duration;
 

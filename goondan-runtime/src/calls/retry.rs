@@ -11,7 +11,7 @@ use crate::tools::result::{ToolCallResult, ToolStatus};
 /// tool (`bash`, for each of its exports), and for the Agent's other tools. Failures that count
 /// are invalid arguments (`E_TOOL_INVALID_ARGS`) and errors marked
 /// [`retryable`](ToolError::retryable). Each one the model sees says how many tries are left;
-/// one more than the budget stops the Turn with [`StepError::RetryBudget`](crate::step::StepError::RetryBudget).
+/// one more than the budget stops the Turn with `StepError::RetryBudget`.
 ///
 /// In a bundle: an Agent's (or its Swarm's) `policy.toolRetries`, a number for every tool or
 /// `{default: 3, tools: {bash: 5, http-fetch__get: 1}}`.

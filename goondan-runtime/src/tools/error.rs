@@ -118,7 +118,7 @@ impl ToolError {
 
     /// Marks the failure as one that calling again may fix: a timeout, a rate limit, a server
     /// that failed for now. The model sees it; a retry budget counts it
-    /// ([`RetryBudget`](crate::calls::retry::RetryBudget)).
+    /// (`calls::retry::RetryBudget`).
     ///
     /// ```
     /// use goondan_runtime::ToolError;
