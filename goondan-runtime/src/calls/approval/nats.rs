@@ -8,7 +8,7 @@ use futures_util::TryStreamExt;
 use super::Decision;
 use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
-    same_call,
+    from_stored, same_call, to_stored,
 };
 
 /// The largest question kept, in bytes of JSON (a server's `max_payload` may be lower).
@@ -75,31 +75,11 @@ impl NatsQuestions {
     }
 
     fn parse(&self, id: &str, body: &[u8]) -> Result<Question, QuestionError> {
-        let corrupt = |reason: String| QuestionError::Corrupt {
-            place: self.place.clone(),
-            id: id.to_owned(),
-            reason,
-        };
-        if body.len() > MAX_QUESTION_BYTES {
-            return Err(corrupt(format!("it is {} bytes", body.len())));
-        }
-        let question: Question =
-            serde_json::from_slice(body).map_err(|e| corrupt(e.to_string()))?;
-        if question.id != id {
-            return Err(corrupt(format!("it says its id is `{}`", question.id)));
-        }
-        Ok(question)
+        from_stored(&self.place, id, body, MAX_QUESTION_BYTES)
     }
 
     fn encode(&self, question: &Question) -> Result<bytes::Bytes, QuestionError> {
-        let body = serde_json::to_vec(question).map_err(|e| self.storage(e))?;
-        if body.len() > MAX_QUESTION_BYTES {
-            return Err(self.storage(format!(
-                "the question is {} bytes; at most {MAX_QUESTION_BYTES} are kept",
-                body.len()
-            )));
-        }
-        Ok(body.into())
+        to_stored(&self.place, question, MAX_QUESTION_BYTES).map(|body| body.into_bytes().into())
     }
 
     /// An id as a key: ids are hexadecimal, but one from outside is checked before it is used.

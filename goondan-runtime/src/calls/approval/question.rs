@@ -250,6 +250,53 @@ pub trait QuestionStore: Send + Sync + 'static {
     fn list(&self, which: Listing) -> QuestionFuture<'_, Vec<Question>>;
 }
 
+/// A question as a store keeps it: its JSON, refused when longer than `max` bytes. `place`
+/// names the store in the error.
+pub(super) fn to_stored(
+    place: &str,
+    question: &Question,
+    max: usize,
+) -> Result<String, QuestionError> {
+    let storage = |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::Storage {
+        place: place.to_owned(),
+        source: e,
+    };
+    let body = serde_json::to_string(question).map_err(|e| storage(e.into()))?;
+    if body.len() > max {
+        return Err(storage(
+            format!(
+                "the question is {} bytes; at most {max} are kept",
+                body.len()
+            )
+            .into(),
+        ));
+    }
+    Ok(body)
+}
+
+/// The question `id` read back from a store (`place`): damaged when it does not parse, when
+/// it is longer than `max` bytes, or when it says it is another question.
+pub(super) fn from_stored(
+    place: &str,
+    id: &str,
+    body: &[u8],
+    max: usize,
+) -> Result<Question, QuestionError> {
+    let corrupt = |reason: String| QuestionError::Corrupt {
+        place: place.to_owned(),
+        id: id.to_owned(),
+        reason,
+    };
+    if body.len() > max {
+        return Err(corrupt(format!("it is {} bytes", body.len())));
+    }
+    let question: Question = serde_json::from_slice(body).map_err(|e| corrupt(e.to_string()))?;
+    if question.id != id {
+        return Err(corrupt(format!("it says its id is `{}`", question.id)));
+    }
+    Ok(question)
+}
+
 /// Answers `question` as every store does: checks whose it is; keeps an answer it has
 /// already ([`AnswerOutcome::AlreadyAnswered`]); denies it for good when its expiry has passed
 /// ([`AnswerOutcome::Expired`]); else records `decision` by `by` at `now_ms`. The store then

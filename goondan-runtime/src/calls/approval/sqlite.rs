@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use super::Decision;
 use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
-    same_call,
+    from_stored, same_call, to_stored,
 };
 
 /// The format of the questions' file; a newer one is refused.
@@ -154,27 +154,16 @@ impl SqliteQuestions {
     }
 
     fn parse(&self, id: &str, body: &str) -> Result<Question, QuestionError> {
-        let corrupt = |reason: String| QuestionError::Corrupt {
-            place: self.path.display().to_string(),
-            id: id.to_owned(),
-            reason,
-        };
-        let question: Question = serde_json::from_str(body).map_err(|e| corrupt(e.to_string()))?;
-        if question.id != id {
-            return Err(corrupt(format!("it says its id is `{}`", question.id)));
-        }
-        Ok(question)
+        let place = self.path.display().to_string();
+        from_stored(&place, id, body.as_bytes(), MAX_QUESTION_BYTES)
     }
 
     fn encode(&self, question: &Question) -> Result<String, QuestionError> {
-        let body = serde_json::to_string(question).map_err(|e| self.storage(e))?;
-        if body.len() > MAX_QUESTION_BYTES {
-            return Err(self.storage(format!(
-                "the question is {} bytes; at most {MAX_QUESTION_BYTES} are kept",
-                body.len()
-            )));
-        }
-        Ok(body)
+        to_stored(
+            &self.path.display().to_string(),
+            question,
+            MAX_QUESTION_BYTES,
+        )
     }
 
     fn ask_now(&self, question: &Question) -> Result<Question, QuestionError> {
