@@ -2,15 +2,18 @@
 //! stops, instead of looping on a call it keeps getting wrong until `maxStepsPerTurn`.
 
 use std::collections::HashMap;
+#[cfg(feature = "host")]
 use std::sync::Mutex;
 
+#[cfg(feature = "host")]
 use crate::tools::error::{ToolError, codes};
+#[cfg(feature = "host")]
 use crate::tools::result::{ToolCallResult, ToolStatus};
 
 /// How many failures of one tool the model may see in a Turn: per export (`bash__exec`), per
 /// tool (`bash`, for each of its exports), and for the Agent's other tools. Failures that count
 /// are invalid arguments (`E_TOOL_INVALID_ARGS`) and errors marked
-/// [`retryable`](ToolError::retryable). Each one the model sees says how many tries are left;
+/// [`retryable`](crate::tools::error::ToolError::retryable). Each one the model sees says how many tries are left;
 /// one more than the budget stops the Turn with `StepError::RetryBudget`.
 ///
 /// In a bundle: an Agent's (or its Swarm's) `policy.toolRetries`, a number for every tool or
@@ -57,6 +60,7 @@ impl RetryBudget {
         self.by_name.get(resource).copied().or(self.default)
     }
 
+    #[cfg(feature = "host")]
     /// Reads a bundle's `policy.toolRetries`: a number for every tool, or
     /// `{default: N, tools: {NAME: N}}`. On a wrong value, the JSON pointer under it and why.
     pub(crate) fn from_policy(value: &serde_json::Value) -> Result<Self, (String, String)> {
@@ -119,6 +123,7 @@ impl RetryBudget {
     }
 }
 
+#[cfg(feature = "host")]
 /// Whether `result` is a failure a retry budget counts.
 pub(crate) fn counts(result: &ToolCallResult) -> bool {
     result.status == ToolStatus::Error
@@ -128,6 +133,7 @@ pub(crate) fn counts(result: &ToolCallResult) -> bool {
             .is_some_and(|e| e.is_retryable() || e.code() == codes::INVALID_ARGS)
 }
 
+#[cfg(feature = "host")]
 /// The failures of each tool in the running Turn, and the one that spent its budget.
 #[derive(Debug, Default)]
 pub(crate) struct Failures {
@@ -135,6 +141,7 @@ pub(crate) struct Failures {
     spent: Mutex<Option<Spent>>,
 }
 
+#[cfg(feature = "host")]
 /// A tool that failed more often than its budget allows.
 #[derive(Debug, Clone)]
 pub(crate) struct Spent {
@@ -143,6 +150,7 @@ pub(crate) struct Spent {
     pub(crate) error: ToolError,
 }
 
+#[cfg(feature = "host")]
 impl Failures {
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         m.lock().unwrap_or_else(|e| e.into_inner())
@@ -215,7 +223,7 @@ impl Failures {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "host"))]
 mod tests {
     use super::*;
 

@@ -252,6 +252,7 @@ pub trait QuestionStore: Send + Sync + 'static {
 
 /// A question as a store keeps it: its JSON, refused when longer than `max` bytes. `place`
 /// names the store in the error.
+#[cfg(any(feature = "sqlite", feature = "nats"))]
 pub(super) fn to_stored(
     place: &str,
     question: &Question,
@@ -276,6 +277,7 @@ pub(super) fn to_stored(
 
 /// The question `id` read back from a store (`place`): damaged when it does not parse, when
 /// it is longer than `max` bytes, or when it says it is another question.
+#[cfg(any(feature = "sqlite", feature = "nats"))]
 pub(super) fn from_stored(
     place: &str,
     id: &str,
