@@ -223,7 +223,8 @@ impl Failures {
     }
 }
 
-#[cfg(all(test, feature = "host"))]
+#[cfg(test)]
+#[cfg(feature = "host")]
 mod tests {
     use super::*;
 
