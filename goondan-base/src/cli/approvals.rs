@@ -8,9 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 use goondan_runtime::JsonObject;
-use goondan_runtime::calls::approval::{
-    AnswerOutcome, Decision, Listing, QuestionError, QuestionStore, now_ms,
-};
+use goondan_runtime::calls::approval::{AnswerOutcome, Decision, Listing, QuestionError, now_ms};
 
 use super::run::{questions, state_dir_of};
 use super::{EXIT_FAILED, EXIT_OK};
@@ -122,21 +120,17 @@ pub(crate) fn execute(
         .map_err(ApprovalsError::Io)?;
     let state = place.dir();
     let nats = place.nats();
-    let store: Box<dyn QuestionStore> = match nats.as_deref() {
-        Some(url) => Box::new(rt.block_on(questions::open_nats(url))?),
-        None if !goondan_runtime::calls::approval::SqliteQuestions::file_in(&state).exists() => {
-            if let ApprovalsCommand::List { .. } = command {
-                // Nothing was ever asked here: an empty list.
-                if json {
-                    writeln!(out, "[]")?;
-                } else {
-                    writeln!(out, "no approval question is waiting")?;
-                }
-                return Ok(EXIT_OK);
+    let Some(store) = rt.block_on(questions::kept_in(&state, nats.as_deref()))? else {
+        if let ApprovalsCommand::List { .. } = command {
+            // Nothing was ever asked here: an empty list.
+            if json {
+                writeln!(out, "[]")?;
+            } else {
+                writeln!(out, "no approval question is waiting")?;
             }
-            return Err(ApprovalsError::NoQuestions(state));
+            return Ok(EXIT_OK);
         }
-        None => Box::new(questions::open(&state)?),
+        return Err(ApprovalsError::NoQuestions(state));
     };
     match command {
         ApprovalsCommand::List { all, .. } => {

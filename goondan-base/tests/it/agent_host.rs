@@ -343,14 +343,11 @@ async fn a_killed_hosts_turn_is_finished_by_the_next_host(jetstream: bool) {
         let results = tool_results(&seen[1].body);
         assert_eq!(results.len(), 1, "{}", seen[1].body);
         assert!(results[0].contains("waitedSeconds"), "{}", results[0]);
-        let users: Vec<String> = seen[2].body["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .filter_map(|m| m["content"].as_str().map(str::to_owned))
-            .collect();
-        assert_eq!(users, ["hi", "hi"], "the first Turn's input is kept");
+        assert_eq!(
+            crate::run_support::users(&seen[2].body),
+            ["hi", "hi"],
+            "the first Turn's input is kept"
+        );
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(i32::try_from(second.id().unwrap()).unwrap()),
             nix::sys::signal::Signal::SIGKILL,

@@ -10,9 +10,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use goondan_test_peers::replay::ReplayServer;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::run_support::{KEY, call, goondan, text, tool_results};
+use crate::run_support::{KEY, call, goondan, text, tool_results, users};
 
 /// `lead` hands work to `helper` (`agents__request`); `helper` waits. Each thinks with a model
 /// of its own, so each model's answers come in its own order.
@@ -67,29 +67,6 @@ fn run(bundle: &std::path::Path, input: &str, dir: &std::path::Path) -> tokio::p
     cmd
 }
 
-async fn wait_for_requests(server: &ReplayServer, n: usize) {
-    let start = std::time::Instant::now();
-    while server.requests().len() < n {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the model was asked {} times, not {n}",
-            server.requests().len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The user messages of a recorded Chat Completions request.
-fn users(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str().map(str::to_owned))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_during_a_handoff_interrupts_the_caller_and_the_asked_agent_finishes_its_turn() {
     crash_during_a_handoff(None).await;
@@ -137,7 +114,7 @@ async fn crash_during_a_handoff(nats: Option<&str>) {
         let first = run(&file, "get helper to wait", dir.path())
             .spawn()
             .unwrap();
-        wait_for_requests(&helper, 1).await;
+        helper.wait_for_requests(1).await;
         // helper's wait has started (its start is journaled before the handler runs).
         tokio::time::sleep(Duration::from_millis(500)).await;
         let pgid = nix::unistd::Pid::from_raw(i32::try_from(first.id().unwrap()).unwrap());

@@ -153,19 +153,6 @@ async fn run_moves_an_old_conversation_file_into_the_run_journal_once() {
     );
 }
 
-/// Waits until the replay server has been sent `n` requests.
-fn wait_for_requests(server: &ReplayServer, n: usize) {
-    let start = std::time::Instant::now();
-    while server.requests().len() < n {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the model was asked {} times, not {n}",
-            server.requests().len()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_next_run() {
     use expectrl::{ControlCode, Session};
@@ -249,7 +236,7 @@ async fn run_session_in_a_terminal_approves_denies_cancels_and_goes_on_in_the_ne
         );
 
         p.send_line("take your time").unwrap();
-        wait_for_requests(&server, 7);
+        server.wait_for_requests_blocking(7);
         p.send(ControlCode::EndOfText).unwrap();
         p.expect("cancelled").unwrap();
         p.expect("> ").unwrap();

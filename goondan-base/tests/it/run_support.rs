@@ -104,3 +104,14 @@ pub fn tool_results(body: &Value) -> Vec<String> {
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect()
 }
+
+/// The texts of the user messages of a recorded Chat Completions request.
+pub fn users(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}

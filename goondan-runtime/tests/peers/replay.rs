@@ -169,6 +169,31 @@ impl ReplayServer {
     pub fn left(&self) -> usize {
         self.replies.lock().unwrap().len()
     }
+
+    /// Waits until `n` requests were received; panics, saying how many came, after 30 s.
+    pub async fn wait_for_requests(&self, n: usize) {
+        let start = std::time::Instant::now();
+        while !self.received(n, start) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// [`wait_for_requests`](Self::wait_for_requests) for a thread outside the runtime.
+    pub fn wait_for_requests_blocking(&self, n: usize) {
+        let start = std::time::Instant::now();
+        while !self.received(n, start) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn received(&self, n: usize, start: std::time::Instant) -> bool {
+        let got = self.seen.lock().unwrap().len();
+        assert!(
+            got >= n || start.elapsed() < Duration::from_secs(30),
+            "the replay server was sent {got} requests, not {n}"
+        );
+        got >= n
+    }
 }
 
 async fn answer(

@@ -60,19 +60,27 @@ pub(crate) fn open_for_agent(
         .ok()
 }
 
+/// Where the questions of the state directory `state` are kept: on the NATS server `nats`
+/// when the journals are there, else in the directory's file; `None` when that file was never
+/// made (nothing was asked there).
+pub(crate) async fn kept_in(
+    state: &Path,
+    nats: Option<&str>,
+) -> Result<Option<Box<dyn QuestionStore>>, QuestionError> {
+    Ok(match nats {
+        Some(url) => Some(Box::new(open_nats(url).await?)),
+        None if !SqliteQuestions::file_in(state).exists() => None,
+        None => Some(Box::new(open(state)?)),
+    })
+}
+
 /// The waiting questions of an earlier session, if any (on the NATS server `nats` when the
 /// journals are there): nothing when there is no file yet.
 pub(crate) async fn waiting_in(state: &Path, nats: Option<&str>) -> Vec<Question> {
-    let listed = match nats {
-        Some(url) => match open_nats(url).await {
-            Ok(store) => store.list(Listing::Waiting).await,
-            Err(e) => Err(e),
-        },
-        None if !SqliteQuestions::file_in(state).exists() => return Vec::new(),
-        None => match open(state) {
-            Ok(store) => store.list(Listing::Waiting).await,
-            Err(e) => Err(e),
-        },
+    let listed = match kept_in(state, nats).await {
+        Ok(Some(store)) => store.list(Listing::Waiting).await,
+        Ok(None) => return Vec::new(),
+        Err(e) => Err(e),
     };
     listed.unwrap_or_else(|e| {
         tracing::warn!(target: "goondan::run", error = %e, "the approval questions cannot be read");

@@ -21,7 +21,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
-use goondan_runtime::calls::approval::{QuestionStore, now_ms};
+use goondan_runtime::calls::approval::now_ms;
 
 use super::link::{
     Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note,
@@ -507,16 +507,12 @@ impl Session {
 
     /// Says how a question the terminal asked was answered elsewhere.
     async fn settled_elsewhere(&mut self, question: Option<&str>) {
-        let answer = match (question, self.nats.as_deref()) {
-            (Some(id), Some(url)) => match questions::open_nats(url).await {
-                Ok(store) => store.get(id).await.ok().flatten().and_then(|q| q.answer),
-                Err(_) => None,
+        let answer = match question {
+            Some(id) => match questions::kept_in(&self.state, self.nats.as_deref()).await {
+                Ok(Some(store)) => store.get(id).await.ok().flatten().and_then(|q| q.answer),
+                Ok(None) | Err(_) => None,
             },
-            (Some(id), None) => match questions::open(&self.state) {
-                Ok(store) => store.get(id).await.ok().flatten().and_then(|q| q.answer),
-                Err(_) => None,
-            },
-            (None, _) => None,
+            None => None,
         };
         let said = answer
             .as_ref()

@@ -163,16 +163,20 @@ impl WaitingApprover {
                 }
             }
         };
+        // The live approver stays asked until the answer is kept: dropping it tells its
+        // person the question was settled, and they may look the answer up at once.
+        let mut live = Box::pin(live);
         let (decision, by) = tokio::select! {
             decision = answered_elsewhere => return decision,
-            decision = live => (decision, BY_LIVE),
+            decision = &mut live => (decision, BY_LIVE),
             () = expiry => (question.expiry_decision(), BY_EXPIRY),
         };
-        match self
+        let kept = self
             .store
             .answer(&id, None, decision.clone(), by, now_ms())
-            .await
-        {
+            .await;
+        drop(live);
+        match kept {
             Ok(AnswerOutcome::Recorded(_)) => decision,
             Ok(outcome) => outcome.decision().cloned().unwrap_or(decision),
             // The answer is given but not kept: a resumed Turn asks again.
@@ -201,7 +205,10 @@ impl Approver for WaitingApprover {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures_util::FutureExt;
 
     use super::*;
     use crate::calls::approval::question::{AnswerOutcome, Listing, QuestionError, QuestionFuture};
@@ -298,6 +305,43 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(late, AnswerOutcome::AlreadyAnswered(_)));
+    }
+
+    /// A live approver that never answers and, when it is dropped (its question settled),
+    /// records the answer its store holds at that moment.
+    fn watching(store: MemoryQuestions, seen: Arc<Mutex<Vec<Option<String>>>>) -> impl Approver {
+        struct Watch(MemoryQuestions, Arc<Mutex<Vec<Option<String>>>>);
+        impl Drop for Watch {
+            fn drop(&mut self) {
+                let kept = self.0.list(Listing::All).now_or_never();
+                let by = kept
+                    .and_then(Result::ok)
+                    .and_then(|mut all| all.pop())
+                    .and_then(|q| q.answer)
+                    .map(|a| a.by);
+                self.1.lock().unwrap().push(by);
+            }
+        }
+        approver_fn(move |_| {
+            let watch = Watch(store.clone(), Arc::clone(&seen));
+            async move {
+                let _watch = watch;
+                std::future::pending::<Decision>().await
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn the_live_approver_is_told_a_question_expired_only_once_the_expiry_is_kept() {
+        let store = MemoryQuestions::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let approver = WaitingApprover::new(Arc::new(store.clone()))
+            .live(watching(store.clone(), Arc::clone(&seen)))
+            .expires_after(Duration::from_millis(20))
+            .poll_every(Duration::from_secs(3600));
+        let decision = approver.decide(&request("c1")).await;
+        assert!(matches!(&decision, Decision::Deny { .. }), "{decision:?}");
+        assert_eq!(*seen.lock().unwrap(), [Some(BY_EXPIRY.to_owned())]);
     }
 
     /// A store whose every operation fails.
