@@ -191,6 +191,15 @@ impl Bundle {
             .and_then(|v| crate::calls::retry::RetryBudget::from_policy(v).ok())
     }
 
+    /// `policy.guardrails` of the Agent, else of a Swarm that lists it, else of the first
+    /// Swarm: the runtime's [guardrails](crate::calls::guardrail) around each of its calls.
+    /// `None` when none says, or when the setting is wrong (loading the bundle reports that,
+    /// with its line).
+    pub fn guardrails(&self, agent: &str) -> Option<crate::calls::guardrail::Guardrails> {
+        self.policy(agent, "guardrails")
+            .and_then(|v| crate::calls::guardrail::Guardrails::from_policy(v).ok())
+    }
+
     /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm.
     fn policy(&self, agent: &str, key: &str) -> Option<&serde_json::Value> {
         fn of<'r>(r: &'r Resource, key: &str) -> Option<&'r serde_json::Value> {

@@ -247,6 +247,7 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
     let spec = r.spec();
     check_journal(r, out);
     check_retries(r, out);
+    check_guardrails(r, out);
     if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {
@@ -339,6 +340,23 @@ fn check_retries(r: &Resource, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// `spec.policy.guardrails`, when there is one.
+fn check_guardrails(r: &Resource, out: &mut Vec<Diagnostic>) {
+    let Some(v) = r
+        .spec()
+        .and_then(|s| s.get("policy"))
+        .and_then(|p| p.get("guardrails"))
+    else {
+        return;
+    };
+    if let Err((under, why)) = crate::calls::guardrail::Guardrails::from_policy(v) {
+        out.push(
+            r.locus_of(&format!("/spec/policy/guardrails{under}"))
+                .error(why),
+        );
+    }
+}
+
 /// `spec.policy.journal`, when there is one ([`JournalSetting`]).
 fn check_journal(r: &Resource, out: &mut Vec<Diagnostic>) {
     let Some(v) = r
@@ -361,6 +379,7 @@ fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
     check_journal(r, out);
     check_retries(r, out);
+    check_guardrails(r, out);
     if let Some(v) = spec.and_then(|s| s.get("entryAgent")) {
         check_ref(r, v, "/spec/entryAgent", &Kind::Agent, names, out);
     }

@@ -4,7 +4,7 @@
 //!
 //! 1. [`tools`]: a first tool, inputs and outputs, tools with state, the attribute's arguments.
 //! 2. [`calls`]: the registry, the catalog and the executor; what is validated, and when.
-//! 3. [`middleware`]: middleware around calls, Steps and Turns; approvals.
+//! 3. [`middleware`]: middleware around calls, Steps and Turns; approvals; guardrails.
 //! 4. [`testing`]: testing a tool with [`TestKit`](crate::testing::TestKit).
 //! 5. [`models`]: provider formats in and out, model providers, a real model in the tests.
 //! 6. [`base_tools`]: the base tools of `goondan-base`.

@@ -20,6 +20,7 @@ use super::submissions::{Submission, Submissions};
 use super::tool_message::{completion_message, tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
+use crate::calls::guardrail::{self, Guardrail, Guardrails};
 use crate::calls::middleware::{Core, Middleware, Ready};
 use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
@@ -183,6 +184,7 @@ impl AgentInstance {
             history: Vec::new(),
             journal: None,
             retry: RetryBudget::default(),
+            guardrails: Guardrails::new(),
         }
     }
 
@@ -204,6 +206,9 @@ impl AgentInstance {
         }
         if let Some(budget) = bundle.retry_budget(agent) {
             builder = builder.retry_budget(budget);
+        }
+        if let Some(guardrails) = bundle.guardrails(agent) {
+            builder = builder.guardrails(guardrails);
         }
         Ok(builder)
     }
@@ -431,6 +436,7 @@ pub struct AgentInstanceBuilder {
     history: Vec<Message>,
     journal: Option<Arc<dyn Journal>>,
     retry: RetryBudget,
+    guardrails: Guardrails,
 }
 
 impl AgentInstanceBuilder {
@@ -571,6 +577,49 @@ impl AgentInstanceBuilder {
         self
     }
 
+    /// Adds a guardrail to every call of the instance: its input checks run before approvals,
+    /// its output checks before the model reads the result ([`guardrail`]). A bundle's
+    /// `policy.guardrails` adds the runtime's own ([`AgentInstance::from_bundle`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::calls::guardrail::AllowList;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    ///
+    /// /// Reads files.
+    /// #[tool(name = "files")]
+    /// pub fn read(path: String) -> String { format!("contents of {path}") }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let model = ScriptedModel::new([
+    ///     ModelResponse::calls([ToolCall::new("c1", "files__read", serde_json::json!({"path": "/etc/shadow"}))]),
+    ///     ModelResponse::text("I may not read that file."),
+    /// ]);
+    /// let registry = Arc::new(ToolRegistry::builder().tool(read::TOOL).build()?);
+    /// let state = tempfile::tempdir()?;
+    /// let agent = AgentInstance::builder("reader", registry, Arc::new(model))
+    ///     .tools(["files"])
+    ///     .guardrail(AllowList::new().path("."))
+    ///     .state_dir(state.path())
+    ///     .build()?;
+    /// let outcome = agent.run_turn("read /etc/shadow").await?;
+    /// assert_eq!(outcome.steps[0].results[0].error_code(), Some("E_TOOL_GUARDRAIL"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn guardrail(mut self, guardrail: impl Guardrail) -> Self {
+        self.guardrails = self.guardrails.with(guardrail);
+        self
+    }
+
+    /// Adds every guardrail of `guardrails` (see [`guardrail`](Self::guardrail)).
+    pub fn guardrails(mut self, guardrails: Guardrails) -> Self {
+        self.guardrails = self.guardrails.extend(guardrails);
+        self
+    }
+
     /// The agent-to-agent API every call of this instance gets as `ctx.runtime()`.
     pub fn agent_runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
         self.runtime = Some(runtime);
@@ -598,6 +647,10 @@ impl AgentInstanceBuilder {
         let mut executor = ToolExecutor::builder(Arc::clone(&self.registry));
         for (priority, mw) in api.pipeline.take().into_items() {
             executor = executor.middleware_arc(priority, mw);
+        }
+        if !self.guardrails.is_empty() {
+            // Outermost: before the approvals an extension registers.
+            executor = executor.middleware_arc(guardrail::PRIORITY, Arc::new(self.guardrails));
         }
         let writer = Writer::new(self.journal.clone());
         if self.journal.is_some() {

@@ -186,6 +186,16 @@ impl ToolError {
         self
     }
 
+    /// Applies `redact` to the message and the suggestion; how many it changed (a guardrail
+    /// redacting secrets).
+    pub(crate) fn redact_texts(&mut self, mut redact: impl FnMut(&mut String) -> bool) -> usize {
+        let mut changed = usize::from(redact(&mut self.0.message));
+        if let Some(suggestion) = &mut self.0.suggestion {
+            changed += usize::from(redact(suggestion));
+        }
+        changed
+    }
+
     /// Gives an author's code without a `helpUrl` one under its resource's `base`
     /// ([`help_url::resource_help_url`]). Runtime codes are left to [`finish`](Self::finish).
     pub(crate) fn with_resource_help(mut self, base: Option<&str>) -> Self {

@@ -35,6 +35,7 @@ pub mod differential;
 pub mod errors_doc;
 pub mod executor;
 pub mod fuzz_regressions;
+pub mod guardrails;
 pub mod guide;
 pub mod journal;
 pub mod journal_jetstream;
