@@ -100,7 +100,7 @@ pub async fn run(out: &mut impl Write) -> anyhow::Result<()> {
     crate::base_demo::run(out, SCRIPT.len() + 1).await?;
     writeln!(
         out,
-        "\n# A bundle and the step loop: goondan.yaml, one Turn of Steps, tool-search narrowing the catalog"
+        "\n# A bundle and the step loop: goondan.yaml, one Turn of Steps, tool-search keeping the catalog small"
     )?;
     crate::quickstart_bundle::run(out).await
 }

@@ -1,6 +1,6 @@
 //! The quickstart, part 2: `examples/quickstart/goondan.yaml` loaded and matched to the
 //! compiled base tools, then one Turn of the `assistant` agent run Step by Step with a scripted
-//! model. The `tool-search` extension narrows the catalog after the model searches, and the
+//! model. The `tool-search` extension shows the model only what its search found, and the
 //! `logging` extension logs every call through `tracing`.
 
 use std::io::Write;
@@ -64,7 +64,7 @@ pub async fn run(out: &mut impl Write) -> anyhow::Result<()> {
     let state = tempfile::tempdir()?;
     let agent = AgentInstance::from_bundle(&bundle, &agent_name, registry, model.clone())?
         .extension(Logging::new())
-        .extension(ToolSearch::new())
+        .extension(ToolSearch::new().threshold(3))
         .state_dir(state.path())
         .build()?;
     writeln!(

@@ -1,21 +1,165 @@
-//! [`ToolSearch`]: a `tool-search__search` tool, and a step middleware that narrows each Step's
-//! catalog to what the model last searched for, always keeping the search tool (CAT-3).
+//! [`ToolSearch`]: big catalogs that stay small per Step. When an Agent's catalog has more
+//! tools than a threshold, each Step shows the model the `tool-search__search` tool, the tools
+//! the Agent pins, and the tools its searches found; the rest stay out of the catalog, which
+//! is still the allow-list (CAT-3).
+//!
+//! Tools are ranked with BM25 (the [`bm25`] crate) over their names (split into words),
+//! descriptions, and parameter names and descriptions ([`Bm25Ranker`]); another ranker, an
+//! embedding model for example, implements [`Ranker`].
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bm25::{Language, SearchEngine, SearchEngineBuilder};
 use goondan_runtime::extension::{
     Extension, ExtensionApi, ExtensionError, PipelineMiddleware, ToolItem,
 };
 use goondan_runtime::step::step_fn;
+use goondan_runtime::tools::catalog::CatalogItem;
 use goondan_runtime::{JsonObject, ToolError, handler_fn};
 use serde_json::{Value, json};
 
-/// What one agent instance searched for, and the tools its last catalog had.
+/// The longest query, in characters.
+pub const MAX_QUERY_CHARS: usize = 1000;
+
+/// What a ranker knows of a tool: its full name, its description and its parameter schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDoc {
+    /// `{resource}__{export}`.
+    pub name: String,
+    /// What the model would read.
+    pub description: String,
+    /// The parameter schema (`type: object`), or `null`.
+    pub parameters: Value,
+}
+
+impl ToolDoc {
+    /// The doc of a catalog item.
+    pub fn of(item: &CatalogItem) -> Self {
+        let parameters = item
+            .parameters()
+            .map(|p| Value::clone(p))
+            .or_else(|| item.entry().map(|e| e.export().parameters().clone()))
+            .unwrap_or(Value::Null);
+        Self {
+            name: item.name().as_str().to_owned(),
+            description: item.description().unwrap_or_default().to_owned(),
+            parameters,
+        }
+    }
+
+    /// The words a ranker reads: the name split into words (twice: a name says the most), the
+    /// description, and each parameter's name and description.
+    pub fn text(&self) -> String {
+        let name = split_name(&self.name);
+        let mut text = format!("{name} {name} {}", self.description);
+        if let Some(props) = self.parameters.get("properties").and_then(Value::as_object) {
+            for (param, schema) in props {
+                text.push(' ');
+                text.push_str(&split_name(param));
+                if let Some(d) = schema.get("description").and_then(Value::as_str) {
+                    text.push(' ');
+                    text.push_str(d);
+                }
+            }
+        }
+        text
+    }
+}
+
+/// `file-system__readFile` -> `file system read file`.
+fn split_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && prev_lower {
+                out.push(' ');
+            }
+            out.extend(c.to_lowercase());
+            prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        } else {
+            if !out.ends_with(' ') {
+                out.push(' ');
+            }
+            prev_lower = false;
+        }
+    }
+    out.trim().to_owned()
+}
+
+/// Ranks tools for a query: the indexes of the best `limit` of `tools`, best first; none when
+/// nothing matches.
+pub trait Ranker: Send + Sync + 'static {
+    /// The best matches of `query` among `tools`.
+    fn rank(&self, query: &str, tools: &[ToolDoc], limit: usize) -> Vec<usize>;
+}
+
+/// BM25 over [`ToolDoc::text`], English stemming and stop words. The index of a catalog is
+/// kept until the catalog changes.
+#[derive(Default)]
+pub struct Bm25Ranker {
+    index: Mutex<Option<(u64, SearchEngine<u32>)>>,
+}
+
+impl std::fmt::Debug for Bm25Ranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bm25Ranker").finish_non_exhaustive()
+    }
+}
+
+impl Bm25Ranker {
+    /// A ranker with no index yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn fingerprint(tools: &[ToolDoc]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for t in tools {
+        t.name.hash(&mut h);
+        t.description.hash(&mut h);
+        t.parameters.to_string().hash(&mut h);
+    }
+    h.finish()
+}
+
+impl Ranker for Bm25Ranker {
+    fn rank(&self, query: &str, tools: &[ToolDoc], limit: usize) -> Vec<usize> {
+        let print = fingerprint(tools);
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = !matches!(&*index, Some((kept, _)) if *kept == print);
+        if fresh {
+            let corpus = tools.iter().map(ToolDoc::text);
+            let engine = SearchEngineBuilder::<u32>::with_corpus(Language::English, corpus).build();
+            *index = Some((print, engine));
+        }
+        let Some((_, engine)) = index.as_ref() else {
+            return Vec::new();
+        };
+        let mut found: Vec<(f32, usize)> = engine
+            .search(&split_name(query), None)
+            .into_iter()
+            .filter_map(|r| usize::try_from(r.document.id).ok().map(|i| (r.score, i)))
+            .filter(|(_, i)| *i < tools.len())
+            .collect();
+        // Best score first; equal scores by name, so that the order does not depend on hashing.
+        found.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| tools[a.1].name.cmp(&tools[b.1].name))
+        });
+        found.into_iter().take(limit).map(|(_, i)| i).collect()
+    }
+}
+
+/// What one agent instance found, and the tools of its last catalog.
 #[derive(Debug, Default)]
 struct Selection {
-    known: Vec<(String, String)>,
-    selected: Option<Vec<String>>,
+    known: Vec<ToolDoc>,
+    /// The tools found, the latest last.
+    found: Vec<String>,
 }
 
 type State = Arc<Mutex<HashMap<String, Selection>>>;
@@ -24,19 +168,42 @@ fn lock(state: &State) -> MutexGuard<'_, HashMap<String, Selection>> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Lets the model find tools instead of seeing all of them. Until the model searches, a Step
-/// shows the whole catalog; after `tool-search__search {query}`, the following Steps show only
-/// the matches and the search tool. An empty query shows everything again.
+/// Keeps each Step's catalog small when an Agent has many tools; ranks them with BM25
+/// ([`Bm25Ranker`], or another [`Ranker`]).
+///
+/// - A catalog of at most [`threshold`](Self::threshold) tools (default 30) is shown whole,
+///   without the search tool.
+/// - A larger one shows `tool-search__search`, the [pinned](Self::pin) tools, and the tools
+///   its searches found (the latest [`max_found`](Self::max_found), default 20). A tool found
+///   in one Step can be called from the next.
+/// - `tool-search__search {query, limit?}` answers with the matches, each with the first line
+///   of its description. An empty, blank or longer than [`MAX_QUERY_CHARS`] query is an
+///   invalid argument.
 ///
 /// ```
 /// use goondan_base::extensions::ToolSearch;
-/// let search = ToolSearch::new().max_results(3);
+/// let search = ToolSearch::new().threshold(40).pin("file-system__read").max_results(3);
 /// # drop(search);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolSearch {
     state: State,
     max_results: usize,
+    threshold: usize,
+    max_found: usize,
+    pinned: Vec<String>,
+    ranker: Arc<dyn Ranker>,
+}
+
+impl std::fmt::Debug for ToolSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSearch")
+            .field("max_results", &self.max_results)
+            .field("threshold", &self.threshold)
+            .field("max_found", &self.max_found)
+            .field("pinned", &self.pinned)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ToolSearch {
@@ -49,95 +216,124 @@ impl ToolSearch {
     /// The extension's name.
     pub const NAME: &'static str = "tool-search";
 
-    /// The search tool's full name.
+    /// The search tool's full name (the upstream base package's).
     pub const TOOL: &'static str = "tool-search__search";
 
     /// Its step middleware's priority: inner, so it narrows what other middleware added.
     pub const PRIORITY: i32 = 1000;
 
-    /// A search that keeps up to 5 matches.
+    /// A search with the defaults: threshold 30, up to 5 matches a search, 20 kept.
     pub fn new() -> Self {
         Self {
             state: State::default(),
             max_results: 5,
+            threshold: 30,
+            max_found: 20,
+            pinned: Vec::new(),
+            ranker: Arc::new(Bm25Ranker::new()),
         }
     }
 
-    /// Keeps up to `n` matches (at least 1).
+    /// Returns up to `n` matches a search (at least 1).
     #[must_use]
     pub fn max_results(mut self, n: usize) -> Self {
         self.max_results = n.max(1);
         self
     }
-}
 
-/// The words of `text`, lowercase.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// The best matches of `query` among `known`: a word in the name counts 2, in the
-/// description 1; ties by name.
-fn rank(query: &str, known: &[(String, String)], max: usize) -> Vec<(String, String)> {
-    let terms = words(query);
-    let mut scored: Vec<(usize, &(String, String))> = known
-        .iter()
-        .filter_map(|item| {
-            let name = words(&item.0);
-            let desc = words(&item.1);
-            let score: usize = terms
-                .iter()
-                .map(|t| {
-                    2 * usize::from(name.iter().any(|w| w.contains(t.as_str())))
-                        + usize::from(desc.iter().any(|w| w == t))
-                })
-                .sum();
-            (score > 0).then_some((score, item))
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.0.cmp(&b.1.0)));
-    scored
-        .into_iter()
-        .take(max)
-        .map(|(_, i)| i.clone())
-        .collect()
-}
-
-fn search(state: &State, max: usize, instance: &str, args: &JsonObject) -> Value {
-    let query = args
-        .get("query")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let limit = args
-        .get("limit")
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok())
-        .map_or(max, |n| n.clamp(1, max));
-    let mut all = lock(state);
-    let sel = all.entry(instance.to_owned()).or_default();
-    if query.trim().is_empty() {
-        sel.selected = None;
-        return json!({"query": query, "matches": [], "note": "every tool is shown again from the next step"});
+    /// Searches only when the catalog has more than `n` tools.
+    #[must_use]
+    pub fn threshold(mut self, n: usize) -> Self {
+        self.threshold = n;
+        self
     }
-    let found = rank(query, &sel.known, limit);
-    let matches: Vec<Value> = found
-        .iter()
-        .map(|(n, d)| json!({"name": n, "description": d}))
-        .collect();
-    let note = if found.is_empty() {
-        sel.selected = None;
-        "nothing matched; every tool stays shown".to_owned()
-    } else {
-        sel.selected = Some(found.into_iter().map(|(n, _)| n).collect());
-        format!(
-            "from the next step only these tools and `{}` are shown",
-            ToolSearch::TOOL
+
+    /// Keeps the latest `n` tools found (at least 1).
+    #[must_use]
+    pub fn max_found(mut self, n: usize) -> Self {
+        self.max_found = n.max(1);
+        self
+    }
+
+    /// Always shows `name`: a full tool name, or a resource for all its exports.
+    #[must_use]
+    pub fn pin(mut self, name: impl Into<String>) -> Self {
+        self.pinned.push(name.into());
+        self
+    }
+
+    /// Ranks with `ranker` instead of BM25.
+    #[must_use]
+    pub fn ranker(mut self, ranker: impl Ranker) -> Self {
+        self.ranker = Arc::new(ranker);
+        self
+    }
+
+    fn is_pinned(&self, name: &str) -> bool {
+        let resource = name.split_once("__").map_or(name, |(r, _)| r);
+        self.pinned.iter().any(|p| p == name || p == resource)
+    }
+
+    fn search(&self, instance: &str, args: &JsonObject) -> Result<Value, ToolError> {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if query.trim().is_empty() {
+            return Err(invalid(
+                "the query has no words: say what the tool should do",
+            ));
+        }
+        if query.chars().count() > MAX_QUERY_CHARS {
+            return Err(invalid(&format!(
+                "the query is longer than {MAX_QUERY_CHARS} characters: say in a few words what the tool should do"
+            )));
+        }
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .map_or(self.max_results, |n| n.clamp(1, self.max_results));
+        let mut all = lock(&self.state);
+        let sel = all.entry(instance.to_owned()).or_default();
+        let found = self.ranker.rank(query, &sel.known, limit);
+        let matches: Vec<Value> = found
+            .iter()
+            .filter_map(|&i| sel.known.get(i))
+            .map(|t| json!({"name": t.name, "description": first_line(&t.description)}))
+            .collect();
+        for &i in &found {
+            if let Some(t) = sel.known.get(i) {
+                sel.found.retain(|n| *n != t.name);
+                sel.found.push(t.name.clone());
+            }
+        }
+        let over = sel.found.len().saturating_sub(self.max_found);
+        sel.found.drain(..over);
+        let note = if matches.is_empty() {
+            "nothing matched; try other words"
+        } else {
+            "these tools can be called from the next step"
+        };
+        Ok(json!({"query": query, "matches": matches, "note": note}))
+    }
+}
+
+fn invalid(message: &str) -> ToolError {
+    ToolError::new(message.to_owned())
+        .with_code(goondan_runtime::tools::error::codes::INVALID_ARGS)
+        .with_suggestion(
+            "call tool-search__search with a few words, e.g. {\"query\": \"read a file\"}",
         )
-    };
-    json!({"query": query, "matches": matches, "note": note})
+}
+
+/// The first line of `text`, at most 160 characters.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(160) {
+        Some((at, _)) => format!("{}...", &line[..at]),
+        None => line.to_owned(),
+    }
 }
 
 impl Extension for ToolSearch {
@@ -149,48 +345,42 @@ impl Extension for ToolSearch {
         let params = json!({
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "Words describing the tool you need; empty to see every tool again."},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many tools to keep at most."}
+                "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "description": "Words describing what the tool you need does."},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many tools to return at most."}
             },
             "required": ["query"],
             "additionalProperties": false
         });
         let item = ToolItem::new(Self::TOOL, params).description(
-            "Search the available tools by name and description; the next steps show only the matches.",
+            "Find tools by what they do; the tools found can be called from the next step.",
         );
-        let state = Arc::clone(&self.state);
-        let max = self.max_results;
+        let me = self.clone();
         api.tools.register(
             item,
             handler_fn(move |ctx, args| {
-                let out = search(&state, max, ctx.instance_key(), &args);
-                async move { Ok::<_, ToolError>(out) }
+                let out = me.search(ctx.instance_key(), &args);
+                async move { out }
             }),
         )?;
-        let state = Arc::clone(&self.state);
+        let me = self.clone();
         let narrow = step_fn(move |mut step, next| {
             {
-                let mut all = lock(&state);
+                let mut all = lock(&me.state);
                 let sel = all.entry(step.instance_key().to_owned()).or_default();
-                sel.known = step
+                let others = step
                     .tool_catalog
                     .items()
                     .iter()
-                    .filter(|i| i.name().as_str() != Self::TOOL)
-                    .map(|i| {
-                        let d = i.description().unwrap_or_default().to_owned();
-                        (i.name().as_str().to_owned(), d)
-                    })
-                    .collect();
-                if let Some(keep) = &sel.selected {
-                    // The matches, best first, then the search tool.
-                    let rank = |name: &str| keep.iter().position(|k| k == name);
+                    .filter(|i| i.name().as_str() != Self::TOOL);
+                sel.known = others.map(ToolDoc::of).collect();
+                if sel.known.len() <= me.threshold {
+                    // Small enough to show whole: nothing to search.
+                    step.tool_catalog.remove(Self::TOOL);
+                } else {
+                    let found = &sel.found;
                     step.tool_catalog.retain(|i| {
-                        i.name().as_str() == Self::TOOL || rank(i.name().as_str()).is_some()
-                    });
-                    step.tool_catalog.sort_by(|a, b| {
-                        let key = |n: &str| rank(n).unwrap_or(usize::MAX);
-                        key(a.name().as_str()).cmp(&key(b.name().as_str()))
+                        let name = i.name().as_str();
+                        name == Self::TOOL || me.is_pinned(name) || found.iter().any(|f| f == name)
                     });
                 }
             }
@@ -206,19 +396,45 @@ impl Extension for ToolSearch {
 mod tests {
     use super::*;
 
+    fn doc(name: &str, description: &str, params: Value) -> ToolDoc {
+        ToolDoc {
+            name: name.into(),
+            description: description.into(),
+            parameters: params,
+        }
+    }
+
     #[test]
-    fn ranking_prefers_name_hits_and_drops_non_matches() {
-        let known = vec![
-            ("bash__exec".to_owned(), "Run a shell command".to_owned()),
-            ("file-system__read".to_owned(), "Read a file".to_owned()),
-            ("file-system__write".to_owned(), "Write a file".to_owned()),
+    fn names_split_into_words() {
+        assert_eq!(split_name("file-system__readFile"), "file system read file");
+        assert_eq!(split_name("math.factorial_v2"), "math factorial v2");
+        assert_eq!(split_name("HTTPGet"), "httpget");
+    }
+
+    #[test]
+    fn bm25_ranks_by_name_description_and_parameters() {
+        let tools = vec![
+            doc("bash__exec", "Run a shell command", json!({})),
+            doc("file-system__read", "Read a file", json!({})),
+            doc("file-system__write", "Write text to a file", json!({})),
+            doc(
+                "weather__now",
+                "The current conditions",
+                json!({"properties": {"city": {"description": "Where to look up the temperature"}}}),
+            ),
         ];
-        let names: Vec<_> = rank("file read", &known, 5)
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        assert_eq!(names, vec!["file-system__read", "file-system__write"]);
-        assert!(rank("weather", &known, 5).is_empty());
-        assert_eq!(rank("file", &known, 1).len(), 1);
+        let ranker = Bm25Ranker::new();
+        let names = |q: &str, n: usize| -> Vec<&str> {
+            ranker
+                .rank(q, &tools, n)
+                .into_iter()
+                .map(|i| tools[i].name.as_str())
+                .collect()
+        };
+        assert_eq!(names("write a file", 1), ["file-system__write"]);
+        assert_eq!(names("temperature in Paris", 5), ["weather__now"]);
+        assert_eq!(names("shell commands", 5)[0], "bash__exec");
+        assert!(names("zebra", 5).is_empty());
+        assert_eq!(names("file", 5).len(), 2);
     }
 }

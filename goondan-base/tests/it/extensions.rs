@@ -19,12 +19,12 @@ fn registry() -> Arc<ToolRegistry> {
 }
 
 #[tokio::test]
-async fn cat_3_tool_search_narrows_the_next_catalog_and_keeps_itself() {
+async fn cat_3_tool_search_keeps_a_large_catalog_small_and_adds_what_was_found() {
     let model = Arc::new(ScriptedModel::new([
         ModelResponse::calls([ToolCall::new(
             "c1",
             ToolSearch::TOOL,
-            json!({"query": "write file"}),
+            json!({"query": "write text to a file"}),
         )]),
         ModelResponse::calls([
             ToolCall::new(
@@ -32,38 +32,67 @@ async fn cat_3_tool_search_narrows_the_next_catalog_and_keeps_itself() {
                 "file-system__write",
                 json!({"path": "a.txt", "content": "x"}),
             ),
-            ToolCall::new("c3", "bash__exec", json!({"command": "true"})),
+            ToolCall::new("c3", "file-system__mkdir", json!({"path": "d"})),
         ]),
-        ModelResponse::calls([ToolCall::new("c4", ToolSearch::TOOL, json!({"query": ""}))]),
+        ModelResponse::calls([ToolCall::new(
+            "c4",
+            ToolSearch::TOOL,
+            json!({"query": "  "}),
+        )]),
         ModelResponse::text("done"),
     ]));
     let state = tempfile::tempdir().unwrap();
     let agent = AgentInstance::builder("a", registry(), model.clone())
         .tools(["bash", "file-system"])
-        .extension(ToolSearch::new().max_results(2))
+        .extension(
+            ToolSearch::new()
+                .threshold(3)
+                .pin("bash__exec")
+                .max_results(1),
+        )
         .state_dir(state.path())
         .build()
         .unwrap();
     let turn = agent.run_turn("save a note").await.unwrap();
     let seen = model.seen_catalogs();
-    // Step 0: everything, the search tool included (registered by the extension, CAT-4).
-    assert_eq!(seen[0].len(), 7, "{:?}", seen[0]);
-    assert!(seen[0].contains(&ToolSearch::TOOL.to_owned()));
-    // Step 1: the two best matches and the search tool.
+    // Step 0: six tools are more than the threshold: the pinned tool and the search tool only
+    // (the search tool is registered by the extension, CAT-4).
+    assert_eq!(seen[0], vec!["bash__exec", ToolSearch::TOOL]);
+    // Step 1: what the search found joins them.
     assert_eq!(
         seen[1],
-        vec!["file-system__write", "file-system__read", ToolSearch::TOOL]
+        vec!["bash__exec", "file-system__write", ToolSearch::TOOL]
     );
-    let matches = turn.steps[0].results[0].output.clone().unwrap()["matches"].clone();
-    assert_eq!(matches[0]["name"], "file-system__write");
-    // What was narrowed away is refused.
+    let found = turn.steps[0].results[0].output.clone().unwrap();
+    assert_eq!(found["matches"][0]["name"], "file-system__write", "{found}");
+    // What was not found is refused like any call outside the catalog.
     assert!(turn.steps[1].results[0].is_ok());
     assert_eq!(
         turn.steps[1].results[1].error_code(),
         Some("E_TOOL_NOT_IN_CATALOG")
     );
-    // An empty query shows everything again.
-    assert_eq!(seen[3].len(), 7);
+    // A blank query is an invalid argument, and the found tools stay.
+    assert_eq!(
+        turn.steps[2].results[0].error_code(),
+        Some("E_TOOL_INVALID_ARGS")
+    );
+    assert_eq!(seen[3], seen[1]);
+}
+
+#[tokio::test]
+async fn tool_search_shows_a_small_catalog_whole_without_itself() {
+    let model = Arc::new(ScriptedModel::new([ModelResponse::text("done")]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("a", registry(), model.clone())
+        .tools(["bash", "file-system"])
+        .extension(ToolSearch::new())
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    agent.run_turn("hi").await.unwrap();
+    let seen = model.seen_catalogs();
+    assert_eq!(seen[0].len(), 6, "{:?}", seen[0]);
+    assert!(!seen[0].contains(&ToolSearch::TOOL.to_owned()));
 }
 
 #[derive(Clone, Default)]

@@ -29,6 +29,7 @@ pub mod self_restart;
 pub mod slack;
 pub mod telegram;
 pub mod text_transform;
+pub mod tool_search_bfcl;
 pub mod upstream;
 pub mod wait;
 pub mod waiting_approvals;

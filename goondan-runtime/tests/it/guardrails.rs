@@ -299,7 +299,11 @@ async fn the_readmes_guardrails_redact_secrets_and_refuse_other_paths_and_urls()
         .build()
         .unwrap();
     let turn = agent.run_turn("read").await.unwrap();
-    let results: Vec<_> = turn.steps.iter().filter_map(|s| s.results.first()).collect();
+    let results: Vec<_> = turn
+        .steps
+        .iter()
+        .filter_map(|s| s.results.first())
+        .collect();
     assert_eq!(results[0].error_code(), Some(GUARDRAIL), "{policy}");
     assert_eq!(results[1].error_code(), Some(GUARDRAIL), "{policy}");
     assert_eq!(
