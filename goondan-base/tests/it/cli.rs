@@ -108,6 +108,27 @@ fn every_base_tool_can_be_sent_to_every_provider() {
     assert_eq!(read["parameters"]["type"], "OBJECT");
 }
 
+/// Toolsets (issue 27, item 1): two `spec.tools` entries that give one name to two tools are
+/// an error on the line of the second.
+#[test]
+fn validate_reports_a_toolset_clash_on_the_line_of_its_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = write_bundle(
+        dir.path(),
+        "apiVersion: goondan.ai/v1\nkind: Tool\nmetadata:\n  name: bash\nspec:\n  exports:\n    - name: exec\n    - name: script\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: a}\nspec:\n  tools:\n    - {ref: Tool/bash, prefix: sh, rename: {exec: run}}\n    - {ref: Tool/bash, prefix: sh, rename: {script: run}}\n",
+    );
+    let o = goondan(&["validate", bundle.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    let file = bundle.display().to_string();
+    assert!(
+        text.contains(&format!(
+            "{file}:16: error: Agent/a: `sh__run` is given to both `bash__exec` and `bash__script`"
+        )),
+        "{text}"
+    );
+}
+
 #[test]
 fn validate_of_a_missing_file_exits_2() {
     let o = goondan(&["validate", "/nonexistent/goondan.yaml"]);

@@ -47,6 +47,7 @@ mod load;
 mod model;
 mod parameters;
 mod resource;
+mod toolsets;
 mod validate;
 mod yaml;
 
@@ -166,6 +167,26 @@ impl Bundle {
         Ok(res.tool_refs().into_iter().map(|(r, _)| r.name).collect())
     }
 
+    /// The toolsets of an Agent's `spec.tools` entries, in order: each entry's resource, shaped
+    /// by its `prefix`, `include`, `exclude`, `annotations` and `rename`
+    /// ([`Toolset`](crate::tools::toolset::Toolset)). Entries whose shaping is wrong are left
+    /// out (loading the bundle reports them, with their lines).
+    pub fn agent_toolsets(
+        &self,
+        agent: &str,
+    ) -> Result<Vec<crate::tools::toolset::Toolset>, BundleError> {
+        let res = self
+            .get(&Kind::Agent, agent)
+            .ok_or_else(|| BundleError::UnknownAgent {
+                name: agent.to_owned(),
+                known: self.of_kind(&Kind::Agent).map(|a| a.name.clone()).collect(),
+            })?;
+        Ok(toolsets::of_agent(res)
+            .into_iter()
+            .map(|(set, _)| set)
+            .collect())
+    }
+
     /// `policy.maxStepsPerTurn` of the Agent, else of a Swarm that lists it, else of the first
     /// Swarm.
     pub fn max_steps_per_turn(&self, agent: &str) -> Option<usize> {
@@ -233,6 +254,28 @@ impl Bundle {
         for (tool, at) in tools {
             if let Err(e) = registry.register(tool) {
                 diagnostics.push(at.error(e.to_string()));
+            }
+        }
+        for agent in self.of_kind(&Kind::Agent) {
+            let sets = toolsets::of_agent(agent);
+            if sets.iter().all(|(set, _)| set.is_plain()) {
+                continue;
+            }
+            // Set by set, so that the error is on the line of the entry that causes it.
+            let mut so_far = Vec::with_capacity(sets.len());
+            for (set, pointer) in sets {
+                so_far.push(set);
+                match crate::tools::toolset::catalog(&registry, &so_far) {
+                    Ok(_) => {}
+                    // Not compiled here (bridged at run time, say): checked when it is there.
+                    Err(crate::tools::toolset::ToolsetError::UnknownResource { .. }) => {
+                        so_far.pop();
+                    }
+                    Err(e) => {
+                        diagnostics.push(agent.locus_of(&pointer).error(e.to_string()));
+                        break;
+                    }
+                }
             }
         }
         if diagnostics.iter().any(|d| d.severity == Severity::Error) {

@@ -266,6 +266,15 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
                 "`spec.tools` references `{reference}`; expected kind `Tool`"
             ))),
             Ok(reference) => {
+                let entry = r
+                    .spec()
+                    .and_then(|s| s.get("tools"))
+                    .and_then(|t| t.pointer(pointer.trim_start_matches("/spec/tools")));
+                if let Some(Err((under, why))) =
+                    entry.map(|e| super::toolsets::shape(&reference.name, e))
+                {
+                    out.push(r.locus_of(&format!("{pointer}{under}")).error(why));
+                }
                 if reference.package.is_none() && !names.has(&Kind::Tool, &reference.name) {
                     out.push(at.error(format!(
                         "{E_REF_NOT_FOUND}: `{reference}` is not a Tool of this bundle: declare it, or add `package:` to reference a linked package; its Tool resources are: {}",

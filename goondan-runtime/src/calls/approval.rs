@@ -264,24 +264,7 @@ struct Pattern(String);
 
 impl Pattern {
     fn matches(&self, name: &str) -> bool {
-        let mut parts = self.0.split('*');
-        let Some(first) = parts.next() else {
-            return false;
-        };
-        let Some(mut rest) = name.strip_prefix(first) else {
-            return false;
-        };
-        let parts: Vec<&str> = parts.collect();
-        let Some((last, middle)) = parts.split_last() else {
-            return rest.is_empty(); // no `*`: the whole name
-        };
-        for part in middle {
-            match rest.find(part) {
-                Some(at) => rest = &rest[at + part.len()..],
-                None => return false,
-            }
-        }
-        rest.len() >= last.len() && rest.ends_with(last)
+        crate::tools::name::glob_matches(&self.0, name)
     }
 }
 

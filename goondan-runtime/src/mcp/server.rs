@@ -63,6 +63,7 @@ use crate::bundle::{Bundle, BundleError, ToolLibrary};
 use crate::calls::executor::ToolExecutor;
 use crate::tools::catalog::{CatalogError, ToolCatalog};
 use crate::tools::registry::ToolRegistry;
+use crate::tools::toolset::{self, Toolset, ToolsetError};
 
 pub use elicitation::ElicitationApprover;
 pub use http_limits::HttpLimits;
@@ -84,6 +85,9 @@ pub enum McpServerError {
     /// The bundle is invalid or has no such Agent.
     #[error(transparent)]
     Bundle(#[from] BundleError),
+    /// The toolsets to serve do not make a catalog.
+    #[error(transparent)]
+    Toolset(#[from] ToolsetError),
     /// The executor runs over another registry than the one served.
     #[error(
         "the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`"
@@ -108,6 +112,8 @@ enum Selection {
     /// These resources in this order, then every tool registered at run time (an Agent's
     /// `spec.tools`, CAT-2, CAT-5).
     Declared(Vec<String>),
+    /// These toolsets in this order, then every tool registered at run time.
+    Toolsets(Vec<Toolset>),
 }
 
 /// The served catalog, rebuilt when the registry grows.
@@ -256,12 +262,16 @@ impl McpServer {
         library: &ToolLibrary,
         agent: &str,
     ) -> Result<McpServerBuilder, McpServerError> {
+        let sets = bundle.agent_toolsets(agent)?;
         let tools = bundle.agent_tools(agent)?;
         let registry = Arc::new(bundle.registry(library)?);
-        Ok(Self::builder(registry)
-            .tools(tools)
-            .agent_name(agent)
-            .server_name(agent))
+        let builder = Self::builder(registry);
+        let builder = if sets.iter().all(Toolset::is_plain) {
+            builder.tools(tools)
+        } else {
+            builder.toolsets(sets)
+        };
+        Ok(builder.agent_name(agent).server_name(agent))
     }
 
     /// The catalog served now: rebuilt when a tool registered at run time changes it.
@@ -325,12 +335,14 @@ fn state_codec() -> Result<rmcp::model::RequestStateCodec, McpServerError> {
 fn build_catalog(
     registry: &ToolRegistry,
     selection: &Selection,
-) -> Result<ToolCatalog, CatalogError> {
+) -> Result<ToolCatalog, McpServerError> {
     match selection {
         Selection::All => Ok(ToolCatalog::all(registry)),
-        Selection::Declared(names) => {
-            ToolCatalog::build(registry, names.iter().map(String::as_str))
-        }
+        Selection::Declared(names) => Ok(ToolCatalog::build(
+            registry,
+            names.iter().map(String::as_str),
+        )?),
+        Selection::Toolsets(sets) => Ok(toolset::catalog(registry, sets)?),
     }
 }
 
@@ -404,6 +416,13 @@ impl McpServerBuilder {
     /// (CAT-2, CAT-5). Default: every tool of the registry.
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
         self.selection = Selection::Declared(resources.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Serves these [toolsets](crate::tools::toolset), in this order, under the names they
+    /// give, plus every tool registered at run time. Replaces [`tools`](Self::tools).
+    pub fn toolsets(mut self, sets: impl IntoIterator<Item = Toolset>) -> Self {
+        self.selection = Selection::Toolsets(sets.into_iter().collect());
         self
     }
 

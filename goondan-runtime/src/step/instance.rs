@@ -29,6 +29,7 @@ use crate::tools::catalog::ToolCatalog;
 use crate::tools::context::{Message, ToolContext, fresh_id, now_ms};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
+use crate::tools::toolset::{self, Toolset};
 
 /// The default of `policy.maxStepsPerTurn`.
 pub const DEFAULT_MAX_STEPS_PER_TURN: usize = 16;
@@ -42,6 +43,8 @@ struct Shared {
     system: Option<String>,
     deltas: Option<DeltaSink>,
     declared: Vec<String>,
+    /// The Agent's toolsets, its declared resources first; empty when none is shaped.
+    toolsets: Vec<Toolset>,
     step_chain: Arc<[Arc<dyn Middleware<StepContext>>]>,
     turn_chain: Arc<[Arc<dyn Middleware<TurnContext>>]>,
     max_steps: usize,
@@ -71,6 +74,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// The catalog a Step starts from: the declared resources (and toolsets), then every tool
+    /// registered at run time.
+    fn catalog(&self) -> Result<ToolCatalog, StepError> {
+        if self.toolsets.is_empty() {
+            let declared = self.declared.iter().map(String::as_str);
+            return Ok(ToolCatalog::build(&self.registry, declared)?);
+        }
+        Ok(toolset::catalog(&self.registry, &self.toolsets)?)
+    }
+
     fn conversation(&self) -> std::sync::MutexGuard<'_, Vec<Message>> {
         lock(&self.conversation)
     }
@@ -185,10 +198,12 @@ impl AgentInstance {
             journal: None,
             retry: RetryBudget::default(),
             guardrails: Guardrails::new(),
+            toolsets: Vec::new(),
         }
     }
 
-    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools`, its system prompt
+    /// Starts an instance of the bundle's Agent `agent`: its `spec.tools` (shaped into
+    /// [toolsets](crate::tools::toolset) where an entry says so), its system prompt
     /// ([`Bundle::system_prompt`]) and `policy.maxStepsPerTurn`.
     pub fn from_bundle(
         bundle: &Bundle,
@@ -196,8 +211,15 @@ impl AgentInstance {
         registry: Arc<ToolRegistry>,
         model: Arc<dyn Model>,
     ) -> Result<AgentInstanceBuilder, BundleError> {
-        let tools = bundle.agent_tools(agent)?;
-        let mut builder = Self::builder(agent, registry, model).tools(tools);
+        let sets = bundle.agent_toolsets(agent)?;
+        let mut builder = Self::builder(agent, registry, model);
+        if sets.iter().all(Toolset::is_plain) {
+            builder = builder.tools(bundle.agent_tools(agent)?);
+        } else {
+            for set in sets {
+                builder = builder.toolset(set);
+            }
+        }
         if let Some(system) = bundle.system_prompt(agent)? {
             builder = builder.system_prompt(system);
         }
@@ -295,10 +317,7 @@ impl AgentInstance {
 
     /// The catalog a Step would start from now, before step middleware (CAT-1, CAT-2, CAT-5).
     pub fn base_catalog(&self) -> Result<ToolCatalog, StepError> {
-        Ok(ToolCatalog::build(
-            &self.shared.registry,
-            self.shared.declared.iter().map(String::as_str),
-        )?)
+        self.shared.catalog()
     }
 
     /// Runs one Turn for the user message `input`: Steps until the model answers without
@@ -437,6 +456,7 @@ pub struct AgentInstanceBuilder {
     journal: Option<Arc<dyn Journal>>,
     retry: RetryBudget,
     guardrails: Guardrails,
+    toolsets: Vec<Toolset>,
 }
 
 impl AgentInstanceBuilder {
@@ -478,6 +498,44 @@ impl AgentInstanceBuilder {
     /// The Agent's `spec.tools`: resource names, in order (CAT-2).
     pub fn tools<S: Into<String>>(mut self, resources: impl IntoIterator<Item = S>) -> Self {
         self.declared = resources.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds a [`Toolset`] to the Agent's tools, after the resources of
+    /// [`tools`](Self::tools): its tools under the names it gives them, which the model, the
+    /// executor and approvals all use. The catalog is checked when the instance is built: a
+    /// clash, an invalid name or an empty set is [`StepError::Toolset`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    /// use goondan_runtime::tools::toolset::Toolset;
+    ///
+    /// /// Adds.
+    /// #[tool(name = "calc")]
+    /// pub fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let model = ScriptedModel::new([
+    ///     ModelResponse::calls([ToolCall::new("c1", "math__plus", serde_json::json!({"a": 2, "b": 3}))]),
+    ///     ModelResponse::text("5"),
+    /// ]);
+    /// let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build()?);
+    /// let state = tempfile::tempdir()?;
+    /// let agent = AgentInstance::builder("a", registry, Arc::new(model))
+    ///     .toolset(Toolset::of("calc").prefix("math").rename("add", "plus"))
+    ///     .state_dir(state.path())
+    ///     .build()?;
+    /// let turn = agent.run_turn("2 + 3?").await?;
+    /// let result = &turn.steps[0].results[0];
+    /// assert_eq!((&*result.tool_name, &result.output), ("math__plus", &Some(serde_json::json!(5))));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn toolset(mut self, toolset: Toolset) -> Self {
+        self.toolsets.push(toolset);
         self
     }
 
@@ -644,6 +702,15 @@ impl AgentInstanceBuilder {
             path: workdir.clone(),
             source,
         })?;
+        let toolsets = if self.toolsets.is_empty() {
+            Vec::new()
+        } else {
+            let mut all: Vec<Toolset> = self.declared.iter().map(Toolset::of).collect();
+            all.extend(self.toolsets);
+            // Checked now: a wrong set fails the build, not the first Step.
+            toolset::catalog(&self.registry, &all)?;
+            all
+        };
         let mut executor = ToolExecutor::builder(Arc::clone(&self.registry));
         for (priority, mw) in api.pipeline.take().into_items() {
             executor = executor.middleware_arc(priority, mw);
@@ -667,6 +734,7 @@ impl AgentInstanceBuilder {
                 system: self.system,
                 deltas: self.deltas,
                 declared: self.declared,
+                toolsets,
                 step_chain: api.pipeline.take::<StepContext>().to_chain(),
                 turn_chain: api.pipeline.take::<TurnContext>().to_chain(),
                 max_steps: self.max_steps,
@@ -775,8 +843,7 @@ async fn run_steps(
         if !shared.submissions.is_empty() && lock(&shared.open_step).is_none() {
             deliver(shared, &turn, waiting).await?;
         }
-        let catalog =
-            ToolCatalog::build(&shared.registry, shared.declared.iter().map(String::as_str))?;
+        let catalog = shared.catalog()?;
         let step = StepContext {
             tool_catalog: catalog,
             tool_choice: None,
@@ -852,8 +919,7 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
             message,
         );
         let result = if rerunnable(&shared.registry, &orphan.call.name) {
-            let catalog =
-                ToolCatalog::build(&shared.registry, shared.declared.iter().map(String::as_str))?;
+            let catalog = shared.catalog()?;
             shared
                 .executor
                 .execute(orphan.call.clone(), &ctx, &catalog)

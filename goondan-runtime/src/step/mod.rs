@@ -33,6 +33,9 @@ pub enum StepError {
     /// The Agent declares tools the registry does not have.
     #[error(transparent)]
     Catalog(#[from] crate::tools::catalog::CatalogError),
+    /// The Agent's toolsets do not make a catalog (a clash, an invalid name, an empty set).
+    #[error(transparent)]
+    Toolset(#[from] crate::tools::toolset::ToolsetError),
     /// The model gave no answer.
     #[error(transparent)]
     Model(#[from] ModelError),

@@ -22,3 +22,4 @@ pub(crate) mod rendered;
 pub mod result;
 pub mod schema;
 pub mod tool;
+pub mod toolset;

@@ -454,6 +454,29 @@ impl<'de> serde::Deserialize<'de> for ToolName {
     }
 }
 
+/// Whether `name` matches `pattern`: the whole name, `*` standing for any run of characters
+/// (`bash__*`, `*__write`, `*`). Approval policies and toolsets read their patterns so.
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let Some(first) = parts.next() else {
+        return false;
+    };
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty(); // no `*`: the whole name
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

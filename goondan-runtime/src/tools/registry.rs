@@ -365,6 +365,19 @@ impl ToolRegistry {
         (out, unknown)
     }
 
+    /// The exports of `resource`, in declaration order; `None` when it is not registered.
+    pub(crate) fn exports_of(&self, resource: &str) -> Option<Vec<Arc<RegisteredExport>>> {
+        self.read()
+            .resources
+            .get(resource)
+            .map(|slot| slot.exports.clone())
+    }
+
+    /// The tools registered at run time, in order (CAT-4): in every catalog.
+    pub(crate) fn dynamic(&self) -> Vec<Arc<RegisteredExport>> {
+        self.read().dynamic.clone()
+    }
+
     /// Every endpoint, resources sorted by name, exports in declaration order.
     pub(crate) fn all(&self) -> Vec<Arc<RegisteredExport>> {
         let inner = self.read();

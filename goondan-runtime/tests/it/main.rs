@@ -53,3 +53,4 @@ pub mod params;
 pub mod providers;
 pub mod schema_corpus;
 pub mod step_loop;
+pub mod toolsets;

@@ -175,6 +175,7 @@ impl ToolExecutor {
         };
         let called = Called {
             id: id.clone(),
+            name: name.clone(),
             span,
             entry,
         };
@@ -281,6 +282,8 @@ enum Begun<'c> {
 struct Called<'c> {
     /// The call's id.
     id: ArcStr,
+    /// The name the model called: the entry's, or the one a toolset gave it.
+    name: ArcStr,
     /// The call's span.
     span: tracing::Span,
     /// The called export.
@@ -296,7 +299,7 @@ impl Called<'_> {
     /// The chain's answer, or its panic's. A middleware cannot retarget a call: the result
     /// keeps the call's id and name.
     fn answer(&self, ran: Result<ToolCallResult, Box<dyn Any + Send>>) -> ToolCallResult {
-        let name = self.entry.name().as_arc_str();
+        let name = &self.name;
         match ran {
             Ok(mut r) => {
                 if r.tool_call_id != self.id {

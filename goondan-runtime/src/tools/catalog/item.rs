@@ -54,6 +54,8 @@ impl<T> Field<T> {
 /// What a step middleware (or the maker of a hand-made item) set. Shared values, never copies.
 #[derive(Clone, Default)]
 struct Overrides {
+    /// The name a toolset gave the entry ([`CatalogItem::renamed`]).
+    name: Option<ToolName>,
     description: Field<Arc<str>>,
     parameters: Field<Arc<Value>>,
     source: Field<Arc<ToolSource>>,
@@ -63,10 +65,9 @@ struct Overrides {
 
 impl Overrides {
     /// Whether an override shows in an entry's pre-rendered JSON. The built-in dialects render
-    /// the name, the description and the parameters (`Dialect::tools_json`); the name cannot
-    /// be overridden.
+    /// the name, the description and the parameters (`Dialect::tools_json`).
     fn rendered(&self) -> bool {
-        self.description.is_set() || self.parameters.is_set()
+        self.name.is_some() || self.description.is_set() || self.parameters.is_set()
     }
 }
 
@@ -137,7 +138,7 @@ impl CatalogItem {
     }
 
     /// The item of a registry entry: the entry's values, nothing overridden.
-    pub(super) fn from_entry(entry: &Arc<RegisteredExport>) -> Self {
+    pub(crate) fn from_entry(entry: &Arc<RegisteredExport>) -> Self {
         Self {
             base: Base::Entry(Arc::clone(entry)),
             overrides: Overrides::default(),
@@ -163,10 +164,37 @@ impl CatalogItem {
 
     /// The full `{resource}__{export}` name.
     pub fn name(&self) -> &ToolName {
+        if let Some(name) = &self.overrides.name {
+            return name;
+        }
         match &self.base {
             Base::Entry(entry) => entry.name(),
             Base::Named(name) => name,
         }
+    }
+
+    /// The item under another name, as a toolset shows it: a call to
+    /// `name` runs the item's entry. The name is the new item's identity.
+    ///
+    /// ```
+    /// use goondan_runtime::prelude::*;
+    /// use goondan_runtime::{ToolCatalog, ToolName};
+    ///
+    /// /// Echoes.
+    /// #[tool(name = "echo")]
+    /// pub fn echo(text: String) -> String { text }
+    ///
+    /// let registry = ToolRegistry::builder().tool(echo::TOOL).build()?;
+    /// let item = ToolCatalog::build(&registry, ["echo"])?.items()[0].clone();
+    /// let renamed = item.renamed(ToolName::parse("say__back")?);
+    /// assert_eq!(renamed.name().as_str(), "say__back");
+    /// assert_eq!(renamed.entry().map(|e| e.name().as_str()), Some("echo__echo"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn renamed(mut self, name: ToolName) -> Self {
+        self.overrides.name = Some(name);
+        self
     }
 
     /// What the model reads about the tool.
@@ -355,6 +383,7 @@ impl From<Listed> for CatalogItem {
         Self {
             base: Base::Named(listed.name),
             overrides: Overrides {
+                name: None,
                 description: Field::from_json(listed.description),
                 parameters: Field::from_json(listed.parameters),
                 source: Field::from_json(listed.source),
