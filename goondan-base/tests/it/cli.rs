@@ -329,23 +329,6 @@ fn help_documents_the_exit_codes() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-/// The folder of the Python packages of `scripts/python-peers` (installed on first use; a
-/// failure to install fails the test, never skips it).
-fn python_peers() -> PathBuf {
-    if let Some(dir) = std::env::var_os("GOONDAN_PYTHON_PEERS") {
-        return PathBuf::from(dir);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python-peers");
-    let o = Command::new(&script).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{} failed: {}",
-        script.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    PathBuf::from(stdout(&o).trim())
-}
-
 /// Google's own SDK (`google-genai`, whose models forbid unknown fields) accepts the Gemini
 /// declaration of every base tool: `parameters` where Gemini's `Schema` can express the tool,
 /// `parametersJsonSchema` where it cannot.
@@ -375,7 +358,10 @@ print(len(names), sum(1 for raw in tools[0]["functionDeclarations"] if "paramete
         .arg("-c")
         .arg(check)
         .arg(&tools)
-        .env("PYTHONPATH", python_peers())
+        .env(
+            "PYTHONPATH",
+            crate::run_support::peer_folder("python-peers", "GOONDAN_PYTHON_PEERS"),
+        )
         .output()
         .unwrap();
     assert!(

@@ -115,3 +115,23 @@ pub fn users(body: &Value) -> Vec<String> {
         .filter_map(|m| m["content"].as_str().map(str::to_owned))
         .collect()
 }
+
+/// The folder a `scripts/` peer installer prints (`scripts/python-peers`, `scripts/bfcl-data`),
+/// run on first use, or the folder the environment variable `env` names. A failure fails the
+/// test, never skips it.
+pub fn peer_folder(script: &str, env: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os(env) {
+        return PathBuf::from(dir);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(script);
+    let o = std::process::Command::new(&script).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+}

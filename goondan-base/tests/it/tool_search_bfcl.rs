@@ -5,8 +5,7 @@
 //! without the search.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 
 use goondan_base::extensions::{Bm25Ranker, Ranker, ToolDoc, ToolSearch};
@@ -15,22 +14,6 @@ use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
 use goondan_runtime::tools::tool::ToolSource;
 use goondan_runtime::{ToolCall, ToolCatalog, ToolError, ToolRegistry, handler_fn};
 use serde_json::{Value, json};
-
-/// The folder of `scripts/bfcl-data` (fetched on first use; a failure fails the test).
-fn bfcl_data() -> PathBuf {
-    if let Some(dir) = std::env::var_os("GOONDAN_BFCL_DATA") {
-        return PathBuf::from(dir);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bfcl-data");
-    let o = Command::new(&script).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{} failed: {}",
-        script.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
-}
 
 fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -94,7 +77,7 @@ struct Case {
 
 /// The registry of the base tools and BFCL's functions, and the questions.
 fn catalog() -> (Arc<ToolRegistry>, Vec<Case>) {
-    let dir = bfcl_data();
+    let dir = crate::run_support::peer_folder("bfcl-data", "GOONDAN_BFCL_DATA");
     let questions = json_lines(&dir.join("BFCL_v4_simple_python.json"));
     let answers = json_lines(&dir.join("possible_answer/BFCL_v4_simple_python.json"));
     let registry = Arc::new(

@@ -158,12 +158,7 @@ impl Bundle {
     /// The resource names an Agent's `spec.tools` declares, in order (CAT-2): what
     /// [`ToolCatalog::build`](crate::ToolCatalog::build) takes.
     pub fn agent_tools(&self, agent: &str) -> Result<Vec<String>, BundleError> {
-        let res = self
-            .get(&Kind::Agent, agent)
-            .ok_or_else(|| BundleError::UnknownAgent {
-                name: agent.to_owned(),
-                known: self.of_kind(&Kind::Agent).map(|a| a.name.clone()).collect(),
-            })?;
+        let res = self.agent(agent)?;
         Ok(res.tool_refs().into_iter().map(|(r, _)| r.name).collect())
     }
 
@@ -175,12 +170,7 @@ impl Bundle {
         &self,
         agent: &str,
     ) -> Result<Vec<crate::tools::toolset::Toolset>, BundleError> {
-        let res = self
-            .get(&Kind::Agent, agent)
-            .ok_or_else(|| BundleError::UnknownAgent {
-                name: agent.to_owned(),
-                known: self.of_kind(&Kind::Agent).map(|a| a.name.clone()).collect(),
-            })?;
+        let res = self.agent(agent)?;
         Ok(toolsets::of_agent(res)
             .into_iter()
             .map(|(set, _)| set)

@@ -378,7 +378,8 @@ impl Bundle {
         Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
     }
 
-    fn agent(&self, agent: &str) -> Result<&Resource, BundleError> {
+    /// The Agent named `agent`, or an error listing the bundle's Agents.
+    pub(crate) fn agent(&self, agent: &str) -> Result<&Resource, BundleError> {
         self.get(&Kind::Agent, agent)
             .ok_or_else(|| BundleError::UnknownAgent {
                 name: agent.to_owned(),

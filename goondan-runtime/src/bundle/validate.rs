@@ -245,9 +245,7 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
 /// `spec.prompts.systemRef`.
 fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
-    check_journal(r, out);
-    check_retries(r, out);
-    check_guardrails(r, out);
+    check_policy(r, out);
     if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {
@@ -332,63 +330,40 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
     }
 }
 
-/// `spec.policy.toolRetries`, when there is one ([`RetryBudget`](crate::calls::retry::RetryBudget)).
-fn check_retries(r: &Resource, out: &mut Vec<Diagnostic>) {
-    let Some(v) = r
-        .spec()
-        .and_then(|s| s.get("policy"))
-        .and_then(|p| p.get("toolRetries"))
-    else {
+/// The settings of `spec.policy` that are read into a value when the bundle is used: each is
+/// checked here, with the line of what is wrong.
+fn check_policy(r: &Resource, out: &mut Vec<Diagnostic>) {
+    type Check = fn(&Value) -> Result<(), (String, String)>;
+    let checks: [(&str, Check); 3] = [
+        // `RetryBudget`
+        ("toolRetries", |v| {
+            crate::calls::retry::RetryBudget::from_policy(v).map(drop)
+        }),
+        // `Guardrails`
+        ("guardrails", |v| {
+            crate::calls::guardrail::Guardrails::from_policy(v).map(drop)
+        }),
+        // `JournalSetting`
+        ("journal", |v| {
+            JournalSetting::parse(v)
+                .map(drop)
+                .map_err(|(under, why)| (under.to_owned(), why))
+        }),
+    ];
+    let Some(policy) = r.spec().and_then(|s| s.get("policy")) else {
         return;
     };
-    if let Err((under, why)) = crate::calls::retry::RetryBudget::from_policy(v) {
-        out.push(
-            r.locus_of(&format!("/spec/policy/toolRetries{under}"))
-                .error(why),
-        );
-    }
-}
-
-/// `spec.policy.guardrails`, when there is one.
-fn check_guardrails(r: &Resource, out: &mut Vec<Diagnostic>) {
-    let Some(v) = r
-        .spec()
-        .and_then(|s| s.get("policy"))
-        .and_then(|p| p.get("guardrails"))
-    else {
-        return;
-    };
-    if let Err((under, why)) = crate::calls::guardrail::Guardrails::from_policy(v) {
-        out.push(
-            r.locus_of(&format!("/spec/policy/guardrails{under}"))
-                .error(why),
-        );
-    }
-}
-
-/// `spec.policy.journal`, when there is one ([`JournalSetting`]).
-fn check_journal(r: &Resource, out: &mut Vec<Diagnostic>) {
-    let Some(v) = r
-        .spec()
-        .and_then(|s| s.get("policy"))
-        .and_then(|p| p.get("journal"))
-    else {
-        return;
-    };
-    if let Err((under, why)) = JournalSetting::parse(v) {
-        out.push(
-            r.locus_of(&format!("/spec/policy/journal{under}"))
-                .error(why),
-        );
+    for (key, check) in checks {
+        if let Some(Err((under, why))) = policy.get(key).map(check) {
+            out.push(r.locus_of(&format!("/spec/policy/{key}{under}")).error(why));
+        }
     }
 }
 
 /// `spec.entryAgent` and `spec.agents` name Agents of the bundle.
 fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
-    check_journal(r, out);
-    check_retries(r, out);
-    check_guardrails(r, out);
+    check_policy(r, out);
     if let Some(v) = spec.and_then(|s| s.get("entryAgent")) {
         check_ref(r, v, "/spec/entryAgent", &Kind::Agent, names, out);
     }

@@ -196,28 +196,43 @@ pub mod files {
 
 const GUARDED: &str = "apiVersion: goondan.ai/v1\nkind: Tool\nmetadata: {name: files}\nspec:\n  exports:\n    - name: read\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: reader}\nspec:\n  tools: [\"Tool/files\"]\n  policy:\n    guardrails:\n      secrets: true\n      allow:\n        paths: [\".\"]\n";
 
-#[tokio::test]
-async fn a_bundles_guardrails_check_what_its_agent_calls_and_what_its_model_reads() {
+/// One Turn of the bundle `yaml`'s agent `reader`, whose model reads each of `paths` with
+/// `files__read`, then answers: the instance and the Turn.
+async fn reader_reads(
+    yaml: &str,
+    paths: &[&str],
+) -> (
+    goondan_runtime::step::AgentInstance,
+    goondan_runtime::step::TurnOutcome,
+) {
     use goondan_runtime::bundle::{Bundle, ToolLibrary};
     use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
 
-    let bundle = Bundle::from_yaml(GUARDED, "g.yaml").checked().unwrap();
+    let bundle = Bundle::from_yaml(yaml, "g.yaml").checked().unwrap();
     let registry = Arc::new(bundle.registry(&ToolLibrary::new([files::TOOL])).unwrap());
-    let read = |id: &str, path: &str| {
-        ModelResponse::calls([ToolCall::new(id, "files__read", json!({ "path": path }))])
-    };
-    let model = Arc::new(ScriptedModel::new([
-        read("c1", "/etc/passwd"),
-        read("c2", "notes/today.txt"),
-        ModelResponse::text("done"),
-    ]));
+    let reads = paths.iter().enumerate().map(|(i, path)| {
+        let call = ToolCall::new(format!("c{i}"), "files__read", json!({ "path": path }));
+        ModelResponse::calls([call])
+    });
+    let script: Vec<_> = reads.chain([ModelResponse::text("done")]).collect();
     let state = tempfile::tempdir().unwrap();
-    let agent = AgentInstance::from_bundle(&bundle, "reader", registry, model)
-        .unwrap()
-        .state_dir(state.path())
-        .build()
-        .unwrap();
+    let agent = AgentInstance::from_bundle(
+        &bundle,
+        "reader",
+        registry,
+        Arc::new(ScriptedModel::new(script)),
+    )
+    .unwrap()
+    .state_dir(state.path())
+    .build()
+    .unwrap();
     let turn = agent.run_turn("read").await.unwrap();
+    (agent, turn)
+}
+
+#[tokio::test]
+async fn a_bundles_guardrails_check_what_its_agent_calls_and_what_its_model_reads() {
+    let (agent, turn) = reader_reads(GUARDED, &["/etc/passwd", "notes/today.txt"]).await;
     let refused = &turn.steps[0].results[0];
     assert_eq!(refused.error_code(), Some(GUARDRAIL));
     let message = refused.error.as_ref().unwrap().message();
@@ -273,32 +288,17 @@ fn readme_policy() -> String {
 
 #[tokio::test]
 async fn the_readmes_guardrails_redact_secrets_and_refuse_other_paths_and_urls() {
-    use goondan_runtime::bundle::{Bundle, ToolLibrary};
-    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
-
     let policy = readme_policy();
     let yaml = format!(
         "apiVersion: goondan.ai/v1\nkind: Tool\nmetadata: {{name: files}}\nspec:\n  exports:\n    - name: read\n---\napiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {{name: reader}}\nspec:\n  tools: [\"Tool/files\"]\n  policy: {{{}}}\n",
         policy.trim_start_matches("policy.").trim()
     );
-    let bundle = Bundle::from_yaml(&yaml, "g.yaml").checked().unwrap();
-    let registry = Arc::new(bundle.registry(&ToolLibrary::new([files::TOOL])).unwrap());
-    let read = |id: &str, path: &str| {
-        ModelResponse::calls([ToolCall::new(id, "files__read", json!({ "path": path }))])
-    };
-    let model = Arc::new(ScriptedModel::new([
-        read("c1", "../outside.txt"),
-        read("c2", "https://example.com/x"),
-        read("c3", "https://docs.rs/tokio"),
-        ModelResponse::text("done"),
-    ]));
-    let state = tempfile::tempdir().unwrap();
-    let agent = AgentInstance::from_bundle(&bundle, "reader", registry, model)
-        .unwrap()
-        .state_dir(state.path())
-        .build()
-        .unwrap();
-    let turn = agent.run_turn("read").await.unwrap();
+    let paths = [
+        "../outside.txt",
+        "https://example.com/x",
+        "https://docs.rs/tokio",
+    ];
+    let (_, turn) = reader_reads(&yaml, &paths).await;
     let results: Vec<_> = turn
         .steps
         .iter()

@@ -80,12 +80,7 @@ impl Bundle {
         &self,
         agent: &str,
     ) -> Result<Vec<McpExtensionConfig>, BundleError> {
-        let res = self
-            .get(&Kind::Agent, agent)
-            .ok_or_else(|| BundleError::UnknownAgent {
-                name: agent.to_owned(),
-                known: self.of_kind(&Kind::Agent).map(|a| a.name.clone()).collect(),
-            })?;
+        let res = self.agent(agent)?;
         let mut out = Vec::new();
         for (r, _) in res.raw_refs("extensions") {
             let Ok(r) = r else { continue };
