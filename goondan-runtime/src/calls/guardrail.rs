@@ -12,7 +12,9 @@
 //! 2. the rest of the chain: approvals, other middleware, the handler (arguments an approver
 //!    edits are a person's choice and are not checked again);
 //! 3. the output guardrails, in the order added, on every result, failed ones too; one that
-//!    trips replaces the result (the call did run: its result is withheld).
+//!    trips replaces the result (the call did run: its result is withheld). The completion of
+//!    a submitted call (`pending`) goes through them too when it arrives, when the guardrails
+//!    were given to the executor with `ExecutorBuilder::guardrails` (an agent instance does).
 //!
 //! Each check has its own time limit ([`Guardrail::timeout`], [`DEFAULT_TIMEOUT`]); a check
 //! that panics or runs past it trips, so a broken guardrail never lets a call through and never
@@ -163,8 +165,9 @@ pub trait Guardrail: Send + Sync + 'static {
     }
 }
 
-/// The `toolCall` middleware that runs guardrails (see the [module](self)). Register it at
-/// [`PRIORITY`]; `AgentInstanceBuilder::guardrail` does.
+/// The `toolCall` middleware that runs guardrails (see the [module](self)). Give it to an
+/// executor with `ExecutorBuilder::guardrails` (at [`PRIORITY`], and for the completions of
+/// submitted calls too); `AgentInstanceBuilder::guardrail` does.
 #[derive(Clone, Default)]
 pub struct Guardrails {
     input: Vec<Arc<dyn Guardrail>>,
@@ -239,13 +242,30 @@ impl Guardrails {
             return next.run(call).await;
         }
         let ctx = call.context().clone();
-        let mut result = next.run(call).await;
+        let result = next.run(call).await;
+        self.check_outputs(result, &ctx).await
+    }
+
+    /// Whether there are output checks (a submitted call's completion then goes through
+    /// [`check_outputs`](Self::check_outputs) too).
+    pub(crate) fn checks_outputs(&self) -> bool {
+        !self.output.is_empty()
+    }
+
+    /// The output checks, in order, on `result`: the result as they left it, or the error of
+    /// the first that tripped. The one route for a call's result and for the completion of a
+    /// submitted call.
+    pub(crate) async fn check_outputs(
+        &self,
+        mut result: ToolCallResult,
+        ctx: &ToolContext,
+    ) -> ToolCallResult {
         for guardrail in &self.output {
             let verdict =
-                run_check(&**guardrail, || guardrail.check_output(&mut result, &ctx)).await;
+                run_check(&**guardrail, || guardrail.check_output(&mut result, ctx)).await;
             if let Verdict::Trip(reason) = verdict {
                 let name = result.tool_name.clone();
-                emit_tripped(&ctx, &name, guardrail.name(), &reason, "output");
+                emit_tripped(ctx, &name, guardrail.name(), &reason, "output");
                 let err = tripped(guardrail.name(), &name, &reason, true);
                 return ToolCallResult::error(result.tool_call_id.clone(), name, err);
             }

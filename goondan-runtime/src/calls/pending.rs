@@ -11,6 +11,7 @@ use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
 use crate::calls::finish::{Announce, Rules, finish};
+use crate::calls::guardrail::Guardrails;
 use crate::tools::context::ToolContext;
 use crate::tools::error::{ToolError, codes};
 use crate::tools::handler::Pending;
@@ -149,7 +150,8 @@ impl PendingResults {
     /// Starts `pending` in the background and returns its handle. The result carries the
     /// call's id and tool name; an error is cut to `limit` characters and given a help URL
     /// from `help`: the executor's own base for runtime codes (`None`: the process's) and the
-    /// resource's for its author's codes, if any (RES-7).
+    /// resource's for its author's codes, if any (RES-7). The result goes through `guard`'s
+    /// output checks before anyone sees it.
     pub(crate) fn submit(
         &self,
         pending: Pending,
@@ -157,6 +159,7 @@ impl PendingResults {
         tool_name: &str,
         limit: usize,
         help: (Option<Arc<str>>, Option<&str>),
+        guard: Option<Arc<Guardrails>>,
     ) -> String {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let handle = format!("{}-{n}", self.inner.prefix);
@@ -170,6 +173,7 @@ impl PendingResults {
         let span = ctx.logger().clone();
         let task_handle = handle.clone();
         let trace_id = ctx.trace_id().to_owned();
+        let checked_in = guard.map(|g| (g, ctx.clone()));
         let (runtime_help, resource_help) = (help.0, help.1.map(str::to_owned));
         let work = AssertUnwindSafe(pending.future).catch_unwind();
         tokio::spawn(
@@ -190,6 +194,9 @@ impl PendingResults {
                         ToolCallResult::error(call_id, tool_name, err)
                     }
                 };
+                if let Some((guard, ctx)) = &checked_in {
+                    result = guard.check_outputs(result, ctx).await;
+                }
                 let rules = Rules {
                     limit,
                     help_base: runtime_help.as_deref(),

@@ -20,7 +20,7 @@ use super::submissions::{Submission, Submissions};
 use super::tool_message::{completion_message, tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
-use crate::calls::guardrail::{self, Guardrail, Guardrails};
+use crate::calls::guardrail::{Guardrail, Guardrails};
 use crate::calls::middleware::{Core, Middleware, Ready};
 use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
@@ -636,8 +636,9 @@ impl AgentInstanceBuilder {
     }
 
     /// Adds a guardrail to every call of the instance: its input checks run before approvals,
-    /// its output checks before the model reads the result ([`guardrail`]). A bundle's
-    /// `policy.guardrails` adds the runtime's own ([`AgentInstance::from_bundle`]).
+    /// its output checks before the model reads the result, a late completion's included
+    /// ([guardrails](crate::calls::guardrail)). A bundle's `policy.guardrails` adds the
+    /// runtime's own ([`AgentInstance::from_bundle`]).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -715,10 +716,8 @@ impl AgentInstanceBuilder {
         for (priority, mw) in api.pipeline.take().into_items() {
             executor = executor.middleware_arc(priority, mw);
         }
-        if !self.guardrails.is_empty() {
-            // Outermost: before the approvals an extension registers.
-            executor = executor.middleware_arc(guardrail::PRIORITY, Arc::new(self.guardrails));
-        }
+        // Outermost: before the approvals an extension registers; completions too.
+        executor = executor.guardrails(self.guardrails);
         let writer = Writer::new(self.journal.clone());
         if self.journal.is_some() {
             // Added last at the highest priority: the innermost, after approvals.

@@ -314,3 +314,82 @@ async fn the_readmes_guardrails_redact_secrets_and_refuse_other_paths_and_urls()
         "{policy}"
     );
 }
+
+/// A job that answers later (RES-2) with a secret in its output.
+fn leaky_job() -> goondan_runtime::Tool {
+    use goondan_runtime::{Export, Pending, Tool, handler_fn};
+    Tool::builder("jobs")
+        .export(Export::new(
+            "env",
+            json!({"type": "object"}),
+            handler_fn(|_ctx, _args| async {
+                Ok::<_, ToolError>(Pending::new(async {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok::<_, ToolError>(json!({"AWS": "AKIAIOSFODNN7EXAMPLE"}))
+                }))
+            }),
+        ))
+        .build()
+        .unwrap()
+}
+
+/// An output guardrail that trips on a result whose output names AWS (a pending result has
+/// no output: it passes).
+struct NoAws;
+impl Guardrail for NoAws {
+    fn name(&self) -> &str {
+        "no-aws"
+    }
+    fn checks_input(&self) -> bool {
+        false
+    }
+    fn check_output<'a>(
+        &'a self,
+        result: &'a mut ToolCallResult,
+        _: &'a ToolContext,
+    ) -> CheckFuture<'a> {
+        let aws = result
+            .output
+            .as_ref()
+            .is_some_and(|o| o.to_string().contains("AWS"));
+        Box::pin(async move {
+            if aws {
+                Verdict::Trip("AWS keys stay here".into())
+            } else {
+                Verdict::Pass
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_completion_of_a_submitted_call_goes_through_the_output_guardrails_too() {
+    use goondan_runtime::{ToolCatalog, ToolExecutor, ToolStatus};
+
+    let registry = Arc::new(ToolRegistry::builder().tool(leaky_job()).build().unwrap());
+    let catalog = ToolCatalog::build(&registry, ["jobs"]).unwrap();
+    let ctx = ToolContext::builder(std::env::temp_dir()).build();
+    for (guardrails, redacted) in [
+        (Guardrails::new().with(SecretScanner::new()), true),
+        (Guardrails::new().with(NoAws), false),
+    ] {
+        let executor = ToolExecutor::builder(Arc::clone(&registry))
+            .guardrails(guardrails)
+            .build();
+        let submitted = executor
+            .execute(ToolCall::new("c1", "jobs__env", json!({})), &ctx, &catalog)
+            .await;
+        assert_eq!(submitted.status, ToolStatus::Pending, "{submitted:?}");
+        let handle = submitted.handle.clone().unwrap();
+        let completed = executor.pending().wait(&handle).await.unwrap();
+        if redacted {
+            assert_eq!(
+                completed.output,
+                Some(json!({"AWS": "[REDACTED aws-access-key]"}))
+            );
+        } else {
+            assert_eq!(completed.error_code(), Some(GUARDRAIL));
+            assert_eq!(completed.output, None);
+        }
+    }
+}

@@ -14,6 +14,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::calls::guardrail::Guardrails;
 use crate::calls::middleware::{CallContext, Core, Ready};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error, timed_out};
@@ -32,6 +33,8 @@ pub(super) struct CallCore {
     pub(super) max_content_bytes: usize,
     pub(super) pending: PendingResults,
     pub(super) help_url_base: Option<Arc<str>>,
+    /// The output guardrails a submitted call's completion goes through.
+    pub(super) completion_guardrails: Option<Arc<Guardrails>>,
 }
 
 impl Core for CallCore {
@@ -149,7 +152,8 @@ impl CallCore {
             Ok(Ok(Outcome::Pending(pending))) => {
                 let limit = entry.resource().error_message_limit();
                 let help = (self.help_url_base.clone(), entry.resource().help_url_base());
-                let handle = self.pending.submit(pending, ctx, &name, limit, help);
+                let guard = self.completion_guardrails.clone();
+                let handle = self.pending.submit(pending, ctx, &name, limit, help, guard);
                 return ToolCallResult::pending(id, name, handle);
             }
             Ok(Err(HandlerError::Failed(err))) => {

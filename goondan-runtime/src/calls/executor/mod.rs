@@ -20,6 +20,7 @@ use tracing::Instrument;
 
 use crate::calls::events::emit_called;
 use crate::calls::finish::{Announce, Rules, finish};
+use crate::calls::guardrail::{self, Guardrails};
 use crate::calls::middleware::{
     BoxFuture, CallContext, Core, Middleware, MiddlewareList, Next, Ready,
 };
@@ -117,6 +118,7 @@ impl ToolExecutor {
             max_content_bytes: crate::tools::content::DEFAULT_MAX_CONTENT_BYTES,
             pending: None,
             help_url_base: None,
+            guardrails: Guardrails::new(),
         }
     }
 
@@ -329,6 +331,7 @@ pub struct ExecutorBuilder {
     max_content_bytes: usize,
     pending: Option<PendingResults>,
     help_url_base: Option<Arc<str>>,
+    guardrails: Guardrails,
 }
 impl ExecutorBuilder {
     /// Adds a `toolCall` middleware with priority 0. Lower priorities run first (outermost);
@@ -346,6 +349,14 @@ impl ExecutorBuilder {
     /// Adds a shared middleware.
     pub fn middleware_arc(mut self, priority: i32, mw: Arc<dyn Middleware>) -> Self {
         self.middlewares.push(priority, mw);
+        self
+    }
+
+    /// Adds [guardrails](crate::calls::guardrail): their middleware, outermost
+    /// ([`PRIORITY`](crate::calls::guardrail::PRIORITY)), and their output checks on the
+    /// completion of every submitted call too.
+    pub fn guardrails(mut self, guardrails: Guardrails) -> Self {
+        self.guardrails = self.guardrails.extend(guardrails);
         self
     }
 
@@ -385,7 +396,16 @@ impl ExecutorBuilder {
     }
 
     /// Finishes the executor.
-    pub fn build(self) -> ToolExecutor {
+    pub fn build(mut self) -> ToolExecutor {
+        let completions = self
+            .guardrails
+            .checks_outputs()
+            .then(|| Arc::new(self.guardrails.clone()));
+        if !self.guardrails.is_empty() {
+            let guardrails = std::mem::take(&mut self.guardrails);
+            self.middlewares
+                .push(guardrail::PRIORITY, Arc::new(guardrails));
+        }
         ToolExecutor {
             shared: Arc::new(Shared {
                 registry: self.registry,
@@ -396,6 +416,7 @@ impl ExecutorBuilder {
                     max_content_bytes: self.max_content_bytes,
                     pending: self.pending.unwrap_or_default(),
                     help_url_base: self.help_url_base,
+                    completion_guardrails: completions,
                 }),
             }),
         }
