@@ -96,7 +96,9 @@ fn conversation(dir: &Path, agent: &str) -> Vec<Value> {
 /// The conversation in the run journal of `agent`'s default instance under `state`.
 fn journal_conversation(state: &Path, agent: &str) -> Vec<Value> {
     let file = SqliteJournal::file_in(state, agent, "default");
-    let journal = SqliteJournal::open(&file, Durability::Normal)
+    // `goondan run` has returned, but its agent process may still be exiting: wait for it to
+    // let go of the journal, as a restarted agent process does.
+    let journal = SqliteJournal::open_waiting(&file, Durability::Normal, Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let replay = journal.replay().unwrap();
     assert!(replay.warnings.is_empty(), "{:?}", replay.warnings);

@@ -133,7 +133,8 @@ async fn run_moves_an_old_conversation_file_into_the_run_journal_once() {
     assert!(old.with_extension("jsonl.imported").exists());
 
     let journal = SqliteJournal::file_in(&dir.path().join(".goondan"), "assistant", "default");
-    let replay = SqliteJournal::open(&journal, Durability::Normal)
+    // Its agent process may still be exiting: wait for it to let go of the journal.
+    let replay = SqliteJournal::open_waiting(&journal, Durability::Normal, Duration::from_secs(10))
         .unwrap()
         .replay()
         .unwrap();
