@@ -65,6 +65,7 @@ pub mod mcp;
 pub mod provider;
 #[cfg(feature = "host")]
 pub mod step;
+pub mod telemetry;
 pub mod testing;
 pub mod tools;
 

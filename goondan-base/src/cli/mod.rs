@@ -18,6 +18,7 @@ mod approvals;
 mod commands;
 mod mcp;
 pub mod run;
+mod telemetry;
 
 pub use self::agent_host::{AgentHostArgs, JournalArgs, NatsConnection};
 pub use self::approvals::{AnswerWord, ApprovalsCommand, StatePlace};
@@ -197,13 +198,16 @@ pub fn run() -> ExitCode {
 
 /// Runs the command line of this process with `library`.
 pub fn run_with(library: ToolLibrary) -> ExitCode {
+    let mut stderr = std::io::stderr();
+    telemetry::start(&mut stderr);
     // In an agent process started by `goondan run`'s Orchestrator: serve the agent and exit.
     run::serve_if_requested(&library);
     // Not locked for the whole command: `goondan mcp serve` speaks MCP on stdout through
     // its own handle, which would wait forever for a lock held here.
     let mut stdout = std::io::stdout();
-    let mut stderr = std::io::stderr();
     let code = run_from(std::env::args_os(), &library, &mut stdout, &mut stderr);
+    // The last spans and metrics, sent before the process ends.
+    goondan_runtime::telemetry::shutdown();
     ExitCode::from(code)
 }
 

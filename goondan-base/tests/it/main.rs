@@ -28,6 +28,7 @@ pub mod run_support;
 pub mod self_restart;
 pub mod slack;
 pub mod telegram;
+pub mod telemetry;
 pub mod text_transform;
 pub mod tool_search_bfcl;
 pub mod upstream;

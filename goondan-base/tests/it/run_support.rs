@@ -74,24 +74,55 @@ fn chunk(delta: &Value, finish: Option<&str>) -> String {
 
 /// A streamed answer asking for one tool call.
 pub fn call(id: &str, name: &str, args: &Value) -> Reply {
-    Reply::sse(&[
+    Reply::sse(&call_events(id, name, args, None))
+}
+
+/// [`call`], ending with the chunk that says how many tokens it took (prompt, completion).
+pub fn call_counted(id: &str, name: &str, args: &Value, tokens: (u64, u64)) -> Reply {
+    Reply::sse(&call_events(id, name, args, Some(tokens)))
+}
+
+fn call_events(id: &str, name: &str, args: &Value, tokens: Option<(u64, u64)>) -> Vec<String> {
+    let mut events = vec![
         chunk(
             &json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id,
                 "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
             None,
         ),
         chunk(&json!({}), Some("tool_calls")),
-        "data: [DONE]".to_owned(),
-    ])
+    ];
+    events.extend(tokens.map(usage));
+    events.push("data: [DONE]".to_owned());
+    events
 }
 
 /// A streamed text answer, in pieces.
 pub fn text(pieces: &[&str]) -> Reply {
+    Reply::sse(&text_events(pieces, None))
+}
+
+/// [`text`], ending with the chunk that says how many tokens it took (prompt, completion).
+pub fn text_counted(pieces: &[&str], tokens: (u64, u64)) -> Reply {
+    Reply::sse(&text_events(pieces, Some(tokens)))
+}
+
+fn text_events(pieces: &[&str], tokens: Option<(u64, u64)>) -> Vec<String> {
     let mut events = vec![chunk(&json!({"role": "assistant", "content": ""}), None)];
     events.extend(pieces.iter().map(|p| chunk(&json!({"content": p}), None)));
     events.push(chunk(&json!({}), Some("stop")));
+    events.extend(tokens.map(usage));
     events.push("data: [DONE]".to_owned());
-    Reply::sse(&events)
+    events
+}
+
+/// The last chunk of a stream asked for `stream_options.include_usage`.
+fn usage((prompt, completion): (u64, u64)) -> String {
+    data(
+        &json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+        "model": "gpt-test", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}}),
+    )
 }
 
 /// The contents of the tool messages of a recorded Chat Completions request.

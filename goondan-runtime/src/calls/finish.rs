@@ -51,6 +51,12 @@ pub(crate) fn finish(result: &mut ToolCallResult, rules: Rules<'_>, announce: An
         };
         result.error = Some(err.finish(rules.limit, help_base));
     }
+    if let (Some(err), Announce::Call(_) | Announce::Pending { .. }) = (&result.error, announce) {
+        // The call's span is the current one: its OpenTelemetry span says why it failed.
+        let span = tracing::Span::current();
+        span.record("error.type", err.code());
+        span.record("otel.status_code", "ERROR");
+    }
     match announce {
         Announce::Call(ctx) => emit_finished(result, None, || ctx.trace_id()),
         Announce::Pending { handle, trace_id } => {

@@ -87,13 +87,44 @@ impl std::fmt::Debug for ProviderModel {
 
 impl Model for ProviderModel {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
-        Box::pin(async move {
+        // The GenAI conventions' `chat` span (`crate::telemetry`): the request's model and
+        // provider, then the tokens used or the error.
+        let model = &self.config.model;
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {model}"),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider_name(self.config.provider.as_str()),
+            gen_ai.request.model = %model,
+            gen_ai.agent.name = %request.agent_name,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let chat = span.clone();
+        let answer = async move {
             let cancel = request.cancellation.clone();
             let answer = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err(ModelError::Cancelled),
                 answer = self.answer(request) => answer,
             };
+            match &answer {
+                Ok(r) => {
+                    if let Some(usage) = r.usage {
+                        // As integers: OpenTelemetry's attributes have no unsigned kind.
+                        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                        chat.record("gen_ai.usage.input_tokens", count(usage.input_tokens));
+                        chat.record("gen_ai.usage.output_tokens", count(usage.output_tokens));
+                    }
+                }
+                Err(e) => {
+                    chat.record("error.type", error_type(e).as_str());
+                    chat.record("otel.status_code", "ERROR");
+                }
+            }
             match &answer {
                 Ok(r) => tracing::debug!(
                     target: "goondan::provider",
@@ -117,8 +148,35 @@ impl Model for ProviderModel {
                 ),
             }
             answer
-        })
+        };
+        Box::pin(tracing::Instrument::instrument(answer, span))
     }
+}
+
+/// The `gen_ai.provider.name` of a provider of the table: the conventions' well-known value for
+/// ours (both OpenAI protocols are `openai`, Gemini's API is `gcp.gemini`), the adapter's own
+/// name for any other.
+fn provider_name(provider: &'static str) -> &'static str {
+    match provider {
+        "openai" | "openai-responses" => "openai",
+        "gemini" => "gcp.gemini",
+        other => other,
+    }
+}
+
+/// The `error.type` of a failed model request: the HTTP status the provider answered with, or
+/// the kind of failure.
+fn error_type(e: &ModelError) -> String {
+    let kind = match e {
+        ModelError::Status { status, .. } => return status.to_string(),
+        ModelError::Timeout { .. } => "timeout",
+        ModelError::Transport { .. } => "transport",
+        ModelError::Malformed { .. } => "malformed",
+        ModelError::Cancelled => "cancelled",
+        ModelError::Config { .. } => "config",
+        ModelError::ScriptExhausted { .. } | ModelError::Failed { .. } => "failed",
+    };
+    kind.to_owned()
 }
 
 /// The catalog in the provider's tool format, as JSON text for the request's `tools` field

@@ -424,12 +424,16 @@ impl AgentInstance {
             trace_id,
             cancellation,
         };
+        // `gen_ai.*` and `otel.name`: the GenAI conventions' `invoke_agent` span.
         let span = tracing::info_span!(
             "turn",
             agent = %self.shared.agent_name,
             instance = %self.shared.instance_key,
             turn_id = %turn.turn_id,
             trace_id = %turn.trace_id,
+            otel.name = %format_args!("invoke_agent {}", self.shared.agent_name),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = %self.shared.agent_name,
         );
         let core = Arc::new(TurnRunner(Arc::clone(&self.shared)));
         let run = TurnNext::new(Arc::clone(&self.shared.turn_chain), core).run(turn);

@@ -53,4 +53,5 @@ pub mod params;
 pub mod providers;
 pub mod schema_corpus;
 pub mod step_loop;
+pub mod telemetry;
 pub mod toolsets;

@@ -1237,3 +1237,69 @@ async fn ag_4_list_on_the_entry_side_gathers_the_instances_of_every_host_of_the_
     })
     .await;
 }
+
+/// The W3C trace context of the caller's span travels with a delegate over NATS, in a
+/// `traceparent` header and in the payload (which a host reads when the header is missing),
+/// so that the serving host's spans join the caller's trace (`goondan_runtime::telemetry`).
+#[tokio::test(flavor = "current_thread")]
+async fn a_delegate_over_nats_carries_the_caller_s_trace_context_in_a_header() {
+    use futures_util::StreamExt;
+    use goondan_runtime::telemetry::{Telemetry, traceparent};
+    use tracing::Instrument;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    bounded(60, async {
+        let server = NatsServer::start();
+        let raw = async_nats::connect(&server.url).await.unwrap();
+        let mut seen = raw.subscribe(">").await.unwrap();
+        raw.flush().await.unwrap();
+        let entry = NatsSwarm::connect(&NatsOptions::new(&server.url), swarm_named("traced"))
+            .await
+            .unwrap();
+        let receiver = goondan_test_peers::otlp::OtlpReceiver::start().await;
+        let telemetry = Telemetry::builder()
+            .endpoint(receiver.endpoint())
+            .build()
+            .unwrap();
+        // This thread's subscriber only: the test runs on one thread.
+        let _exporting = tracing::subscriber::set_default(
+            tracing_subscriber::registry().with(telemetry.layer()),
+        );
+        let caller = tracing::info_span!("caller");
+        let context = caller
+            .in_scope(traceparent)
+            .expect("an exported span has a context");
+        let trace = context.split('-').nth(1).unwrap().to_owned();
+        let options = RequestOptions {
+            timeout_ms: Some(500),
+            ..RequestOptions::default()
+        };
+        let asked = entry
+            .request("b", ev(json!({"op": "echo"})), options)
+            .instrument(caller);
+        let delegate = async {
+            loop {
+                let m = seen.next().await.unwrap();
+                if m.headers
+                    .as_ref()
+                    .is_some_and(|h| h.get("traceparent").is_some())
+                {
+                    return m;
+                }
+            }
+        };
+        let (_, m) = tokio::join!(asked, delegate);
+        let header = m
+            .headers
+            .as_ref()
+            .unwrap()
+            .get("traceparent")
+            .unwrap()
+            .as_str()
+            .to_owned();
+        assert_eq!(header.split('-').nth(1), Some(trace.as_str()), "{header}");
+        let body: Value = serde_json::from_slice(&m.payload).unwrap();
+        assert_eq!(body["payload"]["traceparent"], header.as_str(), "{body}");
+    })
+    .await;
+}

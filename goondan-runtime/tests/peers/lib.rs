@@ -5,6 +5,8 @@
 //! - [`nats`]: a real `nats-server` (`scripts/nats-server`) on a free port of 127.0.0.1.
 //! - [`llm`]: a real local model server (`scripts/llm-peer`).
 //! - [`replay`]: a scripted HTTP server on 127.0.0.1 that records what it was sent.
+//! - [`otlp`]: an OTLP/HTTP receiver on 127.0.0.1 that decodes the spans and metrics it is
+//!   sent (with opentelemetry-proto's messages).
 //!
 //! A peer that cannot be found, installed or started fails the test with the reason; it never
 //! skips. A crate of its own (`publish = false`) so that the tests of goondan-runtime and
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 pub mod llm;
 pub mod mcp_peers;
 pub mod nats;
+pub mod otlp;
 pub mod replay;
 
 /// The workspace root: this crate lives in `goondan-runtime/tests/peers`.

@@ -200,6 +200,9 @@ where
             1
         }
     };
+    // The spans of the last Turns, sent before the process ends.
+    #[cfg(feature = "otel")]
+    crate::telemetry::shutdown();
     std::process::exit(code)
 }
 
@@ -283,7 +286,13 @@ async fn serve_stream(
     ));
     let (in_tx, in_rx) = mpsc::unbounded_channel();
     let read = tokio::spawn(ipc::pump_in(ipc::frame_reader(reader, max), in_tx, "agent"));
+    // Held past `serve`: the link stays open while the last spans are sent, so the
+    // Orchestrator, which waits for the link to close, does not end the run before them.
+    let open = out_tx.clone();
     serve(identity, worker, in_rx, out_tx).await;
+    #[cfg(feature = "otel")]
+    let _ = tokio::task::spawn_blocking(crate::telemetry::shutdown).await;
+    drop(open);
     read.abort();
     let _ = write.await;
     Ok(())
@@ -401,6 +410,7 @@ async fn handle(
                 timeout_ms: 0,
                 trace_id: None,
                 turn_id: None,
+                traceparent: None,
             })
     };
     let payload = match parsed {
@@ -433,6 +443,9 @@ async fn handle(
         from = %msg.from,
         correlation_id = msg.correlation_id.as_deref().unwrap_or(""),
     );
+    if let Some(parent) = &payload.traceparent {
+        crate::telemetry::continue_trace(&span, parent);
+    }
     let work = AssertUnwindSafe(worker.handle(payload.event, ctx)).catch_unwind();
     let result = match tracing::Instrument::instrument(work, span).await {
         Ok(r) => r,

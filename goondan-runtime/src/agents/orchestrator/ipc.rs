@@ -99,6 +99,10 @@ pub struct DelegatePayload {
     /// The caller's Turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+    /// The W3C trace context of the caller's span, when its spans are exported: the target's
+    /// spans join that trace ([`crate::telemetry`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A control message to the Orchestrator (an `event` addressed to [`ORCHESTRATOR`] with a

@@ -238,6 +238,7 @@ impl AgentRuntime for Orchestrator {
                 timeout_ms,
                 trace_id: options.trace_id,
                 turn_id: options.turn_id,
+                traceparent: crate::telemetry::traceparent(),
             };
             self.core
                 .delegate(Caller::Host(tx), ORCHESTRATOR, target, payload, id.clone());

@@ -150,6 +150,7 @@ impl AgentRuntime for LinkRuntime {
                 timeout_ms,
                 trace_id: options.trace_id,
                 turn_id: options.turn_id,
+                traceparent: crate::telemetry::traceparent(),
             };
             let payload = serde_json::to_value(&payload).map_err(protocol)?;
             let id = self.conn.fresh_id();

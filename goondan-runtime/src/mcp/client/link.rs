@@ -226,7 +226,13 @@ impl ServerLink {
         args: JsonObject,
     ) -> Result<Outcome, ToolError> {
         let peer = self.peer().await?;
-        let params = CallToolRequestParams::new(remote.clone()).with_arguments(args);
+        let mut params = CallToolRequestParams::new(remote.clone()).with_arguments(args);
+        // The call's trace continues in the server (SEP-414: `traceparent` in `_meta`).
+        if let Some(parent) = crate::telemetry::traceparent() {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.set_traceparent(parent);
+            params.meta = Some(meta);
+        }
         let limit = self.config.call_timeout;
         let answer = tokio::select! {
             answer = peer.call_tool_once(params) => answer,
@@ -359,6 +365,10 @@ async fn start(
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
+            // An MCP server started by an agent process is not that agent: without the token,
+            // a server built on goondan (`goondan mcp serve`) serves MCP instead of taking the
+            // agent's place at the Orchestrator.
+            cmd.env_remove(crate::agents::orchestrator::agent_mode::ENV_TOKEN);
             cmd.args(args).envs(env);
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);

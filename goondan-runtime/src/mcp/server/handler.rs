@@ -323,12 +323,16 @@ impl McpServer {
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
         let call = ToolCall::new(call_id(&context.id), name, args);
         let executor = self.executor();
-        let result = drive(
-            elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
-            &context,
-            &cancel,
-            Some(&caller),
-            reports.as_mut(),
+        let served = served_span(&call, &context);
+        let result = tracing::Instrument::instrument(
+            drive(
+                elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
+                &context,
+                &cancel,
+                Some(&caller),
+                reports.as_mut(),
+            ),
+            served,
         )
         .await;
         drop(ctx);
@@ -581,6 +585,27 @@ fn tasks_required() -> ErrorData {
 /// The id of the call a `tools/call` request makes: `mcp-` and the request's id, written
 /// straight into the shared string (one allocation, no formatting machinery: it runs for every
 /// call).
+/// The span of a served `tools/call` in the OpenTelemetry MCP conventions, continuing the trace
+/// the client sent in `_meta` (SEP-414); the call's `execute_tool` span is its child. Made only
+/// when spans are exported ([`crate::telemetry`]).
+fn served_span(call: &ToolCall, context: &RequestContext<RoleServer>) -> tracing::Span {
+    if !crate::telemetry::enabled() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        "mcp_request",
+        otel.name = %format_args!("tools/call {}", call.name),
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.tool.name = call.name.as_str(),
+        jsonrpc.request.id = call.id.as_str(),
+    );
+    if let Some(parent) = context.meta.get_traceparent() {
+        crate::telemetry::continue_trace(&span, parent);
+    }
+    span
+}
+
 fn call_id(id: &rmcp::model::RequestId) -> ArcStr {
     const PREFIX: &str = "mcp-";
     let mut digits = itoa::Buffer::new();

@@ -303,6 +303,9 @@ impl ToolContext {
     /// for it.
     pub fn for_call(&self, tool_call_id: impl Into<ArcStr>, tool_name: &str) -> ToolContext {
         let tool_call_id = tool_call_id.into();
+        // The `gen_ai.*`, `error.type` and `otel.*` fields are the OpenTelemetry GenAI
+        // conventions' `execute_tool` span (`crate::telemetry`); the executor records the
+        // error's code when the call fails.
         let span = tracing::info_span!(
             "tool_call",
             tool = tool_name,
@@ -311,6 +314,13 @@ impl ToolContext {
             instance = %self.scope.instance_key,
             turn_id = self.turn_id(),
             trace_id = self.trace_id(),
+            otel.name = %format_args!("execute_tool {tool_name}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool_name,
+            gen_ai.tool.call.id = tool_call_id.as_str(),
+            gen_ai.tool.type = "function",
+            "error.type" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
         );
         ToolContext {
             scope: Arc::clone(&self.scope),

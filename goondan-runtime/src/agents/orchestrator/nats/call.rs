@@ -19,6 +19,9 @@ use crate::agents::orchestrator::{
 pub(super) const HOST_HEADER: &str = "Goondan-Host";
 /// The header carrying the caller's trace id (HO-3); also in the payload.
 pub(super) const TRACE_HEADER: &str = "Goondan-Trace-Id";
+/// The header carrying the caller's W3C trace context ([`crate::telemetry`]); also in the
+/// payload, which a host reads it from when the header is missing.
+pub(super) const TRACEPARENT_HEADER: &str = "traceparent";
 
 /// What a request needs: the connection, the swarm's subjects and the heartbeat.
 #[derive(Clone)]
@@ -111,6 +114,9 @@ impl Calls {
         let mut headers = async_nats::HeaderMap::new();
         if let Some(trace) = msg.payload.get("traceId").and_then(Value::as_str) {
             headers.insert(TRACE_HEADER, trace);
+        }
+        if let Some(parent) = msg.payload.get("traceparent").and_then(Value::as_str) {
+            headers.insert(TRACEPARENT_HEADER, parent);
         }
         let inbox = self.client.new_inbox();
         let Ok(mut replies) = self.client.subscribe(inbox.clone()).await else {

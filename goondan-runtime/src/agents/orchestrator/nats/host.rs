@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::call::{Calls, Forwarder, HOST_HEADER};
+use super::call::{Calls, Forwarder, HOST_HEADER, TRACEPARENT_HEADER};
 use super::options::{NatsError, NatsOptions};
 use super::subjects::{Subjects, token};
 use crate::agents::orchestrator::ipc::{self, IpcMessage, MessageType};
@@ -184,7 +184,7 @@ impl Serving {
     /// Serves one message from NATS: a `delegate` (acknowledged, then answered on its reply
     /// subject) or a one-way `event`.
     async fn serve(&self, m: async_nats::Message) {
-        let msg = match ipc::decode(&m.payload) {
+        let mut msg = match ipc::decode(&m.payload) {
             Ok(msg) => msg,
             Err(e) => {
                 tracing::warn!(target: "goondan::orchestrator", error = %e, "malformed message from NATS refused");
@@ -207,6 +207,7 @@ impl Serving {
                 return;
             }
         };
+        follow_header(&mut msg, m.headers.as_ref());
         match (msg.kind, m.reply) {
             (MessageType::Delegate, Some(reply)) => {
                 let mut ack = async_nats::HeaderMap::new();
@@ -258,5 +259,58 @@ impl Serving {
                 tracing::warn!(target: "goondan::orchestrator", ?kind, "unexpected message from NATS dropped");
             }
         }
+    }
+}
+
+/// A delegate whose payload carries no trace context takes the one of its NATS header.
+fn follow_header(msg: &mut IpcMessage, headers: Option<&async_nats::HeaderMap>) {
+    let Some(parent) = headers.and_then(|h| h.get(TRACEPARENT_HEADER)) else {
+        return;
+    };
+    if let Some(payload) = msg.payload.as_object_mut() {
+        payload
+            .entry("traceparent")
+            .or_insert_with(|| parent.as_str().into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delegate(payload: serde_json::Value) -> IpcMessage {
+        IpcMessage::new(
+            MessageType::Delegate,
+            "a/default",
+            "b/default",
+            payload,
+            None,
+        )
+    }
+
+    #[test]
+    fn a_delegate_takes_the_trace_context_of_its_header_when_its_payload_has_none() {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(
+            TRACEPARENT_HEADER,
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        );
+        let mut bare = delegate(serde_json::json!({"timeoutMs": 5}));
+        follow_header(&mut bare, Some(&headers));
+        assert_eq!(
+            bare.payload["traceparent"],
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        );
+        // The payload's own context wins; no header, or a payload that is not an object,
+        // changes nothing.
+        let mut own = delegate(serde_json::json!({"traceparent": "mine"}));
+        follow_header(&mut own, Some(&headers));
+        assert_eq!(own.payload["traceparent"], "mine");
+        let mut none = delegate(serde_json::json!({}));
+        follow_header(&mut none, None);
+        assert_eq!(none.payload, serde_json::json!({}));
+        let mut odd = delegate(serde_json::json!([1, 2]));
+        follow_header(&mut odd, Some(&headers));
+        assert_eq!(odd.payload, serde_json::json!([1, 2]));
     }
 }

@@ -135,6 +135,7 @@ impl AgentRuntime for NatsSwarm {
                 timeout_ms,
                 trace_id: options.trace_id,
                 turn_id: options.turn_id,
+                traceparent: crate::telemetry::traceparent(),
             };
             let body =
                 serde_json::to_value(&payload).map_err(crate::agents::orchestrator::protocol)?;
