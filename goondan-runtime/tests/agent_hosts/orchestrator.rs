@@ -67,6 +67,18 @@ fn worker() -> impl AgentWorker {
                 let r = ctx.runtime().send(&target, inner).await?;
                 Ok(serde_json::to_value(r).unwrap_or_default())
             }
+            "linger" => {
+                // Work that outlives the answer and the link: the process exits only once it
+                // is done (its runtime waits for blocking tasks), as an agent closing its
+                // journal does. `done`: a file written when it finishes.
+                let ms = input["ms"].as_u64().unwrap_or(0);
+                let done = str_of("done");
+                tokio::task::spawn_blocking(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    let _ = std::fs::write(done, pid.to_string());
+                });
+                Ok(json!({ "pid": pid }))
+            }
             "restart" => {
                 ctx.request_restart(str_of("reason"));
                 Ok(json!({ "pid": pid, "restarting": true }))

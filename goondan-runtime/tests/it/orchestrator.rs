@@ -6,7 +6,8 @@
 //! `kill -9`, requested restarts, 100 concurrent requests) are written once in
 //! `orchestrator_nats.rs` and run there against this Orchestrator and against a swarm on NATS.
 //! Agent processes run the `goondan-test-agent-host` program (`agent_hosts/orchestrator.rs`),
-//! whose worker answers by `input.op`: `echo`, `sleep`, `ask`, `send`, `touch`, `manage`, `big`.
+//! whose worker answers by `input.op`: `echo`, `sleep`, `linger`, `ask`, `send`, `touch`, `manage`,
+//! `big`.
 
 use crate::orchestration;
 
@@ -170,6 +171,88 @@ async fn ho_8_graceful_shutdown_drains_in_flight_work() {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    })
+    .await;
+}
+
+/// Whether process `pid` is still there, a zombie not yet reaped included.
+fn present(pid: u64) -> bool {
+    if cfg!(target_os = "linux") {
+        std::path::Path::new(&format!("/proc/{pid}")).exists()
+    } else {
+        std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_8_shutdown_returns_once_an_agent_process_has_exited() {
+    bounded(60, async {
+        let (orch, dir) = start(swarm3(), None).await;
+        let done = dir.path().join("linger-done");
+        // The process answers at once, then works on for 500 ms after its link closes.
+        let answer = orch
+            .request(
+                "b",
+                ev(json!({"op": "linger", "ms": 500, "done": done})),
+                opts(None),
+            )
+            .await
+            .unwrap();
+        let pid = answer.response.unwrap()["pid"].as_u64().unwrap();
+        orch.shutdown(Duration::from_secs(10)).await;
+        assert!(
+            done.exists(),
+            "the agent process was not let finish its work within the grace"
+        );
+        assert!(
+            !present(pid),
+            "agent process {pid} still there when shutdown returned"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ho_8_shutdown_returns_once_a_killed_agent_process_has_exited() {
+    bounded(60, async {
+        let (orch, dir) = start(swarm3(), None).await;
+        orch.request("b", ev(json!({"op": "echo"})), opts(None))
+            .await
+            .unwrap();
+        let pid = orch.pid("b", "default").unwrap();
+        let started = dir.path().join("sleep-started");
+        let caller = orch.clone();
+        let busy = tokio::spawn(async move {
+            caller
+                .request(
+                    "b",
+                    ev(json!({"op": "sleep", "ms": 30_000, "started": started})),
+                    opts(None),
+                )
+                .await
+        });
+        while !dir.path().join("sleep-started").exists() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The grace runs out while the process is busy: it is killed.
+        let begun = Instant::now();
+        orch.shutdown(Duration::from_millis(300)).await;
+        assert!(
+            !present(u64::from(pid)),
+            "agent process {pid} still there when shutdown returned"
+        );
+        assert!(
+            begun.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            begun.elapsed()
+        );
+        let e = busy.await.unwrap().unwrap_err();
+        assert_eq!(e.code(), codes::SHUTTING_DOWN, "{e:?}");
     })
     .await;
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::agent_mode::serve;
 use super::link::{LaunchFuture, LaunchSpec, Launcher, Link, LinkControl};
@@ -25,7 +26,10 @@ impl InProcess {
     }
 }
 
-struct TaskControl(tokio::task::AbortHandle);
+struct TaskControl {
+    task: tokio::task::AbortHandle,
+    ended: CancellationToken,
+}
 
 impl LinkControl for TaskControl {
     fn pid(&self) -> Option<u32> {
@@ -33,7 +37,11 @@ impl LinkControl for TaskControl {
     }
 
     fn kill(&self) {
-        self.0.abort();
+        self.task.abort();
+    }
+
+    fn ended(&self) -> &CancellationToken {
+        &self.ended
     }
 }
 
@@ -43,11 +51,20 @@ impl Launcher for InProcess {
         Box::pin(async move {
             let (to_agent, agent_rx) = mpsc::unbounded_channel();
             let (agent_tx, from_agent) = mpsc::unbounded_channel();
-            let task = tokio::spawn(serve(Arc::new(spec.identity), worker, agent_rx, agent_tx));
+            let ended = CancellationToken::new();
+            // Dropped when the task ends, finished or aborted.
+            let guard = ended.clone().drop_guard();
+            let task = tokio::spawn(async move {
+                let _guard = guard;
+                serve(Arc::new(spec.identity), worker, agent_rx, agent_tx).await;
+            });
             Ok(Link {
                 tx: to_agent,
                 rx: from_agent,
-                control: Box::new(TaskControl(task.abort_handle())),
+                control: Box::new(TaskControl {
+                    task: task.abort_handle(),
+                    ended,
+                }),
             })
         })
     }

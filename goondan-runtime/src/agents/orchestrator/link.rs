@@ -5,6 +5,7 @@ use std::path::Path;
 use std::pin::Pin;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use serde_json::Value;
 
@@ -24,12 +25,15 @@ pub(crate) struct Link {
     pub(crate) control: Box<dyn LinkControl>,
 }
 
-/// A handle on a running instance.
+/// A handle on a running instance. Dropping the last handle on a process kills it.
 pub(crate) trait LinkControl: Send + Sync {
     /// The process id, for a process.
     fn pid(&self) -> Option<u32>;
-    /// Ends the instance at once.
+    /// Ends the instance at once; [`ended`](Self::ended) tells when it is gone.
     fn kill(&self);
+    /// Cancelled once the instance is gone: its process exited and was reaped, or its task
+    /// ended. Its link may close earlier, while the process still finishes its work.
+    fn ended(&self) -> &CancellationToken;
 }
 
 pub(crate) type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Link, String>> + Send + 'a>>;

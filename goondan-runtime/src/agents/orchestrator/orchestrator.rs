@@ -203,8 +203,9 @@ impl Orchestrator {
     }
 
     /// Refuses new requests from the host, waits (up to `grace`) for in-flight requests, asks
-    /// every agent process to shut down, waits for them to exit (within what is left of
-    /// `grace`), and kills what is left.
+    /// every agent process to shut down and waits for them to exit (within what is left of
+    /// `grace`), then kills what is left and waits (up to `grace` again) for it to exit. When
+    /// it returns, the agent processes are gone (their files, such as a journal, are closed).
     pub async fn shutdown(&self, grace: Duration) {
         self.core.shutdown(grace).await;
     }

@@ -12,6 +12,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use super::agent_mode::{ENV_AGENT, ENV_INSTANCE, ENV_MAX_FRAME, ENV_SOCKET, ENV_TOKEN};
 use super::ipc::{self, Control, IpcMessage, MessageType};
@@ -169,7 +170,9 @@ async fn handshake(stream: UnixStream, hellos: Hellos, max_frame_bytes: usize) {
 
 struct ProcessControl {
     pid: Option<u32>,
+    /// Sent, or dropped with the control, to kill the process.
     kill: Mutex<Option<oneshot::Sender<()>>>,
+    ended: CancellationToken,
 }
 
 impl LinkControl for ProcessControl {
@@ -182,6 +185,10 @@ impl LinkControl for ProcessControl {
         if let Some(tx) = tx {
             let _ = tx.send(());
         }
+    }
+
+    fn ended(&self) -> &CancellationToken {
+        &self.ended
     }
 }
 
@@ -276,6 +283,8 @@ impl Launcher for ProcessLauncher {
             ));
             let read = tokio::spawn(ipc::pump_in(reader, in_tx, "orchestrator"));
             let (kill_tx, kill_rx) = oneshot::channel::<()>();
+            let ended = CancellationToken::new();
+            let exited = ended.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     _ = child.wait() => {}
@@ -284,6 +293,8 @@ impl Launcher for ProcessLauncher {
                         let _ = child.wait().await;
                     }
                 }
+                // Reaped: its pid is gone.
+                exited.cancel();
                 // The socket closes with the process; this only covers a descendant that kept it.
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 read.abort();
@@ -294,6 +305,7 @@ impl Launcher for ProcessLauncher {
                 control: Box::new(ProcessControl {
                     pid: Some(pid),
                     kill: Mutex::new(Some(kill_tx)),
+                    ended,
                 }),
             })
         })

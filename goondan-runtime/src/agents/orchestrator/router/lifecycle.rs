@@ -11,20 +11,21 @@ use serde_json::Value;
 
 use super::{Core, take_waiting_on};
 use crate::agents::orchestrator::ipc::{self, IpcMessage, MessageType, ORCHESTRATOR};
-use crate::agents::orchestrator::link::LaunchSpec;
+use crate::agents::orchestrator::link::{LaunchSpec, LinkControl};
 use crate::agents::orchestrator::{AgentIdentity, codes, error};
 
 impl Core {
     /// Refuses new requests from the host, waits (up to `grace`) for in-flight requests, asks
-    /// every agent process to shut down, waits for them to exit (within what is left of
-    /// `grace`), and kills what is left.
+    /// every agent process to shut down and waits for them to exit (within what is left of
+    /// `grace`), then kills what is left and waits (up to `grace` again) for it to exit: no
+    /// agent process outlives the call.
     pub(in crate::agents::orchestrator) async fn shutdown(&self, grace: Duration) {
         self.stopping.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + grace;
         while !self.lock().waiting.is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        {
+        let running = {
             let st = self.lock();
             for (addr, inst) in &st.instances {
                 if let Some((tx, _)) = &inst.live {
@@ -38,28 +39,22 @@ impl Core {
                     let _ = tx.send(bye);
                 }
             }
-        }
-        loop {
-            let alive = self
-                .lock()
-                .instances
-                .values()
-                .filter(|i| i.live.is_some())
-                .count();
-            if alive == 0 || Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let mut st = self.lock();
-        for inst in st.instances.values() {
-            if let Some((_, control)) = &inst.live {
+            st.running.clone()
+        };
+        // A process may close its link before it exits (closing its journal, say): it is let
+        // finish, as `on_exit` does not kill while the swarm stops.
+        all_ended(&running, deadline).await;
+        let (running, failed) = {
+            let mut st = self.lock();
+            // Those that started meanwhile too.
+            let running = std::mem::take(&mut st.running);
+            for control in running.iter().filter(|c| !c.ended().is_cancelled()) {
                 control.kill();
             }
-        }
-        let failed: Vec<_> = st.waiting.drain().collect();
-        st.instances.clear();
-        drop(st);
+            let failed: Vec<_> = st.waiting.drain().collect();
+            st.instances.clear();
+            (running, failed)
+        };
         for (id, w) in failed {
             let err = error(
                 codes::SHUTTING_DOWN,
@@ -69,6 +64,10 @@ impl Core {
             );
             let target = w.target.clone();
             self.answer(w, &target, &id, ipc::error_payload(&err));
+        }
+        // A killed process exits at once; the bound is for one stuck in the kernel.
+        if !all_ended(&running, Instant::now() + grace).await {
+            tracing::warn!(target: "goondan::orchestrator", "an agent process had not exited when the shutdown ended");
         }
     }
 
@@ -96,16 +95,19 @@ impl Core {
             let started = Instant::now();
             match self.launcher.launch(spec).await {
                 Ok(mut link) => {
+                    let control: Arc<dyn LinkControl> = Arc::from(link.control);
                     {
                         let mut st = self.lock();
                         let Some(inst) = st.instances.get_mut(&addr) else {
-                            link.control.kill();
+                            control.kill();
                             return;
                         };
                         for msg in inst.queue.drain(..) {
                             let _ = link.tx.send(msg);
                         }
-                        inst.live = Some((link.tx.clone(), link.control));
+                        inst.live = Some((link.tx.clone(), Arc::clone(&control)));
+                        st.running.retain(|c| !c.ended().is_cancelled());
+                        st.running.push(control);
                     }
                     tracing::info!(target: "goondan::orchestrator", agent = %addr, "agent started");
                     while let Some(msg) = link.rx.recv().await {
@@ -152,7 +154,7 @@ impl Core {
         let Some(inst) = st.instances.get_mut(addr) else {
             return Exit::Removed;
         };
-        inst.live = None;
+        let control = inst.live.take().map(|(_, control)| control);
         inst.restarts += 1;
         let restarted = inst.draining.take();
         // Requests queued for the next process (new work held back while it drained) wait for
@@ -167,6 +169,13 @@ impl Core {
         };
         let failed = take_waiting_on(&mut st, addr, |id| !queued.contains(id));
         drop(st);
+        // Its link is closed: what is left of the process is finished off, unless the swarm
+        // is stopping, when shutdown lets it exit within its grace.
+        if let Some(control) = control
+            && !self.stopping.load(Ordering::SeqCst)
+        {
+            control.kill();
+        }
         for (id, w) in failed {
             let err = error(
                 codes::CRASHED,
@@ -199,6 +208,20 @@ impl Core {
         let factor = 1u32 << failures.min(16);
         (self.config.backoff_initial * factor).min(self.config.backoff_max)
     }
+}
+
+/// Waits until every instance of `running` is gone, or `deadline`; `true` when all are.
+async fn all_ended(running: &[Arc<dyn LinkControl>], deadline: Instant) -> bool {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    for control in running {
+        if tokio::time::timeout_at(deadline, control.ended().cancelled())
+            .await
+            .is_err()
+        {
+            return false;
+        }
+    }
+    true
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -35,7 +35,7 @@ pub(super) struct Waiting {
 pub(super) struct Instance {
     info: AgentInstanceInfo,
     cwd: PathBuf,
-    live: Option<(mpsc::UnboundedSender<IpcMessage>, Box<dyn LinkControl>)>,
+    live: Option<(mpsc::UnboundedSender<IpcMessage>, Arc<dyn LinkControl>)>,
     queue: Vec<IpcMessage>,
     restarts: u64,
     /// Set when the instance asked to be restarted ([`Control::Restart`]): it gets no new work
@@ -49,6 +49,9 @@ pub(super) struct Instance {
 pub(super) struct State {
     instances: HashMap<String, Instance>,
     waiting: HashMap<String, Waiting>,
+    /// Every instance started and not yet seen gone, its link open or not: shutdown waits
+    /// for them to exit.
+    running: Vec<Arc<dyn LinkControl>>,
 }
 
 pub(super) struct Core {
