@@ -9,4 +9,4 @@ mod logging;
 mod tool_search;
 
 pub use self::logging::Logging;
-pub use self::tool_search::{Bm25Ranker, MAX_QUERY_CHARS, Ranker, ToolDoc, ToolSearch};
+pub use self::tool_search::{Bm25Ranker, MAX_QUERY_CHARS, Ranker, ToolDoc, ToolDocs, ToolSearch};

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bm25::{Language, SearchEngine, SearchEngineBuilder};
@@ -37,15 +38,10 @@ pub struct ToolDoc {
 impl ToolDoc {
     /// The doc of a catalog item.
     pub fn of(item: &CatalogItem) -> Self {
-        let parameters = item
-            .parameters()
-            .map(|p| Value::clone(p))
-            .or_else(|| item.entry().map(|e| e.export().parameters().clone()))
-            .unwrap_or(Value::Null);
         Self {
             name: item.name().as_str().to_owned(),
             description: item.description().unwrap_or_default().to_owned(),
-            parameters,
+            parameters: parameters_of(item).cloned().unwrap_or(Value::Null),
         }
     }
 
@@ -65,6 +61,80 @@ impl ToolDoc {
             }
         }
         text
+    }
+}
+
+/// The parameter schema [`ToolDoc::of`] reads: the item's, else its entry's.
+fn parameters_of(item: &CatalogItem) -> Option<&Value> {
+    item.parameters()
+        .map(|p| &**p)
+        .or_else(|| item.entry().map(|e| e.export().parameters()))
+}
+
+/// Whether two items have the same [`ToolDoc`], without building it: a schema the Step did
+/// not change is the same shared value, so it is compared only when it was replaced.
+fn same_doc(a: &CatalogItem, b: &CatalogItem) -> bool {
+    a.name() == b.name()
+        && a.description().unwrap_or_default() == b.description().unwrap_or_default()
+        && match (parameters_of(a), parameters_of(b)) {
+            (Some(x), Some(y)) => std::ptr::eq(x, y) || x == y,
+            (x, y) => x.is_none() && y.is_none(),
+        }
+}
+
+/// The docs of one catalog, as rankers read them (a slice of [`ToolDoc`]), with a
+/// [`key`](Self::key) computed once from what a ranker reads of them.
+///
+/// ```
+/// use goondan_base::extensions::{ToolDoc, ToolDocs};
+/// let doc = |description: &str| ToolDoc {
+///     name: "notes__add".into(),
+///     description: description.into(),
+///     parameters: serde_json::Value::Null,
+/// };
+/// let docs: ToolDocs = [doc("Adds a note.")].into_iter().collect();
+/// assert_eq!(docs[0].name, "notes__add");
+/// assert_eq!(docs.key(), ToolDocs::new(vec![doc("Adds a note.")]).key());
+/// assert_ne!(docs.key(), ToolDocs::new(vec![doc("Removes a note.")]).key());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDocs {
+    docs: Vec<ToolDoc>,
+    key: u64,
+}
+
+impl ToolDocs {
+    /// The docs, keyed by their names and [texts](ToolDoc::text).
+    pub fn new(docs: Vec<ToolDoc>) -> Self {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for doc in &docs {
+            doc.name.hash(&mut h);
+            doc.text().hash(&mut h);
+        }
+        Self {
+            key: h.finish(),
+            docs,
+        }
+    }
+
+    /// Identifies what a ranker reads of the docs (their names and texts, in order): a ranker
+    /// may keep an index of them for as long as it is given docs with the same key.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+}
+
+impl Deref for ToolDocs {
+    type Target = [ToolDoc];
+
+    fn deref(&self) -> &[ToolDoc] {
+        &self.docs
+    }
+}
+
+impl FromIterator<ToolDoc> for ToolDocs {
+    fn from_iter<I: IntoIterator<Item = ToolDoc>>(iter: I) -> Self {
+        Self::new(iter.into_iter().collect())
     }
 }
 
@@ -92,12 +162,13 @@ fn split_name(name: &str) -> String {
 /// Ranks tools for a query: the indexes of the best `limit` of `tools`, best first; none when
 /// nothing matches.
 pub trait Ranker: Send + Sync + 'static {
-    /// The best matches of `query` among `tools`.
-    fn rank(&self, query: &str, tools: &[ToolDoc], limit: usize) -> Vec<usize>;
+    /// The best matches of `query` among `tools`; an index of `tools` can be kept for as long
+    /// as [`ToolDocs::key`] stays the same.
+    fn rank(&self, query: &str, tools: &ToolDocs, limit: usize) -> Vec<usize>;
 }
 
 /// BM25 over [`ToolDoc::text`], English stemming and stop words. The index of a catalog is
-/// kept until the catalog changes.
+/// kept until the catalog changes (another [`ToolDocs::key`]).
 #[derive(Default)]
 pub struct Bm25Ranker {
     index: Mutex<Option<(u64, SearchEngine<u32>)>>,
@@ -116,19 +187,9 @@ impl Bm25Ranker {
     }
 }
 
-fn fingerprint(tools: &[ToolDoc]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for t in tools {
-        t.name.hash(&mut h);
-        t.description.hash(&mut h);
-        t.parameters.to_string().hash(&mut h);
-    }
-    h.finish()
-}
-
 impl Ranker for Bm25Ranker {
-    fn rank(&self, query: &str, tools: &[ToolDoc], limit: usize) -> Vec<usize> {
-        let print = fingerprint(tools);
+    fn rank(&self, query: &str, tools: &ToolDocs, limit: usize) -> Vec<usize> {
+        let print = tools.key();
         let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
         let fresh = !matches!(&*index, Some((kept, _)) if *kept == print);
         if fresh {
@@ -157,9 +218,34 @@ impl Ranker for Bm25Ranker {
 /// What one agent instance found, and the tools of its last catalog.
 #[derive(Debug, Default)]
 struct Selection {
-    known: Vec<ToolDoc>,
+    /// The tools of the last Step's catalog but the search tool (shared, not copied).
+    known: Vec<CatalogItem>,
+    /// Their docs, built by the first search that needs them; dropped when the tools change.
+    docs: Option<ToolDocs>,
     /// The tools found, the latest last.
     found: Vec<String>,
+}
+
+impl Selection {
+    /// Takes a Step's tools; the docs are kept while they are the same.
+    fn see<'a>(&mut self, tools: impl Iterator<Item = &'a CatalogItem> + Clone) {
+        let mut fresh = tools.clone();
+        let same = self
+            .known
+            .iter()
+            .all(|k| fresh.next().is_some_and(|t| same_doc(k, t)))
+            && fresh.next().is_none();
+        if !same {
+            self.known = tools.cloned().collect();
+            self.docs = None;
+        }
+    }
+
+    /// The docs of the known tools, built at the first call after they changed.
+    fn docs(&mut self) -> &ToolDocs {
+        self.docs
+            .get_or_insert_with(|| self.known.iter().map(ToolDoc::of).collect())
+    }
 }
 
 type State = Arc<Mutex<HashMap<String, Selection>>>;
@@ -296,17 +382,21 @@ impl ToolSearch {
             .map_or(self.max_results, |n| n.clamp(1, self.max_results));
         let mut all = lock(&self.state);
         let sel = all.entry(instance.to_owned()).or_default();
-        let found = self.ranker.rank(query, &sel.known, limit);
+        let docs = sel.docs();
+        let found: Vec<&ToolDoc> = self
+            .ranker
+            .rank(query, docs, limit)
+            .into_iter()
+            .filter_map(|i| docs.get(i))
+            .collect();
         let matches: Vec<Value> = found
             .iter()
-            .filter_map(|&i| sel.known.get(i))
             .map(|t| json!({"name": t.name, "description": first_line(&t.description)}))
             .collect();
-        for &i in &found {
-            if let Some(t) = sel.known.get(i) {
-                sel.found.retain(|n| *n != t.name);
-                sel.found.push(t.name.clone());
-            }
+        let names: Vec<String> = found.iter().map(|t| t.name.clone()).collect();
+        for name in names {
+            sel.found.retain(|n| *n != name);
+            sel.found.push(name);
         }
         let over = sel.found.len().saturating_sub(self.max_found);
         sel.found.drain(..over);
@@ -372,7 +462,7 @@ impl Extension for ToolSearch {
                     .items()
                     .iter()
                     .filter(|i| i.name().as_str() != Self::TOOL);
-                sel.known = others.map(ToolDoc::of).collect();
+                sel.see(others);
                 if sel.known.len() <= me.threshold {
                     // Small enough to show whole: nothing to search.
                     step.tool_catalog.remove(Self::TOOL);
@@ -405,6 +495,45 @@ mod tests {
     }
 
     #[test]
+    fn docs_are_built_by_a_search_and_kept_while_the_tools_are_the_same() {
+        let item = |name: &str, description: &str| {
+            CatalogItem::new(goondan_runtime::ToolName::parse(name).unwrap())
+                .with_description(description)
+                .with_parameters(json!({"type": "object"}))
+        };
+        let tools = vec![
+            item("notes__add", "Adds a note."),
+            item("notes__list", "Lists the notes."),
+        ];
+        let mut sel = Selection::default();
+        sel.see(tools.iter());
+        assert!(sel.docs.is_none(), "built before a search");
+        let key = sel.docs().key();
+        assert_eq!(sel.docs().len(), 2);
+        // The next Steps: the same items, then equal ones built again.
+        sel.see(tools.clone().iter());
+        assert_eq!(sel.docs.as_ref().map(ToolDocs::key), Some(key));
+        let rebuilt = [
+            item("notes__add", "Adds a note."),
+            item("notes__list", "Lists the notes."),
+        ];
+        sel.see(rebuilt.iter());
+        assert_eq!(sel.docs.as_ref().map(ToolDocs::key), Some(key));
+        // Another description, then a tool fewer: built again, at the next search.
+        let reworded = [
+            item("notes__add", "Adds a short note."),
+            item("notes__list", "Lists the notes."),
+        ];
+        sel.see(reworded.iter());
+        assert!(sel.docs.is_none());
+        assert_ne!(sel.docs().key(), key);
+        assert_eq!(sel.docs()[0].description, "Adds a short note.");
+        sel.see(reworded[..1].iter());
+        assert!(sel.docs.is_none());
+        assert_eq!(sel.docs().len(), 1);
+    }
+
+    #[test]
     fn names_split_into_words() {
         assert_eq!(split_name("file-system__readFile"), "file system read file");
         assert_eq!(split_name("math.factorial_v2"), "math factorial v2");
@@ -413,7 +542,7 @@ mod tests {
 
     #[test]
     fn bm25_ranks_by_name_description_and_parameters() {
-        let tools = vec![
+        let tools = ToolDocs::new(vec![
             doc("bash__exec", "Run a shell command", json!({})),
             doc("file-system__read", "Read a file", json!({})),
             doc("file-system__write", "Write text to a file", json!({})),
@@ -422,7 +551,7 @@ mod tests {
                 "The current conditions",
                 json!({"properties": {"city": {"description": "Where to look up the temperature"}}}),
             ),
-        ];
+        ]);
         let ranker = Bm25Ranker::new();
         let names = |q: &str, n: usize| -> Vec<&str> {
             ranker

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use goondan_base::extensions::{Bm25Ranker, Ranker, ToolDoc, ToolSearch};
+use goondan_base::extensions::{Bm25Ranker, Ranker, ToolDoc, ToolDocs, ToolSearch};
 use goondan_runtime::dialect::Dialect;
 use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
 use goondan_runtime::tools::tool::ToolSource;
@@ -136,7 +136,7 @@ fn openai() -> Dialect {
 fn tool_search_finds_the_right_tool_among_hundreds_of_real_ones() {
     let (registry, cases) = catalog();
     let all = ToolCatalog::all(&registry);
-    let docs: Vec<ToolDoc> = all.items().iter().map(ToolDoc::of).collect();
+    let docs: ToolDocs = all.items().iter().map(ToolDoc::of).collect();
     assert!(docs.len() >= 200, "{} tools", docs.len());
     assert_eq!(cases.len(), 400);
     let ranker = Bm25Ranker::new();
