@@ -1,7 +1,7 @@
 //! [`AllowList`]: an input guardrail naming the paths and URLs a call may use.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use regex::Regex;
 use serde_json::Value;
@@ -157,9 +157,22 @@ impl UrlRule {
 /// ```
 #[derive(Debug, Clone)]
 pub struct AllowList {
+    /// The roots as given, for the messages.
     paths: Vec<PathBuf>,
+    roots: Roots,
     urls: Vec<(String, UrlRule)>,
     path_arguments: Vec<String>,
+}
+
+/// The allowed roots resolved against the last workdir seen, so that the calls of an agent
+/// (one workdir) resolve them once. A clone starts empty: its roots may differ.
+#[derive(Debug, Default)]
+struct Roots(Mutex<Option<(PathBuf, Arc<[PathBuf]>)>>);
+
+impl Clone for Roots {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 impl Default for AllowList {
@@ -173,6 +186,7 @@ impl AllowList {
     pub fn new() -> Self {
         Self {
             paths: Vec::new(),
+            roots: Roots::default(),
             urls: Vec::new(),
             path_arguments: DEFAULT_PATH_ARGUMENTS
                 .iter()
@@ -185,6 +199,7 @@ impl AllowList {
     #[must_use]
     pub fn path(mut self, root: impl Into<PathBuf>) -> Self {
         self.paths.push(root.into());
+        self.roots = Roots::default();
         self
     }
 
@@ -208,14 +223,28 @@ impl AllowList {
         self
     }
 
+    /// The allowed roots, `..` resolved, relative ones under `workdir`: resolved again only
+    /// when the workdir is not the last one's.
+    fn roots(&self, workdir: &Path) -> Arc<[PathBuf]> {
+        let mut last = self.roots.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((dir, roots)) = &*last
+            && dir == workdir
+        {
+            return Arc::clone(roots);
+        }
+        let roots: Arc<[PathBuf]> = self
+            .paths
+            .iter()
+            .map(|root| normalize(&workdir.join(root)))
+            .collect();
+        *last = Some((workdir.to_owned(), Arc::clone(&roots)));
+        roots
+    }
+
     /// Why the arguments of a call working in `workdir` are refused, if they are.
     fn refusal(&self, args: &serde_json::Map<String, Value>, workdir: &Path) -> Option<String> {
         if !self.paths.is_empty() {
-            let roots: Vec<PathBuf> = self
-                .paths
-                .iter()
-                .map(|root| normalize(&workdir.join(root)))
-                .collect();
+            let roots = self.roots(workdir);
             let mut found = Vec::new();
             paths_in(args, &self.path_arguments, &mut found);
             for (argument, path) in found {
@@ -393,6 +422,30 @@ mod tests {
                 .refusal(&args(json!({"path": "/x"})), workdir)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn roots_are_resolved_once_per_workdir() {
+        let allow = AllowList::new().path(".").path("../shared");
+        let (a, b) = (Path::new("/a/w"), Path::new("/b/w"));
+        let first = allow.roots(a);
+        assert_eq!(*first, [PathBuf::from("/a/w"), PathBuf::from("/a/shared")]);
+        assert!(Arc::ptr_eq(&first, &allow.roots(a)), "resolved again");
+        let inside = args(json!({"path": "/a/shared/x"}));
+        assert_eq!(allow.refusal(&inside, a), None);
+        // Another workdir: its own roots, then the first's again.
+        assert!(allow.refusal(&inside, b).is_some());
+        assert_eq!(
+            *allow.roots(b),
+            [PathBuf::from("/b/w"), PathBuf::from("/b/shared")]
+        );
+        assert_eq!(allow.refusal(&inside, a), None);
+        // A root added to a used list, or to its clone, counts.
+        let more = allow.clone().path("/tmp");
+        assert_eq!(more.roots(a).len(), 3);
+        assert_eq!(allow.roots(a).len(), 2);
+        let more = allow.path("/tmp");
+        assert_eq!(more.roots(a).len(), 3);
     }
 
     #[test]
