@@ -13,6 +13,24 @@ pub fn goondan() -> &'static str {
     env!("CARGO_BIN_EXE_goondan")
 }
 
+/// The bundle document of `Model/replayed`, an OpenAI model at `server` whose key is
+/// [`KEY`] (from `GOONDAN_TEST_KEY`), followed by `---`.
+pub fn replayed_model(server: &ReplayServer) -> String {
+    format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Model
+metadata: {{name: replayed}}
+spec:
+  provider: openai
+  model: gpt-test
+  endpoint: "{}"
+  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}
+---
+"#,
+        server.url("/v1")
+    )
+}
+
 /// A bundle with one agent, `assistant`, that has the base `file-system` and `self-restart`
 /// tools and thinks with an OpenAI model at `server`; written into `dir`.
 pub fn bundle(dir: &Path, server: &ReplayServer) -> PathBuf {
@@ -27,25 +45,16 @@ pub fn bundle_with(
     tools: &[&str],
     swarm: Option<&str>,
 ) -> PathBuf {
-    let mut yaml = format!(
+    let mut yaml = replayed_model(server);
+    yaml.push_str(
         r#"apiVersion: goondan.ai/v1
-kind: Model
-metadata: {{name: replayed}}
-spec:
-  provider: openai
-  model: gpt-test
-  endpoint: "{}"
-  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}
----
-apiVersion: goondan.ai/v1
 kind: Agent
-metadata: {{name: assistant}}
+metadata: {name: assistant}
 spec:
-  modelConfig: {{modelRef: "Model/replayed"}}
+  modelConfig: {modelRef: "Model/replayed"}
   systemPrompt: "You are a careful assistant."
   tools:
 "#,
-        server.url("/v1")
     );
     for tool in tools {
         yaml.push_str(&format!(

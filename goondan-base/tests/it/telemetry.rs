@@ -12,22 +12,13 @@ use goondan_test_peers::otlp::{OtlpReceiver, Point, Span};
 use goondan_test_peers::replay::ReplayServer;
 use serde_json::json;
 
-use crate::run_support::{KEY, call_counted, goondan, text_counted};
+use crate::run_support::{KEY, call_counted, goondan, replayed_model, text_counted};
 
 /// Two agents: `planner` asks `coder`, whose only tools are those of an MCP server it bridges,
 /// `goondan mcp serve --tools text-transform`, another `goondan` process.
 fn bundle(dir: &std::path::Path, server: &ReplayServer) -> std::path::PathBuf {
     let yaml = format!(
-        r#"apiVersion: goondan.ai/v1
-kind: Model
-metadata: {{name: replayed}}
-spec:
-  provider: openai
-  model: gpt-test
-  endpoint: "{endpoint}"
-  apiKey: {{valueFrom: {{env: GOONDAN_TEST_KEY}}}}
----
-apiVersion: goondan.ai/v1
+        r#"{model}apiVersion: goondan.ai/v1
 kind: Extension
 metadata: {{name: mcp}}
 spec:
@@ -57,7 +48,7 @@ kind: Swarm
 metadata: {{name: traced}}
 spec: {{entryAgent: "Agent/planner", agents: ["Agent/planner", "Agent/coder"]}}
 "#,
-        endpoint = server.url("/v1"),
+        model = replayed_model(server),
         goondan = goondan(),
     );
     let file = dir.join("goondan.yaml");

@@ -17,8 +17,8 @@
 //! and the tokens of a model request are `gen_ai.client.token.usage` measurements.
 //!
 //! The W3C trace context travels with the work, so one trace spans every process of a run: an
-//! agent's `agents__request` carries `traceparent` in the IPC frame to the agent it asks (and in
-//! a NATS header across machines), a bridged MCP server gets it in the request's `_meta`
+//! agent's request or one-way event carries `traceparent` in the IPC frame to the agent it
+//! addresses (and in a NATS header across machines), a bridged MCP server gets it in the request's `_meta`
 //! (SEP-414), and our MCP server continues the trace a client sends it the same way.
 //!
 //! Exporting never blocks a call: spans wait in a bounded queue for the exporter's own thread,

@@ -71,3 +71,69 @@ async fn a_span_continues_a_received_trace_and_starts_its_own_for_anything_else(
     assert_eq!(served[0].parent_span_id, "00f067aa0ba902b7");
     assert_eq!(spans.len(), 1 + others.len());
 }
+
+/// A request and a one-way event from the host continue the host's trace in the agent that
+/// handles them: the worker's span is in it (`traceparent` in the IPC payload). The agents run
+/// in-process, on this test's thread, so this thread's subscriber sees both ends.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_and_a_one_way_event_continue_the_sender_s_trace_in_the_agent() {
+    use goondan_runtime::agents::orchestrator::{
+        Orchestrator, OrchestratorConfig, SwarmSpec, worker_fn,
+    };
+    use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions};
+    use tracing::Instrument;
+
+    let receiver = goondan_test_peers::otlp::OtlpReceiver::start().await;
+    let telemetry = Telemetry::builder()
+        .endpoint(receiver.endpoint())
+        .build()
+        .unwrap();
+    let _exporting =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(telemetry.layer()));
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<Option<String>>();
+    let swarm = SwarmSpec::new("traced", "worker").agent("worker");
+    let orch = Orchestrator::in_process(swarm, OrchestratorConfig::default(), move |_| {
+        let seen = seen_tx.clone();
+        worker_fn(move |_event, _ctx| {
+            let seen = seen.clone();
+            async move {
+                let _ = seen.send(traceparent());
+                Ok(serde_json::json!("done"))
+            }
+        })
+    })
+    .unwrap();
+
+    let host = tracing::info_span!("host");
+    let context = host.in_scope(traceparent).unwrap();
+    let event = || AgentEvent::new("agent.request", serde_json::json!("hi"));
+    orch.request("worker", event(), RequestOptions::default())
+        .instrument(host.clone())
+        .await
+        .unwrap();
+    let in_request = seen
+        .recv()
+        .await
+        .unwrap()
+        .expect("the agent's span is exported");
+    assert_eq!(trace_of(&in_request), trace_of(&context));
+    assert_ne!(in_request, context, "a span of its own");
+
+    orch.send("worker", event()).instrument(host).await.unwrap();
+    let in_event = seen
+        .recv()
+        .await
+        .unwrap()
+        .expect("the agent's span is exported");
+    assert_eq!(trace_of(&in_event), trace_of(&context));
+
+    // Sent from no span, an event starts a trace of its own.
+    orch.send("worker", event()).await.unwrap();
+    let alone = seen
+        .recv()
+        .await
+        .unwrap()
+        .expect("the agent's span is exported");
+    assert_ne!(trace_of(&alone), trace_of(&context));
+    orch.shutdown(std::time::Duration::from_secs(2)).await;
+}

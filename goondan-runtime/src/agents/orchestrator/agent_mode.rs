@@ -410,7 +410,7 @@ async fn handle(
                 timeout_ms: 0,
                 trace_id: None,
                 turn_id: None,
-                traceparent: None,
+                traceparent: ipc::traceparent_of(&msg.payload),
             })
     };
     let payload = match parsed {

@@ -105,6 +105,29 @@ pub struct DelegatePayload {
     pub traceparent: Option<String>,
 }
 
+/// The payload of a one-way `event`: the event, its id, and the sender's W3C trace context
+/// when its spans are exported ([`crate::telemetry`]).
+pub(crate) fn event_payload(
+    event: &AgentEvent,
+    event_id: &str,
+    traceparent: Option<&str>,
+) -> Value {
+    let mut body = serde_json::json!({ "event": event, "eventId": event_id });
+    if let Some(parent) = traceparent {
+        body["traceparent"] = parent.into();
+    }
+    body
+}
+
+/// The `traceparent` a payload carries, if any (text only; what it says is checked where a
+/// span continues it).
+pub(crate) fn traceparent_of(payload: &Value) -> Option<String> {
+    payload
+        .get("traceparent")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 /// A control message to the Orchestrator (an `event` addressed to [`ORCHESTRATOR`] with a
 /// `correlationId`); the answer is an `event` with the same `correlationId` whose payload is
 /// `{ok: ...}` or `{error: ...}`.

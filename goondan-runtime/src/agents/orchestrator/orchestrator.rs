@@ -174,7 +174,8 @@ impl Orchestrator {
             .ok_or_else(|| protocol("an event has no `event`"))
             .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol))?;
         let (target, _) = msg.to.split_once('/').unwrap_or((msg.to.as_str(), ""));
-        self.core.send_event(&msg.from, target, event)
+        let parent = ipc::traceparent_of(&msg.payload);
+        self.core.send_event(&msg.from, target, event, parent)
     }
 
     /// The swarm.
@@ -253,7 +254,10 @@ impl AgentRuntime for Orchestrator {
     }
 
     fn send<'a>(&'a self, target: &'a str, event: AgentEvent) -> AgentFuture<'a, SendResult> {
-        Box::pin(async move { self.core.send_event(ORCHESTRATOR, target, event) })
+        Box::pin(async move {
+            let parent = crate::telemetry::traceparent();
+            self.core.send_event(ORCHESTRATOR, target, event, parent)
+        })
     }
 
     fn spawn<'a>(&'a self, target: &'a str, options: SpawnOptions) -> AgentFuture<'a, SpawnResult> {

@@ -168,7 +168,10 @@ impl AgentRuntime for LinkRuntime {
 
     fn send<'a>(&'a self, target: &'a str, event: AgentEvent) -> AgentFuture<'a, SendResult> {
         Box::pin(async move {
-            let payload = json!({ "event": event });
+            let mut payload = json!({ "event": event });
+            if let Some(parent) = crate::telemetry::traceparent() {
+                payload["traceparent"] = parent.into();
+            }
             let id = self.conn.fresh_id();
             let answer = self
                 .conn

@@ -182,7 +182,14 @@ impl Calls {
         let Ok(body) = serde_json::to_vec(&msg) else {
             return false;
         };
-        self.client.publish(subject, body.into()).await.is_ok()
+        let mut headers = async_nats::HeaderMap::new();
+        if let Some(parent) = msg.payload.get("traceparent").and_then(Value::as_str) {
+            headers.insert(TRACEPARENT_HEADER, parent);
+        }
+        self.client
+            .publish_with_headers(subject, headers, body.into())
+            .await
+            .is_ok()
     }
 }
 

@@ -162,7 +162,8 @@ impl AgentRuntime for NatsSwarm {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
             let event_id = fresh_id("evt");
-            let body = serde_json::json!({ "event": event, "eventId": event_id });
+            let parent = crate::telemetry::traceparent();
+            let body = ipc::event_payload(&event, &event_id, parent.as_deref());
             let msg = IpcMessage::new(
                 MessageType::Event,
                 ORCHESTRATOR,

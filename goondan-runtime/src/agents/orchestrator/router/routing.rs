@@ -57,7 +57,8 @@ impl Core {
                         .cloned()
                         .ok_or_else(|| protocol("an event has no `event`"))
                         .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol));
-                    event.and_then(|e| self.send_event(from, &msg.to, e).map(|r| json!(r)))
+                    let parent = ipc::traceparent_of(&msg.payload);
+                    event.and_then(|e| self.send_event(from, &msg.to, e, parent).map(|r| json!(r)))
                 };
                 let payload = match answer {
                     Ok(v) => ipc::ok_payload(v),
@@ -198,12 +199,14 @@ impl Core {
         }
     }
 
-    /// Delivers a one-way event (AG-2), spawning the target when missing.
+    /// Delivers a one-way event (AG-2), spawning the target when missing; the sender's trace
+    /// context (`traceparent`, [`crate::telemetry`]) goes with it.
     pub(in crate::agents::orchestrator) fn send_event(
         self: &Arc<Self>,
         from: &str,
         target: &str,
         event: AgentEvent,
+        traceparent: Option<String>,
     ) -> Result<SendResult, ToolError> {
         self.check_target(split(from).0, target)?;
         let key = event
@@ -213,7 +216,7 @@ impl Core {
         let event_id = fresh_id("evt");
         if let Some(remote) = self.remote_for(target) {
             let to = address(target, &key);
-            let body = json!({ "event": event, "eventId": event_id });
+            let body = ipc::event_payload(&event, &event_id, traceparent.as_deref());
             let accepted = remote.send(IpcMessage::new(MessageType::Event, from, &to, body, None));
             return Ok(SendResult {
                 event_id,
@@ -227,7 +230,7 @@ impl Core {
             MessageType::Event,
             from,
             &to,
-            json!({ "event": event, "eventId": event_id }),
+            ipc::event_payload(&event, &event_id, traceparent.as_deref()),
             None,
         );
         let accepted = Self::deliver(&mut st, &to, msg);
