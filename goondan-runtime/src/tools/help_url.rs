@@ -74,6 +74,7 @@ pub const DOCUMENTED_CODES: &[&str] = &[
     "E_JSON",
     "E_JSON_PARSE",
     "E_JSON_SHAPE",
+    "E_MCP_AUTH",
     "E_MCP_REMOTE",
     "E_MCP_TOOL_ERROR",
     "E_MCP_UNAVAILABLE",

@@ -44,6 +44,7 @@ pub mod macro_ui;
 pub mod mcp_approvals;
 pub mod mcp_client;
 pub mod mcp_conformance;
+pub mod mcp_conformance_client;
 pub mod mcp_name_report;
 pub mod mcp_server;
 pub mod middleware;

@@ -3,8 +3,10 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use super::access::Access;
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
+use super::token_store::TokenStore;
 use crate::calls::middleware::Middleware;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
@@ -23,6 +25,16 @@ pub enum McpClientError {
     /// A server could not be started or reached.
     #[error("MCP server `{server}` of extension `{extension}` is unavailable: {reason}")]
     Unavailable {
+        /// The extension.
+        extension: String,
+        /// The server.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+    /// A server wants an OAuth authorization the bridge does not hold (`E_MCP_AUTH`).
+    #[error("MCP server `{server}` of extension `{extension}` is not authorized: {reason}")]
+    Unauthorized {
         /// The extension.
         extension: String,
         /// The server.
@@ -94,19 +106,24 @@ impl McpExtension {
             extension: config.name.clone(),
             sinks: Mutex::new(Vec::new()),
         });
+        let access = Access {
+            tokens: config.tokens.clone().or_else(TokenStore::for_user),
+            authorizer: config.authorizer.0.clone(),
+        };
         let links: Arc<[Arc<ServerLink>]> = config
             .servers
             .into_iter()
             .map(|s| {
                 let changed: Arc<dyn ToolsChanged> = Arc::clone(&registrar) as _;
-                ServerLink::start(&config.name, s, changed)
+                ServerLink::start(&config.name, s, changed, access.clone())
             })
             .collect();
         for link in links.iter() {
             let status = link.settled(link.config.startup_timeout).await;
+            let unauthorized = matches!(status, ServerStatus::Unauthorized { .. });
             let reason = match status {
                 ServerStatus::Up { .. } => continue,
-                ServerStatus::Down { reason } => reason,
+                ServerStatus::Down { reason } | ServerStatus::Unauthorized { reason } => reason,
                 ServerStatus::Starting => format!(
                     "it did not start within {} ms",
                     link.config.startup_timeout.as_millis()
@@ -115,10 +132,19 @@ impl McpExtension {
             for l in links.iter() {
                 l.shutdown();
             }
-            return Err(McpClientError::Unavailable {
-                extension: config.name,
-                server: link.config.name.clone(),
-                reason,
+            let (extension, server) = (config.name, link.config.name.clone());
+            return Err(if unauthorized {
+                McpClientError::Unauthorized {
+                    extension,
+                    server,
+                    reason,
+                }
+            } else {
+                McpClientError::Unavailable {
+                    extension,
+                    server,
+                    reason,
+                }
             });
         }
         Ok(Self {

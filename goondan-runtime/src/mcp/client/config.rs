@@ -3,7 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use super::auth::{Authorizer, McpAuth};
+use super::token_store::TokenStore;
 
 use crate::tools::name::{NameError, validate_resource_name};
 
@@ -67,6 +71,8 @@ pub struct McpServerConfig {
     pub(crate) exclude: Vec<String>,
     pub(crate) startup_timeout: Duration,
     pub(crate) call_timeout: Duration,
+    pub(crate) auth: McpAuth,
+    pub(crate) protocol_version: Option<String>,
 }
 
 impl McpServerConfig {
@@ -102,7 +108,25 @@ impl McpServerConfig {
             exclude: Vec::new(),
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            auth: McpAuth::None,
+            protocol_version: None,
         }
+    }
+
+    /// How to authorize with an HTTP server (no effect on a stdio server).
+    #[must_use]
+    pub fn auth(mut self, auth: McpAuth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The protocol revision to speak, e.g. `2026-07-28` (the stateless lifecycle:
+    /// `server/discover` and per-request metadata) or `2025-11-25` (the `initialize`
+    /// handshake). Default: `2025-11-25`'s handshake, which every server answers.
+    #[must_use]
+    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.protocol_version = Some(version.into());
+        self
     }
 
     /// Adds an argument of a stdio server's command (no effect on an HTTP server).
@@ -217,7 +241,31 @@ impl McpServerConfig {
 pub struct McpExtensionConfig {
     pub(crate) name: String,
     pub(crate) servers: Vec<McpServerConfig>,
+    pub(crate) tokens: Option<TokenStore>,
+    pub(crate) authorizer: AuthorizerSlot,
 }
+
+/// The authorizer of an extension, if any: equal when it is the same one.
+#[derive(Clone, Default)]
+pub(crate) struct AuthorizerSlot(pub(crate) Option<Arc<dyn Authorizer>>);
+
+impl std::fmt::Debug for AuthorizerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
+}
+
+impl PartialEq for AuthorizerSlot {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for AuthorizerSlot {}
 
 /// Why an extension's configuration is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -237,6 +285,18 @@ pub enum McpConfigError {
         /// The server.
         server: String,
     },
+    /// A protocol revision this client does not speak.
+    #[error(
+        "MCP server `{server}`: protocol version `{version}` is not one this client speaks ({known})"
+    )]
+    ProtocolVersion {
+        /// The server.
+        server: String,
+        /// The version asked for.
+        version: String,
+        /// The versions spoken.
+        known: String,
+    },
     /// A header name or value HTTP does not accept.
     #[error("MCP server `{server}`: header `{header}` is not a valid HTTP header")]
     Header {
@@ -253,7 +313,25 @@ impl McpExtensionConfig {
         Self {
             name: name.into(),
             servers: Vec::new(),
+            tokens: None,
+            authorizer: AuthorizerSlot::default(),
         }
+    }
+
+    /// Where the OAuth tokens of this extension's servers are kept (default:
+    /// [`TokenStore::for_user`]).
+    #[must_use]
+    pub fn token_store(mut self, store: TokenStore) -> Self {
+        self.tokens = Some(store);
+        self
+    }
+
+    /// Who opens the authorization URL when a server needs a person's authorization and the
+    /// token store has no usable tokens. Without one, such a server is `E_MCP_AUTH`.
+    #[must_use]
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = AuthorizerSlot(Some(authorizer));
+        self
     }
 
     /// Adds a server.
@@ -284,6 +362,21 @@ impl McpExtensionConfig {
             if !seen.insert(s.name.as_str()) {
                 return Err(McpConfigError::DuplicateServer {
                     server: s.name.clone(),
+                });
+            }
+            if let Some(version) = &s.protocol_version
+                && !rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .any(|k| k.as_str() == version)
+            {
+                let known: Vec<_> = rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
+                return Err(McpConfigError::ProtocolVersion {
+                    server: s.name.clone(),
+                    version: version.clone(),
+                    known: known.join(", "),
                 });
             }
             if let McpTransport::Http { headers, .. } = &s.transport {

@@ -7,21 +7,28 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use rmcp::ClientHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientLifecycleMode, NotificationContext, Peer, RoleClient, RunningService, ServiceError,
+    serve_client_with_lifecycle,
+};
+use rmcp::transport::auth::{AuthClient, AuthorizationManager};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, serve_client};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::access::{Access, AccessError};
+use super::auth::McpAuth;
 use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig, McpTransport};
+use super::input;
 use super::naming::local_name;
-use super::outcome::{self, unavailable};
+use super::outcome::{self, not_authorized, unavailable};
 use super::task;
 use crate::calls::refusal;
 use crate::tools::context::ToolContext;
@@ -44,7 +51,16 @@ pub enum ServerStatus {
         /// Why.
         reason: String,
     },
+    /// The server wants an OAuth authorization the bridge does not hold (`E_MCP_AUTH`).
+    Unauthorized {
+        /// Why (no tokens kept, a refused refresh, a failed flow).
+        reason: String,
+    },
 }
+
+/// The OAuth client of a connection, shared with its transport: a new grant replaces what it
+/// holds, and the next request carries the new token.
+type SharedAuth = Arc<tokio::sync::Mutex<AuthorizationManager>>;
 
 #[derive(Clone)]
 enum State {
@@ -52,8 +68,12 @@ enum State {
     Up {
         peer: Peer<RoleClient>,
         pid: Option<u32>,
+        auth: Option<SharedAuth>,
     },
     Down {
+        reason: String,
+    },
+    Unauthorized {
         reason: String,
     },
 }
@@ -90,6 +110,12 @@ pub(crate) struct ServerLink {
     state: watch::Sender<State>,
     listed: Mutex<Listed>,
     changed: Arc<dyn ToolsChanged>,
+    access: Access,
+    /// Held while a new grant is sought, so that concurrent calls that all met the same
+    /// challenge start one authorization, not several.
+    granting: tokio::sync::Mutex<()>,
+    /// The calls running now, for the server's own questions.
+    asking: Asking,
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
 }
@@ -100,6 +126,7 @@ impl ServerLink {
         extension: &str,
         config: McpServerConfig,
         changed: Arc<dyn ToolsChanged>,
+        access: Access,
     ) -> Arc<Self> {
         let stop = CancellationToken::new();
         let link = Arc::new(Self {
@@ -108,6 +135,9 @@ impl ServerLink {
             state: watch::Sender::new(State::Starting),
             listed: Mutex::new(Listed::default()),
             changed,
+            access,
+            granting: tokio::sync::Mutex::new(()),
+            asking: Asking::default(),
             stop: stop.clone(),
             _stop_on_drop: stop.clone().drop_guard(),
         });
@@ -125,6 +155,9 @@ impl ServerLink {
             State::Starting => ServerStatus::Starting,
             State::Up { pid, .. } => ServerStatus::Up { pid: *pid },
             State::Down { reason } => ServerStatus::Down {
+                reason: reason.clone(),
+            },
+            State::Unauthorized { reason } => ServerStatus::Unauthorized {
                 reason: reason.clone(),
             },
         }
@@ -194,7 +227,7 @@ impl ServerLink {
     }
 
     /// Waits, at most the startup timeout, for the server to be up.
-    async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
+    async fn peer(&self) -> Result<(Peer<RoleClient>, Option<SharedAuth>), ToolError> {
         let limit = self.config.startup_timeout;
         let mut rx = self.state.subscribe();
         // A peer whose transport closed is a server that just stopped: its supervisor is about
@@ -205,27 +238,52 @@ impl ServerLink {
             .ok()
             .and_then(Result::ok)
             .and_then(|s| match &*s {
-                State::Up { peer, .. } => Some(peer.clone()),
+                State::Up { peer, auth, .. } => Some((peer.clone(), auth.clone())),
                 _ => None,
             });
         waited.ok_or_else(|| {
             let why = match &*self.state.borrow() {
                 State::Down { reason } => reason.clone(),
+                State::Unauthorized { reason } => {
+                    return not_authorized(&self.config.name, reason);
+                }
                 _ => format!("it did not start within {} ms", limit.as_millis()),
             };
             unavailable(&self.config.name, &format!("is not running: {why}"))
         })
     }
 
+    /// After a call met the server's `challenge` (401, or 403 `insufficient_scope`): a new
+    /// grant, given to the connection's OAuth client and kept in the token store.
+    async fn regrant(&self, auth: &SharedAuth, challenge: &str) -> Result<(), ToolError> {
+        let McpTransport::Http { url, .. } = &self.config.transport else {
+            return Err(not_authorized(
+                &self.config.name,
+                "a stdio server has no OAuth",
+            ));
+        };
+        let _one_at_a_time = self.granting.lock().await;
+        let granted = auth.lock().await.get_current_scopes().await;
+        let manager = self
+            .access
+            .grant(&self.config, url, Some(challenge), &granted)
+            .await
+            .map_err(|e| not_authorized(&self.config.name, &e.to_string()))?;
+        *auth.lock().await = manager;
+        Ok(())
+    }
+
     /// Calls the remote tool `remote` with `args`. The call is bounded by the call timeout and
     /// by `ctx`'s cancellation; either drops the request, which sends `notifications/cancelled`.
+    /// The server's questions meanwhile go to `ctx` ([`input`]).
     pub(crate) async fn call(
         &self,
         ctx: ToolContext,
         remote: String,
         args: JsonObject,
     ) -> Result<Outcome, ToolError> {
-        let peer = self.peer().await?;
+        let (mut peer, auth) = self.peer().await?;
+        let _asking = self.asking.enter(&ctx);
         let mut params = CallToolRequestParams::new(remote.clone()).with_arguments(args);
         // The call's trace continues in the server (SEP-414: `traceparent` in `_meta`).
         if let Some(parent) = crate::telemetry::traceparent() {
@@ -234,19 +292,67 @@ impl ServerLink {
             params.meta = Some(meta);
         }
         let limit = self.config.call_timeout;
-        let answer = tokio::select! {
-            answer = peer.call_tool_once(params) => answer,
-            () = ctx.cancellation().cancelled() => return Err(refusal::cancelled()),
-            () = tokio::time::sleep(limit) => return Err(refusal::timed_out(limit)),
+        let deadline = tokio::time::Instant::now() + limit;
+        let send = |peer: Peer<RoleClient>, params: CallToolRequestParams| {
+            let ctx = &ctx;
+            async move {
+                tokio::select! {
+                    answer = peer.call_tool_once(params) => Ok(answer),
+                    () = ctx.cancellation().cancelled() => Err(refusal::cancelled()),
+                    () = tokio::time::sleep_until(deadline) => Err(refusal::timed_out(limit)),
+                }
+            }
         };
+        let mut answer = send(peer.clone(), params.clone()).await?;
+        // A token the server refuses, or one without the scope this tool needs: one new grant
+        // (a refresh, a step-up), then the call once more.
+        if let (Some(auth), Err(e)) = (&auth, &answer)
+            && let Some(challenge) = e.auth_challenge().map(str::to_owned)
+        {
+            self.regrant(auth, &challenge).await?;
+            if peer.is_transport_closed() {
+                peer = self.peer().await?.0;
+            }
+            answer = send(peer.clone(), params.clone()).await?;
+            if let Err(e) = &answer
+                && e.auth_challenge().is_some()
+            {
+                return Err(not_authorized(
+                    &self.config.name,
+                    &format!("`{remote}` was refused again after a new authorization: {e}"),
+                ));
+            }
+        }
         let server = &self.config.name;
+        // Input required (2026-07-28): the answers and the server's state, then the call
+        // again, a bounded number of times.
+        let mut rounds = 0;
+        while let Ok(CallToolResponse::InputRequired(needed)) = answer {
+            if rounds == input::MAX_INPUT_ROUNDS {
+                return Err(outcome::remote_error(
+                    server,
+                    &remote,
+                    &format!(
+                        "the server asked for input {} times without finishing",
+                        input::MAX_INPUT_ROUNDS
+                    ),
+                ));
+            }
+            rounds += 1;
+            let only_state = needed.input_requests.as_ref().is_none_or(|r| r.is_empty());
+            let (responses, state) = input::answer_all(&ctx, needed)
+                .await
+                .map_err(|why| outcome::remote_error(server, &remote, &why))?;
+            if only_state {
+                // Nothing was asked: the server is still working; not a busy loop.
+                tokio::time::sleep(Duration::from_millis(50 << rounds.min(5))).await;
+            }
+            params.input_responses = responses;
+            params.request_state = state;
+            answer = send(peer.clone(), params.clone()).await?;
+        }
         match answer {
             Ok(CallToolResponse::Complete(result)) => outcome::from_result(server, &remote, result),
-            Ok(CallToolResponse::InputRequired(_)) => Err(outcome::remote_error(
-                server,
-                &remote,
-                "the server asked for more input (elicitation), which this bridge cannot give",
-            )),
             Ok(CallToolResponse::Task(created)) => Ok(Outcome::Pending(task::pending(
                 peer,
                 server.clone(),
@@ -268,6 +374,55 @@ impl ServerLink {
             Err(e) => Err(outcome::remote_error(server, &remote, &e.to_string())),
         }
     }
+
+    /// Answers the server's own request `method` (elicitation, sampling, roots) through the
+    /// latest call running on it; a request while none runs is answered as by a client that
+    /// cannot ask.
+    async fn answer_server(&self, method: &str, params: &Value) -> Result<Value, String> {
+        let question = input::question_of(method, params)
+            .ok_or_else(|| format!("this client does not answer `{method}`"))?;
+        let ctx = self
+            .asking
+            .latest()
+            .unwrap_or_else(|| ToolContext::builder(".").build());
+        input::answer(&ctx, None, question).await
+    }
+}
+
+/// The calls running on a server, latest last. MCP does not say which call a server's own
+/// request belongs to, so it goes to the latest one.
+#[derive(Default)]
+struct Asking {
+    next: std::sync::atomic::AtomicU64,
+    running: Mutex<Vec<(u64, ToolContext)>>,
+}
+
+/// A call's place in [`Asking`], given up when dropped.
+struct AskingGuard<'a> {
+    asking: &'a Asking,
+    id: u64,
+}
+
+impl Asking {
+    fn enter(&self, ctx: &ToolContext) -> AskingGuard<'_> {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push((id, ctx.clone()));
+        AskingGuard { asking: self, id }
+    }
+
+    fn latest(&self) -> Option<ToolContext> {
+        self.lock().last().map(|(_, ctx)| ctx.clone())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<(u64, ToolContext)>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for AskingGuard<'_> {
+    fn drop(&mut self) {
+        self.asking.lock().retain(|(id, _)| *id != self.id);
+    }
 }
 
 /// Starts the server, keeps it running, and starts it again with backoff when it stops, until
@@ -282,15 +437,19 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             r = tokio::time::timeout(strong.config.startup_timeout, start(&strong, &link)) => r,
         };
         let running = match started {
-            Ok(Ok((running, pid))) => {
+            Ok(Ok(Started { running, pid, auth })) => {
                 let peer = running.peer().clone();
                 backoff = Backoff::default();
-                strong.state.send_replace(State::Up { peer, pid });
+                strong.state.send_replace(State::Up { peer, pid, auth });
                 strong.notify_changed();
                 Some(running)
             }
-            Ok(Err(reason)) => {
+            Ok(Err(StartError::Down(reason))) => {
                 strong.state.send_replace(State::Down { reason });
+                None
+            }
+            Ok(Err(StartError::Unauthorized(reason))) => {
+                strong.state.send_replace(State::Unauthorized { reason });
                 None
             }
             Err(_) => {
@@ -350,14 +509,61 @@ impl Backoff {
     }
 }
 
+/// How many new grants one start may seek before the server is `Unauthorized`.
+const MAX_GRANTS_PER_START: usize = 2;
+
+/// A connection made by [`start`].
+struct Started {
+    running: RunningService<RoleClient, Notifier>,
+    pid: Option<u32>,
+    auth: Option<SharedAuth>,
+}
+
+/// Why [`start`] failed.
+enum StartError {
+    Down(String),
+    Unauthorized(String),
+}
+
+impl From<String> for StartError {
+    fn from(reason: String) -> Self {
+        Self::Down(reason)
+    }
+}
+
+/// The lifecycle of `config`'s protocol version: the stateless one (`server/discover`, the
+/// version in every request) from 2026-07-28 on, else the `initialize` handshake.
+fn lifecycle(config: &McpServerConfig) -> ClientLifecycleMode {
+    use rmcp::model::ProtocolVersion;
+    let stateless = ProtocolVersion::V_2026_07_28;
+    match config.protocol_version.as_deref() {
+        Some(v) if v >= stateless.as_str() => {
+            let mut preferred: Vec<ProtocolVersion> = ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .filter(|k| k.as_str() == v)
+                .cloned()
+                .collect();
+            preferred.extend(
+                ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .rev()
+                    .filter(|k| k.as_str() != v)
+                    .cloned(),
+            );
+            ClientLifecycleMode::Discover {
+                preferred_versions: preferred,
+            }
+        }
+        _ => ClientLifecycleMode::Initialize,
+    }
+}
+
 /// Connects once and lists the tools.
-async fn start(
-    link: &Arc<ServerLink>,
-    weak: &Weak<ServerLink>,
-) -> Result<(RunningService<RoleClient, Notifier>, Option<u32>), String> {
-    let notifier = Notifier { link: weak.clone() };
+async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Started, StartError> {
+    let notifier = || Notifier { link: weak.clone() };
     let server = link.config.name.clone();
-    let (running, pid) = match &link.config.transport {
+    let lifecycle = || lifecycle(&link.config);
+    let (running, pid, auth) = match &link.config.transport {
         McpTransport::Stdio {
             command,
             args,
@@ -381,10 +587,10 @@ async fn start(
             if let Some(stderr) = stderr {
                 tokio::spawn(forward_stderr(server.clone(), stderr));
             }
-            let running = serve_client(notifier, child)
+            let running = serve_client_with_lifecycle(notifier(), child, lifecycle())
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-            (running, pid)
+            (running, pid, None)
         }
         McpTransport::Http { url, headers } => {
             let mut custom = std::collections::HashMap::new();
@@ -397,11 +603,61 @@ async fn start(
             }
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let running = serve_client(notifier, transport)
-                .await
-                .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
-            (running, None)
+            if matches!(link.config.auth, McpAuth::None) {
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let running = serve_client_with_lifecycle(notifier(), transport, lifecycle())
+                    .await
+                    .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
+                (running, None, None)
+            } else {
+                let unauthorized = |e: AccessError| StartError::Unauthorized(e.to_string());
+                let kept = link
+                    .access
+                    .kept(&link.config, url)
+                    .await
+                    .map_err(unauthorized)?;
+                let client = AuthClient::new(reqwest::Client::default(), kept);
+                let shared = Arc::clone(&client.auth_manager);
+                let attempt = || {
+                    let transport =
+                        StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+                    connect_and_list(notifier(), transport, lifecycle())
+                };
+                // No tokens, or tokens the server refuses (expired, revoked, minted by an
+                // authorization server it has since left): a new grant, then once more; twice
+                // at most.
+                let mut grants = 0;
+                let (running, tools) = loop {
+                    match attempt().await {
+                        Ok(done) => break done,
+                        Err(Refused::Auth { challenge, message }) => {
+                            if grants == MAX_GRANTS_PER_START {
+                                return Err(StartError::Unauthorized(format!(
+                                    "the server refused the new authorization: {message}"
+                                )));
+                            }
+                            grants += 1;
+                            let _one_at_a_time = link.granting.lock().await;
+                            let held = shared.lock().await.get_current_scopes().await;
+                            let granted = link
+                                .access
+                                .grant(&link.config, url, Some(&challenge), &held)
+                                .await
+                                .map_err(unauthorized)?;
+                            *shared.lock().await = granted;
+                        }
+                        Err(Refused::Other(message)) => {
+                            return Err(format!("cannot connect to `{url}`: {message}").into());
+                        }
+                    }
+                };
+                link.set_tools(tools);
+                return Ok(Started {
+                    running,
+                    pid: None,
+                    auth: Some(shared),
+                });
+            }
         }
     };
     let tools = running
@@ -410,7 +666,49 @@ async fn start(
         .await
         .map_err(|e| format!("`tools/list` failed: {e}"))?;
     link.set_tools(tools);
-    Ok((running, pid))
+    Ok(Started { running, pid, auth })
+}
+
+/// Why [`connect_and_list`] failed: the server's authorization challenge (a 401, or a 403
+/// `insufficient_scope`, at the handshake or at the listing), or anything else.
+enum Refused {
+    Auth { challenge: String, message: String },
+    Other(String),
+}
+
+/// Connects with `transport` and lists the tools: one attempt of an authorized start.
+async fn connect_and_list<T, E, A>(
+    notifier: Notifier,
+    transport: T,
+    lifecycle: ClientLifecycleMode,
+) -> Result<(RunningService<RoleClient, Notifier>, Vec<rmcp::model::Tool>), Refused>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let running = serve_client_with_lifecycle(notifier, transport, lifecycle)
+        .await
+        .map_err(|e| match e.auth_challenge() {
+            Some(challenge) => Refused::Auth {
+                challenge: challenge.to_owned(),
+                message: e.to_string(),
+            },
+            None => Refused::Other(e.to_string()),
+        })?;
+    match running.peer().list_all_tools().await {
+        Ok(tools) => Ok((running, tools)),
+        Err(e) => {
+            let refused = match e.auth_challenge() {
+                Some(challenge) => Refused::Auth {
+                    challenge: challenge.to_owned(),
+                    message: e.to_string(),
+                },
+                None => Refused::Other(format!("`tools/list` failed: {e}")),
+            };
+            let _ = running.cancel().await;
+            Err(refused)
+        }
+    }
 }
 
 /// The server's stderr, line by line, as debug events.
@@ -427,7 +725,59 @@ struct Notifier {
     link: Weak<ServerLink>,
 }
 
+impl Notifier {
+    /// Answers the server's request `method` with `params` (any serializable rmcp type),
+    /// read back as `T`.
+    async fn answer<P: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<T, rmcp::ErrorData> {
+        let Some(link) = self.link.upgrade() else {
+            return Err(rmcp::ErrorData::internal_error(
+                "the bridge is shutting down",
+                None,
+            ));
+        };
+        let params = serde_json::to_value(params)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = link
+            .answer_server(method, &params)
+            .await
+            .map_err(|why| rmcp::ErrorData::internal_error(why, None))?;
+        serde_json::from_value(answer).map_err(|e| {
+            rmcp::ErrorData::internal_error(format!("the answer to `{method}`: {e}"), None)
+        })
+    }
+}
+
 impl ClientHandler for Notifier {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.answer("elicitation/create", &request).await
+    }
+
+    // SEP-2577 deprecates sampling and roots; the servers of 2025-11-25 still ask for them.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.answer("sampling/createMessage", &params).await
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.answer("roots/list", &Value::Null).await
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         let link = self.link.clone();
         let peer = context.peer;
@@ -455,10 +805,33 @@ impl ClientHandler for Notifier {
     fn get_info(&self) -> ClientConfig {
         // The tasks extension (SEP-2663): a server may answer a call with a task, which
         // becomes a pending result here.
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_tasks().build(),
+        // A bridged server may ask, mid-call, what our own tools may ask ([`input`]).
+        let mut capabilities = ClientCapabilities::builder().enable_tasks().build();
+        capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new()
+                .with_form(rmcp::model::FormElicitationCapability::new()),
+        );
+        capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
+        let config = ClientConfig::new(
+            capabilities,
             Implementation::new("goondan", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // The `initialize` handshake offers the configured revision (else the newest
+        // stateful one); the stateless lifecycle carries it in every request instead.
+        let version = self
+            .link
+            .upgrade()
+            .and_then(|l| l.config.protocol_version.clone())
+            .unwrap_or_else(|| {
+                rmcp::model::ProtocolVersion::V_2025_11_25
+                    .as_str()
+                    .to_owned()
+            });
+        match serde_json::from_value(Value::String(version)) {
+            Ok(v) => config.with_protocol_version(v),
+            Err(_) => config,
+        }
     }
 }
 

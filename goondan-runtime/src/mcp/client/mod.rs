@@ -16,19 +16,29 @@
 //!   announces) gives a pending result; its completion comes from polling `tasks/get`, and a
 //!   cancelled context sends `tasks/cancel`.
 
+mod access;
+mod auth;
 mod bridge;
 mod config;
 mod declaration;
+mod input;
 mod link;
+mod loopback;
 mod naming;
 mod outcome;
 mod task;
+mod token_store;
 
+pub use self::auth::{
+    AuthorizeFuture, Authorizer, ClientCredentials, JwtAlgorithm, McpAuth, OAuthClient, Secret,
+};
 pub use self::bridge::{McpClientError, McpExtension};
 pub use self::config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF,
     McpConfigError, McpExtensionConfig, McpServerConfig, McpTransport,
 };
 pub use self::link::ServerStatus;
+pub use self::loopback::{LoopbackAuthorizer, ShowUrl};
 pub use self::naming::{LocalName, local_name};
-pub use self::outcome::{E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};
+pub use self::outcome::{E_MCP_AUTH, E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};
+pub use self::token_store::{AuthState, TokenStore};

@@ -19,6 +19,10 @@ pub const E_MCP_REMOTE: &str = "E_MCP_REMOTE";
 /// The server is not running: it could not start, or it stopped and is being restarted.
 pub const E_MCP_UNAVAILABLE: &str = "E_MCP_UNAVAILABLE";
 
+/// The server wants an authorization the bridge does not hold: no tokens were kept for it,
+/// the refresh token was refused or expired, or the authorization flow failed.
+pub const E_MCP_AUTH: &str = "E_MCP_AUTH";
+
 /// The outcome of a completed call: an error when the server says `isError`; a rich result
 /// when it answered with images, audio or resources (the parts unchanged, the output its
 /// `structuredContent` or its text); else the output (see [`value_of`]).
@@ -112,4 +116,16 @@ pub(crate) fn unavailable(server: &str, what: &str) -> ToolError {
         .with_suggestion(format!(
             "the server `{server}` is restarted automatically; call the tool again in a moment, and if it keeps failing, tell the user that `{server}` is down"
         ))
+}
+
+/// The server is not authorized (see [`E_MCP_AUTH`]).
+pub(crate) fn not_authorized(server: &str, why: &str) -> ToolError {
+    ToolError::new(format!(
+        "the MCP server `{server}` is not authorized: {why}"
+    ))
+    .with_code(E_MCP_AUTH)
+    .with_name("McpAuthError")
+    .with_suggestion(format!(
+        "tell the user to log in with `goondan mcp login {server}`, then call the tool again"
+    ))
 }

@@ -1,0 +1,250 @@
+//! How the bridge authorizes with a Streamable HTTP server that asks for OAuth 2.1: the
+//! choice a server's configuration makes ([`McpAuth`]) and the one step a person takes in the
+//! authorization-code flow, opening the URL ([`Authorizer`]).
+//!
+//! The flow itself is rmcp's (`rmcp::transport::auth`): protected-resource and
+//! authorization-server metadata discovery, the scope of a `WWW-Authenticate` challenge,
+//! client registration (pre-registered, a client ID metadata document, or dynamic
+//! registration), PKCE, resource indicators, `iss` checks, refresh.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A secret from a configuration (a client secret, a private key): kept as given, never
+/// shown by `Debug`.
+///
+/// ```
+/// use goondan_runtime::mcp::client::Secret;
+/// let s = Secret::new("hunter2");
+/// assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
+/// assert_eq!(s.expose(), "hunter2");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// How the bridge authorizes with an HTTP server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum McpAuth {
+    /// No authorization beyond the configured headers.
+    #[default]
+    None,
+    /// OAuth 2.1 authorization code with PKCE, for a person's account. The tokens come from
+    /// `goondan mcp login SERVER` (or an [`Authorizer`] given to the extension) and are kept
+    /// in the [`TokenStore`](super::TokenStore).
+    OAuth(OAuthClient),
+    /// OAuth client credentials, for a service account: no person involved.
+    ClientCredentials(ClientCredentials),
+}
+
+/// The OAuth client the bridge is for an authorization-code server. Every field is optional:
+/// with none, the client registers itself where the authorization server allows it (a client
+/// ID metadata document, else dynamic registration).
+///
+/// ```
+/// use goondan_runtime::mcp::client::{McpAuth, OAuthClient};
+/// let auth = McpAuth::OAuth(OAuthClient::new().client_id("goondan").scopes(["files:read"]));
+/// assert!(matches!(auth, McpAuth::OAuth(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthClient {
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<Secret>,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) scopes: Vec<String>,
+}
+
+impl OAuthClient {
+    /// A client that registers itself.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A client registered beforehand with the authorization server.
+    #[must_use]
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = Some(id.into());
+        self
+    }
+
+    /// The secret of a pre-registered confidential client.
+    #[must_use]
+    pub fn client_secret(mut self, secret: Secret) -> Self {
+        self.client_secret = Some(secret);
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document (used as its client ID where the
+    /// authorization server supports client ID metadata documents).
+    #[must_use]
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The scopes to ask for; by default those of the server's challenge, else those its
+    /// metadata supports.
+    #[must_use]
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// The signing algorithm of a `private_key_jwt` client assertion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JwtAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    Rs256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    Rs384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    Rs512,
+    /// ECDSA P-256 with SHA-256.
+    Es256,
+    /// ECDSA P-384 with SHA-384.
+    Es384,
+}
+
+impl JwtAlgorithm {
+    /// The algorithm named `name` (`RS256`, `ES256`, ...).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "RS256" => Self::Rs256,
+            "RS384" => Self::Rs384,
+            "RS512" => Self::Rs512,
+            "ES256" => Self::Es256,
+            "ES384" => Self::Es384,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn to_rmcp(self) -> rmcp::transport::auth::JwtSigningAlgorithm {
+        use rmcp::transport::auth::JwtSigningAlgorithm as A;
+        match self {
+            Self::Rs256 => A::RS256,
+            Self::Rs384 => A::RS384,
+            Self::Rs512 => A::RS512,
+            Self::Es256 => A::ES256,
+            Self::Es384 => A::ES384,
+        }
+    }
+}
+
+/// A service account's client credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientCredentials {
+    /// A client ID and secret.
+    Secret {
+        /// The client ID.
+        client_id: String,
+        /// The secret.
+        client_secret: Secret,
+        /// The scopes to ask for.
+        scopes: Vec<String>,
+    },
+    /// A client ID and a private key that signs a JWT assertion (RFC 7523).
+    PrivateKeyJwt {
+        /// The client ID.
+        client_id: String,
+        /// The private key, PEM.
+        private_key_pem: Secret,
+        /// Its algorithm.
+        algorithm: JwtAlgorithm,
+        /// The scopes to ask for.
+        scopes: Vec<String>,
+    },
+}
+
+impl ClientCredentials {
+    /// A client ID and secret.
+    pub fn secret(client_id: impl Into<String>, client_secret: Secret) -> Self {
+        Self::Secret {
+            client_id: client_id.into(),
+            client_secret,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// A client ID and a PEM private key signing with `algorithm`.
+    pub fn private_key_jwt(
+        client_id: impl Into<String>,
+        private_key_pem: Secret,
+        algorithm: JwtAlgorithm,
+    ) -> Self {
+        Self::PrivateKeyJwt {
+            client_id: client_id.into(),
+            private_key_pem,
+            algorithm,
+            scopes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn to_rmcp(&self, resource: &str) -> rmcp::transport::auth::ClientCredentialsConfig {
+        use rmcp::transport::auth::ClientCredentialsConfig as C;
+        match self {
+            Self::Secret {
+                client_id,
+                client_secret,
+                scopes,
+            } => C::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.expose().to_owned(),
+                scopes: scopes.clone(),
+                resource: Some(resource.to_owned()),
+            },
+            Self::PrivateKeyJwt {
+                client_id,
+                private_key_pem,
+                algorithm,
+                scopes,
+            } => C::PrivateKeyJwt {
+                client_id: client_id.clone(),
+                signing_key: private_key_pem.expose().as_bytes().to_vec(),
+                signing_algorithm: algorithm.to_rmcp(),
+                token_endpoint_audience: None,
+                scopes: scopes.clone(),
+                resource: Some(resource.to_owned()),
+            },
+        }
+    }
+}
+
+/// What [`Authorizer::authorize`] returns.
+pub type AuthorizeFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+
+/// The person's part of the authorization-code flow: show them the authorization URL and
+/// hand back the URL the authorization server redirected their browser to.
+///
+/// `goondan mcp login` uses [`LoopbackAuthorizer`](super::LoopbackAuthorizer). An extension
+/// without an authorizer never starts a flow: a server that needs one the token store cannot
+/// satisfy is `E_MCP_AUTH`, with the suggestion to log in.
+pub trait Authorizer: Send + Sync + 'static {
+    /// The redirect URI registered for this client (a loopback URL).
+    fn redirect_uri(&self) -> String;
+
+    /// Has the person open `url` for the server `server`; answers the redirect URL (with its
+    /// `code`, `state` and `iss`) or why there is none.
+    fn authorize<'a>(&'a self, server: &'a str, url: &'a str) -> AuthorizeFuture<'a>;
+}
