@@ -37,6 +37,8 @@ pub(crate) enum CliError {
     #[error(transparent)]
     Mcp(#[from] super::mcp::McpCliError),
     #[error(transparent)]
+    McpAuth(#[from] super::mcp_auth::McpAuthCliError),
+    #[error(transparent)]
     Run(#[from] super::run::RunError),
     #[error(transparent)]
     Approvals(#[from] super::approvals::ApprovalsError),
@@ -112,6 +114,24 @@ pub(crate) fn execute(
                 approve: *approve,
             };
             Ok(super::mcp::serve(&serve, library, out)?)
+        }
+        Command::Mcp(McpCommand::Login {
+            server,
+            bundle,
+            port,
+            wait_secs,
+        }) => {
+            let login = super::mcp_auth::Login {
+                server,
+                bundle,
+                port: *port,
+                wait: std::time::Duration::from_secs(*wait_secs),
+            };
+            Ok(super::mcp_auth::login(&login, out)?)
+        }
+        Command::Mcp(McpCommand::Logout { server }) => Ok(super::mcp_auth::logout(server, out)?),
+        Command::Mcp(McpCommand::Servers { bundle }) => {
+            Ok(super::mcp_auth::servers(bundle, cli.json, out)?)
         }
         Command::Tools(ToolsCommand::Export { tools }) => {
             let mut chosen: Vec<_> = library

@@ -17,6 +17,7 @@ mod agent_host;
 mod approvals;
 mod commands;
 mod mcp;
+mod mcp_auth;
 pub mod run;
 mod telemetry;
 
@@ -120,6 +121,33 @@ pub enum McpCommand {
         /// them). A client without elicitation cannot be asked: its asked calls are denied.
         #[arg(long, value_name = "POLICY", default_value = "never")]
         approve: goondan_runtime::calls::approval::Policy,
+    },
+    /// Authorize the bundle's MCP server SERVER (`auth: oauth`) once: prints the URL to open
+    /// in a browser, waits for the redirect on 127.0.0.1, and keeps the tokens in your token
+    /// store (`$XDG_STATE_HOME/goondan/mcp-tokens`, mode 0600), never in the bundle.
+    Login {
+        /// The server's `name` in an Extension's `spec.mcp.servers`.
+        server: String,
+        /// The bundle file.
+        #[arg(long, default_value = "goondan.yaml")]
+        bundle: PathBuf,
+        /// The port to listen on for the redirect (default: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// How many seconds to wait for the browser.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+        wait_secs: u64,
+    },
+    /// Forget the tokens kept for the MCP server SERVER.
+    Logout {
+        /// The server's name.
+        server: String,
+    },
+    /// List the bundle's MCP servers with how they authorize and whether tokens are kept.
+    Servers {
+        /// The bundle file.
+        #[arg(long, default_value = "goondan.yaml")]
+        bundle: PathBuf,
     },
 }
 

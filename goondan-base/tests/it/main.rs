@@ -21,6 +21,7 @@ pub mod handoff_crash;
 pub mod http_fetch;
 pub mod json_query;
 pub mod mcp_inspector;
+pub mod mcp_login;
 pub mod package;
 pub mod real_model;
 pub mod run;

@@ -15,6 +15,8 @@ mod common;
 #[path = "../../fuzz/src/lib.rs"]
 mod fuzz_entry;
 use fuzz_entry::corpus;
+#[path = "../support/headless.rs"]
+mod headless;
 #[path = "../kit/mod.rs"]
 mod kit;
 #[path = "../support/mcp_bridge.rs"]
@@ -42,6 +44,7 @@ pub mod journal_jetstream;
 pub mod macro_tool_input;
 pub mod macro_ui;
 pub mod mcp_approvals;
+pub mod mcp_auth;
 pub mod mcp_client;
 pub mod mcp_conformance;
 pub mod mcp_conformance_client;

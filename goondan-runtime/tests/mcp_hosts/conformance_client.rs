@@ -6,16 +6,21 @@
 //! It is what a user of the bridge writes: an [`McpExtension`] with one HTTP server (its
 //! protocol version, and `auth` for the `auth/*` scenarios), an agent holding the bridged
 //! tools, and calls through the agent's executor. The one thing a person would do, opening the
-//! authorization URL, is done by [`Headless`]: the suite's authorization server approves at
+//! authorization URL, is done by `Headless`: the suite's authorization server approves at
 //! once and redirects. Built only for the tests.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "../support/headless.rs"]
+mod headless;
+
+use headless::Headless;
+
 use goondan_runtime::mcp::client::{
-    AuthorizeFuture, Authorizer, ClientCredentials, JwtAlgorithm, McpAuth, McpExtension,
-    McpExtensionConfig, McpServerConfig, OAuthClient, Secret, TokenStore,
+    ClientCredentials, JwtAlgorithm, McpAuth, McpExtension, McpExtensionConfig, McpServerConfig,
+    OAuthClient, Secret, TokenStore,
 };
 use goondan_runtime::step::{AgentInstance, ScriptedModel};
 use goondan_runtime::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
@@ -47,32 +52,6 @@ struct PlannedCall {
     name: String,
     #[serde(default)]
     arguments: Option<Map<String, Value>>,
-}
-
-/// Opens the authorization URL the way a browser would, without following the redirect to
-/// the client's redirect URI: the `Location` is the redirect the person's browser would bring.
-struct Headless;
-
-impl Authorizer for Headless {
-    fn redirect_uri(&self) -> String {
-        "http://127.0.0.1:3000/callback".to_owned()
-    }
-
-    fn authorize<'a>(&'a self, _server: &'a str, url: &'a str) -> AuthorizeFuture<'a> {
-        Box::pin(async move {
-            let http = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| e.to_string())?;
-            let answer = http.get(url).send().await.map_err(|e| e.to_string())?;
-            answer
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-                .ok_or_else(|| format!("the authorization server answered {}", answer.status()))
-        })
-    }
 }
 
 /// Who called: a person who accepts every form as it is pre-filled (the schema's defaults),
@@ -181,7 +160,7 @@ async fn run(scenario: &str, url: &str, context: &Context) -> Result<(), String>
     let config = McpExtensionConfig::new("conformance")
         .server(server)
         .token_store(TokenStore::at(state.path().join("tokens")))
-        .authorizer(Arc::new(Headless));
+        .authorizer(Arc::new(Headless::new()));
     let mcp = McpExtension::connect(config)
         .await
         .map_err(|e| e.to_string())?;

@@ -84,3 +84,61 @@ pub fn path_with_peers() -> String {
     }
     path
 }
+
+/// A real OAuth-protected MCP server: the conformance suite's server of the client scenario
+/// `scenario` (e.g. `auth/metadata-default`), in the suite's interactive mode, with its own
+/// authorization server that approves every authorization request at once. Killed when
+/// dropped.
+pub struct ProtectedServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl ProtectedServer {
+    /// Starts the server of `scenario`; panics with the suite's output when it does not say
+    /// its URL.
+    pub fn start(scenario: &str) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(peer("conformance"))
+            .env("PATH", path_with_peers())
+            .args(["client", "--scenario", scenario])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("the conformance suite does not start: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut seen = String::new();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(url) = line.strip_prefix("Server URL: ") {
+                        break url.trim().to_owned();
+                    }
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                _ => {
+                    let _ = child.kill();
+                    panic!("the conformance suite gave no server URL for {scenario}:\n{seen}");
+                }
+            }
+        };
+        // The rest of its output is read and dropped, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, url }
+    }
+
+    /// The MCP endpoint.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for ProtectedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

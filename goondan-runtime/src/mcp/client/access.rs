@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, CredentialStore,
     InMemoryCredentialStore, OAuthState, WWWAuthenticateParams,
 };
 
@@ -71,10 +71,20 @@ impl Access {
     ) -> Result<AuthorizationManager, AccessError> {
         let server = config.name.as_str();
         let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+        // The scopes held are those of this connection and those of the grant kept from an
+        // earlier one (a restarted run knows only the kept grant).
+        let mut held = granted.to_vec();
         match &self.tokens {
-            Some(store) => manager.set_credential_store(store.server(server, url)),
+            Some(store) => {
+                let kept = store.server(server, url);
+                if let Ok(Some(credentials)) = kept.load().await {
+                    held.extend(credentials.granted_scopes);
+                }
+                manager.set_credential_store(kept);
+            }
             None => manager.set_credential_store(InMemoryCredentialStore::new()),
         }
+        let granted = held;
         let mut state = OAuthState::Unauthorized(manager);
         match &config.auth {
             McpAuth::None => return Err(AccessError::Failed("no `auth` is configured".into())),
@@ -82,7 +92,7 @@ impl Access {
                 // rmcp's client-credentials exchange is a future that is not `Send` (it keeps
                 // a form serializer across an await), so it runs to completion on a blocking
                 // thread of this runtime instead of on a worker.
-                let grant = cc.to_rmcp(url);
+                let grant = cc.to_rmcp(url).map_err(AccessError::Failed)?;
                 let handle = tokio::runtime::Handle::current();
                 let (back, done) = tokio::task::spawn_blocking(move || {
                     handle.block_on(async move {
@@ -104,7 +114,8 @@ impl Access {
                 if let Some(id) = &client.client_id {
                     request = request.with_preregistered_client(id.clone());
                     if let Some(secret) = &client.client_secret {
-                        request = request.with_client_secret(secret.expose().to_owned());
+                        request = request
+                            .with_client_secret(secret.reveal().map_err(AccessError::Failed)?);
                     }
                 }
                 if let Some(metadata) = &client.client_metadata_url {
@@ -139,10 +150,17 @@ impl Access {
                 }
                 state.start_authorization(request).await.map_err(failed)?;
                 let auth_url = state.get_authorization_url().await.map_err(failed)?;
+                let expected = authorizer.redirect_uri();
                 let redirect = authorizer
                     .authorize(server, &auth_url)
                     .await
                     .map_err(AccessError::Failed)?;
+                if !same_endpoint(&redirect, &expected) {
+                    return Err(AccessError::Failed(format!(
+                        "the authorization server sent the browser to `{}`, not to this client's redirect URI `{expected}`",
+                        redirect.split('?').next().unwrap_or_default()
+                    )));
+                }
                 let callback =
                     AuthorizationCallback::from_redirect_url(&redirect).map_err(failed)?;
                 state
@@ -158,5 +176,47 @@ impl Access {
         state
             .into_authorization_manager()
             .ok_or_else(|| AccessError::Failed("the authorization did not complete".into()))
+    }
+}
+
+/// Whether `got` is the redirect URI `expected` (scheme, host, port and path; the query is
+/// the authorization server's).
+fn same_endpoint(got: &str, expected: &str) -> bool {
+    match (url::Url::parse(got), url::Url::parse(expected)) {
+        (Ok(g), Ok(e)) => {
+            g.scheme() == e.scheme()
+                && g.host_str() == e.host_str()
+                && g.port_or_known_default() == e.port_or_known_default()
+                && g.path() == e.path()
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_endpoint;
+
+    #[test]
+    fn only_a_redirect_to_this_client_s_redirect_uri_is_taken() {
+        let ours = "http://127.0.0.1:4000/callback";
+        assert!(same_endpoint(
+            "http://127.0.0.1:4000/callback?code=a&state=b",
+            ours
+        ));
+        assert!(!same_endpoint(
+            "http://203.0.113.9:4000/callback?code=a",
+            ours
+        ));
+        assert!(!same_endpoint(
+            "http://127.0.0.1:4001/callback?code=a",
+            ours
+        ));
+        assert!(!same_endpoint(
+            "https://127.0.0.1:4000/callback?code=a",
+            ours
+        ));
+        assert!(!same_endpoint("http://127.0.0.1:4000/other?code=a", ours));
+        assert!(!same_endpoint("not a url", ours));
     }
 }

@@ -9,29 +9,68 @@
 
 use std::fmt;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 
-/// A secret from a configuration (a client secret, a private key): kept as given, never
-/// shown by `Debug`.
+/// A secret of a configuration (a client secret, a private key): given as is, or read when it
+/// is used from an environment variable or a file, so that a bundle names it without holding
+/// it. `Debug` never shows it.
 ///
 /// ```
 /// use goondan_runtime::mcp::client::Secret;
 /// let s = Secret::new("hunter2");
 /// assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
-/// assert_eq!(s.expose(), "hunter2");
+/// assert_eq!(s.reveal().as_deref(), Ok("hunter2"));
+/// let missing = Secret::from_env("GOONDAN_DOC_NO_SUCH_VARIABLE");
+/// assert!(missing.reveal().unwrap_err().contains("GOONDAN_DOC_NO_SUCH_VARIABLE"));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub struct Secret(SecretSource);
+
+#[derive(Clone, PartialEq, Eq)]
+enum SecretSource {
+    Value(String),
+    Env(String),
+    File(PathBuf),
+}
+
+/// The largest secret file read.
+const MAX_SECRET_FILE: u64 = 64 * 1024;
 
 impl Secret {
-    /// Wraps `value`.
+    /// The secret `value`.
     pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
+        Self(SecretSource::Value(value.into()))
     }
 
-    /// The secret itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
+    /// The value of the environment variable `name` when the secret is used.
+    pub fn from_env(name: impl Into<String>) -> Self {
+        Self(SecretSource::Env(name.into()))
+    }
+
+    /// The contents of the file `path` (at most 64 KiB) when the secret is used.
+    pub fn from_file(path: impl Into<PathBuf>) -> Self {
+        Self(SecretSource::File(path.into()))
+    }
+
+    /// The secret itself, for the one place that sends it; why there is none.
+    pub fn reveal(&self) -> Result<String, String> {
+        match &self.0 {
+            SecretSource::Value(v) => Ok(v.clone()),
+            SecretSource::Env(name) => std::env::var(name)
+                .map_err(|_| format!("the environment variable `{name}` is not set")),
+            SecretSource::File(path) => {
+                use std::io::Read;
+                let mut text = String::new();
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(MAX_SECRET_FILE + 1).read_to_string(&mut text))
+                    .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+                if text.len() as u64 > MAX_SECRET_FILE {
+                    return Err(format!("`{}` is larger than 64 KiB", path.display()));
+                }
+                Ok(text)
+            }
+        }
     }
 }
 
@@ -201,16 +240,19 @@ impl ClientCredentials {
         }
     }
 
-    pub(crate) fn to_rmcp(&self, resource: &str) -> rmcp::transport::auth::ClientCredentialsConfig {
+    pub(crate) fn to_rmcp(
+        &self,
+        resource: &str,
+    ) -> Result<rmcp::transport::auth::ClientCredentialsConfig, String> {
         use rmcp::transport::auth::ClientCredentialsConfig as C;
-        match self {
+        Ok(match self {
             Self::Secret {
                 client_id,
                 client_secret,
                 scopes,
             } => C::ClientSecret {
                 client_id: client_id.clone(),
-                client_secret: client_secret.expose().to_owned(),
+                client_secret: client_secret.reveal()?,
                 scopes: scopes.clone(),
                 resource: Some(resource.to_owned()),
             },
@@ -221,13 +263,23 @@ impl ClientCredentials {
                 scopes,
             } => C::PrivateKeyJwt {
                 client_id: client_id.clone(),
-                signing_key: private_key_pem.expose().as_bytes().to_vec(),
+                signing_key: private_key_pem.reveal()?.into_bytes(),
                 signing_algorithm: algorithm.to_rmcp(),
                 token_endpoint_audience: None,
                 scopes: scopes.clone(),
                 resource: Some(resource.to_owned()),
             },
-        }
+        })
+    }
+
+    /// Asks for `scopes`.
+    #[must_use]
+    pub fn scopes<S: Into<String>>(mut self, more: impl IntoIterator<Item = S>) -> Self {
+        let list = match &mut self {
+            Self::Secret { scopes, .. } | Self::PrivateKeyJwt { scopes, .. } => scopes,
+        };
+        *list = more.into_iter().map(Into::into).collect();
+        self
     }
 }
 

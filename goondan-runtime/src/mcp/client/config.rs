@@ -217,6 +217,19 @@ impl McpServerConfig {
         &self.transport
     }
 
+    /// How it authorizes.
+    pub fn authorization(&self) -> &McpAuth {
+        &self.auth
+    }
+
+    /// The URL of an HTTP server; `None` for a stdio one.
+    pub fn url(&self) -> Option<&str> {
+        match &self.transport {
+            McpTransport::Http { url, .. } => Some(url),
+            McpTransport::Stdio { .. } => None,
+        }
+    }
+
     /// Whether the remote tool `tool` is taken (include, then exclude).
     pub fn takes(&self, tool: &str) -> bool {
         let included = self

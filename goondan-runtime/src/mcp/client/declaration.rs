@@ -25,17 +25,30 @@
 //!         exclude: [get-env]
 //!       - name: search
 //!         url: http://127.0.0.1:8080/mcp
-//!         headers: {Authorization: "Bearer ..."}
+//!         headers: {X-Team: docs}
 //!         include: [search]
 //!         startupTimeoutMs: 20000
 //!         callTimeoutMs: 60000
+//!       - name: tracker                     # OAuth: `goondan mcp login tracker` once
+//!         url: https://mcp.tracker.example/mcp
+//!         protocolVersion: "2026-07-28"     # default: 2025-11-25's handshake
+//!         auth: oauth                       # or {oauth: {clientId, clientSecretEnv, scopes}}
+//!       - name: builds                      # a service account: no person involved
+//!         url: https://mcp.ci.example/mcp
+//!         auth:
+//!           clientCredentials: {clientId: goondan-ci, clientSecretEnv: CI_MCP_SECRET}
 //! ```
+//!
+//! A bundle never holds a secret: `clientSecretEnv` names an environment variable and
+//! `privateKeyFile` a PEM file (relative to the bundle), both read when the server is
+//! authorized. Tokens are kept in the user's [`TokenStore`](super::TokenStore).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::auth::{ClientCredentials, JwtAlgorithm, McpAuth, OAuthClient, Secret};
 use super::config::{McpExtensionConfig, McpServerConfig};
 use crate::bundle::{Bundle, BundleError, Diagnostic, Kind, Resource, Severity, SpecCheck};
 
@@ -51,6 +64,17 @@ const SERVER_KEYS: &[&str] = &[
     "exclude",
     "startupTimeoutMs",
     "callTimeoutMs",
+    "protocolVersion",
+    "auth",
+];
+
+const OAUTH_KEYS: &[&str] = &["clientId", "clientSecretEnv", "clientMetadataUrl", "scopes"];
+const CLIENT_CREDENTIALS_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecretEnv",
+    "privateKeyFile",
+    "algorithm",
+    "scopes",
 ];
 
 impl Bundle {
@@ -93,6 +117,14 @@ impl Bundle {
             }
         }
         Ok(out)
+    }
+
+    /// Every Extension that declares MCP servers, in the bundle's order.
+    pub fn mcp_extensions(&self) -> Result<Vec<McpExtensionConfig>, BundleError> {
+        self.mcp_extension_names()
+            .iter()
+            .map(|name| self.mcp_extension(name))
+            .collect()
     }
 
     /// The names of the Extensions that declare MCP servers.
@@ -243,7 +275,7 @@ fn server(
             if let Some(cwd) = text("cwd", out) {
                 s = s.cwd(dir.join(cwd));
             }
-            for key in ["headers"] {
+            for key in ["headers", "auth"] {
                 if map.contains_key(key) {
                     out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
                         "`{key}` is for `url` servers; a `command` server takes `env`"
@@ -256,6 +288,9 @@ fn server(
             let mut s = McpServerConfig::http(name.clone().unwrap_or_default(), url);
             for (k, v) in pairs("headers", out) {
                 s = s.header(k, v);
+            }
+            if let Some(auth) = map.get("auth") {
+                s = s.auth(auth_of(r, &format!("{at}/auth"), auth, dir, out));
             }
             for key in ["args", "env", "cwd"] {
                 if map.contains_key(key) {
@@ -292,8 +327,120 @@ fn server(
     if let Some(t) = millis("callTimeoutMs", out) {
         server = server.call_timeout(t);
     }
+    if let Some(version) = text("protocolVersion", out) {
+        server = server.protocol_version(version);
+    }
     let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
     (!failed && name.is_some()).then_some(server)
+}
+
+/// A server's `auth`: `oauth`, `none`, `{oauth: {...}}` or `{clientCredentials: {...}}`.
+fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnostic>) -> McpAuth {
+    let shapes = "`auth` is `oauth`, `none`, `{oauth: {clientId?, clientSecretEnv?, clientMetadataUrl?, scopes?}}` or `{clientCredentials: {clientId, clientSecretEnv or privateKeyFile, algorithm?, scopes?}}`";
+    let (kind, fields) = match v {
+        Value::String(s) if s == "oauth" => return McpAuth::OAuth(OAuthClient::new()),
+        Value::String(s) if s == "none" => return McpAuth::None,
+        Value::Object(m) if m.len() == 1 => match m.iter().next() {
+            Some((k, Value::Object(f))) => (k.as_str(), f),
+            _ => {
+                out.push(r.locus_of(at).error(shapes));
+                return McpAuth::None;
+            }
+        },
+        _ => {
+            out.push(r.locus_of(at).error(shapes));
+            return McpAuth::None;
+        }
+    };
+    let at = format!("{at}/{kind}");
+    let known = match kind {
+        "oauth" => OAUTH_KEYS,
+        "clientCredentials" => CLIENT_CREDENTIALS_KEYS,
+        _ => {
+            out.push(r.locus_of(&at).error(shapes));
+            return McpAuth::None;
+        }
+    };
+    for key in fields.keys().filter(|k| !known.contains(&k.as_str())) {
+        let why = if key == "clientSecret" || key == "privateKey" {
+            format!(
+                "`{key}`: a bundle does not hold secrets; name an environment variable with `clientSecretEnv` (or a PEM file with `privateKeyFile`)"
+            )
+        } else {
+            format!(
+                "unknown field `{key}` of `{kind}`; known: {}",
+                known.join(", ")
+            )
+        };
+        out.push(r.locus_of(&format!("{at}/{key}")).error(why));
+    }
+    let text = |key: &str, out: &mut Vec<Diagnostic>| match fields.get(key) {
+        None => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => {
+            out.push(
+                r.locus_of(&format!("{at}/{key}"))
+                    .error(format!("`{key}` must be a non-empty string")),
+            );
+            None
+        }
+    };
+    let scopes = match fields.get("scopes") {
+        None => Vec::new(),
+        Some(v) => v
+            .as_array()
+            .and_then(|a| a.iter().map(|x| x.as_str().map(str::to_owned)).collect())
+            .unwrap_or_else(|| {
+                out.push(
+                    r.locus_of(&format!("{at}/scopes"))
+                        .error("`scopes` must be a list of strings"),
+                );
+                Vec::new()
+            }),
+    };
+    let secret_env = text("clientSecretEnv", out).map(Secret::from_env);
+    if kind == "oauth" {
+        let mut client = OAuthClient::new().scopes(scopes);
+        if let Some(id) = text("clientId", out) {
+            client = client.client_id(id);
+        }
+        if let Some(secret) = secret_env {
+            client = client.client_secret(secret);
+        }
+        if let Some(url) = text("clientMetadataUrl", out) {
+            client = client.client_metadata_url(url);
+        }
+        return McpAuth::OAuth(client);
+    }
+    let Some(id) = text("clientId", out) else {
+        out.push(
+            r.locus_of(&at)
+                .error("`clientCredentials` needs a `clientId`"),
+        );
+        return McpAuth::None;
+    };
+    let key_file = text("privateKeyFile", out);
+    let credentials =
+        match (secret_env, key_file) {
+            (Some(secret), None) => ClientCredentials::secret(id, secret),
+            (None, Some(file)) => {
+                let name = text("algorithm", out).unwrap_or_else(|| "ES256".to_owned());
+                let Some(algorithm) = JwtAlgorithm::from_name(&name) else {
+                    out.push(r.locus_of(&format!("{at}/algorithm")).error(format!(
+                        "`algorithm` is one of RS256, RS384, RS512, ES256, ES384, not `{name}`"
+                    )));
+                    return McpAuth::None;
+                };
+                ClientCredentials::private_key_jwt(id, Secret::from_file(dir.join(file)), algorithm)
+            }
+            _ => {
+                out.push(r.locus_of(&at).error(
+                    "`clientCredentials` needs one of `clientSecretEnv` and `privateKeyFile`",
+                ));
+                return McpAuth::None;
+            }
+        };
+    McpAuth::ClientCredentials(credentials.scopes(scopes))
 }
 
 /// A command with a `/` in it is a path, relative to the bundle's directory; a bare name is

@@ -1,0 +1,213 @@
+//! Issue 26, item 3: `goondan mcp login`, `servers` and `logout` against a real
+//! OAuth-protected MCP server (the conformance suite's `auth/metadata-default` server and its
+//! authorization server, from `scripts/mcp-peers`). The test is the person's browser: it opens
+//! the URL `login` prints, and the authorization server redirects it to `login`'s listener on
+//! 127.0.0.1.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use goondan_runtime::bundle::Bundle;
+use goondan_runtime::mcp::client::{McpClientError, McpExtension, TokenStore};
+use goondan_test_peers::mcp_peers::ProtectedServer;
+
+fn bundle(dir: &Path, url: &str) -> std::path::PathBuf {
+    let file = dir.join("goondan.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: tracker
+        url: "{url}"
+        auth: oauth
+        startupTimeoutMs: 15000
+"#
+        ),
+    )
+    .unwrap();
+    file
+}
+
+fn goondan(state: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(args)
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_forgets_them() {
+    let server = ProtectedServer::start("auth/metadata-default");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let file = bundle(dir.path(), server.url());
+    let b = file.to_str().unwrap();
+
+    let listed = goondan(&state, &["mcp", "servers", "--bundle", b]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert_eq!(
+        text(&listed.stdout),
+        format!(
+            "tracker\tmcp\t{}\toauth\tlogged out: goondan mcp login tracker\n",
+            server.url()
+        )
+    );
+
+    // `login` prints the URL and waits for the browser's redirect.
+    let mut login = Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args([
+            "mcp",
+            "login",
+            "tracker",
+            "--bundle",
+            b,
+            "--wait-secs",
+            "60",
+        ])
+        .env("XDG_STATE_HOME", &state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(login.stderr.take().unwrap());
+    let mut printed = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "login printed no URL:\n{printed}"
+        );
+        printed.push_str(&line);
+        if let Some(url) = line.trim().strip_prefix("http") {
+            break format!("http{url}");
+        }
+    };
+    assert!(printed.contains("open this URL"), "{printed}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let page = runtime.block_on(async {
+        let answer = reqwest::get(&url).await.unwrap();
+        let landed = answer.url().clone();
+        (answer.status(), landed, answer.text().await.unwrap())
+    });
+    assert_eq!(page.0, 200, "{page:?}");
+    assert_eq!(
+        page.1.host_str(),
+        Some("127.0.0.1"),
+        "the redirect came back to login"
+    );
+    assert!(page.2.contains("Authorized"), "{page:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    printed.push_str(&rest);
+    let done = login.wait_with_output().unwrap();
+    assert!(done.status.success(), "{printed}");
+    assert!(
+        text(&done.stdout).starts_with("logged in to `tracker`"),
+        "{}",
+        text(&done.stdout)
+    );
+
+    // The tokens are the user's alone, and never printed.
+    let kept = state.join("goondan/mcp-tokens/tracker.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let tokens: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let access = tokens["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(access.len() > 8);
+    for output in [
+        &printed,
+        &text(&done.stdout),
+        &std::fs::read_to_string(&file).unwrap(),
+    ] {
+        assert!(!output.contains(&access), "the token was shown: {output}");
+    }
+    let listed = goondan(&state, &["mcp", "servers", "--bundle", b, "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    // The suite's authorization server gives no refresh token; the state says so.
+    assert_eq!(
+        listed[0]["state"], "logged in (no refresh token)",
+        "{listed}"
+    );
+
+    // A run uses the kept tokens: no browser.
+    let loaded = Bundle::load(&file).unwrap();
+    let store = TokenStore::at(state.join("goondan/mcp-tokens"));
+    let config = loaded
+        .mcp_extension("mcp")
+        .unwrap()
+        .token_store(store.clone());
+    let mcp = runtime
+        .block_on(McpExtension::connect(config.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!mcp.tool_names("tracker").is_empty());
+    mcp.shutdown();
+
+    // After logout, the same start is E_MCP_AUTH's refusal with the way back, at once.
+    let out = goondan(&state, &["mcp", "logout", "tracker"]);
+    assert_eq!(text(&out.stdout), "logged out of `tracker`\n");
+    assert!(!kept.exists());
+    let started = Instant::now();
+    let refused = runtime.block_on(McpExtension::connect(config)).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    match refused {
+        McpClientError::Unauthorized { server, reason, .. } => {
+            assert_eq!(server, "tracker");
+            assert!(reason.contains("goondan mcp login tracker"), "{reason}");
+        }
+        other => panic!("{other}"),
+    }
+    let out = goondan(&state, &["mcp", "logout", "tracker"]);
+    assert_eq!(text(&out.stdout), "no tokens were kept for `tracker`\n");
+}
+
+#[test]
+fn mcp_login_refuses_a_server_that_does_not_use_oauth_and_names_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = bundle(dir.path(), "http://127.0.0.1:9/mcp");
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("auth: oauth", "auth: none"),
+    )
+    .unwrap();
+    let b = file.to_str().unwrap();
+    let state = dir.path().join("state");
+    let out = goondan(&state, &["mcp", "login", "tracker", "--bundle", b]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("does not use OAuth"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = goondan(&state, &["mcp", "login", "nope", "--bundle", b]);
+    assert!(
+        text(&out.stderr).contains("no MCP server `nope`; its servers: tracker"),
+        "{}",
+        text(&out.stderr)
+    );
+}

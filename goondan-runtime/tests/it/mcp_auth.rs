@@ -1,0 +1,228 @@
+//! Issue 26, items 2 and 3 and the bad input: the bridge's OAuth against real protected
+//! servers (the conformance suite's client-scenario servers with their authorization servers,
+//! in the suite's interactive mode), and a bundle's `auth`.
+#![cfg(feature = "mcp")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::bundle::Bundle;
+use goondan_runtime::mcp::client::{
+    AuthState, ClientCredentials, JwtAlgorithm, McpAuth, McpClientError, McpExtension,
+    McpExtensionConfig, McpServerConfig, OAuthClient, Secret, TokenStore,
+};
+use goondan_test_peers::mcp_peers::ProtectedServer;
+use serde_json::json;
+
+use crate::headless::Headless;
+use crate::mcp_bridge::{Bridged, test_server};
+
+fn oauth(name: &str, url: &str) -> McpServerConfig {
+    McpServerConfig::http(name, url)
+        .auth(McpAuth::OAuth(OAuthClient::new()))
+        .startup_timeout(Duration::from_secs(15))
+        .call_timeout(Duration::from_secs(15))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_a_call_that_needs_more_scope_steps_up_or_without_a_browser_is_e_mcp_auth_while_the_other_server_works()
+ {
+    // This server lists its tools with the first grant's scope and wants more for a call
+    // (403 `insufficient_scope`).
+    let protected = ProtectedServer::start("auth/scope-step-up");
+    let tokens = tempfile::tempdir().unwrap();
+    let store = || TokenStore::at(tokens.path());
+    let login = McpExtensionConfig::new("t")
+        .server(oauth("tracker", protected.url()))
+        .token_store(store())
+        .authorizer(Arc::new(Headless::new()));
+    McpExtension::connect(login).await.unwrap().shutdown();
+    let AuthState::LoggedIn { scopes: first, .. } = store().state("tracker", protected.url())
+    else {
+        panic!("the first grant is kept");
+    };
+
+    // A run without a browser: the kept grant lists the tools; the call that needs more is
+    // E_MCP_AUTH with the way back, and the other server of the extension is not affected.
+    let run = McpExtensionConfig::new("t")
+        .server(oauth("tracker", protected.url()))
+        .server(test_server("local"))
+        .token_store(store());
+    let mcp = McpExtension::connect(run).await.unwrap();
+    let tool = mcp.tool_names("tracker").into_iter().next().unwrap();
+    let bridged = Bridged::new(&mcp);
+    let started = Instant::now();
+    let refused = bridged.call(&tool, json!({})).await;
+    assert_eq!(refused.error_code(), Some("E_MCP_AUTH"), "{refused:?}");
+    let error = refused.error.as_ref().unwrap();
+    assert!(error.message().contains("`tracker`"), "{error:?}");
+    assert!(
+        error
+            .suggestion()
+            .is_some_and(|s| s.contains("goondan mcp login tracker")),
+        "{error:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let local = bridged.call("local__where", json!({})).await;
+    assert!(local.is_ok(), "{local:?}");
+    mcp.shutdown();
+
+    // With a browser, the same call steps up: the new grant holds the old scope and the
+    // challenged one, and the call runs.
+    let with_browser = McpExtensionConfig::new("t")
+        .server(oauth("tracker", protected.url()))
+        .token_store(store())
+        .authorizer(Arc::new(Headless::new()));
+    let mcp = McpExtension::connect(with_browser).await.unwrap();
+    let done = Bridged::new(&mcp).call(&tool, json!({})).await;
+    assert!(done.is_ok(), "{done:?}");
+    let AuthState::LoggedIn { scopes: now, .. } = store().state("tracker", protected.url()) else {
+        panic!("the stepped-up grant is kept");
+    };
+    assert!(
+        first.iter().all(|s| now.contains(s)) && now.len() > first.len(),
+        "{first:?} -> {now:?}"
+    );
+    mcp.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_metadata_with_a_wrong_issuer_is_refused_naming_the_server_and_nothing_is_kept() {
+    let protected = ProtectedServer::start("auth/metadata-issuer-mismatch");
+    let tokens = tempfile::tempdir().unwrap();
+    let config = McpExtensionConfig::new("t")
+        .server(oauth("tracker", protected.url()))
+        .token_store(TokenStore::at(tokens.path()))
+        .authorizer(Arc::new(Headless::new()));
+    let err = McpExtension::connect(config).await.unwrap_err();
+    let McpClientError::Unauthorized { server, reason, .. } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(server, "tracker");
+    assert!(reason.to_lowercase().contains("issuer"), "{reason}");
+    assert_eq!(
+        std::fs::read_dir(tokens.path())
+            .map(Iterator::count)
+            .unwrap_or(0),
+        0,
+        "nothing is written to the token store"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_a_redirect_to_another_address_during_login_is_refused_and_nothing_is_kept() {
+    let protected = ProtectedServer::start("auth/metadata-default");
+    let tokens = tempfile::tempdir().unwrap();
+    // The authorization server (or whatever stands between) sends the browser elsewhere
+    // than this client's loopback redirect URI.
+    let elsewhere = Headless {
+        rewrite: |u| u.replace("127.0.0.1:3000", "203.0.113.9:3000"),
+    };
+    let config = McpExtensionConfig::new("t")
+        .server(oauth("tracker", protected.url()))
+        .token_store(TokenStore::at(tokens.path()))
+        .authorizer(Arc::new(elsewhere));
+    let err = McpExtension::connect(config).await.unwrap_err();
+    let McpClientError::Unauthorized { server, reason, .. } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(server, "tracker");
+    assert!(reason.contains("203.0.113.9"), "{reason}");
+    assert!(
+        !tokens.path().join("tracker.json").exists(),
+        "nothing is written to the token store"
+    );
+}
+
+#[test]
+fn mcp_auth_a_bundle_says_oauth_or_client_credentials_and_protocol_version_and_holds_no_secret() {
+    let yaml = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: tracker
+        url: https://mcp.tracker.example/mcp
+        protocolVersion: "2026-07-28"
+        auth: oauth
+      - name: docs
+        url: https://mcp.docs.example/mcp
+        auth: {oauth: {clientId: goondan, clientSecretEnv: DOCS_SECRET, scopes: [read]}}
+      - name: builds
+        url: https://mcp.ci.example/mcp
+        auth:
+          clientCredentials: {clientId: ci, privateKeyFile: keys/ci.pem, algorithm: RS256}
+"#;
+    let bundle = Bundle::from_yaml(yaml, "/b/goondan.yaml");
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    let config = bundle.mcp_extension("mcp").unwrap();
+    let servers = config.servers();
+    assert_eq!(
+        servers[0],
+        McpServerConfig::http("tracker", "https://mcp.tracker.example/mcp")
+            .protocol_version("2026-07-28")
+            .auth(McpAuth::OAuth(OAuthClient::new()))
+    );
+    assert_eq!(
+        servers[1].authorization(),
+        &McpAuth::OAuth(
+            OAuthClient::new()
+                .client_id("goondan")
+                .client_secret(Secret::from_env("DOCS_SECRET"))
+                .scopes(["read"])
+        )
+    );
+    assert_eq!(
+        servers[2].authorization(),
+        &McpAuth::ClientCredentials(ClientCredentials::private_key_jwt(
+            "ci",
+            Secret::from_file("/b/keys/ci.pem"),
+            JwtAlgorithm::Rs256
+        ))
+    );
+
+    let bad = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: a
+        url: https://a.example/mcp
+        auth: {clientCredentials: {clientId: x, clientSecret: hunter2}}
+      - name: b
+        url: https://b.example/mcp
+        protocolVersion: "1999-01-01"
+      - name: c
+        command: server
+        auth: oauth
+      - name: d
+        url: https://d.example/mcp
+        auth: password
+"#;
+    let bundle = Bundle::from_yaml(bad, "goondan.yaml");
+    let problems: Vec<_> = bundle
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect();
+    let has =
+        |line: usize, text: &str| problems.iter().any(|(l, m)| *l == line && m.contains(text));
+    assert!(has(10, "does not hold secrets"), "{problems:?}");
+    assert!(has(16, "`auth` is for `url` servers"), "{problems:?}");
+    assert!(has(19, "`auth` is `oauth`"), "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|(_, m)| m.contains("1999-01-01") && m.contains("2026-07-28")),
+        "{problems:?}"
+    );
+    assert!(bundle.mcp_extension("mcp").is_err());
+}
