@@ -85,6 +85,7 @@ fn failed_checks(text: &str) -> Option<usize> {
 fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_credentials() {
     let mut problems = Vec::new();
     let mut summary = Vec::new();
+    let mut counts = Vec::new();
     for revision in ["2025-11-25", "2026-07-28"] {
         let scenarios = listed(revision);
         assert!(
@@ -100,6 +101,7 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
         if !ok || !missing.is_empty() || failed_checks(&text) != Some(0) {
             problems.push(format!("== {revision}: not passed: {missing:?}\n{text}"));
         }
+        counts.push(format!("{} for {revision}", scenarios.len()));
         let checks: usize = passed.iter().map(|(_, n)| n).sum();
         summary.push(format!(
             "{revision}: {} of {} scenarios, {checks} checks",
@@ -121,6 +123,12 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
     }
     eprintln!("{}", summary.join("\n"));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The README says how many scenarios pass; it says what this run counted.
+    let readme = std::fs::read_to_string(goondan_test_peers::workspace_root().join("README.md"))
+        .unwrap()
+        .replace('\n', " ");
+    let claim = format!("suite: {}, authorization included", counts.join(" and "));
+    assert!(readme.contains(&claim), "the README should say `{claim}`");
 }
 
 #[test]
