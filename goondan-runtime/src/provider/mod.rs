@@ -179,6 +179,31 @@ impl ProviderConfig {
         self
     }
 
+    /// The answer's token limit for `request`: the lower of the request's (a sampling
+    /// request's `maxTokens`) and this configuration's.
+    ///
+    /// ```
+    /// use goondan_runtime::provider::{Provider, ProviderConfig};
+    /// let config = ProviderConfig::new(Provider::OPENAI_CHAT, "m").max_tokens(500);
+    /// # let mut request = goondan_runtime::step::ModelRequest {
+    /// #     system: None, agent_name: "a".into(), turn_id: "t".into(), step: 0,
+    /// #     messages: vec![], catalog: goondan_runtime::ToolCatalog::default(),
+    /// #     tool_choice: None, max_tokens: None, deltas: None,
+    /// #     cancellation: Default::default(),
+    /// # };
+    /// assert_eq!(config.token_limit(&request), Some(500));
+    /// request.max_tokens = Some(64);
+    /// assert_eq!(config.token_limit(&request), Some(64));
+    /// request.max_tokens = Some(4000);
+    /// assert_eq!(config.token_limit(&request), Some(500));
+    /// ```
+    pub fn token_limit(&self, request: &crate::step::ModelRequest) -> Option<u32> {
+        match (request.max_tokens, self.max_tokens) {
+            (Some(asked), Some(configured)) => Some(asked.min(configured)),
+            (asked, configured) => asked.or(configured),
+        }
+    }
+
     /// The answer's token limit.
     pub fn max_tokens(mut self, n: u32) -> Self {
         self.max_tokens = Some(n);

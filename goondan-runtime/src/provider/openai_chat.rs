@@ -88,7 +88,7 @@ pub(crate) fn body(
     if let Some(t) = config.temperature {
         body.insert("temperature".into(), json!(t));
     }
-    if let Some(n) = config.max_tokens {
+    if let Some(n) = config.token_limit(request) {
         // OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
         // `max_tokens`); the servers that speak its format at other addresses read `max_tokens`.
         let field = if config.base().starts_with("https://api.openai.com") {
@@ -418,6 +418,7 @@ mod tests {
             messages: Vec::new(),
             catalog: ToolCatalog::new(),
             tool_choice: None,
+            max_tokens: None,
             deltas: None,
             cancellation: tokio_util::sync::CancellationToken::new(),
         }

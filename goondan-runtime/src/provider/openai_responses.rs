@@ -66,7 +66,7 @@ pub(crate) fn body(
     if let Some(t) = config.temperature {
         body.insert("temperature".into(), json!(t));
     }
-    if let Some(n) = config.max_tokens {
+    if let Some(n) = config.token_limit(request) {
         body.insert("max_output_tokens".into(), json!(n));
     }
     body.insert("stream".into(), Value::Bool(stream));

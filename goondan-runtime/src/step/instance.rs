@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::StepError;
+use super::caller::AgentCaller;
 use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
 use super::journal::{
     CallProgress, Journal, JournalPoint, OpenStep, Record, Replay, TurnEnding, UnfinishedTurn,
@@ -26,7 +27,7 @@ use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
-use crate::tools::context::{Message, ToolContext, fresh_id, now_ms};
+use crate::tools::context::{Caller, Message, ToolContext, fresh_id, now_ms};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
 use crate::tools::toolset::{self, Toolset};
@@ -35,6 +36,8 @@ use crate::tools::toolset::{self, Toolset};
 pub const DEFAULT_MAX_STEPS_PER_TURN: usize = 16;
 
 struct Shared {
+    /// Whoever called, for the calls' questions.
+    caller: Arc<dyn Caller>,
     agent_name: String,
     instance_key: String,
     registry: Arc<ToolRegistry>,
@@ -199,6 +202,7 @@ impl AgentInstance {
             retry: RetryBudget::default(),
             guardrails: Guardrails::new(),
             toolsets: Vec::new(),
+            person: None,
         }
     }
 
@@ -461,9 +465,18 @@ pub struct AgentInstanceBuilder {
     retry: RetryBudget,
     guardrails: Guardrails,
     toolsets: Vec<Toolset>,
+    person: Option<Arc<dyn Caller>>,
 }
 
 impl AgentInstanceBuilder {
+    /// The person a tool's form goes to (MCP elicitation, asked by a tool or by a bridged
+    /// server mid-call): `goondan run` gives its terminal. Sampling requests go to the agent's
+    /// own model and the roots are its working directory, with or without a person.
+    pub fn person(mut self, person: Arc<dyn Caller>) -> Self {
+        self.person = Some(person);
+        self
+    }
+
     /// The conversation so far, oldest first: the instance goes on from it (a session read
     /// back from disk, a process restarted).
     ///
@@ -727,8 +740,15 @@ impl AgentInstanceBuilder {
             // Added last at the highest priority: the innermost, after approvals.
             executor = executor.middleware_arc(i32::MAX, Arc::new(JournalStarts(writer.clone())));
         }
+        let caller: Arc<dyn Caller> = Arc::new(AgentCaller {
+            agent: self.agent_name.clone(),
+            model: Arc::clone(&self.model),
+            workdir: workdir.clone(),
+            person: self.person,
+        });
         Ok(AgentInstance {
             shared: Arc::new(Shared {
+                caller,
                 agent_name: self.agent_name,
                 instance_key: self.instance_key,
                 registry: self.registry,
@@ -985,6 +1005,7 @@ fn call_context(
         .turn_id(turn_id.to_owned())
         .trace_id(trace_id.to_owned())
         .cancellation(cancellation.clone())
+        .caller(Arc::clone(&shared.caller))
         .message(message);
     if let Some(runtime) = &shared.runtime {
         ctx = ctx.runtime(Arc::clone(runtime));
@@ -1053,6 +1074,7 @@ impl Core<StepContext> for StepRunner {
                         messages: step.messages.as_ref().clone(),
                         catalog: step.tool_catalog,
                         tool_choice: step.tool_choice,
+                        max_tokens: None,
                         deltas: shared.deltas.clone(),
                         cancellation: step.cancellation.clone(),
                     };

@@ -6,6 +6,7 @@
 //! - [`StepMiddleware`] wraps a Step and may edit its catalog (CAT-3); [`TurnMiddleware`] wraps
 //!   a Turn. Extensions register both ([`crate::extension`]).
 
+mod caller;
 mod durable;
 mod instance;
 pub mod journal;

@@ -32,6 +32,9 @@ pub struct ModelRequest {
     /// Whether the model must, may or must not call a tool in this Step; `None` leaves it to
     /// the model's configuration ([`ToolChoice`](crate::tools::catalog::ToolChoice)).
     pub tool_choice: Option<crate::tools::catalog::ToolChoice>,
+    /// At most this many tokens in the answer (a sampling request's `maxTokens`); the lower
+    /// of this and the model's configured limit applies. `None`: the configured limit.
+    pub max_tokens: Option<u32>,
     /// Receives the answer's pieces while a streaming model produces them.
     pub deltas: Option<DeltaSink>,
     /// Cancelled: the model stops and answers [`ModelError::Cancelled`]. Dropping the

@@ -116,6 +116,7 @@ async fn the_model_factory_gives_an_agent_whose_model_cannot_be_built_a_model_th
         messages: Vec::new(),
         catalog: ToolCatalog::new(),
         tool_choice: None,
+        max_tokens: None,
         deltas: None,
         cancellation: Default::default(),
     };

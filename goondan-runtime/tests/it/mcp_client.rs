@@ -917,3 +917,192 @@ async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
     );
     mcp.shutdown();
 }
+
+/// Issue 26, item 6: the resources a bridged server answers with, embedded and linked
+/// (server-everything's `get-resource-reference` and `get-resource-links`), are content parts
+/// of the result, and every provider's dialect shows them to the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridged_resources_and_links_are_content_parts_every_provider_shows_the_model() {
+    use goondan_runtime::dialect::Dialect;
+    use goondan_runtime::tools::content::Content;
+    let dir = tempfile::tempdir().unwrap();
+    let (_bundle, mcp) = everything(dir.path()).await;
+    let bridged = Bridged::new(&mcp);
+    let embedded = bridged
+        .call(
+            "everything__get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 2}),
+        )
+        .await;
+    assert!(embedded.is_ok(), "{embedded:?}");
+    let Some(Content::Resource(resource)) = embedded
+        .content
+        .iter()
+        .find(|c| matches!(c, Content::Resource(_)))
+    else {
+        panic!("an embedded resource part: {:?}", embedded.content);
+    };
+    let uri = resource.uri.clone();
+    assert!(uri.ends_with("/2"), "{uri}");
+    let linked = bridged
+        .call("everything__get-resource-links", json!({"count": 2}))
+        .await;
+    assert!(linked.is_ok(), "{linked:?}");
+    let links: Vec<String> = linked
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Link(l) => Some(l.uri.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 2, "{:?}", linked.content);
+    for dialect in [
+        Dialect::OPENAI_CHAT,
+        Dialect::OPENAI_RESPONSES,
+        Dialect::ANTHROPIC,
+        Dialect::GEMINI,
+    ] {
+        let shown = dialect.render_result(&embedded).to_string();
+        assert!(
+            shown.contains(&uri),
+            "{dialect:?} hides the resource: {shown}"
+        );
+        let shown = dialect.render_result(&linked).to_string();
+        for link in &links {
+            assert!(
+                shown.contains(link.as_str()),
+                "{dialect:?} hides {link}: {shown}"
+            );
+        }
+    }
+    mcp.shutdown();
+}
+
+/// A person who fills every form with the name "Ada" and the schema's defaults.
+struct Ada;
+
+impl goondan_runtime::tools::context::Caller for Ada {
+    fn can_answer(&self, question: &goondan_runtime::tools::context::Question) -> bool {
+        question.capability() == "elicitation"
+    }
+
+    fn ask(
+        &self,
+        _key: Option<&str>,
+        question: goondan_runtime::tools::context::Question,
+    ) -> goondan_runtime::tools::context::AnswerFuture {
+        let goondan_runtime::tools::context::Question::Elicit { schema, .. } = question else {
+            return Box::pin(async {
+                Err(goondan_runtime::tools::context::AskError::Unsupported {
+                    capability: "sampling",
+                })
+            });
+        };
+        let mut content = serde_json::Map::new();
+        for (name, property) in schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+        {
+            if let Some(default) = property.get("default") {
+                content.insert(name, default.clone());
+            }
+        }
+        content.insert("name".into(), json!("Ada"));
+        Box::pin(async move { Ok(json!({"action": "accept", "content": content})) })
+    }
+
+    fn log(&self, _level: goondan_runtime::tools::context::LogLevel, _data: Value) {}
+}
+
+/// Issue 26, item 5: a bridged server that asks mid-call (server-everything's
+/// `trigger-sampling-request` and `trigger-elicitation-request`) is answered as our own tools'
+/// questions are: sampling by the agent's own model, within the request's `maxTokens`; the
+/// form by the person the host gave. A server the bundle does not let sample is not told it
+/// may (server-everything then offers no sampling tool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_bridged_server_s_sampling_goes_to_the_agent_s_model_and_its_form_to_the_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bundle, mcp) = everything(dir.path()).await;
+    assert!(
+        mcp.tool_names("everything")
+            .contains(&"everything__trigger-sampling-request".to_owned())
+    );
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new(
+            "c1",
+            "everything__trigger-sampling-request",
+            json!({"prompt": "name a colour", "maxTokens": 12}),
+        )]),
+        // The server's sampling request, answered by the agent's own model.
+        ModelResponse::text("vermilion"),
+        ModelResponse::calls([ToolCall::new(
+            "c2",
+            "everything__trigger-elicitation-request",
+            json!({}),
+        )]),
+        ModelResponse::text("done"),
+    ]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::from_bundle(
+        &bundle,
+        "helper",
+        Arc::new(ToolRegistry::new()),
+        Arc::clone(&model) as _,
+    )
+    .unwrap()
+    .state_dir(state.path())
+    .extension(mcp.clone())
+    .person(Arc::new(Ada))
+    .build()
+    .unwrap();
+    let turn = agent.run_turn("go").await.unwrap();
+    let sampled = &turn.steps[0].results[0];
+    assert!(sampled.is_ok(), "{sampled:?}");
+    let text = sampled
+        .output
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(text.contains("vermilion"), "{text}");
+    let asked = &model.requests()[1];
+    assert_eq!(asked.max_tokens, Some(12));
+    assert!(
+        asked.messages[0]
+            .content
+            .as_deref()
+            .is_some_and(|t| t.contains("name a colour")),
+        "{asked:?}"
+    );
+    let filled = &turn.steps[1].results[0];
+    assert!(filled.is_ok(), "{filled:?}");
+    // Several text blocks: the output is the blocks as MCP wrote them.
+    let text = filled
+        .output
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    assert!(
+        text.contains("User provided the requested information") && text.contains("Ada"),
+        "{text}"
+    );
+    mcp.shutdown();
+
+    // `sampling: false`: the server is not told it may sample, so it offers no such tool.
+    let yaml = std::fs::read_to_string(dir.path().join("goondan.yaml"))
+        .unwrap()
+        .replace(
+            "callTimeoutMs: 60000",
+            "callTimeoutMs: 60000\n        sampling: false",
+        );
+    std::fs::write(dir.path().join("goondan.yaml"), yaml).unwrap();
+    let bundle = Bundle::load(dir.path().join("goondan.yaml")).unwrap();
+    let mcp = McpExtension::connect(bundle.mcp_extension("mcp").unwrap())
+        .await
+        .unwrap();
+    let names = mcp.tool_names("everything");
+    assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("sampling")), "{names:?}");
+    mcp.shutdown();
+}

@@ -67,6 +67,7 @@ fn request(deltas: Option<DeltaSink>) -> ModelRequest {
         messages: vec![user("what is 2 + 3 and 10 + 20?")],
         catalog: catalog(),
         tool_choice: None,
+        max_tokens: None,
         deltas,
         cancellation: CancellationToken::new(),
     }

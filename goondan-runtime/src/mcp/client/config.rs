@@ -73,6 +73,7 @@ pub struct McpServerConfig {
     pub(crate) call_timeout: Duration,
     pub(crate) auth: McpAuth,
     pub(crate) protocol_version: Option<String>,
+    pub(crate) sampling: bool,
 }
 
 impl McpServerConfig {
@@ -110,7 +111,17 @@ impl McpServerConfig {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             auth: McpAuth::None,
             protocol_version: None,
+            sampling: true,
         }
+    }
+
+    /// Whether the server may ask the agent's model for completions mid-call (MCP
+    /// sampling; default: yes). When not, the client does not announce sampling to it and
+    /// refuses its sampling requests.
+    #[must_use]
+    pub fn sampling(mut self, allowed: bool) -> Self {
+        self.sampling = allowed;
+        self
     }
 
     /// How to authorize with an HTTP server (no effect on a stdio server).

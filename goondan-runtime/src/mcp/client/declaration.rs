@@ -33,6 +33,7 @@
 //!         url: https://mcp.tracker.example/mcp
 //!         protocolVersion: "2026-07-28"     # default: 2025-11-25's handshake
 //!         auth: oauth                       # or {oauth: {clientId, clientSecretEnv, scopes}}
+//!         sampling: false                   # it may not ask the agent's model mid-call
 //!       - name: builds                      # a service account: no person involved
 //!         url: https://mcp.ci.example/mcp
 //!         auth:
@@ -66,6 +67,7 @@ const SERVER_KEYS: &[&str] = &[
     "callTimeoutMs",
     "protocolVersion",
     "auth",
+    "sampling",
 ];
 
 const OAUTH_KEYS: &[&str] = &["clientId", "clientSecretEnv", "clientMetadataUrl", "scopes"];
@@ -329,6 +331,14 @@ fn server(
     }
     if let Some(version) = text("protocolVersion", out) {
         server = server.protocol_version(version);
+    }
+    match map.get("sampling") {
+        None => {}
+        Some(Value::Bool(allowed)) => server = server.sampling(*allowed),
+        Some(_) => out.push(
+            r.locus_of(&format!("{at}/sampling"))
+                .error("`sampling` is `true` or `false`"),
+        ),
     }
     let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
     (!failed && name.is_some()).then_some(server)

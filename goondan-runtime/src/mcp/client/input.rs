@@ -38,7 +38,11 @@ pub(crate) async fn answer(
     ctx: &ToolContext,
     key: Option<&str>,
     question: Question,
+    sampling: bool,
 ) -> Result<Value, String> {
+    if !sampling && matches!(question, Question::Sample(_)) {
+        return Err("this bundle does not let this server sample the agent's model".to_owned());
+    }
     let asked = match key {
         Some(key) => ctx.ask_as(key, question.clone()).await,
         None => ctx.ask(question.clone()).await,
@@ -58,6 +62,7 @@ pub(crate) async fn answer(
 pub(crate) async fn answer_all(
     ctx: &ToolContext,
     needed: InputRequiredResult,
+    sampling: bool,
 ) -> Result<(Option<InputResponses>, Option<String>), String> {
     let requests = needed.input_requests.unwrap_or_default();
     if requests.is_empty() && needed.request_state.is_none() {
@@ -71,7 +76,7 @@ pub(crate) async fn answer_all(
         let question = question_of(method, &params).ok_or_else(|| {
             format!("the server asked for `{method}`, which this bridge does not answer")
         })?;
-        let answered = answer(ctx, Some(&key), question).await?;
+        let answered = answer(ctx, Some(&key), question, sampling).await?;
         responses.insert(key, answered);
     }
     Ok((
@@ -113,16 +118,47 @@ mod tests {
     #[tokio::test]
     async fn with_nobody_to_ask_a_form_is_declined_roots_are_none_and_sampling_is_refused() {
         let ctx = ToolContext::builder("/tmp").build().for_call("c1", "s__t");
-        let form = answer(&ctx, None, Question::elicit("?", json!({"type": "object"}))).await;
+        let form = answer(
+            &ctx,
+            None,
+            Question::elicit("?", json!({"type": "object"})),
+            true,
+        )
+        .await;
         assert_eq!(form, Ok(json!({"action": "decline"})));
         assert_eq!(
-            answer(&ctx, None, Question::Roots).await,
+            answer(&ctx, None, Question::Roots, true).await,
             Ok(json!({"roots": []}))
         );
         assert!(
-            answer(&ctx, None, Question::sample_text("hi", 5))
+            answer(&ctx, None, Question::sample_text("hi", 5), true)
                 .await
                 .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_the_bundle_does_not_let_sample_is_refused_even_with_a_model_to_ask() {
+        struct Model;
+        impl crate::tools::context::Caller for Model {
+            fn can_answer(&self, _q: &Question) -> bool {
+                true
+            }
+            fn ask(&self, _k: Option<&str>, _q: Question) -> crate::tools::context::AnswerFuture {
+                Box::pin(async { Ok(json!({"role": "assistant"})) })
+            }
+            fn log(&self, _l: crate::tools::context::LogLevel, _d: Value) {}
+        }
+        let ctx = ToolContext::builder("/tmp")
+            .caller(std::sync::Arc::new(Model))
+            .build()
+            .for_call("c1", "s__t");
+        let q = || Question::sample_text("hi", 5);
+        assert!(answer(&ctx, None, q(), true).await.is_ok());
+        let refused = answer(&ctx, None, q(), false).await.unwrap_err();
+        assert!(
+            refused.contains("does not let this server sample"),
+            "{refused}"
         );
     }
 }

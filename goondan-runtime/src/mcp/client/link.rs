@@ -340,7 +340,7 @@ impl ServerLink {
             }
             rounds += 1;
             let only_state = needed.input_requests.as_ref().is_none_or(|r| r.is_empty());
-            let (responses, state) = input::answer_all(&ctx, needed)
+            let (responses, state) = input::answer_all(&ctx, needed, self.config.sampling)
                 .await
                 .map_err(|why| outcome::remote_error(server, &remote, &why))?;
             if only_state {
@@ -385,7 +385,7 @@ impl ServerLink {
             .asking
             .latest()
             .unwrap_or_else(|| ToolContext::builder(".").build());
-        input::answer(&ctx, None, question).await
+        input::answer(&ctx, None, question, self.config.sampling).await
     }
 }
 
@@ -811,7 +811,11 @@ impl ClientHandler for Notifier {
             rmcp::model::ElicitationCapability::new()
                 .with_form(rmcp::model::FormElicitationCapability::new()),
         );
-        capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        // A server the bundle does not let sample the agent's model is not told it may.
+        let sampling = self.link.upgrade().is_none_or(|l| l.config.sampling);
+        if sampling {
+            capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
         capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
         let config = ClientConfig::new(
             capabilities,

@@ -103,7 +103,11 @@ pub(crate) fn body(
     body.insert("model".into(), Value::from(config.model.as_str()));
     body.insert(
         "max_tokens".into(),
-        json!(config.max_tokens.unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)),
+        json!(
+            config
+                .token_limit(request)
+                .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)
+        ),
     );
     if let Some(system) = &request.system {
         body.insert("system".into(), Value::from(system.as_str()));

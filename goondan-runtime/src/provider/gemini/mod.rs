@@ -143,7 +143,7 @@ pub(crate) fn body(config: &ProviderConfig, request: &ModelRequest) -> Result<Va
     if let Some(t) = config.temperature {
         generation.insert("temperature".into(), json!(t));
     }
-    if let Some(n) = config.max_tokens {
+    if let Some(n) = config.token_limit(request) {
         generation.insert("maxOutputTokens".into(), json!(n));
     }
     if !generation.is_empty() {
