@@ -9,7 +9,10 @@
 //! - `where`: the working directory and `MCP_TEST_GREETING`.
 //! - `fs.read__all`: a name our names cannot hold; answers `mapped`.
 //!
-//! While the file named by `MCP_TEST_REFUSE_FILE` exists, it exits at once instead.
+//! - `huge {mib}`: answers a text of `mib` MiB.
+//!
+//! While the file named by `MCP_TEST_REFUSE_FILE` exists, it exits at once instead. With
+//! `MCP_TEST_ENDLESS_LIST` set, every `tools/list` page names a next one.
 //!
 //! With the argument `goondan`, it serves instead the Goondan tool `calc` (`add`, `div`,
 //! `later`) with `goondan_runtime::mcp::server::McpServer`: our server, for the end-to-end
@@ -79,7 +82,7 @@ impl ServerHandler for TestServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let named = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
@@ -125,6 +128,24 @@ impl ServerHandler for TestServer {
                 schema(json!({"type": "object", "properties": {}})),
             ));
         }
+        tools.push(Tool::new(
+            "huge",
+            "Answers `mib` MiB of text.",
+            schema(json!({"type": "object", "properties": {"mib": {"type": "integer"}}, "required": ["mib"]})),
+        ));
+        if std::env::var_os("MCP_TEST_ENDLESS_LIST").is_some() {
+            // A server that never ends its list: every page has new names and a next page.
+            let page: u64 = request
+                .and_then(|r| r.cursor)
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            for t in &mut tools {
+                t.name = format!("{}-{page}", t.name).into();
+            }
+            let mut result = ListToolsResult::with_all_items(tools);
+            result.next_cursor = Some((page + 1).to_string());
+            return Ok(result);
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -166,6 +187,11 @@ impl ServerHandler for TestServer {
                 }
                 let _ = context.peer.notify_tool_list_changed().await;
                 Ok(text("changed"))
+            }
+            "huge" => {
+                let mib = arg(&request, "mib").and_then(Value::as_u64).unwrap_or(1);
+                let size = usize::try_from(mib).unwrap_or(1) << 20;
+                Ok(text("x".repeat(size)))
             }
             "where" => Ok(CallToolResult::structured(json!({
                 "cwd": std::env::current_dir().unwrap().display().to_string(),

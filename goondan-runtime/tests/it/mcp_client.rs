@@ -1106,3 +1106,44 @@ async fn mcp_a_bridged_server_s_sampling_goes_to_the_agent_s_model_and_its_form_
     assert!(!names.iter().any(|n| n.contains("sampling")), "{names:?}");
     mcp.shutdown();
 }
+
+/// Issue 26, bad input: a server whose `tools/list` never ends is refused with an error that
+/// names it, quickly, instead of filling memory; a result past the transport's 16 MiB bound
+/// is dropped by the transport, the call ends as data within its timeout, and the server
+/// keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_an_endless_tool_list_is_refused_and_an_oversized_result_is_bounded() {
+    let endless = test_server("srv").env("MCP_TEST_ENDLESS_LIST", "1");
+    let started = Instant::now();
+    let err = McpExtension::connect(McpExtensionConfig::new("t").server(endless))
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("`srv`") && message.contains("more than 64 pages"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let server = test_server("srv").call_timeout(Duration::from_secs(3));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let fits = bridged.call("srv__huge", json!({"mib": 2})).await;
+    assert!(fits.is_ok(), "{:?}", fits.error);
+    let oversized = bridged.call("srv__huge", json!({"mib": 20})).await;
+    assert_eq!(
+        oversized.error_code(),
+        Some("E_TOOL_TIMEOUT"),
+        "{:?}",
+        oversized.error
+    );
+    let after = bridged.call("srv__where", json!({})).await;
+    assert!(after.is_ok(), "{after:?}");
+    mcp.shutdown();
+}

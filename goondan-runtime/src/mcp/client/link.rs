@@ -660,13 +660,51 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             }
         }
     };
-    let tools = running
-        .peer()
-        .list_all_tools()
+    let tools = list_tools(running.peer())
         .await
-        .map_err(|e| format!("`tools/list` failed: {e}"))?;
+        .map_err(|e| e.to_string())?;
     link.set_tools(tools);
     Ok(Started { running, pid, auth })
+}
+
+/// The most pages of one `tools/list` the bridge reads.
+pub(crate) const MAX_LIST_PAGES: usize = 64;
+
+/// The most tools one server may list.
+pub(crate) const MAX_LISTED_TOOLS: usize = 4096;
+
+/// Why a listing failed.
+#[derive(Debug, thiserror::Error)]
+enum ListError {
+    #[error("`tools/list` failed: {0}")]
+    Service(#[from] ServiceError),
+    #[error("`tools/list` went on for more than {MAX_LIST_PAGES} pages; a server's list must end")]
+    Endless,
+    #[error("`tools/list` named more than {MAX_LISTED_TOOLS} tools")]
+    TooMany,
+}
+
+/// Every tool `peer` lists, page by page, bounded: a server whose list does not end, or
+/// names more than [`MAX_LISTED_TOOLS`] tools, is refused instead of filling memory.
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, ListError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let page = peer
+            .list_tools(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(cursor),
+            ))
+            .await?;
+        tools.extend(page.tools);
+        if tools.len() > MAX_LISTED_TOOLS {
+            return Err(ListError::TooMany);
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tools),
+        }
+    }
+    Err(ListError::Endless)
 }
 
 /// Why [`connect_and_list`] failed: the server's authorization challenge (a 401, or a 403
@@ -695,15 +733,19 @@ where
             },
             None => Refused::Other(e.to_string()),
         })?;
-    match running.peer().list_all_tools().await {
+    match list_tools(running.peer()).await {
         Ok(tools) => Ok((running, tools)),
         Err(e) => {
-            let refused = match e.auth_challenge() {
+            let challenge = match &e {
+                ListError::Service(s) => s.auth_challenge(),
+                _ => None,
+            };
+            let refused = match challenge {
                 Some(challenge) => Refused::Auth {
                     challenge: challenge.to_owned(),
                     message: e.to_string(),
                 },
-                None => Refused::Other(format!("`tools/list` failed: {e}")),
+                None => Refused::Other(e.to_string()),
             };
             let _ = running.cancel().await;
             Err(refused)
@@ -786,14 +828,14 @@ impl ClientHandler for Notifier {
         tokio::spawn(async move {
             let Some(strong) = link.upgrade() else { return };
             let limit = strong.config.startup_timeout;
-            match tokio::time::timeout(limit, peer.list_all_tools()).await {
+            match tokio::time::timeout(limit, list_tools(&peer)).await {
                 Ok(Ok(tools)) => {
                     if strong.set_tools(tools) {
                         strong.notify_changed();
                     }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(target: "goondan::mcp", server = %strong.config.name, "`tools/list` after `list_changed` failed: {e}")
+                    tracing::warn!(target: "goondan::mcp", server = %strong.config.name, "after `list_changed`, the tools are kept as they were: {e}")
                 }
                 Err(_) => {
                     tracing::warn!(target: "goondan::mcp", server = %strong.config.name, "`tools/list` after `list_changed` timed out")
