@@ -1147,3 +1147,59 @@ async fn mcp_an_endless_tool_list_is_refused_and_an_oversized_result_is_bounded(
     assert!(after.is_ok(), "{after:?}");
     mcp.shutdown();
 }
+
+/// Multiplies two numbers (registered on our server while it serves).
+#[goondan_runtime::tool(name = "times")]
+pub fn mul(a: i64, b: i64) -> i64 {
+    a * b
+}
+
+/// Issue 26, item 4: one extension bridges a 2025-11-25 server (server-everything over stdio,
+/// the `initialize` handshake) and a 2026-07-28 stateless server (ours over Streamable HTTP,
+/// `server/discover` and metadata in every request); on the new revision, the tools our
+/// server registers while it serves arrive through `subscriptions/listen`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_one_extension_speaks_2025_11_25_and_2026_07_28_and_hears_list_changes_through_subscriptions_listen()
+ {
+    let registry = Arc::new(ToolRegistry::builder().tool(add::TOOL).build().unwrap());
+    let http = goondan_runtime::mcp::server::McpServer::builder(Arc::clone(&registry))
+        .build()
+        .unwrap()
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let everything = McpServerConfig::stdio("everything", mcp_peers::peer("node"))
+        .arg(
+            mcp_peers::peer("mcp-server-everything")
+                .display()
+                .to_string(),
+        )
+        .arg("stdio")
+        .protocol_version("2025-11-25");
+    let ours = McpServerConfig::http("ours", http.url()).protocol_version("2026-07-28");
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(everything).server(ours))
+        .await
+        .unwrap();
+    let bridged = Bridged::new(&mcp);
+    let echo = bridged
+        .call("everything__echo", json!({"message": "old revision"}))
+        .await;
+    assert!(echo.is_ok(), "{echo:?}");
+    let add = local_name("ours", "calc__add");
+    let sum = bridged.call(&add.full, json!({"a": 20, "b": 22})).await;
+    assert_eq!(sum.output, Some(json!({"result": 42})), "{sum:?}");
+
+    // A tool registered while our server serves: a notification on the listen stream, a new
+    // listing, a new bridged tool.
+    registry.register(mul::TOOL).unwrap();
+    let times = local_name("ours", "times__mul");
+    eventually("the new tool is bridged", || {
+        mcp.tool_names("ours").contains(&times.full)
+    })
+    .await;
+    let bridged = Bridged::new(&mcp);
+    let product = bridged.call(&times.full, json!({"a": 6, "b": 7})).await;
+    assert_eq!(product.output, Some(json!({"result": 42})), "{product:?}");
+    mcp.shutdown();
+    http.shutdown().await.unwrap();
+}

@@ -462,9 +462,19 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             }
         };
         let server = strong.config.name.clone();
+        let stateless = matches!(
+            lifecycle(&strong.config),
+            ClientLifecycleMode::Discover { .. }
+        );
         drop(strong);
         if let Some(running) = running {
             let token = running.cancellation_token();
+            // The listening ends with this connection.
+            let listening = CancellationToken::new();
+            let _stop_listening = listening.clone().drop_guard();
+            if stateless {
+                tokio::spawn(listen(running.peer().clone(), listening, server.clone()));
+            }
             tokio::select! {
                 () = stop.cancelled() => {
                     token.cancel();
@@ -482,6 +492,36 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(backoff.next_pause()) => {}
+        }
+    }
+}
+
+/// On the stateless revision no session carries `notifications/tools/list_changed`: the
+/// client asks for it with `subscriptions/listen`, a request the server holds open and
+/// streams its notifications on (they reach [`Notifier::on_tool_list_changed`]). Opened
+/// again after a pause when it ends while the connection lives.
+async fn listen(peer: Peer<RoleClient>, token: CancellationToken, server: String) {
+    use rmcp::model::{
+        ClientRequest, Request, SubscriptionFilter, SubscriptionsListenRequestParams,
+    };
+    let mut pause = Backoff::default();
+    loop {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let request = ClientRequest::SubscriptionsListenRequest(Request::new(
+            SubscriptionsListenRequestParams::new(filter),
+        ));
+        tokio::select! {
+            () = token.cancelled() => return,
+            ended = peer.send_request(request) => {
+                tracing::debug!(target: "goondan::mcp", server = %server, ?ended, "`subscriptions/listen` ended");
+            }
+        }
+        if peer.is_transport_closed() {
+            return;
+        }
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(pause.next_pause()) => {}
         }
     }
 }
