@@ -11,6 +11,8 @@
 use rmcp::model::{InputRequiredResult, InputResponses};
 use serde_json::{Value, json};
 
+use std::sync::{Mutex, MutexGuard};
+
 use crate::tools::context::{AskError, Question, ToolContext};
 
 /// How many input-required rounds one call may take before the bridge gives up on it.
@@ -83,6 +85,42 @@ pub(crate) async fn answer_all(
         (!responses.is_empty()).then_some(responses),
         needed.request_state,
     ))
+}
+
+/// The calls running on a server, latest last. MCP does not say which call a server's own
+/// request belongs to, so it goes to the latest one.
+#[derive(Default)]
+pub(crate) struct Asking {
+    next: std::sync::atomic::AtomicU64,
+    running: Mutex<Vec<(u64, ToolContext)>>,
+}
+
+/// A call's place in [`Asking`], given up when dropped.
+pub(crate) struct AskingGuard<'a> {
+    asking: &'a Asking,
+    id: u64,
+}
+
+impl Asking {
+    pub(crate) fn enter(&self, ctx: &ToolContext) -> AskingGuard<'_> {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push((id, ctx.clone()));
+        AskingGuard { asking: self, id }
+    }
+
+    pub(crate) fn latest(&self) -> Option<ToolContext> {
+        self.lock().last().map(|(_, ctx)| ctx.clone())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<(u64, ToolContext)>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for AskingGuard<'_> {
+    fn drop(&mut self) {
+        self.asking.lock().retain(|(id, _)| *id != self.id);
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::access::{Access, AccessError};
 use super::auth::McpAuth;
 use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig, McpTransport};
-use super::input;
+use super::input::{self, Asking};
+use super::listing::{ListError, list_tools};
 use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
 use super::task;
@@ -389,42 +390,6 @@ impl ServerLink {
     }
 }
 
-/// The calls running on a server, latest last. MCP does not say which call a server's own
-/// request belongs to, so it goes to the latest one.
-#[derive(Default)]
-struct Asking {
-    next: std::sync::atomic::AtomicU64,
-    running: Mutex<Vec<(u64, ToolContext)>>,
-}
-
-/// A call's place in [`Asking`], given up when dropped.
-struct AskingGuard<'a> {
-    asking: &'a Asking,
-    id: u64,
-}
-
-impl Asking {
-    fn enter(&self, ctx: &ToolContext) -> AskingGuard<'_> {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.lock().push((id, ctx.clone()));
-        AskingGuard { asking: self, id }
-    }
-
-    fn latest(&self) -> Option<ToolContext> {
-        self.lock().last().map(|(_, ctx)| ctx.clone())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Vec<(u64, ToolContext)>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for AskingGuard<'_> {
-    fn drop(&mut self) {
-        self.asking.lock().retain(|(id, _)| *id != self.id);
-    }
-}
-
 /// Starts the server, keeps it running, and starts it again with backoff when it stops, until
 /// the link is dropped or shut down.
 async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
@@ -705,46 +670,6 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
         .map_err(|e| e.to_string())?;
     link.set_tools(tools);
     Ok(Started { running, pid, auth })
-}
-
-/// The most pages of one `tools/list` the bridge reads.
-pub(crate) const MAX_LIST_PAGES: usize = 64;
-
-/// The most tools one server may list.
-pub(crate) const MAX_LISTED_TOOLS: usize = 4096;
-
-/// Why a listing failed.
-#[derive(Debug, thiserror::Error)]
-enum ListError {
-    #[error("`tools/list` failed: {0}")]
-    Service(#[from] ServiceError),
-    #[error("`tools/list` went on for more than {MAX_LIST_PAGES} pages; a server's list must end")]
-    Endless,
-    #[error("`tools/list` named more than {MAX_LISTED_TOOLS} tools")]
-    TooMany,
-}
-
-/// Every tool `peer` lists, page by page, bounded: a server whose list does not end, or
-/// names more than [`MAX_LISTED_TOOLS`] tools, is refused instead of filling memory.
-async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, ListError> {
-    let mut tools = Vec::new();
-    let mut cursor = None;
-    for _ in 0..MAX_LIST_PAGES {
-        let page = peer
-            .list_tools(Some(
-                rmcp::model::PaginatedRequestParams::default().with_cursor(cursor),
-            ))
-            .await?;
-        tools.extend(page.tools);
-        if tools.len() > MAX_LISTED_TOOLS {
-            return Err(ListError::TooMany);
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(tools),
-        }
-    }
-    Err(ListError::Endless)
 }
 
 /// Why [`connect_and_list`] failed: the server's authorization challenge (a 401, or a 403

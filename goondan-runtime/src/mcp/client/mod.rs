@@ -23,6 +23,7 @@ mod config;
 mod declaration;
 mod input;
 mod link;
+mod listing;
 mod loopback;
 mod naming;
 mod outcome;
