@@ -4,15 +4,18 @@
 //! - `fail {message}`: answers `isError: true` with `message`.
 //! - `wait {ms}`: sleeps; when the client cancels it, appends `cancelled wait` to the file
 //!   named by `MCP_TEST_LOG`.
-//! - `add-tool {name}` / `remove-tool {name}`: changes the list and announces
-//!   `notifications/tools/list_changed`; an added tool answers its own name.
+//! - `add-tool {name, quiet?}` / `remove-tool {name}`: changes the list and announces
+//!   `notifications/tools/list_changed` (not when `quiet`); an added tool answers its own
+//!   name.
 //! - `where`: the working directory and `MCP_TEST_GREETING`.
 //! - `fs.read__all`: a name our names cannot hold; answers `mapped`.
 //!
 //! - `huge {mib}`: answers a text of `mib` MiB.
 //!
 //! While the file named by `MCP_TEST_REFUSE_FILE` exists, it exits at once instead. With
-//! `MCP_TEST_ENDLESS_LIST` set, every `tools/list` page names a next one.
+//! `MCP_TEST_ENDLESS_LIST` set, every `tools/list` page names a next one. With `MCP_TEST_TTL_MS`,
+//! every listing says it is fresh that long, and each listing appends `listed` to
+//! `MCP_TEST_LOG`.
 //!
 //! With the argument `goondan`, it serves instead the Goondan tool `calc` (`add`, `div`,
 //! `later`) with `goondan_runtime::mcp::server::McpServer`: our server, for the end-to-end
@@ -133,6 +136,15 @@ impl ServerHandler for TestServer {
             "Answers `mib` MiB of text.",
             schema(json!({"type": "object", "properties": {"mib": {"type": "integer"}}, "required": ["mib"]})),
         ));
+        if let Some(ttl) = std::env::var("MCP_TEST_TTL_MS")
+            .ok()
+            .and_then(|t| t.parse().ok())
+        {
+            log("listed");
+            let mut result = ListToolsResult::with_all_items(tools);
+            result.ttl_ms = Some(ttl);
+            return Ok(result);
+        }
         if std::env::var_os("MCP_TEST_ENDLESS_LIST").is_some() {
             // A server that never ends its list: every page has new names and a next page.
             let page: u64 = request
@@ -185,7 +197,10 @@ impl ServerHandler for TestServer {
                         extra.retain(|t| *t != tool);
                     }
                 }
-                let _ = context.peer.notify_tool_list_changed().await;
+                let quiet = arg(&request, "quiet").and_then(Value::as_bool) == Some(true);
+                if !quiet {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
                 Ok(text("changed"))
             }
             "huge" => {

@@ -1203,3 +1203,53 @@ async fn mcp_one_extension_speaks_2025_11_25_and_2026_07_28_and_hears_list_chang
     mcp.shutdown();
     http.shutdown().await.unwrap();
 }
+
+/// Issue 26, item 4: on 2026-07-28 a listing is used for its `ttlMs` (a change the server
+/// does not announce is not seen, and the server is not asked again), then listed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_2026_07_28_listing_is_reused_within_its_ttl_and_listed_again_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let listings = |log: &Path| {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "listed")
+            .count()
+    };
+    let server = |ttl: &str, log: &Path| {
+        test_server("srv")
+            .protocol_version("2026-07-28")
+            .env("MCP_TEST_TTL_MS", ttl)
+            .env("MCP_TEST_LOG", log.display().to_string())
+    };
+    let quiet = json!({"name": "quiet-one", "quiet": true});
+    let added = local_name("srv", "quiet-one").full;
+
+    // Fresh for a minute: the quiet change stays unseen, and nothing is listed again.
+    let long = dir.path().join("long.log");
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server("60000", &long)))
+        .await
+        .unwrap();
+    let changed = Bridged::new(&mcp)
+        .call("srv__add-tool", quiet.clone())
+        .await;
+    assert!(changed.is_ok(), "{changed:?}");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!mcp.tool_names("srv").contains(&added));
+    assert_eq!(listings(&long), 1);
+    mcp.shutdown();
+
+    // Fresh for 300 ms: listed again (at most once a second), and the change arrives.
+    let short = dir.path().join("short.log");
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server("300", &short)))
+        .await
+        .unwrap();
+    let changed = Bridged::new(&mcp).call("srv__add-tool", quiet).await;
+    assert!(changed.is_ok(), "{changed:?}");
+    eventually("the quietly added tool is listed", || {
+        mcp.tool_names("srv").contains(&added)
+    })
+    .await;
+    assert!(listings(&short) >= 2);
+    mcp.shutdown();
+}

@@ -27,7 +27,7 @@ use super::access::{Access, AccessError};
 use super::auth::McpAuth;
 use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig, McpTransport};
 use super::input::{self, Asking};
-use super::listing::{ListError, list_tools};
+use super::listing::{ListError, Listing, list_tools};
 use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
 use super::task;
@@ -96,6 +96,8 @@ struct Listed {
     tools: BTreeMap<String, RemoteTool>,
     /// The remote names whose mapping was reported.
     reported: HashSet<String>,
+    /// How long the last listing is fresh (its `ttlMs`).
+    fresh_for: Option<Duration>,
 }
 
 /// What a link tells its extension: the server's tools changed.
@@ -181,6 +183,29 @@ impl ServerLink {
         self.listed().tools.contains_key(local)
     }
 
+    /// Lists the tools again (after `why`); a failed listing keeps the tools as they were.
+    async fn relist(self: &Arc<Self>, peer: &Peer<RoleClient>, why: &str) {
+        let server = &self.config.name;
+        match tokio::time::timeout(self.config.startup_timeout, list_tools(peer)).await {
+            Ok(Ok(listing)) => {
+                if self.set_tools(listing) {
+                    self.notify_changed();
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(target: "goondan::mcp", server = %server, "after {why}, the tools are kept as they were: {e}");
+            }
+            Err(_) => {
+                tracing::warn!(target: "goondan::mcp", server = %server, "`tools/list` after {why} timed out");
+            }
+        }
+    }
+
+    /// How long the current listing is fresh.
+    fn fresh_for(&self) -> Option<Duration> {
+        self.listed().fresh_for
+    }
+
     fn notify_changed(self: &Arc<Self>) {
         self.changed.tools_changed(self);
     }
@@ -190,11 +215,14 @@ impl ServerLink {
         self.stop.cancel();
     }
 
-    /// Keeps the tools of `listing` that the configuration takes, under their local names;
-    /// reports each mapped name once. Returns whether the set changed.
-    fn set_tools(&self, listing: Vec<rmcp::model::Tool>) -> bool {
+    /// Keeps the tools of `listing` that the configuration takes, under their local names,
+    /// and how long they are fresh; reports each mapped name once. Returns whether the set
+    /// changed.
+    fn set_tools(&self, listing: Listing) -> bool {
         let server = self.config.name();
         let mut listed = self.listed();
+        listed.fresh_for = listing.fresh_for;
+        let listing = listing.tools;
         let mut tools = BTreeMap::new();
         for t in listing {
             let remote = t.name.to_string();
@@ -438,7 +466,9 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             let listening = CancellationToken::new();
             let _stop_listening = listening.clone().drop_guard();
             if stateless {
-                tokio::spawn(listen(running.peer().clone(), listening, server.clone()));
+                let peer = running.peer().clone();
+                tokio::spawn(refresh(link.clone(), peer.clone(), listening.clone()));
+                tokio::spawn(listen(peer, listening, server.clone()));
             }
             tokio::select! {
                 () = stop.cancelled() => {
@@ -488,6 +518,30 @@ async fn listen(peer: Peer<RoleClient>, token: CancellationToken, server: String
             () = token.cancelled() => return,
             () = tokio::time::sleep(pause.next_pause()) => {}
         }
+    }
+}
+
+/// The shortest pause between two listings a server's `ttlMs` can ask for.
+const MIN_REFRESH: Duration = Duration::from_secs(1);
+
+/// On the stateless revision a listing is fresh for its `ttlMs`: it is used that long, then
+/// listed again (at most once a second), whether or not a `list_changed` came. A server
+/// that gives no `ttlMs` (or 0) is listed again only when it says its list changed.
+async fn refresh(link: Weak<ServerLink>, peer: Peer<RoleClient>, token: CancellationToken) {
+    loop {
+        let Some(fresh_for) = link
+            .upgrade()
+            .and_then(|l| l.fresh_for())
+            .filter(|d| !d.is_zero())
+        else {
+            return;
+        };
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(fresh_for.max(MIN_REFRESH)) => {}
+        }
+        let Some(strong) = link.upgrade() else { return };
+        strong.relist(&peer, "the listing's `ttlMs`").await;
     }
 }
 
@@ -684,7 +738,7 @@ async fn connect_and_list<T, E, A>(
     notifier: Notifier,
     transport: T,
     lifecycle: ClientLifecycleMode,
-) -> Result<(RunningService<RoleClient, Notifier>, Vec<rmcp::model::Tool>), Refused>
+) -> Result<(RunningService<RoleClient, Notifier>, Listing), Refused>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -791,20 +845,8 @@ impl ClientHandler for Notifier {
         // The listing is a request: it cannot be awaited inside the notification's handler,
         // which runs on the connection's own loop.
         tokio::spawn(async move {
-            let Some(strong) = link.upgrade() else { return };
-            let limit = strong.config.startup_timeout;
-            match tokio::time::timeout(limit, list_tools(&peer)).await {
-                Ok(Ok(tools)) => {
-                    if strong.set_tools(tools) {
-                        strong.notify_changed();
-                    }
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(target: "goondan::mcp", server = %strong.config.name, "after `list_changed`, the tools are kept as they were: {e}")
-                }
-                Err(_) => {
-                    tracing::warn!(target: "goondan::mcp", server = %strong.config.name, "`tools/list` after `list_changed` timed out")
-                }
+            if let Some(strong) = link.upgrade() {
+                strong.relist(&peer, "`list_changed`").await;
             }
         });
     }
