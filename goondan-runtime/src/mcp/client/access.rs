@@ -12,7 +12,7 @@ use rmcp::transport::auth::{
 
 use super::auth::{Authorizer, McpAuth};
 use super::config::McpServerConfig;
-use super::token_store::TokenStore;
+use super::token_store::{ServerTokens, TokenStore};
 
 /// What an extension gives its links for authorization.
 #[derive(Clone, Default)]
@@ -39,17 +39,29 @@ fn failed(e: AuthError) -> AccessError {
 }
 
 impl Access {
+    /// rmcp's OAuth client for `config`'s server at `url`, on the server's tokens in the token
+    /// store (or in memory, without one), and that store.
+    async fn manager(
+        &self,
+        config: &McpServerConfig,
+        url: &str,
+    ) -> Result<(AuthorizationManager, Option<ServerTokens>), AccessError> {
+        let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+        let kept = self.tokens.as_ref().map(|s| s.server(&config.name, url));
+        match &kept {
+            Some(tokens) => manager.set_credential_store(tokens.clone()),
+            None => manager.set_credential_store(InMemoryCredentialStore::new()),
+        }
+        Ok((manager, kept))
+    }
+
     /// A manager for `config`'s server at `url` that uses the tokens kept for it, if any.
     pub(crate) async fn kept(
         &self,
         config: &McpServerConfig,
         url: &str,
     ) -> Result<AuthorizationManager, AccessError> {
-        let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
-        match &self.tokens {
-            Some(store) => manager.set_credential_store(store.server(&config.name, url)),
-            None => manager.set_credential_store(InMemoryCredentialStore::new()),
-        }
+        let (mut manager, _) = self.manager(config, url).await?;
         // Tokens that cannot be used (the metadata moved, the issuer changed) are dropped by
         // rmcp; the server's challenge then asks for new ones.
         if let Err(e) = manager.initialize_from_store().await {
@@ -70,19 +82,14 @@ impl Access {
         granted: &[String],
     ) -> Result<AuthorizationManager, AccessError> {
         let server = config.name.as_str();
-        let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+        let (manager, kept) = self.manager(config, url).await?;
         // The scopes held are those of this connection and those of the grant kept from an
         // earlier one (a restarted run knows only the kept grant).
         let mut held = granted.to_vec();
-        match &self.tokens {
-            Some(store) => {
-                let kept = store.server(server, url);
-                if let Ok(Some(credentials)) = kept.load().await {
-                    held.extend(credentials.granted_scopes);
-                }
-                manager.set_credential_store(kept);
-            }
-            None => manager.set_credential_store(InMemoryCredentialStore::new()),
+        if let Some(kept) = kept
+            && let Ok(Some(credentials)) = kept.load().await
+        {
+            held.extend(credentials.granted_scopes);
         }
         let granted = held;
         let mut state = OAuthState::Unauthorized(manager);

@@ -291,14 +291,26 @@ impl ServerLink {
                 "a stdio server has no OAuth",
             ));
         };
-        let _one_at_a_time = self.granting.lock().await;
-        let granted = auth.lock().await.get_current_scopes().await;
-        let manager = self
-            .access
-            .grant(&self.config, url, Some(challenge), &granted)
+        self.grant_into(url, auth, challenge)
             .await
-            .map_err(|e| not_authorized(&self.config.name, &e.to_string()))?;
-        *auth.lock().await = manager;
+            .map_err(|e| not_authorized(&self.config.name, &e.to_string()))
+    }
+
+    /// A new grant after `challenge`, asking for the scopes `auth` holds too, put into `auth`
+    /// (the connection's OAuth client): at a start and during a call alike, one at a time.
+    async fn grant_into(
+        &self,
+        url: &str,
+        auth: &SharedAuth,
+        challenge: &str,
+    ) -> Result<(), AccessError> {
+        let _one_at_a_time = self.granting.lock().await;
+        let held = auth.lock().await.get_current_scopes().await;
+        let granted = self
+            .access
+            .grant(&self.config, url, Some(challenge), &held)
+            .await?;
+        *auth.lock().await = granted;
         Ok(())
     }
 
@@ -455,10 +467,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             }
         };
         let server = strong.config.name.clone();
-        let stateless = matches!(
-            lifecycle(&strong.config),
-            ClientLifecycleMode::Discover { .. }
-        );
+        let stateless = stateless(&strong.config);
         drop(strong);
         if let Some(running) = running {
             let token = running.cancellation_token();
@@ -590,13 +599,20 @@ impl From<String> for StartError {
     }
 }
 
+/// Whether `config`'s protocol version is the stateless one (2026-07-28 or later).
+fn stateless(config: &McpServerConfig) -> bool {
+    config
+        .protocol_version
+        .as_deref()
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
 /// The lifecycle of `config`'s protocol version: the stateless one (`server/discover`, the
 /// version in every request) from 2026-07-28 on, else the `initialize` handshake.
 fn lifecycle(config: &McpServerConfig) -> ClientLifecycleMode {
     use rmcp::model::ProtocolVersion;
-    let stateless = ProtocolVersion::V_2026_07_28;
     match config.protocol_version.as_deref() {
-        Some(v) if v >= stateless.as_str() => {
+        Some(v) if stateless(config) => {
             let mut preferred: Vec<ProtocolVersion> = ProtocolVersion::KNOWN_VERSIONS
                 .iter()
                 .filter(|k| k.as_str() == v)
@@ -696,14 +712,9 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
                                 )));
                             }
                             grants += 1;
-                            let _one_at_a_time = link.granting.lock().await;
-                            let held = shared.lock().await.get_current_scopes().await;
-                            let granted = link
-                                .access
-                                .grant(&link.config, url, Some(&challenge), &held)
+                            link.grant_into(url, &shared, &challenge)
                                 .await
                                 .map_err(unauthorized)?;
-                            *shared.lock().await = granted;
                         }
                         Err(Refused::Other(message)) => {
                             return Err(format!("cannot connect to `{url}`: {message}").into());
