@@ -552,3 +552,154 @@ fn run_approve_tool_refuses_a_malformed_rule() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("PATTERN=POLICY"), "{err}");
 }
+
+/// Issue 26, item 5: a bridged MCP server that asks for input mid-call (server-everything's
+/// `trigger-elicitation-request`, over stdio, a form of every kind of field) is answered at
+/// the terminal of `goondan run`: the person fills the form in field by field (an empty line
+/// takes the default, a wrong value is asked again), and the next time declines it; the model
+/// reads what the server made of each answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_asks_the_person_at_the_terminal_to_fill_a_bridged_server_s_form() {
+    use expectrl::Session;
+    use goondan_test_peers::mcp_peers;
+
+    let form = "everything__trigger-elicitation-request";
+    let server = ReplayServer::start([
+        call("call_a", form, &json!({})),
+        text(&["Thanks, ", "Ada."]),
+        call("call_b", form, &json!({})),
+        text(&["No form, ", "then."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut yaml = support::replayed_model(&server);
+    yaml.push_str(&format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: everything
+        command: "{node}"
+        args: ["{everything}", "stdio"]
+        include: [trigger-elicitation-request]
+        callTimeoutMs: 60000
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+        node = mcp_peers::peer("node").display(),
+        everything = mcp_peers::peer("mcp-server-everything").display(),
+    ));
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+
+    tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(goondan());
+        command
+            .arg("run")
+            .arg(&file)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path());
+        let mut p = Session::spawn(command).unwrap();
+        p.set_expect_timeout(Some(Duration::from_secs(60)));
+        p.expect("> ").unwrap();
+
+        p.send_line("tell the server about me").unwrap();
+        p.expect("? a call asks you: Please provide inputs for the following fields:")
+            .unwrap();
+        p.expect("fill it in [y] / decline [n] / cancel [c]: ")
+            .unwrap();
+        p.send_line("y").unwrap();
+        p.expect("String* (Your full, legal name) [text]: ")
+            .unwrap();
+        p.send_line("Ada Lovelace").unwrap();
+        p.expect("Boolean (Agree to the terms and conditions) [y/n]: ")
+            .unwrap();
+        p.send_line("maybe").unwrap();
+        p.expect("answer y or n").unwrap();
+        p.expect("[y/n]: ").unwrap();
+        p.send_line("y").unwrap();
+        // The default of the story's first line, on an empty line.
+        p.expect("default It was a dark and stormy night.]: ")
+            .unwrap();
+        p.send_line("").unwrap();
+        p.expect("[text, email]: ").unwrap();
+        p.send_line("ada@example.com").unwrap();
+        p.expect("[text, uri]: ").unwrap();
+        p.send_line("").unwrap();
+        p.expect("[text, date]: ").unwrap();
+        p.send_line("1815-12-10").unwrap();
+        p.expect("[integer 1..100, default 42]: ").unwrap();
+        p.send_line("101").unwrap();
+        p.expect("out of range").unwrap();
+        p.expect("[integer 1..100, default 42]: ").unwrap();
+        p.send_line("7").unwrap();
+        p.expect("default 3.14]: ").unwrap();
+        p.send_line("").unwrap();
+        p.expect("one of Monica, Rachel, Joey").unwrap();
+        p.send_line("phoebe").unwrap();
+        p.expect("comma-separated, default Guitar]: ").unwrap();
+        p.send_line("Piano, Violin").unwrap();
+        p.expect("one of 1 Superman, 2 Green Lantern").unwrap();
+        p.send_line("3").unwrap();
+        p.expect("some of 1 Tuna, 2 Salmon, 3 Trout, comma-separated, default fish-1]: ")
+            .unwrap();
+        p.send_line("").unwrap();
+        p.expect("one of 1 Cats, 2 Dogs").unwrap();
+        p.send_line("dogs").unwrap();
+        p.expect("Thanks, Ada.").unwrap();
+        p.expect("> ").unwrap();
+
+        p.send_line("again").unwrap();
+        p.expect("fill it in [y] / decline [n] / cancel [c]: ")
+            .unwrap();
+        p.send_line("n").unwrap();
+        p.expect("No form, then.").unwrap();
+        p.expect("> ").unwrap();
+        p.send_line("exit").unwrap();
+        let status = p.get_process_mut().wait().unwrap();
+        assert_eq!(
+            status,
+            expectrl::WaitStatus::Exited(p.get_process().pid(), 0)
+        );
+    });
+
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4);
+    let results = tool_results(&seen[1].body);
+    let filled = &results[0];
+    for typed in [
+        "Ada Lovelace",
+        "It was a dark and stormy night.",
+        "ada@example.com",
+        "1815-12-10",
+        "Phoebe",
+        "Piano",
+        "Violin",
+        "hero-3",
+        "fish-1",
+        "pet-2",
+        "Agreed to terms: true",
+        "Favorite Integer: 7",
+        "Favorite Number: 3.14",
+    ] {
+        assert!(filled.contains(typed), "{typed} is not in {filled}");
+    }
+    assert!(
+        !filled.contains("homepage"),
+        "an empty optional field is left out: {filled}"
+    );
+    let results = tool_results(&seen[3].body);
+    assert!(
+        results[1].to_lowercase().contains("decline"),
+        "{}",
+        results[1]
+    );
+}

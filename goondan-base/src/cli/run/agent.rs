@@ -8,6 +8,8 @@
 //! - the [`Approvals`] middleware, asking the terminal's person ([`LinkApprover`]) and keeping
 //!   each question in the state directory (`approvals.sqlite3`, a [`WaitingApprover`]) until
 //!   it is answered there or with `goondan approvals answer`, across restarts and crashes;
+//! - the terminal's person as the one who fills the forms a call asks for ([`LinkPerson`]:
+//!   a tool's `elicit`, a bridged MCP server's elicitation);
 //! - the run journal in the state directory (`journal/{agent}.{instanceKey}.sqlite3`): every
 //!   Turn is written as it runs, so that a restarted process (`self-restart__request`, a
 //!   crash, the next run) goes on with the conversation and finishes a Turn a crash left; a
@@ -37,14 +39,15 @@ use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::McpExtension;
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
+use goondan_runtime::tools::context::{AnswerFuture, AskError, Caller, LogLevel};
 use goondan_runtime::{CallContext, Extension, ExtensionApi, Middleware, Next};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::link::{
-    Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note,
-    Order, line, short,
+    Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE,
+    FormAnswer, Note, Order, line, short,
 };
 use super::{journal, model, questions, state};
 
@@ -120,6 +123,7 @@ impl RunWorker {
             if let Some(link) = &link {
                 let sink = Arc::clone(link);
                 builder = builder
+                    .person(Arc::new(LinkPerson(Arc::clone(link))))
                     .deltas(DeltaSink::new(move |d| {
                         if let ModelDelta::Text(text) = d {
                             sink.send(&Note::Delta { text: text.clone() });
@@ -351,6 +355,50 @@ impl Approver for LinkApprover {
     }
 }
 
+/// The terminal's person, who fills the forms a call asks for.
+struct LinkPerson(Arc<AgentLink>);
+
+impl Caller for LinkPerson {
+    fn can_answer(&self, question: &goondan_runtime::tools::context::Question) -> bool {
+        question.capability() == "elicitation"
+    }
+
+    fn ask(
+        &self,
+        _key: Option<&str>,
+        question: goondan_runtime::tools::context::Question,
+    ) -> AnswerFuture {
+        let link = Arc::clone(&self.0);
+        Box::pin(async move {
+            let goondan_runtime::tools::context::Question::Elicit { message, schema } = question
+            else {
+                return Err(AskError::Unsupported {
+                    capability: question.capability(),
+                });
+            };
+            match link.fill(message, schema).await {
+                Some(FormAnswer::Unanswerable { reason }) => Err(AskError::Failed { reason }),
+                Some(answer) => serde_json::to_value(answer).map_err(|e| AskError::Failed {
+                    reason: e.to_string(),
+                }),
+                None => Err(AskError::Failed {
+                    reason: "the terminal is gone; nobody can fill the form".to_owned(),
+                }),
+            }
+        })
+    }
+
+    fn log(&self, level: LogLevel, data: Value) {
+        tracing::debug!(target: "goondan::run", ?level, %data, "a call's log line");
+    }
+}
+
+/// What the terminal answered a question with.
+enum Reply {
+    Decision(Answer),
+    Form(FormAnswer),
+}
+
 /// An asked question the terminal still shows: when the ask ends without the terminal's
 /// answer (answered elsewhere, expired), the terminal is told to stop asking.
 struct Asking<'a> {
@@ -371,7 +419,7 @@ impl Drop for Asking<'_> {
 /// This process's end of the session link.
 struct AgentLink {
     writer: Mutex<UnixStream>,
-    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>,
     next_id: AtomicU64,
     turn: Arc<Mutex<CancellationToken>>,
 }
@@ -428,8 +476,10 @@ impl AgentLink {
         token
     }
 
-    /// Asks the terminal; `None` when the terminal is gone before it answered.
-    async fn ask(&self, request: &ApprovalRequest, question: Option<String>) -> Option<Decision> {
+    /// Sends the question `note(id)` and waits for the terminal's reply; `None` when the
+    /// terminal is gone before it replied. Dropped before the reply, the terminal is told to
+    /// stop asking.
+    async fn question(&self, note: impl FnOnce(u64) -> Note) -> Option<Reply> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
@@ -438,20 +488,49 @@ impl AgentLink {
             id,
             answered: false,
         };
-        self.send(&Note::Approval {
-            id,
-            tool: request.tool_name().to_owned(),
-            args: request.args().clone(),
-            why: request.why().to_owned(),
-            question,
-        });
-        let answer = rx.await;
+        self.send(&note(id));
+        let reply = rx.await;
         asking.answered = true;
-        match answer {
-            Ok(Answer::Approve) => Some(Decision::Approve),
-            Ok(Answer::Edit(args)) => Some(Decision::ApproveWith(args)),
-            Ok(Answer::Deny(reason)) => Some(Decision::Deny { reason }),
-            Err(_) => None,
+        reply.ok()
+    }
+
+    /// Asks the terminal to approve a call; `None` when the terminal is gone before it
+    /// answered.
+    async fn ask(&self, request: &ApprovalRequest, question: Option<String>) -> Option<Decision> {
+        let reply = self
+            .question(|id| Note::Approval {
+                id,
+                tool: request.tool_name().to_owned(),
+                args: request.args().clone(),
+                why: request.why().to_owned(),
+                question,
+            })
+            .await;
+        match reply? {
+            Reply::Decision(Answer::Approve) => Some(Decision::Approve),
+            Reply::Decision(Answer::Edit(args)) => Some(Decision::ApproveWith(args)),
+            Reply::Decision(Answer::Deny(reason)) => Some(Decision::Deny { reason }),
+            Reply::Form(_) => Some(Decision::Deny {
+                reason: "the terminal answered a form where a decision was asked".to_owned(),
+            }),
+        }
+    }
+
+    /// Asks the terminal's person to fill a form; `None` when the terminal is gone before it
+    /// answered.
+    async fn fill(&self, message: String, schema: Value) -> Option<FormAnswer> {
+        match self
+            .question(|id| Note::Form {
+                id,
+                message,
+                schema,
+            })
+            .await?
+        {
+            Reply::Form(answer) => Some(answer),
+            Reply::Decision(_) => Some(FormAnswer::Unanswerable {
+                reason: "the terminal answered a decision where a form was asked".to_owned(),
+            }),
         }
     }
 }
@@ -460,7 +539,7 @@ impl AgentLink {
 /// (its sender dropped).
 fn read_orders(
     reader: BufReader<UnixStream>,
-    pending: &Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    pending: &Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     turn: &Mutex<CancellationToken>,
 ) {
     for text in reader.lines() {
@@ -468,7 +547,12 @@ fn read_orders(
         match serde_json::from_str::<Order>(&text) {
             Ok(Order::Decide { id, decision }) => {
                 if let Some(tx) = lock(pending).remove(&id) {
-                    let _ = tx.send(decision);
+                    let _ = tx.send(Reply::Decision(decision));
+                }
+            }
+            Ok(Order::Fill { id, answer }) => {
+                if let Some(tx) = lock(pending).remove(&id) {
+                    let _ = tx.send(Reply::Form(answer));
                 }
             }
             Ok(Order::Cancel) => lock(turn).cancel(),

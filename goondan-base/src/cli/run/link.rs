@@ -3,9 +3,10 @@
 //! Orchestrator's IPC (which carries the handoffs): it carries what a terminal needs while a
 //! Turn runs.
 //!
-//! - agent to host ([`Note`]): hello, streamed text, each tool call's start and end, and
-//!   approval questions (and their answers from elsewhere);
-//! - host to agent ([`Order`]): an approver's decision, and "cancel the current Turn".
+//! - agent to host ([`Note`]): hello, streamed text, each tool call's start and end, approval
+//!   questions (and their answers from elsewhere), and forms a call asks the person to fill;
+//! - host to agent ([`Order`]): an approver's decision, a filled form, and "cancel the current
+//!   Turn".
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -91,11 +92,21 @@ pub(crate) enum Note {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         question: Option<String>,
     },
-    /// Question `id` was answered elsewhere (`goondan approvals answer`, its expiry): the
-    /// terminal stops asking it.
+    /// Question `id` was answered elsewhere (`goondan approvals answer`, its expiry), or the
+    /// call that asked it is over: the terminal stops asking it.
     ApprovalSettled {
-        /// The id of [`Note::Approval`].
+        /// The id of [`Note::Approval`] or [`Note::Form`].
         id: u64,
+    },
+    /// A call asks the person to fill a form (MCP elicitation); the host answers with
+    /// [`Order::Fill`].
+    Form {
+        /// Ties the answer to the form.
+        id: u64,
+        /// What the person is asked.
+        message: String,
+        /// The requested schema: a flat object of primitive fields.
+        schema: Value,
     },
 }
 
@@ -110,8 +121,36 @@ pub(crate) enum Order {
         /// The decision.
         decision: Answer,
     },
+    /// The answer to [`Note::Form`] `id`.
+    Fill {
+        /// The form's id.
+        id: u64,
+        /// What the person did.
+        answer: FormAnswer,
+    },
     /// Cancel the Turn that runs now.
     Cancel,
+}
+
+/// What the person did with a form, on the wire. The first three are MCP's `ElicitResult`
+/// as they are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub(crate) enum FormAnswer {
+    /// Filled it in.
+    Accept {
+        /// The values, by field name.
+        content: JsonObject,
+    },
+    /// Said no.
+    Decline,
+    /// Dismissed it.
+    Cancel,
+    /// The terminal cannot ask this form (why).
+    Unanswerable {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// An approver's decision, on the wire.
@@ -170,6 +209,20 @@ mod tests {
             serde_json::from_str::<Order>(&line(&order)).ok(),
             Some(order)
         );
+        // A filled form's answer is MCP's `ElicitResult` inside the order.
+        let fill = Order::Fill {
+            id: 4,
+            answer: FormAnswer::Accept {
+                content: serde_json::Map::from_iter([("name".to_owned(), Value::from("Ada"))]),
+            },
+        };
+        let text = line(&fill);
+        let wire: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            wire["answer"],
+            serde_json::json!({"action": "accept", "content": {"name": "Ada"}})
+        );
+        assert_eq!(serde_json::from_str::<Order>(&text).ok(), Some(fill));
     }
 
     #[test]

@@ -17,6 +17,9 @@
 //!   question left by a crash is shown when the next run starts and asked again when its Turn
 //!   goes on; the first answer stands. `--approval-expiry 30m` denies a question nobody
 //!   answered in time (`E_TOOL_DENIED`, reason `expired`).
+//! - Forms: what a call asks the person (a tool's `elicit`, a bridged MCP server's
+//!   elicitation) is asked at the terminal: fill it in (`y`), decline (`n`) or cancel (`c`),
+//!   then each field on a line, with its default on an empty line.
 //! - State: `.goondan/` next to the bundle, or `--state DIR`. The agents' tools work in
 //!   `{state}/workspace`; each agent's conversation is kept in
 //!   `{state}/conversations/{agent}.{instance}.jsonl` and goes on in the next run, and after a
@@ -26,6 +29,7 @@
 //!   read from the variables the Models name and are never printed.
 
 mod agent;
+mod form;
 mod journal;
 mod link;
 mod model;

@@ -23,9 +23,10 @@ use tokio::sync::mpsc;
 
 use goondan_runtime::calls::approval::now_ms;
 
+use super::form::{FORM_PROMPT, Filled, Form, Opening, opening};
 use super::link::{
-    Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE, Note,
-    Order, line,
+    Answer, ENV_APPROVAL_EXPIRY, ENV_APPROVE, ENV_APPROVE_TOOLS, ENV_SESSION, ENV_STATE,
+    FormAnswer, Note, Order, line,
 };
 use super::render::{Reply, Screen, parse_args, parse_reply};
 use super::{RunArgs, RunError, questions, state};
@@ -501,8 +502,103 @@ impl Session {
             }
             // Its prompt is over already (the answer came first).
             Note::ApprovalSettled { .. } => {}
+            Note::Form {
+                id,
+                message,
+                schema,
+            } => {
+                self.screen
+                    .err_line(&format!("? a call asks you: {message}"));
+                let (answer, interrupted) = match Form::of(&schema) {
+                    Ok(form) => match self.read_form(id, &form).await {
+                        Some(read) => read,
+                        None => {
+                            self.screen.err_line("");
+                            self.screen.err_line("↳ no longer asked");
+                            return false;
+                        }
+                    },
+                    Err(reason) => {
+                        self.screen.err_line(&format!(
+                            "  (this form cannot be filled in at the terminal: {reason})"
+                        ));
+                        (FormAnswer::Unanswerable { reason }, false)
+                    }
+                };
+                let _ = reply.send(Order::Fill { id, answer });
+                if interrupted {
+                    self.link.cancel_all();
+                }
+                return interrupted;
+            }
         }
         false
+    }
+
+    /// The next line typed while question `id` is asked; other notes wait in the backlog.
+    async fn typed(&mut self, id: u64) -> Typed {
+        loop {
+            tokio::select! {
+                text = self.lines.recv() => return text.map_or(Typed::Ended, Typed::Line),
+                _ = self.interrupts.recv() => {
+                    self.screen.err_line("^C");
+                    return Typed::Interrupted;
+                }
+                Some(incoming) = self.link.notes.recv() => {
+                    if matches!(incoming.0, Note::ApprovalSettled { id: settled } if settled == id) {
+                        return Typed::Settled;
+                    }
+                    self.backlog.push_back(incoming);
+                }
+            }
+        }
+    }
+
+    /// Reads form `id`: fill it in, decline or cancel; then each field, a line each, asked
+    /// again until it reads. Ctrl-C cancels (and the Turn, as at an approval prompt); the end
+    /// of input cancels. `None` when the form is no longer asked.
+    async fn read_form(&mut self, id: u64, form: &Form) -> Option<(FormAnswer, bool)> {
+        self.screen.prompt(FORM_PROMPT);
+        loop {
+            match self.typed(id).await {
+                Typed::Line(text) => match opening(&text) {
+                    Some(Opening::Fill) => break,
+                    Some(Opening::Decline) => return Some((FormAnswer::Decline, false)),
+                    Some(Opening::Cancel) => return Some((FormAnswer::Cancel, false)),
+                    None => {
+                        self.screen.err_line("answer y, n or c");
+                        self.screen.prompt(FORM_PROMPT);
+                    }
+                },
+                Typed::Interrupted => return Some((FormAnswer::Cancel, true)),
+                Typed::Ended => return Some((FormAnswer::Cancel, false)),
+                Typed::Settled => return None,
+            }
+        }
+        let mut content = Filled::new();
+        for field in form.fields() {
+            self.screen.prompt(&field.prompt());
+            loop {
+                match self.typed(id).await {
+                    Typed::Line(text) => match field.read(&text) {
+                        Ok(value) => {
+                            if let Some(value) = value {
+                                content.insert(field.name().to_owned(), value);
+                            }
+                            break;
+                        }
+                        Err(why) => {
+                            self.screen.err_line(&format!("  {why}"));
+                            self.screen.prompt(&field.prompt());
+                        }
+                    },
+                    Typed::Interrupted => return Some((FormAnswer::Cancel, true)),
+                    Typed::Ended => return Some((FormAnswer::Cancel, false)),
+                    Typed::Settled => return None,
+                }
+            }
+        }
+        Some((FormAnswer::Accept { content }, false))
     }
 
     /// Says how a question the terminal asked was answered elsewhere.
@@ -527,25 +623,21 @@ impl Session {
     async fn read_decision(&mut self, id: u64) -> Option<(Answer, bool)> {
         let mut want_args = false;
         loop {
-            let text = tokio::select! {
-                text = self.lines.recv() => text,
-                _ = self.interrupts.recv() => {
-                    self.screen.err_line("^C");
-                    return Some((Answer::Deny("the user cancelled the answer".to_owned()), true));
+            let text = match self.typed(id).await {
+                Typed::Line(text) => text,
+                Typed::Interrupted => {
+                    return Some((
+                        Answer::Deny("the user cancelled the answer".to_owned()),
+                        true,
+                    ));
                 }
-                Some(incoming) = self.link.notes.recv() => {
-                    if matches!(incoming.0, Note::ApprovalSettled { id: settled } if settled == id) {
-                        return None;
-                    }
-                    self.backlog.push_back(incoming);
-                    continue;
+                Typed::Settled => return None,
+                Typed::Ended => {
+                    self.screen.err_line("");
+                    let reason = "nobody is at the terminal to approve this call; it runs only \
+                        when approved (or with `goondan run --approve never`)";
+                    return Some((Answer::Deny(reason.to_owned()), false));
                 }
-            };
-            let Some(text) = text else {
-                self.screen.err_line("");
-                let reason = "nobody is at the terminal to approve this call; it runs only \
-                    when approved (or with `goondan run --approve never`)";
-                return Some((Answer::Deny(reason.to_owned()), false));
             };
             let reply = if want_args {
                 parse_args(&text)
@@ -569,6 +661,18 @@ impl Session {
             }
         }
     }
+}
+
+/// A line typed at a question's prompt, or why none came.
+enum Typed {
+    /// The line.
+    Line(String),
+    /// Ctrl-C.
+    Interrupted,
+    /// The end of input (Ctrl-D, or nobody at the terminal).
+    Ended,
+    /// The question was answered elsewhere, or is no longer asked.
+    Settled,
 }
 
 /// The default approval policy of `goondan run`: ask before destructive tools.
