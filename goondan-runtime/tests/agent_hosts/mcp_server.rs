@@ -63,6 +63,10 @@ fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
     }
 }
 
+/// The sound `audio` answers: a WAV header and four samples, in base64.
+const AUDIO_BASE64: &str =
+    "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQgAAAAAAP9/AID/fw==";
+
 fn text(s: impl Into<String>) -> CallToolResponse {
     CallToolResult::success(vec![ContentBlock::text(s)]).into()
 }
@@ -131,6 +135,11 @@ impl ServerHandler for TestServer {
                 schema(json!({"type": "object", "properties": {}})),
             ));
         }
+        tools.push(Tool::new(
+            "audio",
+            "Answers a short WAV sound (the bytes of AUDIO_BYTES) and a line of text.",
+            schema(json!({"type": "object", "properties": {}})),
+        ));
         tools.push(Tool::new(
             "huge",
             "Answers `mib` MiB of text.",
@@ -203,6 +212,11 @@ impl ServerHandler for TestServer {
                 }
                 Ok(text("changed"))
             }
+            "audio" => Ok(CallToolResult::success(vec![
+                ContentBlock::text("a short beep"),
+                ContentBlock::audio(AUDIO_BASE64, "audio/wav"),
+            ])
+            .into()),
             "huge" => {
                 let mib = arg(&request, "mib").and_then(Value::as_u64).unwrap_or(1);
                 let size = usize::try_from(mib).unwrap_or(1) << 20;

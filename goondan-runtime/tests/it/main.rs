@@ -21,6 +21,8 @@ mod headless;
 mod kit;
 #[path = "../support/mcp_bridge.rs"]
 mod mcp_bridge;
+#[path = "../support/oauth_server.rs"]
+mod oauth_server;
 #[path = "../support/orchestrator.rs"]
 mod orchestration;
 

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::headless::Headless;
 use crate::mcp_bridge::{Bridged, test_server};
+use crate::oauth_server::AuthServer;
 
 fn oauth(name: &str, url: &str) -> McpServerConfig {
     McpServerConfig::http(name, url)
@@ -131,6 +132,202 @@ async fn mcp_auth_a_redirect_to_another_address_during_login_is_refused_and_noth
     assert!(
         !tokens.path().join("tracker.json").exists(),
         "nothing is written to the token store"
+    );
+}
+
+/// Issue 26, item 3: a refresh token the authorization server has revoked. The kept access
+/// token has expired, so the start refreshes; the server refuses (`invalid_grant`): the start
+/// ends at once with the login command, naming the server, the dead tokens are forgotten,
+/// and the other server of the extension is not affected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_a_revoked_refresh_token_is_refused_with_the_login_command_not_a_hang_and_forgotten()
+ {
+    let server = AuthServer::start("127.0.0.1").await;
+    let tokens = tempfile::tempdir().unwrap();
+    // What a login an hour ago left: an access token that lived 60 s, and a refresh token.
+    let received = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 3600;
+    std::fs::write(
+        tokens.path().join("tracker.json"),
+        json!({"url": server.url(), "credentials": {
+            "client_id": "registered-client",
+            "token_response": {"access_token": "at-0", "token_type": "bearer",
+                "expires_in": 60, "refresh_token": "rt-revoked"},
+            "granted_scopes": [], "token_received_at": received, "issuer": server.issuer()}})
+        .to_string(),
+    )
+    .unwrap();
+    let store = TokenStore::at(tokens.path());
+    assert!(matches!(
+        store.state("tracker", &server.url()),
+        AuthState::LoggedIn {
+            refreshable: true,
+            ..
+        }
+    ));
+    let started = Instant::now();
+    let run = McpExtensionConfig::new("t")
+        .server(oauth("tracker", &server.url()))
+        .server(test_server("local"))
+        .token_store(store.clone());
+    let err = McpExtension::connect(run).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let McpClientError::Unauthorized {
+        server: named,
+        reason,
+        ..
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(named, "tracker");
+    assert!(
+        err.to_string().contains("goondan mcp login tracker"),
+        "{err}"
+    );
+    assert!(
+        !reason.contains("rt-revoked") && !err.to_string().contains("at-0"),
+        "{err}"
+    );
+    let refreshed = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.path == "/token")
+        .collect::<Vec<_>>();
+    assert_eq!(refreshed.len(), 1, "{refreshed:?}");
+    assert!(
+        refreshed[0].body.contains("refresh_token=rt-revoked"),
+        "{refreshed:?}"
+    );
+    assert_eq!(
+        store.state("tracker", &server.url()),
+        AuthState::LoggedOut,
+        "the refused tokens are forgotten"
+    );
+    // The extension without the server that needs a login works.
+    let mcp = McpExtension::connect(
+        McpExtensionConfig::new("t")
+            .server(test_server("local"))
+            .token_store(store),
+    )
+    .await
+    .unwrap();
+    let local = Bridged::new(&mcp).call("local__where", json!({})).await;
+    assert!(local.is_ok(), "{local:?}");
+    mcp.shutdown();
+}
+
+/// Issue 26, item 3, during a run: the access token a run started with expires, and the
+/// authorization server refuses its refresh token. The next call is `E_MCP_AUTH` at once,
+/// naming the server, with the login command as its suggestion; the refused tokens are
+/// forgotten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_a_refresh_token_refused_during_a_run_makes_the_call_e_mcp_auth_with_the_login_command()
+ {
+    // Access tokens live 10 s: rmcp refreshes when less than half is left.
+    let server = AuthServer::start_with("127.0.0.1", 10).await;
+    let tokens = tempfile::tempdir().unwrap();
+    let store = TokenStore::at(tokens.path());
+    let login = McpExtensionConfig::new("t")
+        .server(oauth("tracker", &server.url()))
+        .token_store(store.clone())
+        .authorizer(Arc::new(Headless::new()));
+    McpExtension::connect(login).await.unwrap().shutdown();
+    let logged_in = Instant::now();
+    // A run without a browser, while the token is fresh.
+    let run = McpExtensionConfig::new("t")
+        .server(oauth("tracker", &server.url()))
+        .token_store(store.clone());
+    let mcp = McpExtension::connect(run).await.unwrap();
+    assert!(
+        logged_in.elapsed() < Duration::from_secs(5),
+        "the run started after the token was due for refresh: {:?}",
+        logged_in.elapsed()
+    );
+    let bridged = Bridged::new(&mcp);
+    let pong = bridged.call("tracker__ping", json!({})).await;
+    assert!(pong.is_ok(), "{pong:?}");
+    tokio::time::sleep(Duration::from_secs(6).saturating_sub(logged_in.elapsed())).await;
+    let started = Instant::now();
+    let refused = bridged.call("tracker__ping", json!({})).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(refused.error_code(), Some("E_MCP_AUTH"), "{refused:?}");
+    let error = refused.error.as_ref().unwrap();
+    assert!(error.message().contains("`tracker`"), "{error:?}");
+    assert!(
+        error
+            .suggestion()
+            .is_some_and(|s| s.contains("goondan mcp login tracker")),
+        "{error:?}"
+    );
+    assert!(
+        server
+            .seen()
+            .iter()
+            .any(|s| s.path == "/token" && s.body.contains("grant_type=refresh_token")),
+        "the call tried the refresh token first"
+    );
+    assert_eq!(store.state("tracker", &server.url()), AuthState::LoggedOut);
+    mcp.shutdown();
+}
+
+/// Issue 26, bad input: authorization-server metadata that names a token endpoint on another
+/// origin than the server it describes. Nothing is sent there: no code is asked for (the
+/// person is never sent to authorize), kept tokens are not refreshed there, and nothing is
+/// written to the token store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_a_token_endpoint_on_another_origin_is_refused_naming_the_server_and_nothing_is_kept()
+ {
+    let server = AuthServer::start("localhost").await;
+    let tokens = tempfile::tempdir().unwrap();
+    let config = McpExtensionConfig::new("t")
+        .server(oauth("tracker", &server.url()))
+        .token_store(TokenStore::at(tokens.path()))
+        .authorizer(Arc::new(Headless::new()));
+    let err = McpExtension::connect(config).await.unwrap_err();
+    let McpClientError::Unauthorized {
+        server: named,
+        reason,
+        ..
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(named, "tracker");
+    assert!(reason.contains("another origin"), "{reason}");
+    let seen = server.seen();
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.path.starts_with("/authorize") || s.path.starts_with("/token")),
+        "{seen:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(tokens.path())
+            .map(Iterator::count)
+            .unwrap_or(0),
+        0,
+        "nothing is written to the token store"
+    );
+
+    // The same server with its own origin goes as far as the token exchange.
+    let honest = AuthServer::start("127.0.0.1").await;
+    let config = McpExtensionConfig::new("t")
+        .server(oauth("tracker", &honest.url()))
+        .token_store(TokenStore::at(tokens.path()))
+        .authorizer(Arc::new(Headless::new()));
+    let _ = McpExtension::connect(config).await;
+    assert!(
+        honest.seen().iter().any(|s| s.path == "/token"),
+        "{:?}",
+        honest.seen()
     );
 }
 

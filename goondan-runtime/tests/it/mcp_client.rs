@@ -918,6 +918,154 @@ async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
     mcp.shutdown();
 }
 
+/// A captured log line's text (the `tracing` subscriber of one test, as `fmt` writes it).
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 26, bad input: a bridged server whose tools' names are the agent's own (the server's
+/// name is the resource of one of its tools). The registry keeps a resource to one source:
+/// each of that server's tools is refused with a warning naming the server and both sources,
+/// the names keep meaning the agent's own tools, and the extension's other server is bridged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_bridged_name_that_collides_with_our_own_tool_is_refused_naming_the_server_and_ours_stays()
+ {
+    use goondan_runtime::tools::tool::{SourceKind, ToolSource};
+    let mcp = McpExtension::connect(
+        McpExtensionConfig::new("t")
+            .server(test_server("local"))
+            .server(test_server("other")),
+    )
+    .await
+    .unwrap();
+    let registry = Arc::new(ToolRegistry::new());
+    registry
+        .register_item(
+            "local__where",
+            Some("Ours.".into()),
+            json!({"type": "object"}),
+            goondan_runtime::handler_fn(|_ctx, _args| async {
+                Ok::<_, goondan_runtime::ToolError>("our own")
+            }),
+            ToolSource::config("local"),
+        )
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let agent = tracing::subscriber::with_default(subscriber, || {
+        AgentInstance::builder(
+            "helper",
+            Arc::clone(&registry),
+            Arc::new(ScriptedModel::new([])),
+        )
+        .state_dir(state.path())
+        .extension(mcp.clone())
+        .build()
+        .unwrap()
+    });
+    let log = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+    let refused = log
+        .lines()
+        .filter(|l| {
+            l.contains("WARN")
+                && l.contains("server=\"local\"")
+                && l.contains("defined twice: by tool `local` and by MCP bridge `t`")
+        })
+        .count();
+    assert_eq!(refused, mcp.tool_names("local").len(), "{log}");
+    let ours = registry.get("local__where").unwrap();
+    assert_eq!(ours.resource().source().kind, SourceKind::Config);
+    assert!(registry.get("local__wait").is_none());
+    let theirs = registry.get("other__wait").unwrap();
+    assert_eq!(theirs.resource().source().kind, SourceKind::Mcp);
+    let executor = ToolExecutor::new(Arc::clone(&registry));
+    let catalog = agent.base_catalog().unwrap();
+    let ctx = ToolContext::builder(agent.workdir()).build();
+    let result = executor
+        .execute(
+            ToolCall::new("c1", "local__where", json!({})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert_eq!(result.output, Some(json!("our own")), "{result:?}");
+    let result = executor
+        .execute(
+            ToolCall::new("c2", "other__wait", json!({"ms": 1})),
+            &ctx,
+            &catalog,
+        )
+        .await;
+    assert!(result.is_ok(), "{result:?}");
+    mcp.shutdown();
+}
+
+/// Issue 26, item 6: the audio a bridged server answers with (our test server's `audio`)
+/// comes through the bridge unchanged, as a content part beside its text; Gemini's dialect
+/// gives the model the sound itself (inline data of the `functionResponse`), and the dialects
+/// of the providers that take no audio in a tool result tell the model what was there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridged_audio_comes_through_unchanged_and_every_provider_s_dialect_carries_or_names_it()
+ {
+    use base64::Engine as _;
+    use goondan_runtime::dialect::Dialect;
+    use goondan_runtime::tools::content::Content;
+    let sent = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQgAAAAAAP9/AID/fw==";
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(test_server("local")))
+        .await
+        .unwrap();
+    let result = Bridged::new(&mcp).call("local__audio", json!({})).await;
+    assert!(result.is_ok(), "{result:?}");
+    let Some(Content::Audio(audio)) = result
+        .content
+        .iter()
+        .find(|c| matches!(c, Content::Audio(_)))
+    else {
+        panic!("an audio part: {:?}", result.content);
+    };
+    assert_eq!(audio.mime_type, "audio/wav");
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD.encode(&audio.data),
+        sent
+    );
+    let gemini = Dialect::GEMINI.render_result(&result);
+    let parts = gemini["functionResponse"]["parts"].as_array().unwrap();
+    assert_eq!(
+        parts[0]["inlineData"],
+        json!({"mimeType": "audio/wav", "data": sent})
+    );
+    for dialect in [
+        Dialect::OPENAI_CHAT,
+        Dialect::OPENAI_RESPONSES,
+        Dialect::ANTHROPIC,
+    ] {
+        let shown = dialect.render_result(&result).to_string();
+        assert!(
+            shown.contains("a short beep") && shown.contains("[audio audio/wav"),
+            "{dialect:?}: {shown}"
+        );
+        assert!(
+            !shown.contains(sent),
+            "{dialect:?} sends audio it takes none of"
+        );
+    }
+    mcp.shutdown();
+}
+
 /// Issue 26, item 6: the resources a bridged server answers with, embedded and linked
 /// (server-everything's `get-resource-reference` and `get-resource-links`), are content parts
 /// of the result, and every provider's dialect shows them to the model.

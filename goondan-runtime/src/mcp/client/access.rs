@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, CredentialStore,
-    InMemoryCredentialStore, OAuthState, WWWAuthenticateParams,
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, CredentialStore, InMemoryCredentialStore,
+    OAuthState, WWWAuthenticateParams,
 };
 
 use super::auth::{Authorizer, McpAuth};
@@ -61,7 +62,17 @@ impl Access {
         config: &McpServerConfig,
         url: &str,
     ) -> Result<AuthorizationManager, AccessError> {
-        let (mut manager, _) = self.manager(config, url).await?;
+        let (mut manager, kept) = self.manager(config, url).await?;
+        // Kept tokens go to the token endpoint the server's metadata names now: it is looked
+        // at first (rmcp would look it up the same way).
+        if let Some(kept) = kept
+            && let Ok(Some(credentials)) = kept.load().await
+            && credentials.token_response.is_some()
+        {
+            let metadata = manager.resolve_metadata().await.map_err(failed)?.metadata;
+            one_origin(&metadata)?;
+            manager.set_metadata(metadata);
+        }
         // Tokens that cannot be used (the metadata moved, the issuer changed) are dropped by
         // rmcp; the server's challenge then asks for new ones.
         if let Err(e) = manager.initialize_from_store().await {
@@ -92,10 +103,12 @@ impl Access {
             held.extend(credentials.granted_scopes);
         }
         let granted = held;
-        let mut state = OAuthState::Unauthorized(manager);
-        match &config.auth {
+        let state = match &config.auth {
             McpAuth::None => return Err(AccessError::Failed("no `auth` is configured".into())),
             McpAuth::ClientCredentials(cc) => {
+                // rmcp looks the metadata up again for the exchange; this look is ours.
+                one_origin(&manager.resolve_metadata().await.map_err(failed)?.metadata)?;
+                let mut state = OAuthState::Unauthorized(manager);
                 // rmcp's client-credentials exchange is a future that is not `Send` (it keeps
                 // a form serializer across an await), so it runs to completion on a blocking
                 // thread of this runtime instead of on a worker.
@@ -110,7 +123,7 @@ impl Access {
                 .await
                 .map_err(|e| AccessError::Failed(e.to_string()))?;
                 done.map_err(failed)?;
-                state = back;
+                back
             }
             McpAuth::OAuth(client) => {
                 let Some(authorizer) = &self.authorizer else {
@@ -152,10 +165,20 @@ impl Access {
                 if !scopes.is_empty() {
                     request = request.with_scopes(scopes);
                 }
-                if let Some(challenge) = challenge {
-                    request = request.with_challenge(challenge.to_owned());
-                }
-                state.start_authorization(request).await.map_err(failed)?;
+                // Discovery from the challenge, as rmcp's `start_authorization` does it, with
+                // the endpoints checked before the person is sent anywhere.
+                let mut manager = manager;
+                let metadata = manager
+                    .resolve_metadata_from_challenge(challenge)
+                    .await
+                    .map_err(failed)?
+                    .metadata;
+                one_origin(&metadata)?;
+                manager.set_metadata(metadata);
+                let session = AuthorizationSession::new(manager, request)
+                    .await
+                    .map_err(|(_, e)| failed(e))?;
+                let mut state = OAuthState::Session(session);
                 let auth_url = state.get_authorization_url().await.map_err(failed)?;
                 let expected = authorizer.redirect_uri();
                 let redirect = authorizer
@@ -178,11 +201,31 @@ impl Access {
                     )
                     .await
                     .map_err(failed)?;
+                state
             }
-        }
+        };
         state
             .into_authorization_manager()
             .ok_or_else(|| AccessError::Failed("the authorization did not complete".into()))
+    }
+}
+
+/// Refuses authorization-server metadata whose token endpoint is on another origin than the
+/// authorization server it describes (its `issuer`, else its authorization endpoint): the
+/// codes, refresh tokens and client secrets sent there would go to someone else.
+fn one_origin(metadata: &AuthorizationMetadata) -> Result<(), AccessError> {
+    let origin = |u: &str| url::Url::parse(u).ok().map(|u| u.origin());
+    let server = metadata
+        .issuer
+        .as_deref()
+        .unwrap_or(&metadata.authorization_endpoint);
+    match (origin(server), origin(&metadata.token_endpoint)) {
+        (Some(a), Some(t)) if a == t && a.is_tuple() => Ok(()),
+        _ => Err(AccessError::Failed(format!(
+            "the authorization server `{server}` names a token endpoint on another origin, `{}`; \
+             no code or token is sent there",
+            metadata.token_endpoint
+        ))),
     }
 }
 
@@ -202,7 +245,35 @@ fn same_endpoint(got: &str, expected: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same_endpoint;
+    use super::{AuthorizationMetadata, one_origin, same_endpoint};
+
+    #[test]
+    fn a_token_endpoint_on_another_origin_than_its_authorization_server_is_refused() {
+        let metadata = |issuer: Option<&str>, token: &str| {
+            let mut m = AuthorizationMetadata::default();
+            m.issuer = issuer.map(str::to_owned);
+            m.authorization_endpoint = "https://auth.example.com/authorize".to_owned();
+            m.token_endpoint = token.to_owned();
+            m
+        };
+        assert!(
+            one_origin(&metadata(
+                Some("https://auth.example.com/t1"),
+                "https://auth.example.com/t1/token"
+            ))
+            .is_ok()
+        );
+        assert!(one_origin(&metadata(None, "https://auth.example.com:443/token")).is_ok());
+        for token in [
+            "https://evil.example.com/token",
+            "http://auth.example.com/token",
+            "https://auth.example.com:8443/token",
+            "not a url",
+        ] {
+            let err = one_origin(&metadata(Some("https://auth.example.com"), token)).unwrap_err();
+            assert!(err.to_string().contains("another origin"), "{err}");
+        }
+    }
 
     #[test]
     fn only_a_redirect_to_this_client_s_redirect_uri_is_taken() {

@@ -233,7 +233,16 @@ impl ToolsChanged for Registrar {
 fn register_tools(registry: &ToolRegistry, extension: &str, link: &Arc<ServerLink>) {
     let server = link.config.name();
     for (local, tool) in link.tools() {
-        if let Some(existing) = registry.get(&local) {
+        // Registered already by this server: kept. A name another source holds (the agent's
+        // own tool, another extension's) goes to the registry, which refuses it.
+        let bridged_here = |e: &crate::tools::registry::RegisteredExport| {
+            let source = e.resource().source();
+            source.kind == SourceKind::Mcp
+                && source.mcp.as_ref().is_some_and(|m| {
+                    m.extension_name == extension && m.server_name.as_deref() == Some(server)
+                })
+        };
+        if let Some(existing) = registry.get(&local).filter(|e| bridged_here(e)) {
             if existing.export().parameters() != &tool.parameters {
                 tracing::warn!(
                     target: "goondan::mcp",
