@@ -2,7 +2,7 @@
 //! OAuth-protected MCP server (the conformance suite's `auth/metadata-default` server and its
 //! authorization server, from `scripts/mcp-peers`). The test is the person's browser: it opens
 //! the URL `login` prints, and the authorization server redirects it to `login`'s listener on
-//! 127.0.0.1.
+//! 127.0.0.1. The tokens are kept in files under the state directory.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -35,38 +35,42 @@ spec:
     file
 }
 
+/// Where a `goondan` of the tests keeps tokens: files under `state` (also where a keyring
+/// would answer).
+#[derive(Clone, Copy)]
+enum Store {
+    Files,
+}
+
+fn command(state: &Path, store: Store) -> Command {
+    let mut goondan = Command::new(env!("CARGO_BIN_EXE_goondan"));
+    goondan.env("XDG_STATE_HOME", state);
+    match store {
+        Store::Files => {
+            goondan.env("GOONDAN_MCP_TOKEN_STORE", "file");
+        }
+    }
+    goondan
+}
+
 fn goondan(state: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_goondan"))
-        .args(args)
-        .env("XDG_STATE_HOME", state)
-        .output()
-        .unwrap()
+    goondan_with(state, Store::Files, args)
+}
+
+fn goondan_with(state: &Path, store: Store, args: &[&str]) -> std::process::Output {
+    command(state, store).args(args).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[test]
-fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_forgets_them() {
-    let server = ProtectedServer::start("auth/metadata-default");
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let file = bundle(dir.path(), server.url());
-    let b = file.to_str().unwrap();
-
-    let listed = goondan(&state, &["mcp", "servers", "--bundle", b]);
-    assert!(listed.status.success(), "{}", text(&listed.stderr));
-    assert_eq!(
-        text(&listed.stdout),
-        format!(
-            "tracker\tmcp\t{}\toauth\tlogged out: goondan mcp login tracker\n",
-            server.url()
-        )
-    );
-
+/// `goondan mcp login tracker`, with the test as the person's browser: it opens the URL
+/// `login` prints, and the authorization server redirects it to `login`'s listener. What
+/// `login` printed on stderr, and its end.
+fn log_in(state: &Path, store: Store, b: &str) -> (String, std::process::Output) {
     // `login` prints the URL and waits for the browser's redirect.
-    let mut login = Command::new(env!("CARGO_BIN_EXE_goondan"))
+    let mut login = command(state, store)
         .args([
             "mcp",
             "login",
@@ -76,7 +80,6 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
             "--wait-secs",
             "60",
         ])
-        .env("XDG_STATE_HOME", &state)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -118,6 +121,31 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
         "{}",
         text(&done.stdout)
     );
+    (printed, done)
+}
+
+#[test]
+fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_forgets_them() {
+    let server = ProtectedServer::start("auth/metadata-default");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let file = bundle(dir.path(), server.url());
+    let b = file.to_str().unwrap();
+
+    let listed = goondan(&state, &["mcp", "servers", "--bundle", b]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert_eq!(
+        text(&listed.stdout),
+        format!(
+            "tracker\tmcp\t{}\toauth\tlogged out: goondan mcp login tracker\n\
+             tokens are kept in {}\n",
+            server.url(),
+            state.join("goondan/mcp-tokens").display()
+        )
+    );
+
+    let (printed, done) = log_in(&state, Store::Files, b);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
 
     // The tokens are the user's alone, and never printed.
     let kept = state.join("goondan/mcp-tokens/tracker.json");
@@ -147,6 +175,10 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
     assert_eq!(
         listed[0]["state"], "logged in (no refresh token)",
         "{listed}"
+    );
+    assert_eq!(
+        listed[0]["tokens"],
+        state.join("goondan/mcp-tokens").display().to_string()
     );
 
     // A run uses the kept tokens: no browser.
