@@ -9,7 +9,7 @@ use std::time::Duration;
 use goondan_runtime::bundle::{Bundle, BundleError};
 use goondan_runtime::mcp::client::{
     AuthState, LoopbackAuthorizer, McpAuth, McpClientError, McpExtension, McpExtensionConfig,
-    McpServerConfig, TokenStore,
+    McpServerConfig, TokenStore, TokenStoreError,
 };
 use serde_json::json;
 
@@ -26,7 +26,9 @@ pub(crate) enum McpAuthCliError {
         "the MCP server `{server}` does not use OAuth (`auth: oauth`): there is nothing to log in to"
     )]
     NoOAuth { server: String },
-    #[error("neither XDG_STATE_HOME nor HOME is set, so there is no token store")]
+    #[error(
+        "there is no token store: no OS keyring answers and neither XDG_STATE_HOME nor HOME is set"
+    )]
     NoTokenStore,
     #[error("cannot listen on 127.0.0.1 for the browser's redirect: {0}")]
     Listen(#[source] std::io::Error),
@@ -36,7 +38,7 @@ pub(crate) enum McpAuthCliError {
     Forget {
         server: String,
         #[source]
-        source: std::io::Error,
+        source: TokenStoreError,
     },
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -112,11 +114,17 @@ pub(crate) fn login(login: &Login<'_>, out: &mut dyn Write) -> Result<u8, McpAut
     match store.state(login.server, &url) {
         AuthState::LoggedIn { scopes, .. } if !scopes.is_empty() => writeln!(
             out,
-            "logged in to `{}` (scopes: {})",
+            "logged in to `{}` (scopes: {}); its tokens are kept in {}",
             login.server,
-            scopes.join(" ")
+            scopes.join(" "),
+            store.location()
         )?,
-        _ => writeln!(out, "logged in to `{}`", login.server)?,
+        _ => writeln!(
+            out,
+            "logged in to `{}`; its tokens are kept in {}",
+            login.server,
+            store.location()
+        )?,
     }
     Ok(EXIT_OK)
 }
@@ -174,27 +182,41 @@ pub(crate) fn servers(
                 .url()
                 .map(str::to_owned)
                 .unwrap_or_else(|| "stdio".to_owned());
+            // Where an OAuth server's tokens are (the OS keyring, or a directory).
+            let kept_in = match (server.authorization(), &store) {
+                (McpAuth::OAuth(_), Some(store)) => Some(store.location().to_string()),
+                _ => None,
+            };
             rows.push((
                 server.name().to_owned(),
                 extension.name().to_owned(),
                 place,
                 auth,
                 state,
+                kept_in,
             ));
         }
     }
     if as_json {
         let list: Vec<_> = rows
             .iter()
-            .map(|(name, extension, place, auth, state)| {
-                json!({"name": name, "extension": extension, "at": place, "auth": auth, "state": state})
+            .map(|(name, extension, place, auth, state, kept_in)| {
+                let mut row = json!({"name": name, "extension": extension, "at": place, "auth": auth, "state": state});
+                if let Some(kept_in) = kept_in {
+                    row["tokens"] = json!(kept_in);
+                }
+                row
             })
             .collect();
         writeln!(out, "{}", serde_json::Value::Array(list))?;
         return Ok(EXIT_OK);
     }
-    for (name, extension, place, auth, state) in rows {
+    let kept_in = rows.iter().find_map(|row| row.5.clone());
+    for (name, extension, place, auth, state, _) in rows {
         writeln!(out, "{name}\t{extension}\t{place}\t{auth}\t{state}")?;
+    }
+    if let Some(kept_in) = kept_in {
+        writeln!(out, "tokens are kept in {kept_in}")?;
     }
     Ok(EXIT_OK)
 }

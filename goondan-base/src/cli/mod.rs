@@ -124,7 +124,8 @@ pub enum McpCommand {
     },
     /// Authorize the bundle's MCP server SERVER (`auth: oauth`) once: prints the URL to open
     /// in a browser, waits for the redirect on 127.0.0.1, and keeps the tokens in your token
-    /// store (`$XDG_STATE_HOME/goondan/mcp-tokens`, mode 0600), never in the bundle.
+    /// store, never in the bundle: the OS keyring when one answers, else
+    /// `$XDG_STATE_HOME/goondan/mcp-tokens` (mode 0600; or set GOONDAN_MCP_TOKEN_STORE=file).
     Login {
         /// The server's `name` in an Extension's `spec.mcp.servers`.
         server: String,

@@ -2,7 +2,8 @@
 //! OAuth-protected MCP server (the conformance suite's `auth/metadata-default` server and its
 //! authorization server, from `scripts/mcp-peers`). The test is the person's browser: it opens
 //! the URL `login` prints, and the authorization server redirects it to `login`'s listener on
-//! 127.0.0.1.
+//! 127.0.0.1. The tokens are kept in files under the state directory, or (on Linux) in a real
+//! Secret Service, GNOME Keyring on the test's own session bus (`scripts/keyring-peer`).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -35,38 +36,48 @@ spec:
     file
 }
 
+/// Where a `goondan` of the tests keeps tokens: files under `state` (also where a keyring
+/// would answer), or the Secret Service on the test's own bus (at `address`).
+#[derive(Clone, Copy)]
+enum Store<'a> {
+    Files,
+    Keyring { address: &'a str },
+}
+
+fn command(state: &Path, store: Store<'_>) -> Command {
+    let mut goondan = Command::new(env!("CARGO_BIN_EXE_goondan"));
+    goondan.env("XDG_STATE_HOME", state);
+    match store {
+        Store::Files => {
+            goondan.env("GOONDAN_MCP_TOKEN_STORE", "file");
+        }
+        Store::Keyring { address } => {
+            goondan
+                .env_remove("GOONDAN_MCP_TOKEN_STORE")
+                .env("DBUS_SESSION_BUS_ADDRESS", address);
+        }
+    }
+    goondan
+}
+
 fn goondan(state: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_goondan"))
-        .args(args)
-        .env("XDG_STATE_HOME", state)
-        .output()
-        .unwrap()
+    goondan_with(state, Store::Files, args)
+}
+
+fn goondan_with(state: &Path, store: Store<'_>, args: &[&str]) -> std::process::Output {
+    command(state, store).args(args).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[test]
-fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_forgets_them() {
-    let server = ProtectedServer::start("auth/metadata-default");
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let file = bundle(dir.path(), server.url());
-    let b = file.to_str().unwrap();
-
-    let listed = goondan(&state, &["mcp", "servers", "--bundle", b]);
-    assert!(listed.status.success(), "{}", text(&listed.stderr));
-    assert_eq!(
-        text(&listed.stdout),
-        format!(
-            "tracker\tmcp\t{}\toauth\tlogged out: goondan mcp login tracker\n",
-            server.url()
-        )
-    );
-
+/// `goondan mcp login tracker`, with the test as the person's browser: it opens the URL
+/// `login` prints, and the authorization server redirects it to `login`'s listener. What
+/// `login` printed on stderr, and its end.
+fn log_in(state: &Path, store: Store<'_>, b: &str) -> (String, std::process::Output) {
     // `login` prints the URL and waits for the browser's redirect.
-    let mut login = Command::new(env!("CARGO_BIN_EXE_goondan"))
+    let mut login = command(state, store)
         .args([
             "mcp",
             "login",
@@ -76,7 +87,6 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
             "--wait-secs",
             "60",
         ])
-        .env("XDG_STATE_HOME", &state)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -118,6 +128,31 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
         "{}",
         text(&done.stdout)
     );
+    (printed, done)
+}
+
+#[test]
+fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_forgets_them() {
+    let server = ProtectedServer::start("auth/metadata-default");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let file = bundle(dir.path(), server.url());
+    let b = file.to_str().unwrap();
+
+    let listed = goondan(&state, &["mcp", "servers", "--bundle", b]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert_eq!(
+        text(&listed.stdout),
+        format!(
+            "tracker\tmcp\t{}\toauth\tlogged out: goondan mcp login tracker\n\
+             tokens are kept in {}\n",
+            server.url(),
+            state.join("goondan/mcp-tokens").display()
+        )
+    );
+
+    let (printed, done) = log_in(&state, Store::Files, b);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
 
     // The tokens are the user's alone, and never printed.
     let kept = state.join("goondan/mcp-tokens/tracker.json");
@@ -147,6 +182,10 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
     assert_eq!(
         listed[0]["state"], "logged in (no refresh token)",
         "{listed}"
+    );
+    assert_eq!(
+        listed[0]["tokens"],
+        state.join("goondan/mcp-tokens").display().to_string()
     );
 
     // A run uses the kept tokens: no browser.
@@ -210,4 +249,142 @@ fn mcp_login_refuses_a_server_that_does_not_use_oauth_and_names_the_known_ones()
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `goondan run` of an agent with the bundle's MCP extension, its model a replay server that
+/// answers once: the run finishes only when the extension connected (a server it cannot
+/// connect fails the agent's load), and the model was offered the server's tools.
+#[cfg(target_os = "linux")]
+fn run_with_the_server(dir: &Path, state: &Path, store: Store<'_>, server_url: &str) {
+    use crate::run_support as support;
+    use goondan_test_peers::replay::ReplayServer;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let model = runtime.block_on(ReplayServer::start([support::text(&["Done."])]));
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let mut yaml = support::replayed_model(&model);
+    yaml.push_str(
+        r#"apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: assistant}
+spec:
+  modelConfig: {modelRef: "Model/replayed"}
+  extensions: ["Extension/mcp"]
+---
+"#,
+    );
+    yaml.push_str(&std::fs::read_to_string(bundle(&run_dir, server_url)).unwrap());
+    let file = run_dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = command(state, store)
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--input",
+            "hi",
+            "--approve",
+            "never",
+        ])
+        .env("GOONDAN_TEST_KEY", support::KEY)
+        .current_dir(&run_dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let seen = model.requests();
+    assert_eq!(seen.len(), 1);
+    let offered = seen[0].body["tools"].to_string();
+    assert!(offered.contains("tracker__"), "{offered}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn mcp_login_keeps_tokens_in_the_os_keyring_when_there_is_one() {
+    use goondan_test_peers::keyring::Keyring;
+    let keyring = Keyring::start();
+    let store = Store::Keyring {
+        address: keyring.address(),
+    };
+    let server = ProtectedServer::start("auth/metadata-default");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let file = bundle(dir.path(), server.url());
+    let b = file.to_str().unwrap();
+
+    let listed = goondan_with(&state, store, &["mcp", "servers", "--bundle", b]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert_eq!(
+        text(&listed.stdout),
+        format!(
+            "tracker\tmcp\t{}\toauth\tlogged out: goondan mcp login tracker\n\
+             tokens are kept in the OS keyring (Secret Service)\n",
+            server.url()
+        )
+    );
+
+    let (printed, done) = log_in(&state, store, b);
+    assert!(
+        text(&done.stdout).ends_with("its tokens are kept in the OS keyring (Secret Service)\n"),
+        "{}",
+        text(&done.stdout)
+    );
+
+    // The tokens are in the keyring, bound to the server's URL, and nowhere else: no file
+    // under the state directory, never printed.
+    let kept = keyring
+        .secret("goondan-mcp", "tracker")
+        .expect("no tokens in the keyring");
+    let kept: serde_json::Value = serde_json::from_str(&kept).unwrap();
+    assert_eq!(kept["url"], server.url());
+    let access = kept["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(access.len() > 8);
+    assert!(
+        !state.exists(),
+        "something was written under the state directory"
+    );
+    for output in [
+        &printed,
+        &text(&done.stdout),
+        &std::fs::read_to_string(&file).unwrap(),
+    ] {
+        assert!(!output.contains(&access), "the token was shown: {output}");
+    }
+    let listed = goondan_with(&state, store, &["mcp", "servers", "--bundle", b, "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        listed[0]["state"], "logged in (no refresh token)",
+        "{listed}"
+    );
+    assert_eq!(listed[0]["tokens"], "the OS keyring (Secret Service)");
+
+    // A run uses the kept tokens: no browser, the server's tools offered to the model.
+    run_with_the_server(dir.path(), &state, store, server.url());
+    assert_eq!(
+        keyring
+            .secret("goondan-mcp", "tracker")
+            .as_deref()
+            .map(|k| k.contains(&access)),
+        Some(true)
+    );
+
+    // Logout removes them from the keyring.
+    let out = goondan_with(&state, store, &["mcp", "logout", "tracker"]);
+    assert_eq!(
+        text(&out.stdout),
+        "logged out of `tracker`\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(keyring.secret("goondan-mcp", "tracker"), None);
+    let out = goondan_with(&state, store, &["mcp", "logout", "tracker"]);
+    assert_eq!(text(&out.stdout), "no tokens were kept for `tracker`\n");
+    assert!(!state.exists());
 }

@@ -3,6 +3,8 @@
 //! - [`mcp_peers`]: the pinned npm MCP peers (`scripts/mcp-peers`): server-everything, the
 //!   inspector and the conformance suite.
 //! - [`nats`]: a real `nats-server` (`scripts/nats-server`) on a free port of 127.0.0.1.
+//! - [`keyring`]: a real Secret Service (GNOME Keyring, `scripts/keyring-peer`) on a private
+//!   session bus (Linux).
 //! - [`llm`]: a real local model server (`scripts/llm-peer`).
 //! - [`replay`]: a scripted HTTP server on 127.0.0.1 that records what it was sent.
 //! - [`otlp`]: an OTLP/HTTP receiver on 127.0.0.1 that decodes the spans and metrics it is
@@ -15,6 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
+pub mod keyring;
 pub mod llm;
 pub mod mcp_peers;
 pub mod nats;

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use super::access::Access;
+use super::auth::McpAuth;
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
 use super::token_store::TokenStore;
@@ -107,7 +108,16 @@ impl McpExtension {
             sinks: Mutex::new(Vec::new()),
         });
         let access = Access {
-            tokens: config.tokens.clone().or_else(TokenStore::for_user),
+            // The user's store is looked for (the OS keyring asked) only when a server has
+            // tokens to keep.
+            tokens: config.tokens.clone().or_else(|| {
+                config
+                    .servers
+                    .iter()
+                    .any(|s| !matches!(s.auth, McpAuth::None))
+                    .then(TokenStore::for_user)
+                    .flatten()
+            }),
             authorizer: config.authorizer.0.clone(),
         };
         let links: Arc<[Arc<ServerLink>]> = config

@@ -42,4 +42,8 @@ pub use self::link::ServerStatus;
 pub use self::loopback::{LoopbackAuthorizer, ShowUrl};
 pub use self::naming::{LocalName, local_name};
 pub use self::outcome::{E_MCP_AUTH, E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};
-pub use self::token_store::{AuthState, TokenStore};
+#[cfg(feature = "keyring")]
+pub use self::token_store::KeyringUnavailable;
+pub use self::token_store::{
+    AuthState, TOKEN_STORE_ENV, TokenLocation, TokenStore, TokenStoreError,
+};
