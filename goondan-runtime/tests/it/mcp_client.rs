@@ -65,7 +65,7 @@ async fn everything(dir: &Path) -> (Bundle, McpExtension) {
 
 use crate::mcp_bridge;
 
-use mcp_bridge::{Bridged, eventually, pid, test_server};
+use mcp_bridge::{Bridged, Captured, eventually, pid, test_server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cat_6_mcp_bundle_bridges_server_everything_echo_and_sum_through_the_catalog_and_refuses_the_excluded_env_tool()
@@ -918,20 +918,6 @@ async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
     mcp.shutdown();
 }
 
-/// A captured log line's text (the `tracing` subscriber of one test, as `fmt` writes it).
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Issue 26, bad input: a bridged server whose tools' names are the agent's own (the server's
 /// name is the resource of one of its tools). The registry keeps a resource to one source:
 /// each of that server's tools is refused with a warning naming the server and both sources,
@@ -977,7 +963,7 @@ async fn mcp_a_bridged_name_that_collides_with_our_own_tool_is_refused_naming_th
         .build()
         .unwrap()
     });
-    let log = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+    let log = log.text();
     let refused = log
         .lines()
         .filter(|l| {
