@@ -25,6 +25,24 @@ fn oauth(name: &str, url: &str) -> McpServerConfig {
         .call_timeout(Duration::from_secs(15))
 }
 
+/// The reason of a start refused as `McpClientError::Unauthorized` for the server `tracker`.
+fn refused_tracker(err: &McpClientError) -> &str {
+    let McpClientError::Unauthorized { server, reason, .. } = err else {
+        panic!("{err}");
+    };
+    assert_eq!(server, "tracker");
+    reason
+}
+
+/// Nothing was written to the token store in `dir`.
+fn assert_nothing_kept(dir: &std::path::Path) {
+    assert_eq!(
+        std::fs::read_dir(dir).map(Iterator::count).unwrap_or(0),
+        0,
+        "nothing is written to the token store"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_auth_a_call_that_needs_more_scope_steps_up_or_without_a_browser_is_e_mcp_auth_while_the_other_server_works()
  {
@@ -96,18 +114,9 @@ async fn mcp_auth_metadata_with_a_wrong_issuer_is_refused_naming_the_server_and_
         .token_store(TokenStore::at(tokens.path()))
         .authorizer(Arc::new(Headless::new()));
     let err = McpExtension::connect(config).await.unwrap_err();
-    let McpClientError::Unauthorized { server, reason, .. } = &err else {
-        panic!("{err}");
-    };
-    assert_eq!(server, "tracker");
+    let reason = refused_tracker(&err);
     assert!(reason.to_lowercase().contains("issuer"), "{reason}");
-    assert_eq!(
-        std::fs::read_dir(tokens.path())
-            .map(Iterator::count)
-            .unwrap_or(0),
-        0,
-        "nothing is written to the token store"
-    );
+    assert_nothing_kept(tokens.path());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,10 +133,7 @@ async fn mcp_auth_a_redirect_to_another_address_during_login_is_refused_and_noth
         .token_store(TokenStore::at(tokens.path()))
         .authorizer(Arc::new(elsewhere));
     let err = McpExtension::connect(config).await.unwrap_err();
-    let McpClientError::Unauthorized { server, reason, .. } = &err else {
-        panic!("{err}");
-    };
-    assert_eq!(server, "tracker");
+    let reason = refused_tracker(&err);
     assert!(reason.contains("203.0.113.9"), "{reason}");
     assert!(
         !tokens.path().join("tracker.json").exists(),
@@ -179,15 +185,7 @@ async fn mcp_auth_a_revoked_refresh_token_is_refused_with_the_login_command_not_
         "{:?}",
         started.elapsed()
     );
-    let McpClientError::Unauthorized {
-        server: named,
-        reason,
-        ..
-    } = &err
-    else {
-        panic!("{err}");
-    };
-    assert_eq!(named, "tracker");
+    let reason = refused_tracker(&err);
     assert!(
         err.to_string().contains("goondan mcp login tracker"),
         "{err}"
@@ -292,15 +290,7 @@ async fn mcp_auth_a_token_endpoint_on_another_origin_is_refused_naming_the_serve
         .token_store(TokenStore::at(tokens.path()))
         .authorizer(Arc::new(Headless::new()));
     let err = McpExtension::connect(config).await.unwrap_err();
-    let McpClientError::Unauthorized {
-        server: named,
-        reason,
-        ..
-    } = &err
-    else {
-        panic!("{err}");
-    };
-    assert_eq!(named, "tracker");
+    let reason = refused_tracker(&err);
     assert!(reason.contains("another origin"), "{reason}");
     let seen = server.seen();
     assert!(
@@ -309,13 +299,7 @@ async fn mcp_auth_a_token_endpoint_on_another_origin_is_refused_naming_the_serve
             .any(|s| s.path.starts_with("/authorize") || s.path.starts_with("/token")),
         "{seen:?}"
     );
-    assert_eq!(
-        std::fs::read_dir(tokens.path())
-            .map(Iterator::count)
-            .unwrap_or(0),
-        0,
-        "nothing is written to the token store"
-    );
+    assert_nothing_kept(tokens.path());
 
     // The same server with its own origin goes as far as the token exchange.
     let honest = AuthServer::start("127.0.0.1").await;

@@ -5,7 +5,6 @@
 //! `XDG_*` directories are the temporary one. A peer that cannot be found, installed or started
 //! fails the test with the reason; it never skips.
 
-use crate::workspace_root;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -30,24 +29,7 @@ pub fn daemon_binary() -> &'static Path {
 }
 
 fn find_or_install() -> Result<PathBuf, String> {
-    let script = workspace_root().join("scripts/keyring-peer");
-    let out = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!("{} failed ({})", script.display(), out.status));
-    }
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} printed `{}`, which does not exist",
-            script.display(),
-            bin.display()
-        ))
-    }
+    crate::installed_by("keyring-peer")
 }
 
 /// A private session bus with GNOME Keyring's Secret Service on it, its `login` collection

@@ -32,3 +32,27 @@ pub fn workspace_root() -> PathBuf {
         .nth(3)
         .map_or_else(|| here.to_path_buf(), Path::to_path_buf)
 }
+
+/// Runs the installer `scripts/{name}` (it installs its peer when missing and prints the
+/// path of its binary) and returns that path; why not, when it fails or prints a path that
+/// does not exist.
+pub fn installed_by(name: &str) -> Result<PathBuf, String> {
+    let script = workspace_root().join("scripts").join(name);
+    let out = std::process::Command::new(&script)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} failed ({})", script.display(), out.status));
+    }
+    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} printed `{}`, which does not exist",
+            script.display(),
+            bin.display()
+        ))
+    }
+}

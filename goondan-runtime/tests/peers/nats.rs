@@ -3,7 +3,6 @@
 //! installed or started fails the test with the reason; it never skips.
 #![allow(dead_code)]
 
-use crate::workspace_root;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -32,24 +31,7 @@ fn find_or_install() -> Result<PathBuf, String> {
             ))
         };
     }
-    let script = workspace_root().join("scripts/nats-server");
-    let out = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!("{} failed ({})", script.display(), out.status));
-    }
-    let bin = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    if bin.exists() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} printed `{}`, which does not exist",
-            script.display(),
-            bin.display()
-        ))
-    }
+    crate::installed_by("nats-server")
 }
 
 /// A free TCP port on `ip`.

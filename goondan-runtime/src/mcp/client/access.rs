@@ -69,9 +69,7 @@ impl Access {
             && let Ok(Some(credentials)) = kept.load().await
             && credentials.token_response.is_some()
         {
-            let metadata = manager.resolve_metadata().await.map_err(failed)?.metadata;
-            one_origin(&metadata)?;
-            manager.set_metadata(metadata);
+            discover(&mut manager, None).await?;
         }
         // Tokens that cannot be used (the metadata moved, the issuer changed) are dropped by
         // rmcp; the server's challenge then asks for new ones.
@@ -107,7 +105,8 @@ impl Access {
             McpAuth::None => return Err(AccessError::Failed("no `auth` is configured".into())),
             McpAuth::ClientCredentials(cc) => {
                 // rmcp looks the metadata up again for the exchange; this look is ours.
-                one_origin(&manager.resolve_metadata().await.map_err(failed)?.metadata)?;
+                let mut manager = manager;
+                discover(&mut manager, None).await?;
                 let mut state = OAuthState::Unauthorized(manager);
                 // rmcp's client-credentials exchange is a future that is not `Send` (it keeps
                 // a form serializer across an await), so it runs to completion on a blocking
@@ -168,13 +167,7 @@ impl Access {
                 // Discovery from the challenge, as rmcp's `start_authorization` does it, with
                 // the endpoints checked before the person is sent anywhere.
                 let mut manager = manager;
-                let metadata = manager
-                    .resolve_metadata_from_challenge(challenge)
-                    .await
-                    .map_err(failed)?
-                    .metadata;
-                one_origin(&metadata)?;
-                manager.set_metadata(metadata);
+                discover(&mut manager, challenge).await?;
                 let session = AuthorizationSession::new(manager, request)
                     .await
                     .map_err(|(_, e)| failed(e))?;
@@ -208,6 +201,22 @@ impl Access {
             .into_authorization_manager()
             .ok_or_else(|| AccessError::Failed("the authorization did not complete".into()))
     }
+}
+
+/// Looks up the authorization server's metadata (from the server's `challenge`, when there
+/// is one), refuses it unless its endpoints are on one origin, and gives it to `manager`.
+async fn discover(
+    manager: &mut AuthorizationManager,
+    challenge: Option<&str>,
+) -> Result<(), AccessError> {
+    let metadata = manager
+        .resolve_metadata_from_challenge(challenge)
+        .await
+        .map_err(failed)?
+        .metadata;
+    one_origin(&metadata)?;
+    manager.set_metadata(metadata);
+    Ok(())
 }
 
 /// Refuses authorization-server metadata whose token endpoint is on another origin than the
