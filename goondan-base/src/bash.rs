@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use self::containment::CgroupPool;
 pub use self::containment::ContainmentKind;
 use self::process::Invocation;
 use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
@@ -129,29 +130,47 @@ impl BashPolicy {
 
     /// Whether the host variable `name` is stripped.
     pub fn is_denied(&self, name: &str) -> bool {
-        let upper = name.to_ascii_uppercase();
         self.env_deny_list
             .iter()
-            .any(|p| wildcard_match(&p.to_ascii_uppercase(), &upper))
+            .any(|pattern| wildcard_match(pattern.as_bytes(), name.as_bytes()))
     }
 }
 
-/// `*` matches any run of characters.
-fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = parts.as_slice() else {
-        return pattern == text;
-    };
-    let Some(mut rest) = text.strip_prefix(first) else {
+/// `*` matches any run of characters; ASCII letters match in either case. Compares bytes in
+/// place (every call checks each host variable against each pattern, so nothing is copied).
+fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
+    let mut parts = pattern.split(|b| *b == b'*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text
+        .get(..first.len())
+        .filter(|head| head.eq_ignore_ascii_case(first))
+        .and_then(|_| text.get(first.len()..))
+    else {
         return false;
     };
-    for part in middle {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
+    let mut parts = parts.peekable();
+    if parts.peek().is_none() {
+        return rest.is_empty();
+    }
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            return rest.len() >= part.len()
+                && rest
+                    .get(rest.len() - part.len()..)
+                    .is_some_and(|tail| tail.eq_ignore_ascii_case(part));
+        }
+        let found = if part.is_empty() {
+            Some(0)
+        } else {
+            rest.windows(part.len())
+                .position(|window| window.eq_ignore_ascii_case(part))
+        };
+        match found.and_then(|i| rest.get(i + part.len()..)) {
+            Some(after) => rest = after,
             None => return false,
         }
     }
-    rest.len() >= last.len() && rest.ends_with(last)
+    false
 }
 
 /// Input of `bash__exec`.
@@ -228,6 +247,8 @@ pub struct ExecOutput {
 #[derive(Debug, Clone)]
 pub struct Bash {
     policy: Arc<BashPolicy>,
+    /// Empty per-call cgroups kept for the next calls (shared by clones).
+    cgroups: Arc<CgroupPool>,
 }
 
 impl Default for Bash {
@@ -255,6 +276,7 @@ impl Bash {
     pub fn new(policy: BashPolicy) -> Self {
         Self {
             policy: Arc::new(policy),
+            cgroups: Arc::default(),
         }
     }
 
@@ -327,7 +349,7 @@ impl Bash {
             use_cgroup: self.policy.use_cgroup,
         };
         let started = Instant::now();
-        let finished = process::run(invocation, limits, ctx.cancellation())
+        let finished = process::run(invocation, limits, ctx.cancellation(), &self.cgroups)
             .await
             .map_err(|err| {
                 ToolError::new(format!("the command could not be started: {err}"))
@@ -472,9 +494,9 @@ mod tests {
         for name in ["PATH", "HOME", "LANG", "KEYBOARD", "TERM"] {
             assert!(!policy.is_denied(name), "{name}");
         }
-        assert!(wildcard_match("A*B*C", "AxxBxxC"));
-        assert!(!wildcard_match("A*B", "AB_"));
-        assert!(wildcard_match("*", ""));
+        assert!(wildcard_match(b"A*B*C", b"AxxBxxC"));
+        assert!(!wildcard_match(b"A*B", b"AB_"));
+        assert!(wildcard_match(b"*", b""));
         let parent = [
             ("GITHUB_TOKEN", "t"),
             ("PATH", "/bin"),
@@ -488,5 +510,70 @@ mod tests {
             .map(|(k, _)| k)
             .collect();
         assert_eq!(kept, ["PATH", "LANG"]);
+    }
+
+    /// The matcher before it compared in place: both sides upper-cased into new strings, the
+    /// pattern split into a vector.
+    fn plain_wildcard_match(pattern: &str, text: &str) -> bool {
+        let (pattern, text) = (pattern.to_ascii_uppercase(), text.to_ascii_uppercase());
+        let parts: Vec<&str> = pattern.split('*').collect();
+        let [first, middle @ .., last] = parts.as_slice() else {
+            return pattern == text;
+        };
+        let Some(mut rest) = text.strip_prefix(first) else {
+            return false;
+        };
+        for part in middle {
+            match rest.find(part) {
+                Some(i) => rest = &rest[i + part.len()..],
+                None => return false,
+            }
+        }
+        rest.len() >= last.len() && rest.ends_with(last)
+    }
+
+    #[test]
+    fn the_in_place_matcher_answers_like_the_plain_one() {
+        let mut patterns: Vec<String> = DEFAULT_ENV_DENY_LIST
+            .iter()
+            .map(|p| (*p).to_owned())
+            .collect();
+        patterns.extend(
+            [
+                "", "*", "**", "a**b", "*a*", "A*", "*a", "ab", "a*b*a", "*_*_*", "é*", "*ß",
+                "Token", "*tOkEn*",
+            ]
+            .map(str::to_owned),
+        );
+        let mut names: Vec<String> = [
+            "", "A", "a", "AB", "ab", "aXb", "ABA", "abab", "aab", "ba", "_", "a_b_c", "é_TOKEN",
+            "SS", "ß", "xß", "GITHUB_TOKEN", "github_token", "TOKEN", "MY_SECRET_KEY", "PATH",
+            "AWS_", "AWS", "XAWS_1", "DB_DSN", "DSN", "DATABASE_URL", "DATABASE_URLS", "token",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        // Every name made of up to four of these pieces, for overlaps and repeats.
+        let pieces = ["a", "B", "_", "*", "tok"];
+        let mut grown = vec![String::new()];
+        for _ in 0..4 {
+            grown = grown
+                .iter()
+                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
+                .collect();
+            names.extend(grown.iter().cloned());
+            patterns.extend(grown.iter().filter(|p| p.len() <= 6).cloned());
+        }
+        let mut checked = 0;
+        for pattern in &patterns {
+            for name in &names {
+                assert_eq!(
+                    wildcard_match(pattern.as_bytes(), name.as_bytes()),
+                    plain_wildcard_match(pattern, name),
+                    "pattern {pattern:?}, name {name:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 }

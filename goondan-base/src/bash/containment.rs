@@ -13,7 +13,8 @@
 //!   re-parenting, so the cgroup knows every descendant.
 //! - SIGTERM goes to every member (`cgroup.procs`); the final kill is the kernel's atomic
 //!   `cgroup.kill` (Linux 5.14+), which also catches processes forked meanwhile. `cgroup.events`
-//!   says when the last member is gone; then the cgroup is removed.
+//!   says when the last member is gone; then the cgroup is removed, or kept for the tool's next
+//!   call (see `CgroupPool`).
 //!
 //! Why this over the alternatives: a PID namespace (`unshare --pid --fork --kill-child`) kills
 //! everything when its init dies, but makes the command (or a wrapper) PID 1, which ignores
@@ -34,8 +35,8 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -85,6 +86,8 @@ impl ContainmentKind {
 #[derive(Debug)]
 pub(crate) struct Containment {
     cgroup: Option<CallCgroup>,
+    /// Where a cgroup seen empty after its command was reaped goes back to.
+    pool: Arc<CgroupPool>,
     /// The value of [`MARKER_VAR`] when there is no cgroup.
     marker: Option<String>,
     /// The command's process group, once started (its pid).
@@ -94,12 +97,12 @@ pub(crate) struct Containment {
 }
 
 impl Containment {
-    /// A fresh containment: a new cgroup when `use_cgroup` and possible, else the process
-    /// group and an environment marker.
-    pub(crate) fn new(use_cgroup: bool) -> Self {
+    /// A fresh containment: an empty cgroup (one `pool` kept, else a new one) when
+    /// `use_cgroup` and possible, else the process group and an environment marker.
+    pub(crate) fn new(use_cgroup: bool, pool: &Arc<CgroupPool>) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let base = if use_cgroup { cgroup_base() } else { None };
-        let cgroup = base.and_then(|base| match CallCgroup::create(base) {
+        let cgroup = base.and_then(|base| match pool.take(base) {
             Ok(cgroup) => Some(cgroup),
             Err(err) => {
                 warn_fallback(&format!(
@@ -115,6 +118,7 @@ impl Containment {
         });
         Self {
             cgroup,
+            pool: Arc::clone(pool),
             marker,
             pgid: None,
             emptied: AtomicBool::new(false),
@@ -253,11 +257,86 @@ impl Containment {
     }
 }
 
+impl Containment {
+    /// Ends the containment of a command that was waited for (its process reaped, so it can no
+    /// longer be on its way into the cgroup): a cgroup seen empty and never killed goes back
+    /// to the pool for the tool's next call. Anything else is dropped as usual.
+    pub(crate) fn close_reaped(mut self) {
+        let empty = self.pgid.is_some() && self.is_empty();
+        if let Some(cgroup) = &mut self.cgroup {
+            if empty && !cgroup.killed.load(Ordering::Relaxed) {
+                cgroup.return_to = Some(Arc::clone(&self.pool));
+            }
+        }
+    }
+}
+
 impl Drop for Containment {
-    /// Kills whatever is left; the cgroup removes itself.
+    /// Kills whatever is left; the cgroup removes itself (or goes back to the pool).
     fn drop(&mut self) {
         if !self.is_empty() {
             self.kill();
+        }
+    }
+}
+
+/// Empty per-call cgroups of one tool, kept for its next calls: making and removing a cgroup
+/// is two directory operations in the kernel's cgroup file system on every call, and a cgroup
+/// that was seen empty after its command was reaped, and was never killed, holds nothing a
+/// later call could inherit (no process is left inside to fork, and the wrapper that enters it
+/// is gone). At most [`CgroupPool::SIZE`] are kept; the ones kept are removed when the pool is
+/// dropped (with the last clone of its tool), or by the next process that finds them left by a
+/// process that no longer exists.
+#[derive(Debug, Default)]
+pub(crate) struct CgroupPool {
+    kept: Mutex<Vec<PathBuf>>,
+}
+
+impl CgroupPool {
+    /// How many empty cgroups a pool keeps.
+    pub(crate) const SIZE: usize = 8;
+
+    /// An empty cgroup under `base` for a call: a kept one, else a new one.
+    fn take(&self, base: &Path) -> io::Result<CallCgroup> {
+        match self.lock().pop() {
+            Some(dir) => Ok(CallCgroup::at(dir)),
+            None => CallCgroup::create(base),
+        }
+    }
+
+    /// Keeps `dir` for a later call; gives it back when the pool is full.
+    fn keep(&self, dir: PathBuf) -> Result<(), PathBuf> {
+        let mut kept = self.lock();
+        if kept.len() >= Self::SIZE {
+            return Err(dir);
+        }
+        kept.push(dir);
+        Ok(())
+    }
+
+    /// The cgroups kept now.
+    #[cfg(test)]
+    pub(crate) fn kept(&self) -> Vec<PathBuf> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for CgroupPool {
+    /// Removes the kept cgroups (empty, so nothing is waited for).
+    fn drop(&mut self) {
+        for dir in self
+            .kept
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            if let Err(err) = remove_cgroup(&dir) {
+                tracing::warn!(cgroup = %dir.display(), %err, "cannot remove a kept cgroup");
+            }
         }
     }
 }
@@ -266,21 +345,29 @@ impl Drop for Containment {
 #[derive(Debug)]
 struct CallCgroup {
     dir: PathBuf,
+    /// `cgroup.kill` was written: never kept for another call.
+    killed: AtomicBool,
+    /// Set when the cgroup may serve another call: where it goes when dropped.
+    return_to: Option<Arc<CgroupPool>>,
 }
 
 impl CallCgroup {
+    /// A new cgroup under `base`.
     fn create(base: &Path) -> io::Result<Self> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = base.join(format!("{PREFIX}{}-{n}", std::process::id()));
         std::fs::create_dir(&dir)?;
-        let cgroup = Self { dir };
-        if !cgroup.dir.join("cgroup.kill").exists() {
-            return Err(io::Error::other(
-                "the kernel has no `cgroup.kill` (Linux 5.14+)",
-            ));
+        Ok(Self::at(dir))
+    }
+
+    /// The cgroup at `dir`, which exists.
+    fn at(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            killed: AtomicBool::new(false),
+            return_to: None,
         }
-        Ok(cgroup)
     }
 
     fn members(&self) -> Vec<Pid> {
@@ -295,6 +382,7 @@ impl CallCgroup {
     }
 
     fn kill(&self) {
+        self.killed.store(true, Ordering::Relaxed);
         if let Err(err) = std::fs::write(self.dir.join("cgroup.kill"), "1") {
             tracing::warn!(cgroup = %self.dir.display(), %err, "cannot kill the call's cgroup");
         }
@@ -308,8 +396,15 @@ impl CallCgroup {
 }
 
 impl Drop for CallCgroup {
-    /// Removes the cgroup; when members are still dying, a thread retries for a while.
+    /// Goes back to its pool when it may serve another call and the pool has room, else
+    /// removes the cgroup; when members are still dying, a thread retries for a while.
     fn drop(&mut self) {
+        if let Some(pool) = self.return_to.take() {
+            match pool.keep(std::mem::take(&mut self.dir)) {
+                Ok(()) => return,
+                Err(dir) => self.dir = dir,
+            }
+        }
         if remove_cgroup(&self.dir).is_ok() {
             return;
         }
@@ -410,6 +505,9 @@ fn find_cgroup_base() -> Result<PathBuf, String> {
     // Probe: make and remove one cgroup, and check that `cgroup.kill` exists.
     let probe = CallCgroup::create(&base)
         .map_err(|err| format!("cannot create a cgroup under {}: {err}", base.display()))?;
+    if !probe.dir.join("cgroup.kill").exists() {
+        return Err("the kernel has no `cgroup.kill` (Linux 5.14+)".to_owned());
+    }
     drop(probe);
     Ok(base)
 }
@@ -464,7 +562,7 @@ fn remove_stale(base: &Path) {
             continue;
         }
         std::fs::write(entry.path().join("cgroup.kill"), "1").ok();
-        drop(CallCgroup { dir: entry.path() });
+        drop(CallCgroup::at(entry.path()));
     }
 }
 

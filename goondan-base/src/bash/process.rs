@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::containment::Containment;
+use super::containment::{CgroupPool, Containment};
 
 /// How a command ended.
 #[derive(Debug)]
@@ -215,7 +215,8 @@ fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
     }
 }
 
-/// Runs `invocation` inside a fresh [`Containment`] and waits for it within `limits`.
+/// Runs `invocation` inside a fresh [`Containment`] (its cgroup taken from `cgroups` when
+/// one is kept there) and waits for it within `limits`.
 ///
 /// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
 /// (the call returns as soon as everything is gone), then SIGKILL. On timeout or cancellation
@@ -225,11 +226,12 @@ pub(crate) async fn run(
     invocation: Invocation,
     limits: Limits,
     cancel: &CancellationToken,
+    cgroups: &Arc<CgroupPool>,
 ) -> std::io::Result<Finished> {
     // The cgroup wrapper would turn a missing program into exit code 127: refuse it here, as a
     // direct spawn would.
     check_program(&invocation.program)?;
-    let mut containment = Containment::new(limits.use_cgroup);
+    let mut containment = Containment::new(limits.use_cgroup, cgroups);
     let mut command = containment.command(&invocation.program, &invocation.args);
     command
         .current_dir(&invocation.cwd)
@@ -317,8 +319,11 @@ pub(crate) async fn run(
         .map(Reader::take);
     let stdout = outputs.next().unwrap_or_default();
     let stderr = outputs.next().unwrap_or_default();
-    // Dropping the containment removes the cgroup (or kills a straggler that survived).
-    drop(guard.containment.take());
+    // The command was reaped: an empty cgroup goes back to the pool, else dropping the
+    // containment kills a straggler that survived and removes the cgroup.
+    if let Some(containment) = guard.containment.take() {
+        containment.close_reaped();
+    }
     Ok(Finished {
         status: Some(status),
         stdout,

@@ -1,5 +1,6 @@
 //! `bash`: real processes, through the executor (BASE-1, CTX-3).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -552,6 +553,111 @@ async fn base_1_a_dropped_call_leaves_no_detached_descendant() {
     assert!(kit.workdir().join("started").exists(), "the command ran");
     // SIGTERM at once, SIGKILL after the 300 ms grace on a thread: allow for it.
     assert_none_survive(&[&detached, &double], Duration::from_secs(3)).await;
+}
+
+/// The directory of the cgroup a call's command ran in, from the `0::` line of its
+/// `/proc/self/cgroup` (the command printed it), under this process's cgroup2 mount.
+fn cgroup_of(out: &Value) -> PathBuf {
+    let own = out["stdout"]
+        .as_str()
+        .and_then(|text| text.lines().find_map(|line| line.strip_prefix("0::")))
+        .unwrap_or_else(|| panic!("no cgroup v2 line in {out}"));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let (root, mount) = mountinfo
+        .lines()
+        .find_map(|line| {
+            let (before, after) = line.split_once(" - ")?;
+            (after.split_whitespace().next()? == "cgroup2").then_some(())?;
+            let mut fields = before.split_whitespace().skip(3);
+            Some((fields.next()?.to_owned(), fields.next()?.to_owned()))
+        })
+        .expect("a cgroup2 mount");
+    let inside = Path::new(own).strip_prefix(&root).unwrap();
+    let dir = Path::new(&mount).join(inside);
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("goondan-bash-{}-", std::process::id())),
+        "not a call's cgroup: {}",
+        dir.display()
+    );
+    dir
+}
+
+/// An existing cgroup with no process inside.
+fn assert_empty_cgroup(dir: &Path) {
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_else(|err| panic!("{}: {err}", dir.display()));
+    assert_eq!(procs, "", "{} holds processes", dir.display());
+    let events = std::fs::read_to_string(dir.join("cgroup.events")).unwrap();
+    assert!(events.lines().any(|l| l == "populated 0"), "{events}");
+}
+
+async fn wait_removed(dir: &Path, within: Duration) {
+    let deadline = Instant::now() + within;
+    while dir.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} was not removed",
+            dir.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn base_1_an_empty_call_cgroup_serves_the_tool_s_next_call_and_a_killed_one_never_does() {
+    assert_contained();
+    let kit = TestKit::with_tools([Bash::new(quick_kill_policy()).into_tool()]).unwrap();
+    let whoami = json!({"command": "grep '^0::' /proc/self/cgroup"});
+
+    // A call's cgroup, empty once the call is over, is kept and serves the next call.
+    let first = cgroup_of(kit.call("bash__exec", whoami.clone()).await.assert_ok());
+    assert_empty_cgroup(&first);
+    let second = cgroup_of(kit.call("bash__exec", whoami.clone()).await.assert_ok());
+    assert_eq!(second, first, "the kept cgroup serves the next call");
+    assert_empty_cgroup(&second);
+
+    // A call whose leftover ignores SIGTERM ends with `cgroup.kill`: that cgroup is removed,
+    // never handed to another call.
+    let stubborn = unique_sleep();
+    let command = format!(
+        "setsid sh -c 'trap \"\" TERM; touch ready; exec sleep {stubborn}' >/dev/null 2>&1 & \
+         until [ -e ready ]; do sleep 0.01; done; grep '^0::' /proc/self/cgroup"
+    );
+    let killed = cgroup_of(
+        kit.call("bash__exec", json!({"command": command}))
+            .await
+            .assert_ok(),
+    );
+    assert_eq!(killed, first, "taken from the pool");
+    assert_none_survive(&[&stubborn], Duration::ZERO).await;
+    wait_removed(&killed, Duration::from_secs(5)).await;
+    let next = cgroup_of(kit.call("bash__exec", whoami.clone()).await.assert_ok());
+    assert_ne!(next, killed, "a killed cgroup is never used again");
+    assert_empty_cgroup(&next);
+
+    // Calls at once take a cgroup each; at most eight are kept afterwards, the rest removed.
+    let together = (0..12).map(|_| {
+        kit.call(
+            "bash__exec",
+            json!({"command": "grep '^0::' /proc/self/cgroup; sleep 1"}),
+        )
+    });
+    let dirs: std::collections::BTreeSet<PathBuf> = futures_util::future::join_all(together)
+        .await
+        .iter()
+        .map(|r| cgroup_of(r.assert_ok()))
+        .collect();
+    assert_eq!(dirs.len(), 12, "one cgroup per running call");
+    let kept: Vec<&PathBuf> = dirs.iter().filter(|dir| dir.exists()).collect();
+    assert_eq!(kept.len(), 8, "kept: {kept:?}");
+    kept.iter().for_each(|dir| assert_empty_cgroup(dir));
+
+    // The kept cgroups go with the tool.
+    drop(kit);
+    for dir in kept {
+        assert!(!dir.exists(), "{} outlived its tool", dir.display());
+    }
 }
 
 #[tokio::test]
