@@ -263,10 +263,11 @@ impl Containment {
     /// to the pool for the tool's next call. Anything else is dropped as usual.
     pub(crate) fn close_reaped(mut self) {
         let empty = self.pgid.is_some() && self.is_empty();
-        if let Some(cgroup) = &mut self.cgroup {
-            if empty && !cgroup.killed.load(Ordering::Relaxed) {
-                cgroup.return_to = Some(Arc::clone(&self.pool));
-            }
+        if let Some(cgroup) = &mut self.cgroup
+            && empty
+            && !cgroup.killed.load(Ordering::Relaxed)
+        {
+            cgroup.return_to = Some(Arc::clone(&self.pool));
         }
     }
 }
@@ -312,12 +313,6 @@ impl CgroupPool {
         }
         kept.push(dir);
         Ok(())
-    }
-
-    /// The cgroups kept now.
-    #[cfg(test)]
-    pub(crate) fn kept(&self) -> Vec<PathBuf> {
-        self.lock().clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
