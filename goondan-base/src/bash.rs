@@ -139,38 +139,38 @@ impl BashPolicy {
 /// `*` matches any run of characters; ASCII letters match in either case. Compares bytes in
 /// place (every call checks each host variable against each pattern, so nothing is copied).
 fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
-    let mut parts = pattern.split(|b| *b == b'*');
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = text
-        .get(..first.len())
-        .filter(|head| head.eq_ignore_ascii_case(first))
-        .and_then(|_| text.get(first.len()..))
+    let is_star = |b: &u8| *b == b'*';
+    let (Some(first_star), Some(last_star)) = (
+        pattern.iter().position(is_star),
+        pattern.iter().rposition(is_star),
+    ) else {
+        return pattern.eq_ignore_ascii_case(text);
+    };
+    // The text keeps the pattern's head and tail; the parts between stars are found in order,
+    // each at its first place, in what lies between.
+    let (head, tail) = (&pattern[..first_star], &pattern[last_star + 1..]);
+    let Some(end) = text
+        .len()
+        .checked_sub(tail.len())
+        .filter(|&end| end >= head.len())
     else {
         return false;
     };
-    let mut parts = parts.peekable();
-    if parts.peek().is_none() {
-        return rest.is_empty();
+    if !text[..head.len()].eq_ignore_ascii_case(head) || !text[end..].eq_ignore_ascii_case(tail) {
+        return false;
     }
-    while let Some(part) = parts.next() {
-        if parts.peek().is_none() {
-            return rest.len() >= part.len()
-                && rest
-                    .get(rest.len() - part.len()..)
-                    .is_some_and(|tail| tail.eq_ignore_ascii_case(part));
-        }
-        let found = if part.is_empty() {
-            Some(0)
-        } else {
-            rest.windows(part.len())
-                .position(|window| window.eq_ignore_ascii_case(part))
-        };
-        match found.and_then(|i| rest.get(i + part.len()..)) {
-            Some(after) => rest = after,
+    let mut rest = &text[head.len()..end];
+    let middle = pattern.get(first_star + 1..last_star).unwrap_or_default();
+    for part in middle.split(is_star).filter(|part| !part.is_empty()) {
+        match rest
+            .windows(part.len())
+            .position(|window| window.eq_ignore_ascii_case(part))
+        {
+            Some(i) => rest = &rest[i + part.len()..],
             None => return false,
         }
     }
-    false
+    true
 }
 
 /// Input of `bash__exec`.

@@ -86,8 +86,6 @@ impl ContainmentKind {
 #[derive(Debug)]
 pub(crate) struct Containment {
     cgroup: Option<CallCgroup>,
-    /// Where a cgroup seen empty after its command was reaped goes back to.
-    pool: Arc<CgroupPool>,
     /// The value of [`MARKER_VAR`] when there is no cgroup.
     marker: Option<String>,
     /// The command's process group, once started (its pid).
@@ -118,7 +116,6 @@ impl Containment {
         });
         Self {
             cgroup,
-            pool: Arc::clone(pool),
             marker,
             pgid: None,
             emptied: AtomicBool::new(false),
@@ -255,19 +252,14 @@ impl Containment {
             tokio::time::sleep(poll).await;
         }
     }
-}
 
-impl Containment {
     /// Ends the containment of a command that was waited for (its process reaped, so it can no
     /// longer be on its way into the cgroup): a cgroup seen empty and never killed goes back
     /// to the pool for the tool's next call. Anything else is dropped as usual.
     pub(crate) fn close_reaped(mut self) {
         let empty = self.pgid.is_some() && self.is_empty();
-        if let Some(cgroup) = &mut self.cgroup
-            && empty
-            && !cgroup.killed.load(Ordering::Relaxed)
-        {
-            cgroup.return_to = Some(Arc::clone(&self.pool));
+        if let Some(cgroup) = &mut self.cgroup {
+            cgroup.reusable = empty && !cgroup.killed.load(Ordering::Relaxed);
         }
     }
 }
@@ -297,12 +289,16 @@ impl CgroupPool {
     /// How many empty cgroups a pool keeps.
     pub(crate) const SIZE: usize = 8;
 
-    /// An empty cgroup under `base` for a call: a kept one, else a new one.
-    fn take(&self, base: &Path) -> io::Result<CallCgroup> {
-        match self.lock().pop() {
-            Some(dir) => Ok(CallCgroup::at(dir)),
-            None => CallCgroup::create(base),
-        }
+    /// An empty cgroup under `base` for a call: a kept one, else a new one; either goes back
+    /// here when it may serve another call.
+    fn take(self: &Arc<Self>, base: &Path) -> io::Result<CallCgroup> {
+        let kept = self.lock().pop();
+        let mut cgroup = match kept {
+            Some(dir) => CallCgroup::at(dir),
+            None => CallCgroup::create(base)?,
+        };
+        cgroup.pool = Some(Arc::clone(self));
+        Ok(cgroup)
     }
 
     /// Keeps `dir` for a later call; gives it back when the pool is full.
@@ -342,8 +338,10 @@ struct CallCgroup {
     dir: PathBuf,
     /// `cgroup.kill` was written: never kept for another call.
     killed: AtomicBool,
-    /// Set when the cgroup may serve another call: where it goes when dropped.
-    return_to: Option<Arc<CgroupPool>>,
+    /// Seen empty after its command was reaped, never killed: it may serve another call.
+    reusable: bool,
+    /// Where it goes back to when reusable (none for a probe or a stale cgroup).
+    pool: Option<Arc<CgroupPool>>,
 }
 
 impl CallCgroup {
@@ -361,7 +359,8 @@ impl CallCgroup {
         Self {
             dir,
             killed: AtomicBool::new(false),
-            return_to: None,
+            reusable: false,
+            pool: None,
         }
     }
 
@@ -394,7 +393,7 @@ impl Drop for CallCgroup {
     /// Goes back to its pool when it may serve another call and the pool has room, else
     /// removes the cgroup; when members are still dying, a thread retries for a while.
     fn drop(&mut self) {
-        if let Some(pool) = self.return_to.take() {
+        if let Some(pool) = self.pool.take().filter(|_| self.reusable) {
             match pool.keep(std::mem::take(&mut self.dir)) {
                 Ok(()) => return,
                 Err(dir) => self.dir = dir,
