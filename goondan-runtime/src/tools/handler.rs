@@ -5,6 +5,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 
+use futures_util::{FutureExt, TryFutureExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -289,10 +290,10 @@ where
     fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
         match read_input::<I>(args) {
             Ok(input) => {
+                // A combinator, not an `async` block around `fut`: a block would hold `fut`
+                // twice (the captured one and the awaited one) in the one box of the call.
                 let fut = (self.f)(ctx.clone(), input);
-                HandlerCall::Running(Box::pin(
-                    async move { fut.await.map_err(HandlerError::Failed) },
-                ))
+                HandlerCall::Running(Box::pin(fut.map_err(HandlerError::Failed)))
             }
             Err(err) => HandlerCall::Ready(Err(err)),
         }
@@ -359,12 +360,10 @@ where
 {
     fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
         let fut = (self.0)(ctx.clone(), args);
-        HandlerCall::Running(Box::pin(async move {
-            match fut.await {
-                Ok(v) => v.into_outcome().map_err(HandlerError::Failed),
-                Err(e) => Err(HandlerError::Failed(e.into())),
-            }
-        }))
+        HandlerCall::Running(Box::pin(fut.map(|result| match result {
+            Ok(v) => v.into_outcome().map_err(HandlerError::Failed),
+            Err(e) => Err(HandlerError::Failed(e.into())),
+        })))
     }
 }
 

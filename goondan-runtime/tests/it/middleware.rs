@@ -326,3 +326,33 @@ async fn mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_mid
         }
     }
 }
+
+/// A call without middleware awaits its handler in place (no box); through a chain the core
+/// is boxed. Differential: a call cancelled while its handler waits answers alike both ways,
+/// as a cancellation.
+#[tokio::test]
+async fn mw_1_a_call_cancelled_while_waiting_answers_alike_in_place_and_through_a_chain() {
+    use goondan_runtime::{ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry};
+    let tool = common::text_tool(None);
+    let registry = Arc::new(ToolRegistry::builder().tool(tool).build().unwrap());
+    let catalog = ToolCatalog::build(&registry, ["text"]).unwrap();
+    let plain = ToolExecutor::new(Arc::clone(&registry));
+    let chained = ToolExecutor::builder(Arc::clone(&registry))
+        .middleware(from_fn(
+            |c: CallContext, n: Next| async move { n.run(c).await },
+        ))
+        .build();
+    let mut answers = Vec::new();
+    for executor in [&plain, &chained] {
+        let ctx = ToolContext::builder(std::env::temp_dir()).build();
+        let call = ToolCall::new("c1", "text__sleep", json!({"ms": 150}));
+        let cancel = async {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            ctx.cancellation().cancel();
+        };
+        let (result, ()) = tokio::join!(executor.execute(call, &ctx, &catalog), cancel);
+        result.assert_error("E_TOOL_CANCELLED");
+        answers.push(serde_json::to_value(result).unwrap());
+    }
+    assert_eq!(answers[0], answers[1]);
+}

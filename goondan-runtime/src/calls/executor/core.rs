@@ -1,29 +1,26 @@
 //! The core of every call, inside the `toolCall` middleware chain: argument validation, then
-//! the handler under one [`guard`] (panics caught, the deadline, cancellation), and the result
+//! the handler under one guard (`guard`: panics caught, the deadline, cancellation), and the result
 //! of what it produced. The executor finishes that result.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::Value;
-use tracing::Instrument;
 
 use crate::calls::guardrail::Guardrails;
 use crate::calls::middleware::{CallContext, Core, Ready};
 use crate::calls::pending::PendingResults;
-use crate::calls::refusal::{cancelled, invalid_args, panic_error, timed_out};
+use crate::calls::refusal::{cancelled, invalid_args, panic_error};
 use crate::tools::context::ToolContext;
-use crate::tools::error::ToolError;
 use crate::tools::handler::{Handler, HandlerCall, HandlerError, Outcome};
 use crate::tools::registry::RegisteredExport;
 use crate::tools::result::{ArcStr, JsonObject, ToolCallResult};
 use crate::tools::schema::ArgProblem;
+
+use super::guard::{CaughtOutcome, Running, Waiting};
 
 /// The core of every call, inside the middleware chain: validation, the handler, the reply.
 /// One per executor, shared by every call's chain.
@@ -40,21 +37,34 @@ pub(super) struct CallCore {
 impl Core for CallCore {
     fn start(self: Arc<Self>, call: CallContext) -> Ready<ToolCallResult> {
         let (name, id, args, ctx, entry) = call.into_parts();
-        self.call(&entry, ctx, id, name, args)
+        match self.call(&entry, ctx, id, name, args) {
+            Started::Done(result) => Ready::Done(result),
+            // Inside a chain the rest is a future of its own, which owns what it borrows.
+            Started::Waiting(waiting) => {
+                Ready::Wait(Box::pin(async move { waiting.finish(&self, &entry).await }))
+            }
+        }
     }
 }
 
+/// What the core answers at once (a synchronous handler, a refusal), or the handler still
+/// running: a call without middleware awaits it in place, a chain boxes it.
+pub(super) enum Started {
+    Done(ToolCallResult),
+    Waiting(Waiting),
+}
+
 impl CallCore {
-    /// Validation, then the handler: a synchronous answer at once, anything else under the
-    /// call's [`guard`].
+    /// Validation, then the handler: a synchronous answer at once, anything else to wait for
+    /// under the call's guard ([`Waiting::finish`]).
     pub(super) fn call(
-        self: &Arc<Self>,
-        entry: &Arc<RegisteredExport>,
+        &self,
+        entry: &RegisteredExport,
         ctx: ToolContext,
         id: ArcStr,
         name: ArcStr,
         args: JsonObject,
-    ) -> Ready<ToolCallResult> {
+    ) -> Started {
         let export = entry.export();
         let handler = export.handler();
         // Every call, typed handler or not, is checked against exactly the schema the model
@@ -62,14 +72,14 @@ impl CallCore {
         let mut value = Value::Object(args);
         if let Err(problems) = export.validator().check(&mut value) {
             let err = invalid_args(problems, export.parameters());
-            return Ready::Done(ToolCallResult::error(id, name, err));
+            return Started::Done(ToolCallResult::error(id, name, err));
         }
         let args = match value {
             Value::Object(map) => map,
             _ => JsonObject::new(),
         };
         if ctx.is_cancelled() {
-            return Ready::Done(ToolCallResult::error(id, name, cancelled()));
+            return Started::Done(ToolCallResult::error(id, name, cancelled()));
         }
         let timeout = export.timeout().or(self.default_timeout);
         if handler.blocks()
@@ -93,41 +103,23 @@ impl CallCore {
                     },
                 }
             };
-            return Arc::clone(self).wait(entry, ctx, id, name, Some(limit), blocking);
+            let running = Running::Blocking(Box::pin(blocking));
+            return Started::Waiting(Waiting::new(running, ctx, id, name, Some(limit)));
         }
         let outcome = match start_handler(&**handler, &ctx, args) {
             Err(panic) => Err(panic),
             Ok(HandlerCall::Ready(outcome)) => Ok(outcome),
             Ok(HandlerCall::Running(fut)) => {
-                let fut = AssertUnwindSafe(fut).catch_unwind();
-                return Arc::clone(self).wait(entry, ctx, id, name, timeout, fut);
+                let running = Running::Handler(fut);
+                return Started::Waiting(Waiting::new(running, ctx, id, name, timeout));
             }
         };
-        Ready::Done(self.conclude(entry, &ctx, id, name, outcome))
-    }
-
-    /// A handler still running: its result once the [`guard`] lets it through.
-    fn wait(
-        self: Arc<Self>,
-        entry: &Arc<RegisteredExport>,
-        ctx: ToolContext,
-        id: ArcStr,
-        name: ArcStr,
-        timeout: Option<Duration>,
-        running: impl Future<Output = CaughtOutcome> + Send + 'static,
-    ) -> Ready<ToolCallResult> {
-        let entry = Arc::clone(entry);
-        Ready::Wait(Box::pin(async move {
-            match guard(running, timeout, &ctx).await {
-                Ok(outcome) => self.conclude(&entry, &ctx, id, name, outcome),
-                Err(stop) => ToolCallResult::error(id, name, stop),
-            }
-        }))
+        Started::Done(self.conclude(entry, &ctx, id, name, outcome))
     }
 
     /// The result of what the handler produced. Its error is finished later, once, by the
     /// executor.
-    fn conclude(
+    pub(super) fn conclude(
         &self,
         entry: &RegisteredExport,
         ctx: &ToolContext,
@@ -181,44 +173,4 @@ fn start_handler(
 ) -> Result<HandlerCall, Box<dyn Any + Send>> {
     let _entered = ctx.logger().enter();
     std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx, args)))
-}
-
-/// What a handler produced, or its panic.
-type CaughtOutcome = Result<Result<Outcome, HandlerError>, Box<dyn Any + Send>>;
-
-/// The one guard of a running handler, synchronous (on the blocking pool) or not: its answer,
-/// the deadline, or cancellation, whichever comes first. The deadline starts before the first
-/// poll, and that poll is inside it. A handler that answers on its first poll pays for no timer.
-async fn guard<F>(
-    running: F,
-    timeout: Option<Duration>,
-    ctx: &ToolContext,
-) -> Result<CaughtOutcome, ToolError>
-where
-    F: Future<Output = CaughtOutcome>,
-{
-    let deadline = timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-    let mut running = pin!(running);
-    let first = std::future::poll_fn(|cx| {
-        let _entered = ctx.logger().enter();
-        Poll::Ready(running.as_mut().poll(cx))
-    });
-    if let Poll::Ready(outcome) = first.await {
-        return Ok(outcome);
-    }
-    let cancel = ctx.cancellation();
-    let rest = async {
-        match deadline {
-            Some((at, limit)) => tokio::select! {
-                r = &mut running => Ok(r),
-                () = tokio::time::sleep_until(at) => Err(timed_out(limit)),
-                () = cancel.cancelled() => Err(cancelled()),
-            },
-            None => tokio::select! {
-                r = &mut running => Ok(r),
-                () = cancel.cancelled() => Err(cancelled()),
-            },
-        }
-    };
-    rest.instrument(ctx.logger().clone()).await
 }

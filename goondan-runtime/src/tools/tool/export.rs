@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::tools::annotations::ExportAnnotations;
@@ -54,13 +55,10 @@ impl Export {
         E: Into<ToolError>,
     {
         let handler = TypedHandler::<I, _>::new(move |ctx, input| {
-            let fut = f(ctx, input);
-            async move {
-                match fut.await {
-                    Ok(v) => v.into_outcome(),
-                    Err(e) => Err(e.into()),
-                }
-            }
+            f(ctx, input).map(|result| match result {
+                Ok(v) => v.into_outcome(),
+                Err(e) => Err(e.into()),
+            })
         });
         Self::from_parts(name.into(), schema_for::<I>(), Arc::new(handler))
     }
