@@ -327,13 +327,14 @@ async fn mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_mid
     }
 }
 
-/// A call without middleware awaits its handler in place (no box); through a chain the core
-/// is boxed. Differential: a call cancelled while its handler waits answers alike both ways,
-/// as a cancellation.
+/// A call without middleware awaits its handler's guard in place, inside `execute`'s own
+/// future; through a chain the core's guard is boxed. Differential: a call that waits answers
+/// alike both ways when it answers, when it is cancelled while it waits, when its deadline
+/// passes, when its handler panics, and when it is refused before its handler.
 #[tokio::test]
-async fn mw_1_a_call_cancelled_while_waiting_answers_alike_in_place_and_through_a_chain() {
+async fn mw_1_a_call_that_waits_answers_alike_in_place_and_through_a_chain() {
     use goondan_runtime::{ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry};
-    let tool = common::text_tool(None);
+    let tool = common::text_tool(Some(300));
     let registry = Arc::new(ToolRegistry::builder().tool(tool).build().unwrap());
     let catalog = ToolCatalog::build(&registry, ["text"]).unwrap();
     let plain = ToolExecutor::new(Arc::clone(&registry));
@@ -342,17 +343,50 @@ async fn mw_1_a_call_cancelled_while_waiting_answers_alike_in_place_and_through_
             |c: CallContext, n: Next| async move { n.run(c).await },
         ))
         .build();
-    let mut answers = Vec::new();
-    for executor in [&plain, &chained] {
-        let ctx = ToolContext::builder(std::env::temp_dir()).build();
-        let call = ToolCall::new("c1", "text__sleep", json!({"ms": 150}));
-        let cancel = async {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            ctx.cancellation().cancel();
-        };
-        let (result, ()) = tokio::join!(executor.execute(call, &ctx, &catalog), cancel);
-        result.assert_error("E_TOOL_CANCELLED");
-        answers.push(serde_json::to_value(result).unwrap());
+    // (export, arguments, cancel after this many ms, the code of the error expected)
+    let cases = [
+        ("text__sleep", json!({"ms": 30}), None, None),
+        (
+            "text__sleep",
+            json!({"ms": 150}),
+            Some(20),
+            Some("E_TOOL_CANCELLED"),
+        ),
+        (
+            "text__sleep",
+            json!({"ms": 900}),
+            None,
+            Some("E_TOOL_TIMEOUT"),
+        ),
+        ("text__panic", json!({"len": 1}), None, Some("E_TOOL_PANIC")),
+        (
+            "text__sleep",
+            json!({"ms": "soon"}),
+            None,
+            Some("E_TOOL_INVALID_ARGS"),
+        ),
+        ("text__fail", json!({"len": 500}), None, Some("E_DEMO")),
+    ];
+    for (export, args, cancel_after, code) in cases {
+        let mut answers = Vec::new();
+        for executor in [&plain, &chained] {
+            let ctx = ToolContext::builder(std::env::temp_dir()).build();
+            let call = ToolCall::new("c1", export, args.clone());
+            let cancel = async {
+                if let Some(ms) = cancel_after {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    ctx.cancellation().cancel();
+                }
+            };
+            let (result, ()) = tokio::join!(executor.execute(call, &ctx, &catalog), cancel);
+            match code {
+                Some(code) => {
+                    result.assert_error(code);
+                }
+                None => assert!(result.is_ok(), "{export}: {result:?}"),
+            }
+            answers.push(serde_json::to_value(result).unwrap());
+        }
+        assert_eq!(answers[0], answers[1], "{export} {args}");
     }
-    assert_eq!(answers[0], answers[1]);
 }

@@ -1,13 +1,17 @@
 //! The core of every call, inside the `toolCall` middleware chain: argument validation, then
-//! the handler under one guard (`guard`: panics caught, the deadline, cancellation), and the result
-//! of what it produced. The executor finishes that result.
+//! the handler under one guard (panics caught, the deadline, cancellation), and the result of
+//! what it produced. The executor finishes that result.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use pin_project_lite::pin_project;
 use serde_json::Value;
 
 use crate::calls::guardrail::Guardrails;
@@ -15,6 +19,7 @@ use crate::calls::middleware::{CallContext, Core, Ready};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error};
 use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
 use crate::tools::handler::{Handler, HandlerCall, HandlerError, Outcome};
 use crate::tools::registry::RegisteredExport;
 use crate::tools::result::{ArcStr, JsonObject, ToolCallResult};
@@ -40,9 +45,13 @@ impl Core for CallCore {
         match self.call(&entry, ctx, id, name, args) {
             Started::Done(result) => Ready::Done(result),
             // Inside a chain the rest is a future of its own, which owns what it borrows.
-            Started::Waiting(waiting) => {
-                Ready::Wait(Box::pin(async move { waiting.finish(&self, &entry).await }))
-            }
+            Started::Waiting(waiting, id, name) => Ready::Wait(Box::pin(InChain {
+                waiting,
+                core: self,
+                entry,
+                id,
+                name,
+            })),
         }
     }
 }
@@ -51,12 +60,13 @@ impl Core for CallCore {
 /// running: a call without middleware awaits it in place, a chain boxes it.
 pub(super) enum Started {
     Done(ToolCallResult),
-    Waiting(Waiting),
+    /// The handler's guard, and the call's id and name for its result.
+    Waiting(Waiting, ArcStr, ArcStr),
 }
 
 impl CallCore {
     /// Validation, then the handler: a synchronous answer at once, anything else to wait for
-    /// under the call's guard ([`Waiting::finish`]).
+    /// under the call's guard ([`Waiting`]).
     pub(super) fn call(
         &self,
         entry: &RegisteredExport,
@@ -104,22 +114,37 @@ impl CallCore {
                 }
             };
             let running = Running::Blocking(Box::pin(blocking));
-            return Started::Waiting(Waiting::new(running, ctx, id, name, Some(limit)));
+            return Started::Waiting(Waiting::new(running, ctx, Some(limit)), id, name);
         }
         let outcome = match start_handler(&**handler, &ctx, args) {
             Err(panic) => Err(panic),
             Ok(HandlerCall::Ready(outcome)) => Ok(outcome),
             Ok(HandlerCall::Running(fut)) => {
                 let running = Running::Handler(fut);
-                return Started::Waiting(Waiting::new(running, ctx, id, name, timeout));
+                return Started::Waiting(Waiting::new(running, ctx, timeout), id, name);
             }
         };
         Started::Done(self.conclude(entry, &ctx, id, name, outcome))
     }
 
+    /// The result of a call that waited: what its guard let through, or why it stopped it.
+    pub(super) fn conclude_waiting(
+        &self,
+        entry: &RegisteredExport,
+        waiting: Pin<&mut Waiting>,
+        id: ArcStr,
+        name: ArcStr,
+        ran: Result<CaughtOutcome, ToolError>,
+    ) -> ToolCallResult {
+        match ran {
+            Ok(outcome) => self.conclude(entry, waiting.context(), id, name, outcome),
+            Err(stop) => ToolCallResult::error(id, name, stop),
+        }
+    }
+
     /// The result of what the handler produced. Its error is finished later, once, by the
     /// executor.
-    pub(super) fn conclude(
+    fn conclude(
         &self,
         entry: &RegisteredExport,
         ctx: &ToolContext,
@@ -173,4 +198,36 @@ fn start_handler(
 ) -> Result<HandlerCall, Box<dyn Any + Send>> {
     let _entered = ctx.logger().enter();
     std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(ctx, args)))
+}
+
+pin_project! {
+    /// A waiting call inside a middleware chain: the chain's future owns what the call
+    /// borrows without one (the core, the export, the call's id and name).
+    struct InChain {
+        #[pin]
+        waiting: Waiting,
+        core: Arc<CallCore>,
+        entry: Arc<RegisteredExport>,
+        id: ArcStr,
+        name: ArcStr,
+    }
+}
+
+impl Future for InChain {
+    type Output = ToolCallResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
+        let mut this = self.project();
+        match this.waiting.as_mut().poll(cx) {
+            Poll::Ready(ran) => {
+                let (id, name) = (std::mem::take(this.id), std::mem::take(this.name));
+                let waiting = this.waiting;
+                Poll::Ready(
+                    this.core
+                        .conclude_waiting(this.entry, waiting, id, name, ran),
+                )
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }

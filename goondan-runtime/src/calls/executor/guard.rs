@@ -1,23 +1,27 @@
-//! A handler that did not answer on its first poll, and the one guard it runs under: its
-//! answer, the deadline, or cancellation, whichever comes first. Awaited in place by a call
-//! without middleware (no box of the executor's own), or boxed for a middleware chain.
+//! A handler that did not answer at once, and the one guard it runs under: its answer, the
+//! deadline, or cancellation, whichever comes first.
+//!
+//! [`Waiting`] is a future written by hand, not an `async fn`: a call without middleware
+//! awaits it in place, inside `execute`'s own future (no box of the executor's), and an
+//! `async fn` would keep a second copy of what it moves (the compiler reserves room for a
+//! moved-from local until its scope ends). A middleware chain boxes it (the core's `InChain`).
 
 use std::any::Any;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::calls::middleware::BoxFuture;
 use crate::calls::refusal::{cancelled, timed_out};
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::{HandlerError, HandlerFuture, Outcome};
-use crate::tools::registry::RegisteredExport;
-use crate::tools::result::{ArcStr, ToolCallResult};
-
-use super::core::CallCore;
 
 /// What a handler produced, or its panic.
 pub(super) type CaughtOutcome = Result<Result<Outcome, HandlerError>, Box<dyn Any + Send>>;
@@ -28,7 +32,7 @@ pub(super) enum Running {
     Handler(HandlerFuture),
     /// A blocking handler on Tokio's blocking pool, its panic already caught.
     Blocking(BoxFuture<'static, CaughtOutcome>),
-    /// Dropped (never polled again).
+    /// Answered or dropped: never polled again.
     Done,
 }
 
@@ -49,103 +53,81 @@ impl Running {
     }
 }
 
-/// A call whose handler has started and has to be waited for: what the core needs to answer.
-pub(super) struct Waiting {
-    running: Running,
-    ctx: ToolContext,
-    id: ArcStr,
-    name: ArcStr,
-    timeout: Option<Duration>,
+pin_project! {
+    /// A call whose handler has started and has to be waited for, under its guard: the
+    /// deadline starts when the handler has been started, before its first poll. The handler
+    /// is polled first, in the call's span; only a handler that has to wait makes the timer
+    /// and registers for cancellation, so one that answers on its first poll pays for
+    /// neither. The timer is boxed: only calls with a timeout need one, and inline it would
+    /// make every call's future larger. Its output is the handler's outcome, or why the guard
+    /// stopped it; the core makes the call's result of it (`CallCore::conclude_waiting`).
+    pub(super) struct Waiting {
+        running: Running,
+        ctx: ToolContext,
+        deadline: Option<(Instant, Duration)>,
+        sleep: Option<Pin<Box<Sleep>>>,
+        #[pin]
+        cancel: Option<WaitForCancellationFutureOwned>,
+    }
+
+    impl PinnedDrop for Waiting {
+        // The running work is dropped in the call's span (as a `tracing` `Instrumented` drops
+        // what it wraps): a handler dropped unfinished (a deadline, a cancellation, the caller
+        // giving up) logs in its call.
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            let _entered = this.ctx.logger().enter();
+            *this.running = Running::Done;
+        }
+    }
 }
 
 impl Waiting {
-    pub(super) fn new(
-        running: Running,
-        ctx: ToolContext,
-        id: ArcStr,
-        name: ArcStr,
-        timeout: Option<Duration>,
-    ) -> Self {
+    pub(super) fn new(running: Running, ctx: ToolContext, timeout: Option<Duration>) -> Self {
         Self {
             running,
             ctx,
-            id,
-            name,
-            timeout,
+            deadline: timeout.map(|limit| (Instant::now() + limit, limit)),
+            sleep: None,
+            cancel: None,
         }
     }
 
-    /// The call's result once the guard lets the handler's answer through. Borrows the core
-    /// and the export: a call without middleware awaits this in place.
-    pub(super) async fn finish(self, core: &CallCore, entry: &RegisteredExport) -> ToolCallResult {
-        // Fields, not a destructured copy: `self` is kept in the future for its whole life
-        // anyway, so locals moved out of it would take the room twice.
-        match guard(self.running, self.timeout, &self.ctx).await {
-            Ok(outcome) => core.conclude(entry, &self.ctx, self.id, self.name, outcome),
-            Err(stop) => ToolCallResult::error(self.id, self.name, stop),
-        }
+    /// The call's context (the core concludes the call in it).
+    pub(super) fn context(self: Pin<&mut Self>) -> &ToolContext {
+        self.project().ctx
     }
 }
 
-/// The one guard of a running handler, synchronous (on the blocking pool) or not: its answer,
-/// the deadline, or cancellation, whichever comes first. The deadline starts before the first
-/// poll, and that poll is inside it. The handler is polled first, in the call's span; only a
-/// handler that has to wait makes the timer and registers for cancellation (on its first
-/// wait), so one that answers on its first poll pays for neither. The timer is boxed: only
-/// calls with a timeout need one, and inline it would make every call's future larger.
-async fn guard(
-    running: Running,
-    timeout: Option<Duration>,
-    ctx: &ToolContext,
-) -> Result<CaughtOutcome, ToolError> {
-    let mut running = DroppedInSpan {
-        running,
-        span: ctx.logger(),
-    };
-    let running = &mut running.running;
-    let deadline = timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-    let mut sleep: Option<Pin<Box<tokio::time::Sleep>>> = None;
-    let mut cancel = pin!(None);
-    poll_fn(|cx| {
-        let _entered = ctx.logger().enter();
-        if let Poll::Ready(outcome) = running.poll(cx) {
+impl Future for Waiting {
+    type Output = Result<CaughtOutcome, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let _entered = this.ctx.logger().enter();
+        if let Poll::Ready(outcome) = this.running.poll(cx) {
+            *this.running = Running::Done;
             return Poll::Ready(Ok(outcome));
         }
-        if cancel.is_none() {
-            cancel.set(Some(ctx.cancellation().cancelled()));
-            if let Some((at, _)) = deadline {
-                sleep = Some(Box::pin(tokio::time::sleep_until(at)));
+        if this.cancel.is_none() {
+            let token = this.ctx.cancellation().clone();
+            this.cancel.set(Some(token.cancelled_owned()));
+            if let Some((at, _)) = *this.deadline {
+                *this.sleep = Some(Box::pin(tokio::time::sleep_until(at)));
             }
         }
-        if ready(cancel.as_mut().as_pin_mut(), cx) {
+        if let Some(cancel) = this.cancel.as_mut().as_pin_mut()
+            && cancel.poll(cx).is_ready()
+        {
+            *this.running = Running::Done;
             return Poll::Ready(Err(cancelled()));
         }
-        match deadline {
-            Some((_, limit)) if ready(sleep.as_mut().map(Pin::as_mut), cx) => {
-                Poll::Ready(Err(timed_out(limit)))
-            }
-            _ => Poll::Pending,
+        if let (Some((_, limit)), Some(sleep)) = (*this.deadline, this.sleep.as_mut())
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            *this.running = Running::Done;
+            return Poll::Ready(Err(timed_out(limit)));
         }
-    })
-    .await
-}
-
-/// Whether a waiter that is there has fired.
-fn ready<F: Future<Output = ()>>(waiter: Option<Pin<&mut F>>, cx: &mut Context<'_>) -> bool {
-    waiter.is_some_and(|w| w.poll(cx).is_ready())
-}
-
-/// The running work, dropped in the call's span (as a `tracing` `Instrumented` drops what it
-/// wraps): a handler dropped unfinished (a deadline, a cancellation, the caller giving up)
-/// logs in its call.
-struct DroppedInSpan<'a> {
-    running: Running,
-    span: &'a tracing::Span,
-}
-
-impl Drop for DroppedInSpan<'_> {
-    fn drop(&mut self) {
-        let _entered = self.span.enter();
-        self.running = Running::Done;
+        Poll::Pending
     }
 }

@@ -12,11 +12,12 @@ use std::any::Any;
 use std::borrow::Cow;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::FutureExt;
+use pin_project_lite::pin_project;
 use serde_json::Value;
 
 use crate::calls::events::emit_called;
@@ -139,50 +140,36 @@ impl ToolExecutor {
     ///
     /// Never panics and never fails: whatever the model sent, the answer is a
     /// [`ToolCallResult`]. Must run inside a Tokio runtime (timeouts and pending work use it).
+    ///
+    /// The returned future does nothing until it is first polled. A call that does not wait
+    /// (a synchronous handler, a refusal) is answered on that poll without making any state
+    /// of its own; a call that waits keeps its handler's guard inside this future (no box of
+    /// the executor's when there is no middleware).
     pub async fn execute(
         &self,
         call: ToolCall,
         ctx: &ToolContext,
         catalog: &ToolCatalog,
     ) -> ToolCallResult {
-        match self.begin(call, ctx, catalog) {
-            Begun::Done(result) => result,
-            // No middleware: the handler's future is awaited here, in `execute`'s own future,
-            // with the core and the export borrowed (no box and no `Arc` of the executor's).
-            // No middleware: the handler's future is awaited here, in `execute`'s own future,
-            // with the core and the export borrowed (no box and no `Arc` of the executor's).
-            // Each future is built in the `await` expression, never held in a variable or
-            // passed to an `async fn`: either would keep a second copy of it in this future.
-            Begun::Handler(waiting, call) => {
-                let running = pin!(
-                    AssertUnwindSafe(waiting.finish(&self.shared.core, &call.entry)).catch_unwind()
-                );
-                let ran = in_span(running, &call.span).await;
-                self.settle(ran, &call, ctx)
-            }
-            Begun::Chain(running, call) => {
-                let running = pin!(AssertUnwindSafe(running).catch_unwind());
-                let ran = in_span(running, &call.span).await;
-                self.settle(ran, &call, ctx)
-            }
+        // Made in place on the first poll: the future handed back holds only the arguments
+        // until then, so moving it costs little.
+        Execute {
+            executor: self,
+            step: ctx,
+            catalog,
+            state: Begun::Start { call: Some(call) },
         }
-    }
-
-    /// Finishes a call's answer, or its middleware's panic.
-    fn settle(
-        &self,
-        ran: Result<ToolCallResult, Box<dyn Any + Send>>,
-        call: &Called<'_>,
-        ctx: &ToolContext,
-    ) -> ToolCallResult {
-        let mut result = call.answer(ran);
-        self.finish(&mut result, call.limit(), &call.span, ctx);
-        result
+        .await
     }
 
     /// Everything up to the first wait, synchronously: a synchronous handler answers here, so
     /// `execute`'s future stays small and needs no box and no timer.
-    fn begin<'c>(&self, call: ToolCall, step: &ToolContext, catalog: &'c ToolCatalog) -> Begun<'c> {
+    fn begin<'c>(
+        &'c self,
+        call: ToolCall,
+        step: &'c ToolContext,
+        catalog: &'c ToolCatalog,
+    ) -> Begin<'c> {
         let ToolCall { id, name, args } = call;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
@@ -195,7 +182,7 @@ impl ToolExecutor {
             Err((limit, err)) => {
                 let mut result = ToolCallResult::error(id, name, err);
                 self.finish(&mut result, limit, &span, step);
-                return Begun::Done(result);
+                return Begin::Done(result);
             }
         };
         let called = Called {
@@ -218,7 +205,7 @@ impl ToolExecutor {
                     // checks that both answer alike.
                     return match core.call(&called.entry, ctx, id, name, args) {
                         Started::Done(result) => Entered::Done(result),
-                        Started::Waiting(waiting) => Entered::Handler(waiting),
+                        Started::Waiting(waiting, ..) => Entered::Handler(waiting),
                     };
                 }
                 let next = Next::new(Arc::clone(chain), Arc::clone(core) as Arc<dyn Core>);
@@ -235,15 +222,21 @@ impl ToolExecutor {
             }))
         });
         let mut result = match started {
-            Ok(Entered::Handler(waiting)) => return Begun::Handler(waiting, called),
-            Ok(Entered::Chain(running)) => return Begun::Chain(running, called),
+            Ok(Entered::Handler(waiting)) => {
+                let call = Settle::new(called, self, step);
+                return Begin::Waiting(Begun::Handler { waiting, call });
+            }
+            Ok(Entered::Chain(running)) => {
+                let call = Settle::new(called, self, step);
+                return Begin::Waiting(Begun::Chain { running, call });
+            }
             // The core answers with the call's own id and name.
             Ok(Entered::Done(result)) if chain.is_empty() => result,
             Ok(Entered::Done(result)) => called.answer(Ok(result)),
             Err(panic) => called.answer(Err(panic)),
         };
         self.finish(&mut result, called.limit(), &called.span, step);
-        Begun::Done(result)
+        Begin::Done(result)
     }
 
     /// Finishes the call's result and announces it in the call's span. The Step's context has
@@ -301,23 +294,122 @@ impl ToolExecutor {
     }
 }
 
-/// Polls `fut` in `span`, both borrowed (an `Instrumented` would hold a copy of each).
-fn in_span<'a, F: Future>(
-    mut fut: Pin<&'a mut F>,
-    span: &'a tracing::Span,
-) -> impl Future<Output = F::Output> + 'a {
-    std::future::poll_fn(move |cx| span.in_scope(|| fut.as_mut().poll(cx)))
-}
-
 /// A call refused before its handler: the error message limit that applies, and the error.
 type Refusal = (usize, ToolError);
 
-/// How far `begin` got: the finished result, the handler still running (no middleware), or
-/// the chain still running.
-enum Begun<'c> {
+pin_project! {
+    /// A call of [`ToolExecutor::execute`]: the call, until the first poll begins it, then
+    /// what it waits for, in the same place.
+    struct Execute<'c> {
+        executor: &'c ToolExecutor,
+        step: &'c ToolContext,
+        catalog: &'c ToolCatalog,
+        #[pin]
+        state: Begun<'c>,
+    }
+}
+
+impl Future for Execute<'_> {
+    type Output = ToolCallResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
+        let mut this = self.project();
+        let BegunProj::Start { call } = this.state.as_mut().project() else {
+            return this.state.poll(cx);
+        };
+        let Some(call) = call.take() else {
+            panic!("a call's future polled after it answered");
+        };
+        match this.executor.begin(call, this.step, this.catalog) {
+            Begin::Done(result) => Poll::Ready(result),
+            Begin::Waiting(begun) => {
+                this.state.set(begun);
+                this.state.poll(cx)
+            }
+        }
+    }
+}
+
+/// How far `begin` got: the finished result, or what is left to wait for.
+enum Begin<'c> {
     Done(ToolCallResult),
-    Handler(Waiting, Called<'c>),
-    Chain(BoxFuture<'static, ToolCallResult>, Called<'c>),
+    Waiting(Begun<'c>),
+}
+
+pin_project! {
+    /// A call not yet begun (taken by `Execute`'s first poll), or still running: its
+    /// handler (no middleware: awaited in place, the core and the export borrowed), or the
+    /// chain. As a future (once begun), the call's answer, finished.
+    #[project = BegunProj]
+    enum Begun<'c> {
+        Start { call: Option<ToolCall> },
+        Handler { #[pin] waiting: Waiting, call: Settle<'c> },
+        Chain { running: BoxFuture<'static, ToolCallResult>, call: Settle<'c> },
+    }
+}
+
+impl Future for Begun<'_> {
+    type Output = ToolCallResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
+        // A panic while the call runs (a middleware's, or the result's making) answers like a
+        // panicking handler (RES-3); the handler's own is caught by its guard.
+        let (ran, call) = match self.project() {
+            BegunProj::Start { .. } => panic!("a call polled before `Execute` began it"),
+            BegunProj::Handler { mut waiting, call } => {
+                let core = &call.executor.shared.core;
+                let entry = &call.called.entry;
+                let ran = call.called.span.in_scope(|| {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| match waiting.as_mut().poll(cx) {
+                        Poll::Ready(ran) => {
+                            let (id, name) = (call.called.id.clone(), call.called.name.clone());
+                            let waiting = waiting.as_mut();
+                            Poll::Ready(core.conclude_waiting(entry, waiting, id, name, ran))
+                        }
+                        Poll::Pending => Poll::Pending,
+                    }))
+                });
+                (ran, call)
+            }
+            BegunProj::Chain { running, call } => {
+                let ran = call.called.span.in_scope(|| {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx)))
+                });
+                (ran, call)
+            }
+        };
+        match ran {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(result)) => Poll::Ready(call.settle(Ok(result))),
+            Err(panic) => Poll::Ready(call.settle(Err(panic))),
+        }
+    }
+}
+
+/// A call still running, with what finishes its answer.
+struct Settle<'c> {
+    called: Called<'c>,
+    executor: &'c ToolExecutor,
+    step: &'c ToolContext,
+}
+
+impl<'c> Settle<'c> {
+    fn new(called: Called<'c>, executor: &'c ToolExecutor, step: &'c ToolContext) -> Self {
+        Self {
+            called,
+            executor,
+            step,
+        }
+    }
+
+    /// Finishes the call's answer, or its panic's.
+    fn settle(&self, ran: Result<ToolCallResult, Box<dyn Any + Send>>) -> ToolCallResult {
+        let called = &self.called;
+        let mut result = called.answer(ran);
+        self.executor
+            .finish(&mut result, called.limit(), &called.span, self.step);
+        result
+    }
 }
 
 /// What the chain (or the core, with no middleware) answered at once, or left running.
