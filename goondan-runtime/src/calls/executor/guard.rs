@@ -99,35 +99,57 @@ impl Waiting {
     }
 }
 
-impl Future for Waiting {
-    type Output = Result<CaughtOutcome, ToolError>;
+impl Waiting {
+    /// Polls the guard with the call's span already entered: a call without middleware polls
+    /// it from `execute`'s own future, which has entered the span for the whole poll (and
+    /// concludes the call in it).
+    pub(super) fn poll_in_span(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Guarded> {
+        self.poll_guard(cx, false)
+    }
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    /// Polls the handler, then the cancellation and the deadline, in the call's span: entered
+    /// here if `enter`. Whatever ends the wait, the handler is dropped here, in the span.
+    #[inline]
+    fn poll_guard(self: Pin<&mut Self>, cx: &mut Context<'_>, enter: bool) -> Poll<Guarded> {
         let mut this = self.project();
-        let _entered = this.ctx.logger().enter();
-        if let Poll::Ready(outcome) = this.running.poll(cx) {
-            *this.running = Running::Done;
-            return Poll::Ready(Ok(outcome));
-        }
-        if this.cancel.is_none() {
-            let token = this.ctx.cancellation().clone();
-            this.cancel.set(Some(token.cancelled_owned()));
-            if let Some((at, _)) = *this.deadline {
-                *this.sleep = Some(Box::pin(tokio::time::sleep_until(at)));
+        let _entered = enter.then(|| this.ctx.logger().enter());
+        let ran = 'guard: {
+            if let Poll::Ready(outcome) = this.running.poll(cx) {
+                break 'guard Ok(outcome);
             }
-        }
-        if let Some(cancel) = this.cancel.as_mut().as_pin_mut()
-            && cancel.poll(cx).is_ready()
-        {
-            *this.running = Running::Done;
-            return Poll::Ready(Err(cancelled()));
-        }
-        if let (Some((_, limit)), Some(sleep)) = (*this.deadline, this.sleep.as_mut())
-            && sleep.as_mut().poll(cx).is_ready()
-        {
-            *this.running = Running::Done;
-            return Poll::Ready(Err(timed_out(limit)));
-        }
-        Poll::Pending
+            if this.cancel.is_none() {
+                let token = this.ctx.cancellation().clone();
+                this.cancel.set(Some(token.cancelled_owned()));
+                if let Some((at, _)) = *this.deadline {
+                    *this.sleep = Some(Box::pin(tokio::time::sleep_until(at)));
+                }
+            }
+            if let Some(cancel) = this.cancel.as_mut().as_pin_mut()
+                && cancel.poll(cx).is_ready()
+            {
+                break 'guard Err(cancelled());
+            }
+            if let (Some((_, limit)), Some(sleep)) = (*this.deadline, this.sleep.as_mut())
+                && sleep.as_mut().poll(cx).is_ready()
+            {
+                break 'guard Err(timed_out(limit));
+            }
+            return Poll::Pending;
+        };
+        *this.running = Running::Done;
+        Poll::Ready(ran)
+    }
+}
+
+/// What a [`Waiting`] ends with: the handler's outcome, or why the guard stopped it.
+pub(super) type Guarded = Result<CaughtOutcome, ToolError>;
+
+impl Future for Waiting {
+    type Output = Guarded;
+
+    /// Polls the guard in the call's span, entered here: inside a middleware chain, `next`'s
+    /// future may be polled outside it.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Guarded> {
+        self.poll_guard(cx, true)
     }
 }

@@ -205,7 +205,7 @@ impl ToolExecutor {
                     // checks that both answer alike.
                     return match core.call(&called.entry, ctx, id, name, args) {
                         Started::Done(result) => Entered::Done(result),
-                        Started::Waiting(waiting, ..) => Entered::Handler(waiting),
+                        Started::Waiting(waiting, id, name) => Entered::Handler(waiting, id, name),
                     };
                 }
                 let next = Next::new(Arc::clone(chain), Arc::clone(core) as Arc<dyn Core>);
@@ -222,13 +222,16 @@ impl ToolExecutor {
             }))
         });
         let mut result = match started {
-            Ok(Entered::Handler(waiting)) => {
-                let call = Settle::new(called, self, step);
-                return Begin::Waiting(Begun::Handler { waiting, call });
+            Ok(Entered::Handler(waiting, id, name)) => {
+                return Begin::Waiting(Begun::Handler {
+                    waiting,
+                    called,
+                    id,
+                    name,
+                });
             }
             Ok(Entered::Chain(running)) => {
-                let call = Settle::new(called, self, step);
-                return Begin::Waiting(Begun::Chain { running, call });
+                return Begin::Waiting(Begun::Chain { running, called });
             }
             // The core answers with the call's own id and name.
             Ok(Entered::Done(result)) if chain.is_empty() => result,
@@ -314,17 +317,18 @@ impl Future for Execute<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
         let mut this = self.project();
+        let (executor, step) = (*this.executor, *this.step);
         let BegunProj::Start { call } = this.state.as_mut().project() else {
-            return this.state.poll(cx);
+            return this.state.poll_with(executor, step, cx);
         };
         let Some(call) = call.take() else {
             panic!("a call's future polled after it answered");
         };
-        match this.executor.begin(call, this.step, this.catalog) {
+        match executor.begin(call, step, this.catalog) {
             Begin::Done(result) => Poll::Ready(result),
             Begin::Waiting(begun) => {
                 this.state.set(begun);
-                this.state.poll(cx)
+                this.state.poll_with(executor, step, cx)
             }
         }
     }
@@ -338,88 +342,76 @@ enum Begin<'c> {
 
 pin_project! {
     /// A call not yet begun (taken by `Execute`'s first poll), or still running: its
-    /// handler (no middleware: awaited in place, the core and the export borrowed), or the
-    /// chain. As a future (once begun), the call's answer, finished.
+    /// handler (no middleware: awaited in place, the core and the export borrowed; the id and
+    /// name the core handed back, for its result), or the chain. Polled by `Execute`, which
+    /// lends it the executor and the Step's context.
     #[project = BegunProj]
     enum Begun<'c> {
         Start { call: Option<ToolCall> },
-        Handler { #[pin] waiting: Waiting, call: Settle<'c> },
-        Chain { running: BoxFuture<'static, ToolCallResult>, call: Settle<'c> },
+        Handler { #[pin] waiting: Waiting, called: Called<'c>, id: ArcStr, name: ArcStr },
+        Chain { running: BoxFuture<'static, ToolCallResult>, called: Called<'c> },
     }
 }
 
-impl Future for Begun<'_> {
-    type Output = ToolCallResult;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
+impl Begun<'_> {
+    /// Once begun, polls the call: its answer, finished.
+    fn poll_with(
+        self: Pin<&mut Self>,
+        executor: &ToolExecutor,
+        step: &ToolContext,
+        cx: &mut Context<'_>,
+    ) -> Poll<ToolCallResult> {
         // A panic while the call runs (a middleware's, or the result's making) answers like a
         // panicking handler (RES-3); the handler's own is caught by its guard.
-        let (ran, call) = match self.project() {
+        let (ran, called) = match self.project() {
             BegunProj::Start { .. } => panic!("a call polled before `Execute` began it"),
-            BegunProj::Handler { mut waiting, call } => {
-                let core = &call.executor.shared.core;
-                let entry = &call.called.entry;
-                let ran = call.called.span.in_scope(|| {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| match waiting.as_mut().poll(cx) {
-                        Poll::Ready(ran) => {
-                            let (id, name) = (call.called.id.clone(), call.called.name.clone());
-                            let waiting = waiting.as_mut();
-                            Poll::Ready(core.conclude_waiting(entry, waiting, id, name, ran))
+            BegunProj::Handler {
+                mut waiting,
+                called,
+                id,
+                name,
+            } => {
+                let core = &executor.shared.core;
+                let entry = &called.entry;
+                // The span is entered once, here, for the guard and the result's making.
+                let ran = called.span.in_scope(|| {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        match waiting.as_mut().poll_in_span(cx) {
+                            Poll::Ready(ran) => {
+                                let (id, name) = (std::mem::take(id), std::mem::take(name));
+                                let waiting = waiting.as_mut();
+                                Poll::Ready(core.conclude_waiting(entry, waiting, id, name, ran))
+                            }
+                            Poll::Pending => Poll::Pending,
                         }
-                        Poll::Pending => Poll::Pending,
                     }))
                 });
-                (ran, call)
+                (ran, called)
             }
-            BegunProj::Chain { running, call } => {
-                let ran = call.called.span.in_scope(|| {
+            BegunProj::Chain { running, called } => {
+                let ran = called.span.in_scope(|| {
                     std::panic::catch_unwind(AssertUnwindSafe(|| running.as_mut().poll(cx)))
                 });
-                (ran, call)
+                (ran, called)
             }
         };
         match ran {
             Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(result)) => Poll::Ready(call.settle(Ok(result))),
-            Err(panic) => Poll::Ready(call.settle(Err(panic))),
+            Ok(Poll::Ready(result)) => Poll::Ready(called.settle(Ok(result), executor, step)),
+            Err(panic) => Poll::Ready(called.settle(Err(panic), executor, step)),
         }
-    }
-}
-
-/// A call still running, with what finishes its answer.
-struct Settle<'c> {
-    called: Called<'c>,
-    executor: &'c ToolExecutor,
-    step: &'c ToolContext,
-}
-
-impl<'c> Settle<'c> {
-    fn new(called: Called<'c>, executor: &'c ToolExecutor, step: &'c ToolContext) -> Self {
-        Self {
-            called,
-            executor,
-            step,
-        }
-    }
-
-    /// Finishes the call's answer, or its panic's.
-    fn settle(&self, ran: Result<ToolCallResult, Box<dyn Any + Send>>) -> ToolCallResult {
-        let called = &self.called;
-        let mut result = called.answer(ran);
-        self.executor
-            .finish(&mut result, called.limit(), &called.span, self.step);
-        result
     }
 }
 
 /// What the chain (or the core, with no middleware) answered at once, or left running.
 enum Entered {
     Done(ToolCallResult),
-    Handler(Waiting),
+    /// The handler's guard, and the call's id and name the core handed back.
+    Handler(Waiting, ArcStr, ArcStr),
     Chain(BoxFuture<'static, ToolCallResult>),
 }
 
-/// What the executor keeps of a call it handed to the chain, to finish its answer.
+/// What the executor keeps of a call still running, to finish its answer.
 struct Called<'c> {
     /// The call's id.
     id: ArcStr,
@@ -435,6 +427,18 @@ impl Called<'_> {
     /// The called export's error message limit (RES-4).
     fn limit(&self) -> usize {
         self.entry.resource().error_message_limit()
+    }
+
+    /// Finishes the call's answer, or its panic's.
+    fn settle(
+        &self,
+        ran: Result<ToolCallResult, Box<dyn Any + Send>>,
+        executor: &ToolExecutor,
+        step: &ToolContext,
+    ) -> ToolCallResult {
+        let mut result = self.answer(ran);
+        executor.finish(&mut result, self.limit(), &self.span, step);
+        result
     }
 
     /// The chain's answer, or its panic's. A middleware cannot retarget a call: the result
