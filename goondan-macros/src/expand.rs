@@ -236,12 +236,13 @@ fn build_body(tool: &Tool<'_>, names: &Names) -> TokenStream {
 
 /// How the handler reads the model's arguments.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Reading {
+enum Reading<'a> {
     /// The lone input parameter's type is the input.
     Whole,
-    /// The runtime's `Lone`: the lone parameter's type is the whole input or its one named
-    /// property, as its schema says at run time; `.0` is the value.
-    Lone,
+    /// The runtime's `export_lone`: the lone parameter's type is the whole input or its one
+    /// property, named by the marker (see [`params_marker`]), as its schema says when the
+    /// export is built.
+    Lone(&'a Ident),
     /// The input is the runtime's generic `Params`, the values a tuple in parameter order.
     Params,
     /// The input is the generated struct with one field per input parameter (parameters with
@@ -249,9 +250,11 @@ enum Reading {
     Named,
 }
 
-/// The `Export` expression of `export`. A lone parameter read [`Inputs::BySchema`] gets both
-/// readings, and the build picks one from its type's schema: an object with properties is the
-/// whole input, anything else (a string newtype, a timestamp, a map) a named property.
+/// The `Export` expression of `export`. A lone parameter read [`Inputs::BySchema`] is read as
+/// its type's schema says when the export is built: an object with properties is the whole
+/// input, anything else (a string newtype, a timestamp, a map) a named property. Without
+/// attributes the runtime's `export_lone` decides (one reading compiled, the property's key
+/// found by code compiled once); with them, both readings are generated and the build picks.
 fn export_of(
     tool: &Tool<'_>,
     export: &Export<'_>,
@@ -265,17 +268,9 @@ fn export_of(
             export_expr(tool, export, names, Reading::Whole, &whole_ty)
         }
         (Inputs::BySchema, Some(whole_ty)) => {
-            if let Some(marker) = params_marker(export, names, prelude, true) {
-                // The reading is decided once, when the export is built (before its schema is
-                // made and before any call), here where a type that cannot be an input has
-                // already been reported.
-                let lone_ty = quote!(#krate::__private::Lone<#marker, #whole_ty>);
-                let whole = whole_static(export);
-                let expr = export_expr(tool, export, names, Reading::Lone, &lone_ty);
-                return quote! {{
-                    #whole.get_or_init(|| #krate::__private::is_whole_input::<#whole_ty>());
-                    #expr
-                }};
+            if let Some(marker) = params_marker(export, names, prelude) {
+                // The reading is decided once, by the runtime, when the export is built.
+                return export_expr(tool, export, names, Reading::Lone(&marker), &whole_ty);
             }
             let (named_ty, reading) = named_type(export, names, prelude);
             let as_whole = export_expr(tool, export, names, Reading::Whole, &whole_ty);
@@ -322,7 +317,7 @@ fn named_type(
     export: &Export<'_>,
     names: &Names,
     prelude: &mut TokenStream,
-) -> (TokenStream, Reading) {
+) -> (TokenStream, Reading<'static>) {
     match params_type(export, names, prelude) {
         Some(ty) => (ty, Reading::Params),
         None => (derived_type(export, names, prelude), Reading::Named),
@@ -337,26 +332,14 @@ fn params_type(
 ) -> Option<TokenStream> {
     let krate = &names.krate;
     let types = export.input_params().map(|p| checked(p.ty, names));
-    let marker = params_marker(export, names, prelude, false)?;
+    let marker = params_marker(export, names, prelude)?;
     Some(quote!(#krate::__private::Params<#marker, (#(#types,)*)>))
 }
 
-/// The static holding whether a lone parameter is the whole input (see [`params_marker`]).
-fn whole_static(export: &Export<'_>) -> Ident {
-    format_ident!("__GOONDAN_WHOLE_{}", export.ident.unraw())
-}
-
 /// The unit struct `__GoondanParams_{fn}` naming the function's parameters, with its
-/// `ParamNames` impl, added to `prelude`. With `lone`, a static beside it holds whether the
-/// lone parameter's type is the whole input, set when the export is built. `None` when a
-/// parameter has attributes other than doc comments (or a doc that is not a literal), or when
-/// there are none or too many.
-fn params_marker(
-    export: &Export<'_>,
-    names: &Names,
-    prelude: &mut TokenStream,
-    lone: bool,
-) -> Option<Ident> {
+/// `ParamNames` impl, added to `prelude`. `None` when a parameter has attributes other than
+/// doc comments (or a doc that is not a literal), or when there are none or too many.
+fn params_marker(export: &Export<'_>, names: &Names, prelude: &mut TokenStream) -> Option<Ident> {
     let krate = &names.krate;
     let params: Vec<_> = export.input_params().collect();
     if params.is_empty() || params.len() > MAX_PARAMS {
@@ -389,19 +372,6 @@ fn params_marker(
     }
     let marker = format_ident!("__GoondanParams_{}", export.ident.unraw());
     let name = format!("__GoondanInput_{}", export.ident.unraw());
-    let whole_input = lone.then(|| {
-        let whole = whole_static(export);
-        prelude.extend(quote! {
-            #[allow(non_upper_case_globals)]
-            static #whole: #krate::__private::std::sync::OnceLock<bool> =
-                #krate::__private::std::sync::OnceLock::new();
-        });
-        quote! {
-            fn whole_input() -> bool {
-                #whole.get().copied().unwrap_or(false)
-            }
-        }
-    });
     prelude.extend(quote! {
         #[allow(non_camel_case_types)]
         struct #marker;
@@ -409,7 +379,6 @@ fn params_marker(
             const NAME: &'static str = #name;
             const NAMES: &'static [&'static str] = &[#(#keys),*];
             const DOCS: &'static [(&'static str, &'static str)] = &[#(#docs),*];
-            #whole_input
         }
     });
     Some(marker)
@@ -481,7 +450,7 @@ fn export_expr(
     tool: &Tool<'_>,
     export: &Export<'_>,
     names: &Names,
-    reading: Reading,
+    reading: Reading<'_>,
     input_ty: &TokenStream,
 ) -> TokenStream {
     let Names {
@@ -497,8 +466,7 @@ fn export_expr(
         // An async handler owns its context, a sync one already has a reference.
         ParamKind::Context if export.sig.asyncness.is_some() => quote!(&#ctx),
         ParamKind::Context => quote!(#ctx),
-        ParamKind::Input if reading == Reading::Whole => quote!(#input),
-        ParamKind::Input if reading == Reading::Lone => quote!(#input.0),
+        ParamKind::Input if matches!(reading, Reading::Whole | Reading::Lone(_)) => quote!(#input),
         ParamKind::Input if reading == Reading::Params => {
             let at = syn::Index::from(inputs_before(export, p));
             quote!(#input.0.#at)
@@ -542,10 +510,15 @@ fn export_expr(
         (_, false) => quote!(#closure_head { #outcome }),
     };
     // A synchronous function answers without a future (no box, no poll).
-    let constructor = if is_async {
-        quote!(#krate::__private::export::<#input_ty, _, _>)
-    } else {
-        quote!(#krate::__private::export_sync::<#input_ty, _>)
+    let constructor = match (reading, is_async) {
+        (Reading::Lone(marker), true) => {
+            quote!(#krate::__private::export_lone::<#marker, #input_ty, _, _>)
+        }
+        (Reading::Lone(marker), false) => {
+            quote!(#krate::__private::export_sync_lone::<#marker, #input_ty, _>)
+        }
+        (_, true) => quote!(#krate::__private::export::<#input_ty, _, _>),
+        (_, false) => quote!(#krate::__private::export_sync::<#input_ty, _>),
     };
     let description = export
         .description

@@ -118,7 +118,7 @@ pub mod __private {
     pub use crate::tools::annotations::{ExportAnnotations, TaskSupport};
     pub use crate::tools::context::ToolContext;
     pub use crate::tools::error::ToolError;
-    pub use crate::tools::handler::params::{Lone, ParamNames, Params};
+    pub use crate::tools::handler::params::{ParamNames, Params};
     pub use crate::tools::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
     pub use crate::tools::name;
     pub use crate::tools::tool::{
@@ -134,6 +134,28 @@ pub mod __private {
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
         Export::typed_outcome(name, f)
+    }
+
+    /// An export whose handler gets its lone parameter `T`, read as the whole input or as the
+    /// one property `N` names, as `T`'s schema says.
+    pub fn export_lone<N, T, F, Fut>(name: &'static str, f: F) -> Export
+    where
+        N: ParamNames,
+        T: ToolInput,
+        F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+    {
+        Export::typed_lone::<N, T, F, Fut>(name, f)
+    }
+
+    /// [`export_lone`] for a synchronous handler.
+    pub fn export_sync_lone<N, T, F>(name: &'static str, f: F) -> Export
+    where
+        N: ParamNames,
+        T: ToolInput,
+        F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    {
+        Export::typed_sync_lone::<N, T, F>(name, f)
     }
 
     /// An export whose synchronous handler gets the typed input `I` and answers at once.

@@ -4,8 +4,9 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use futures_util::{FutureExt, TryFutureExt};
+use futures_util::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -266,34 +267,50 @@ impl<E: Into<ToolError>> IntoToolError for E {
     }
 }
 
-/// A handler built from a typed closure, as `#[tool]` generates.
-pub(crate) struct TypedHandler<I, F> {
+/// How a typed handler reads its input `I` from the arguments object.
+pub(crate) trait ReadInput<I>: Send + Sync + 'static {
+    /// Reads the input.
+    fn read(&self, args: JsonObject) -> Result<I, HandlerError>;
+}
+
+/// The input deserialised from the whole arguments object.
+pub(crate) struct WholeInput;
+
+impl<I: ToolInput> ReadInput<I> for WholeInput {
+    fn read(&self, args: JsonObject) -> Result<I, HandlerError> {
+        read_input(args)
+    }
+}
+
+/// A handler built from a typed closure, as `#[tool]` generates; `R` reads its input.
+pub(crate) struct TypedHandler<I, F, R = WholeInput> {
     f: F,
+    read: R,
     _input: PhantomData<fn() -> I>,
 }
 
-impl<I, F> TypedHandler<I, F> {
-    pub(crate) fn new(f: F) -> Self {
+impl<I, F, R> TypedHandler<I, F, R> {
+    pub(crate) fn new(f: F, read: R) -> Self {
         Self {
             f,
+            read,
             _input: PhantomData,
         }
     }
 }
 
-impl<I, F, Fut> Handler for TypedHandler<I, F>
+impl<I, F, Fut, R> Handler for TypedHandler<I, F, R>
 where
     I: ToolInput,
     F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+    R: ReadInput<I>,
 {
     fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
-        match read_input::<I>(args) {
+        match self.read.read(args) {
             Ok(input) => {
-                // A combinator, not an `async` block around `fut`: a block would hold `fut`
-                // twice (the captured one and the awaited one) in the one box of the call.
-                let fut = (self.f)(ctx.clone(), input);
-                HandlerCall::Running(Box::pin(fut.map_err(HandlerError::Failed)))
+                let running = (self.f)(ctx.clone(), input);
+                HandlerCall::Running(Box::pin(Failing { running }))
             }
             Err(err) => HandlerCall::Ready(Err(err)),
         }
@@ -304,38 +321,64 @@ where
     }
 }
 
+pin_project_lite::pin_project! {
+    /// A typed handler's future, its error the handler's failure. Written out rather than
+    /// `TryFutureExt::map_err`: that combinator makes several functions per handler in each
+    /// tool crate (a state machine projected and replaced), this one `poll`; and unlike an
+    /// `async` block around the future, it holds the future once.
+    struct Failing<Fut> {
+        #[pin]
+        running: Fut,
+    }
+}
+
+impl<Fut: Future<Output = Result<Outcome, ToolError>>> Future for Failing<Fut> {
+    type Output = Result<Outcome, HandlerError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().running.poll(cx) {
+            Poll::Ready(result) => Poll::Ready(result.map_err(HandlerError::Failed)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 /// Deserialises the input from the arguments, moving their strings and arrays into it (no
 /// copy): the executor checked them against the schema before, so they are not needed after.
-fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerError> {
+pub(crate) fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerError> {
     I::deserialize(Value::Object(args)).map_err(|err| HandlerError::InvalidArgs {
         reason: err.to_string(),
     })
 }
 
 /// A handler built from a synchronous typed closure, as `#[tool]` generates for a plain `fn`:
-/// it answers without a future.
-pub(crate) struct TypedSyncHandler<I, F> {
+/// it answers without a future; `R` reads its input.
+pub(crate) struct TypedSyncHandler<I, F, R = WholeInput> {
     f: F,
+    read: R,
     _input: PhantomData<fn() -> I>,
 }
 
-impl<I, F> TypedSyncHandler<I, F> {
-    pub(crate) fn new(f: F) -> Self {
+impl<I, F, R> TypedSyncHandler<I, F, R> {
+    pub(crate) fn new(f: F, read: R) -> Self {
         Self {
             f,
+            read,
             _input: PhantomData,
         }
     }
 }
 
-impl<I, F> Handler for TypedSyncHandler<I, F>
+impl<I, F, R> Handler for TypedSyncHandler<I, F, R>
 where
     I: ToolInput,
     F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    R: ReadInput<I>,
 {
     fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
         HandlerCall::Ready(
-            read_input::<I>(args)
+            self.read
+                .read(args)
                 .and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
         )
     }

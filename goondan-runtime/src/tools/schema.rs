@@ -73,8 +73,9 @@ fn root_schema<T: JsonSchema>(generator: SchemaGenerator) -> Value {
     generator.into_root_schema_for::<T>().to_value()
 }
 
-/// The cached neutral schema of the type `key`, made by `root` on a miss.
-fn cached_schema(key: TypeId, root: fn(SchemaGenerator) -> Value) -> Arc<Value> {
+/// The cached neutral schema of the type `key`, made by `root` on a miss (under the settings
+/// of [`schema_for`], hardened as it is).
+pub(crate) fn cached_schema(key: TypeId, root: fn(SchemaGenerator) -> Value) -> Arc<Value> {
     static CACHE: OnceLock<RwLock<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(hit) = cache.read().ok().and_then(|map| map.get(&key).cloned()) {

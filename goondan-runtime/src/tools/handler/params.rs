@@ -12,7 +12,9 @@
 //! comment), `required` for the parameters that are not `Option`, and no other property.
 //!
 //! Only the code that reads these tuples is generic, so it is compiled once per tuple shape
-//! that a crate uses, not once per function. Not for use outside generated code.
+//! that a crate uses, not once per function. A lone parameter is read by `LoneInput`, whose
+//! only code generic in the parameter's type is that type's own deserialisation and schema.
+//! Not for use outside generated code.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -22,6 +24,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::tools::handler::{HandlerError, ReadInput, ToolInput, read_input};
+use crate::tools::result::JsonObject;
+
 /// What the macro says about one function's parameters.
 pub trait ParamNames: Send + 'static {
     /// The name of the input in errors and schemas (`__GoondanInput_{function}`).
@@ -30,12 +35,6 @@ pub trait ParamNames: Send + 'static {
     const NAMES: &'static [&'static str];
     /// Each parameter's title and description from its doc comment (`""` for none).
     const DOCS: &'static [(&'static str, &'static str)];
-
-    /// For a lone parameter read as [`Lone`]: whether its type is the whole input (see
-    /// `is_whole_input`), decided once per function by the macro's impl.
-    fn whole_input() -> bool {
-        false
-    }
 }
 
 /// The named parameters of one function: `.0` is the tuple of their values, in order.
@@ -47,54 +46,119 @@ impl<N, T> Params<N, T> {
     }
 }
 
-/// The input of a function with one parameter and no attributes on it: the parameter's type
-/// is the whole input when its schema is an object with properties (or a closed object), and
-/// otherwise the one property of an object, named after the parameter. One type for both
-/// readings, so the function has one handler; `N::whole_input()` says which reading holds.
-pub struct Lone<N, T>(pub T, PhantomData<fn() -> N>);
+/// How the lone parameter of a function with no attributes on it is read: its type is the
+/// whole input when its schema is an object with properties (or a closed object), and
+/// otherwise the one property of an object, named after the parameter. The export decides
+/// which when it is built (see `Export::typed_lone`), and the handler reads the arguments
+/// object directly: the property's key is found by code compiled once, so the only reading
+/// generic in the type is the type's own, the one the whole reading uses too. Errors are the
+/// ones [`Params`] gives for a one-parameter tuple, word for word (`tests/it/params.rs`).
+pub(crate) struct LoneInput {
+    /// The parameter's name, alone in its slice (as `ParamNames::NAMES`), or `None` when the
+    /// type is the whole input.
+    named: Option<&'static [&'static str]>,
+}
 
-impl<'de, N: ParamNames, T: DeserializeOwned + JsonSchema + Send + 'static> Deserialize<'de>
-    for Lone<N, T>
-{
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = if N::whole_input() {
-            T::deserialize(deserializer)?
-        } else {
-            let (value,) = Params::<N, (T,)>::deserialize(deserializer)?.0;
-            value
-        };
-        Ok(Self(value, PhantomData))
+impl LoneInput {
+    /// The type is the whole input.
+    pub(crate) fn whole() -> Self {
+        Self { named: None }
+    }
+
+    /// The type is the one property named `names[0]` (a function's `ParamNames::NAMES`).
+    pub(crate) fn named(names: &'static [&'static str]) -> Self {
+        Self { named: Some(names) }
     }
 }
 
-impl<N: ParamNames, T: JsonSchema + DeserializeOwned + Send + 'static> JsonSchema for Lone<N, T> {
-    fn schema_name() -> Cow<'static, str> {
-        if N::whole_input() {
-            T::schema_name()
-        } else {
-            Cow::Borrowed(N::NAME)
+impl<T: ToolInput> ReadInput<T> for LoneInput {
+    fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
+        match self.named {
+            None => read_input(args),
+            Some(names) => read_lone(args, names).map_err(|err| HandlerError::InvalidArgs {
+                reason: err.to_string(),
+            }),
         }
     }
+}
 
-    fn schema_id() -> Cow<'static, str> {
-        if N::whole_input() {
-            T::schema_id()
+/// The value of the one property `names[0]`, read as `T`.
+fn read_lone<T: DeserializeOwned + JsonSchema>(
+    args: JsonObject,
+    names: &'static [&'static str],
+) -> Result<T, serde_json::Error> {
+    let (value, after) = take_lone(args, names)?;
+    let value = match value {
+        Some(value) => T::deserialize(value)?,
+        None => missing(names.first().copied().unwrap_or_default())?,
+    };
+    match after {
+        Some(err) => Err(err),
+        None => Ok(value),
+    }
+}
+
+/// The value of the one property `names[0]` taken out of `args`, in the order a map is read:
+/// an unknown key before it is the error; an unknown key after it is one too, but only once
+/// the value itself was read without error, so it is returned beside the value.
+#[allow(clippy::type_complexity)]
+fn take_lone(
+    args: JsonObject,
+    names: &'static [&'static str],
+) -> Result<(Option<Value>, Option<serde_json::Error>), serde_json::Error> {
+    let key = names.first().copied().unwrap_or_default();
+    let mut found = None;
+    for (k, v) in args {
+        if k == key {
+            found = Some(v);
         } else {
-            Cow::Owned(std::any::type_name::<Self>().to_owned())
+            let err = <serde_json::Error as de::Error>::unknown_field(&k, names);
+            return match found {
+                None => Err(err),
+                Some(value) => Ok((Some(value), Some(err))),
+            };
         }
     }
+    Ok((found, None))
+}
 
-    fn inline_schema() -> bool {
-        N::whole_input() && T::inline_schema()
-    }
+/// The root schema of a lone parameter read as the one property of an object: what
+/// `into_root_schema_for::<Params<N, (T,)>>()` makes, with only the parameter's subschema
+/// generic in its type (schemars' `subschema_for`), the rest compiled once in
+/// [`lone_root_with`].
+pub(crate) fn lone_root<N: ParamNames, T: JsonSchema>(generator: SchemaGenerator) -> Value {
+    lone_root_with(
+        generator,
+        N::NAME,
+        N::NAMES,
+        N::DOCS,
+        SchemaGenerator::subschema_for::<T>,
+        T::_schemars_private_is_option(),
+    )
+}
 
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        if N::whole_input() {
-            T::json_schema(generator)
-        } else {
-            <(T,) as ParamTuple>::schema(generator, N::NAMES, N::DOCS)
-        }
+fn lone_root_with(
+    mut generator: SchemaGenerator,
+    name: &'static str,
+    names: &'static [&'static str],
+    docs: &'static [(&'static str, &'static str)],
+    subschema: fn(&mut SchemaGenerator) -> Schema,
+    is_option: bool,
+) -> Value {
+    let optional = generator.contract().is_deserialize() && is_option;
+    let key = names.first().copied().unwrap_or_default();
+    let doc = docs.first().copied().unwrap_or_default();
+    let property = with_doc(subschema(&mut generator), doc);
+    let mut schema = object(vec![(key, property, optional)]);
+    // As `into_root_schema_for` finishes a root: its name as the title, the definitions the
+    // subschema needed (a recursive type) under `$defs`. The settings have no transforms
+    // and no meta-schema (`tools::schema`).
+    schema.insert("title".to_owned(), Value::from(name));
+    let definitions = generator.take_definitions(false);
+    if !definitions.is_empty() {
+        schema.insert("$defs".to_owned(), Value::Object(definitions));
     }
+    schema.to_value()
 }
 
 /// A value for a parameter the model left out: `None` for an `Option` (read from `null`, the
@@ -119,7 +183,11 @@ fn position<E: de::Error>(names: &'static [&'static str], key: &str) -> Result<u
 
 /// The schema of one parameter: its type's, with its doc comment's title and description.
 fn property<T: JsonSchema>(generator: &mut SchemaGenerator, doc: (&str, &str)) -> Schema {
-    let mut schema = generator.subschema_for::<T>();
+    with_doc(generator.subschema_for::<T>(), doc)
+}
+
+/// `schema` with a parameter's doc comment as its title and description.
+fn with_doc(mut schema: Schema, doc: (&str, &str)) -> Schema {
     for (key, text) in [("title", doc.0), ("description", doc.1)] {
         if !text.is_empty() {
             schema.insert(key.to_owned(), Value::from(text));
@@ -285,3 +353,135 @@ tuple!(11 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a
     A9 a9 9, A10 a10 10);
 tuple!(12 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
     A9 a9 9, A10 a10 10, A11 a11 11);
+
+#[cfg(test)]
+mod tests {
+    use std::any::TypeId;
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::schema::{cached_schema, schema_for};
+
+    /// The names of a function `f(slug)`.
+    struct F;
+    impl ParamNames for F {
+        const NAME: &'static str = "__GoondanInput_f";
+        const NAMES: &'static [&'static str] = &["slug"];
+        const DOCS: &'static [(&'static str, &'static str)] = &[("Slug", "The page's slug.")];
+    }
+
+    /// A recursive type: its subschema needs `$defs`.
+    #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+    struct Tree {
+        label: String,
+        children: Vec<Tree>,
+    }
+
+    /// The plain route `LoneInput` replaces for a named lone parameter: `Params` of a
+    /// one-element tuple, read from the arguments as a `Value`.
+    fn plain<T: ToolInput>(args: &JsonObject) -> Result<T, String> {
+        Params::<F, (T,)>::deserialize(Value::Object(args.clone()))
+            .map(|params| params.0.0)
+            .map_err(|err| err.to_string())
+    }
+
+    fn lone<T: ToolInput>(args: &JsonObject) -> Result<T, String> {
+        match ReadInput::<T>::read(&LoneInput::named(F::NAMES), args.clone()) {
+            Ok(value) => Ok(value),
+            Err(HandlerError::InvalidArgs { reason }) => Err(reason),
+            Err(_) => Err("not an argument error".to_owned()),
+        }
+    }
+
+    /// Arguments objects, each in the key order written (the maps keep it).
+    fn inputs() -> Vec<JsonObject> {
+        let values = [
+            json!("a"),
+            json!(1),
+            json!(null),
+            json!([]),
+            json!(["x", "y"]),
+            json!({}),
+            json!({"a": 1}),
+            json!({"label": "t", "children": []}),
+            json!({"label": "t", "children": [{"label": "u", "children": []}]}),
+            json!([{"label": "t", "children": []}]),
+            json!([{"label": 1}]),
+            json!(4_294_967_296_u64),
+        ];
+        let mut inputs = vec![JsonObject::new()];
+        for value in values {
+            for (before, after) in [(None, None), (Some("x"), None), (None, Some("y"))] {
+                let mut args = JsonObject::new();
+                if let Some(k) = before {
+                    args.insert(k.to_owned(), json!(true));
+                }
+                args.insert("slug".to_owned(), value.clone());
+                if let Some(k) = after {
+                    args.insert(k.to_owned(), json!(false));
+                }
+                inputs.push(args);
+            }
+        }
+        let mut two = JsonObject::new();
+        two.insert("x".to_owned(), json!(1));
+        two.insert("y".to_owned(), json!(2));
+        inputs.push(two);
+        inputs
+    }
+
+    fn reads_alike<T: ToolInput + PartialEq + std::fmt::Debug>() -> usize {
+        let mut errors = 0;
+        for args in inputs() {
+            let (lone, plain) = (lone::<T>(&args), plain::<T>(&args));
+            assert_eq!(lone, plain, "{} from {args:?}", std::any::type_name::<T>());
+            errors += usize::from(plain.is_err());
+        }
+        errors
+    }
+
+    #[test]
+    fn a_lone_property_reads_like_the_one_parameter_tuple_values_and_errors() {
+        // Each type meets values it takes and values it refuses, unknown keys before and after
+        // the property (the order decides which error comes first), and no property at all.
+        let refused = [
+            reads_alike::<String>(),
+            reads_alike::<Option<u32>>(),
+            reads_alike::<Vec<String>>(),
+            reads_alike::<BTreeMap<String, u32>>(),
+            reads_alike::<Tree>(),
+            reads_alike::<Vec<Tree>>(),
+            reads_alike::<Value>(),
+            reads_alike::<Option<Value>>(),
+        ];
+        // The inputs are not all refused, nor all taken, for any type.
+        let total = inputs().len();
+        assert!(refused.iter().all(|&n| n > 0 && n < total), "{refused:?}");
+    }
+
+    fn schemas_alike<T: ToolInput>() {
+        let lone = cached_schema(TypeId::of::<(F, T)>(), lone_root::<F, T>);
+        let plain = schema_for::<Params<F, (T,)>>();
+        assert_eq!(lone, plain, "{}", std::any::type_name::<T>());
+    }
+
+    #[test]
+    fn a_lone_property_schema_is_the_one_parameter_tuples() {
+        schemas_alike::<String>();
+        schemas_alike::<Option<u32>>();
+        schemas_alike::<BTreeMap<String, u32>>();
+        schemas_alike::<Tree>();
+        schemas_alike::<Vec<Tree>>();
+        schemas_alike::<Option<Vec<Tree>>>();
+        schemas_alike::<Value>();
+        let tree = schema_for::<Params<F, (Vec<Tree>,)>>();
+        assert!(
+            tree.get("$defs").is_some(),
+            "a recursive type keeps its $defs: {tree}"
+        );
+        assert_eq!(tree["properties"]["slug"]["title"], "Slug");
+    }
+}

@@ -1,6 +1,7 @@
 //! [`Export`]: one function of a Tool resource: a name, a description, a parameter schema and
 //! its handler.
 
+use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -12,9 +13,13 @@ use serde_json::Value;
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
-use crate::tools::handler::{Handler, Outcome, ToolInput, TypedHandler, TypedSyncHandler};
+use crate::tools::handler::params::{LoneInput, ParamNames, lone_root};
+use crate::tools::handler::{
+    Handler, Outcome, ToolInput, TypedHandler, TypedSyncHandler, WholeInput,
+};
 use crate::tools::output_schema::OutputSchema;
-use crate::tools::schema::{ArgValidator, schema_for};
+use crate::tools::schema::{ArgValidator, cached_schema, schema_for};
+use crate::tools::tool::registration::is_whole_schema;
 
 /// One export: a name, a description, a parameter schema and its handler.
 #[derive(Clone)]
@@ -54,12 +59,15 @@ impl Export {
         T: crate::tools::handler::IntoOutcome,
         E: Into<ToolError>,
     {
-        let handler = TypedHandler::<I, _>::new(move |ctx, input| {
-            f(ctx, input).map(|result| match result {
-                Ok(v) => v.into_outcome(),
-                Err(e) => Err(e.into()),
-            })
-        });
+        let handler = TypedHandler::<I, _>::new(
+            move |ctx, input| {
+                f(ctx, input).map(|result| match result {
+                    Ok(v) => v.into_outcome(),
+                    Err(e) => Err(e.into()),
+                })
+            },
+            WholeInput,
+        );
         Self::from_parts(name.into(), schema_for::<I>(), Arc::new(handler))
     }
 
@@ -73,7 +81,7 @@ impl Export {
         Self::from_parts(
             name.into(),
             schema_for::<I>(),
-            Arc::new(TypedHandler::<I, _>::new(f)),
+            Arc::new(TypedHandler::<I, _>::new(f, WholeInput)),
         )
     }
 
@@ -87,7 +95,40 @@ impl Export {
         Self::from_parts(
             name.into(),
             schema_for::<I>(),
-            Arc::new(TypedSyncHandler::<I, _>::new(f)),
+            Arc::new(TypedSyncHandler::<I, _>::new(f, WholeInput)),
+        )
+    }
+
+    /// An export from a handler of one lone parameter `T` read as `#[tool]` decides from its
+    /// schema: the whole input, or the one property named by `N` (see
+    /// [`is_whole_input`](crate::tools::tool::is_whole_input)).
+    pub(crate) fn typed_lone<N, T, F, Fut>(name: impl Into<String>, f: F) -> Self
+    where
+        N: ParamNames,
+        T: ToolInput,
+        F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+    {
+        let (parameters, read) = lone::<N, T>();
+        Self::from_parts(
+            name.into(),
+            parameters,
+            Arc::new(TypedHandler::<T, _, _>::new(f, read)),
+        )
+    }
+
+    /// [`typed_lone`](Self::typed_lone) for a synchronous handler.
+    pub(crate) fn typed_sync_lone<N, T, F>(name: impl Into<String>, f: F) -> Self
+    where
+        N: ParamNames,
+        T: ToolInput,
+        F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    {
+        let (parameters, read) = lone::<N, T>();
+        Self::from_parts(
+            name.into(),
+            parameters,
+            Arc::new(TypedSyncHandler::<T, _, _>::new(f, read)),
         )
     }
 
@@ -217,5 +258,19 @@ impl fmt::Debug for Export {
             .field("annotations", &self.annotations)
             .field("output_schema", &self.output_schema)
             .finish_non_exhaustive()
+    }
+}
+
+/// The schema and the reading of a lone parameter `T`: its own schema when that is a whole
+/// input, else an object with the one property `N` names.
+fn lone<N: ParamNames, T: ToolInput>() -> (Arc<Value>, LoneInput) {
+    let own = schema_for::<T>();
+    if is_whole_schema(&own) {
+        (own, LoneInput::whole())
+    } else {
+        (
+            cached_schema(TypeId::of::<(N, T)>(), lone_root::<N, T>),
+            LoneInput::named(N::NAMES),
+        )
     }
 }

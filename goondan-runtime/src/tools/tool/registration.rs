@@ -163,7 +163,7 @@ pub fn is_whole_input<T: ToolInput>() -> bool {
 }
 
 /// Whether `schema` is an object with properties, or a closed one (see [`is_whole_input`]).
-fn is_whole_schema(schema: &Value) -> bool {
+pub(crate) fn is_whole_schema(schema: &Value) -> bool {
     let has_properties = schema
         .get("properties")
         .and_then(Value::as_object)
