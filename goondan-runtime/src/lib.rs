@@ -121,6 +121,10 @@ pub mod __private {
     pub use crate::tools::handler::params::{ParamNames, Params};
     pub use crate::tools::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
     pub use crate::tools::name;
+
+    use crate::tools::handler::WholeInput;
+    use crate::tools::schema::schema_for;
+    use crate::tools::tool::export::lone_input;
     pub use crate::tools::tool::{
         Export, IntoTool, StaticTool, Tool, ToolBuilder, ToolDefinitionError, finish_generated,
         is_whole_input,
@@ -133,7 +137,7 @@ pub mod __private {
         F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
-        Export::typed_outcome(name, f)
+        Export::typed_outcome(name, schema_for::<I>(), WholeInput, f)
     }
 
     /// An export whose handler gets its lone parameter `T`, read as the whole input or as the
@@ -145,7 +149,8 @@ pub mod __private {
         F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
-        Export::typed_lone::<N, T, F, Fut>(name, f)
+        let (parameters, read) = lone_input::<N, T>();
+        Export::typed_outcome(name, parameters, read, f)
     }
 
     /// [`export_lone`] for a synchronous handler.
@@ -155,7 +160,8 @@ pub mod __private {
         T: ToolInput,
         F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
-        Export::typed_sync_lone::<N, T, F>(name, f)
+        let (parameters, read) = lone_input::<N, T>();
+        Export::typed_sync_outcome(name, parameters, read, f)
     }
 
     /// An export whose synchronous handler gets the typed input `I` and answers at once.
@@ -164,7 +170,7 @@ pub mod __private {
         I: ToolInput,
         F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
-        Export::typed_sync_outcome(name, f)
+        Export::typed_sync_outcome(name, schema_for::<I>(), WholeInput, f)
     }
 
     /// The outcome of an infallible handler.

@@ -19,7 +19,6 @@ use crate::calls::middleware::{CallContext, Core, Ready};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error};
 use crate::tools::context::ToolContext;
-use crate::tools::error::ToolError;
 use crate::tools::handler::{Handler, HandlerCall, HandlerError, Outcome};
 use crate::tools::registry::RegisteredExport;
 use crate::tools::result::{ArcStr, JsonObject, ToolCallResult};
@@ -127,19 +126,29 @@ impl CallCore {
         Started::Done(self.conclude(entry, &ctx, id, name, outcome))
     }
 
-    /// The result of a call that waited: what its guard let through, or why it stopped it.
-    pub(super) fn conclude_waiting(
+    /// Polls a waiting call's guard (`enter`: whether it enters the call's span itself, see
+    /// [`Waiting::poll`]) and makes the call's result of what it lets through, or of why it
+    /// stopped the handler; the id and name are taken for it. The one route of both a call
+    /// without middleware, in place, and the chain's boxed `InChain`; inlined into each, so
+    /// `enter` is known where it is read.
+    #[inline]
+    pub(super) fn poll_waiting(
         &self,
         entry: &RegisteredExport,
-        waiting: Pin<&mut Waiting>,
-        id: ArcStr,
-        name: ArcStr,
-        ran: Result<CaughtOutcome, ToolError>,
-    ) -> ToolCallResult {
-        match ran {
+        mut waiting: Pin<&mut Waiting>,
+        id: &mut ArcStr,
+        name: &mut ArcStr,
+        cx: &mut Context<'_>,
+        enter: bool,
+    ) -> Poll<ToolCallResult> {
+        let Poll::Ready(ran) = waiting.as_mut().poll(cx, enter) else {
+            return Poll::Pending;
+        };
+        let (id, name) = (std::mem::take(id), std::mem::take(name));
+        Poll::Ready(match ran {
             Ok(outcome) => self.conclude(entry, waiting.context(), id, name, outcome),
             Err(stop) => ToolCallResult::error(id, name, stop),
-        }
+        })
     }
 
     /// The result of what the handler produced. Its error is finished later, once, by the
@@ -217,17 +226,8 @@ impl Future for InChain {
     type Output = ToolCallResult;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
-        let mut this = self.project();
-        match this.waiting.as_mut().poll(cx) {
-            Poll::Ready(ran) => {
-                let (id, name) = (std::mem::take(this.id), std::mem::take(this.name));
-                let waiting = this.waiting;
-                Poll::Ready(
-                    this.core
-                        .conclude_waiting(this.entry, waiting, id, name, ran),
-                )
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        let this = self.project();
+        this.core
+            .poll_waiting(this.entry, this.waiting, this.id, this.name, cx, true)
     }
 }

@@ -7,7 +7,6 @@
 //! moved-from local until its scope ends). A middleware chain boxes it (the core's `InChain`).
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -60,7 +59,7 @@ pin_project! {
     /// and registers for cancellation, so one that answers on its first poll pays for
     /// neither. The timer is boxed: only calls with a timeout need one, and inline it would
     /// make every call's future larger. Its output is the handler's outcome, or why the guard
-    /// stopped it; the core makes the call's result of it (`CallCore::conclude_waiting`).
+    /// stopped it; the core makes the call's result of it (`CallCore::poll_waiting`).
     pub(super) struct Waiting {
         running: Running,
         ctx: ToolContext,
@@ -97,20 +96,13 @@ impl Waiting {
     pub(super) fn context(self: Pin<&mut Self>) -> &ToolContext {
         self.project().ctx
     }
-}
-
-impl Waiting {
-    /// Polls the guard with the call's span already entered: a call without middleware polls
-    /// it from `execute`'s own future, which has entered the span for the whole poll (and
-    /// concludes the call in it).
-    pub(super) fn poll_in_span(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Guarded> {
-        self.poll_guard(cx, false)
-    }
 
     /// Polls the handler, then the cancellation and the deadline, in the call's span: entered
-    /// here if `enter`. Whatever ends the wait, the handler is dropped here, in the span.
+    /// here if `enter` (a call without middleware has entered it already; inside a chain,
+    /// `next`'s future may be polled outside it). Whatever ends the wait, the handler is
+    /// dropped here, in the span.
     #[inline]
-    fn poll_guard(self: Pin<&mut Self>, cx: &mut Context<'_>, enter: bool) -> Poll<Guarded> {
+    pub(super) fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>, enter: bool) -> Poll<Guarded> {
         let mut this = self.project();
         let _entered = enter.then(|| this.ctx.logger().enter());
         let ran = 'guard: {
@@ -143,13 +135,3 @@ impl Waiting {
 
 /// What a [`Waiting`] ends with: the handler's outcome, or why the guard stopped it.
 pub(super) type Guarded = Result<CaughtOutcome, ToolError>;
-
-impl Future for Waiting {
-    type Output = Guarded;
-
-    /// Polls the guard in the call's span, entered here: inside a middleware chain, `next`'s
-    /// future may be polled outside it.
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Guarded> {
-        self.poll_guard(cx, true)
-    }
-}

@@ -366,24 +366,16 @@ impl Begun<'_> {
         let (ran, called) = match self.project() {
             BegunProj::Start { .. } => panic!("a call polled before `Execute` began it"),
             BegunProj::Handler {
-                mut waiting,
+                waiting,
                 called,
                 id,
                 name,
             } => {
                 let core = &executor.shared.core;
-                let entry = &called.entry;
                 // The span is entered once, here, for the guard and the result's making.
                 let ran = called.span.in_scope(|| {
                     std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        match waiting.as_mut().poll_in_span(cx) {
-                            Poll::Ready(ran) => {
-                                let (id, name) = (std::mem::take(id), std::mem::take(name));
-                                let waiting = waiting.as_mut();
-                                Poll::Ready(core.conclude_waiting(entry, waiting, id, name, ran))
-                            }
-                            Poll::Pending => Poll::Pending,
-                        }
+                        core.poll_waiting(&called.entry, waiting, id, name, cx, false)
                     }))
                 });
                 (ran, called)

@@ -90,7 +90,7 @@ fn read_lone<T: DeserializeOwned + JsonSchema>(
     let (value, after) = take_lone(args, names)?;
     let value = match value {
         Some(value) => T::deserialize(value)?,
-        None => missing(names.first().copied().unwrap_or_default())?,
+        None => missing(lone_key(names))?,
     };
     match after {
         Some(err) => Err(err),
@@ -98,15 +98,19 @@ fn read_lone<T: DeserializeOwned + JsonSchema>(
     }
 }
 
+/// The one parameter's name (`ParamNames::NAMES` of a lone parameter holds exactly one).
+fn lone_key(names: &'static [&'static str]) -> &'static str {
+    names.first().copied().unwrap_or_default()
+}
+
+/// The property's value if there is one, and the error of an unknown key after it.
+type Taken = (Option<Value>, Option<serde_json::Error>);
+
 /// The value of the one property `names[0]` taken out of `args`, in the order a map is read:
 /// an unknown key before it is the error; an unknown key after it is one too, but only once
 /// the value itself was read without error, so it is returned beside the value.
-#[allow(clippy::type_complexity)]
-fn take_lone(
-    args: JsonObject,
-    names: &'static [&'static str],
-) -> Result<(Option<Value>, Option<serde_json::Error>), serde_json::Error> {
-    let key = names.first().copied().unwrap_or_default();
+fn take_lone(args: JsonObject, names: &'static [&'static str]) -> Result<Taken, serde_json::Error> {
+    let key = lone_key(names);
     let mut found = None;
     for (k, v) in args {
         if k == key {
@@ -146,7 +150,7 @@ fn lone_root_with(
     is_option: bool,
 ) -> Value {
     let optional = generator.contract().is_deserialize() && is_option;
-    let key = names.first().copied().unwrap_or_default();
+    let key = lone_key(names);
     let doc = docs.first().copied().unwrap_or_default();
     let property = with_doc(subschema(&mut generator), doc);
     let mut schema = object(vec![(key, property, optional)]);

@@ -15,7 +15,7 @@ use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::params::{LoneInput, ParamNames, lone_root};
 use crate::tools::handler::{
-    Handler, Outcome, ToolInput, TypedHandler, TypedSyncHandler, WholeInput,
+    Handler, Outcome, ReadInput, ToolInput, TypedHandler, TypedSyncHandler, WholeInput,
 };
 use crate::tools::output_schema::OutputSchema;
 use crate::tools::schema::{ArgValidator, cached_schema, schema_for};
@@ -59,77 +59,47 @@ impl Export {
         T: crate::tools::handler::IntoOutcome,
         E: Into<ToolError>,
     {
-        let handler = TypedHandler::<I, _>::new(
-            move |ctx, input| {
-                f(ctx, input).map(|result| match result {
-                    Ok(v) => v.into_outcome(),
-                    Err(e) => Err(e.into()),
-                })
-            },
-            WholeInput,
-        );
-        Self::from_parts(name.into(), schema_for::<I>(), Arc::new(handler))
+        Self::typed_outcome(name, schema_for::<I>(), WholeInput, move |ctx, input| {
+            f(ctx, input).map(|result| match result {
+                Ok(v) => v.into_outcome(),
+                Err(e) => Err(e.into()),
+            })
+        })
     }
 
-    /// An export from a handler that returns an [`Outcome`] directly, as `#[tool]` generates.
-    pub(crate) fn typed_outcome<I, F, Fut>(name: impl Into<String>, f: F) -> Self
+    /// An export from a handler that returns an [`Outcome`] directly, as `#[tool]` generates:
+    /// `read` reads its input from the arguments, which `parameters` describes.
+    pub(crate) fn typed_outcome<I, R, F, Fut>(
+        name: impl Into<String>,
+        parameters: Arc<Value>,
+        read: R,
+        f: F,
+    ) -> Self
     where
         I: ToolInput,
+        R: ReadInput<I>,
         F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
-        Self::from_parts(
-            name.into(),
-            schema_for::<I>(),
-            Arc::new(TypedHandler::<I, _>::new(f, WholeInput)),
-        )
+        let handler = TypedHandler::<I, _, _>::new(f, read);
+        Self::from_parts(name.into(), parameters, Arc::new(handler))
     }
 
-    /// An export from a synchronous handler that returns an [`Outcome`] directly, as `#[tool]`
+    /// [`typed_outcome`](Self::typed_outcome) for a synchronous handler, as `#[tool]`
     /// generates for a plain `fn`.
-    pub(crate) fn typed_sync_outcome<I, F>(name: impl Into<String>, f: F) -> Self
+    pub(crate) fn typed_sync_outcome<I, R, F>(
+        name: impl Into<String>,
+        parameters: Arc<Value>,
+        read: R,
+        f: F,
+    ) -> Self
     where
         I: ToolInput,
+        R: ReadInput<I>,
         F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
-        Self::from_parts(
-            name.into(),
-            schema_for::<I>(),
-            Arc::new(TypedSyncHandler::<I, _>::new(f, WholeInput)),
-        )
-    }
-
-    /// An export from a handler of one lone parameter `T` read as `#[tool]` decides from its
-    /// schema: the whole input, or the one property named by `N` (see
-    /// [`is_whole_input`](crate::tools::tool::is_whole_input)).
-    pub(crate) fn typed_lone<N, T, F, Fut>(name: impl Into<String>, f: F) -> Self
-    where
-        N: ParamNames,
-        T: ToolInput,
-        F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
-    {
-        let (parameters, read) = lone::<N, T>();
-        Self::from_parts(
-            name.into(),
-            parameters,
-            Arc::new(TypedHandler::<T, _, _>::new(f, read)),
-        )
-    }
-
-    /// [`typed_lone`](Self::typed_lone) for a synchronous handler.
-    pub(crate) fn typed_sync_lone<N, T, F>(name: impl Into<String>, f: F) -> Self
-    where
-        N: ParamNames,
-        T: ToolInput,
-        F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
-    {
-        let (parameters, read) = lone::<N, T>();
-        Self::from_parts(
-            name.into(),
-            parameters,
-            Arc::new(TypedSyncHandler::<T, _, _>::new(f, read)),
-        )
+        let handler = TypedSyncHandler::<I, _, _>::new(f, read);
+        Self::from_parts(name.into(), parameters, Arc::new(handler))
     }
 
     fn from_parts(name: String, parameters: Arc<Value>, handler: Arc<dyn Handler>) -> Self {
@@ -261,9 +231,11 @@ impl fmt::Debug for Export {
     }
 }
 
-/// The schema and the reading of a lone parameter `T`: its own schema when that is a whole
-/// input, else an object with the one property `N` names.
-fn lone<N: ParamNames, T: ToolInput>() -> (Arc<Value>, LoneInput) {
+/// The schema and the reading of a lone parameter `T`, as `#[tool]` decides them when the
+/// export is built: `T`'s own schema when that is a whole input (see
+/// [`is_whole_input`](crate::tools::tool::is_whole_input)), else an object with the one
+/// property `N` names.
+pub(crate) fn lone_input<N: ParamNames, T: ToolInput>() -> (Arc<Value>, LoneInput) {
     let own = schema_for::<T>();
     if is_whole_schema(&own) {
         (own, LoneInput::whole())
