@@ -23,7 +23,8 @@
 //! The two guardrails the runtime ships, also set from a bundle's `policy.guardrails`
 //! (`secrets: true`, `allow: {paths, urls, pathArguments}`; see the guide's bundle chapter):
 //! - [`SecretScanner`], for outputs: redacts keys and tokens of common shapes;
-//! - [`AllowList`], for inputs: the paths and URLs a call may name.
+//! - [`AllowList`], for inputs: the paths and URLs a call may name (feature `allow-list`, which
+//!   `host` and so the default features turn on).
 //!
 //! ```
 //! use goondan_runtime::calls::guardrail::{AllowList, Guardrails, PRIORITY, SecretScanner};
@@ -60,6 +61,7 @@
 //! # }
 //! ```
 
+#[cfg(feature = "allow-list")]
 mod allow_list;
 #[cfg(feature = "host")]
 mod policy;
@@ -80,6 +82,7 @@ use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::result::ToolCallResult;
 
+#[cfg(feature = "allow-list")]
 pub use self::allow_list::{AllowList, AllowListError, DEFAULT_PATH_ARGUMENTS};
 pub use self::secrets::{SecretPatternError, SecretScanner};
 
