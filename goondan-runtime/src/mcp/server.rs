@@ -51,7 +51,6 @@ mod progress;
 mod tasks;
 mod transport;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -148,8 +147,10 @@ impl View {
 /// [`McpServerBuilder::publish_as`] is used.
 #[derive(Debug, Default)]
 pub(super) struct Renames {
-    published: HashMap<String, String>,
-    goondan: HashMap<String, String>,
+    // Looked up on every call and every listing: a fast hash, as the catalog's name index.
+    // The keys are the server's own; a client's names are only looked up.
+    published: rustc_hash::FxHashMap<String, String>,
+    goondan: rustc_hash::FxHashMap<String, String>,
 }
 
 impl Renames {

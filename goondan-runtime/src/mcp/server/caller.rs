@@ -17,7 +17,7 @@
 #![allow(deprecated)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, ElicitRequest,
@@ -88,7 +88,8 @@ pub(super) struct McpCaller {
     asked: Mutex<Asked>,
     /// Cancelled when the call must stop for an answer it cannot get in place (a 2026-07-28
     /// call only: a session's client is asked in place).
-    stop: Option<CancellationToken>,
+    /// Made when first asked for: most calls end without anyone looking at it.
+    stop: Option<OnceLock<CancellationToken>>,
 }
 
 /// How a call ended for its questions.
@@ -163,7 +164,7 @@ impl McpCaller {
                 binding,
             },
             asked: Mutex::default(),
-            stop: Some(CancellationToken::new()),
+            stop: Some(OnceLock::new()),
         })
     }
 
@@ -173,12 +174,14 @@ impl McpCaller {
 
     /// Cancelled when the call must stop to ask; none when it never must.
     pub(super) fn stopped(&self) -> Option<&CancellationToken> {
-        self.stop.as_ref()
+        self.stop
+            .as_ref()
+            .map(|stop| stop.get_or_init(CancellationToken::new))
     }
 
     /// Stops the call to ask its questions.
     fn stop(&self) {
-        if let Some(stop) = &self.stop {
+        if let Some(stop) = self.stopped() {
             stop.cancel();
         }
     }

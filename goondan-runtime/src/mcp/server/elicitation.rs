@@ -1,31 +1,21 @@
 //! [`ElicitationApprover`]: approvals asked of the person behind the MCP client, through
 //! MCP elicitation (`elicitation/create`, a form).
 //!
-//! The server runs each `tools/call` with its [`Caller`] (the client, as the call's
-//! context sees it) in reach of the call's middleware; the approver asks it, the way a tool
-//! asks through [`ToolContext::elicit`](crate::ToolContext::elicit): a server-initiated
-//! request on a 2025-11-25 session, an input-required result on a 2026-07-28 request. A
-//! client that did not declare elicitation (or a call that did not come over MCP) cannot be
-//! asked: the approver then gives its fallback decision, a denial unless told otherwise.
+//! The approver asks the call's caller through the call's context (its
+//! [`ApprovalRequest::context`]), the way a tool asks through
+//! [`ToolContext::elicit`](crate::ToolContext::elicit): for a call over MCP, a
+//! server-initiated request on a 2025-11-25 session, an input-required result on a
+//! 2026-07-28 request. A caller that cannot answer a form (a client that did not declare
+//! elicitation, a call without a caller) is not asked: the approver then gives its fallback
+//! decision, a denial unless told otherwise.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::ElicitationSchema;
 use serde_json::Value;
 
 use crate::calls::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
-use crate::tools::context::{Caller, ElicitAction, Elicitation, Question};
-
-tokio::task_local! {
-    /// The caller of the `tools/call` being served.
-    static CALLER: Arc<dyn Caller>;
-}
-
-/// Runs `work` (one `tools/call`) with `caller` as the client an [`ElicitationApprover`] asks.
-pub(super) async fn with_caller<F: Future>(caller: Arc<dyn Caller>, work: F) -> F::Output {
-    CALLER.scope(caller, work).await
-}
+use crate::tools::context::{ElicitAction, Elicitation, Question};
 
 /// The key of the approval question among the call's questions.
 const APPROVAL_KEY: &str = "goondan_approval";
@@ -90,15 +80,13 @@ impl ElicitationApprover {
     }
 
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        let Ok(caller) = CALLER.try_with(Arc::clone) else {
-            return self.otherwise.clone();
-        };
+        let ctx = request.context();
         let schema = serde_json::to_value(form()).unwrap_or(Value::Null);
         let question = Question::elicit(question(request), schema);
-        if !caller.can_answer(&question) {
+        if !ctx.can_ask(&question) {
             return self.otherwise.clone();
         }
-        let asked = caller.ask(Some(APPROVAL_KEY), question);
+        let asked = ctx.ask_as(APPROVAL_KEY, question);
         let answer = match self.timeout {
             Some(limit) => match tokio::time::timeout(limit, asked).await {
                 Ok(answer) => answer,

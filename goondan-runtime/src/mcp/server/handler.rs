@@ -6,6 +6,8 @@
 #![allow(deprecated)]
 
 use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use std::sync::Arc;
@@ -28,7 +30,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::{McpCaller, Rounds, log_level};
-use super::{McpServer, call, elicitation, listing, progress};
+use super::{McpServer, call, listing, progress};
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::tools::context::{Caller, ToolContext};
 use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
@@ -326,7 +328,7 @@ impl McpServer {
         let served = served_span(&call, &context);
         let result = tracing::Instrument::instrument(
             drive(
-                elicitation::with_caller(caller.clone(), executor.execute(call, &ctx, &catalog)),
+                executor.execute(call, &ctx, &catalog),
                 &context,
                 &cancel,
                 Some(&caller),
@@ -405,7 +407,8 @@ impl McpServer {
             return Ok(McpCaller::session(peer, capabilities, level));
         }
         let level = context.meta.log_level().map(log_level);
-        let mut binding = published.as_bytes().to_vec();
+        let mut binding = Vec::with_capacity(published.len() + 9);
+        binding.extend_from_slice(published.as_bytes());
         binding.push(0);
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         hash_canonical(args, &mut hasher);
@@ -487,6 +490,32 @@ async fn drive<F: Future>(
     questions: Option<&McpCaller>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
 ) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    // Most calls end at their first poll: then no token is looked at and no other future is
+    // made. (`drive_waiting` polls it first as well, before anything else.)
+    let first = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await;
+    let output = if let Poll::Ready(out) = first {
+        out
+    } else {
+        drive_waiting(work, context, cancel, questions, reports.as_deref_mut()).await
+    };
+    if let Some(rx) = reports {
+        while let Ok(param) = rx.try_recv() {
+            progress::send(&context.peer, param).await;
+        }
+    }
+    output
+}
+
+/// [`drive`] once the work has waited: its cancellation, its stop and its reports, until it
+/// ends.
+async fn drive_waiting<F: Future>(
+    mut work: Pin<&mut F>,
+    context: &RequestContext<RoleServer>,
+    cancel: &CancellationToken,
+    questions: Option<&McpCaller>,
+    mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
+) -> F::Output {
     let stopped = async {
         match questions.and_then(McpCaller::stopped) {
             Some(stop) => stop.cancelled().await,
@@ -494,8 +523,7 @@ async fn drive<F: Future>(
         }
     };
     let mut stopped = std::pin::pin!(stopped);
-    let mut work = std::pin::pin!(work);
-    let output = loop {
+    loop {
         let next_report = async {
             match reports.as_deref_mut() {
                 Some(rx) => rx.recv().await,
@@ -504,7 +532,7 @@ async fn drive<F: Future>(
         };
         tokio::select! {
             biased;
-            out = &mut work => break out,
+            out = &mut work => return out,
             () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
             () = &mut stopped, if !cancel.is_cancelled() => {
                 // Let the call's other questions of this round be asked before it stops; a
@@ -523,13 +551,7 @@ async fn drive<F: Future>(
             }
             Some(param) = next_report => progress::send(&context.peer, param).await,
         }
-    };
-    if let Some(rx) = reports {
-        while let Ok(param) = rx.try_recv() {
-            progress::send(&context.peer, param).await;
-        }
     }
-    output
 }
 
 /// The error of a pending call whose result vanished (evicted before it was read).
@@ -628,12 +650,20 @@ fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
     use std::hash::Hash;
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
             b'{'.hash(hasher);
-            for k in keys {
-                k.hash(hasher);
-                hash_canonical(&map[k], hasher);
+            if map.len() < 2 {
+                // Nothing to order (and nothing to allocate for it).
+                for (k, v) in map {
+                    k.hash(hasher);
+                    hash_canonical(v, hasher);
+                }
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by_key(|(k, _)| *k);
+                for (k, v) in entries {
+                    k.hash(hasher);
+                    hash_canonical(v, hasher);
+                }
             }
             b'}'.hash(hasher);
         }
@@ -659,9 +689,82 @@ fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::NumberOrString;
+    use std::hash::{Hash, Hasher};
 
-    use super::call_id;
+    use rmcp::model::NumberOrString;
+    use serde_json::{Value, json};
+
+    use super::{call_id, hash_canonical};
+
+    /// The plain route `hash_canonical` replaced: every map's keys collected and sorted, each
+    /// value found again by its key.
+    fn plain(value: &Value, hasher: &mut impl Hasher) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                b'{'.hash(hasher);
+                for k in keys {
+                    k.hash(hasher);
+                    plain(&map[k], hasher);
+                }
+                b'}'.hash(hasher);
+            }
+            Value::Array(items) => {
+                b'['.hash(hasher);
+                for item in items {
+                    plain(item, hasher);
+                }
+                b']'.hash(hasher);
+            }
+            Value::String(s) => {
+                b's'.hash(hasher);
+                s.hash(hasher);
+            }
+            Value::Number(n) => {
+                b'n'.hash(hasher);
+                n.to_string().hash(hasher);
+            }
+            Value::Bool(b) => b.hash(hasher),
+            Value::Null => b'0'.hash(hasher),
+        }
+    }
+
+    fn hashed(value: &Value, f: fn(&Value, &mut std::collections::hash_map::DefaultHasher)) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        f(value, &mut hasher);
+        hasher.finish()
+    }
+
+    #[test]
+    fn the_arguments_hash_as_the_plain_route_and_ignore_key_order() {
+        let values = [
+            json!(null),
+            json!({}),
+            json!({"text": "hi"}),
+            json!({"b": 1, "a": [true, {"y": 1.5, "x": "é"}], "c": {"only": null}}),
+            json!([{"k": {"z": [], "a": {}}}, -3, "s"]),
+        ];
+        for value in &values {
+            assert_eq!(
+                hashed(value, hash_canonical),
+                hashed(value, plain),
+                "{value}"
+            );
+        }
+        let reordered = serde_json::from_str::<Value>(
+            r#"{"c": {"only": null}, "a": [true, {"x": "é", "y": 1.5}], "b": 1}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            hashed(&reordered, hash_canonical),
+            hashed(&values[3], hash_canonical)
+        );
+        assert_ne!(
+            hashed(&json!({"text": "hi"}), hash_canonical),
+            hashed(&json!({"text": "ho"}), hash_canonical)
+        );
+    }
 
     #[test]
     fn a_calls_id_is_mcp_and_the_requests_id_as_format_would_write_it() {

@@ -101,11 +101,13 @@ impl McpServer {
         let sessions = Arc::new(sessions);
         let gate = Arc::new(tokio::sync::Mutex::new(()));
         let server = self;
-        let service = StreamableHttpService::new(
+        // Shared, not cloned per request: a clone copies the config (its host and origin
+        // lists, a cancellation token taken under a lock) and drops it again.
+        let service = Arc::new(StreamableHttpService::new(
             move || Ok(server.for_session()),
             Arc::clone(&sessions),
             config,
-        );
+        ));
         let accept_stop = stop.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -124,7 +126,7 @@ impl McpServer {
                         }
                     },
                 };
-                let service = service.clone();
+                let service = Arc::clone(&service);
                 let sessions = Arc::clone(&sessions);
                 let gate = Arc::clone(&gate);
                 // A token of its own: polling a shared one would take the same lock on every
@@ -132,7 +134,7 @@ impl McpServer {
                 let conn_stop = accept_stop.child_token();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req| {
-                        let service = service.clone();
+                        let service = Arc::clone(&service);
                         let sessions = Arc::clone(&sessions);
                         let gate = Arc::clone(&gate);
                         async move {
