@@ -97,18 +97,26 @@ impl Operation {
     }
 }
 
-impl Visit for Operation {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        let slot = match field.name() {
+impl Operation {
+    /// Where a text field of this name is kept; `None` for the fields the metrics ignore.
+    fn text_slot(&mut self, field: &Field) -> Option<&mut Option<String>> {
+        Some(match field.name() {
             OPERATION => &mut self.operation,
             "gen_ai.provider.name" => &mut self.provider,
             "gen_ai.request.model" => &mut self.model,
             "gen_ai.tool.name" => &mut self.tool,
             "gen_ai.agent.name" => &mut self.agent,
             "error.type" => &mut self.error,
-            _ => return,
-        };
-        *slot = Some(value.to_owned());
+            _ => return None,
+        })
+    }
+}
+
+impl Visit for Operation {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if let Some(slot) = self.text_slot(field) {
+            *slot = Some(value.to_owned());
+        }
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
@@ -126,17 +134,9 @@ impl Visit for Operation {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        // `%value` fields arrive here; only the names above are kept.
-        if matches!(
-            field.name(),
-            OPERATION
-                | "gen_ai.provider.name"
-                | "gen_ai.request.model"
-                | "gen_ai.tool.name"
-                | "gen_ai.agent.name"
-                | "error.type"
-        ) {
-            self.record_str(field, &format!("{value:?}"));
+        // `%value` fields arrive here; only the text fields above are kept, written once.
+        if let Some(slot) = self.text_slot(field) {
+            *slot = Some(format!("{value:?}"));
         }
     }
 }
