@@ -44,7 +44,6 @@ pub mod guide;
 pub mod journal;
 pub mod journal_jetstream;
 pub mod macro_tool_input;
-pub mod macro_ui;
 pub mod mcp_approvals;
 pub mod mcp_auth;
 pub mod mcp_client;
