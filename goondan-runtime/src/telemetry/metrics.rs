@@ -66,49 +66,39 @@ impl GenAiMetrics {
     }
 }
 
+/// The text fields a measurement keeps, as its attributes, in this order.
+const TEXT_FIELDS: [&str; 6] = [
+    OPERATION,
+    "gen_ai.provider.name",
+    "gen_ai.request.model",
+    "gen_ai.tool.name",
+    "gen_ai.agent.name",
+    "error.type",
+];
+
 /// What a measured span told so far.
 #[derive(Default)]
 struct Operation {
     started: Option<Instant>,
-    operation: Option<String>,
-    provider: Option<String>,
-    model: Option<String>,
-    tool: Option<String>,
-    agent: Option<String>,
-    error: Option<String>,
+    /// The values of [`TEXT_FIELDS`], by position.
+    texts: [Option<String>; TEXT_FIELDS.len()],
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
 }
 
 impl Operation {
     fn attributes(&self) -> Vec<KeyValue> {
-        let pairs = [
-            (OPERATION, &self.operation),
-            ("gen_ai.provider.name", &self.provider),
-            ("gen_ai.request.model", &self.model),
-            ("gen_ai.tool.name", &self.tool),
-            ("gen_ai.agent.name", &self.agent),
-            ("error.type", &self.error),
-        ];
-        pairs
+        TEXT_FIELDS
             .into_iter()
+            .zip(&self.texts)
             .filter_map(|(key, value)| value.as_ref().map(|v| KeyValue::new(key, v.clone())))
             .collect()
     }
-}
 
-impl Operation {
     /// Where a text field of this name is kept; `None` for the fields the metrics ignore.
     fn text_slot(&mut self, field: &Field) -> Option<&mut Option<String>> {
-        Some(match field.name() {
-            OPERATION => &mut self.operation,
-            "gen_ai.provider.name" => &mut self.provider,
-            "gen_ai.request.model" => &mut self.model,
-            "gen_ai.tool.name" => &mut self.tool,
-            "gen_ai.agent.name" => &mut self.agent,
-            "error.type" => &mut self.error,
-            _ => return None,
-        })
+        let at = TEXT_FIELDS.iter().position(|name| *name == field.name())?;
+        self.texts.get_mut(at)
     }
 }
 
@@ -134,7 +124,7 @@ impl Visit for Operation {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        // `%value` fields arrive here; only the text fields above are kept, written once.
+        // `%value` fields arrive here; only the text fields are kept, written once.
         if let Some(slot) = self.text_slot(field) {
             *slot = Some(format!("{value:?}"));
         }

@@ -283,7 +283,7 @@ impl<I: ToolInput> ReadInput<I> for WholeInput {
 }
 
 /// A handler built from a typed closure, as `#[tool]` generates; `R` reads its input.
-pub(crate) struct TypedHandler<I, F, R = WholeInput> {
+pub(crate) struct TypedHandler<I, F, R> {
     f: F,
     read: R,
     _input: PhantomData<fn() -> I>,
@@ -353,7 +353,7 @@ pub(crate) fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerErr
 
 /// A handler built from a synchronous typed closure, as `#[tool]` generates for a plain `fn`:
 /// it answers without a future; `R` reads its input.
-pub(crate) struct TypedSyncHandler<I, F, R = WholeInput> {
+pub(crate) struct TypedSyncHandler<I, F, R> {
     f: F,
     read: R,
     _input: PhantomData<fn() -> I>,

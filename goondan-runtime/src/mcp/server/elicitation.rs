@@ -1,5 +1,5 @@
-//! [`ElicitationApprover`]: approvals asked of the person behind the MCP client, through
-//! MCP elicitation (`elicitation/create`, a form).
+//! [`ElicitationApprover`]: approvals asked of the person behind the call's caller, as a form
+//! (for an MCP client, MCP elicitation: `elicitation/create`).
 //!
 //! The approver asks the call's caller through the call's context (its
 //! [`ApprovalRequest::context`]), the way a tool asks through

@@ -407,12 +407,10 @@ impl McpServer {
             return Ok(McpCaller::session(peer, capabilities, level));
         }
         let level = context.meta.log_level().map(log_level);
-        let mut binding = Vec::with_capacity(published.len() + 9);
-        binding.extend_from_slice(published.as_bytes());
-        binding.push(0);
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         hash_canonical(args, &mut hasher);
-        binding.extend(std::hash::Hasher::finish(&hasher).to_le_bytes());
+        let args_hash = std::hash::Hasher::finish(&hasher).to_le_bytes();
+        let binding = [published.as_bytes(), &[0], &args_hash[..]].concat();
         McpCaller::rounds(
             peer,
             capabilities,
@@ -650,20 +648,13 @@ fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
     use std::hash::Hash;
     match value {
         Value::Object(map) => {
+            // The entries in key order, each value taken with its key (not looked up again).
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by_key(|(k, _)| *k);
             b'{'.hash(hasher);
-            if map.len() < 2 {
-                // Nothing to order (and nothing to allocate for it).
-                for (k, v) in map {
-                    k.hash(hasher);
-                    hash_canonical(v, hasher);
-                }
-            } else {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_unstable_by_key(|(k, _)| *k);
-                for (k, v) in entries {
-                    k.hash(hasher);
-                    hash_canonical(v, hasher);
-                }
+            for (k, v) in entries {
+                k.hash(hasher);
+                hash_canonical(v, hasher);
             }
             b'}'.hash(hasher);
         }
@@ -696,8 +687,8 @@ mod tests {
 
     use super::{call_id, hash_canonical};
 
-    /// The plain route `hash_canonical` replaced: every map's keys collected and sorted, each
-    /// value found again by its key.
+    /// The route `hash_canonical` replaced: every map's keys collected and sorted, each value
+    /// found again by its key. Kept as the reference its entries-in-order walk must match.
     fn plain(value: &Value, hasher: &mut impl Hasher) {
         match value {
             Value::Object(map) => {
