@@ -23,48 +23,7 @@ use proc_macro::TokenStream;
 /// export per function, a JSON Schema per export (from the parameters), one handler per
 /// export.
 ///
-/// ```
-/// use goondan_runtime::prelude::*;
-///
-/// /// Text utilities.
-/// #[tool(name = "text-utils")]
-/// pub mod text_utils {
-///     use super::*;
-///
-///     /// Convert text to uppercase.
-///     pub async fn uppercase(
-///         ctx: &ToolContext,
-///         /// The text to convert.
-///         text: String,
-///     ) -> Result<String, ToolError> {
-///         let _ = ctx.agent_name();
-///         Ok(text.to_uppercase())
-///     }
-///
-///     /// Count the words of a text.
-///     #[export(name = "count-words", timeout_ms = 1000)]
-///     pub fn count_words(input: CountInput) -> usize {
-///         input.text.split_whitespace().count()
-///     }
-/// }
-///
-/// /// What `count-words` reads.
-/// #[tool_input]
-/// pub struct CountInput {
-///     /// The text whose words to count.
-///     pub text: String,
-/// }
-///
-/// # fn main() -> Result<(), goondan_runtime::tools::tool::ToolDefinitionError> {
-/// let tool = text_utils::TOOL.build()?;
-/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
-/// assert_eq!(names, ["text-utils__uppercase", "text-utils__count-words"]);
-/// assert_eq!(tool.description(), Some("Text utilities."));
-/// // The functions stay plain functions.
-/// assert_eq!(text_utils::count_words(CountInput { text: "a b".into() }), 2);
-/// # Ok(())
-/// # }
-/// ```
+/// Use it as `goondan_runtime::tool`; the runtime's page for it starts with an example.
 ///
 /// # Forms
 /// - **`mod name { ... }`** (inline): every `pub fn`, sync or `async`, is an export; other
@@ -172,32 +131,7 @@ fn with_errors(cx: ctxt::Ctxt, mut tokens: proc_macro2::TokenStream) -> TokenStr
 /// `#[schemars(...)]` on the fields work as usual. `#[tool_input(crate = path)]` is for crates
 /// that re-export the runtime, as with `#[tool]`.
 ///
-/// ```
-/// use goondan_runtime::prelude::*;
-///
-/// /// What `count-words` reads.
-/// #[tool_input]
-/// pub struct CountInput {
-///     /// The text whose words to count.
-///     pub text: String,
-///     /// Count only words at least this long.
-///     #[serde(default)]
-///     pub min_len: usize,
-/// }
-///
-/// /// Counts words.
-/// #[tool(name = "words")]
-/// pub fn count(input: CountInput) -> usize {
-///     input.text.split_whitespace().filter(|w| w.len() >= input.min_len).count()
-/// }
-///
-/// # fn main() -> Result<(), goondan_runtime::tools::tool::ToolDefinitionError> {
-/// let tool = count::TOOL.build()?;
-/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
-/// assert_eq!(names, ["words__count"]);
-/// # Ok(())
-/// # }
-/// ```
+/// Use it as `goondan_runtime::tool_input`; the runtime's page for it starts with an example.
 #[proc_macro_attribute]
 pub fn tool_input(args: TokenStream, item: TokenStream) -> TokenStream {
     tool_input::expand(args.into(), item.into()).into()

@@ -69,7 +69,92 @@ pub mod telemetry;
 pub mod testing;
 pub mod tools;
 
-pub use goondan_macros::{export, tool, tool_input};
+pub use goondan_macros::export;
+/// `#[tool]`: typed Rust functions become a Goondan Tool, with a JSON Schema and a handler per
+/// export.
+///
+/// # Example
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// Text utilities.
+/// #[tool(name = "text-utils")]
+/// pub mod text_utils {
+///     use super::*;
+///
+///     /// Convert text to uppercase.
+///     pub async fn uppercase(
+///         ctx: &ToolContext,
+///         /// The text to convert.
+///         text: String,
+///     ) -> Result<String, ToolError> {
+///         let _ = ctx.agent_name();
+///         Ok(text.to_uppercase())
+///     }
+///
+///     /// Count the words of a text.
+///     #[export(name = "count-words", timeout_ms = 1000)]
+///     pub fn count_words(input: CountInput) -> usize {
+///         input.text.split_whitespace().count()
+///     }
+/// }
+///
+/// /// What `count-words` reads.
+/// #[tool_input]
+/// pub struct CountInput {
+///     /// The text whose words to count.
+///     pub text: String,
+/// }
+///
+/// # fn main() -> Result<(), goondan_runtime::tools::tool::ToolDefinitionError> {
+/// let tool = text_utils::TOOL.build()?;
+/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
+/// assert_eq!(names, ["text-utils__uppercase", "text-utils__count-words"]);
+/// assert_eq!(tool.description(), Some("Text utilities."));
+/// // The functions stay plain functions.
+/// assert_eq!(text_utils::count_words(CountInput { text: "a b".into() }), 2);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Reference
+///
+pub use goondan_macros::tool;
+/// `#[tool_input]`: a tool's struct input, its serde and schemars derives through the runtime.
+///
+/// # Example
+///
+/// ```
+/// use goondan_runtime::prelude::*;
+///
+/// /// What `count-words` reads.
+/// #[tool_input]
+/// pub struct CountInput {
+///     /// The text whose words to count.
+///     pub text: String,
+///     /// Count only words at least this long.
+///     #[serde(default)]
+///     pub min_len: usize,
+/// }
+///
+/// /// Counts words.
+/// #[tool(name = "words")]
+/// pub fn count(input: CountInput) -> usize {
+///     input.text.split_whitespace().filter(|w| w.len() >= input.min_len).count()
+/// }
+///
+/// # fn main() -> Result<(), goondan_runtime::tools::tool::ToolDefinitionError> {
+/// let tool = count::TOOL.build()?;
+/// let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
+/// assert_eq!(names, ["words__count"]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Reference
+///
+pub use goondan_macros::tool_input;
 
 #[cfg(feature = "host")]
 pub use crate::bundle::{Bundle, ToolLibrary};

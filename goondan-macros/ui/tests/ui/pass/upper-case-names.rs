@@ -35,15 +35,25 @@ fn main() {
     let names: Vec<String> = tool.tool_names().map(|n| n.to_string()).collect();
     assert_eq!(
         names,
-        ["Fans__setFanSpeed", "Fans__setChatAction", "Fans__downloadFile"]
+        [
+            "Fans__setFanSpeed",
+            "Fans__setChatAction",
+            "Fans__downloadFile"
+        ]
     );
     let (_, set) = tool.exports().next().unwrap();
-    assert_eq!(set.parameters()["required"], serde_json::json!(["fanSpeed"]));
+    assert_eq!(
+        set.parameters()["required"],
+        serde_json::json!(["fanSpeed"])
+    );
     let (_, chat) = tool.exports().nth(1).unwrap();
     assert_eq!(
         chat.parameters()["required"],
         serde_json::json!(["chatId", "actionName"])
     );
     let (_, download) = tool.exports().nth(2).unwrap();
-    assert_eq!(download.parameters()["required"], serde_json::json!(["fileId"]));
+    assert_eq!(
+        download.parameters()["required"],
+        serde_json::json!(["fileId"])
+    );
 }

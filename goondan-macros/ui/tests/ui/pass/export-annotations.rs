@@ -10,7 +10,13 @@ pub mod files {
     use super::*;
 
     /// Lists a directory.
-    #[export(title = "List files", read_only, idempotent = true, open_world = false, output_schema)]
+    #[export(
+        title = "List files",
+        read_only,
+        idempotent = true,
+        open_world = false,
+        output_schema
+    )]
     pub fn list(dir: String) -> Result<Listing, ToolError> {
         Ok(Listing { names: vec![dir] })
     }
@@ -34,7 +40,10 @@ fn main() {
     let (_, list) = exports.next().unwrap();
     let a = list.annotations();
     assert_eq!(a.title.as_deref(), Some("List files"));
-    assert_eq!((a.read_only, a.idempotent, a.open_world, a.destructive), (Some(true), Some(true), Some(false), None));
+    assert_eq!(
+        (a.read_only, a.idempotent, a.open_world, a.destructive),
+        (Some(true), Some(true), Some(false), None)
+    );
     let schema = list.output_schema().unwrap();
     assert!(!schema.wraps_result());
     assert_eq!(schema.schema()["properties"]["names"]["type"], "array");
