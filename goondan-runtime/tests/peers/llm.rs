@@ -131,6 +131,11 @@ impl LlmServer {
             .args(["--chat_format", "chatml-function-calling"])
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["--n_ctx", "8192", "--n_threads", "2", "--verbose", "false"])
+            // The state after each answer is kept (in memory), and a request that starts like an
+            // earlier one resumes from it: the tests share the server, so without it every
+            // request after another test's re-reads its whole prompt (the tool declarations are
+            // about 1,900 tokens, 7 s on 2 cores).
+            .args(["--cache", "true", "--cache_type", "ram"])
             // Tests share the server: a request waits for the one before, never cuts it.
             .args(["--interrupt_requests", "false"])
             .stdin(Stdio::piped())
