@@ -396,37 +396,54 @@ fn crash_matrix(nats: Option<&str>) {
         ("after-result:2", 1, 1, true),
         ("after-turn-end", 1, 1, true),
     ];
-    for (halt, paid, marked, same) in matrix {
-        let state = tempfile::tempdir().unwrap();
-        run_and_kill(state.path(), nats, halt);
-        let conversation = run_to_end(state.path(), nats);
-        let got = shape(&conversation);
-        assert_eq!(
-            (
-                lines(state.path(), "paid.txt"),
-                lines(state.path(), "marked.txt")
-            ),
-            (paid, marked),
-            "runs after a crash at {halt}"
-        );
-        if same {
-            assert_eq!(got, expected, "conversation after a crash at {halt}");
-            continue;
+    // The rows are independent (a state directory, so a journal, each) and mostly wait: for a
+    // child to start, and on JetStream for the killed host's lease to expire. They run at once.
+    std::thread::scope(|rows| {
+        for (halt, paid, marked, same) in matrix {
+            let expected = &expected;
+            rows.spawn(move || crash_row(nats, halt, (paid, marked), same, expected));
         }
-        assert_eq!(got.len(), expected.len(), "{halt}: {got:?}");
-        let paid: ToolCallResult =
-            serde_json::from_str(conversation[2].content.as_deref().unwrap_or_default()).unwrap();
-        assert_eq!(paid.status, ToolStatus::Error);
-        assert_eq!(paid.error_code(), Some("E_TOOL_INTERRUPTED"), "{halt}");
-        let error = paid.error.as_ref().unwrap();
-        assert!(
-            error.suggestion().is_some() && error.help_url().is_some(),
-            "{error:?}"
-        );
-        assert_eq!(got[3], expected[3], "{halt}: the mark's result");
-        assert_eq!(got[4], expected[4], "{halt}: the answer");
+        rows.spawn(|| pending_matrix(nats));
+    });
+}
+
+/// One row of the crash matrix: killed at `halt`, resumed, then the calls made (`(paid,
+/// marked)`) and the conversation (the same as `expected`, or with the payment interrupted).
+fn crash_row(
+    nats: Option<&str>,
+    halt: &str,
+    (paid, marked): (usize, usize),
+    same: bool,
+    expected: &[Value],
+) {
+    let state = tempfile::tempdir().unwrap();
+    run_and_kill(state.path(), nats, halt);
+    let conversation = run_to_end(state.path(), nats);
+    let got = shape(&conversation);
+    assert_eq!(
+        (
+            lines(state.path(), "paid.txt"),
+            lines(state.path(), "marked.txt")
+        ),
+        (paid, marked),
+        "runs after a crash at {halt}"
+    );
+    if same {
+        assert_eq!(got, expected, "conversation after a crash at {halt}");
+        return;
     }
-    pending_matrix(nats);
+    assert_eq!(got.len(), expected.len(), "{halt}: {got:?}");
+    let paid: ToolCallResult =
+        serde_json::from_str(conversation[2].content.as_deref().unwrap_or_default()).unwrap();
+    assert_eq!(paid.status, ToolStatus::Error);
+    assert_eq!(paid.error_code(), Some("E_TOOL_INTERRUPTED"), "{halt}");
+    let error = paid.error.as_ref().unwrap();
+    assert!(
+        error.suggestion().is_some() && error.help_url().is_some(),
+        "{error:?}"
+    );
+    assert_eq!(got[3], expected[3], "{halt}: the mark's result");
+    assert_eq!(got[4], expected[4], "{halt}: the answer");
 }
 
 /// Killed while a call whose result is `pending` runs in the background (the model answered
@@ -458,11 +475,8 @@ fn pending_matrix(nats: Option<&str>) {
     let counts = |state: &Path| (lines(state, "settled.txt"), lines(state, "tallied.txt"));
     assert_eq!(counts(reference.path()), (1, 1));
 
-    // (point, settled, tallied, the same conversation as without a crash)
-    for (halt, settled, tallied, same) in [
-        ("while-pending:1", 1, 1, false),
-        ("while-pending:2", 1, 2, true),
-    ] {
+    // A row: (point, settled, tallied, the same conversation as without a crash).
+    let row = |halt: &str, settled: usize, tallied: usize, same: bool| {
         let state = tempfile::tempdir().unwrap();
         settle(state.path());
         run_and_kill(state.path(), nats, halt);
@@ -475,7 +489,7 @@ fn pending_matrix(nats: Option<&str>) {
         );
         if same {
             assert_eq!(got, expected, "conversation after a crash at {halt}");
-            continue;
+            return;
         }
         assert_eq!(got.len(), expected.len(), "{halt}: {got:?}");
         for i in (0..got.len()).filter(|&i| i != 4) {
@@ -486,7 +500,12 @@ fn pending_matrix(nats: Option<&str>) {
             completion.contains("`s1`") && completion.contains("E_TOOL_INTERRUPTED"),
             "{halt}: {completion}"
         );
-    }
+    };
+    // As in the crash matrix, the two rows run at once.
+    std::thread::scope(|rows| {
+        rows.spawn(|| row("while-pending:1", 1, 1, false));
+        rows.spawn(|| row("while-pending:2", 1, 2, true));
+    });
 }
 
 /// A journal whose write-ahead log was cut in the middle of a write (a crash, a full disk)
