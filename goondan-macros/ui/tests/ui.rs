@@ -17,48 +17,29 @@ fn fail() {
 /// built it before this test; each runs its own assertions in `main`.
 #[test]
 fn pass() {
-    let built: &[(&str, &str)] = &[
-        (
-            "context-positions",
-            env!("CARGO_BIN_EXE_ui-pass-context-positions"),
-        ),
-        (
-            "crate-reexport",
-            env!("CARGO_BIN_EXE_ui-pass-crate-reexport"),
-        ),
-        (
-            "export-annotations",
-            env!("CARGO_BIN_EXE_ui-pass-export-annotations"),
-        ),
-        ("export-attr", env!("CARGO_BIN_EXE_ui-pass-export-attr")),
-        ("fn-form", env!("CARGO_BIN_EXE_ui-pass-fn-form")),
-        ("impl-form", env!("CARGO_BIN_EXE_ui-pass-impl-form")),
-        ("mod-form", env!("CARGO_BIN_EXE_ui-pass-mod-form")),
-        ("option-params", env!("CARGO_BIN_EXE_ui-pass-option-params")),
-        (
-            "pending-return",
-            env!("CARGO_BIN_EXE_ui-pass-pending-return"),
-        ),
-        (
-            "raw-ident-and-serde-attrs",
-            env!("CARGO_BIN_EXE_ui-pass-raw-ident-and-serde-attrs"),
-        ),
-        ("result-alias", env!("CARGO_BIN_EXE_ui-pass-result-alias")),
-        (
-            "sync-and-async",
-            env!("CARGO_BIN_EXE_ui-pass-sync-and-async"),
-        ),
-        ("unit-return", env!("CARGO_BIN_EXE_ui-pass-unit-return")),
-        (
-            "upper-case-names",
-            env!("CARGO_BIN_EXE_ui-pass-upper-case-names"),
-        ),
-        (
-            "whole-struct-input",
-            env!("CARGO_BIN_EXE_ui-pass-whole-struct-input"),
-        ),
-        ("zero-params", env!("CARGO_BIN_EXE_ui-pass-zero-params")),
+    // Built by cargo as `ui-pass-<file name>`.
+    let built = [
+        env!("CARGO_BIN_EXE_ui-pass-context-positions"),
+        env!("CARGO_BIN_EXE_ui-pass-crate-reexport"),
+        env!("CARGO_BIN_EXE_ui-pass-export-annotations"),
+        env!("CARGO_BIN_EXE_ui-pass-export-attr"),
+        env!("CARGO_BIN_EXE_ui-pass-fn-form"),
+        env!("CARGO_BIN_EXE_ui-pass-impl-form"),
+        env!("CARGO_BIN_EXE_ui-pass-mod-form"),
+        env!("CARGO_BIN_EXE_ui-pass-option-params"),
+        env!("CARGO_BIN_EXE_ui-pass-pending-return"),
+        env!("CARGO_BIN_EXE_ui-pass-raw-ident-and-serde-attrs"),
+        env!("CARGO_BIN_EXE_ui-pass-result-alias"),
+        env!("CARGO_BIN_EXE_ui-pass-sync-and-async"),
+        env!("CARGO_BIN_EXE_ui-pass-unit-return"),
+        env!("CARGO_BIN_EXE_ui-pass-upper-case-names"),
+        env!("CARGO_BIN_EXE_ui-pass-whole-struct-input"),
+        env!("CARGO_BIN_EXE_ui-pass-zero-params"),
     ];
+    let name = |exe: &str| {
+        let file = Path::new(exe).file_stem().unwrap().to_string_lossy();
+        file.strip_prefix("ui-pass-").unwrap().to_owned()
+    };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/pass");
     let mut cases: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -67,16 +48,17 @@ fn pass() {
         .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     cases.sort();
-    let listed: Vec<&str> = built.iter().map(|(name, _)| *name).collect();
+    let listed: Vec<String> = built.iter().map(|exe| name(exe)).collect();
     assert_eq!(
         cases, listed,
         "every file in tests/ui/pass is a [[bin]] of Cargo.toml (ui-pass-<name>) and listed here"
     );
-    for (name, exe) in built {
+    for exe in built {
         let out = Command::new(exe).output().unwrap();
         assert!(
             out.status.success(),
-            "tests/ui/pass/{name}.rs: {}\n{}",
+            "tests/ui/pass/{}.rs: {}\n{}",
+            name(exe),
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
