@@ -7,8 +7,9 @@
 //! - `sessions`: 2025-11-25 clients, each with its own session, initialised once.
 //!
 //! Both servers run on the same hyper accept loop shape, in this process, one after the other,
-//! so they share the machine the same way: each is warmed up for a second, then measured in two
-//! halves in the order ours, rmcp, rmcp, ours, so neither gains from its place in the run.
+//! so they share the machine the same way: each is warmed up for a second, then measured in four
+//! rounds of two slices in the order ours, rmcp, rmcp, ours, so neither gains from its place in
+//! the run and a change in the machine's speed falls on both alike.
 //! Goal (issue 22): at least rmcp's throughput and no worse p99.
 //!
 //! `cargo bench -p goondan-runtime --bench mcp_http [-- SECONDS]` prints a table and writes
@@ -236,6 +237,9 @@ async fn client(url: String, mode: Mode, time: Duration) -> Vec<Duration> {
 /// How long each server is loaded, unmeasured, before it is measured.
 const WARM_UP: Duration = Duration::from_secs(1);
 
+/// In how many rounds each server's measured time is split (see `main`).
+const ROUNDS: u32 = 4;
+
 /// One load's latencies, sorted, and how long it ran.
 struct Run {
     latencies: Vec<Duration>,
@@ -243,14 +247,14 @@ struct Run {
 }
 
 impl Run {
-    /// Two runs as one.
-    fn merge(mut self, other: Run) -> Figures {
-        self.latencies.extend(other.latencies);
-        self.latencies.sort();
-        let all = &self.latencies;
+    /// Several runs of one server as one.
+    fn merge(runs: Vec<Run>) -> Figures {
+        let elapsed: f64 = runs.iter().map(|r| r.elapsed).sum();
+        let mut all: Vec<Duration> = runs.into_iter().flat_map(|r| r.latencies).collect();
+        all.sort();
         let at = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
         Figures {
-            rps: all.len() as f64 / (self.elapsed + other.elapsed),
+            rps: all.len() as f64 / elapsed,
             p50: at(0.50),
             p99: at(0.99),
         }
@@ -339,16 +343,21 @@ fn main() {
         let ours = serve_goondan().await;
         let theirs = serve_rmcp().await;
         for (mode, label) in [(Mode::Stateless, "stateless"), (Mode::Sessions, "sessions")] {
-            // Each server is warmed up first (connections, allocator), then measured in two
-            // halves in the order ours, theirs, theirs, ours: neither gains from going first.
+            // Each server is warmed up first (connections, allocator), then measured in
+            // ROUNDS rounds of two slices, in the order ours, theirs, theirs, ours: neither
+            // gains from going first, and a change in the machine's speed during the run
+            // (another process, the CPU's clock) falls on both alike.
             load(ours, mode, WARM_UP).await;
             load(theirs, mode, WARM_UP).await;
-            let half = time / 2;
-            let g1 = load(ours, mode, half).await;
-            let r1 = load(theirs, mode, half).await;
-            let r2 = load(theirs, mode, half).await;
-            let g2 = load(ours, mode, half).await;
-            let (g, r) = (g1.merge(g2), r1.merge(r2));
+            let slice = time / (2 * ROUNDS);
+            let (mut g, mut r) = (Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                g.push(load(ours, mode, slice).await);
+                r.push(load(theirs, mode, slice).await);
+                r.push(load(theirs, mode, slice).await);
+                g.push(load(ours, mode, slice).await);
+            }
+            let (g, r) = (Run::merge(g), Run::merge(r));
             rows.push(format!(
                 "| {label} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x |",
                 g.rps,

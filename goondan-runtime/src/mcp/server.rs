@@ -42,6 +42,7 @@
 
 mod call;
 mod caller;
+mod connection;
 mod elicitation;
 mod handler;
 mod http_limits;

@@ -145,21 +145,21 @@ impl ToolExecutor {
     /// (a synchronous handler, a refusal) is answered on that poll without making any state
     /// of its own; a call that waits keeps its handler's guard inside this future (no box of
     /// the executor's when there is no middleware).
-    pub async fn execute(
-        &self,
+    pub fn execute<'c>(
+        &'c self,
         call: ToolCall,
-        ctx: &ToolContext,
-        catalog: &ToolCatalog,
-    ) -> ToolCallResult {
-        // Made in place on the first poll: the future handed back holds only the arguments
-        // until then, so moving it costs little.
+        ctx: &'c ToolContext,
+        catalog: &'c ToolCatalog,
+    ) -> impl Future<Output = ToolCallResult> + Send + 'c {
+        // The executor's own future, handed back as it is (not awaited inside an `async fn`,
+        // whose state would hold the arguments beside it): the call's state is made in place
+        // on the first poll.
         Execute {
             executor: self,
             step: ctx,
             catalog,
             state: Begun::Start { call: Some(call) },
         }
-        .await
     }
 
     /// Everything up to the first wait, synchronously: a synchronous handler answers here, so

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use futures_util::future::Either;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptRequestMethod,
@@ -77,14 +78,20 @@ impl ServerHandler for McpServer {
         view.tools(&self.shared.renames).get(at).cloned()
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // rmcp spawns a task per request and moves its future in by value: boxed, the call's
-        // large state (executor, middleware, handler) is not copied at each move.
-        Box::pin(self.call(request, context)).await
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + rmcp::service::MaybeSendFuture + '_
+    {
+        // Prepared at once, so that what only the preparing needs is not kept. rmcp spawns a
+        // task per request and moves this future in by value: the call's state (executor,
+        // middleware, handler) is boxed, so only the box moves. It is kept small too (rare
+        // paths are boxed apart), so that the box is a small allocation.
+        match self.prepare(request, &context) {
+            Ok(prepared) => Either::Left(Box::pin(self.call(prepared, context))),
+            Err(refused) => Either::Right(std::future::ready(Err(refused))),
+        }
     }
 
     async fn get_task(
@@ -276,24 +283,113 @@ impl McpServer {
 }
 
 impl McpServer {
-    /// One `tools/call`: the published name mapped back, a context of its own (cancelled by
-    /// `notifications/cancelled`, reporting progress when the client asked), the executor,
-    /// then the result as MCP sees it.
-    async fn call(
+    /// One `tools/call`, prepared: the executor, then the result as MCP sees it.
+    ///
+    /// An `async` block rather than an `async fn`, and the call's parts used in place in `p`:
+    /// an `async fn` moves its arguments into locals and a destructuring moves the parts, and
+    /// either keeps a second copy in the future's state.
+    fn call(
+        &self,
+        p: Prepared,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        let served = served_span(&p.call, &context);
+        // Only the client and the cancellation are kept of the request from here on: the rest
+        // of it would only make the call's future larger.
+        let RequestContext { peer, ct, .. } = context;
+        let request = Kept {
+            peer,
+            cancelled: ct,
+        };
+        async move {
+            let executor = self.executor();
+            let mut reports = p.reports;
+            let result = {
+                let mut work = std::pin::pin!(executor.execute(p.call, &p.ctx, &p.catalog));
+                tracing::Instrument::instrument(
+                    drive(
+                        work.as_mut(),
+                        &request,
+                        || p.ctx.cancellation().clone(),
+                        Some(&p.caller),
+                        reports.as_mut(),
+                    ),
+                    served,
+                )
+                .await
+            };
+            // What a call that has not finished needs: the token that stops it.
+            let cancel = result.is_pending().then(|| p.ctx.cancellation().clone());
+            drop(p.ctx);
+            match p.caller.finish() {
+                Rounds::Done => {}
+                Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
+                Rounds::Missing(error) => return Err(error),
+            }
+            if call::is_unknown_tool(&result) {
+                return Err(call::unknown_tool(&p.published, result.error.as_ref()));
+            }
+            let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
+                return Ok(call::call_tool_result(&result, p.output_schema.as_deref()).into());
+            };
+            if p.client_has_tasks {
+                p.caller.become_task();
+                let task = self
+                    .shared
+                    .tasks
+                    .create(&handle, cancel, p.output_schema, p.caller);
+                if let Some(rx) = reports {
+                    progress::forward_rest(request.peer.clone(), rx);
+                }
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+            }
+            // A client without tasks waits, bounded by the export's timeout. Boxed: few calls
+            // wait.
+            let limit = executor
+                .registry()
+                .get(&result.tool_name)
+                .and_then(|e| e.export().timeout())
+                .unwrap_or(self.shared.pending_wait);
+            let pending = executor.pending().clone();
+            let mut wait = Box::pin(tokio::time::timeout(limit, pending.wait(&handle)));
+            let waited = drive(
+                wait.as_mut(),
+                &request,
+                || cancel.clone(),
+                None,
+                reports.as_mut(),
+            )
+            .await;
+            let finished = match waited {
+                Ok(Some(done)) => done,
+                Ok(None) => gone(&result, &handle),
+                Err(_) => {
+                    cancel.cancel();
+                    timed_out(&result, limit)
+                }
+            };
+            Ok(call::call_tool_result(&finished, p.output_schema.as_deref()).into())
+        }
+    }
+
+    /// Everything a `tools/call` needs before it runs, made outside the call's future so that
+    /// what only the making needs (the client's capabilities, the request's state) is not kept
+    /// in it. Refuses a call that must run as a task for a client without tasks, and a
+    /// 2026-07-28 request whose state fails its seal.
+    fn prepare(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Prepared, ErrorData> {
         let shared = &self.shared;
         let published = request.name;
         let catalog = self.catalog();
         let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        let cancel = CancellationToken::new();
-        let mut builder = ToolContext::builder_in(Arc::clone(&shared.workdir))
-            .agent_name(&shared.agent_name)
-            .cancellation(cancel.clone());
+        // The context's cancellation token is made only if the call waits (or asks for it).
+        let mut builder =
+            ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
         let mut reports = None;
         if let Some(token) = context.meta.get_progress_token() {
             let (sink, rx) = progress::queue(token);
@@ -315,7 +411,7 @@ impl McpServer {
             return Err(tasks_required());
         }
         let caller = Arc::new(self.caller(
-            &context,
+            context,
             &capabilities,
             &published,
             &args,
@@ -324,63 +420,16 @@ impl McpServer {
         )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
         let call = ToolCall::new(call_id(&context.id), name, args);
-        let executor = self.executor();
-        let served = served_span(&call, &context);
-        let result = tracing::Instrument::instrument(
-            drive(
-                executor.execute(call, &ctx, &catalog),
-                &context,
-                &cancel,
-                Some(&caller),
-                reports.as_mut(),
-            ),
-            served,
-        )
-        .await;
-        drop(ctx);
-        match caller.finish() {
-            Rounds::Done => {}
-            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
-            Rounds::Missing(error) => return Err(error),
-        }
-        if call::is_unknown_tool(&result) {
-            return Err(call::unknown_tool(&published, result.error.as_ref()));
-        }
-        let Some(handle) = result.handle.clone().filter(|_| result.is_pending()) else {
-            return Ok(call::call_tool_result(&result, output_schema.as_deref()).into());
-        };
-        if client_has_tasks {
-            caller.become_task();
-            let task = shared.tasks.create(&handle, cancel, output_schema, caller);
-            if let Some(rx) = reports {
-                progress::forward_rest(context.peer.clone(), rx);
-            }
-            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
-        }
-        // A client without tasks waits, bounded by the export's timeout.
-        let limit = executor
-            .registry()
-            .get(&result.tool_name)
-            .and_then(|e| e.export().timeout())
-            .unwrap_or(shared.pending_wait);
-        let pending = executor.pending().clone();
-        let waited = drive(
-            tokio::time::timeout(limit, pending.wait(&handle)),
-            &context,
-            &cancel,
-            None,
-            reports.as_mut(),
-        )
-        .await;
-        let finished = match waited {
-            Ok(Some(done)) => done,
-            Ok(None) => gone(&result, &handle),
-            Err(_) => {
-                cancel.cancel();
-                timed_out(&result, limit)
-            }
-        };
-        Ok(call::call_tool_result(&finished, output_schema.as_deref()).into())
+        Ok(Prepared {
+            published,
+            catalog,
+            ctx,
+            call,
+            caller,
+            reports,
+            output_schema,
+            client_has_tasks,
+        })
     }
 
     /// The client as the caller of one call: a session's client is asked in place; a
@@ -449,6 +498,28 @@ impl McpServer {
     }
 }
 
+/// What a `tools/call` keeps of its request while it runs.
+struct Kept {
+    /// The client: progress reports go to it.
+    peer: Peer<RoleServer>,
+    /// Cancelled by the client's `notifications/cancelled`.
+    cancelled: CancellationToken,
+}
+
+/// See [`McpServer::prepare`].
+struct Prepared {
+    /// The name the client called.
+    published: std::borrow::Cow<'static, str>,
+    catalog: Arc<crate::tools::catalog::ToolCatalog>,
+    ctx: ToolContext,
+    call: ToolCall,
+    caller: Arc<McpCaller>,
+    /// The call's progress reports, when the client asked for them.
+    reports: Option<UnboundedReceiver<ProgressNotificationParam>>,
+    output_schema: Option<Arc<crate::tools::output_schema::OutputSchema>>,
+    client_has_tasks: bool,
+}
+
 /// See [`McpServer::catalog_changes`].
 struct CatalogChanges {
     server: McpServer,
@@ -478,38 +549,60 @@ fn names_of(catalog: &crate::tools::catalog::ToolCatalog) -> Vec<String> {
 }
 
 /// Runs `work` to its end while forwarding progress reports and turning the request's
-/// cancellation, or `stop` (the call must stop to ask its client), into the call's.
-/// Reports queued when the work ends are sent before it returns, so they reach the client
+/// cancellation, or `stop` (the call must stop to ask its client), into the call's (`cancel`
+/// gives the call's token; it is asked for only if the work waits). Reports queued when the work ends are sent before it returns, so they reach the client
 /// before the result.
-async fn drive<F: Future>(
-    work: F,
-    context: &RequestContext<RoleServer>,
-    cancel: &CancellationToken,
+async fn drive<F: Future + ?Sized>(
+    mut work: Pin<&mut F>,
+    request: &Kept,
+    cancel: impl FnOnce() -> CancellationToken,
     questions: Option<&McpCaller>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
 ) -> F::Output {
-    let mut work = std::pin::pin!(work);
     // Most calls end at their first poll: then no token is looked at and no other future is
-    // made. (`drive_waiting` polls it first as well, before anything else.)
-    let first = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await;
-    let output = if let Poll::Ready(out) = first {
+    // made. (`drive_waiting` polls it first as well, before anything else.) What only a call
+    // that waits, or reports, needs is boxed, and nothing is held across those waits but the
+    // boxes: `drive`'s future stays small.
+    let first = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx)));
+    let output = if let Poll::Ready(out) = first.await {
         out
     } else {
-        drive_waiting(work, context, cancel, questions, reports.as_deref_mut()).await
+        Box::pin(drive_waiting(
+            work,
+            request,
+            &cancel(),
+            questions,
+            reports.as_deref_mut(),
+        ))
+        .await
     };
-    if let Some(rx) = reports {
-        while let Ok(param) = rx.try_recv() {
-            progress::send(&context.peer, param).await;
+    match reports {
+        Some(rx) if !rx.is_empty() => {
+            Box::pin(async move {
+                send_queued(&request.peer, rx).await;
+                output
+            })
+            .await
         }
+        _ => output,
     }
-    output
+}
+
+/// Sends the reports queued in `rx` to `peer`, in order.
+async fn send_queued(
+    peer: &Peer<RoleServer>,
+    rx: &mut UnboundedReceiver<ProgressNotificationParam>,
+) {
+    while let Ok(param) = rx.try_recv() {
+        progress::send(peer, param).await;
+    }
 }
 
 /// [`drive`] once the work has waited: its cancellation, its stop and its reports, until it
 /// ends.
-async fn drive_waiting<F: Future>(
+async fn drive_waiting<F: Future + ?Sized>(
     mut work: Pin<&mut F>,
-    context: &RequestContext<RoleServer>,
+    request: &Kept,
     cancel: &CancellationToken,
     questions: Option<&McpCaller>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
@@ -531,7 +624,7 @@ async fn drive_waiting<F: Future>(
         tokio::select! {
             biased;
             out = &mut work => return out,
-            () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+            () = request.cancelled.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
             () = &mut stopped, if !cancel.is_cancelled() => {
                 // Let the call's other questions of this round be asked before it stops; a
                 // call that ends meanwhile (a question from work it left running, a task)
@@ -547,7 +640,7 @@ async fn drive_waiting<F: Future>(
                 }
                 cancel.cancel();
             }
-            Some(param) = next_report => progress::send(&context.peer, param).await,
+            Some(param) = next_report => progress::send(&request.peer, param).await,
         }
     }
 }

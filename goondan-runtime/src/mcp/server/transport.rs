@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::connection;
 use super::http_limits::{self, Checked};
 
 /// Why serving stopped or could not start.
@@ -164,14 +165,8 @@ impl McpServer {
                         }
                     });
                     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
-                    let mut conn = std::pin::pin!(conn);
-                    tokio::select! {
-                        result = conn.as_mut() => {
-                            if let Err(error) = result {
-                                tracing::debug!(%error, "MCP connection ended");
-                            }
-                        }
-                        () = conn_stop.cancelled() => conn.as_mut().graceful_shutdown(),
+                    if let Err(error) = connection::until_stopped(conn, &conn_stop).await {
+                        tracing::debug!(%error, "MCP connection ended");
                     }
                 });
             }

@@ -37,7 +37,8 @@ struct Scope {
     message: OnceLock<Message>,
     workdir: Arc<Path>,
     runtime: Option<Arc<dyn AgentRuntime>>,
-    cancel: CancellationToken,
+    // Made when first asked for, like the ids: most calls end without anyone looking at it.
+    cancel: OnceLock<CancellationToken>,
     progress: Option<Arc<dyn ProgressSink>>,
     caller: Option<Arc<dyn Caller>>,
 }
@@ -135,12 +136,16 @@ impl ToolContext {
 
     /// The token that is cancelled when the call should stop.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.scope.cancel
+        self.scope.cancel.get_or_init(CancellationToken::new)
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.scope.cancel.is_cancelled()
+        // A token nobody has asked for yet cannot have been cancelled.
+        self.scope
+            .cancel
+            .get()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Reports progress: `done` out of `total` (when known), with an optional message. The
@@ -425,7 +430,7 @@ impl ToolContextBuilder {
                 message: once(self.message),
                 workdir: self.workdir,
                 runtime: self.runtime,
-                cancel: self.cancel.unwrap_or_default(),
+                cancel: once(self.cancel),
                 progress: self.progress,
                 caller: self.caller,
             }),
@@ -530,7 +535,7 @@ mod tests {
         // Ids given, or made when first read.
         let _: (&OnceLock<String>, &OnceLock<String>, &OnceLock<Message>) =
             (turn_id, trace_id, message);
-        let _: (&Arc<Path>, &tracing::Span, &CancellationToken) = (workdir, span, cancel);
+        let _: (&Arc<Path>, &tracing::Span, &OnceLock<CancellationToken>) = (workdir, span, cancel);
         // The one interface a tool may reach: the agent-to-agent API (CTX-1 `runtime`).
         let _: &Option<Arc<dyn AgentRuntime>> = runtime;
         // Where the call's progress reports go (issue 10): a write-only sink the host
@@ -563,6 +568,29 @@ mod tests {
             progress: _,
             caller: _,
         } = ToolContext::builder("/w");
+    }
+
+    /// The token is made when first asked for, by the Step's context or by any call's: they
+    /// all get the same one, whichever asks first.
+    #[test]
+    fn a_token_made_late_is_the_scope_s_one_token() {
+        let base = ToolContext::builder("/w").build();
+        let a = base.for_call("a", "x__y");
+        let b = base.for_call("b", "x__y");
+        assert!(!a.is_cancelled() && !b.is_cancelled() && !base.is_cancelled());
+        let token = b.cancellation().clone();
+        a.cancellation().cancel();
+        assert!(token.is_cancelled());
+        assert!(base.is_cancelled() && b.is_cancelled());
+        assert!(base.for_call("c", "x__y").is_cancelled());
+        // A token given to the builder is the one handed out.
+        let given = CancellationToken::new();
+        let ctx = ToolContext::builder("/w")
+            .cancellation(given.clone())
+            .build()
+            .for_call("d", "x__y");
+        given.cancel();
+        assert!(ctx.is_cancelled() && ctx.cancellation().is_cancelled());
     }
 
     #[test]
