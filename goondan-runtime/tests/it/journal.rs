@@ -296,6 +296,14 @@ pub(crate) fn run_to_end(state: &Path, nats: Option<&str>) -> Vec<Message> {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Kills a run at `halt`, then runs a new process to the end: its conversation, and its shape.
+fn crash_and_resume(state: &Path, nats: Option<&str>, halt: &str) -> (Vec<Message>, Vec<Value>) {
+    run_and_kill(state, nats, halt);
+    let conversation = run_to_end(state, nats);
+    let got = shape(&conversation);
+    (conversation, got)
+}
+
 /// Runs the child until it halts at `halt`, checks that the journal is refused to another
 /// process meanwhile, and kills it with SIGKILL.
 pub(crate) fn run_and_kill(state: &Path, nats: Option<&str>, halt: &str) {
@@ -417,9 +425,7 @@ fn crash_row(
     expected: &[Value],
 ) {
     let state = tempfile::tempdir().unwrap();
-    run_and_kill(state.path(), nats, halt);
-    let conversation = run_to_end(state.path(), nats);
-    let got = shape(&conversation);
+    let (conversation, got) = crash_and_resume(state.path(), nats, halt);
     assert_eq!(
         (
             lines(state.path(), "paid.txt"),
@@ -479,9 +485,7 @@ fn pending_matrix(nats: Option<&str>) {
     let row = |halt: &str, settled: usize, tallied: usize, same: bool| {
         let state = tempfile::tempdir().unwrap();
         settle(state.path());
-        run_and_kill(state.path(), nats, halt);
-        let conversation = run_to_end(state.path(), nats);
-        let got = shape(&conversation);
+        let (conversation, got) = crash_and_resume(state.path(), nats, halt);
         assert_eq!(
             counts(state.path()),
             (settled, tallied),

@@ -93,10 +93,10 @@ mod tests {
 
     use super::*;
 
-    /// A stand-in connection: ends when told to by its channel, or soon after a shutdown;
-    /// counts its polls.
+    /// A stand-in connection: each message on its channel wakes it, the channel's end ends
+    /// it, and after a shutdown it ends at its next poll; it counts its polls.
     struct Fake {
-        ends: tokio::sync::oneshot::Receiver<()>,
+        wakes: tokio::sync::mpsc::Receiver<()>,
         shut: bool,
         polls: usize,
     }
@@ -109,9 +109,12 @@ mod tests {
             if self.shut {
                 return Poll::Ready(("shut down", self.polls));
             }
-            match Pin::new(&mut self.ends).poll(cx) {
-                Poll::Ready(_) => Poll::Ready(("ended", self.polls)),
-                Poll::Pending => Poll::Pending,
+            loop {
+                match self.wakes.poll_recv(cx) {
+                    Poll::Ready(Some(())) => {}
+                    Poll::Ready(None) => return Poll::Ready(("ended", self.polls)),
+                    Poll::Pending => return Poll::Pending,
+                }
             }
         }
     }
@@ -122,35 +125,32 @@ mod tests {
         }
     }
 
-    fn fake() -> (tokio::sync::oneshot::Sender<()>, Fake) {
-        let (tx, ends) = tokio::sync::oneshot::channel();
+    /// A fake connection served until `stop` in a task of its own, and its channel.
+    fn spawn(
+        stop: &CancellationToken,
+    ) -> (
+        tokio::sync::mpsc::Sender<()>,
+        tokio::task::JoinHandle<(&'static str, usize)>,
+    ) {
+        let (tx, wakes) = tokio::sync::mpsc::channel(1);
+        let conn = Fake {
+            wakes,
+            shut: false,
+            polls: 0,
+        };
+        let stop = stop.clone();
         (
             tx,
-            Fake {
-                ends,
-                shut: false,
-                polls: 0,
-            },
+            tokio::spawn(async move { until_stopped(conn, &stop).await }),
         )
-    }
-
-    /// Serves `conn` until `stop` in a task of its own.
-    fn spawn<C>(conn: C, stop: &CancellationToken) -> tokio::task::JoinHandle<C::Output>
-    where
-        C: GracefulConnection + Send + 'static,
-        C::Output: Send,
-    {
-        let stop = stop.clone();
-        tokio::spawn(async move { until_stopped(conn, &stop).await })
     }
 
     #[tokio::test]
     async fn a_connection_ends_on_its_own_and_the_stop_is_left_alone() {
         let stop = CancellationToken::new();
-        let (tx, conn) = fake();
-        let run = spawn(conn, &stop);
+        let (tx, run) = spawn(&stop);
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let _ = tx.send(());
+        drop(tx);
         let (how, _) = run.await.expect("the task ends");
         assert_eq!(how, "ended");
         assert!(!stop.is_cancelled());
@@ -159,8 +159,7 @@ mod tests {
     #[tokio::test]
     async fn a_stop_shuts_down_a_waiting_connection_at_once() {
         let stop = CancellationToken::new();
-        let (_tx, conn) = fake();
-        let run = spawn(conn, &stop);
+        let (_tx, run) = spawn(&stop);
         tokio::time::sleep(Duration::from_millis(20)).await;
         stop.cancel();
         let (how, polls) = tokio::time::timeout(Duration::from_secs(5), run)
@@ -175,8 +174,8 @@ mod tests {
     async fn a_stop_before_the_first_poll_shuts_down_at_once() {
         let stop = CancellationToken::new();
         stop.cancel();
-        let (_tx, conn) = fake();
-        let (how, polls) = until_stopped(conn, &stop).await;
+        let (_tx, run) = spawn(&stop);
+        let (how, polls) = run.await.expect("the task ends");
         assert_eq!((how, polls), ("shut down", 1));
     }
 
@@ -185,40 +184,13 @@ mod tests {
     #[tokio::test]
     async fn the_stop_is_seen_after_many_wakes_of_the_connection() {
         let stop = CancellationToken::new();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
-        struct Busy {
-            rx: tokio::sync::mpsc::Receiver<()>,
-            shut: bool,
-            polls: usize,
-        }
-        impl Future for Busy {
-            type Output = usize;
-            fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
-                self.polls += 1;
-                if self.shut {
-                    return Poll::Ready(self.polls);
-                }
-                while let Poll::Ready(Some(())) = self.rx.poll_recv(cx) {}
-                Poll::Pending
-            }
-        }
-        impl GracefulConnection for Busy {
-            fn shutdown(mut self: Pin<&mut Self>) {
-                self.shut = true;
-            }
-        }
-        let busy = Busy {
-            rx: std::mem::replace(&mut rx, tokio::sync::mpsc::channel(1).1),
-            shut: false,
-            polls: 0,
-        };
-        let run = spawn(busy, &stop);
+        let (tx, run) = spawn(&stop);
         for _ in 0..50 {
             tx.send(()).await.expect("the connection listens");
             tokio::task::yield_now().await;
         }
         stop.cancel();
-        let polls = tokio::time::timeout(Duration::from_secs(5), run)
+        let (_, polls) = tokio::time::timeout(Duration::from_secs(5), run)
             .await
             .expect("the stop wakes the task")
             .expect("the task ends");

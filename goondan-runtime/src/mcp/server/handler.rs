@@ -550,8 +550,8 @@ fn names_of(catalog: &crate::tools::catalog::ToolCatalog) -> Vec<String> {
 
 /// Runs `work` to its end while forwarding progress reports and turning the request's
 /// cancellation, or `stop` (the call must stop to ask its client), into the call's (`cancel`
-/// gives the call's token; it is asked for only if the work waits). Reports queued when the work ends are sent before it returns, so they reach the client
-/// before the result.
+/// gives the call's token; it is asked for only if the work waits). Reports queued when the
+/// work ends are sent before it returns, so they reach the client before the result.
 async fn drive<F: Future + ?Sized>(
     mut work: Pin<&mut F>,
     request: &Kept,
