@@ -7,9 +7,11 @@
 //! - `sessions`: 2025-11-25 clients, each with its own session, initialised once.
 //!
 //! Both servers run on the same hyper accept loop shape, in this process, one after the other,
-//! so they share the machine the same way: each is warmed up for a second, then measured in four
+//! so they share the machine the same way: each is warmed up for a second, then measured in eight
 //! rounds of two slices in the order ours, rmcp, rmcp, ours, so neither gains from its place in
-//! the run and a change in the machine's speed falls on both alike.
+//! the run and a change in the machine's speed falls on both alike. Besides the figures of all
+//! rounds together, each round's ratios are taken, and their median and range printed: the
+//! median is not moved by one slice the machine slowed.
 //! Goal (issue 22): at least rmcp's throughput and no worse p99.
 //!
 //! `cargo bench -p goondan-runtime --bench mcp_http [-- SECONDS]` prints a table and writes
@@ -238,9 +240,10 @@ async fn client(url: String, mode: Mode, time: Duration) -> Vec<Duration> {
 const WARM_UP: Duration = Duration::from_secs(1);
 
 /// In how many rounds each server's measured time is split (see `main`).
-const ROUNDS: u32 = 4;
+const ROUNDS: u32 = 8;
 
 /// One load's latencies, sorted, and how long it ran.
+#[derive(Clone)]
 struct Run {
     latencies: Vec<Duration>,
     elapsed: f64,
@@ -265,6 +268,18 @@ struct Figures {
     rps: f64,
     p50: Duration,
     p99: Duration,
+}
+
+/// The median of `values` and their range.
+fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    (median, values[0], values[n - 1])
 }
 
 async fn load(addr: SocketAddr, mode: Mode, time: Duration) -> Run {
@@ -351,15 +366,29 @@ fn main() {
             load(theirs, mode, WARM_UP).await;
             let slice = time / (2 * ROUNDS);
             let (mut g, mut r) = (Vec::new(), Vec::new());
+            // Each round's own ratios too: the pooled p99 of a run follows its slowest slice,
+            // which the machine can slow for either server; a round's two servers share
+            // the machine's moment, and the median of the rounds is not moved by one.
+            let (mut throughput, mut p99) = (Vec::new(), Vec::new());
             for _ in 0..ROUNDS {
-                g.push(load(ours, mode, slice).await);
-                r.push(load(theirs, mode, slice).await);
-                r.push(load(theirs, mode, slice).await);
-                g.push(load(ours, mode, slice).await);
+                let a = load(ours, mode, slice).await;
+                let b = load(theirs, mode, slice).await;
+                let c = load(theirs, mode, slice).await;
+                let d = load(ours, mode, slice).await;
+                let (ro, rt) = (
+                    Run::merge(vec![a.clone(), d.clone()]),
+                    Run::merge(vec![b.clone(), c.clone()]),
+                );
+                throughput.push(ro.rps / rt.rps);
+                p99.push(ms(ro.p99) / ms(rt.p99));
+                g.extend([a, d]);
+                r.extend([b, c]);
             }
             let (g, r) = (Run::merge(g), Run::merge(r));
+            let (tm, tlo, thi) = spread(throughput.clone());
+            let (pm, plo, phi) = spread(p99.clone());
             rows.push(format!(
-                "| {label} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x |",
+                "| {label} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x | {tm:.2}x ({tlo:.2}-{thi:.2}) | {pm:.2}x ({plo:.2}-{phi:.2}) |",
                 g.rps,
                 ms(g.p50),
                 ms(g.p99),
@@ -373,6 +402,7 @@ fn main() {
                 "mode": label,
                 "goondan": {"rps": g.rps, "p50_ms": ms(g.p50), "p99_ms": ms(g.p99)},
                 "rmcp": {"rps": r.rps, "p50_ms": ms(r.p50), "p99_ms": ms(r.p99)},
+                "rounds": {"throughput": throughput, "p99": p99},
             }));
         }
     });
@@ -380,9 +410,9 @@ fn main() {
         "{CLIENTS} clients, {seconds} s each, one trivial tool over Streamable HTTP on 127.0.0.1"
     );
     println!(
-        "| mode | goondan req/s | goondan p50 | goondan p99 | rmcp req/s | rmcp p50 | rmcp p99 | throughput goondan/rmcp | p99 goondan/rmcp |"
+        "| mode | goondan req/s | goondan p50 | goondan p99 | rmcp req/s | rmcp p50 | rmcp p99 | throughput goondan/rmcp | p99 goondan/rmcp | per round: throughput, median (range) | per round: p99 |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         println!("{row}");
     }

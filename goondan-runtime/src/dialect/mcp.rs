@@ -4,6 +4,8 @@
 //! `inputSchema` is the neutral schema as it is: JSON Schema 2020-12, the protocol's default
 //! dialect. MCP requires `type: "object"` at its root, which every registered tool has.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use super::{DialectError, ParseError, parameters_of, require_object_root, str_field};
@@ -71,8 +73,9 @@ pub fn parse_call(request: &Value) -> Result<ToolCall, ParseError> {
 /// then the output valid against it (wrapped as `{result}` when the schema says so), the text
 /// is that JSON, and an error carries no `structuredContent` (it could never be valid).
 pub(crate) struct CallShape<'a> {
-    /// The leading text block; `None` when the parts alone are the result.
-    pub text: Option<String>,
+    /// The leading text block; `None` when the parts alone are the result. Borrowed when it
+    /// is the output string itself.
+    pub text: Option<Cow<'a, str>>,
     /// The content parts after the text.
     pub parts: &'a [Content],
     /// `structuredContent`, when there is one.
@@ -93,7 +96,7 @@ pub(crate) fn call_shape<'a>(
                 .is_none()
                 .then(|| json!({"error": result.error.as_ref().map(super::error_json)}));
             return CallShape {
-                text: Some(super::result_text(result)),
+                text: Some(Cow::Owned(super::result_text(result))),
                 parts: &[],
                 structured,
                 is_error: true,
@@ -101,20 +104,21 @@ pub(crate) fn call_shape<'a>(
         }
         (ToolStatus::Pending, ..) => {
             let pending = json!({"status": "pending", "handle": result.handle});
-            (Some(pending.to_string()), Some(pending))
+            (Some(Cow::Owned(pending.to_string())), Some(pending))
         }
         (ToolStatus::Ok, None, Value::Null) if !result.content.is_empty() => (None, None),
         (ToolStatus::Ok, Some(schema), _) => {
             let s = schema.structured(output.clone());
-            (Some(s.to_string()), Some(s))
+            (Some(Cow::Owned(s.to_string())), Some(s))
         }
-        (ToolStatus::Ok, None, Value::String(text)) => (Some(text.clone()), None),
+        (ToolStatus::Ok, None, Value::String(text)) => (Some(Cow::Borrowed(text.as_str())), None),
         (ToolStatus::Ok, None, Value::Object(_)) => {
-            (Some(output.to_string()), Some(output.clone()))
+            (Some(Cow::Owned(output.to_string())), Some(output.clone()))
         }
-        (ToolStatus::Ok, None, other) => {
-            (Some(other.to_string()), Some(json!({ "result": other })))
-        }
+        (ToolStatus::Ok, None, other) => (
+            Some(Cow::Owned(other.to_string())),
+            Some(json!({ "result": other })),
+        ),
     };
     CallShape {
         text,

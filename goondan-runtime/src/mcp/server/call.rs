@@ -7,9 +7,11 @@
 //! unknown-tool error: JSON-RPC `-32602` with `Unknown tool: NAME` and the structured error as
 //! `data`.
 
+use std::borrow::Cow;
+
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::dialect::error_json;
 use crate::dialect::mcp::call_shape;
@@ -33,20 +35,39 @@ pub(super) fn unknown_tool(name: &str, error: Option<&ToolError>) -> ErrorData {
     )
 }
 
-/// A result as a `CallToolResult`, shaped as [`call_shape`] says.
+/// A result as a `CallToolResult`, shaped as [`call_shape`] says. A result given by value
+/// gives its output string to the text block rather than a copy of it.
 pub(super) fn call_tool_result(
-    result: &ToolCallResult,
+    result: Cow<'_, ToolCallResult>,
     output_schema: Option<&OutputSchema>,
 ) -> CallToolResult {
-    let shape = call_shape(result, output_schema);
-    let mut blocks: Vec<ContentBlock> = shape.text.map(ContentBlock::text).into_iter().collect();
-    blocks.extend(shape.parts.iter().filter_map(content_block));
-    let mut r = if shape.is_error {
+    let shape = call_shape(&result, output_schema);
+    let (text, is_error, structured) = (shape.text, shape.is_error, shape.structured);
+    let parts: Vec<ContentBlock> = shape.parts.iter().filter_map(content_block).collect();
+    // `Some(None)`: the text is the output string, to take once the shape is done with it.
+    let text = text.map(|t| match t {
+        Cow::Owned(owned) => Some(owned),
+        Cow::Borrowed(_) if matches!(result, Cow::Owned(_)) => None,
+        Cow::Borrowed(output) => Some(output.to_owned()),
+    });
+    let text = match text {
+        Some(Some(text)) => Some(text),
+        Some(None) => match result.into_owned().output {
+            Some(Value::String(output)) => Some(output),
+            // `call_shape` borrows only an output string.
+            _ => None,
+        },
+        None => None,
+    };
+    let mut blocks: Vec<ContentBlock> = Vec::with_capacity(parts.len() + 1);
+    blocks.extend(text.map(ContentBlock::text));
+    blocks.extend(parts);
+    let mut r = if is_error {
         CallToolResult::error(blocks)
     } else {
         CallToolResult::success(blocks)
     };
-    r.structured_content = shape.structured;
+    r.structured_content = structured;
     r
 }
 

@@ -69,12 +69,13 @@ struct Declared {
     roots: bool,
 }
 
-impl From<&ClientCapabilities> for Declared {
-    fn from(c: &ClientCapabilities) -> Self {
+impl From<Option<&ClientCapabilities>> for Declared {
+    /// What `c` declares; nothing when there is nothing.
+    fn from(c: Option<&ClientCapabilities>) -> Self {
         Self {
-            elicitation: c.elicitation.is_some(),
-            sampling: c.sampling.is_some(),
-            roots: c.roots.is_some(),
+            elicitation: c.is_some_and(|c| c.elicitation.is_some()),
+            sampling: c.is_some_and(|c| c.sampling.is_some()),
+            roots: c.is_some_and(|c| c.roots.is_some()),
         }
     }
 }
@@ -106,7 +107,7 @@ impl McpCaller {
     /// The caller of a call on a session: answered by server-initiated requests.
     pub(super) fn session(
         peer: Peer<RoleServer>,
-        capabilities: &ClientCapabilities,
+        capabilities: Option<&ClientCapabilities>,
         log_level: Option<LogLevel>,
     ) -> Self {
         Self {
@@ -124,7 +125,7 @@ impl McpCaller {
     /// or does not parse is the protocol's invalid-params error.
     pub(super) fn rounds(
         peer: Peer<RoleServer>,
-        capabilities: &ClientCapabilities,
+        capabilities: Option<&ClientCapabilities>,
         log_level: Option<LogLevel>,
         codec: Arc<RequestStateCodec>,
         binding: Vec<u8>,

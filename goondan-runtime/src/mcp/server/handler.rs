@@ -330,7 +330,11 @@ impl McpServer {
                 return Err(call::unknown_tool(&p.published, result.error.as_ref()));
             }
             let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
-                return Ok(call::call_tool_result(&result, p.output_schema.as_deref()).into());
+                return Ok(call::call_tool_result(
+                    std::borrow::Cow::Owned(result),
+                    p.output_schema.as_deref(),
+                )
+                .into());
             };
             if p.client_has_tasks {
                 p.caller.become_task();
@@ -368,7 +372,11 @@ impl McpServer {
                     timed_out(&result, limit)
                 }
             };
-            Ok(call::call_tool_result(&finished, p.output_schema.as_deref()).into())
+            Ok(call::call_tool_result(
+                std::borrow::Cow::Owned(finished),
+                p.output_schema.as_deref(),
+            )
+            .into())
         }
     }
 
@@ -396,8 +404,23 @@ impl McpServer {
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        let capabilities = context.client_capabilities().unwrap_or_default();
-        let client_has_tasks = capabilities.supports_tasks();
+        // The session's handshake, read in place (rmcp's `client_capabilities` and
+        // `protocol_version` would copy parts of it for each call).
+        let info = context.peer.peer_info();
+        let rounds = match context.meta.protocol_version() {
+            Some(version) => !version.has_initialize(),
+            None => info
+                .as_ref()
+                .is_some_and(|i| !i.protocol_version.has_initialize()),
+        };
+        // A 2026-07-28 request declares its capabilities itself; a session's request may, and
+        // otherwise has those of its handshake (rmcp's rule).
+        let declared = context.meta.client_capabilities();
+        let capabilities = declared.as_ref().or(match &info {
+            Some(info) if !rounds => Some(&info.capabilities),
+            _ => None,
+        });
+        let client_has_tasks = capabilities.is_some_and(|c| c.supports_tasks());
         let item = catalog.get(name);
         // A listed tool's name is the catalog's own, shared rather than copied.
         let name = item.map_or_else(|| ArcStr::from(name), |i| i.name().as_arc_str().clone());
@@ -412,7 +435,10 @@ impl McpServer {
         }
         let caller = Arc::new(self.caller(
             context,
-            &capabilities,
+            Client {
+                rounds,
+                capabilities,
+            },
             &published,
             &args,
             state.as_deref(),
@@ -437,16 +463,17 @@ impl McpServer {
     fn caller(
         &self,
         context: &RequestContext<RoleServer>,
-        capabilities: &rmcp::model::ClientCapabilities,
+        client: Client<'_>,
         published: &str,
         args: &Value,
         state: Option<&str>,
         responses: Option<std::collections::BTreeMap<String, Value>>,
     ) -> Result<McpCaller, ErrorData> {
+        let Client {
+            rounds,
+            capabilities,
+        } = client;
         let peer = context.peer.clone();
-        let rounds = context
-            .protocol_version()
-            .is_some_and(|v| !v.has_initialize());
         if !rounds {
             let level = *self
                 .session
@@ -496,6 +523,14 @@ impl McpServer {
             registry,
         }
     }
+}
+
+/// The client of one call, as its request and its session's handshake tell.
+struct Client<'a> {
+    /// A 2026-07-28 request: answers come in rounds of input-required results.
+    rounds: bool,
+    /// What it declared it can do.
+    capabilities: Option<&'a rmcp::model::ClientCapabilities>,
 }
 
 /// What a `tools/call` keeps of its request while it runs.

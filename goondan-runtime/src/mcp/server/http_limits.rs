@@ -108,38 +108,87 @@ pub(super) enum Checked {
 }
 
 /// Reads `request`'s body within the limit.
+///
+/// Frame by frame rather than with `http_body_util`'s `Limited` and `collect`: a request's
+/// body is nearly always one frame, kept as it is, where `collect` makes a queue for it and
+/// copies it out again (measured with `scripts/callgrind mcp`: about 450 instructions a
+/// request). A body of several frames is joined in one buffer.
 pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Checked {
-    let opens_session =
-        request.method() == hyper::Method::POST && !request.headers().contains_key(SESSION_ID);
-    let (parts, body) = request.into_parts();
-    let body = match http_body_util::Limited::new(body, limits.max_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            let too_large = e.is::<http_body_util::LengthLimitError>();
-            let (status, message) = if too_large {
-                (
+    let (parts, mut incoming) = request.into_parts();
+    let body = match read_body(&mut incoming, limits.max_body_bytes).await {
+        Ok(body) => body,
+        Err(refusal) => {
+            let (status, message) = match refusal {
+                BodyRefusal::TooLarge => (
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("the request body exceeds {} bytes", limits.max_body_bytes),
-                )
-            } else {
-                (
+                ),
+                BodyRefusal::Unreadable(e) => (
                     StatusCode::BAD_REQUEST,
                     format!("the request body could not be read: {e}"),
-                )
+                ),
             };
             return Checked::Answer(rpc_error(status, -32600, &message));
         }
     };
-    let opens = opens_session && is_initialize(&body);
+    // The body is looked at first: most requests are not `initialize`, and that look is
+    // cheaper than the header map's.
+    let opens = is_initialize(&body)
+        && parts.method == hyper::Method::POST
+        && !parts.headers.contains_key(SESSION_ID);
     let request = Request::from_parts(parts, Full::new(body.clone()));
     Checked::Pass {
         request,
         body,
         opens,
     }
+}
+
+/// Why a body was not read.
+enum BodyRefusal {
+    /// It is longer than the limit.
+    TooLarge,
+    /// The connection failed while it was read.
+    Unreadable(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The data of `body`, at most `max` bytes; trailers are ignored.
+async fn read_body<B>(body: &mut B, max: usize) -> Result<Bytes, BodyRefusal>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    // A body that says it is too long is refused before any of it is read.
+    if body.size_hint().lower() > max as u64 {
+        return Err(BodyRefusal::TooLarge);
+    }
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<bytes::BytesMut> = None;
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyRefusal::Unreadable(e.into()))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        len = len.saturating_add(data.len());
+        if len > max {
+            return Err(BodyRefusal::TooLarge);
+        }
+        match (&mut joined, first.take()) {
+            (Some(all), _) => all.extend_from_slice(&data),
+            (None, None) => first = Some(data),
+            (None, Some(head)) => {
+                let mut all = bytes::BytesMut::with_capacity(len);
+                all.extend_from_slice(&head);
+                all.extend_from_slice(&data);
+                joined = Some(all);
+            }
+        }
+    }
+    Ok(match joined {
+        Some(all) => all.freeze(),
+        None => first.unwrap_or_default(),
+    })
 }
 
 /// The refusal of a new session when `sessions` are at the cap. The caller holds the
@@ -235,6 +284,47 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
         ));
         assert!(!is_initialize(b"not json"));
+    }
+
+    /// A body of one frame or several, read whole; one past the limit refused, whether it
+    /// says so first or not.
+    #[tokio::test]
+    async fn a_body_is_read_whole_within_its_limit() {
+        use http_body_util::StreamBody;
+        use hyper::body::Frame;
+        type Framed = Result<Frame<Bytes>, std::convert::Infallible>;
+        fn frames(
+            parts: &[&'static str],
+        ) -> StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Framed>>> {
+            let mut all: Vec<Framed> = parts
+                .iter()
+                .map(|p| Ok(Frame::data(Bytes::from_static(p.as_bytes()))))
+                .collect();
+            all.insert(
+                1.min(all.len()),
+                Ok(Frame::trailers(hyper::HeaderMap::new())),
+            );
+            StreamBody::new(futures_util::stream::iter(all))
+        }
+        let read = |parts: &'static [&'static str], max| async move {
+            read_body(&mut frames(parts), max).await
+        };
+        assert!(matches!(read(&[], 10).await, Ok(b) if b.is_empty()));
+        assert!(matches!(read(&["{\"a\":1}"], 10).await, Ok(b) if b == "{\"a\":1}"));
+        assert!(matches!(read(&["ab", "cd", "ef"], 6).await, Ok(b) if b == "abcdef"));
+        assert!(matches!(
+            read(&["ab", "cd", "efg"], 6).await,
+            Err(BodyRefusal::TooLarge)
+        ));
+        assert!(matches!(
+            read(&["abcdefg"], 6).await,
+            Err(BodyRefusal::TooLarge)
+        ));
+        let mut full = Full::new(Bytes::from_static(b"abcdefg"));
+        assert!(matches!(
+            read_body(&mut full, 6).await,
+            Err(BodyRefusal::TooLarge)
+        ));
     }
 
     #[test]

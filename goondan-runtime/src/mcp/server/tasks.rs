@@ -119,7 +119,10 @@ impl TaskTable {
                 ),
             },
             (Some(result), false) => {
-                let r = call_tool_result(result, entry.output_schema.as_deref());
+                let r = call_tool_result(
+                    std::borrow::Cow::Borrowed(result),
+                    entry.output_schema.as_deref(),
+                );
                 match serde_json::to_value(&r) {
                     Ok(Value::Object(o)) => TaskPayload::Completed { result: o },
                     _ => TaskPayload::Failed {

@@ -100,15 +100,20 @@ impl McpServer {
         let mut sessions = LocalSessionManager::default();
         sessions.session_config.keep_alive = Some(limits.idle());
         let sessions = Arc::new(sessions);
-        let gate = Arc::new(tokio::sync::Mutex::new(()));
         let server = self;
         // Shared, not cloned per request: a clone copies the config (its host and origin
-        // lists, a cancellation token taken under a lock) and drops it again.
-        let service = Arc::new(StreamableHttpService::new(
-            move || Ok(server.for_session()),
-            Arc::clone(&sessions),
-            config,
-        ));
+        // lists, a cancellation token taken under a lock) and drops it again. One `Arc` for
+        // all a request needs, so that a request takes one reference, not one for each.
+        let front = Arc::new(Front {
+            service: StreamableHttpService::new(
+                move || Ok(server.for_session()),
+                Arc::clone(&sessions),
+                config,
+            ),
+            sessions,
+            gate: tokio::sync::Mutex::new(()),
+            limits,
+        });
         let accept_stop = stop.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -127,20 +132,16 @@ impl McpServer {
                         }
                     },
                 };
-                let service = Arc::clone(&service);
-                let sessions = Arc::clone(&sessions);
-                let gate = Arc::clone(&gate);
+                let front = Arc::clone(&front);
                 // A token of its own: polling a shared one would take the same lock on every
                 // request of every connection.
                 let conn_stop = accept_stop.child_token();
                 tokio::spawn(async move {
                     let svc = service_fn(move |req| {
-                        let service = Arc::clone(&service);
-                        let sessions = Arc::clone(&sessions);
-                        let gate = Arc::clone(&gate);
+                        let front = Arc::clone(&front);
                         async move {
                             let (request, body, opens) =
-                                match http_limits::check(req, &limits).await {
+                                match http_limits::check(req, &front.limits).await {
                                     Checked::Answer(response) => return Ok(response),
                                     Checked::Pass {
                                         request,
@@ -150,9 +151,9 @@ impl McpServer {
                                 };
                             // New sessions are made one at a time, so the cap holds.
                             let _opening = if opens {
-                                let guard = gate.lock().await;
+                                let guard = front.gate.lock().await;
                                 if let Some(refusal) =
-                                    http_limits::over_cap(&sessions, &limits).await
+                                    http_limits::over_cap(&front.sessions, &front.limits).await
                                 {
                                     return Ok(refusal);
                                 }
@@ -160,7 +161,7 @@ impl McpServer {
                             } else {
                                 None
                             };
-                            let response = service.handle(request).await;
+                            let response = front.service.handle(request).await;
                             Ok::<_, Infallible>(http_limits::explain(response, &body))
                         }
                     });
@@ -177,6 +178,17 @@ impl McpServer {
             task,
         })
     }
+}
+
+/// What every request of a Streamable HTTP server uses.
+struct Front {
+    /// rmcp's service.
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// Its sessions, counted against the cap.
+    sessions: Arc<LocalSessionManager>,
+    /// Held while a session is made, so that the cap holds.
+    gate: tokio::sync::Mutex<()>,
+    limits: http_limits::HttpLimits,
 }
 
 /// A running Streamable HTTP server.
