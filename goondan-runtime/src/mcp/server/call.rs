@@ -75,3 +75,51 @@ pub(super) fn call_tool_result(
 fn content_block(part: &crate::tools::content::Content) -> Option<ContentBlock> {
     serde_json::from_value(part.to_json()).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::content::Content;
+
+    /// A result given by value (its output string moved into the text block) answers exactly
+    /// as the same result lent (the string copied), for every shape of result.
+    #[test]
+    fn a_result_given_by_value_answers_as_the_same_result_lent() {
+        let results = [
+            ToolCallResult::ok("c1", "t__a", json!("a string output")),
+            ToolCallResult::ok("c2", "t__a", json!("")),
+            ToolCallResult::ok("c3", "t__a", json!({"n": 1, "s": "x"})),
+            ToolCallResult::ok("c4", "t__a", json!([1, 2])),
+            ToolCallResult::ok("c5", "t__a", json!(3.5)),
+            ToolCallResult::ok("c6", "t__a", Value::Null).with_content(vec![
+                Content::text("part"),
+                Content::image_png(vec![1, 2, 3]),
+            ]),
+            ToolCallResult::ok("c7", "t__a", json!("text before parts"))
+                .with_content(vec![Content::image_png(vec![4])]),
+            ToolCallResult::error("c8", "t__a", ToolError::new("it failed").with_code("E_X")),
+            ToolCallResult::pending("c9", "t__a", "h-1"),
+        ];
+        let schemas = [
+            None,
+            Some(OutputSchema::from_schema(json!({"type": "string"}))),
+            Some(OutputSchema::from_schema(
+                json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            )),
+        ];
+        for result in &results {
+            for schema in &schemas {
+                let lent = call_tool_result(Cow::Borrowed(result), schema.as_ref());
+                let given = call_tool_result(Cow::Owned(result.clone()), schema.as_ref());
+                assert_eq!(
+                    serde_json::to_value(&given).ok(),
+                    serde_json::to_value(&lent).ok(),
+                    "{result:?} with {schema:?}"
+                );
+                assert!(serde_json::to_value(&lent).is_ok_and(|v| v["content"].is_array()));
+            }
+        }
+    }
+}

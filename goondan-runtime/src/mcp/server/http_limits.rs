@@ -325,6 +325,22 @@ mod tests {
             read_body(&mut full, 6).await,
             Err(BodyRefusal::TooLarge)
         ));
+        // Against the route it replaced (`Limited` and `collect`), on every split of a body
+        // into frames and every limit around its length.
+        let body = "{\"jsonrpc\":\"2.0\",\"id\":1}";
+        for cut in 0..=body.len() {
+            for max in body.len() - 2..=body.len() + 1 {
+                let (head, tail): (&'static str, &'static str) = body.split_at(cut);
+                let parts: &'static [&'static str] = Box::leak(Box::new([head, tail]));
+                let ours = read(parts, max).await.ok();
+                let theirs = http_body_util::Limited::new(frames(parts), max)
+                    .collect()
+                    .await
+                    .ok()
+                    .map(|c| c.to_bytes());
+                assert_eq!(ours, theirs, "cut at {cut}, limit {max}");
+            }
+        }
     }
 
     #[test]
