@@ -243,7 +243,6 @@ const WARM_UP: Duration = Duration::from_secs(1);
 const ROUNDS: u32 = 8;
 
 /// One load's latencies, sorted, and how long it ran.
-#[derive(Clone)]
 struct Run {
     latencies: Vec<Duration>,
     elapsed: f64,
@@ -251,9 +250,12 @@ struct Run {
 
 impl Run {
     /// Several runs of one server as one.
-    fn merge(runs: Vec<Run>) -> Figures {
+    fn merge(runs: &[Run]) -> Figures {
         let elapsed: f64 = runs.iter().map(|r| r.elapsed).sum();
-        let mut all: Vec<Duration> = runs.into_iter().flat_map(|r| r.latencies).collect();
+        let mut all: Vec<Duration> = runs
+            .iter()
+            .flat_map(|r| r.latencies.iter().copied())
+            .collect();
         all.sort();
         let at = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
         Figures {
@@ -271,7 +273,8 @@ struct Figures {
 }
 
 /// The median of `values` and their range.
-fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
+fn spread(values: &[f64]) -> (f64, f64, f64) {
+    let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     let n = values.len();
     let median = if n % 2 == 1 {
@@ -375,18 +378,16 @@ fn main() {
                 let b = load(theirs, mode, slice).await;
                 let c = load(theirs, mode, slice).await;
                 let d = load(ours, mode, slice).await;
-                let (ro, rt) = (
-                    Run::merge(vec![a.clone(), d.clone()]),
-                    Run::merge(vec![b.clone(), c.clone()]),
-                );
-                throughput.push(ro.rps / rt.rps);
-                p99.push(ms(ro.p99) / ms(rt.p99));
                 g.extend([a, d]);
                 r.extend([b, c]);
+                // This round's two slices of each.
+                let (ro, rt) = (Run::merge(&g[g.len() - 2..]), Run::merge(&r[r.len() - 2..]));
+                throughput.push(ro.rps / rt.rps);
+                p99.push(ms(ro.p99) / ms(rt.p99));
             }
-            let (g, r) = (Run::merge(g), Run::merge(r));
-            let (tm, tlo, thi) = spread(throughput.clone());
-            let (pm, plo, phi) = spread(p99.clone());
+            let (g, r) = (Run::merge(&g), Run::merge(&r));
+            let (tm, tlo, thi) = spread(&throughput);
+            let (pm, plo, phi) = spread(&p99);
             rows.push(format!(
                 "| {label} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x | {tm:.2}x ({tlo:.2}-{thi:.2}) | {pm:.2}x ({plo:.2}-{phi:.2}) |",
                 g.rps,

@@ -42,22 +42,18 @@ pub(super) fn call_tool_result(
     output_schema: Option<&OutputSchema>,
 ) -> CallToolResult {
     let shape = call_shape(&result, output_schema);
-    let (text, is_error, structured) = (shape.text, shape.is_error, shape.structured);
+    let (is_error, structured) = (shape.is_error, shape.structured);
     let parts: Vec<ContentBlock> = shape.parts.iter().filter_map(content_block).collect();
-    // `Some(None)`: the text is the output string, to take once the shape is done with it.
-    let text = text.map(|t| match t {
-        Cow::Owned(owned) => Some(owned),
-        Cow::Borrowed(_) if matches!(result, Cow::Owned(_)) => None,
-        Cow::Borrowed(output) => Some(output.to_owned()),
-    });
-    let text = match text {
-        Some(Some(text)) => Some(text),
-        Some(None) => match result.into_owned().output {
-            Some(Value::String(output)) => Some(output),
-            // `call_shape` borrows only an output string.
-            _ => None,
-        },
-        None => None,
+    // `call_shape` borrows only the output string; it is taken once the shape is done.
+    let (made, is_output) = match shape.text {
+        Some(Cow::Owned(text)) => (Some(text), false),
+        Some(Cow::Borrowed(_)) => (None, true),
+        None => (None, false),
+    };
+    let text = if is_output {
+        output_string(result)
+    } else {
+        made
     };
     let mut blocks: Vec<ContentBlock> = Vec::with_capacity(parts.len() + 1);
     blocks.extend(text.map(ContentBlock::text));
@@ -69,6 +65,17 @@ pub(super) fn call_tool_result(
     };
     r.structured_content = structured;
     r
+}
+
+/// The output string of `result`: moved out of a result given, copied from one lent.
+fn output_string(result: Cow<'_, ToolCallResult>) -> Option<String> {
+    match result {
+        Cow::Owned(r) => match r.output {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        },
+        Cow::Borrowed(r) => r.output.as_ref().and_then(Value::as_str).map(str::to_owned),
+    }
 }
 
 /// A content part as an MCP content block.

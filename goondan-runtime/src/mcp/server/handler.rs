@@ -404,23 +404,8 @@ impl McpServer {
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        // The session's handshake, read in place (rmcp's `client_capabilities` and
-        // `protocol_version` would copy parts of it for each call).
-        let info = context.peer.peer_info();
-        let rounds = match context.meta.protocol_version() {
-            Some(version) => !version.has_initialize(),
-            None => info
-                .as_ref()
-                .is_some_and(|i| !i.protocol_version.has_initialize()),
-        };
-        // A 2026-07-28 request declares its capabilities itself; a session's request may, and
-        // otherwise has those of its handshake (rmcp's rule).
-        let declared = context.meta.client_capabilities();
-        let capabilities = declared.as_ref().or(match &info {
-            Some(info) if !rounds => Some(&info.capabilities),
-            _ => None,
-        });
-        let client_has_tasks = capabilities.is_some_and(|c| c.supports_tasks());
+        let client = Client::of(context);
+        let client_has_tasks = client.capabilities().is_some_and(|c| c.supports_tasks());
         let item = catalog.get(name);
         // A listed tool's name is the catalog's own, shared rather than copied.
         let name = item.map_or_else(|| ArcStr::from(name), |i| i.name().as_arc_str().clone());
@@ -435,10 +420,7 @@ impl McpServer {
         }
         let caller = Arc::new(self.caller(
             context,
-            Client {
-                rounds,
-                capabilities,
-            },
+            &client,
             &published,
             &args,
             state.as_deref(),
@@ -463,18 +445,15 @@ impl McpServer {
     fn caller(
         &self,
         context: &RequestContext<RoleServer>,
-        client: Client<'_>,
+        client: &Client,
         published: &str,
         args: &Value,
         state: Option<&str>,
         responses: Option<std::collections::BTreeMap<String, Value>>,
     ) -> Result<McpCaller, ErrorData> {
-        let Client {
-            rounds,
-            capabilities,
-        } = client;
+        let capabilities = client.capabilities();
         let peer = context.peer.clone();
-        if !rounds {
+        if !client.rounds {
             let level = *self
                 .session
                 .log_level
@@ -525,12 +504,42 @@ impl McpServer {
     }
 }
 
-/// The client of one call, as its request and its session's handshake tell.
-struct Client<'a> {
+/// The client of one call, as its request and its session's handshake tell: rmcp's
+/// `protocol_version` and `client_capabilities` by the same rule, the handshake read in place
+/// rather than parts of it copied for each call.
+struct Client {
     /// A 2026-07-28 request: answers come in rounds of input-required results.
     rounds: bool,
-    /// What it declared it can do.
-    capabilities: Option<&'a rmcp::model::ClientCapabilities>,
+    /// The capabilities the request declares itself (a 2026-07-28 request does).
+    declared: Option<rmcp::model::ClientCapabilities>,
+    /// The session's handshake.
+    handshake: Option<Arc<rmcp::model::InitializeRequestParams>>,
+}
+
+impl Client {
+    fn of(context: &RequestContext<RoleServer>) -> Self {
+        let handshake = context.peer.peer_info();
+        let rounds = match context.meta.protocol_version() {
+            Some(version) => !version.has_initialize(),
+            None => handshake
+                .as_ref()
+                .is_some_and(|i| !i.protocol_version.has_initialize()),
+        };
+        Self {
+            rounds,
+            declared: context.meta.client_capabilities(),
+            handshake,
+        }
+    }
+
+    /// What it declared it can do: its request's own declaration, else (on a session) its
+    /// handshake's.
+    fn capabilities(&self) -> Option<&rmcp::model::ClientCapabilities> {
+        self.declared.as_ref().or(match &self.handshake {
+            Some(handshake) if !self.rounds => Some(&handshake.capabilities),
+            _ => None,
+        })
+    }
 }
 
 /// What a `tools/call` keeps of its request while it runs.
