@@ -45,6 +45,7 @@ mod caller;
 mod connection;
 mod elicitation;
 mod handler;
+mod host_check;
 mod http_limits;
 mod listing;
 mod others;

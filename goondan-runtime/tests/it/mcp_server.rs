@@ -834,6 +834,147 @@ fn echo_tool() -> goondan_runtime::Tool {
         .unwrap()
 }
 
+/// What the server answers a POST whose `Host` is `host` (none: no `Host` header), sent on a
+/// connection of its own: the status and the body. The request accepts JSON only, so a host
+/// that passes the check gets rmcp's 406 and nothing is served.
+async fn post_with_host(addr: std::net::SocketAddr, host: Option<&str>) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let host = host.map_or_else(String::new, |h| format!("Host: {h}\r\n"));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\n{host}Accept: application/json\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_owned())
+}
+
+/// The `Host` check answers every request exactly as rmcp's own service with its default
+/// allowed hosts does (the path it replaces for plainly allowed hosts): the same status and
+/// body for each `Host` of a corpus of allowed, refused and malformed ones.
+#[tokio::test]
+async fn mcp_http_the_host_check_answers_as_rmcp_s_own_check() {
+    use http_body_util::BodyExt;
+    use rmcp::transport::StreamableHttpServerConfig;
+    use rmcp::transport::streamable_http_server::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+    let server = echo_server();
+    let reference = StreamableHttpService::new(
+        {
+            let server = server.clone();
+            move || Ok(server.clone())
+        },
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let http = server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let hosts = [
+        "localhost",
+        "LOCALHOST",
+        "LocalHost",
+        "127.0.0.1",
+        "[::1]",
+        "::1",
+        "[::1",
+        "::1]",
+        "[::2]",
+        "[0:0:0:0:0:0:0:1]",
+        "[::1]x",
+        "evil.example",
+        "localhost.",
+        "localhost.evil",
+        "127.0.0.1.evil",
+        "127.1",
+        "127.0.0.2",
+        "user@localhost",
+        "",
+        "[]",
+        ":80",
+        "*",
+    ];
+    let ports = [
+        "", ":", ":0", ":80", ":08080", ":65535", ":65536", ":99999", ":123456", ":8o", "::80",
+        ":-1", ":+1",
+    ];
+    let mut cases: Vec<Option<String>> = vec![None];
+    for host in hosts {
+        for port in ports {
+            cases.push(Some(format!("{host}{port}")));
+        }
+    }
+    // And 400 strings made of the bytes a host is spelt with, mostly near the allowed ones
+    // (a fixed-seed generator: the same strings every run).
+    let alphabet = b"localhLOCALH127.0:[]::1-@x9";
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..400 {
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize
+        };
+        let base = ["localhost", "127.0.0.1", "[::1]", ""][next() % 4];
+        let mut host: Vec<u8> = base.as_bytes().to_vec();
+        for _ in 0..next() % 4 {
+            let byte = alphabet[next() % alphabet.len()];
+            let at = next() % (host.len() + 1);
+            if next() % 2 == 0 || host.is_empty() {
+                host.insert(at, byte);
+            } else {
+                let last = host.len() - 1;
+                host[at.min(last)] = byte;
+            }
+        }
+        cases.push(String::from_utf8(host).ok());
+    }
+    let (mut passed, mut refused) = (0, 0);
+    for case in &cases {
+        let ours = post_with_host(http.local_addr(), case.as_deref()).await;
+        let mut request = hyper::Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json");
+        if let Some(host) = case {
+            request = request.header("Host", host.as_str());
+        }
+        let response = reference
+            .handle(
+                request
+                    .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+                    .unwrap(),
+            )
+            .await;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let theirs = (status, String::from_utf8_lossy(&body).into_owned());
+        assert_eq!(ours, theirs, "Host {case:?}");
+        if status == 406 {
+            passed += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    // Both kinds were tried: hosts that pass, and hosts refused.
+    assert!(
+        passed >= 30 && refused >= 100,
+        "{passed} passed, {refused} refused"
+    );
+    http.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn mcp_http_a_body_that_is_not_json_is_400_with_a_parse_error_and_the_server_goes_on() {
     let http = echo_server()

@@ -1,7 +1,7 @@
 //! Where an [`McpServer`] listens: stdio (one client, the process that started us), any rmcp
 //! transport (an in-process duplex in tests), or Streamable HTTP on an address the user gives
 //! (rmcp's `StreamableHttpService` on a hyper server; loopback `Host`s only by default, as a
-//! defence against DNS rebinding).
+//! defence against DNS rebinding, decided as rmcp decides it: see `host_check`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::connection;
+use super::host_check::PlainHosts;
 use super::http_limits::{self, Checked};
 
 /// Why serving stopped or could not start.
@@ -104,12 +105,20 @@ impl McpServer {
         // Shared, not cloned per request: a clone copies the config (its host and origin
         // lists, a cancellation token taken under a lock) and drops it again. One `Arc` for
         // all a request needs, so that a request takes one reference, not one for each.
+        let service = StreamableHttpService::new(
+            move || Ok(server.for_session()),
+            Arc::clone(&sessions),
+            config,
+        );
+        // The same service (its sessions, its handler) without rmcp's host check, for the
+        // requests the Front has seen to pass it (see `host_check`).
+        let plain_hosts = PlainHosts::of(&service.config.allowed_hosts);
+        let mut plain_service = service.clone();
+        plain_service.config.allowed_hosts.clear();
         let front = Arc::new(Front {
-            service: StreamableHttpService::new(
-                move || Ok(server.for_session()),
-                Arc::clone(&sessions),
-                config,
-            ),
+            service,
+            plain_service,
+            plain_hosts,
             sessions,
             gate: tokio::sync::Mutex::new(()),
             limits,
@@ -161,7 +170,12 @@ impl McpServer {
                             } else {
                                 None
                             };
-                            let response = front.service.handle(request).await;
+                            let service = if front.plain_hosts.admits(request.headers()) {
+                                &front.plain_service
+                            } else {
+                                &front.service
+                            };
+                            let response = service.handle(request).await;
                             Ok::<_, Infallible>(http_limits::explain(response, &body))
                         }
                     });
@@ -184,6 +198,10 @@ impl McpServer {
 struct Front {
     /// rmcp's service.
     service: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// The same service without its host check, for a request whose `Host` is plainly allowed.
+    plain_service: StreamableHttpService<McpServer, LocalSessionManager>,
+    /// The allowed hosts, read once.
+    plain_hosts: PlainHosts,
     /// Its sessions, counted against the cap.
     sessions: Arc<LocalSessionManager>,
     /// Held while a session is made, so that the cap holds.
