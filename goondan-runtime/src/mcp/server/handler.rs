@@ -5,6 +5,7 @@
 // MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
 #![allow(deprecated)]
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
@@ -330,11 +331,9 @@ impl McpServer {
                 return Err(call::unknown_tool(&p.published, result.error.as_ref()));
             }
             let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
-                return Ok(call::call_tool_result(
-                    std::borrow::Cow::Owned(result),
-                    p.output_schema.as_deref(),
-                )
-                .into());
+                return Ok(
+                    call::call_tool_result(Cow::Owned(result), p.output_schema.as_deref()).into(),
+                );
             };
             if p.client_has_tasks {
                 p.caller.become_task();
@@ -372,11 +371,7 @@ impl McpServer {
                     timed_out(&result, limit)
                 }
             };
-            Ok(call::call_tool_result(
-                std::borrow::Cow::Owned(finished),
-                p.output_schema.as_deref(),
-            )
-            .into())
+            Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
         }
     }
 
@@ -553,7 +548,7 @@ struct Kept {
 /// See [`McpServer::prepare`].
 struct Prepared {
     /// The name the client called.
-    published: std::borrow::Cow<'static, str>,
+    published: Cow<'static, str>,
     catalog: Arc<crate::tools::catalog::ToolCatalog>,
     ctx: ToolContext,
     call: ToolCall,

@@ -170,12 +170,8 @@ impl McpServer {
                             } else {
                                 None
                             };
-                            let service = if front.plain_hosts.admits(request.headers()) {
-                                &front.plain_service
-                            } else {
-                                &front.service
-                            };
-                            let response = service.handle(request).await;
+                            let response =
+                                front.service_for(request.headers()).handle(request).await;
                             Ok::<_, Infallible>(http_limits::explain(response, &body))
                         }
                     });
@@ -207,6 +203,21 @@ struct Front {
     /// Held while a session is made, so that the cap holds.
     gate: tokio::sync::Mutex<()>,
     limits: http_limits::HttpLimits,
+}
+
+impl Front {
+    /// The service for a request with `headers`: the one without rmcp's host check when its
+    /// `Host` is plainly allowed (see `host_check`), else the one with it.
+    fn service_for(
+        &self,
+        headers: &hyper::HeaderMap,
+    ) -> &StreamableHttpService<McpServer, LocalSessionManager> {
+        if self.plain_hosts.admits(headers) {
+            &self.plain_service
+        } else {
+            &self.service
+        }
+    }
 }
 
 /// A running Streamable HTTP server.
