@@ -49,6 +49,7 @@ mod host_check;
 mod http_limits;
 mod listing;
 mod others;
+mod plain_call;
 mod progress;
 mod tasks;
 mod transport;

@@ -1,7 +1,9 @@
 //! Where an [`McpServer`] listens: stdio (one client, the process that started us), any rmcp
 //! transport (an in-process duplex in tests), or Streamable HTTP on an address the user gives
 //! (rmcp's `StreamableHttpService` on a hyper server; loopback `Host`s only by default, as a
-//! defence against DNS rebinding, decided as rmcp decides it: see `host_check`).
+//! defence against DNS rebinding, decided as rmcp decides it: see `host_check`). A session's
+//! plain `tools/call` is read once and handed to rmcp's session directly, answered as rmcp's
+//! service answers it (see `plain_call`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -12,6 +14,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use rmcp::service::{RunningService, ServerInitializeError};
 use rmcp::transport::IntoTransport;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServiceExt};
@@ -23,6 +26,7 @@ use super::McpServer;
 use super::connection;
 use super::host_check::PlainHosts;
 use super::http_limits::{self, Checked};
+use super::plain_call;
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +91,16 @@ impl McpServer {
     /// # }
     /// ```
     pub async fn serve_http(self, addr: SocketAddr) -> Result<HttpServer, ServeError> {
+        self.serve_http_with(addr, Lane::PlainCalls).await
+    }
+
+    /// [`Self::serve_http`], with or without the lane for plain calls (see `plain_call`); the
+    /// tests serve both and compare.
+    pub(super) async fn serve_http_with(
+        self,
+        addr: SocketAddr,
+        lane: Lane,
+    ) -> Result<HttpServer, ServeError> {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
@@ -116,6 +130,9 @@ impl McpServer {
         let mut plain_service = service.clone();
         plain_service.config.allowed_hosts.clear();
         let front = Arc::new(Front {
+            lane: lane == Lane::PlainCalls
+                && service.config.legacy_session_mode
+                && service.config.session_store.is_none(),
             service,
             plain_service,
             plain_hosts,
@@ -170,6 +187,14 @@ impl McpServer {
                             } else {
                                 None
                             };
+                            let request = if opens {
+                                request
+                            } else {
+                                match front.plain_call(request, &body).await {
+                                    Ok(answer) => return Ok(answer),
+                                    Err(request) => request,
+                                }
+                            };
                             let response =
                                 front.service_for(request.headers()).handle(request).await;
                             Ok::<_, Infallible>(http_limits::explain(response, &body))
@@ -190,8 +215,21 @@ impl McpServer {
     }
 }
 
+/// Whether a Streamable HTTP server reads plain calls itself (see `plain_call`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lane {
+    /// It does: the server as it is served.
+    PlainCalls,
+    /// Every request goes to rmcp's service: the path the lane is compared against.
+    #[cfg_attr(not(test), allow(dead_code))]
+    RmcpOnly,
+}
+
 /// What every request of a Streamable HTTP server uses.
 struct Front {
+    /// Whether plain calls take the lane: asked for, and rmcp's service keeps sessions in
+    /// memory only (no store to restore them from, which the lane does not look at).
+    lane: bool,
     /// rmcp's service.
     service: StreamableHttpService<McpServer, LocalSessionManager>,
     /// The same service without its host check, for a request whose `Host` is plainly allowed.
@@ -206,6 +244,43 @@ struct Front {
 }
 
 impl Front {
+    /// Answers `request` in the lane if it is a plain call on a live session (see
+    /// `plain_call`), as rmcp's service would; else gives it back for rmcp's service.
+    async fn plain_call(
+        &self,
+        request: hyper::Request<http_body_util::Full<bytes::Bytes>>,
+        body: &bytes::Bytes,
+    ) -> Result<http_limits::HttpResponse, hyper::Request<http_body_util::Full<bytes::Bytes>>> {
+        if !self.lane || !self.plain_hosts.admits(request.headers()) {
+            return Err(request);
+        }
+        let Some(call) = plain_call::read(request.method(), request.headers(), body) else {
+            return Err(request);
+        };
+        // An unknown session is rmcp's to answer (it may restore it, or say 404).
+        if !matches!(self.sessions.has_session(&call.session).await, Ok(true)) {
+            return Err(request);
+        }
+        let session = call.session.clone();
+        let (parts, _) = request.into_parts();
+        let config = &self.plain_service.config;
+        Ok(
+            match self
+                .sessions
+                .create_stream(&session, call.message(parts))
+                .await
+            {
+                Ok(messages) => plain_call::sse_response(
+                    messages,
+                    config.sse_keep_alive,
+                    config.cancellation_token.child_token(),
+                ),
+                // The session ended between the look and the call: rmcp's answer for it.
+                Err(error) => plain_call::internal_error("get session", &error),
+            },
+        )
+    }
+
     /// The service for a request with `headers`: the one without rmcp's host check when its
     /// `Host` is plainly allowed (see `host_check`), else the one with it.
     fn service_for(
@@ -253,5 +328,375 @@ impl HttpServer {
     ) -> Result<(), ServeError> {
         signal.await;
         self.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::tools::error::ToolError;
+    use crate::tools::registry::ToolRegistry;
+    use crate::tools::tool::{Export, Tool};
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+    /// A server with one tool that gives its arguments back, or fails when asked to.
+    fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
+        let echo = Export::new(
+            "say",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            crate::handler_fn(|_ctx, args: serde_json::Map<String, Value>| async move {
+                match args.get("fail") {
+                    Some(why) => Err(ToolError::new(why.to_string()).with_code("E_ASKED")),
+                    None => Ok::<_, ToolError>(Value::Object(args)),
+                }
+            }),
+        );
+        let registry = ToolRegistry::builder()
+            .tool(Tool::builder("echo").export(echo).build()?)
+            .build()?;
+        Ok(McpServer::builder(Arc::new(registry)).build()?)
+    }
+
+    /// One HTTP/1.1 request on a connection of its own; the answer as status, headers (the
+    /// date and the session id left out, names lowercase) and body (de-chunked).
+    async fn exchange(
+        addr: SocketAddr,
+        method: &str,
+        headers: &[(String, Vec<u8>)],
+        body: &[u8],
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut request = format!("{method} /mcp HTTP/1.1\r\n").into_bytes();
+        for (name, value) in headers {
+            request.extend_from_slice(name.as_bytes());
+            request.extend_from_slice(b": ");
+            request.extend_from_slice(value);
+            request.extend_from_slice(b"\r\n");
+        }
+        request.extend_from_slice(
+            format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        request.extend_from_slice(body);
+        stream
+            .write_all(&request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+            .await
+            .map_err(|_| "no answer in 20 s".to_owned())?
+            .map_err(|e| e.to_string())?;
+        let split = answer
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("no end of head")?;
+        let head = String::from_utf8_lossy(&answer[..split]).into_owned();
+        let mut rest = answer[split + 4..].to_vec();
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .ok_or("no status")?;
+        let mut fields = Vec::new();
+        let mut chunked = false;
+        for line in lines {
+            let (name, value) = line.split_once(':').ok_or("a bad header line")?;
+            let (name, value) = (name.to_ascii_lowercase(), value.trim().to_owned());
+            chunked |= name == "transfer-encoding" && value == "chunked";
+            if name != "date" && name != "mcp-session-id" {
+                fields.push((name, value));
+            }
+        }
+        if chunked {
+            let mut body = Vec::new();
+            loop {
+                let end = rest
+                    .windows(2)
+                    .position(|w| w == b"\r\n")
+                    .ok_or("a cut chunk")?;
+                let size = usize::from_str_radix(&String::from_utf8_lossy(&rest[..end]), 16)
+                    .map_err(|e| e.to_string())?;
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(rest.get(end + 2..end + 2 + size).ok_or("a short chunk")?);
+                rest.drain(..end + 4 + size);
+            }
+            rest = body;
+        }
+        Ok((status, fields, rest))
+    }
+
+    /// A session on `addr`: its id, after the handshake.
+    async fn open(addr: SocketAddr) -> Result<String, String> {
+        let plain = |session: Option<&str>| {
+            let mut headers = vec![
+                ("Host".to_owned(), addr.to_string().into_bytes()),
+                (
+                    "Accept".to_owned(),
+                    b"application/json, text/event-stream".to_vec(),
+                ),
+                ("Content-Type".to_owned(), b"application/json".to_vec()),
+            ];
+            if let Some(id) = session {
+                headers.push(("Mcp-Session-Id".to_owned(), id.as_bytes().to_vec()));
+                headers.push(("MCP-Protocol-Version".to_owned(), b"2025-11-25".to_vec()));
+            }
+            headers
+        };
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut request = b"POST /mcp HTTP/1.1\r\n".to_vec();
+        for (name, value) in plain(None) {
+            request.extend_from_slice(format!("{name}: ").as_bytes());
+            request.extend_from_slice(&value);
+            request.extend_from_slice(b"\r\n");
+        }
+        request.extend_from_slice(
+            format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n{INITIALIZE}",
+                INITIALIZE.len()
+            )
+            .as_bytes(),
+        );
+        stream
+            .write_all(&request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        stream
+            .read_to_end(&mut answer)
+            .await
+            .map_err(|e| e.to_string())?;
+        let answer = String::from_utf8_lossy(&answer);
+        let id = answer
+            .split("\r\n")
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| value.trim().to_owned())
+            })
+            .ok_or("no session id")?;
+        let (status, _, _) =
+            exchange(addr, "POST", &plain(Some(&id)), INITIALIZED.as_bytes()).await?;
+        if status != 202 {
+            return Err(format!("notifications/initialized: {status}"));
+        }
+        Ok(id)
+    }
+
+    /// The lane for plain calls answers every request exactly as the same server without it
+    /// (every request through rmcp's service): the same status, headers and body, byte for
+    /// byte, for plain calls and for requests near them (another header, another spelling,
+    /// another body, another session) that the lane leaves to rmcp.
+    #[tokio::test]
+    async fn mcp_http_a_plain_call_is_answered_as_through_rmcp_s_service() {
+        let with_lane = server()
+            .unwrap()
+            .serve_http_with("127.0.0.1:0".parse().unwrap(), Lane::PlainCalls)
+            .await
+            .unwrap();
+        let without = server()
+            .unwrap()
+            .serve_http_with("127.0.0.1:0".parse().unwrap(), Lane::RmcpOnly)
+            .await
+            .unwrap();
+        let servers = [with_lane.local_addr(), without.local_addr()];
+        let mut sessions = Vec::new();
+        for addr in servers {
+            sessions.push(open(addr).await.unwrap());
+        }
+
+        // Each dimension's choices; the first of each makes a plain call.
+        let accepts: &[Option<&[u8]>] = &[
+            Some(b"application/json, text/event-stream"),
+            Some(b"text/event-stream, application/json"),
+            Some(b"application/json"),
+            Some(b"*/*"),
+            Some(b"application/json, text/event-stream;q=0"),
+            Some(b"Application/JSON, Text/Event-Stream"),
+            None,
+        ];
+        let types: &[Option<&[u8]>] = &[
+            Some(b"application/json"),
+            Some(b"APPLICATION/JSON"),
+            Some(b"application/json; charset=utf-8"),
+            Some(b"text/plain"),
+            None,
+        ];
+        let versions: &[Option<&[u8]>] = &[
+            Some(b"2025-11-25"),
+            None,
+            Some(b"2025-06-18"),
+            Some(b"2025-03-26"),
+            Some(b"2024-11-05"),
+            Some(b"2026-07-28"),
+            Some(b"2099-01-01"),
+            Some(b"2025-11-25 x"),
+            Some(b"\xff"),
+        ];
+        // `None`: no session header; the others are spelt out below.
+        let session_kinds: &[Option<&str>] = &[Some("own"), Some("unknown"), None, Some("twice")];
+        let origins: &[Option<&[u8]>] = &[
+            None,
+            Some(b"http://localhost"),
+            Some(b"http://evil.example"),
+        ];
+        let hosts = ["own", "evil.example"];
+        let methods = ["POST", "PUT"];
+        let bodies: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo__say","arguments":{"text":"hi"}}}"#,
+            br#"{"id":"x","jsonrpc":"2.0","params":{"name":"echo__say"},"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo__say","arguments":{"n":1.5e300,"m":[1,null,{"k":true}]},"_meta":{"progressToken":3}}}"#,
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools\/call","params":{"name":"echo__say","arguments":{"text":"\u00e9"}},"extra":1}"#,
+            br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo__say","arguments":{"fail":"asked"}}}"#,
+            br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"no__such"}}"#,
+            br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo__say","arguments":{"text":3}}}"#,
+            br#"{"jsonrpc":"2.0","id":13,"method":"tools/list"}"#,
+            br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo__say"}}"#,
+            br#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"echo__say"},"result":null}"#,
+            br#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"echo__say"},"error":{"code":1,"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":16,"method":"tools/call","method":"tools/call","params":{"name":"echo__say"}}"#,
+            br#"{"jsonrpc":"1.0","id":17,"method":"tools/call","params":{"name":"echo__say"}}"#,
+            br#"{"jsonrpc":"2.0","id":18,"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"echo__say","arguments":[1]}}"#,
+            br#"{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"echo__say","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#,
+            br#"{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"echo__say"}} x"#,
+            b"not json",
+            b"",
+        ];
+        let dimensions = [
+            accepts.len(),
+            types.len(),
+            versions.len(),
+            session_kinds.len(),
+            origins.len(),
+            hosts.len(),
+            methods.len(),
+            bodies.len(),
+        ];
+        // The plain call, each choice of each dimension on its own, and 300 mixes (a fixed-seed
+        // generator: the same requests every run).
+        let mut cases: Vec<[usize; 8]> = vec![[0; 8]];
+        for (d, &n) in dimensions.iter().enumerate() {
+            for choice in 1..n {
+                let mut case = [0; 8];
+                case[d] = choice;
+                cases.push(case);
+            }
+        }
+        for &body in &[0, 1, 2, 3, 4, 5, 6] {
+            let mut case = [0; 8];
+            case[7] = body;
+            cases.push(case);
+        }
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..300 {
+            let mut case = [0; 8];
+            for (d, &n) in dimensions.iter().enumerate() {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                // Mostly the plain choice, so that mixes stay near the lane.
+                let pick = (seed >> 33) as usize;
+                case[d] = if pick.is_multiple_of(3) {
+                    pick / 3 % n
+                } else {
+                    0
+                };
+            }
+            cases.push(case);
+        }
+
+        let (mut in_lane, mut left) = (0, 0);
+        for case in &cases {
+            let mut answers = Vec::new();
+            for (addr, session) in servers.iter().zip(&sessions) {
+                let mut headers: Vec<(String, Vec<u8>)> = Vec::new();
+                let host = match hosts[case[5]] {
+                    "own" => addr.to_string(),
+                    other => other.to_owned(),
+                };
+                headers.push(("Host".into(), host.into_bytes()));
+                if let Some(accept) = accepts[case[0]] {
+                    headers.push(("Accept".into(), accept.to_vec()));
+                }
+                if let Some(kind) = types[case[1]] {
+                    headers.push(("Content-Type".into(), kind.to_vec()));
+                }
+                if let Some(version) = versions[case[2]] {
+                    headers.push(("MCP-Protocol-Version".into(), version.to_vec()));
+                }
+                match session_kinds[case[3]] {
+                    Some("own") => {
+                        headers.push(("Mcp-Session-Id".into(), session.clone().into_bytes()))
+                    }
+                    Some("twice") => {
+                        headers.push(("Mcp-Session-Id".into(), session.clone().into_bytes()));
+                        headers.push(("Mcp-Session-Id".into(), session.clone().into_bytes()));
+                    }
+                    Some(other) => {
+                        headers.push(("Mcp-Session-Id".into(), other.as_bytes().to_vec()))
+                    }
+                    None => {}
+                }
+                if let Some(origin) = origins[case[4]] {
+                    headers.push(("Origin".into(), origin.to_vec()));
+                }
+                if *addr == servers[0] {
+                    let mut map = hyper::HeaderMap::new();
+                    for (name, value) in &headers {
+                        if let (Ok(name), Ok(value)) = (
+                            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+                            hyper::header::HeaderValue::from_bytes(value),
+                        ) {
+                            map.append(name, value);
+                        }
+                    }
+                    let method = hyper::Method::from_bytes(methods[case[6]].as_bytes()).unwrap();
+                    if plain_call::read(&method, &map, bodies[case[7]]).is_some()
+                        && hosts[case[5]] == "own"
+                        && matches!(session_kinds[case[3]], Some("own"))
+                    {
+                        in_lane += 1;
+                    } else {
+                        left += 1;
+                    }
+                }
+                answers.push(
+                    exchange(*addr, methods[case[6]], &headers, bodies[case[7]])
+                        .await
+                        .unwrap_or_else(|e| panic!("{case:?}: {e}")),
+                );
+            }
+            assert_eq!(
+                answers[0],
+                answers[1],
+                "{case:?}: {}",
+                String::from_utf8_lossy(&answers[1].2)
+            );
+        }
+        // Both kinds were tried: calls the lane took, and requests it left to rmcp.
+        assert!(
+            in_lane >= 60 && left >= 100,
+            "{in_lane} in the lane, {left} left"
+        );
+        with_lane.shutdown().await.unwrap();
+        without.shutdown().await.unwrap();
     }
 }
