@@ -22,7 +22,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::json;
 
 /// The header a session's requests carry.
-const SESSION_ID: hyper::header::HeaderName =
+pub(super) const SESSION_ID: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("mcp-session-id");
 
 /// The limits of a Streamable HTTP server (see the module docs).

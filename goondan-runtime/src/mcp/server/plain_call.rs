@@ -38,7 +38,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use http_body_util::BodyExt;
-use hyper::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue, ORIGIN};
+use hyper::header::{
+    ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, ORIGIN,
+};
 use hyper::{Method, Response};
 use pin_project_lite::pin_project;
 use rmcp::model::{
@@ -50,12 +52,10 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::http_limits::HttpResponse;
+use super::http_limits::{HttpResponse, SESSION_ID};
 
-/// The session header, as rmcp names it.
-const SESSION_ID: &str = "mcp-session-id";
 /// The revision header, as rmcp names it.
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// The `_meta` prefix of the protocol's own members (a request's revision among them).
 const PROTOCOL_META: &str = "io.modelcontextprotocol/";
 
@@ -69,35 +69,39 @@ pub(super) struct PlainCall {
 }
 
 impl PlainCall {
-    /// The message rmcp's service would hand the session: the request, with the HTTP request's
-    /// parts in its extensions, as rmcp puts them there for handlers.
-    pub(super) fn message(self, parts: hyper::http::request::Parts) -> ClientJsonRpcMessage {
+    /// The session, and the message rmcp's service would hand it: the request, with the HTTP
+    /// request's parts in its extensions, as rmcp puts them there for handlers.
+    pub(super) fn into_message(
+        self,
+        parts: hyper::http::request::Parts,
+    ) -> (SessionId, ClientJsonRpcMessage) {
         let mut request = self.request;
         request.request.extensions_mut().insert(parts);
-        ClientJsonRpcMessage::Request(request)
+        (self.session, ClientJsonRpcMessage::Request(request))
     }
 }
 
 /// The request with `method`, `headers` and `body` if it is a plain `tools/call` on a session
 /// (see the module docs); else `None`, and the request is rmcp's to decide.
 pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<PlainCall> {
-    if method != Method::POST || headers.contains_key(ORIGIN) {
-        return None;
-    }
-    if !one_of(headers, ACCEPT.as_str(), |v| {
-        v == b"application/json, text/event-stream" || v == b"text/event-stream, application/json"
-    }) || !one_of(headers, CONTENT_TYPE.as_str(), |v| {
-        v.eq_ignore_ascii_case(b"application/json")
-    }) {
-        return None;
-    }
-    let mut versions = headers.get_all(PROTOCOL_VERSION).iter();
+    // The revision first: it turns away every stateless (2026-07-28) request at once.
+    let mut versions = headers.get_all(&PROTOCOL_VERSION).iter();
     match (versions.next(), versions.next()) {
         (None, _) => {}
         (Some(version), None) if is_session_revision(version.as_bytes()) => {}
         _ => return None,
     }
-    let session = single(headers, SESSION_ID)?.to_str().ok()?;
+    if method != Method::POST || headers.contains_key(ORIGIN) {
+        return None;
+    }
+    if !one_of(headers, &ACCEPT, |v| {
+        v == b"application/json, text/event-stream" || v == b"text/event-stream, application/json"
+    }) || !one_of(headers, &CONTENT_TYPE, |v| {
+        v.eq_ignore_ascii_case(b"application/json")
+    }) {
+        return None;
+    }
+    let session = single(headers, &SESSION_ID)?.to_str().ok()?;
     let shape: Shape<'_> = serde_json::from_slice(body).ok()?;
     if shape.method.as_deref() != Some("tools/call") || shape.result.0 || shape.error.0 {
         return None;
@@ -123,12 +127,12 @@ pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<
 }
 
 /// Whether `headers` has exactly one `name` header, and it passes `test`.
-fn one_of(headers: &HeaderMap, name: &str, test: impl Fn(&[u8]) -> bool) -> bool {
+fn one_of(headers: &HeaderMap, name: &HeaderName, test: impl Fn(&[u8]) -> bool) -> bool {
     single(headers, name).is_some_and(|v| test(v.as_bytes()))
 }
 
 /// The one `name` header of `headers`, if there is exactly one.
-fn single<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h HeaderValue> {
+fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderValue> {
     let mut all = headers.get_all(name).iter();
     match (all.next(), all.next()) {
         (Some(value), None) => Some(value),

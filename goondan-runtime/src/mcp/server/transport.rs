@@ -187,7 +187,9 @@ impl McpServer {
                             } else {
                                 None
                             };
-                            let request = if opens {
+                            // Looked at once: the lane and the choice of service both ask.
+                            let plain_host = front.plain_hosts.admits(request.headers());
+                            let request = if opens || !plain_host {
                                 request
                             } else {
                                 match front.plain_call(request, &body).await {
@@ -195,8 +197,7 @@ impl McpServer {
                                     Err(request) => request,
                                 }
                             };
-                            let response =
-                                front.service_for(request.headers()).handle(request).await;
+                            let response = front.service_for(plain_host).handle(request).await;
                             Ok::<_, Infallible>(http_limits::explain(response, &body))
                         }
                     });
@@ -244,14 +245,15 @@ struct Front {
 }
 
 impl Front {
-    /// Answers `request` in the lane if it is a plain call on a live session (see
-    /// `plain_call`), as rmcp's service would; else gives it back for rmcp's service.
+    /// Answers `request`, whose `Host` the host check plainly admits, in the lane if it is a
+    /// plain call on a live session (see `plain_call`), as rmcp's service would; else gives it
+    /// back for rmcp's service.
     async fn plain_call(
         &self,
         request: hyper::Request<http_body_util::Full<bytes::Bytes>>,
         body: &bytes::Bytes,
     ) -> Result<http_limits::HttpResponse, hyper::Request<http_body_util::Full<bytes::Bytes>>> {
-        if !self.lane || !self.plain_hosts.admits(request.headers()) {
+        if !self.lane {
             return Err(request);
         }
         let Some(call) = plain_call::read(request.method(), request.headers(), body) else {
@@ -261,33 +263,27 @@ impl Front {
         if !matches!(self.sessions.has_session(&call.session).await, Ok(true)) {
             return Err(request);
         }
-        let session = call.session.clone();
         let (parts, _) = request.into_parts();
+        let (session, message) = call.into_message(parts);
         let config = &self.plain_service.config;
-        Ok(
-            match self
-                .sessions
-                .create_stream(&session, call.message(parts))
-                .await
-            {
-                Ok(messages) => plain_call::sse_response(
-                    messages,
-                    config.sse_keep_alive,
-                    config.cancellation_token.child_token(),
-                ),
-                // The session ended between the look and the call: rmcp's answer for it.
-                Err(error) => plain_call::internal_error("get session", &error),
-            },
-        )
+        Ok(match self.sessions.create_stream(&session, message).await {
+            Ok(messages) => plain_call::sse_response(
+                messages,
+                config.sse_keep_alive,
+                config.cancellation_token.child_token(),
+            ),
+            // The session ended between the look and the call: rmcp's answer for it.
+            Err(error) => plain_call::internal_error("get session", &error),
+        })
     }
 
-    /// The service for a request with `headers`: the one without rmcp's host check when its
-    /// `Host` is plainly allowed (see `host_check`), else the one with it.
+    /// The service for a request: the one without rmcp's host check when its `Host` is
+    /// `plain_host`, plainly allowed (see `host_check`), else the one with it.
     fn service_for(
         &self,
-        headers: &hyper::HeaderMap,
+        plain_host: bool,
     ) -> &StreamableHttpService<McpServer, LocalSessionManager> {
-        if self.plain_hosts.admits(headers) {
+        if plain_host {
             &self.plain_service
         } else {
             &self.service
@@ -364,8 +360,8 @@ mod tests {
         Ok(McpServer::builder(Arc::new(registry)).build()?)
     }
 
-    /// One HTTP/1.1 request on a connection of its own; the answer as status, headers (the
-    /// date and the session id left out, names lowercase) and body (de-chunked).
+    /// One HTTP/1.1 request on a connection of its own; the answer as status, headers (names
+    /// lowercase) and body (de-chunked).
     async fn exchange(
         addr: SocketAddr,
         method: &str,
@@ -417,9 +413,7 @@ mod tests {
             let (name, value) = line.split_once(':').ok_or("a bad header line")?;
             let (name, value) = (name.to_ascii_lowercase(), value.trim().to_owned());
             chunked |= name == "transfer-encoding" && value == "chunked";
-            if name != "date" && name != "mcp-session-id" {
-                fields.push((name, value));
-            }
+            fields.push((name, value));
         }
         if chunked {
             let mut body = Vec::new();
@@ -443,61 +437,38 @@ mod tests {
 
     /// A session on `addr`: its id, after the handshake.
     async fn open(addr: SocketAddr) -> Result<String, String> {
-        let plain = |session: Option<&str>| {
-            let mut headers = vec![
-                ("Host".to_owned(), addr.to_string().into_bytes()),
-                (
-                    "Accept".to_owned(),
-                    b"application/json, text/event-stream".to_vec(),
-                ),
-                ("Content-Type".to_owned(), b"application/json".to_vec()),
-            ];
-            if let Some(id) = session {
-                headers.push(("Mcp-Session-Id".to_owned(), id.as_bytes().to_vec()));
-                headers.push(("MCP-Protocol-Version".to_owned(), b"2025-11-25".to_vec()));
-            }
-            headers
-        };
-        let mut stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut request = b"POST /mcp HTTP/1.1\r\n".to_vec();
-        for (name, value) in plain(None) {
-            request.extend_from_slice(format!("{name}: ").as_bytes());
-            request.extend_from_slice(&value);
-            request.extend_from_slice(b"\r\n");
-        }
-        request.extend_from_slice(
-            format!(
-                "Content-Length: {}\r\nConnection: close\r\n\r\n{INITIALIZE}",
-                INITIALIZE.len()
-            )
-            .as_bytes(),
-        );
-        stream
-            .write_all(&request)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut answer = Vec::new();
-        stream
-            .read_to_end(&mut answer)
-            .await
-            .map_err(|e| e.to_string())?;
-        let answer = String::from_utf8_lossy(&answer);
-        let id = answer
-            .split("\r\n")
-            .find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.eq_ignore_ascii_case("mcp-session-id")
-                    .then(|| value.trim().to_owned())
-            })
+        let mut headers = vec![
+            ("Host".to_owned(), addr.to_string().into_bytes()),
+            (
+                "Accept".to_owned(),
+                b"application/json, text/event-stream".to_vec(),
+            ),
+            ("Content-Type".to_owned(), b"application/json".to_vec()),
+        ];
+        let (_, fields, _) = exchange(addr, "POST", &headers, INITIALIZE.as_bytes()).await?;
+        let id = fields
+            .into_iter()
+            .find_map(|(name, value)| (name == "mcp-session-id").then_some(value))
             .ok_or("no session id")?;
-        let (status, _, _) =
-            exchange(addr, "POST", &plain(Some(&id)), INITIALIZED.as_bytes()).await?;
+        headers.push(("Mcp-Session-Id".to_owned(), id.clone().into_bytes()));
+        headers.push(("MCP-Protocol-Version".to_owned(), b"2025-11-25".to_vec()));
+        let (status, _, _) = exchange(addr, "POST", &headers, INITIALIZED.as_bytes()).await?;
         if status != 202 {
             return Err(format!("notifications/initialized: {status}"));
         }
         Ok(id)
+    }
+
+    /// An answer without what differs between two servers however alike: the date and the
+    /// session id.
+    fn comparable(
+        (status, fields, body): (u16, Vec<(String, String)>, Vec<u8>),
+    ) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let fields = fields
+            .into_iter()
+            .filter(|(name, _)| name != "date" && name != "mcp-session-id")
+            .collect();
+        (status, fields, body)
     }
 
     /// The lane for plain calls answers every request exactly as the same server without it
@@ -678,11 +649,11 @@ mod tests {
                         left += 1;
                     }
                 }
-                answers.push(
+                answers.push(comparable(
                     exchange(*addr, methods[case[6]], &headers, bodies[case[7]])
                         .await
                         .unwrap_or_else(|e| panic!("{case:?}: {e}")),
-                );
+                ));
             }
             assert_eq!(
                 answers[0],
