@@ -297,6 +297,18 @@ impl McpServer {
         }
     }
 
+    /// `look` at the tool published as `name` in the catalog as it is now, if there is one.
+    pub(super) fn with_tool<R>(
+        &self,
+        name: &str,
+        look: impl FnOnce(&rmcp::model::Tool) -> R,
+    ) -> Option<R> {
+        let view = self.current();
+        let goondan = self.shared.renames.goondan(name);
+        let at = view.catalog.position(goondan)?;
+        view.tools(&self.shared.renames).get(at).map(look)
+    }
+
     /// The served catalog as it is now, rebuilt first when the registry changed.
     pub(super) fn current(&self) -> Arc<View> {
         let registry = self.shared.executor.registry();

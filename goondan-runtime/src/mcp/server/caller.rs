@@ -11,7 +11,9 @@
 //!   A question the client declared no capability for is the protocol's
 //!   `MissingRequiredClientCapabilityError` (`-32021`).
 //! - Log lines go out as `notifications/message` at the level the request's `_meta` asked for
-//!   (2026-07-28), or the session's `logging/setLevel` (older); with neither, none.
+//!   (2026-07-28), or the session's `logging/setLevel` (older); with neither, none. They go
+//!   out as they are written, in the order written, and all of a call's lines before its
+//!   result ([`McpCaller::logged`]).
 
 // MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
 #![allow(deprecated)]
@@ -26,7 +28,9 @@ use rmcp::model::{
 };
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
@@ -91,6 +95,15 @@ pub(super) struct McpCaller {
     /// call only: a session's client is asked in place).
     /// Made when first asked for: most calls end without anyone looking at it.
     stop: Option<OnceLock<CancellationToken>>,
+    /// The lines written and not yet known to be sent: made at the first line.
+    logs: Mutex<Option<LogQueue>>,
+}
+
+/// A call's log lines on their way to the client, one after another.
+struct LogQueue {
+    lines: UnboundedSender<LoggingMessageNotificationParam>,
+    /// Sends them; ends when `lines` is dropped and every line is sent.
+    sending: JoinHandle<()>,
 }
 
 /// How a call ended for its questions.
@@ -117,6 +130,7 @@ impl McpCaller {
             mode: Mode::Session,
             asked: Mutex::default(),
             stop: None,
+            logs: Mutex::default(),
         }
     }
 
@@ -166,11 +180,23 @@ impl McpCaller {
             },
             asked: Mutex::default(),
             stop: Some(OnceLock::new()),
+            logs: Mutex::default(),
         })
     }
 
     fn lock(&self) -> MutexGuard<'_, Asked> {
         self.asked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until every line written so far has reached the client's stream, so that a
+    /// result sent next comes after them.
+    pub(super) async fn logged(&self) {
+        let queue = self.logs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(LogQueue { lines, sending }) = queue {
+            drop(lines);
+            // A failed send ends the sending too: there is nothing left to wait for.
+            let _ = sending.await;
+        }
     }
 
     /// Cancelled when the call must stop to ask; none when it never must.
@@ -356,12 +382,23 @@ impl Caller for McpCaller {
         if level < threshold {
             return;
         }
-        let peer = self.peer.clone();
         let param = LoggingMessageNotificationParam::new(logging_level(level), data);
-        tokio::spawn(async move {
-            #[allow(deprecated)]
-            let _ = peer.notify_logging_message(param).await;
+        let mut logs = self.logs.lock().unwrap_or_else(|e| e.into_inner());
+        let queue = logs.get_or_insert_with(|| {
+            let (lines, mut rx) = unbounded_channel();
+            let peer = self.peer.clone();
+            let sending = tokio::spawn(async move {
+                while let Some(param) = rx.recv().await {
+                    if peer.notify_logging_message(param).await.is_err() {
+                        // The client is gone: the rest would fail alike.
+                        break;
+                    }
+                }
+            });
+            LogQueue { lines, sending }
         });
+        // Fails only when the sending ended for a gone client.
+        let _ = queue.lines.send(param);
     }
 }
 

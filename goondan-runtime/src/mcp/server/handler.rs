@@ -73,10 +73,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let view = self.current();
-        let goondan = self.shared.renames.goondan(name);
-        let at = view.catalog.position(goondan)?;
-        view.tools(&self.shared.renames).get(at).cloned()
+        self.with_tool(name, Tool::clone)
     }
 
     fn call_tool(
@@ -322,6 +319,8 @@ impl McpServer {
             // What a call that has not finished needs: the token that stops it.
             let cancel = result.is_pending().then(|| p.ctx.cancellation().clone());
             drop(p.ctx);
+            // Its log lines before its answer.
+            p.caller.logged().await;
             match p.caller.finish() {
                 Rounds::Done => {}
                 Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
@@ -371,6 +370,7 @@ impl McpServer {
                     timed_out(&result, limit)
                 }
             };
+            p.caller.logged().await;
             Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
         }
     }

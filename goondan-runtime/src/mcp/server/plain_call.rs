@@ -1,33 +1,43 @@
-//! A session's `tools/call` read once, for the request that rmcp's checks plainly pass.
+//! A plain `tools/call` read once, for the request that rmcp's checks plainly pass.
 //!
 //! rmcp's `StreamableHttpService` reads every request body as a `ClientJsonRpcMessage`: an
 //! untagged enum over JSON-RPC's four shapes, whose request shape is again an untagged enum
 //! over every method the protocol knows. A `tools/call` is copied into serde's buffer three
 //! times and tried against the thirteen methods before it, each refusal formatting an error
 //! message: about 35,000 instructions of a session's `tools/call`, 14% of all it costs both
-//! ends (measured with `scripts/callgrind mcp`; rmcp's own server pays the same).
+//! ends (measured with `scripts/callgrind mcp`; rmcp's own server pays the same). A 2026-07-28
+//! request standing alone pays that, and then as much again to check its standard headers
+//! (`Mcp-Method`, `Mcp-Name`) against a copy of the whole message as a `serde_json::Value`.
 //!
-//! [`read`] takes a request that is plainly a `tools/call` on a session whose headers rmcp's
-//! checks let through without a doubt, and reads its body straight as a `tools/call`, with
-//! rmcp's own types. Such a request goes to the session as rmcp would send it
-//! (`SessionManager::create_stream`), and its answer comes back as rmcp frames it
-//! ([`sse_response`]). Any other request (another method, a header spelt otherwise, a body
-//! that does not read, an unknown session) goes to rmcp's service, which decides it as it
-//! always has. So the server answers exactly as through rmcp alone; only the cost of the
-//! common request changes. A test sends the same requests, plain and not, to a server with
-//! this lane and to one without it, and asks for the same answers byte for byte.
+//! [`read`] takes a request that is plainly a `tools/call`, whose headers rmcp's checks let
+//! through without a doubt, and reads its body straight as a `tools/call`, with rmcp's own
+//! types. It goes where rmcp would send it ([`Route`]): on a session, to the session
+//! (`SessionManager::create_stream`); standing alone, to the server served for it alone
+//! ([`serve_alone`], rmcp's `serve_directly_with_ct`, as rmcp serves it). Its answer comes
+//! back as rmcp frames it ([`sse_response`], or JSON where rmcp answers in JSON). Any other
+//! request (another method, a header spelt otherwise, a body that does not read, an unknown
+//! session) goes to rmcp's service, which decides it as it always has. So the server answers
+//! exactly as through rmcp alone; only the cost of the common request changes. Tests send the
+//! same requests, plain and not, to a server with this lane and to one without it, and ask
+//! for the same answers byte for byte.
 //!
 //! What "plainly" means, each a condition under which rmcp's check passes whatever its
 //! configuration (see `tower.rs` in rmcp's `streamable_http_server`):
 //! - `POST`, with no `Origin` header (the origin check passes with no origin);
 //! - one `Accept` header naming exactly `application/json` and `text/event-stream`, in either
 //!   order, and one `Content-Type` header `application/json`;
-//! - no `MCP-Protocol-Version` header, or one naming a revision rmcp knows from before
-//!   2026-07-28: the session's revisions, which need neither `_meta` nor the standard headers;
-//! - a `Mcp-Session-Id` header in visible ASCII;
 //! - a body that is one JSON object with `method` `tools/call` and no `result` or `error`
-//!   member, which reads as rmcp's `JsonRpcRequest<CallToolRequest>`, and whose `_meta` has
-//!   no `io.modelcontextprotocol/` member (no revision of its own).
+//!   member, which reads as rmcp's `JsonRpcRequest<CallToolRequest>`;
+//! - on a session: no `MCP-Protocol-Version` header, or one naming a revision rmcp knows from
+//!   before 2026-07-28 (the session's revisions, which need neither `_meta` nor the standard
+//!   headers); one `Mcp-Session-Id` header in visible ASCII; no `io.modelcontextprotocol/`
+//!   member in the body's `_meta` (no revision of its own);
+//! - standing alone: one `MCP-Protocol-Version` header naming a revision rmcp knows from
+//!   2026-07-28 on, and the same revision in the body's `_meta`; no `Mcp-Session-Id` header;
+//!   one `Mcp-Method` header `tools/call` and one `Mcp-Name` header spelling the tool's name
+//!   as it is (not in base64); and (looked at by the caller, [`names_param_headers`]) no
+//!   `x-mcp-header` anywhere in the tool's input schema, so that no `Mcp-Param-*` header is
+//!   asked for.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -41,56 +51,92 @@ use http_body_util::BodyExt;
 use hyper::header::{
     ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, ORIGIN,
 };
-use hyper::{Method, Response};
+use hyper::{Method, Response, StatusCode};
 use pin_project_lite::pin_project;
+use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest,
-    ProtocolVersion,
+    CallToolRequest, ClientCapabilities, ClientJsonRpcMessage, ClientRequest, ErrorCode,
+    GetExtensions, GetMeta, Implementation, InitializeRequestParams, JsonObject, JsonRpcRequest,
+    ProtocolVersion, ServerJsonRpcMessage,
 };
+use rmcp::service::serve_directly_with_ct;
+use rmcp::transport::OneshotTransport;
+use rmcp::transport::common::http_header::BASE64_HEADER_PREFIX;
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::McpServer;
 use super::http_limits::{HttpResponse, SESSION_ID};
 
 /// The revision header, as rmcp names it.
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// The standard header naming a request's method (from 2026-07-28 on).
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// The standard header naming what a request is about: for `tools/call`, the tool.
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// The `_meta` prefix of the protocol's own members (a request's revision among them).
 const PROTOCOL_META: &str = "io.modelcontextprotocol/";
+/// The schema keyword that maps an argument to a `Mcp-Param-*` header.
+const PARAM_HEADER: &str = "x-mcp-header";
 
-/// A `tools/call` read in the lane: the session it is for, and the request as rmcp reads it.
+/// A `tools/call` read in the lane: where it goes, and the request as rmcp reads it.
 #[derive(Debug)]
 pub(super) struct PlainCall {
-    /// The session named by the request.
-    pub(super) session: SessionId,
-    /// The request, without the HTTP parts rmcp puts in its extensions (see [`Self::message`]).
+    /// Where it goes.
+    pub(super) route: Route,
+    /// The request, without the HTTP parts rmcp puts in its extensions (see [`Self::into_message`]).
     request: JsonRpcRequest<ClientRequest>,
 }
 
+/// Where a plain call goes, as rmcp would send it.
+#[derive(Debug)]
+pub(super) enum Route {
+    /// To the live session it names (a revision before 2026-07-28).
+    Session(SessionId),
+    /// To a server served for it alone (2026-07-28 on).
+    Alone {
+        /// The revision it names, which the handler is told its client speaks.
+        version: ProtocolVersion,
+        /// Whether its `_meta` lacks a member the revision asks for: an invalid-params
+        /// answer is then HTTP 400, as rmcp sends it.
+        meta_malformed: bool,
+    },
+}
+
 impl PlainCall {
-    /// The session, and the message rmcp's service would hand it: the request, with the HTTP
-    /// request's parts in its extensions, as rmcp puts them there for handlers.
+    /// The tool it calls.
+    pub(super) fn tool(&self) -> &str {
+        match &self.request.request {
+            ClientRequest::CallToolRequest(call) => &call.params.name,
+            _ => "",
+        }
+    }
+
+    /// Where it goes, and the message rmcp's service would hand on: the request, with the
+    /// HTTP request's parts in its extensions, as rmcp puts them there for handlers.
     pub(super) fn into_message(
         self,
         parts: hyper::http::request::Parts,
-    ) -> (SessionId, ClientJsonRpcMessage) {
+    ) -> (Route, ClientJsonRpcMessage) {
         let mut request = self.request;
         request.request.extensions_mut().insert(parts);
-        (self.session, ClientJsonRpcMessage::Request(request))
+        (self.route, ClientJsonRpcMessage::Request(request))
     }
 }
 
-/// The request with `method`, `headers` and `body` if it is a plain `tools/call` on a session
-/// (see the module docs); else `None`, and the request is rmcp's to decide.
+/// The request with `method`, `headers` and `body` if it is a plain `tools/call` (see the
+/// module docs); else `None`, and the request is rmcp's to decide.
 pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<PlainCall> {
-    // The revision first: it turns away every stateless (2026-07-28) request at once.
     let mut versions = headers.get_all(&PROTOCOL_VERSION).iter();
-    match (versions.next(), versions.next()) {
-        (None, _) => {}
-        (Some(version), None) if is_session_revision(version.as_bytes()) => {}
+    let alone = match (versions.next(), versions.next()) {
+        (None, _) => None,
+        (Some(version), None) if is_session_revision(version.as_bytes()) => None,
+        (Some(version), None) => Some(alone_revision(version.as_bytes())?),
         _ => return None,
-    }
+    };
     if method != Method::POST || headers.contains_key(ORIGIN) {
         return None;
     }
@@ -101,29 +147,53 @@ pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<
     }) {
         return None;
     }
-    let session = single(headers, &SESSION_ID)?.to_str().ok()?;
+    let session = match alone {
+        None => Some(single(headers, &SESSION_ID)?.to_str().ok()?),
+        Some(_) if headers.contains_key(SESSION_ID) => return None,
+        Some(_) if !one_of(headers, &MCP_METHOD, |v| v == b"tools/call") => return None,
+        Some(_) => None,
+    };
     let shape: Shape<'_> = serde_json::from_slice(body).ok()?;
     if shape.method.as_deref() != Some("tools/call") || shape.result.0 || shape.error.0 {
         return None;
     }
     let call: JsonRpcRequest<CallToolRequest> = serde_json::from_slice(body).ok()?;
+    let name_header_fits = match alone {
+        None => true,
+        Some(_) => single(headers, &MCP_NAME)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v == call.request.params.name && !v.starts_with(BASE64_HEADER_PREFIX)),
+    };
+    if !name_header_fits {
+        return None;
+    }
     let request = JsonRpcRequest {
         jsonrpc: call.jsonrpc,
         id: call.id,
         request: ClientRequest::CallToolRequest(call.request),
     };
-    if request
-        .request
-        .get_meta()
-        .keys()
-        .any(|key| key.starts_with(PROTOCOL_META))
-    {
-        return None;
-    }
-    Some(PlainCall {
-        session: session.into(),
-        request,
-    })
+    let meta = request.request.get_meta();
+    let route = match (alone, session) {
+        (None, Some(session)) => {
+            if meta.keys().any(|key| key.starts_with(PROTOCOL_META)) {
+                return None;
+            }
+            Route::Session(session.into())
+        }
+        (Some(version), _) => {
+            if meta.protocol_version().as_ref() != Some(version) {
+                return None;
+            }
+            Route::Alone {
+                version: version.clone(),
+                meta_malformed: !meta
+                    .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                    .is_empty(),
+            }
+        }
+        (None, None) => return None,
+    };
+    Some(PlainCall { route, request })
 }
 
 /// Whether `headers` has exactly one `name` header, and it passes `test`.
@@ -149,6 +219,135 @@ fn is_session_revision(version: &[u8]) -> bool {
         let known = known.as_str();
         known.as_bytes() == version && known < newest && known < headers_from
     })
+}
+
+/// The revision rmcp knows that `version` names, if it is one from 2026-07-28 on: a request
+/// standing alone, which names its revision in its `_meta` and carries the standard headers.
+fn alone_revision(version: &[u8]) -> Option<&'static ProtocolVersion> {
+    ProtocolVersion::KNOWN_VERSIONS.iter().find(|known| {
+        let known = known.as_str();
+        known.as_bytes() == version
+            && known >= ProtocolVersion::V_2026_07_28.as_str()
+            && known >= ProtocolVersion::STANDARD_HEADERS.as_str()
+    })
+}
+
+/// Whether `schema` has `x-mcp-header` anywhere: then rmcp may ask a call of its tool for
+/// `Mcp-Param-*` headers, and the call is rmcp's to check.
+pub(super) fn names_param_headers(schema: &JsonObject) -> bool {
+    let mut pending: Vec<&Value> = Vec::new();
+    let mut object = Some(schema);
+    loop {
+        if let Some(members) = object.take() {
+            if members.contains_key(PARAM_HEADER) {
+                return true;
+            }
+            pending.extend(members.values());
+        }
+        match pending.pop() {
+            Some(Value::Object(members)) => object = Some(members),
+            Some(Value::Array(items)) => pending.extend(items),
+            Some(_) => {}
+            None => return false,
+        }
+    }
+}
+
+/// Serves `message`, a plain call standing alone of `version`, on `server` for it alone, as
+/// rmcp serves a 2026-07-28 request: the handler is told the revision (and no more of the
+/// client), runs until it answers or the client goes away (`stop` ends it with the server),
+/// and its first message decides the answer: a final one in JSON when `json` asks for it or
+/// when its status is not 200, else every message as Server-Sent Events (a comment every
+/// `keep_alive`).
+pub(super) async fn serve_alone(
+    server: McpServer,
+    message: ClientJsonRpcMessage,
+    (version, meta_malformed): (ProtocolVersion, bool),
+    json: bool,
+    keep_alive: Option<Duration>,
+    stop: &CancellationToken,
+) -> HttpResponse {
+    let peer =
+        InitializeRequestParams::new(ClientCapabilities::default(), Implementation::default())
+            .with_protocol_version(version);
+    let (transport, mut messages) = OneshotTransport::<RoleServer>::new(message);
+    let call = CancellationToken::new();
+    let running = serve_directly_with_ct(server, transport, Some(peer), call.clone());
+    tokio::spawn(async move {
+        let _ = running.waiting().await;
+    });
+    // The call is cancelled if the client goes away before the first message (this future is
+    // dropped), and not once the first message is there.
+    let gone = call.clone().drop_guard();
+    let server_stop = stop.child_token();
+    let first = tokio::select! {
+        first = messages.recv() => first,
+        () = server_stop.cancelled() => None,
+    };
+    let Some(first) = first else {
+        return internal_error(
+            "empty response",
+            &std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "no response message received from handler",
+            ),
+        );
+    };
+    gone.disarm();
+    let last = matches!(
+        first,
+        ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
+    );
+    let status = http_status(&first, meta_malformed);
+    if last && (json || status != StatusCode::OK) {
+        // Nothing after it can reach the client: a handler still running is stopped.
+        call.cancel();
+        return json_response(&first, status);
+    }
+    let rest = futures_util::stream::poll_fn(move |cx| messages.poll_recv(cx));
+    let all = futures_util::stream::iter([first])
+        .chain(rest)
+        .map(ServerSseMessage::from_message);
+    sse_response(
+        CancelOnDrop {
+            inner: all,
+            cancel: Some(call.drop_guard()),
+        },
+        keep_alive,
+        stop.child_token(),
+    )
+}
+
+/// The HTTP status of an answer standing alone whose first message is `message`, as rmcp
+/// gives it: 400 for a protocol error of the request's headers or revision (or invalid params
+/// when its `_meta` was malformed), 404 for an unknown method, else 200.
+fn http_status(message: &ServerJsonRpcMessage, meta_malformed: bool) -> StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::INVALID_PARAMS if meta_malformed => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// One message as the whole answer, in JSON, with `status`.
+fn json_response(message: &ServerJsonRpcMessage, status: StatusCode) -> HttpResponse {
+    match serde_json::to_vec(message) {
+        Ok(body) => {
+            let mut response = Response::new(http_body_util::Full::new(Bytes::from(body)).boxed());
+            *response.status_mut() = status;
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response
+        }
+        Err(error) => internal_error("serialize json response", &error),
+    }
 }
 
 /// What the lane looks at before reading a body as a `tools/call`: its method, and whether it
@@ -240,6 +439,31 @@ fn event(message: ServerSseMessage) -> sse_stream::Sse {
         .retry
         .map(|retry| u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
     sse
+}
+
+pin_project! {
+    /// A stream that cancels a call when dropped before its end (the client went away).
+    struct CancelOnDrop<S> {
+        #[pin]
+        inner: S,
+        cancel: Option<DropGuard>,
+    }
+}
+
+impl<S: Stream> Stream for CancelOnDrop<S> {
+    type Item = S::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        let this = self.project();
+        let polled = this.inner.poll_next(cx);
+        if let Poll::Ready(None) = polled {
+            // Ended: the call is over, and nothing is cancelled.
+            if let Some(guard) = this.cancel.take() {
+                guard.disarm();
+            }
+        }
+        polled
+    }
 }
 
 pin_project! {
@@ -407,5 +631,147 @@ mod tests {
         assert!(!replacing("mcp-protocol-version", Some("2026-07-28")));
         assert!(!replacing("mcp-protocol-version", Some("2025-11-26")));
         assert!(!replacing("mcp-session-id", None));
+    }
+
+    const ALONE: &[(&str, &str)] = &[
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    const ALONE_CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}"#;
+
+    /// Where the lane sends a call standing alone with `extra` headers, `without` one, and
+    /// its body's `_meta` members replaced: `None` when it leaves it to rmcp.
+    fn alone(
+        extra: &[(&str, &str)],
+        without: Option<&str>,
+        body: &str,
+    ) -> Option<(ProtocolVersion, bool)> {
+        let mut pairs: Vec<(&str, &str)> = ALONE
+            .iter()
+            .copied()
+            .filter(|(name, _)| Some(*name) != without)
+            .collect();
+        pairs.extend_from_slice(extra);
+        match read(&Method::POST, &headers(&pairs), body.as_bytes())?.route {
+            Route::Alone {
+                version,
+                meta_malformed,
+            } => Some((version, meta_malformed)),
+            Route::Session(_) => panic!("a call standing alone went to a session"),
+        }
+    }
+
+    /// A 2026-07-28 call is taken standing alone when its headers say what its body says, as
+    /// rmcp's checks want them; a header missing, doubled or at odds with the body, or a
+    /// session named, leaves it to rmcp.
+    #[test]
+    fn a_call_standing_alone_is_taken_only_when_its_headers_agree_with_its_body() {
+        assert_eq!(
+            alone(&[], None, ALONE_CALL),
+            Some((ProtocolVersion::V_2026_07_28, false))
+        );
+        // Its `_meta` without the client's capabilities: still rmcp's path, but an invalid
+        // params answer is a 400.
+        let no_capabilities =
+            ALONE_CALL.replace(r#""io.modelcontextprotocol/clientCapabilities":{},"#, "");
+        assert_eq!(
+            alone(&[], None, &no_capabilities),
+            Some((ProtocolVersion::V_2026_07_28, true))
+        );
+        let taken = |extra: &[(&str, &str)], without: Option<&str>, body: &str| {
+            alone(extra, without, body).is_some()
+        };
+        for header in ["mcp-protocol-version", "mcp-method", "mcp-name", "accept"] {
+            assert!(!taken(&[], Some(header), ALONE_CALL), "without {header}");
+        }
+        assert!(!taken(&[("mcp-method", "tools/call")], None, ALONE_CALL));
+        assert!(!taken(&[("mcp-name", "echo")], None, ALONE_CALL));
+        assert!(!taken(
+            &[("mcp-protocol-version", "2026-07-28")],
+            None,
+            ALONE_CALL
+        ));
+        assert!(!taken(&[("mcp-session-id", "abc")], None, ALONE_CALL));
+        assert!(!taken(&[("origin", "http://localhost")], None, ALONE_CALL));
+        // Another method or name, or the name in base64 (the same name, but rmcp's to decode).
+        for (header, value) in [
+            ("mcp-method", "tools/list"),
+            ("mcp-method", "Tools/Call"),
+            ("mcp-name", "other"),
+            ("mcp-name", "ECHO"),
+            ("mcp-name", "=?base64?ZWNobw==?="),
+        ] {
+            assert!(
+                !taken(&[(header, value)], Some(header), ALONE_CALL),
+                "{header}: {value}"
+            );
+        }
+        for version in ["2099-01-01", "2025-11-26", "2026-07-28 "] {
+            assert!(
+                !taken(
+                    &[("mcp-protocol-version", version)],
+                    Some("mcp-protocol-version"),
+                    ALONE_CALL
+                ),
+                "{version}"
+            );
+        }
+        // The body's revision must be the header's.
+        let other = ALONE_CALL.replace(
+            r#"protocolVersion":"2026-07-28"#,
+            r#"protocolVersion":"2025-11-25"#,
+        );
+        assert!(!taken(&[], None, &other));
+        let missing = ALONE_CALL.replace(
+            r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+            "",
+        );
+        assert!(!taken(&[], None, &missing));
+        let malformed = ALONE_CALL.replace(
+            r#"protocolVersion":"2026-07-28"#,
+            r#"protocolVersion":20260728"#,
+        );
+        assert!(!taken(&[], None, &malformed));
+        // What `read` takes reads as rmcp reads it.
+        let Some(call) = read(&Method::POST, &headers(ALONE), ALONE_CALL.as_bytes()) else {
+            panic!("not taken");
+        };
+        assert_eq!(call.tool(), "echo");
+        assert_eq!(
+            serde_json::to_value(ClientJsonRpcMessage::Request(call.request)).ok(),
+            rmcp_reads(ALONE_CALL.as_bytes())
+        );
+    }
+
+    /// A schema with `x-mcp-header` anywhere (a property, a nested one, a definition, a
+    /// branch) is seen to name a header; one without is not.
+    #[test]
+    fn a_schema_naming_a_header_anywhere_is_seen() {
+        let names = |schema: serde_json::Value| match schema {
+            serde_json::Value::Object(schema) => names_param_headers(&schema),
+            _ => panic!("not an object"),
+        };
+        assert!(!names(
+            serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}})
+        ));
+        assert!(!names(
+            serde_json::json!({"description": "x-mcp-header", "enum": ["x-mcp-header"]})
+        ));
+        assert!(names(
+            serde_json::json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})
+        ));
+        assert!(names(
+            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": ""}}}}})
+        ));
+        assert!(names(
+            serde_json::json!({"$defs": {"A": {"x-mcp-header": "A"}}})
+        ));
+        assert!(names(
+            serde_json::json!({"anyOf": [{"type": "null"}, {"x-mcp-header": 3}]})
+        ));
+        assert!(names(serde_json::json!({"x-mcp-header": "Root"})));
     }
 }
