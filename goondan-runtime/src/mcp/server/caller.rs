@@ -13,7 +13,9 @@
 //! - Log lines go out as `notifications/message` at the level the request's `_meta` asked for
 //!   (2026-07-28), or the session's `logging/setLevel` (older); with neither, none. They go
 //!   out as they are written, in the order written, and all of a call's lines before its
-//!   result ([`McpCaller::logged`]).
+//!   result ([`McpCaller::logged`]). At most [`MAX_WAITING_LINES`] wait for a slow client;
+//!   lines past them are counted, not kept, and the count goes out as one warning after the
+//!   lines kept, so that memory stays bounded however fast a tool writes.
 
 // MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
 #![allow(deprecated)]
@@ -28,7 +30,8 @@ use rmcp::model::{
 };
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value, json};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::mpsc::{Sender, channel};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +42,9 @@ use crate::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
 /// the state without bound by answering more than it was asked.
 const MAX_ANSWERS: usize = 64;
 const MAX_STATE_BYTES: usize = 256 * 1024;
+
+/// The most log lines of one call that wait for the client; the ones past them are counted.
+pub(super) const MAX_WAITING_LINES: usize = 1024;
 
 /// How a call's questions are answered.
 enum Mode {
@@ -101,9 +107,11 @@ pub(super) struct McpCaller {
 
 /// A call's log lines on their way to the client, one after another.
 struct LogQueue {
-    lines: UnboundedSender<LoggingMessageNotificationParam>,
+    lines: Sender<LoggingMessageNotificationParam>,
     /// Sends them; ends when `lines` is dropped and every line is sent.
     sending: JoinHandle<()>,
+    /// Lines not kept because [`MAX_WAITING_LINES`] were waiting.
+    dropped: u64,
 }
 
 /// How a call ended for its questions.
@@ -189,14 +197,36 @@ impl McpCaller {
     }
 
     /// Waits until every line written so far has reached the client's stream, so that a
-    /// result sent next comes after them.
+    /// result sent next comes after them; lines that were not kept are told of last, in one
+    /// warning (or at the client's level, if it asked for less than warnings).
     pub(super) async fn logged(&self) {
         let queue = self.logs.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(LogQueue { lines, sending }) = queue {
-            drop(lines);
-            // A failed send ends the sending too: there is nothing left to wait for.
-            let _ = sending.await;
+        let Some(LogQueue {
+            lines,
+            sending,
+            dropped,
+        }) = queue
+        else {
+            return;
+        };
+        if dropped > 0 {
+            let level = match self.log_level {
+                Some(asked) if asked > LogLevel::Warning => asked,
+                _ => LogLevel::Warning,
+            };
+            let note = LoggingMessageNotificationParam::new(
+                logging_level(level),
+                json!(format!(
+                    "{dropped} log lines of this call were not sent: more than \
+                     {MAX_WAITING_LINES} were waiting for the client"
+                )),
+            );
+            // Behind the lines kept; fails only when the sending ended for a gone client.
+            let _ = lines.send(note).await;
         }
+        drop(lines);
+        // A failed send ends the sending too: there is nothing left to wait for.
+        let _ = sending.await;
     }
 
     /// Cancelled when the call must stop to ask; none when it never must.
@@ -385,7 +415,7 @@ impl Caller for McpCaller {
         let param = LoggingMessageNotificationParam::new(logging_level(level), data);
         let mut logs = self.logs.lock().unwrap_or_else(|e| e.into_inner());
         let queue = logs.get_or_insert_with(|| {
-            let (lines, mut rx) = unbounded_channel();
+            let (lines, mut rx) = channel(MAX_WAITING_LINES);
             let peer = self.peer.clone();
             let sending = tokio::spawn(async move {
                 while let Some(param) = rx.recv().await {
@@ -395,10 +425,18 @@ impl Caller for McpCaller {
                     }
                 }
             });
-            LogQueue { lines, sending }
+            LogQueue {
+                lines,
+                sending,
+                dropped: 0,
+            }
         });
-        // Fails only when the sending ended for a gone client.
-        let _ = queue.lines.send(param);
+        match queue.lines.try_send(param) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => queue.dropped += 1,
+            // The sending ended for a gone client.
+            Err(TrySendError::Closed(_)) => {}
+        }
     }
 }
 

@@ -936,44 +936,58 @@ mod tests {
 
     /// A call's log lines reach the client in the order written, all of them before its
     /// result, in the call's own answer: a 2026-07-28 call standing alone, with the lane and
-    /// without. (On a session, rmcp sends log lines on the session's own stream, `GET`.)
+    /// without. (On a session, rmcp sends log lines on the session's own stream, `GET`.) A
+    /// tool that writes faster than they can go out (here: all at once, on this test's one
+    /// thread) has at most `MAX_WAITING_LINES` kept, and the client told how many were not.
     #[tokio::test]
     async fn mcp_http_a_calls_log_lines_reach_the_client_in_order_before_its_result() {
-        const LINES: usize = 40;
+        use super::super::caller::MAX_WAITING_LINES;
         let servers = with_and_without_lane().await;
-        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "echo__talk", "arguments": {"lines": LINES}, "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/logLevel": "info"}}});
-        let expected: Vec<String> = (0..LINES).map(|i| format!("line {i}")).collect();
-        for server in &servers {
-            let addr = server.local_addr();
-            let headers = [
-                ("Host", addr.to_string().into_bytes()),
-                ("Accept", b"application/json, text/event-stream".to_vec()),
-                ("Content-Type", b"application/json".to_vec()),
-                ("MCP-Protocol-Version", b"2026-07-28".to_vec()),
-                ("Mcp-Method", b"tools/call".to_vec()),
-                ("Mcp-Name", b"echo__talk".to_vec()),
-            ]
-            .map(|(name, value)| (name.to_owned(), value));
-            let (status, _, body) = exchange(addr, "POST", &headers, call.to_string().as_bytes())
-                .await
-                .unwrap();
-            assert_eq!(status, 200);
-            let events = events(&body);
-            let lines: Vec<&str> = events
-                .iter()
-                .filter(|e| e["method"] == "notifications/message")
-                .filter_map(|e| e["params"]["data"].as_str())
-                .collect();
-            assert_eq!(lines, expected, "{events:?}");
-            assert_eq!(events.len(), LINES + 1, "{events:?}");
-            assert_eq!(
-                events[LINES]["result"]["content"][0]["text"], "talked",
-                "{events:?}"
-            );
+        for written in [40, MAX_WAITING_LINES + 2_000] {
+            let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "echo__talk", "arguments": {"lines": written}, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/logLevel": "info"}}});
+            let kept = written.min(MAX_WAITING_LINES);
+            let mut expected: Vec<String> = (0..kept).map(|i| format!("line {i}")).collect();
+            if written > kept {
+                expected.push(format!(
+                    "{} log lines of this call were not sent: more than {MAX_WAITING_LINES} \
+                     were waiting for the client",
+                    written - kept
+                ));
+            }
+            for server in &servers {
+                let addr = server.local_addr();
+                let headers = [
+                    ("Host", addr.to_string().into_bytes()),
+                    ("Accept", b"application/json, text/event-stream".to_vec()),
+                    ("Content-Type", b"application/json".to_vec()),
+                    ("MCP-Protocol-Version", b"2026-07-28".to_vec()),
+                    ("Mcp-Method", b"tools/call".to_vec()),
+                    ("Mcp-Name", b"echo__talk".to_vec()),
+                ]
+                .map(|(name, value)| (name.to_owned(), value));
+                let (status, _, body) =
+                    exchange(addr, "POST", &headers, call.to_string().as_bytes())
+                        .await
+                        .unwrap();
+                assert_eq!(status, 200);
+                let events = events(&body);
+                let lines: Vec<&str> = events
+                    .iter()
+                    .filter(|e| e["method"] == "notifications/message")
+                    .filter_map(|e| e["params"]["data"].as_str())
+                    .collect();
+                assert_eq!(lines, expected, "{written} written");
+                assert_eq!(events.len(), expected.len() + 1, "{written} written");
+                let last = &events[expected.len()];
+                assert_eq!(last["result"]["content"][0]["text"], "talked", "{last}");
+                if written > kept {
+                    assert_eq!(events[kept]["params"]["level"], "warning");
+                }
+            }
         }
         for server in servers {
             server.shutdown().await.unwrap();
