@@ -13,6 +13,8 @@
 
 use goondan_test_peers::mcp_peers;
 
+use crate::mcp_conformance_client::passed;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -120,4 +122,19 @@ fn mcp_conformance_every_server_scenario_of_both_revisions_and_the_tasks_extensi
             .collect::<Vec<_>>()
             .join("\n")
     );
+    // The README says how many scenarios pass; it says what this run counted (the baseline is
+    // empty, so every scenario a revision's run reports passed).
+    let counts: Vec<String> = report[..2]
+        .iter()
+        .map(|(revision, (_, _, text))| format!("{} for {revision}", passed(text).len()))
+        .collect();
+    let readme = std::fs::read_to_string(goondan_test_peers::workspace_root().join("README.md"))
+        .unwrap()
+        .replace('\n', " ");
+    let claim = format!(
+        "server scenario of the MCP conformance suite: {}, and the tasks extension's {}",
+        counts.join(" and "),
+        TASK_SCENARIOS.len()
+    );
+    assert!(readme.contains(&claim), "the README should say `{claim}`");
 }

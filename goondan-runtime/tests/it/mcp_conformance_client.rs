@@ -58,7 +58,7 @@ fn listed(revision: &str) -> Vec<String> {
 
 /// The scenarios a suite run reports as passed (`✓ name: N passed, 0 failed`), with their
 /// check counts.
-fn passed(text: &str) -> Vec<(String, usize)> {
+pub(crate) fn passed(text: &str) -> Vec<(String, usize)> {
     text.lines()
         .filter_map(|l| l.trim().strip_prefix("✓ "))
         .filter_map(|l| {
