@@ -129,6 +129,8 @@ struct Served {
 pub(super) struct View {
     pub(super) catalog: Arc<ToolCatalog>,
     tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
+    /// For each of `tools`, whether its input schema maps an argument to a header.
+    param_headers: std::sync::OnceLock<Vec<bool>>,
 }
 
 impl View {
@@ -136,6 +138,7 @@ impl View {
         Self {
             catalog: Arc::new(catalog),
             tools: std::sync::OnceLock::new(),
+            param_headers: std::sync::OnceLock::new(),
         }
     }
 
@@ -143,6 +146,17 @@ impl View {
     pub(super) fn tools(&self, renames: &Renames) -> &[rmcp::model::Tool] {
         self.tools
             .get_or_init(|| listing::tools_of(&self.catalog, renames))
+    }
+
+    /// For each of [`Self::tools`], whether its input schema maps an argument to a header
+    /// (see [`listing::names_param_headers`]).
+    fn param_headers(&self, renames: &Renames) -> &[bool] {
+        self.param_headers.get_or_init(|| {
+            self.tools(renames)
+                .iter()
+                .map(|tool| listing::names_param_headers(&tool.input_schema))
+                .collect()
+        })
     }
 }
 
@@ -297,16 +311,25 @@ impl McpServer {
         }
     }
 
-    /// `look` at the tool published as `name` in the catalog as it is now, if there is one.
-    pub(super) fn with_tool<R>(
-        &self,
-        name: &str,
-        look: impl FnOnce(&rmcp::model::Tool) -> R,
-    ) -> Option<R> {
+    /// The catalog as it is now, and the place in it of the tool published as `name`, if it
+    /// is there.
+    fn find_tool(&self, name: &str) -> Option<(Arc<View>, usize)> {
         let view = self.current();
-        let goondan = self.shared.renames.goondan(name);
-        let at = view.catalog.position(goondan)?;
-        view.tools(&self.shared.renames).get(at).map(look)
+        let at = view.catalog.position(self.shared.renames.goondan(name))?;
+        Some((view, at))
+    }
+
+    /// The tool published as `name`, as `tools/list` lists it.
+    pub(super) fn listed_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let (view, at) = self.find_tool(name)?;
+        view.tools(&self.shared.renames).get(at).cloned()
+    }
+
+    /// Whether the input schema of the tool published as `name` maps an argument to a header
+    /// (`x-mcp-header`), looked at once per catalog generation; `None` for no such tool.
+    pub(super) fn names_param_headers(&self, name: &str) -> Option<bool> {
+        let (view, at) = self.find_tool(name)?;
+        view.param_headers(&self.shared.renames).get(at).copied()
     }
 
     /// The served catalog as it is now, rebuilt first when the registry changed.

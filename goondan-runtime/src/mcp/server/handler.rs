@@ -73,7 +73,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.with_tool(name, Tool::clone)
+        self.listed_tool(name)
     }
 
     fn call_tool(

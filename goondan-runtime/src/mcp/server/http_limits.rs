@@ -262,7 +262,12 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> HttpResponse {
         "id": null,
         "error": {"code": code, "message": message},
     });
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    json_answer(status, body.to_string())
+}
+
+/// An answer of `status` whose body is the JSON `body`.
+pub(super) fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
+    let mut response = Response::new(Full::new(body.into()).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,

@@ -94,3 +94,61 @@ fn empty_object_schema() -> JsonObject {
     o.insert("type".into(), Value::from("object"));
     o
 }
+
+/// The schema keyword that maps an argument to a `Mcp-Param-*` header (SEP-2243).
+const PARAM_HEADER: &str = "x-mcp-header";
+
+/// Whether `schema` has `x-mcp-header` anywhere: then rmcp may ask a call of its tool for
+/// `Mcp-Param-*` headers, and the call is rmcp's to check.
+pub(super) fn names_param_headers(schema: &JsonObject) -> bool {
+    let mut pending: Vec<&Value> = Vec::new();
+    let mut object = Some(schema);
+    loop {
+        if let Some(members) = object.take() {
+            if members.contains_key(PARAM_HEADER) {
+                return true;
+            }
+            pending.extend(members.values());
+        }
+        match pending.pop() {
+            Some(Value::Object(members)) => object = Some(members),
+            Some(Value::Array(items)) => pending.extend(items),
+            Some(_) => {}
+            None => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema with `x-mcp-header` anywhere (a property, a nested one, a definition, a
+    /// branch) is seen to name a header; one without is not.
+    #[test]
+    fn a_schema_naming_a_header_anywhere_is_seen() {
+        let names = |schema: serde_json::Value| match schema {
+            serde_json::Value::Object(schema) => names_param_headers(&schema),
+            _ => panic!("not an object"),
+        };
+        assert!(!names(
+            serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}})
+        ));
+        assert!(!names(
+            serde_json::json!({"description": "x-mcp-header", "enum": ["x-mcp-header"]})
+        ));
+        assert!(names(
+            serde_json::json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})
+        ));
+        assert!(names(
+            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": ""}}}}})
+        ));
+        assert!(names(
+            serde_json::json!({"$defs": {"A": {"x-mcp-header": "A"}}})
+        ));
+        assert!(names(
+            serde_json::json!({"anyOf": [{"type": "null"}, {"x-mcp-header": 3}]})
+        ));
+        assert!(names(serde_json::json!({"x-mcp-header": "Root"})));
+    }
+}

@@ -35,8 +35,8 @@
 //! - standing alone: one `MCP-Protocol-Version` header naming a revision rmcp knows from
 //!   2026-07-28 on, and the same revision in the body's `_meta`; no `Mcp-Session-Id` header;
 //!   one `Mcp-Method` header `tools/call` and one `Mcp-Name` header spelling the tool's name
-//!   as it is (not in base64); and (looked at by the caller, [`names_param_headers`]) no
-//!   `x-mcp-header` anywhere in the tool's input schema, so that no `Mcp-Param-*` header is
+//!   as it is (not in base64); and (looked at by the caller, `McpServer::names_param_headers`)
+//!   no `x-mcp-header` anywhere in the tool's input schema, so that no `Mcp-Param-*` header is
 //!   asked for.
 
 use std::borrow::Cow;
@@ -56,20 +56,19 @@ use pin_project_lite::pin_project;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, ClientCapabilities, ClientJsonRpcMessage, ClientRequest, ErrorCode,
-    GetExtensions, GetMeta, Implementation, InitializeRequestParams, JsonObject, JsonRpcRequest,
-    ProtocolVersion, ServerJsonRpcMessage,
+    GetExtensions, Implementation, InitializeRequestParams, JsonRpcRequest, ProtocolVersion,
+    RequestMetaObject, ServerJsonRpcMessage,
 };
 use rmcp::service::serve_directly_with_ct;
-use rmcp::transport::OneshotTransport;
 use rmcp::transport::common::http_header::BASE64_HEADER_PREFIX;
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
+use rmcp::transport::{OneshotTransport, StreamableHttpServerConfig};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
-use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::McpServer;
-use super::http_limits::{HttpResponse, SESSION_ID};
+use super::http_limits::{HttpResponse, SESSION_ID, json_answer};
 
 /// The revision header, as rmcp names it.
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -79,8 +78,6 @@ const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// The `_meta` prefix of the protocol's own members (a request's revision among them).
 const PROTOCOL_META: &str = "io.modelcontextprotocol/";
-/// The schema keyword that maps an argument to a `Mcp-Param-*` header.
-const PARAM_HEADER: &str = "x-mcp-header";
 
 /// A `tools/call` read in the lane: where it goes, and the request as rmcp reads it.
 #[derive(Debug)]
@@ -88,7 +85,7 @@ pub(super) struct PlainCall {
     /// Where it goes.
     pub(super) route: Route,
     /// The request, without the HTTP parts rmcp puts in its extensions (see [`Self::into_message`]).
-    request: JsonRpcRequest<ClientRequest>,
+    call: JsonRpcRequest<CallToolRequest>,
 }
 
 /// Where a plain call goes, as rmcp would send it.
@@ -109,10 +106,7 @@ pub(super) enum Route {
 impl PlainCall {
     /// The tool it calls.
     pub(super) fn tool(&self) -> &str {
-        match &self.request.request {
-            ClientRequest::CallToolRequest(call) => &call.params.name,
-            _ => "",
-        }
+        &self.call.request.params.name
     }
 
     /// Where it goes, and the message rmcp's service would hand on: the request, with the
@@ -121,8 +115,13 @@ impl PlainCall {
         self,
         parts: hyper::http::request::Parts,
     ) -> (Route, ClientJsonRpcMessage) {
-        let mut request = self.request;
-        request.request.extensions_mut().insert(parts);
+        let mut call = self.call;
+        call.request.extensions_mut().insert(parts);
+        let request = JsonRpcRequest {
+            jsonrpc: call.jsonrpc,
+            id: call.id,
+            request: ClientRequest::CallToolRequest(call.request),
+        };
         (self.route, ClientJsonRpcMessage::Request(request))
     }
 }
@@ -133,8 +132,10 @@ pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<
     let mut versions = headers.get_all(&PROTOCOL_VERSION).iter();
     let alone = match (versions.next(), versions.next()) {
         (None, _) => None,
-        (Some(version), None) if is_session_revision(version.as_bytes()) => None,
-        (Some(version), None) => Some(alone_revision(version.as_bytes())?),
+        (Some(version), None) => match revision(version.as_bytes())? {
+            Revision::Session => None,
+            Revision::Alone(version) => Some(version),
+        },
         _ => return None,
     };
     if method != Method::POST || headers.contains_key(ORIGIN) {
@@ -167,23 +168,17 @@ pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<
     if !name_header_fits {
         return None;
     }
-    let request = JsonRpcRequest {
-        jsonrpc: call.jsonrpc,
-        id: call.id,
-        request: ClientRequest::CallToolRequest(call.request),
-    };
-    let meta = request.request.get_meta();
+    // Where rmcp keeps a request's `_meta` (what its `GetMeta` reads).
+    let meta = call.request.extensions().get::<RequestMetaObject>();
     let route = match (alone, session) {
         (None, Some(session)) => {
-            if meta.keys().any(|key| key.starts_with(PROTOCOL_META)) {
+            if meta.is_some_and(|meta| meta.keys().any(|key| key.starts_with(PROTOCOL_META))) {
                 return None;
             }
             Route::Session(session.into())
         }
         (Some(version), _) => {
-            if meta.protocol_version().as_ref() != Some(version) {
-                return None;
-            }
+            let meta = meta.filter(|meta| meta.protocol_version().as_ref() == Some(version))?;
             Route::Alone {
                 version: version.clone(),
                 meta_malformed: !meta
@@ -193,7 +188,7 @@ pub(super) fn read(method: &Method, headers: &HeaderMap, body: &[u8]) -> Option<
         }
         (None, None) => return None,
     };
-    Some(PlainCall { route, request })
+    Some(PlainCall { route, call })
 }
 
 /// Whether `headers` has exactly one `name` header, and it passes `test`.
@@ -210,62 +205,42 @@ fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h HeaderVal
     }
 }
 
-/// Whether `version` is a revision rmcp knows that has sessions and needs neither a request's
-/// `_meta` nor the standard headers (those from 2026-07-28 on).
-fn is_session_revision(version: &[u8]) -> bool {
-    let newest = ProtocolVersion::V_2026_07_28.as_str();
-    let headers_from = ProtocolVersion::STANDARD_HEADERS.as_str();
-    ProtocolVersion::KNOWN_VERSIONS.iter().any(|known| {
-        let known = known.as_str();
-        known.as_bytes() == version && known < newest && known < headers_from
-    })
+/// How rmcp serves a request of a revision it knows.
+enum Revision {
+    /// On a session: the revisions before 2026-07-28, which need neither a request's `_meta`
+    /// nor the standard headers.
+    Session,
+    /// Standing alone, the revision named in its `_meta`, with the standard headers (2026-07-28
+    /// on).
+    Alone(&'static ProtocolVersion),
 }
 
-/// The revision rmcp knows that `version` names, if it is one from 2026-07-28 on: a request
-/// standing alone, which names its revision in its `_meta` and carries the standard headers.
-fn alone_revision(version: &[u8]) -> Option<&'static ProtocolVersion> {
-    ProtocolVersion::KNOWN_VERSIONS.iter().find(|known| {
-        let known = known.as_str();
-        known.as_bytes() == version
-            && known >= ProtocolVersion::V_2026_07_28.as_str()
-            && known >= ProtocolVersion::STANDARD_HEADERS.as_str()
-    })
-}
-
-/// Whether `schema` has `x-mcp-header` anywhere: then rmcp may ask a call of its tool for
-/// `Mcp-Param-*` headers, and the call is rmcp's to check.
-pub(super) fn names_param_headers(schema: &JsonObject) -> bool {
-    let mut pending: Vec<&Value> = Vec::new();
-    let mut object = Some(schema);
-    loop {
-        if let Some(members) = object.take() {
-            if members.contains_key(PARAM_HEADER) {
-                return true;
-            }
-            pending.extend(members.values());
-        }
-        match pending.pop() {
-            Some(Value::Object(members)) => object = Some(members),
-            Some(Value::Array(items)) => pending.extend(items),
-            Some(_) => {}
-            None => return false,
-        }
+/// How rmcp serves a request of the revision `version` names, if it knows it (and the two
+/// marks of a revision standing alone, no sessions and the standard headers, agree).
+fn revision(version: &[u8]) -> Option<Revision> {
+    let known = ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str().as_bytes() == version)?;
+    let alone = known.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    let headers = known.as_str() >= ProtocolVersion::STANDARD_HEADERS.as_str();
+    match (alone, headers) {
+        (false, false) => Some(Revision::Session),
+        (true, true) => Some(Revision::Alone(known)),
+        _ => None,
     }
 }
 
 /// Serves `message`, a plain call standing alone of `version`, on `server` for it alone, as
-/// rmcp serves a 2026-07-28 request: the handler is told the revision (and no more of the
-/// client), runs until it answers or the client goes away (`stop` ends it with the server),
-/// and its first message decides the answer: a final one in JSON when `json` asks for it or
-/// when its status is not 200, else every message as Server-Sent Events (a comment every
-/// `keep_alive`).
+/// rmcp serves a 2026-07-28 request with `config`: the handler is told the revision (and no
+/// more of the client), runs until it answers or the client goes away (the config's
+/// cancellation ends it with the server), and its first message decides the answer: a final
+/// one in JSON when the config asks for JSON answers or when its status is not 200, else
+/// every message as Server-Sent Events (a comment every keep-alive interval).
 pub(super) async fn serve_alone(
     server: McpServer,
     message: ClientJsonRpcMessage,
     (version, meta_malformed): (ProtocolVersion, bool),
-    json: bool,
-    keep_alive: Option<Duration>,
-    stop: &CancellationToken,
+    config: &StreamableHttpServerConfig,
 ) -> HttpResponse {
     let peer =
         InitializeRequestParams::new(ClientCapabilities::default(), Implementation::default())
@@ -279,7 +254,7 @@ pub(super) async fn serve_alone(
     // The call is cancelled if the client goes away before the first message (this future is
     // dropped), and not once the first message is there.
     let gone = call.clone().drop_guard();
-    let server_stop = stop.child_token();
+    let server_stop = config.cancellation_token.child_token();
     let first = tokio::select! {
         first = messages.recv() => first,
         () = server_stop.cancelled() => None,
@@ -299,7 +274,7 @@ pub(super) async fn serve_alone(
         ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
     );
     let status = http_status(&first, meta_malformed);
-    if last && (json || status != StatusCode::OK) {
+    if last && (config.json_response || status != StatusCode::OK) {
         // Nothing after it can reach the client: a handler still running is stopped.
         call.cancel();
         return json_response(&first, status);
@@ -313,8 +288,8 @@ pub(super) async fn serve_alone(
             inner: all,
             cancel: Some(call.drop_guard()),
         },
-        keep_alive,
-        stop.child_token(),
+        config.sse_keep_alive,
+        config.cancellation_token.child_token(),
     )
 }
 
@@ -338,14 +313,7 @@ fn http_status(message: &ServerJsonRpcMessage, meta_malformed: bool) -> StatusCo
 /// One message as the whole answer, in JSON, with `status`.
 fn json_response(message: &ServerJsonRpcMessage, status: StatusCode) -> HttpResponse {
     match serde_json::to_vec(message) {
-        Ok(body) => {
-            let mut response = Response::new(http_body_util::Full::new(Bytes::from(body)).boxed());
-            *response.status_mut() = status;
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            response
-        }
+        Ok(body) => json_answer(status, body),
         Err(error) => internal_error("serialize json response", &error),
     }
 }
@@ -537,6 +505,11 @@ mod tests {
     const CALL: &[u8] =
         br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#;
 
+    /// The HTTP parts of a request with none (they are not part of the message's JSON).
+    fn no_parts() -> hyper::http::request::Parts {
+        hyper::Request::new(()).into_parts().0
+    }
+
     /// What rmcp reads from `body`, as JSON (extensions' `_meta` included).
     fn rmcp_reads(body: &[u8]) -> Option<serde_json::Value> {
         let message: ClientJsonRpcMessage = serde_json::from_slice(body).ok()?;
@@ -559,7 +532,7 @@ mod tests {
                 panic!("not taken: {}", String::from_utf8_lossy(body));
             };
             assert_eq!(
-                serde_json::to_value(ClientJsonRpcMessage::Request(call.request)).ok(),
+                serde_json::to_value(call.into_message(no_parts()).1).ok(),
                 rmcp_reads(body),
                 "{}",
                 String::from_utf8_lossy(body)
@@ -741,37 +714,8 @@ mod tests {
         };
         assert_eq!(call.tool(), "echo");
         assert_eq!(
-            serde_json::to_value(ClientJsonRpcMessage::Request(call.request)).ok(),
+            serde_json::to_value(call.into_message(no_parts()).1).ok(),
             rmcp_reads(ALONE_CALL.as_bytes())
         );
-    }
-
-    /// A schema with `x-mcp-header` anywhere (a property, a nested one, a definition, a
-    /// branch) is seen to name a header; one without is not.
-    #[test]
-    fn a_schema_naming_a_header_anywhere_is_seen() {
-        let names = |schema: serde_json::Value| match schema {
-            serde_json::Value::Object(schema) => names_param_headers(&schema),
-            _ => panic!("not an object"),
-        };
-        assert!(!names(
-            serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}})
-        ));
-        assert!(!names(
-            serde_json::json!({"description": "x-mcp-header", "enum": ["x-mcp-header"]})
-        ));
-        assert!(names(
-            serde_json::json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})
-        ));
-        assert!(names(
-            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": ""}}}}})
-        ));
-        assert!(names(
-            serde_json::json!({"$defs": {"A": {"x-mcp-header": "A"}}})
-        ));
-        assert!(names(
-            serde_json::json!({"anyOf": [{"type": "null"}, {"x-mcp-header": 3}]})
-        ));
-        assert!(names(serde_json::json!({"x-mcp-header": "Root"})));
     }
 }

@@ -278,9 +278,7 @@ impl Front {
                 self.alone_lane
                     && self
                         .server
-                        .with_tool(call.tool(), |tool| {
-                            plain_call::names_param_headers(&tool.input_schema)
-                        })
+                        .names_param_headers(call.tool())
                         .is_none_or(|names| !names)
             }
         };
@@ -312,9 +310,7 @@ impl Front {
                     self.server.for_session(),
                     message,
                     (version, meta_malformed),
-                    config.json_response,
-                    config.sse_keep_alive,
-                    &config.cancellation_token,
+                    config,
                 )
                 .await
             }
