@@ -3,17 +3,17 @@
 //! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?}` runs `sh -c command`.
 //! - `bash__script {path, args?, timeoutMs?, env?}` runs a script file of the workdir.
 //!
-//! Each call runs in its own cgroup v2 (see [`containment`] for why, and for the process-group
+//! Each call runs in the [sandbox](crate::sandbox) of [`BashPolicy::sandbox`] (by default: write
+//! only in the workdir and a private `TMPDIR`, no network, no other process, an environment
+//! allow-list), and in its own cgroup v2 (see [`containment`] for why, and for the process-group
 //! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
 //! that called `setsid` or forked twice. On timeout or cancellation everything the command
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
-//! behind gets the same, and the call returns as soon as it is gone, with all the output
+//! behind gets the same (in the sandbox: SIGKILL at once, as the sandbox's PID namespace ends), and the call returns as soon as it is gone, with all the output
 //! written before. stdout and stderr are read concurrently and capped (head and tail kept). A
-//! non-zero exit is data, not an error. The child's environment is the host's minus a deny
-//! list of secret-looking names, plus `env`.
-//!
-//! This is not a sandbox: the command can do whatever the host user can. `cwd` and `path` are
-//! confined to the workdir so that mistakes stay there.
+//! non-zero exit is data, not an error. The child's environment is the sandbox's allow-list of
+//! the host's (with the sandbox off: the host's minus a deny list of secret-looking names), plus
+//! `env`. `cwd` and `path` are confined to the workdir.
 
 pub mod containment;
 mod process;
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use self::containment::CgroupPool;
 pub use self::containment::ContainmentKind;
 use self::process::Invocation;
+use crate::sandbox::{self, SandboxPolicy};
 use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
@@ -82,8 +83,12 @@ pub struct BashPolicy {
     /// Bytes kept of each of stdout and stderr, half from the head, half from the tail
     /// (default 64 KiB).
     pub max_output_bytes: usize,
-    /// Names of host environment variables the child does not get (`*` wildcards,
-    /// case-insensitive; default [`DEFAULT_ENV_DENY_LIST`]).
+    /// The sandbox every command and script runs in (default: [`SandboxPolicy::default`], the
+    /// workspace mode).
+    pub sandbox: SandboxPolicy,
+    /// With the sandbox off: names of host environment variables the child does not get (`*`
+    /// wildcards, case-insensitive; default [`DEFAULT_ENV_DENY_LIST`]). A sandboxed child gets
+    /// the sandbox's allow-list instead.
     pub env_deny_list: Vec<String>,
     /// Run each call in its own cgroup v2 when one is writable (default `true`). Without one,
     /// or when `false`, a call is held by its process group and an environment marker: see
@@ -99,6 +104,7 @@ impl Default for BashPolicy {
             max_timeout: Duration::from_secs(600),
             kill_grace: Duration::from_secs(2),
             max_output_bytes: 64 * 1024,
+            sandbox: SandboxPolicy::default(),
             env_deny_list: DEFAULT_ENV_DENY_LIST
                 .iter()
                 .map(|s| (*s).to_owned())
@@ -349,6 +355,16 @@ impl Bash {
             use_cgroup: self.policy.use_cgroup,
         };
         let started = Instant::now();
+        let prepared = self.sandboxed(ctx, &invocation)?;
+        let invocation = match &prepared {
+            Some(prepared) => Invocation {
+                program: prepared.program.clone().into_os_string(),
+                args: prepared.args.clone(),
+                cwd: invocation.cwd,
+                env: prepared.env.clone(),
+            },
+            None => invocation,
+        };
         let finished = process::run(invocation, limits, ctx.cancellation(), &self.cgroups)
             .await
             .map_err(|err| {
@@ -357,6 +373,9 @@ impl Bash {
                     .with_name("SpawnError")
                     .with_suggestion("check that the shell or script exists and is executable")
             })?;
+        if let Some(what) = prepared.as_ref().and_then(sandbox::Prepared::unavailable) {
+            return Err(sandbox::SandboxError::Unavailable(what).into());
+        }
         if finished.cancelled {
             return Err(ToolError::new(
                 "the call was cancelled; every process the command started was killed",
@@ -381,12 +400,45 @@ impl Bash {
         })
     }
 
-    /// The child's whole environment: the host's minus the deny list, plus `extra`.
+    /// The helper program that runs `invocation` in the sandbox, or `None` with the sandbox
+    /// off.
+    fn sandboxed(
+        &self,
+        ctx: &ToolContext,
+        invocation: &Invocation,
+    ) -> Result<Option<sandbox::Prepared>, ToolError> {
+        if !self.policy.sandbox.is_on() {
+            return Ok(None);
+        }
+        // A missing shell or script is refused as a direct spawn would refuse it.
+        process::check_program(&invocation.program).map_err(|err| {
+            ToolError::new(format!("the command could not be started: {err}"))
+                .with_code(codes::SPAWN)
+                .with_name("SpawnError")
+                .with_suggestion("check that the shell or script exists and is executable")
+        })?;
+        let target = sandbox::Target {
+            program: &invocation.program,
+            args: &invocation.args,
+            cwd: &invocation.cwd,
+            env: invocation.env.clone(),
+            workdir: ctx.workdir(),
+        };
+        Ok(Some(sandbox::prepare(&self.policy.sandbox, target)?))
+    }
+
+    /// The child's whole environment: the sandbox's allow-list of the host's (with the
+    /// sandbox off, the host's minus the deny list), plus `extra`.
     fn child_env(
         &self,
         extra: Option<&BTreeMap<String, String>>,
     ) -> Result<Vec<(OsString, OsString)>, ToolError> {
-        let mut env = self.policy.child_env(std::env::vars_os());
+        let host = std::env::vars_os();
+        let mut env = if self.policy.sandbox.is_on() {
+            sandbox::sandbox_env(&self.policy.sandbox, host)
+        } else {
+            self.policy.child_env(host)
+        };
         for (name, value) in extra.into_iter().flatten() {
             if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
                 return Err(ToolError::new(format!(

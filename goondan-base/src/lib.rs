@@ -35,6 +35,7 @@ pub mod file_system;
 pub mod guide {}
 pub mod http_fetch;
 pub mod json_query;
+pub mod sandbox;
 pub mod self_restart;
 pub mod slack;
 pub mod telegram;

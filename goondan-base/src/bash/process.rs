@@ -198,7 +198,7 @@ impl Drop for DropGuard {
 
 /// Fails like `spawn` would when `program` is a path (has a `/`) that is not an executable
 /// file; a bare name is left to the `PATH` lookup.
-fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
+pub(crate) fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     if !program.as_bytes().contains(&b'/') {

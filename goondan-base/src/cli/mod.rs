@@ -227,6 +227,8 @@ pub fn run() -> ExitCode {
 
 /// Runs the command line of this process with `library`.
 pub fn run_with(library: ToolLibrary) -> ExitCode {
+    // Started as the sandbox's helper, this program does the helper's work and exits here.
+    crate::sandbox::serve_if_asked();
     let mut stderr = std::io::stderr();
     telemetry::start(&mut stderr);
     // In an agent process started by `goondan run`'s Orchestrator: serve the agent and exit.

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use goondan_base::sandbox::SandboxPolicy;
 use goondan_base::{Bash, BashPolicy};
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use goondan_runtime::{IntoTool, ToolContext};
@@ -15,9 +16,13 @@ fn kit() -> TestKit {
     TestKit::with_tools([Bash::default().into_tool()]).unwrap()
 }
 
+/// Without the sandbox: these tests read the pids a command writes (`$$`, `$!`), which inside
+/// the sandbox's PID namespace are not the host's. The sandbox's own containment is tested in
+/// `sandbox.rs`.
 fn quick_kill_policy() -> BashPolicy {
     BashPolicy {
         kill_grace: Duration::from_millis(300),
+        sandbox: SandboxPolicy::off(),
         ..BashPolicy::default()
     }
 }
@@ -282,7 +287,13 @@ async fn base_1_fifty_parallel_execs() {
 
 #[tokio::test]
 async fn base_1_env_is_the_hosts_minus_the_deny_list_plus_env() {
-    let policy = BashPolicy::default().deny_env("HOME");
+    // The deny list is the environment without the sandbox; the sandbox's allow-list is
+    // tested in `sandbox.rs`.
+    let policy = BashPolicy {
+        sandbox: SandboxPolicy::off(),
+        ..BashPolicy::default()
+    }
+    .deny_env("HOME");
     let kit = TestKit::with_tools([Bash::new(policy.clone()).into_tool()]).unwrap();
     let r = kit
         .call(
@@ -742,9 +753,15 @@ async fn base_1_a_command_sees_what_sh_c_gives_it_in_either_containment() {
         .await
         .unwrap();
     assert_eq!(direct.status.code(), Some(7));
-    for use_cgroup in [true, false] {
+    for (use_cgroup, sandbox) in [
+        (true, SandboxPolicy::default()),
+        (false, SandboxPolicy::default()),
+        (true, SandboxPolicy::off()),
+        (false, SandboxPolicy::off()),
+    ] {
         let bash = Bash::new(BashPolicy {
             use_cgroup,
+            sandbox,
             ..BashPolicy::default()
         });
         let kit = TestKit::with_tools([bash.into_tool()]).unwrap();

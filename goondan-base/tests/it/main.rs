@@ -26,6 +26,7 @@ pub mod package;
 pub mod real_model;
 pub mod run;
 pub mod run_support;
+pub mod sandbox;
 pub mod self_restart;
 pub mod slack;
 pub mod telegram;

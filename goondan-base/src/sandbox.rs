@@ -1,0 +1,86 @@
+//! The sandbox of what a model runs: every process a base tool starts for a model (`bash`'s
+//! commands and scripts) is confined by the kernel.
+//!
+//! In the default mode, [`SandboxMode::Workspace`], a sandboxed process
+//!
+//! - **writes** only in the workdir and a private `TMPDIR` (removed after the call);
+//! - **reads** the workdir, the system's programs and libraries (`/usr`, `/bin`, `/lib*`,
+//!   `/etc` without `/etc/shadow`, SSH host keys and `/etc/ssl/private`), the directories of
+//!   `PATH` and the toolchains on it installed under the home directory (pyenv, rustup, nvm,
+//!   without their credential files), and what the policy names; the rest of the home
+//!   directory, the rest of `/tmp`, `/run` and the program's state directory and bundle are out
+//!   of reach (Landlock; secrets inside opened trees are hidden by mounts in a mount namespace
+//!   of its own);
+//! - has **no network**: its own network namespace, with no interface up (so no loopback
+//!   service of the host, and no abstract Unix socket, is reachable; the host's path Unix
+//!   sockets are outside the opened trees);
+//! - sees only **its own processes** (a PID namespace and a `/proc` of its own): it cannot
+//!   signal, trace or read the environment of any other; it cannot mount, make namespaces, load
+//!   modules, use `bpf`, `keyctl` and their kind (seccomp), gains no privilege through `exec`
+//!   (`no_new_privs`), and as root it is root only of its own user namespace;
+//! - gets an **environment allow-list** ([`DEFAULT_ENV_ALLOW`] and the policy's names), not the
+//!   host's environment.
+//!
+//! [`SandboxMode::ReadOnly`] writes nowhere but its `TMPDIR`; [`SandboxMode::Off`] is no
+//! sandbox, and only a person turns it on (a bundle's `policy.sandbox: off`, `--sandbox off`,
+//! [`SandboxPolicy::off`]).
+//!
+//! It **fails closed**: where the kernel lacks what the policy needs (no Landlock, no user
+//! namespaces, not Linux) or the helper program is missing, the call is refused with
+//! [`codes::UNAVAILABLE`] naming what is missing; nothing runs unconfined in silence.
+//!
+//! The work is done by a helper program of ours that confines itself and then runs the
+//! command, so no `unsafe` code runs between `fork` and `exec` (see [`helper`]). It is
+//! `goondan-sandbox`, installed beside `goondan`, or any program that calls
+//! [`serve_if_asked`] first in `main`.
+
+mod launch;
+mod policy;
+mod spec;
+
+#[cfg(target_os = "linux")]
+mod confine;
+pub mod helper;
+
+pub use self::helper::serve_if_asked;
+pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
+pub(crate) use self::launch::{Prepared, Target, prepare};
+pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
+
+/// Error codes of the sandbox.
+pub mod codes {
+    /// The sandbox cannot be set up on this host; the process did not run.
+    pub const UNAVAILABLE: &str = "E_SANDBOX_UNAVAILABLE";
+    /// The sandbox policy cannot be used (a relative path, a path kept out of reach).
+    pub const POLICY: &str = "E_SANDBOX_POLICY";
+}
+
+/// The host environment variables a sandboxed process gets (a `*` at the end matches any
+/// rest): the locale, the terminal, the user and what the toolchains on `PATH` need to start.
+pub const DEFAULT_ENV_ALLOW: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TZ",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "PYENV_SHELL",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "CARGO_HOME",
+    "NVM_DIR",
+    "NVM_BIN",
+    "NVM_INC",
+    "GOROOT",
+    "GOPATH",
+    "JAVA_HOME",
+    "VIRTUAL_ENV",
+];

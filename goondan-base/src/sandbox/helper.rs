@@ -1,0 +1,274 @@
+//! The helper program: it confines itself and then runs the command, so the host needs no
+//! `unsafe` and no hook between `fork` and `exec`.
+//!
+//! It runs in two stages, both this same program:
+//!
+//! 1. The **outer stage** (started by the host inside the call's cgroup) makes new user,
+//!    PID, network, IPC, UTS and cgroup namespaces, maps the host user to itself, and
+//!    starts the inner stage, which is the new PID namespace's first process. It waits for it
+//!    and ends as the command ended (the same exit code, or the same signal). The signals the
+//!    host sends to the whole call are for the command: this stage blocks them.
+//! 2. The **inner stage** (PID 1 inside) makes a mount namespace and a new root holding only
+//!    the opened trees (see `confine::mounts`), hides the masked paths,
+//!    restricts itself with Landlock and seccomp, starts the command and reaps every process
+//!    inside. When the command ends, the inner stage ends, and the kernel kills whatever the
+//!    command left behind (SIGKILL: the namespace ends with its first process). It dies with
+//!    the outer stage (`PR_SET_PDEATHSIG`), and the namespace with it.
+//!
+//! The outcome goes to the host as a [`Report`] in a file of the call's private directory
+//! that the command cannot reach (the inner stage opens it before it restricts itself). A
+//! sandbox that cannot be set up reports what was missing, and the command never runs.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::spec::{LaunchSpec, SPEC_VAR};
+
+/// The first argument that makes a program the sandbox's outer stage.
+pub const HELPER_FLAG: &str = "--goondan-sandbox-helper";
+/// The first argument of the inner stage.
+const INIT_FLAG: &str = "--goondan-sandbox-init";
+/// The exit code of a helper that could not set the sandbox up (its report says why).
+const UNAVAILABLE_EXIT: u8 = 125;
+
+/// Set by [`serve_if_asked`]: this program serves as its own helper.
+static SERVES_ITSELF: AtomicBool = AtomicBool::new(false);
+
+/// Whether the running program called [`serve_if_asked`].
+pub(crate) fn serves_itself() -> bool {
+    SERVES_ITSELF.load(Ordering::Relaxed)
+}
+
+/// Lets this program be its own sandbox helper: when it was started as one, it does the
+/// helper's work and exits here; otherwise it returns at once, and the sandbox starts this
+/// program as its helper instead of looking for `goondan-sandbox`.
+///
+/// Call it first in `main`, before any thread starts (a process with threads cannot enter a
+/// new user namespace, and `#[tokio::main]` starts them before the body runs):
+///
+/// ```no_run
+/// fn main() {
+///     goondan_base::sandbox::serve_if_asked();
+///     // ... build the tokio runtime, the tools, the agent
+/// }
+/// ```
+pub fn serve_if_asked() {
+    SERVES_ITSELF.store(true, Ordering::Relaxed);
+    let first = std::env::args_os().nth(1);
+    if let Some(code) = first.and_then(|arg| run_stage(&arg)) {
+        std::process::exit(i32::from(code));
+    }
+}
+
+/// The `goondan-sandbox` program.
+pub fn main() -> ExitCode {
+    serve_if_asked();
+    eprintln!(
+        "goondan-sandbox: the helper of goondan's sandbox; goondan starts it for each sandboxed \
+         process (see `goondan sandbox check`)"
+    );
+    ExitCode::from(2)
+}
+
+fn run_stage(arg: &OsString) -> Option<u8> {
+    if arg == HELPER_FLAG {
+        Some(stage::outer())
+    } else if arg == INIT_FLAG {
+        Some(stage::inner())
+    } else {
+        None
+    }
+}
+
+/// The spec from the environment, and the report file it names.
+fn read_spec() -> Result<(LaunchSpec, String), String> {
+    let json = std::env::var(SPEC_VAR).map_err(|_| format!("{SPEC_VAR} is not set"))?;
+    let spec = LaunchSpec::from_json(&json).map_err(|e| format!("{SPEC_VAR}: {e}"))?;
+    Ok((spec, json))
+}
+
+#[cfg(target_os = "linux")]
+mod stage {
+    use std::fs::File;
+    use std::io::Write;
+    use std::process::Command;
+
+    use nix::errno::Errno;
+    use nix::sched::{CloneFlags, unshare};
+    use nix::sys::signal::{SigSet, Signal, raise};
+    use nix::sys::wait::{WaitStatus, waitpid};
+    use nix::unistd::{Pid, getgid, getuid};
+
+    use super::super::confine;
+    use super::super::spec::{self, LaunchSpec, Report, SPEC_VAR};
+    use super::{INIT_FLAG, UNAVAILABLE_EXIT, read_spec};
+
+    /// Tells the host what was missing; the command does not run.
+    fn unavailable(spec: Option<&LaunchSpec>, what: String) -> u8 {
+        eprintln!("goondan-sandbox: {what}");
+        if let Some(spec) = spec {
+            // Without a report the host still sees the exit code and the line above.
+            let _ = Report::Unavailable(what).write_to(&spec::path(&spec.report));
+        }
+        UNAVAILABLE_EXIT
+    }
+
+    pub(super) fn outer() -> u8 {
+        let (spec, json) = match read_spec() {
+            Ok(read) => read,
+            Err(what) => return unavailable(None, what),
+        };
+        let mut held = SigSet::empty();
+        for signal in [
+            Signal::SIGTERM,
+            Signal::SIGINT,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+        ] {
+            held.add(signal);
+        }
+        if let Err(e) = held.thread_block() {
+            return unavailable(Some(&spec), format!("blocking signals: {e}"));
+        }
+        let (uid, gid) = (getuid(), getgid());
+        // The mount namespace is the inner stage's own (see `confine::mounts`).
+        let namespaces = CloneFlags::CLONE_NEWUSER
+            | CloneFlags::CLONE_NEWPID
+            | CloneFlags::CLONE_NEWNET
+            | CloneFlags::CLONE_NEWIPC
+            | CloneFlags::CLONE_NEWUTS
+            | CloneFlags::CLONE_NEWCGROUP;
+        if let Err(e) = unshare(namespaces) {
+            return unavailable(
+                Some(&spec),
+                format!(
+                    "namespaces: unshare failed ({e}); user namespaces may be off \
+                     (kernel.unprivileged_userns_clone, user.max_user_namespaces, or an \
+                     AppArmor rule)"
+                ),
+            );
+        }
+        let maps = [
+            ("/proc/self/setgroups", "deny".to_owned()),
+            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+        ];
+        for (file, line) in maps {
+            if let Err(e) = std::fs::write(file, line) {
+                return unavailable(Some(&spec), format!("user namespace: {file}: {e}"));
+            }
+        }
+        // std resets the signal mask of the programs it starts, so the inner stage and the
+        // command get the signals this stage holds back.
+        let inner = Command::new("/proc/self/exe")
+            .arg(INIT_FLAG)
+            .env_clear()
+            .env(SPEC_VAR, json)
+            .status();
+        let status = match inner {
+            Ok(status) => status,
+            Err(e) => return unavailable(Some(&spec), format!("starting the inner stage: {e}")),
+        };
+        let report = Report::read_from(&spec::path(&spec.report));
+        end_as(report, status)
+    }
+
+    /// Ends this process as the command ended: its exit code, or its signal raised here.
+    fn end_as(report: Option<Report>, status: std::process::ExitStatus) -> u8 {
+        use std::os::unix::process::ExitStatusExt;
+        let signal = match report {
+            Some(Report::Exit(code)) => return u8::try_from(code & 0xff).unwrap_or(1),
+            Some(Report::Signal(signal)) => signal,
+            Some(Report::Unavailable(_)) => return UNAVAILABLE_EXIT,
+            // The inner stage was killed before it reported.
+            None => match (status.code(), status.signal()) {
+                (Some(code), _) => return u8::try_from(code & 0xff).unwrap_or(1),
+                (None, Some(signal)) => signal,
+                (None, None) => return 1,
+            },
+        };
+        if let Ok(signal) = Signal::try_from(signal) {
+            let _ = SigSet::all().thread_unblock();
+            let _ = raise(signal);
+        }
+        // A signal whose default is not to end the process.
+        u8::try_from((128 + signal) & 0xff).unwrap_or(1)
+    }
+
+    pub(super) fn inner() -> u8 {
+        let spec = match read_spec() {
+            Ok((spec, _)) => spec,
+            Err(what) => return unavailable(None, what),
+        };
+        // Dies with the outer stage; as PID 1 it takes the whole namespace along.
+        if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+            return unavailable(Some(&spec), format!("PR_SET_PDEATHSIG: {e}"));
+        }
+        // Opened before the ruleset, which puts the file out of the command's reach.
+        let mut report = match File::create(spec::path(&spec.report)) {
+            Ok(file) => file,
+            Err(e) => return unavailable(Some(&spec), format!("the report file: {e}")),
+        };
+        if let Err(what) = confine::mounts(&spec).and_then(|()| confine::restrict(&spec)) {
+            return unavailable(Some(&spec), what);
+        }
+        let outcome = run(&spec);
+        let json = serde_json::to_string(&outcome).unwrap_or_default();
+        let _ = report.write_all(json.as_bytes());
+        // Returning ends PID 1, and with it every process the command left behind.
+        0
+    }
+
+    /// Starts the command and reaps every process inside until the command ends.
+    fn run(spec: &LaunchSpec) -> Report {
+        let child = Command::new(spec::os(&spec.program))
+            .args(spec.args.iter().map(|a| spec::os(a)))
+            .current_dir(spec::path(&spec.cwd))
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (spec::os(k), spec::os(v))))
+            .spawn();
+        let child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!(
+                    "goondan-sandbox: cannot run {}: {e}",
+                    spec::path(&spec.program).display()
+                );
+                let code = if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                return Report::Exit(code);
+            }
+        };
+        let command = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let outcome = loop {
+            match waitpid(Pid::from_raw(-1), None) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == command => break Report::Exit(code),
+                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
+                    break Report::Signal(signal as i32);
+                }
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => {
+                    eprintln!("goondan-sandbox: waiting for the command: {e}");
+                    break Report::Exit(1);
+                }
+            }
+        };
+        outcome
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod stage {
+    pub(super) fn outer() -> u8 {
+        eprintln!("goondan-sandbox: the sandbox needs Linux");
+        super::UNAVAILABLE_EXIT
+    }
+
+    pub(super) fn inner() -> u8 {
+        outer()
+    }
+}

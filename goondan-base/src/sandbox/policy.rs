@@ -1,0 +1,290 @@
+//! What a sandboxed process may touch: [`SandboxPolicy`], checked when it is made.
+
+use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+
+/// How much a sandboxed process may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Read the workdir, the system and the programs on `PATH`; write only a private `TMPDIR`.
+    ReadOnly,
+    /// Like [`SandboxMode::ReadOnly`], and write in the workdir too (the default).
+    #[default]
+    Workspace,
+    /// No sandbox: the process can do whatever the host user can. Only where a bundle or a
+    /// program says so.
+    Off,
+}
+
+impl SandboxMode {
+    /// The mode's name as a bundle and `--sandbox` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::Workspace => "workspace",
+            Self::Off => "off",
+        }
+    }
+}
+
+impl FromStr for SandboxMode {
+    type Err = PolicyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read-only" => Ok(Self::ReadOnly),
+            "workspace" => Ok(Self::Workspace),
+            "off" => Ok(Self::Off),
+            other => Err(PolicyError::Mode(other.chars().take(64).collect())),
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A policy that cannot be used. Nothing runs under it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The mode is not one of `read-only`, `workspace`, `off`.
+    #[error("`{0}` is not a sandbox mode (read-only, workspace or off)")]
+    Mode(String),
+    /// A path is relative, empty, or climbs with `..`.
+    #[error(
+        "the sandbox path `{0}` must be absolute (or start with `~/`) and must not contain `..`"
+    )]
+    NotAbsolute(String),
+    /// A path would open the whole file system.
+    #[error("the sandbox path `{0}` would open the whole file system")]
+    Root(String),
+    /// A path the policy opens would open a path that is always out of reach.
+    #[error("the sandbox path `{path}` would open `{denied}`, which stays out of reach")]
+    OpensDenied {
+        /// The path the policy names.
+        path: String,
+        /// The path kept out of reach (the state directory, the bundle).
+        denied: String,
+    },
+    /// An environment variable name that cannot be one.
+    #[error("`{0}` is not an environment variable name")]
+    EnvName(String),
+}
+
+/// Where a sandboxed process may read and write, and which environment it keeps.
+///
+/// ```
+/// use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
+///
+/// let policy = SandboxPolicy::default().read("~/.cargo/registry")?.env("RUST_LOG")?;
+/// assert_eq!(policy.mode, SandboxMode::Workspace);
+/// assert!(policy.read_paths()[0].ends_with(".cargo/registry"));
+/// # Ok::<(), goondan_base::sandbox::PolicyError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// How much the process may do (default [`SandboxMode::Workspace`]).
+    pub mode: SandboxMode,
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    deny: Vec<PathBuf>,
+    env: Vec<String>,
+    helper: Option<PathBuf>,
+}
+
+impl SandboxPolicy {
+    /// A policy of `mode` with nothing else opened.
+    pub fn new(mode: SandboxMode) -> Self {
+        Self {
+            mode,
+            ..Self::default()
+        }
+    }
+
+    /// No sandbox at all.
+    pub fn off() -> Self {
+        Self::new(SandboxMode::Off)
+    }
+
+    /// Whether processes run confined.
+    pub fn is_on(&self) -> bool {
+        self.mode != SandboxMode::Off
+    }
+
+    /// Also lets the process read `path` (absolute, or `~/` for the home directory) and what
+    /// is beneath it.
+    pub fn read(mut self, path: impl AsRef<str>) -> Result<Self, PolicyError> {
+        let path = self.opening(path.as_ref())?;
+        self.read.push(path);
+        Ok(self)
+    }
+
+    /// Also lets the process write `path` and what is beneath it.
+    pub fn write(mut self, path: impl AsRef<str>) -> Result<Self, PolicyError> {
+        let path = self.opening(path.as_ref())?;
+        self.write.push(path);
+        Ok(self)
+    }
+
+    /// Keeps `path` out of reach even when it lies in a tree the policy opens (a program puts
+    /// its state directory and its bundle here). Earlier and later openings of it are refused.
+    pub fn deny(mut self, path: impl AsRef<Path>) -> Result<Self, PolicyError> {
+        let raw = path.as_ref().to_string_lossy().into_owned();
+        let path = absolute(&raw)?;
+        for opened in self.read.iter().chain(&self.write) {
+            if opened.starts_with(&path) {
+                return Err(PolicyError::OpensDenied {
+                    path: opened.display().to_string(),
+                    denied: path.display().to_string(),
+                });
+            }
+        }
+        self.deny.push(path);
+        Ok(self)
+    }
+
+    /// Also passes the host's environment variable `name` to the process (`*` at the end
+    /// matches any rest: `MY_APP_*`).
+    pub fn env(mut self, name: impl Into<String>) -> Result<Self, PolicyError> {
+        let name = name.into();
+        let body = name.strip_suffix('*').unwrap_or(&name);
+        let valid = !body.is_empty()
+            && body.len() <= 256
+            && body.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !body.as_bytes()[0].is_ascii_digit();
+        if !valid {
+            return Err(PolicyError::EnvName(name.chars().take(64).collect()));
+        }
+        self.env.push(name);
+        Ok(self)
+    }
+
+    /// Runs the sandbox through the helper program at `path` instead of looking for one (see
+    /// [`crate::sandbox::helper`]).
+    #[must_use]
+    pub fn helper(mut self, path: impl Into<PathBuf>) -> Self {
+        self.helper = Some(path.into());
+        self
+    }
+
+    /// The paths opened for reading besides the defaults.
+    pub fn read_paths(&self) -> &[PathBuf] {
+        &self.read
+    }
+
+    /// The paths opened for writing besides the workdir and the private `TMPDIR`.
+    pub fn write_paths(&self) -> &[PathBuf] {
+        &self.write
+    }
+
+    /// The paths kept out of reach wherever they lie.
+    pub fn denied_paths(&self) -> &[PathBuf] {
+        &self.deny
+    }
+
+    /// The host environment names passed on besides the defaults.
+    pub fn env_names(&self) -> &[String] {
+        &self.env
+    }
+
+    /// The helper program named by [`SandboxPolicy::helper`].
+    pub fn helper_path(&self) -> Option<&Path> {
+        self.helper.as_deref()
+    }
+
+    /// Checks a path to open: absolute, not `/`, not a path kept out of reach nor beneath one.
+    /// (A parent of one may be opened: the path kept out of reach is hidden inside it.)
+    fn opening(&self, raw: &str) -> Result<PathBuf, PolicyError> {
+        let path = absolute(raw)?;
+        if path.parent().is_none() {
+            return Err(PolicyError::Root(raw.chars().take(256).collect()));
+        }
+        if let Some(denied) = self.deny.iter().find(|denied| path.starts_with(denied)) {
+            return Err(PolicyError::OpensDenied {
+                path: path.display().to_string(),
+                denied: denied.display().to_string(),
+            });
+        }
+        Ok(path)
+    }
+}
+
+/// `raw` as an absolute path: `~` and `~/...` against `HOME`; relative paths and `..` refused.
+fn absolute(raw: &str) -> Result<PathBuf, PolicyError> {
+    let refuse = || PolicyError::NotAbsolute(raw.chars().take(256).collect());
+    let path = match raw.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let home = std::env::var_os("HOME").ok_or_else(refuse)?;
+            PathBuf::from(home).join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(raw),
+    };
+    let climbs = path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir));
+    if !path.is_absolute() || climbs || raw.contains('\0') {
+        return Err(refuse());
+    }
+    Ok(path.components().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sbx_policy_paths_are_absolute_and_never_open_what_is_denied() {
+        let policy = SandboxPolicy::default();
+        for bad in ["relative", "", "/a/../etc", "./x", "~user/x"] {
+            assert!(
+                matches!(policy.clone().read(bad), Err(PolicyError::NotAbsolute(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            policy.clone().write("/"),
+            Err(PolicyError::Root(_))
+        ));
+        let policy = policy.deny("/srv/state").unwrap();
+        for opens in ["/srv/state", "/srv/state/journal"] {
+            assert!(
+                matches!(
+                    policy.clone().write(opens),
+                    Err(PolicyError::OpensDenied { .. })
+                ),
+                "{opens}"
+            );
+        }
+        assert!(policy.clone().read("/srv/other").is_ok());
+        // A parent may be opened: the state directory is hidden inside it.
+        assert!(policy.clone().write("/srv").is_ok());
+        let opened = SandboxPolicy::default().read("/srv/state/x").unwrap();
+        assert!(matches!(
+            opened.deny("/srv/state"),
+            Err(PolicyError::OpensDenied { .. })
+        ));
+        assert_eq!(
+            policy.read("/a//b/").unwrap().read_paths(),
+            [PathBuf::from("/a/b")]
+        );
+    }
+
+    #[test]
+    fn sbx_policy_modes_and_env_names_are_checked() {
+        assert_eq!("read-only".parse(), Ok(SandboxMode::ReadOnly));
+        assert_eq!("off".parse(), Ok(SandboxMode::Off));
+        assert!(matches!("none".parse::<SandboxMode>(), Err(PolicyError::Mode(m)) if m == "none"));
+        let policy = SandboxPolicy::default();
+        for good in ["RUST_LOG", "MY_APP_*", "_X1"] {
+            assert!(policy.clone().env(good).is_ok(), "{good}");
+        }
+        for bad in ["", "*", "1X", "A-B", "A=B", &"X".repeat(300)] {
+            assert!(
+                matches!(policy.clone().env(bad), Err(PolicyError::EnvName(_))),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! What the host tells the helper program ([`LaunchSpec`], JSON in one environment variable)
+//! and what the helper reports back ([`Report`], one JSON line in a file only they can reach).
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The environment variable that carries the [`LaunchSpec`] to the helper.
+pub(crate) const SPEC_VAR: &str = "GOONDAN_SANDBOX_SPEC";
+
+/// Everything the helper needs to confine and run one command. Paths and strings are bytes,
+/// so that names that are not UTF-8 survive.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct LaunchSpec {
+    pub(crate) program: Vec<u8>,
+    pub(crate) args: Vec<Vec<u8>>,
+    pub(crate) cwd: Vec<u8>,
+    pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Trees the command may read and run programs from.
+    pub(crate) read: Vec<Vec<u8>>,
+    /// Trees the command may read and write.
+    pub(crate) write: Vec<Vec<u8>>,
+    /// Device files the command may read and write (`/dev/null`, ...).
+    pub(crate) devices: Vec<Vec<u8>>,
+    /// Paths inside those trees hidden by a mount (secrets, the state directory).
+    pub(crate) mask: Vec<Vec<u8>>,
+    /// An empty directory of the host's where the new root is made.
+    pub(crate) root: Vec<u8>,
+    /// Where the helper writes its [`Report`].
+    pub(crate) report: Vec<u8>,
+}
+
+impl LaunchSpec {
+    pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+
+    pub(crate) fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+}
+
+/// A path or string as the spec's bytes.
+pub(crate) fn bytes(s: impl AsRef<OsStr>) -> Vec<u8> {
+    s.as_ref().as_bytes().to_vec()
+}
+
+/// The spec's bytes as a path.
+pub(crate) fn path(b: &[u8]) -> PathBuf {
+    PathBuf::from(OsString::from_vec(b.to_vec()))
+}
+
+/// The spec's bytes as an OS string.
+pub(crate) fn os(b: &[u8]) -> &OsStr {
+    OsStr::from_bytes(b)
+}
+
+/// How a sandboxed run ended, as the helper saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Report {
+    /// The command exited with this code.
+    Exit(i32),
+    /// A signal ended the command.
+    Signal(i32),
+    /// The sandbox could not be set up: what was missing. The command never ran.
+    Unavailable(String),
+}
+
+impl Report {
+    /// Writes the report (one JSON line) to `file`.
+    pub(crate) fn write_to(&self, file: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_string(self).map_err(std::io::Error::other)?;
+        std::fs::write(file, json)
+    }
+
+    /// The report in `file`, if the helper wrote one that reads (at most 64 KiB are read).
+    pub(crate) fn read_from(file: &Path) -> Option<Self> {
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(file)
+            .ok()?
+            .take(64 * 1024)
+            .read_to_string(&mut text)
+            .ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}

@@ -1,0 +1,450 @@
+//! The sandbox of `bash` (issue 50): a suite of real processes trying to get out and failing,
+//! and the other half, what a user needs still working.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
+use goondan_base::{Bash, BashPolicy};
+use goondan_runtime::testing::{ResultAssertions, TestKit};
+use goondan_runtime::{IntoTool, ToolContext};
+use serde_json::{Value, json};
+
+fn kit_with(sandbox: SandboxPolicy) -> TestKit {
+    let policy = BashPolicy {
+        sandbox,
+        kill_grace: Duration::from_millis(300),
+        ..BashPolicy::default()
+    };
+    TestKit::with_tools([Bash::new(policy).into_tool()]).unwrap()
+}
+
+fn kit() -> TestKit {
+    kit_with(SandboxPolicy::default())
+}
+
+/// Runs `command` with bash__exec and gives its output (the call itself must succeed).
+async fn exec(kit: &TestKit, command: &str) -> Value {
+    kit.call(
+        "bash__exec",
+        json!({"command": command, "timeoutMs": 20000}),
+    )
+    .await
+    .assert_ok()
+    .clone()
+}
+
+fn stdout(out: &Value) -> &str {
+    out["stdout"].as_str().unwrap_or_default()
+}
+
+/// A file outside the workdir, with content the command must never see.
+struct Outside {
+    dir: tempfile::TempDir,
+}
+
+impl Outside {
+    const SECRET: &'static str = "the-outside-secret-4711";
+
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("secret"), Self::SECRET).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn secret(&self) -> String {
+        self.path("secret").display().to_string()
+    }
+}
+
+#[tokio::test]
+async fn sbx_the_sandbox_is_on_by_default_and_the_command_still_runs() {
+    let kit = TestKit::with_tools([Bash::default().into_tool()]).unwrap();
+    let out = exec(
+        &kit,
+        "echo hi; readlink /proc/self/ns/net; cat /proc/1/comm",
+    )
+    .await;
+    assert_eq!(out["exitCode"], 0, "{out}");
+    let text = stdout(&out);
+    assert!(text.starts_with("hi\n"), "{out}");
+    let host_net = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert!(
+        !text.contains(host_net.to_str().unwrap()),
+        "a network namespace of its own: {out}"
+    );
+    assert!(
+        text.contains("goondan-sandbox") || !text.ends_with("systemd\n"),
+        "PID 1 inside is the helper, not the host's init: {out}"
+    );
+}
+
+#[tokio::test]
+async fn sbx_secrets_in_the_home_directory_are_out_of_reach() {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let secret = home.join(format!(".goondan-sbx-secret-{}", std::process::id()));
+    std::fs::write(&secret, "home-secret-0815").unwrap();
+    let kit = kit();
+    let out = exec(
+        &kit,
+        &format!("cat {s}; ls -a \"$HOME\"; cat \"$HOME\"/.ssh/* \"$HOME\"/.cargo/credentials*; echo done", s = secret.display()),
+    )
+    .await;
+    std::fs::remove_file(&secret).unwrap();
+    assert!(!stdout(&out).contains("home-secret-0815"), "{out}");
+    assert!(
+        !stdout(&out).contains(".goondan-sbx-secret"),
+        "the home directory cannot even be listed: {out}"
+    );
+    assert!(stdout(&out).ends_with("done\n"), "{out}");
+}
+
+#[tokio::test]
+async fn sbx_the_state_directory_and_the_bundle_are_out_of_reach_even_inside_the_workdir() {
+    // As in `goondan run`: the state directory holds the workspace; here a bundle and a
+    // journal lie inside the workdir itself too.
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().canonicalize().unwrap();
+    std::fs::write(state_dir.join("tokens.json"), "token-secret").unwrap();
+    let wd = state_dir.join("workspace");
+    std::fs::create_dir(&wd).unwrap();
+    std::fs::write(wd.join("goondan.yaml"), "policy: {sandbox: workspace}").unwrap();
+    std::fs::create_dir(wd.join(".state")).unwrap();
+    std::fs::write(wd.join(".state/journal.sqlite"), "journal-secret").unwrap();
+    let sandbox = SandboxPolicy::default()
+        .deny(&state_dir)
+        .unwrap()
+        .deny(wd.join("goondan.yaml"))
+        .unwrap()
+        .deny(wd.join(".state"))
+        .unwrap();
+    let bash = Bash::new(BashPolicy {
+        sandbox,
+        ..BashPolicy::default()
+    });
+    let ctx = ToolContext::builder(&wd).build();
+    let input = serde_json::from_value(json!({
+        "command": "cat goondan.yaml; echo 'policy: {sandbox: off}' > goondan.yaml; \
+                    cat .state/journal.sqlite; rm -f .state/journal.sqlite; echo x > .state/new; \
+                    cat ../tokens.json; ls ..; echo done"
+    }))
+    .unwrap();
+    let out = serde_json::to_value(bash.exec(&ctx, input).await.unwrap()).unwrap();
+    assert!(stdout(&out).ends_with("done\n"), "{out}");
+    for secret in [
+        "journal-secret",
+        "token-secret",
+        "sandbox: workspace",
+        "tokens.json",
+    ] {
+        assert!(!stdout(&out).contains(secret), "{secret}: {out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(wd.join("goondan.yaml")).unwrap(),
+        "policy: {sandbox: workspace}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wd.join(".state/journal.sqlite")).unwrap(),
+        "journal-secret"
+    );
+    assert!(!wd.join(".state/new").exists());
+}
+
+#[tokio::test]
+async fn sbx_writes_outside_the_workdir_fail_by_dot_dot_absolute_paths_and_links() {
+    let outside = Outside::new();
+    let kit = kit();
+    let target = outside.path("written");
+    let dir = outside.dir.path().display().to_string();
+    let script = format!(
+        "echo x > ../escape-$$; echo x > {t}; echo x > /tmp/goondan-sbx-escape-$$; \
+         ln -s {dir} link; echo x > link/written; \
+         ln {s} hard; echo x >> hard; \
+         ln -s {s} soft; echo x >> soft; \
+         mkdir -p /var/tmp/goondan-sbx-$$; touch /etc/goondan-sbx; echo done",
+        t = target.display(),
+        s = outside.secret(),
+    );
+    let out = exec(&kit, &script).await;
+    assert!(stdout(&out).ends_with("done\n"), "{out}");
+    assert!(!target.exists(), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path("secret")).unwrap(),
+        Outside::SECRET,
+        "{out}"
+    );
+    assert!(!Path::new("/etc/goondan-sbx").exists());
+    let parent = kit.workdir().parent().unwrap();
+    let escaped = std::fs::read_dir(parent)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("escape-"));
+    assert!(!escaped, "{out}");
+}
+
+#[tokio::test]
+async fn sbx_links_made_inside_the_workdir_read_nothing_outside() {
+    let outside = Outside::new();
+    let kit = kit();
+    let out = exec(
+        &kit,
+        &format!(
+            "ln -s {s} soft; cat soft; ln {s} hard; cat hard; ln -s / root; cat root{s}; echo done",
+            s = outside.secret()
+        ),
+    )
+    .await;
+    assert!(stdout(&out).ends_with("done\n"), "{out}");
+    assert!(!stdout(&out).contains(Outside::SECRET), "{out}");
+}
+
+#[tokio::test]
+async fn sbx_loopback_tcp_and_the_hosts_unix_sockets_are_unreachable() {
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let outside = tempfile::tempdir().unwrap();
+    let sock = outside.path().join("host.sock");
+    let unix = UnixListener::bind(&sock).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    let kit = kit();
+    let script = format!(
+        "bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo TCP-REACHED; \
+         python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{sock}\"); print(\"UNIX-REACHED\")'; \
+         python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"\\0goondan-sbx-abstract\"); print(\"ABSTRACT-REACHED\")'; \
+         echo done",
+        sock = sock.display()
+    );
+    let abstract_listener = abstract_socket("goondan-sbx-abstract");
+    let out = exec(&kit, &script).await;
+    assert!(stdout(&out).ends_with("done\n"), "{out}");
+    assert!(!stdout(&out).contains("REACHED"), "{out}");
+    assert!(tcp.accept().is_err(), "no connection reached the listener");
+    assert!(unix.accept().is_err(), "no connection reached the socket");
+    if let Some(listener) = abstract_listener {
+        assert!(listener.accept().is_err());
+    }
+}
+
+/// A listener on an abstract Unix socket of the host's network namespace (Linux only).
+fn abstract_socket(name: &str) -> Option<UnixListener> {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).ok()?;
+    let listener = UnixListener::bind_addr(&addr).ok()?;
+    listener.set_nonblocking(true).ok()?;
+    Some(listener)
+}
+
+#[tokio::test]
+async fn sbx_other_processes_cannot_be_signalled_traced_or_read() {
+    let mut victim = Command::new("sleep")
+        .arg("600")
+        .env("VICTIM_SECRET", "victim-secret-99")
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let kit = kit();
+    let script = format!(
+        "kill -TERM {pid} && echo KILLED; kill -KILL -1; cat /proc/{pid}/environ; \
+         cat /proc/{pid}/cmdline; ls /proc | grep -c '^[0-9]'; echo done"
+    );
+    let out = exec(&kit, &script).await;
+    let still_running = victim.try_wait().unwrap().is_none();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    assert!(still_running, "the host's process survived: {out}");
+    let text = stdout(&out);
+    assert!(!text.contains("KILLED"), "{out}");
+    assert!(!text.contains("victim-secret-99"), "{out}");
+    assert!(!text.contains("600"), "{out}");
+}
+
+#[tokio::test]
+async fn sbx_mounts_namespaces_and_kernel_keys_are_refused() {
+    let kit = kit();
+    std::fs::create_dir(kit.workdir().join("m")).unwrap();
+    let out = exec(
+        &kit,
+        "mount -t tmpfs none m && echo MOUNTED; unshare -U true && echo UNSHARED; \
+         unshare -n true && echo UNSHARED; nsenter -t 1 -m true && echo ENTERED; \
+         python3 -c 'import ctypes, os; libc = ctypes.CDLL(None); print(\"KEYCTL\", libc.syscall(250, 0, 0, 0, 0, 0))'; \
+         echo done",
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(text.ends_with("done\n"), "{out}");
+    assert!(!text.contains("MOUNTED"), "{out}");
+    assert!(!text.contains("UNSHARED"), "{out}");
+    assert!(!text.contains("ENTERED"), "{out}");
+    assert!(text.contains("KEYCTL -1"), "keyctl is refused: {out}");
+}
+
+#[tokio::test]
+async fn sbx_root_gains_nothing_over_the_host() {
+    let kit = kit();
+    let out = exec(
+        &kit,
+        "cat /etc/shadow | grep -c : ; echo x >> /etc/passwd && echo WROTE; \
+         ip link add goondansbx type dummy 2>/dev/null && echo LINKED; \
+         echo 0 > /proc/sys/kernel/sysrq 2>/dev/null && echo SYSCTL; echo done",
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(text.ends_with("done\n"), "{out}");
+    assert!(text.starts_with("0\n"), "/etc/shadow is hidden: {out}");
+    assert!(!text.contains("WROTE"), "{out}");
+    assert!(!text.contains("SYSCTL"), "{out}");
+    let host_links = Command::new("ip")
+        .args(["link", "show", "goondansbx"])
+        .output();
+    assert!(
+        host_links.map_or(true, |o| !o.status.success()),
+        "no link was made on the host"
+    );
+}
+
+#[test]
+fn sbx_the_hosts_environment_secrets_do_not_reach_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args([
+            "tools",
+            "call",
+            "bash__exec",
+            r#"{"command": "env"}"#,
+            "--json",
+        ])
+        .arg("--workdir")
+        .arg(dir.path())
+        .env("GITHUB_TOKEN", "gh-secret-1")
+        .env("ACME_UNGUESSABLE_NAME", "acme-secret-2")
+        .env("LANG", "C.UTF-8")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(!text.contains("gh-secret-1"), "{text}");
+    assert!(!text.contains("acme-secret-2"), "{text}");
+    assert!(text.contains("LANG=C.UTF-8"), "{text}");
+    assert!(text.contains("TMPDIR="), "{text}");
+}
+
+#[tokio::test]
+async fn sbx_the_calls_own_env_reaches_the_command_and_tmpdir_is_private() {
+    let kit = kit();
+    let out = kit
+        .call(
+            "bash__exec",
+            json!({"command": "echo $GOONDAN_EXTRA; echo $TMPDIR", "env": {"GOONDAN_EXTRA": "yes"}}),
+        )
+        .await
+        .assert_ok()
+        .clone();
+    let lines: Vec<&str> = stdout(&out).lines().collect();
+    assert_eq!(lines[0], "yes", "{out}");
+    let tmpdir = PathBuf::from(lines[1]);
+    assert!(tmpdir.file_name().is_some_and(|n| n == "tmp"), "{out}");
+    assert!(
+        !tmpdir.exists(),
+        "the private TMPDIR is removed after the call: {out}"
+    );
+}
+
+#[tokio::test]
+async fn sbx_what_a_user_needs_still_works() {
+    let kit = kit();
+    std::fs::write(
+        kit.workdir().join("s.sh"),
+        "echo script-ran > out.txt; cat out.txt",
+    )
+    .unwrap();
+    let script = kit
+        .call("bash__script", json!({"path": "s.sh"}))
+        .await
+        .assert_ok()
+        .clone();
+    assert_eq!(stdout(&script), "script-ran\n", "{script}");
+    let out = exec(
+        &kit,
+        "set -e; echo tmp > \"$TMPDIR/t\"; cat \"$TMPDIR/t\"; \
+         python3 -c 'print(6 * 7)'; \
+         git init -q repo && cd repo && git status --short && echo git-ok; \
+         ls /usr/bin/env >/dev/null && echo done",
+    )
+    .await;
+    assert_eq!(out["exitCode"], 0, "{out}");
+    assert_eq!(stdout(&out), "tmp\n42\ngit-ok\ndone\n", "{out}");
+}
+
+#[tokio::test]
+async fn sbx_read_only_mode_writes_only_the_private_tmpdir() {
+    let kit = kit_with(SandboxPolicy::new(SandboxMode::ReadOnly));
+    std::fs::write(kit.workdir().join("in.txt"), "readable").unwrap();
+    let out = exec(
+        &kit,
+        "cat in.txt; echo; echo x > out.txt && echo WROTE; echo t > \"$TMPDIR/t\" && echo tmp-ok",
+    )
+    .await;
+    assert_eq!(stdout(&out), "readable\ntmp-ok\n", "{out}");
+    assert!(!kit.workdir().join("out.txt").exists());
+}
+
+#[tokio::test]
+async fn sbx_paths_a_policy_names_are_opened() {
+    let outside = Outside::new();
+    let sandbox = SandboxPolicy::default()
+        .read(outside.dir.path().to_str().unwrap())
+        .unwrap();
+    let kit = kit_with(sandbox);
+    let out = exec(
+        &kit,
+        &format!(
+            "cat {}; echo x > {}/w",
+            outside.secret(),
+            outside.dir.path().display()
+        ),
+    )
+    .await;
+    assert_eq!(stdout(&out), Outside::SECRET, "read, not written: {out}");
+    assert!(!outside.path("w").exists());
+}
+
+#[tokio::test]
+async fn sbx_fails_closed_without_its_helper() {
+    let kit = kit_with(SandboxPolicy::default().helper("/nonexistent/goondan-sandbox"));
+    let r = kit
+        .call("bash__exec", json!({"command": "touch ran"}))
+        .await;
+    r.assert_error("E_SANDBOX_UNAVAILABLE");
+    assert!(!kit.workdir().join("ran").exists());
+}
+
+#[test]
+fn sbx_fails_closed_where_the_kernel_refuses_namespaces() {
+    // A user namespace of the test's own where no further user namespace may be made: the
+    // helper cannot set the sandbox up, so the call is refused and nothing runs.
+    let dir = tempfile::tempdir().unwrap();
+    let goondan = env!("CARGO_BIN_EXE_goondan");
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces || exit 99; \
+         exec {goondan} tools call bash__exec '{{\"command\": \"touch ran\"}}' --json --workdir {wd}",
+        wd = dir.path().display()
+    );
+    let output = Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(99), "{output:?}");
+    let mut text = String::new();
+    output.stdout.as_slice().read_to_string(&mut text).unwrap();
+    assert!(text.contains("E_SANDBOX_UNAVAILABLE"), "{text} {output:?}");
+    assert!(!dir.path().join("ran").exists());
+}
