@@ -273,6 +273,12 @@ impl Bash {
     pub fn policy(&self) -> &BashPolicy {
         &self.policy
     }
+
+    /// The sandbox calls run in: the host program's ([`sandbox::set_host_policy`]) when it
+    /// set one, else the policy's.
+    pub fn sandbox(&self) -> &SandboxPolicy {
+        sandbox::host_policy().unwrap_or(&self.policy.sandbox)
+    }
 }
 
 /// Shell commands and scripts, run in the workdir.
@@ -407,7 +413,8 @@ impl Bash {
         ctx: &ToolContext,
         invocation: &Invocation,
     ) -> Result<Option<sandbox::Prepared>, ToolError> {
-        if !self.policy.sandbox.is_on() {
+        let policy = self.sandbox();
+        if !policy.is_on() {
             return Ok(None);
         }
         // A missing shell or script is refused as a direct spawn would refuse it.
@@ -424,7 +431,7 @@ impl Bash {
             env: invocation.env.clone(),
             workdir: ctx.workdir(),
         };
-        Ok(Some(sandbox::prepare(&self.policy.sandbox, target)?))
+        Ok(Some(sandbox::prepare(policy, target)?))
     }
 
     /// The child's whole environment: the sandbox's allow-list of the host's (with the
@@ -434,8 +441,8 @@ impl Bash {
         extra: Option<&BTreeMap<String, String>>,
     ) -> Result<Vec<(OsString, OsString)>, ToolError> {
         let host = std::env::vars_os();
-        let mut env = if self.policy.sandbox.is_on() {
-            sandbox::sandbox_env(&self.policy.sandbox, host)
+        let mut env = if self.sandbox().is_on() {
+            sandbox::sandbox_env(self.sandbox(), host)
         } else {
             self.policy.child_env(host)
         };

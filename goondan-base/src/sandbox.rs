@@ -34,6 +34,8 @@
 //! `goondan-sandbox`, installed beside `goondan`, or any program that calls
 //! [`serve_if_asked`] first in `main`.
 
+mod check;
+mod host;
 mod launch;
 mod policy;
 mod spec;
@@ -42,7 +44,9 @@ mod spec;
 mod confine;
 pub mod helper;
 
+pub use self::check::{Support, check};
 pub use self::helper::serve_if_asked;
+pub use self::host::{host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
 pub(crate) use self::launch::{Prepared, Target, prepare};
 pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};

@@ -13,7 +13,8 @@ use goondan_runtime::{
 };
 use serde_json::{Value, json};
 
-use super::{Cli, Command, EXIT_FAILED, EXIT_OK, Format, McpCommand, ToolsCommand};
+use super::{Cli, Command, EXIT_FAILED, EXIT_OK, Format, McpCommand, SandboxCommand, ToolsCommand};
+use crate::sandbox::{self, PolicyError, SandboxPolicy, Support};
 
 /// Why a command could not run (exit status 2).
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,8 @@ pub(crate) enum CliError {
     Run(#[from] super::run::RunError),
     #[error(transparent)]
     Approvals(#[from] super::approvals::ApprovalsError),
+    #[error(transparent)]
+    Sandbox(#[from] PolicyError),
 }
 
 pub(crate) fn execute(
@@ -49,7 +52,16 @@ pub(crate) fn execute(
     library: &ToolLibrary,
     out: &mut dyn Write,
 ) -> Result<u8, CliError> {
+    set_sandbox(cli)?;
     match &cli.command {
+        Command::Sandbox(SandboxCommand::Check { workdir }) => {
+            let workdir = match workdir {
+                Some(w) => w.clone(),
+                None => std::env::current_dir()?,
+            };
+            let policy = sandbox::host_policy().cloned().unwrap_or_default();
+            sandbox_check(&sandbox::check(&policy, &workdir), &policy, cli.json, out)
+        }
         Command::Validate { bundle } => validate(bundle, library, cli.json, out),
         Command::AgentHost(args) => Ok(super::agent_host::run(args, library, out)),
         Command::Tools(ToolsCommand::List {
@@ -190,6 +202,112 @@ fn validate(
         }
     }
     Ok(if errors == 0 { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// Sets the sandbox of this process's base tools: the bundle's `policy.sandbox` (of `--agent`,
+/// else the entry agent), its mode replaced by `--sandbox`; the bundle file and its state
+/// directory are always out of reach.
+fn set_sandbox(cli: &Cli) -> Result<(), CliError> {
+    let (bundle, agent, state) = match &cli.command {
+        Command::Tools(ToolsCommand::Call { bundle, agent, .. })
+        | Command::Mcp(McpCommand::Serve { bundle, agent, .. }) => {
+            (bundle.clone(), agent.clone(), None)
+        }
+        Command::Run(args) => (Some(args.bundle.clone()), None, args.state.clone()),
+        _ => (None, None, None),
+    };
+    let policy = bundle_sandbox(bundle.as_deref(), agent.as_deref(), state.as_deref())?;
+    let mut policy = policy;
+    if let Some(mode) = cli.sandbox {
+        policy.mode = mode;
+    }
+    // Set once per process, before any tool runs; a library caller that set its own keeps it.
+    let _ = sandbox::set_host_policy(policy);
+    Ok(())
+}
+
+/// A bundle's sandbox for `agent` with the bundle and its state directory denied (the default
+/// policy when there is no bundle, or it cannot be read: the command reports that itself).
+pub(crate) fn bundle_sandbox(
+    bundle: Option<&Path>,
+    agent: Option<&str>,
+    state: Option<&Path>,
+) -> Result<SandboxPolicy, PolicyError> {
+    let Some(path) = bundle else {
+        return Ok(SandboxPolicy::default());
+    };
+    let file = super::run::bundle_file(path);
+    let mut policy = match Bundle::read(&file) {
+        Ok(bundle) => {
+            let agent = agent.map(str::to_owned).or_else(|| bundle.entry_agent());
+            match agent.and_then(|a| bundle.policy(&a, "sandbox").cloned()) {
+                Some(value) => SandboxPolicy::from_bundle(&value)?,
+                None => SandboxPolicy::default(),
+            }
+        }
+        Err(_) => SandboxPolicy::default(),
+    };
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    policy = policy.deny(absolute(&file))?;
+    let state = super::run::state_dir_of(path, state);
+    policy.deny(absolute(&state))
+}
+
+fn sandbox_check(
+    support: &Support,
+    policy: &SandboxPolicy,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<u8, CliError> {
+    let code = if support.ready() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    };
+    if json {
+        let mut value = serde_json::to_value(support).unwrap_or_default();
+        value["ready"] = json!(support.ready());
+        value["mode"] = json!(policy.mode.as_str());
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        )?;
+        return Ok(code);
+    }
+    writeln!(out, "os               {}", support.os)?;
+    writeln!(out, "landlock         {}", support.landlock)?;
+    writeln!(out, "user namespaces  {}", support.user_namespaces)?;
+    writeln!(
+        out,
+        "seccomp          {}",
+        if support.seccomp { "yes" } else { "no" }
+    )?;
+    writeln!(out, "helper           {}", support.helper)?;
+    for mode in [
+        sandbox::SandboxMode::Workspace,
+        sandbox::SandboxMode::ReadOnly,
+        sandbox::SandboxMode::Off,
+    ] {
+        let chosen = if mode == policy.mode {
+            " (this mode)"
+        } else {
+            ""
+        };
+        writeln!(out, "\n{mode}{chosen}:")?;
+        for line in Support::enforces(mode) {
+            writeln!(out, "  - {line}")?;
+        }
+    }
+    match &support.probe {
+        None => writeln!(out, "\nready: `true` ran in the {} sandbox", policy.mode)?,
+        Some(why) => writeln!(
+            out,
+            "\nnot ready: {why}\nsandboxed calls are refused with E_SANDBOX_UNAVAILABLE; to run \
+             without the sandbox, say so: --sandbox off, or policy.sandbox: off in the bundle"
+        )?,
+    }
+    Ok(code)
 }
 
 /// The registry and catalog: every compiled tool, or an Agent's catalog in a bundle.

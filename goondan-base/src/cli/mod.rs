@@ -52,6 +52,10 @@ pub struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The sandbox of the commands a model runs: `workspace` (the default: write only the
+    /// workdir, no network), `read-only`, or `off`. Overrides the bundle's `policy.sandbox`.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -83,6 +87,22 @@ pub enum Command {
     /// terminal or after a restart.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// What the sandbox of a model's commands can enforce on this machine.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+/// `goondan sandbox ...`.
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Print what this machine supports (Landlock, user namespaces, seccomp, the helper
+    /// program), what each mode enforces, and run `true` in the sandbox. Exits 1 when a
+    /// sandboxed command cannot run here.
+    Check {
+        /// The workdir of the probe (default: the current directory).
+        #[arg(long)]
+        workdir: Option<PathBuf>,
+    },
 }
 
 /// `goondan mcp ...`.

@@ -267,6 +267,28 @@ fn landlock(spec: &LaunchSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// What the kernel says of Landlock, learnt by restricting this (throw-away) process with an
+/// empty ruleset: the kernel answers only to a process that restricts itself.
+pub(crate) fn landlock_status() -> String {
+    use landlock::LandlockStatus;
+    let status = Ruleset::default()
+        .handle_access(AccessFs::from_all(ABI::V1))
+        .and_then(|ruleset| ruleset.create())
+        .and_then(|ruleset| ruleset.restrict_self());
+    match status.map(|s| s.landlock) {
+        Ok(LandlockStatus::Available {
+            effective_abi,
+            kernel_abi: Some(kernel),
+        }) => format!("ABI {kernel} (used as {effective_abi})"),
+        Ok(LandlockStatus::Available { effective_abi, .. }) => format!("ABI {effective_abi}"),
+        Ok(LandlockStatus::NotEnabled) => {
+            "built in but not enabled (add landlock to the kernel's lsm= list)".to_owned()
+        }
+        Ok(LandlockStatus::NotImplemented) => "not in this kernel (Linux 5.13+)".to_owned(),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
 /// System calls a sandboxed process never makes: mounting, namespaces, kernel modules and
 /// keyrings, BPF, perf, reboot, swap, file handles that bypass paths.
 const DENIED: &[libc::c_long] = &[

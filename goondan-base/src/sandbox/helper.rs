@@ -29,6 +29,8 @@ use super::spec::{LaunchSpec, SPEC_VAR};
 pub const HELPER_FLAG: &str = "--goondan-sandbox-helper";
 /// The first argument of the inner stage.
 const INIT_FLAG: &str = "--goondan-sandbox-init";
+/// The first argument that makes the helper print what the kernel says of Landlock.
+pub(crate) const LANDLOCK_FLAG: &str = "--goondan-sandbox-landlock";
 /// The exit code of a helper that could not set the sandbox up (its report says why).
 const UNAVAILABLE_EXIT: u8 = 125;
 
@@ -76,6 +78,9 @@ fn run_stage(arg: &OsString) -> Option<u8> {
         Some(stage::outer())
     } else if arg == INIT_FLAG {
         Some(stage::inner())
+    } else if arg == LANDLOCK_FLAG {
+        println!("{}", stage::landlock());
+        Some(0)
     } else {
         None
     }
@@ -196,6 +201,10 @@ mod stage {
         u8::try_from((128 + signal) & 0xff).unwrap_or(1)
     }
 
+    pub(super) fn landlock() -> String {
+        confine::landlock_status()
+    }
+
     pub(super) fn inner() -> u8 {
         let spec = match read_spec() {
             Ok((spec, _)) => spec,
@@ -270,5 +279,9 @@ mod stage {
 
     pub(super) fn inner() -> u8 {
         outer()
+    }
+
+    pub(super) fn landlock() -> String {
+        "Linux only".to_owned()
     }
 }

@@ -71,6 +71,10 @@ pub enum PolicyError {
     /// An environment variable name that cannot be one.
     #[error("`{0}` is not an environment variable name")]
     EnvName(String),
+    /// A bundle's `policy.sandbox` that is not a mode or a map of `mode`, `read`, `write`,
+    /// `env`.
+    #[error("policy.sandbox: {0}")]
+    Bundle(String),
 }
 
 /// Where a sandboxed process may read and write, and which environment it keeps.
@@ -194,6 +198,81 @@ impl SandboxPolicy {
         self.helper.as_deref()
     }
 
+    /// The policy a bundle's `policy.sandbox` says: a mode (`workspace`, `read-only`, `off`),
+    /// or a map with `mode` and lists `read`, `write` (paths) and `env` (names).
+    ///
+    /// ```
+    /// use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
+    /// use serde_json::json;
+    ///
+    /// let policy = SandboxPolicy::from_bundle(&json!({"mode": "read-only", "read": ["/opt/data"]}))?;
+    /// assert_eq!(policy.mode, SandboxMode::ReadOnly);
+    /// assert!(SandboxPolicy::from_bundle(&json!({"mod": "off"})).is_err());
+    /// # Ok::<(), goondan_base::sandbox::PolicyError>(())
+    /// ```
+    pub fn from_bundle(value: &serde_json::Value) -> Result<Self, PolicyError> {
+        use serde_json::Value;
+        let bad = |why: String| PolicyError::Bundle(why);
+        let map = match value {
+            Value::String(mode) => return Ok(Self::new(mode.parse()?)),
+            Value::Object(map) => map,
+            other => {
+                return Err(bad(format!(
+                    "expected a mode or a map, found {}",
+                    kind(other)
+                )));
+            }
+        };
+        let mut policy = Self::default();
+        for (key, value) in map {
+            let list = || -> Result<Vec<&str>, PolicyError> {
+                let items = value
+                    .as_array()
+                    .ok_or_else(|| bad(format!("`{key}` must be a list of strings")))?;
+                if items.len() > 256 {
+                    return Err(bad(format!("`{key}` has more than 256 entries")));
+                }
+                items
+                    .iter()
+                    .map(|v| {
+                        v.as_str()
+                            .ok_or_else(|| bad(format!("`{key}` must be a list of strings")))
+                    })
+                    .collect()
+            };
+            match key.as_str() {
+                "mode" => {
+                    let mode = value
+                        .as_str()
+                        .ok_or_else(|| bad("`mode` must be a string".to_owned()))?;
+                    policy.mode = mode.parse()?;
+                }
+                "read" => {
+                    for path in list()? {
+                        policy = policy.read(path)?;
+                    }
+                }
+                "write" => {
+                    for path in list()? {
+                        policy = policy.write(path)?;
+                    }
+                }
+                "env" => {
+                    for name in list()? {
+                        policy = policy.env(name)?;
+                    }
+                }
+                other => {
+                    return Err(bad(format!(
+                        "unknown key `{}` (mode, read, write, env)",
+                        other.chars().take(64).collect::<String>()
+                    )));
+                }
+            }
+        }
+        Ok(policy)
+    }
+
     /// Checks a path to open: absolute, not `/`, not a path kept out of reach nor beneath one.
     /// (A parent of one may be opened: the path kept out of reach is hidden inside it.)
     fn opening(&self, raw: &str) -> Result<PathBuf, PolicyError> {
@@ -208,6 +287,17 @@ impl SandboxPolicy {
             });
         }
         Ok(path)
+    }
+}
+
+fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a map",
     }
 }
 
@@ -269,6 +359,38 @@ mod tests {
             policy.read("/a//b/").unwrap().read_paths(),
             [PathBuf::from("/a/b")]
         );
+    }
+
+    #[test]
+    fn sbx_a_bundles_policy_is_read_and_bad_input_is_refused() {
+        use serde_json::json;
+        let policy = SandboxPolicy::from_bundle(&json!({
+            "mode": "workspace", "read": ["/opt/data"], "write": ["/srv/out"], "env": ["RUST_LOG"]
+        }))
+        .unwrap();
+        assert_eq!(policy.read_paths(), [PathBuf::from("/opt/data")]);
+        assert_eq!(policy.write_paths(), [PathBuf::from("/srv/out")]);
+        assert_eq!(policy.env_names(), ["RUST_LOG"]);
+        assert_eq!(
+            SandboxPolicy::from_bundle(&json!("off")).unwrap().mode,
+            SandboxMode::Off
+        );
+        let many: Vec<String> = (0..300).map(|i| format!("/p{i}")).collect();
+        for bad in [
+            json!(3),
+            json!("none"),
+            json!({"mode": 1}),
+            json!({"read": "/x"}),
+            json!({"read": ["relative"]}),
+            json!({"write": ["/"]}),
+            json!({"env": ["A-B"]}),
+            json!({"network": {"allow": ["x"]}}),
+            json!({"read": many}),
+            json!({"mode": "x".repeat(1_000_000)}),
+        ] {
+            let err = SandboxPolicy::from_bundle(&bad).unwrap_err();
+            assert!(err.to_string().len() < 400, "a bounded message: {err}");
+        }
     }
 
     #[test]

@@ -164,8 +164,12 @@ async fn sbx_writes_outside_the_workdir_fail_by_dot_dot_absolute_paths_and_links
     let kit = kit();
     let target = outside.path("written");
     let dir = outside.dir.path().display().to_string();
+    let unique = format!(
+        "goondan-sbx-escape-{}",
+        kit.workdir().file_name().unwrap().to_string_lossy()
+    );
     let script = format!(
-        "echo x > ../escape-$$; echo x > {t}; echo x > /tmp/goondan-sbx-escape-$$; \
+        "echo x > ../{unique}; echo x > {t}; echo x > /tmp/{unique}; \
          ln -s {dir} link; echo x > link/written; \
          ln {s} hard; echo x >> hard; \
          ln -s {s} soft; echo x >> soft; \
@@ -185,11 +189,10 @@ async fn sbx_writes_outside_the_workdir_fail_by_dot_dot_absolute_paths_and_links
         Outside::SECRET,
         "{out}"
     );
-    let parent = kit.workdir().parent().unwrap();
-    let escaped = std::fs::read_dir(parent)
-        .unwrap()
-        .flatten()
-        .any(|e| e.file_name().to_string_lossy().starts_with("escape-"));
+    let parent = kit.workdir().parent().unwrap().join(&unique);
+    let escaped = parent.exists() || Path::new("/tmp").join(&unique).exists();
+    let _ = std::fs::remove_file(&parent);
+    let _ = std::fs::remove_file(Path::new("/tmp").join(&unique));
     assert!(!escaped, "{out}");
 }
 
@@ -457,4 +460,104 @@ fn sbx_fails_closed_where_the_kernel_refuses_namespaces() {
     output.stdout.as_slice().read_to_string(&mut text).unwrap();
     assert!(text.contains("E_SANDBOX_UNAVAILABLE"), "{text} {output:?}");
     assert!(!dir.path().join("ran").exists());
+}
+
+fn goondan(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn sbx_goondan_sandbox_check_says_what_this_machine_enforces() {
+    let dir = tempfile::tempdir().unwrap();
+    let wd = dir.path().to_str().unwrap();
+    let o = goondan(&["sandbox", "check", "--workdir", wd]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("landlock         ABI "), "{text}");
+    assert!(
+        text.contains("ready: `true` ran in the workspace sandbox"),
+        "{text}"
+    );
+    let o = goondan(&["sandbox", "check", "--json", "--workdir", wd]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["ready"], true, "{report}");
+    assert_eq!(report["probe"], Value::Null, "{report}");
+
+    // Where no user namespace may be made, check says so and exits 1.
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces || exit 99; exec {} sandbox check --workdir {wd}",
+        env!("CARGO_BIN_EXE_goondan")
+    );
+    let o = Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("user namespaces  off"), "{text}");
+    assert!(text.contains("not ready: "), "{text}");
+}
+
+const BASH_AGENT: &str = "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: a}\nspec:\n  tools:\n    - ref: {kind: Tool, name: bash, package: \"@goondan/base\"}\n";
+
+#[test]
+fn sbx_a_bundles_policy_sandbox_and_the_command_line_choose_the_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let wd = dir.path().join("wd");
+    std::fs::create_dir(&wd).unwrap();
+    let bundle = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &bundle,
+        format!("{BASH_AGENT}  policy:\n    sandbox: read-only\n"),
+    )
+    .unwrap();
+    let call = |extra: &[&str], file: &str| {
+        let mut args = vec![
+            "tools",
+            "call",
+            "bash__exec",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--workdir",
+            wd.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let command = format!(r#"{{"command": "echo x > {file}; cat ../goondan.yaml"}}"#);
+        args.insert(3, &*Box::leak(command.into_boxed_str()));
+        goondan(&args)
+    };
+    // read-only: the workdir is not written; the bundle is out of reach.
+    let o = call(&[], "ro");
+    let result: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(result["status"], "ok", "{result}");
+    assert!(!wd.join("ro").exists(), "{result}");
+    assert!(
+        !result["output"]["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("policy"),
+        "{result}"
+    );
+    // The command line wins over the bundle.
+    let o = call(&["--sandbox", "workspace"], "ws");
+    assert!(o.status.success());
+    assert!(wd.join("ws").exists());
+    // A bundle's sandbox that cannot be used stops the command with a clear error.
+    std::fs::write(
+        &bundle,
+        format!("{BASH_AGENT}  policy:\n    sandbox: {{mode: workspace, read: [relative/path]}}\n"),
+    )
+    .unwrap();
+    let o = call(&[], "bad");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("relative/path") && err.contains("absolute"),
+        "{err}"
+    );
+    assert!(!wd.join("bad").exists());
 }

@@ -211,8 +211,9 @@ impl Bundle {
             .and_then(|v| crate::calls::guardrail::Guardrails::from_policy(v).ok())
     }
 
-    /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm.
-    fn policy(&self, agent: &str, key: &str) -> Option<&serde_json::Value> {
+    /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm
+    /// (for settings the runtime does not read itself, such as the base tools' `sandbox`).
+    pub fn policy(&self, agent: &str, key: &str) -> Option<&serde_json::Value> {
         fn of<'r>(r: &'r Resource, key: &str) -> Option<&'r serde_json::Value> {
             r.spec()?.get("policy")?.get(key)
         }

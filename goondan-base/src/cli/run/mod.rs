@@ -56,12 +56,16 @@ pub(crate) fn state_dir_of(
     bundle: &std::path::Path,
     explicit: Option<&std::path::Path>,
 ) -> PathBuf {
-    let bundle = if bundle.is_dir() {
+    state::state_dir(&bundle_file(bundle), explicit)
+}
+
+/// The bundle file `bundle` names: itself, or `goondan.yaml` in it when it is a directory.
+pub(crate) fn bundle_file(bundle: &std::path::Path) -> PathBuf {
+    if bundle.is_dir() {
         bundle.join("goondan.yaml")
     } else {
         bundle.to_path_buf()
-    };
-    state::state_dir(&bundle, explicit)
+    }
 }
 
 /// The arguments of `goondan run`.
