@@ -7,10 +7,10 @@
 //! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
 //! that called `setsid` or forked twice. On timeout or cancellation everything the command
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
-//! behind gets the same, and the call returns as soon as it is gone, with all the output
-//! written before. stdout and stderr are read concurrently and capped (head and tail kept). A
-//! non-zero exit is data, not an error. The child's environment is the host's minus a deny
-//! list of secret-looking names, plus `env`.
+//! behind gets the same. Either way the call returns as soon as everything is gone, with all
+//! the output written before. stdout and stderr are read concurrently and capped (head and
+//! tail kept). A non-zero exit is data, not an error. The child's environment is the host's
+//! minus a deny list of secret-looking names, plus `env`.
 //!
 //! This is not a sandbox: the command can do whatever the host user can. `cwd` and `path` are
 //! confined to the workdir so that mistakes stay there.
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use self::containment::CgroupPool;
 pub use self::containment::ContainmentKind;
 use self::process::Invocation;
-use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
+use crate::workspace::{RelPath, absolute_workdir, blocking, is_escape, open_workdir, outside};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -305,7 +305,8 @@ impl Bash {
         ctx: &ToolContext,
         input: ScriptInput,
     ) -> Result<ExecOutput, ToolError> {
-        let (rel, abs, executable) = resolve_script(ctx.workdir(), &input.path).await?;
+        let workdir = absolute_workdir(ctx.workdir())?;
+        let (rel, abs, executable) = resolve_script(&workdir, &input.path).await?;
         let script_args = input
             .args
             .unwrap_or_default()
@@ -322,7 +323,7 @@ impl Bash {
         let invocation = Invocation {
             program,
             args,
-            cwd: ctx.workdir().to_path_buf(),
+            cwd: workdir,
             env: self.child_env(input.env.as_ref())?,
         };
         let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
@@ -408,7 +409,7 @@ impl Bash {
         ctx: &ToolContext,
         cwd: Option<&str>,
     ) -> Result<(String, PathBuf), ToolError> {
-        let workdir = ctx.workdir().to_path_buf();
+        let workdir = absolute_workdir(ctx.workdir())?;
         let Some(cwd) = cwd else {
             return Ok((".".to_owned(), workdir));
         };

@@ -233,6 +233,22 @@ pub(crate) fn open_workdir(workdir: &Path) -> Result<Dir, ToolError> {
     })
 }
 
+/// The workdir as an absolute path, taken against this process's current directory now.
+///
+/// A child process starts in the workdir, so a path relative to this process (a workdir given
+/// as `work`, a script at `work/run.sh`) would name something else from there.
+pub(crate) fn absolute_workdir(workdir: &Path) -> Result<PathBuf, ToolError> {
+    std::path::absolute(workdir).map_err(|err| {
+        ToolError::new(format!(
+            "the workdir `{}` cannot be made absolute: {err}",
+            workdir.display()
+        ))
+        .with_code(codes::WORKDIR_UNAVAILABLE)
+        .with_name("WorkdirUnavailableError")
+        .with_suggestion("the host must give the call an existing, readable workdir")
+    })
+}
+
 /// Whether `err` is cap-std refusing a path that leads outside the directory.
 pub(crate) fn is_escape(err: &io::Error) -> bool {
     // cap-primitives reports every escape (an absolute link target, `..` above the root, a
