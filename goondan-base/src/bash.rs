@@ -9,7 +9,7 @@
 //! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
 //! that called `setsid` or forked twice. On timeout or cancellation everything the command
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
-//! behind gets the same (in the sandbox: SIGKILL at once, as the sandbox's PID namespace ends), and the call returns as soon as it is gone, with all the output
+//! behind gets the same. Either way the call returns as soon as everything is gone, with all the output
 //! written before. stdout and stderr are read concurrently and capped (head and tail kept). A
 //! non-zero exit is data, not an error. The child's environment is the sandbox's allow-list of
 //! the host's (with the sandbox off: the host's minus a deny list of secret-looking names), plus
@@ -29,7 +29,7 @@ use self::containment::CgroupPool;
 pub use self::containment::ContainmentKind;
 use self::process::Invocation;
 use crate::sandbox::{self, SandboxPolicy};
-use crate::workspace::{RelPath, blocking, is_escape, open_workdir, outside};
+use crate::workspace::{RelPath, absolute_workdir, blocking, is_escape, open_workdir, outside};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -317,7 +317,8 @@ impl Bash {
         ctx: &ToolContext,
         input: ScriptInput,
     ) -> Result<ExecOutput, ToolError> {
-        let (rel, abs, executable) = resolve_script(ctx.workdir(), &input.path).await?;
+        let workdir = absolute_workdir(ctx.workdir())?;
+        let (rel, abs, executable) = resolve_script(&workdir, &input.path).await?;
         let script_args = input
             .args
             .unwrap_or_default()
@@ -334,7 +335,7 @@ impl Bash {
         let invocation = Invocation {
             program,
             args,
-            cwd: ctx.workdir().to_path_buf(),
+            cwd: workdir,
             env: self.child_env(input.env.as_ref())?,
         };
         let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
@@ -467,7 +468,7 @@ impl Bash {
         ctx: &ToolContext,
         cwd: Option<&str>,
     ) -> Result<(String, PathBuf), ToolError> {
-        let workdir = ctx.workdir().to_path_buf();
+        let workdir = absolute_workdir(ctx.workdir())?;
         let Some(cwd) = cwd else {
             return Ok((".".to_owned(), workdir));
         };

@@ -5,21 +5,31 @@
 //! - `file-system__list {path? = ".", recursive?, includeDirs? = true, includeFiles? = true}` -> `{path, entries, truncated}`
 //! - `file-system__mkdir {path, recursive? = true}` -> `{path, created}`
 //!
-//! Every path is confined to the workdir, links included: see [`crate::workspace`]. A regular
-//! file with more than one hard link is never read or appended to (`E_PATH_HARDLINK`): another
-//! of its names may be outside the workdir. Replacing it with `write` (a new file renamed over
-//! the name) stays allowed, since that never touches the shared file.
+//! Every path is confined to the workdir, links included: see [`crate::workspace`], which also
+//! says how names that are not UTF-8 are spelled (`list` gives them so, `read` and `write` take
+//! them back) and how long paths and names may be. A regular file with more than one hard link
+//! is never read or appended to (`E_PATH_HARDLINK`): another of its names may be outside the
+//! workdir. Replacing it with `write` (a new file renamed over the name) stays allowed, since
+//! that never touches the shared file. A file opened to be read or appended to must still be
+//! what its name points to, with that one name, after the open (and, for a read, after the
+//! read), else the call fails (`E_FS_CHANGED`) and nothing is returned or written: see
+//! `check_opened`. Only regular files are read or appended to: a FIFO or a socket is refused
+//! (`E_FS_NOT_A_FILE`) without waiting for a peer. A path that ends with `/` names a directory,
+//! so it is never read or written as a file (`E_FS_NOT_A_DIRECTORY` when it is a file).
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cap_std::fs::{Dir, File, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::workspace::{RelPath, blocking, hardlinked, is_escape, open_workdir, outside, shorten};
+use crate::workspace::{
+    RelPath, blocking, escape, hardlinked, is_escape, open_workdir, outside, shorten,
+};
 
 /// Error codes of `file-system` (besides [`crate::workspace::codes`]).
 pub mod codes {
@@ -29,6 +39,9 @@ pub mod codes {
     pub const NOT_A_FILE: &str = "E_FS_NOT_A_FILE";
     /// A directory was expected, something else was found.
     pub const NOT_A_DIRECTORY: &str = "E_FS_NOT_A_DIRECTORY";
+    /// The name was moved to another file while the call used it; nothing was returned or
+    /// written.
+    pub const CHANGED: &str = "E_FS_CHANGED";
     /// Any other I/O failure.
     pub const IO: &str = "E_FS_IO";
 }
@@ -272,22 +285,17 @@ async fn with_dir<T: Send + 'static>(
 }
 
 fn read_file(dir: &Dir, rel: &RelPath, raw: &str, max: u64) -> Result<ReadOutput, ToolError> {
-    // O_NONBLOCK: a FIFO must not hang the call; it is refused below as not a file.
-    let mut options = OpenOptions::new();
-    options.read(true).custom_flags(nix::libc::O_NONBLOCK);
-    let file = dir
-        .open_with(rel.as_path(), &options)
-        .map_err(|e| io_error(raw, &e))?;
-    let meta = file.metadata().map_err(|e| io_error(raw, &e))?;
-    if !meta.is_file() {
-        return Err(not_a(codes::NOT_A_FILE, raw, "file"));
-    }
-    refuse_shared(&file, raw)?;
-    let size = meta.len();
+    refuse_dir_spelling(dir, rel, raw)?;
+    let file = open_file(dir, rel.as_path(), raw, OpenOptions::new().read(true))?;
+    let size = check_opened(dir, rel.as_path(), &file, raw)?.len();
     let mut bytes = Vec::with_capacity(usize::try_from(max.min(size)).unwrap_or(0));
-    file.take(max)
+    (&file)
+        .take(max)
         .read_to_end(&mut bytes)
         .map_err(|e| io_error(raw, &e))?;
+    // The name may have been moved to another file while this one was read: what was read is
+    // given only if the name still is this file, with no other name.
+    check_opened(dir, rel.as_path(), &file, raw)?;
     let truncated = (bytes.len() as u64) < size;
     if truncated {
         // Drop a multi-byte character cut in half at the end.
@@ -316,6 +324,7 @@ fn write_file(dir: &Dir, rel: &RelPath, input: &WriteInput) -> Result<WriteOutpu
         (Some(parent), Some(name)) if !rel.is_root() => (parent, name),
         _ => return Err(not_a(codes::NOT_A_FILE, raw, "file")),
     };
+    refuse_dir_spelling(dir, rel, raw)?;
     if !parent.as_os_str().is_empty() {
         ensure_dir(dir, parent, raw)?;
     }
@@ -325,36 +334,12 @@ fn write_file(dir: &Dir, rel: &RelPath, input: &WriteInput) -> Result<WriteOutpu
         Err(err) if is_escape(&err) => return Err(outside(raw)),
         Err(_) => None,
     };
-    if input.append.unwrap_or(false) {
-        let mut options = OpenOptions::new();
-        options.append(true).create(true);
-        let mut file = dir
-            .open_with(path, &options)
-            .map_err(|e| io_error(raw, &e))?;
-        refuse_shared(&file, raw)?;
-        file.write_all(input.content.as_bytes())
-            .map_err(|e| io_error(raw, &e))?;
+    let content = input.content.as_bytes();
+    let size = if input.append.unwrap_or(false) {
+        append_file(dir, path, raw, content)?
     } else {
-        // A temporary file next to the target, then a rename: readers see the old or the new
-        // content, never half of it.
-        let tmp = temp_name(parent, name);
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        let result = (|| {
-            let mut file = dir.open_with(&tmp, &options)?;
-            file.write_all(input.content.as_bytes())?;
-            if let Some(meta) = &existing {
-                file.set_permissions(meta.permissions())?;
-            }
-            file.sync_data()?;
-            dir.rename(&tmp, dir, path)
-        })();
-        if let Err(err) = result {
-            let _ = dir.remove_file(&tmp);
-            return Err(io_error(raw, &err));
-        }
-    }
-    let size = dir.metadata(path).map_err(|e| io_error(raw, &e))?.len();
+        replace_file(dir, (parent, name), raw, content, existing.as_ref())?
+    };
     Ok(WriteOutput {
         path: rel.display(),
         size,
@@ -362,14 +347,143 @@ fn write_file(dir: &Dir, rel: &RelPath, input: &WriteInput) -> Result<WriteOutpu
     })
 }
 
-/// Refuses an opened regular file with more than one hard link. The count comes from the
-/// handle (`fstat`), not the path, so a link made between a check and the open is caught.
-fn refuse_shared(file: &File, raw: &str) -> Result<(), ToolError> {
-    let meta = file.metadata().map_err(|e| io_error(raw, &e))?;
-    if meta.is_file() && meta.nlink() > 1 {
-        return Err(hardlinked(raw, meta.nlink()));
+/// Appends `content` to the regular file `path` (created when missing); the file's size after.
+fn append_file(dir: &Dir, path: &Path, raw: &str, content: &[u8]) -> Result<u64, ToolError> {
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    let file = open_file(dir, path, raw, &options)?;
+    check_opened(dir, path, &file, raw)?;
+    // From the check on, the file had one name, inside the workdir, so it was the workdir's
+    // file. A hard link made elsewhere after the check cannot be prevented, but whoever makes
+    // it gives a name to the workdir's file: writing to it is writing to the workdir. A rename
+    // over the name after the check leaves this handle on the file that was checked.
+    (&file).write_all(content).map_err(|e| io_error(raw, &e))?;
+    Ok(file.metadata().map_err(|e| io_error(raw, &e))?.len())
+}
+
+/// Writes `content` to a new file in the parent directory, then renames it over the name:
+/// readers see the old or the new content, never half of it. The size written is returned.
+///
+/// The temporary file has a short name of its own, opened through the parent directory, so
+/// that whenever the target's path and name fit the kernel's limits, its path and name do too.
+fn replace_file(
+    dir: &Dir,
+    (parent, name): (&Path, &OsStr),
+    raw: &str,
+    content: &[u8],
+    existing: Option<&Metadata>,
+) -> Result<u64, ToolError> {
+    let opened;
+    let parent_dir = if parent.as_os_str().is_empty() {
+        dir
+    } else {
+        opened = dir.open_dir(parent).map_err(|e| io_error(raw, &e))?;
+        &opened
+    };
+    let tmp = temp_name();
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    let result = (|| {
+        let mut file = parent_dir.open_with(&tmp, &options)?;
+        file.write_all(content)?;
+        if let Some(meta) = existing {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.sync_data()?;
+        parent_dir.rename(&tmp, parent_dir, name)?;
+        Ok(file.metadata()?.len())
+    })();
+    result.map_err(|err: std::io::Error| {
+        let _ = parent_dir.remove_file(&tmp);
+        io_error(raw, &err)
+    })
+}
+
+/// Opens `path` with `options`, without waiting for a peer: a FIFO with no reader or a socket
+/// is refused as not a file (`ENXIO`), one with a peer is refused by [`check_opened`].
+fn open_file(dir: &Dir, path: &Path, raw: &str, options: &OpenOptions) -> Result<File, ToolError> {
+    let mut options = options.clone();
+    options.custom_flags(nix::libc::O_NONBLOCK);
+    dir.open_with(path, &options).map_err(|err| {
+        if err.raw_os_error() == Some(nix::libc::ENXIO) {
+            not_a(codes::NOT_A_FILE, raw, "file")
+        } else {
+            io_error(raw, &err)
+        }
+    })
+}
+
+/// Makes sure the opened `file` is a regular file that `path` points to now, and that it has
+/// no other name; its metadata (from the handle) is returned.
+///
+/// A check of the handle alone cannot tell: between the open and the check, the name may be
+/// renamed over, and the file opened may then be an outside file that had a hard link here,
+/// now down to its one name outside. So the name is looked at after the open, and its inode
+/// and link count come from one `fstatat`: at that moment the opened file's only name was the
+/// one in the workdir. A file that had a name outside before that moment and lost it since
+/// was moved into the workdir, which whoever moved it could have done anyway.
+fn check_opened(dir: &Dir, path: &Path, file: &File, raw: &str) -> Result<Metadata, ToolError> {
+    let opened = file.metadata().map_err(|e| io_error(raw, &e))?;
+    if !opened.is_file() {
+        return Err(not_a(codes::NOT_A_FILE, raw, "file"));
     }
-    Ok(())
+    if opened.nlink() > 1 {
+        return Err(hardlinked(raw, opened.nlink()));
+    }
+    let named = name_now(dir, path).map_err(|err| {
+        // The file was opened by this name: a name gone since was moved or removed meanwhile.
+        if err.kind() == std::io::ErrorKind::NotFound {
+            changed(raw)
+        } else {
+            io_error(raw, &err)
+        }
+    })?;
+    if (named.dev(), named.ino()) != (opened.dev(), opened.ino()) {
+        return Err(changed(raw));
+    }
+    if named.nlink() > 1 {
+        return Err(hardlinked(raw, named.nlink()));
+    }
+    Ok(opened)
+}
+
+/// What `path` names now, its last link resolved inside the workdir: an `fstatat` of the last
+/// name, not following it, in its parent directory.
+fn name_now(dir: &Dir, path: &Path) -> std::io::Result<Metadata> {
+    let named = last_name(dir, path)?;
+    if !named.file_type().is_symlink() {
+        return Ok(named);
+    }
+    // A link to a file inside (one leading out fails to resolve): look at the file's own name.
+    last_name(dir, &dir.canonicalize(path)?)
+}
+
+/// The metadata of the last name of `path`, not followed, looked up in its parent directory
+/// (the parent opened through the capability).
+fn last_name(dir: &Dir, path: &Path) -> std::io::Result<Metadata> {
+    let Some(name) = path.file_name() else {
+        return Err(std::io::ErrorKind::NotFound.into());
+    };
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            dir.open_dir(parent)?.symlink_metadata(name)
+        }
+        _ => dir.symlink_metadata(name),
+    }
+}
+
+/// A path written with a trailing `/` names a directory, as in POSIX, so it never names a file
+/// to read or write: a file there is `E_FS_NOT_A_DIRECTORY` (`open("f/")` fails with `ENOTDIR`),
+/// anything else `E_FS_NOT_A_FILE`.
+fn refuse_dir_spelling(dir: &Dir, rel: &RelPath, raw: &str) -> Result<(), ToolError> {
+    if !rel.names_dir() {
+        return Ok(());
+    }
+    match dir.metadata(rel.as_path()) {
+        Ok(meta) if !meta.is_dir() => Err(not_a(codes::NOT_A_DIRECTORY, raw, "directory")),
+        Err(err) if is_escape(&err) => Err(outside(raw)),
+        _ => Err(not_a(codes::NOT_A_FILE, raw, "file")),
+    }
 }
 
 /// Makes sure `path` is a directory inside, creating it and its parents; `true` when created.
@@ -390,14 +504,13 @@ fn ensure_dir(dir: &Dir, path: &Path, raw: &str) -> Result<bool, ToolError> {
     Ok(true)
 }
 
-fn temp_name(parent: &Path, name: &std::ffi::OsStr) -> PathBuf {
+/// A name for a temporary file, unique in this process and at most 41 bytes whatever the
+/// target's name (`.goondan-`, the process id, `-`, a counter, `.tmp`).
+fn temp_name() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".goondan-{}-{n}.tmp", std::process::id()));
-    parent.join(tmp)
+    format!(".goondan-{}-{n}.tmp", std::process::id())
 }
 
 /// What a `list` walks and shows.
@@ -479,7 +592,7 @@ fn list_dir(
                 continue;
             }
             entries.push(Entry {
-                path: path.to_string_lossy().into_owned(),
+                path: escape(path.as_os_str()),
                 kind: kind.to_owned(),
                 size,
             });
@@ -517,6 +630,16 @@ fn io_error(raw: &str, err: &std::io::Error) -> ToolError {
             .with_name("FileSystemError")
             .with_suggestion("check the path and its permissions"),
     }
+}
+
+fn changed(raw: &str) -> ToolError {
+    ToolError::new(format!(
+        "`{}` was replaced by another file while it was used; nothing was read or written",
+        shorten(raw)
+    ))
+    .with_code(codes::CHANGED)
+    .with_name("FileChangedError")
+    .with_suggestion("try again once nothing else is renaming files at that path")
 }
 
 fn not_a(code: &'static str, raw: &str, what: &str) -> ToolError {

@@ -220,8 +220,11 @@ pub(crate) fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
 ///
 /// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
 /// (the call returns as soon as everything is gone), then SIGKILL. On timeout or cancellation
-/// everything inside gets SIGTERM, then SIGKILL after the grace period. Output written before
-/// the end is kept.
+/// everything inside gets SIGTERM and the grace period in the same way, then SIGKILL. Output
+/// written before the end is kept.
+///
+/// The grace period is spent only while something is left, but a process that ignores SIGTERM
+/// costs all of it: nothing tells it apart from one that is still cleaning up.
 pub(crate) async fn run(
     invocation: Invocation,
     limits: Limits,
@@ -291,9 +294,17 @@ pub(crate) async fn run(
             status
         }
         None => {
+            // Everything inside gets SIGTERM and the grace period, the command and what it
+            // started alike: the call goes on as soon as nothing is left, not when the command
+            // alone has ended (a leftover may still be cleaning up).
             inside.signal(Signal::SIGTERM);
-            match tokio::time::timeout(limits.grace, child.wait()).await {
-                Ok(status) => status?,
+            let deadline = tokio::time::Instant::now() + limits.grace;
+            match tokio::time::timeout_at(deadline, child.wait()).await {
+                Ok(status) => {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    inside.wait_empty(left).await;
+                    status?
+                }
                 Err(_) => {
                     inside.kill();
                     child.wait().await?

@@ -5,15 +5,17 @@
 //!
 //! 1. The **outer stage** (started by the host inside the call's cgroup) makes new user,
 //!    PID, network, IPC, UTS and cgroup namespaces, maps the host user to itself, and
-//!    starts the inner stage, which is the new PID namespace's first process. It waits for it
-//!    and ends as the command ended (the same exit code, or the same signal). The signals the
+//!    starts the inner stage, which is the new PID namespace's first process. It waits for the
+//!    report and ends as the command ended (the same exit code, or the same signal). The signals the
 //!    host sends to the whole call are for the command: this stage blocks them.
 //! 2. The **inner stage** (PID 1 inside) makes a mount namespace and a new root holding only
 //!    the opened trees (see `confine::mounts`), hides the masked paths,
 //!    restricts itself with Landlock and seccomp, starts the command and reaps every process
-//!    inside. When the command ends, the inner stage ends, and the kernel kills whatever the
-//!    command left behind (SIGKILL: the namespace ends with its first process). It dies with
-//!    the outer stage (`PR_SET_PDEATHSIG`), and the namespace with it.
+//!    inside. When the command ends, it writes the report and goes on reaping until nothing
+//!    is left inside: what the command left behind gets the host's SIGTERM and grace period,
+//!    as outside the sandbox, and the call's cgroup is killed after it. When the inner stage
+//!    ends, the kernel kills anything still inside (the namespace ends with its first
+//!    process).
 //!
 //! The outcome goes to the host as a [`Report`] in a file of the call's private directory
 //! that the command cannot reach (the inner stage opens it before it restricts itself). A
@@ -101,6 +103,7 @@ mod stage {
 
     use nix::errno::Errno;
     use nix::sched::{CloneFlags, unshare};
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
     use nix::sys::signal::{SigSet, Signal, raise};
     use nix::sys::wait::{WaitStatus, waitpid};
     use nix::unistd::{Pid, getgid, getuid};
@@ -164,34 +167,69 @@ mod stage {
                 return unavailable(Some(&spec), format!("user namespace: {file}: {e}"));
             }
         }
-        // std resets the signal mask of the programs it starts, so the inner stage and the
-        // command get the signals this stage holds back.
+        // The report is written when the command ends, and the inner stage then stays to reap
+        // what the command left behind (the host gives it SIGTERM and the grace period, then
+        // kills the call's cgroup). This stage ends as soon as the report is closed, so the
+        // host learns the command's status at once.
+        let report_path = spec::path(&spec.report);
+        let watch = match watch_report(&report_path) {
+            Ok(watch) => watch,
+            Err(e) => return unavailable(Some(&spec), format!("watching the report: {e}")),
+        };
         let inner = Command::new("/proc/self/exe")
             .arg(INIT_FLAG)
             .env_clear()
             .env(SPEC_VAR, json)
-            .status();
-        let status = match inner {
-            Ok(status) => status,
+            .spawn();
+        let mut inner = match inner {
+            Ok(inner) => inner,
             Err(e) => return unavailable(Some(&spec), format!("starting the inner stage: {e}")),
         };
-        let report = Report::read_from(&spec::path(&spec.report));
-        end_as(report, status)
+        // Closed when written, or when the inner stage dies without writing.
+        loop {
+            match watch.read_events() {
+                Ok(events)
+                    if events
+                        .iter()
+                        .any(|e| e.mask.contains(AddWatchFlags::IN_CLOSE_WRITE)) =>
+                {
+                    break;
+                }
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => break,
+            }
+        }
+        match Report::read_from(&report_path) {
+            Some(report) => end_as(Some(report), None),
+            None => match inner.wait() {
+                Ok(status) => end_as(None, Some(status)),
+                Err(e) => unavailable(Some(&spec), format!("waiting for the inner stage: {e}")),
+            },
+        }
+    }
+
+    /// An inotify watch for the report's closing (the file is made empty first).
+    fn watch_report(report: &std::path::Path) -> nix::Result<Inotify> {
+        File::create(report).map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC)?;
+        inotify.add_watch(report, AddWatchFlags::IN_CLOSE_WRITE)?;
+        Ok(inotify)
     }
 
     /// Ends this process as the command ended: its exit code, or its signal raised here.
-    fn end_as(report: Option<Report>, status: std::process::ExitStatus) -> u8 {
+    fn end_as(report: Option<Report>, status: Option<std::process::ExitStatus>) -> u8 {
         use std::os::unix::process::ExitStatusExt;
-        let signal = match report {
-            Some(Report::Exit(code)) => return u8::try_from(code & 0xff).unwrap_or(1),
-            Some(Report::Signal(signal)) => signal,
-            Some(Report::Unavailable(_)) => return UNAVAILABLE_EXIT,
+        let signal = match (report, status) {
+            (Some(Report::Exit(code)), _) => return u8::try_from(code & 0xff).unwrap_or(1),
+            (Some(Report::Signal(signal)), _) => signal,
+            (Some(Report::Unavailable(_)), _) => return UNAVAILABLE_EXIT,
             // The inner stage was killed before it reported.
-            None => match (status.code(), status.signal()) {
+            (None, Some(status)) => match (status.code(), status.signal()) {
                 (Some(code), _) => return u8::try_from(code & 0xff).unwrap_or(1),
                 (None, Some(signal)) => signal,
                 (None, None) => return 1,
             },
+            (None, None) => return 1,
         };
         if let Ok(signal) = Signal::try_from(signal) {
             let _ = SigSet::all().thread_unblock();
@@ -210,9 +248,9 @@ mod stage {
             Ok((spec, _)) => spec,
             Err(what) => return unavailable(None, what),
         };
-        // Dies with the outer stage; as PID 1 it takes the whole namespace along.
-        if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
-            return unavailable(Some(&spec), format!("PR_SET_PDEATHSIG: {e}"));
+        // The outer stage holds back the host's signals; the command must get them.
+        if let Err(e) = SigSet::all().thread_unblock() {
+            return unavailable(Some(&spec), format!("unblocking signals: {e}"));
         }
         // Opened before the ruleset, which puts the file out of the command's reach.
         let mut report = match File::create(spec::path(&spec.report)) {
@@ -225,7 +263,16 @@ mod stage {
         let outcome = run(&spec);
         let json = serde_json::to_string(&outcome).unwrap_or_default();
         let _ = report.write_all(json.as_bytes());
-        // Returning ends PID 1, and with it every process the command left behind.
+        // Closing it tells the outer stage.
+        drop(report);
+        // Reaps what the command left behind until nothing is left (the host signals them);
+        // returning ends PID 1, and with it anything still inside.
+        loop {
+            match waitpid(Pid::from_raw(-1), None) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => break,
+            }
+        }
         0
     }
 

@@ -192,7 +192,13 @@ pub(crate) fn prepare(
     let launch = LaunchSpec {
         program: spec::bytes(target.program),
         args: target.args.iter().map(spec::bytes).collect(),
-        cwd: spec::bytes(target.cwd),
+        // Canonical: a `..` would pass through directories the new root does not have.
+        cwd: spec::bytes(
+            target
+                .cwd
+                .canonicalize()
+                .map_err(|e| SandboxError::Unavailable(format!("the working directory: {e}")))?,
+        ),
         env: env
             .iter()
             .map(|(k, v)| (spec::bytes(k), spec::bytes(v)))

@@ -778,3 +778,78 @@ async fn base_1_a_command_sees_what_sh_c_gives_it_in_either_containment() {
         );
     }
 }
+
+/// `target` (absolute) as the shortest path relative to this process's current directory.
+fn relative_to_cwd(target: &Path) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap();
+    let common = cwd
+        .components()
+        .zip(target.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut rel = PathBuf::new();
+    for _ in common..cwd.components().count() {
+        rel.push("..");
+    }
+    rel.extend(target.components().skip(common));
+    rel
+}
+
+#[tokio::test]
+async fn base_1_script_runs_with_a_relative_workdir() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(dir.path().join("plain.sh"), "echo \"plain $1\"\n").unwrap();
+    std::fs::write(dir.path().join("exe"), "#!/bin/sh\necho exe\n").unwrap();
+    let mut perms = std::fs::metadata(dir.path().join("exe"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(dir.path().join("exe"), perms).unwrap();
+    let relative = relative_to_cwd(dir.path());
+    assert!(relative.is_relative());
+    // From inside the workdir, the relative path names nothing: it is taken against this
+    // process's directory or not at all.
+    assert!(
+        !dir.path().join(&relative).exists(),
+        "{}",
+        relative.display()
+    );
+    let ctx = ToolContext::builder(&relative).build();
+    let bash = Bash::default();
+    for (path, expected) in [("plain.sh", "plain a\n"), ("exe", "exe\n")] {
+        let input = serde_json::from_value(json!({"path": path, "args": ["a"]})).unwrap();
+        let out = bash.script(&ctx, input).await.unwrap();
+        assert_eq!(out.exit_code, Some(0), "{path}: {out:?}");
+        assert_eq!(out.stdout, expected, "{path}");
+    }
+    let input = serde_json::from_value(json!({"command": "cat plain.sh"})).unwrap();
+    let out = bash.exec(&ctx, input).await.unwrap();
+    assert_eq!(out.stdout, "echo \"plain $1\"\n");
+}
+
+/// On timeout, a process left behind that handles SIGTERM gets the grace period to finish
+/// its cleanup, as the command itself does; it is not killed as soon as the command ends.
+#[tokio::test]
+async fn base_1_on_timeout_a_leftover_gets_the_grace_to_clean_up() {
+    let kit = TestKit::with_tools([Bash::new(BashPolicy {
+        kill_grace: Duration::from_secs(20),
+        ..BashPolicy::default()
+    })
+    .into_tool()])
+    .unwrap();
+    let command = "sh -c 'trap \"sleep 0.3; echo done > cleaned; exit 0\" TERM; \
+                   touch ready; while :; do sleep 0.05; done' & \
+                   while [ ! -e ready ]; do sleep 0.01; done; sleep 30";
+    let r = kit
+        .call("bash__exec", json!({"command": command, "timeoutMs": 1000}))
+        .await;
+    let out = r.assert_ok();
+    assert_eq!(out["timedOut"], true);
+    assert_eq!(out["signal"], "SIGTERM", "the command ends on SIGTERM");
+    let cleaned = std::fs::read_to_string(kit.workdir().join("cleaned"));
+    assert_eq!(
+        cleaned.ok().as_deref(),
+        Some("done\n"),
+        "the leftover finished its cleanup before the call returned"
+    );
+}

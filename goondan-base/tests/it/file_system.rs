@@ -556,3 +556,207 @@ async fn base_5_mkdir_without_recursive_needs_the_parent() {
     f.call("mkdir", json!({"path": "x/y/z"})).await.assert_ok();
     assert!(w.join("x/y/z").is_dir());
 }
+
+#[tokio::test]
+async fn append_to_a_fifo_is_refused_without_blocking() {
+    let f = Fixture::new();
+    let pipe = f.kit.workdir().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let call = f.call(
+        "write",
+        json!({"path": "pipe", "content": "x", "append": true}),
+    );
+    let Ok(r) = tokio::time::timeout(Duration::from_secs(10), call).await else {
+        // Release the writer blocked in `open` before failing, so the runtime can shut down.
+        use std::os::unix::fs::OpenOptionsExt;
+        let _reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(&pipe);
+        panic!("appending to a FIFO nobody reads hung the call");
+    };
+    r.assert_error("E_FS_NOT_A_FILE");
+}
+
+/// The name `swap` of the workdir is replaced in a loop, by rename, with a fresh private file,
+/// a hard link to the outside file, or a symbolic link to it, while the tool reads and appends
+/// through it. The outside file is never read or changed, whatever the timing.
+#[tokio::test]
+async fn a_name_swapped_to_an_outside_file_during_a_call_never_reaches_it() {
+    let f = Fixture::new();
+    let w = f.kit.workdir().to_path_buf();
+    let secret = f.outside.path().join("secret.txt");
+    let before = snapshot(&secret);
+    std::fs::write(w.join("swap"), "INSIDE").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let swapper = {
+        let (stop, w, secret) = (Arc::clone(&stop), w.clone(), secret.clone());
+        let swapped = Arc::clone(&swapped);
+        std::thread::spawn(move || {
+            let tmp = w.join(".swap-next");
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                match n % 3 {
+                    0 => std::fs::hard_link(&secret, &tmp).unwrap(),
+                    1 => std::fs::write(&tmp, "INSIDE").unwrap(),
+                    _ => symlink(&secret, &tmp).unwrap(),
+                }
+                std::fs::rename(&tmp, w.join("swap")).unwrap();
+                n += 1;
+                swapped.store(n, Ordering::Relaxed);
+            }
+            n
+        })
+    };
+    // At least 3,000 calls, and on to 1,000 swaps on a busy machine, within a minute.
+    let started = Instant::now();
+    let (mut read, mut appended, mut refused) = (0, 0, 0);
+    for n in 0.. {
+        let enough = n >= 3000 && swapped.load(Ordering::Relaxed) >= 1000;
+        if enough || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        let r = if n % 2 == 0 {
+            f.call("read", json!({"path": "swap"})).await
+        } else {
+            f.call(
+                "write",
+                json!({"path": "swap", "content": "+", "append": true}),
+            )
+            .await
+        };
+        if r.is_ok() {
+            if n % 2 == 0 {
+                let out = r.assert_ok();
+                let content = out["content"].as_str().unwrap();
+                assert!(content.starts_with("INSIDE"), "read {content:?}");
+                read += 1;
+            } else {
+                appended += 1;
+            }
+        } else {
+            let code = r.error_code().unwrap_or_default().to_owned();
+            let expected = ["E_PATH_HARDLINK", "E_PATH_OUTSIDE_WORKDIR", "E_FS_CHANGED"];
+            assert!(expected.contains(&code.as_str()), "{r:?}");
+            assert_refused(&r, &code, "a swapped name");
+            refused += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 100, "the name was swapped {swaps} times");
+    assert!(
+        read > 0 && appended > 0 && refused > 0,
+        "{read} {appended} {refused}"
+    );
+    assert_eq!(snapshot(&secret), before, "the outside file did not change");
+}
+
+#[tokio::test]
+async fn a_trailing_slash_on_a_file_names_no_directory() {
+    let f = Fixture::new();
+    for path in ["data/file.txt/", "data/file.txt/."] {
+        f.call("read", json!({"path": path}))
+            .await
+            .assert_error("E_FS_NOT_A_DIRECTORY");
+        f.call("write", json!({"path": path, "content": "x"}))
+            .await
+            .assert_error("E_FS_NOT_A_DIRECTORY");
+        f.call(
+            "write",
+            json!({"path": path, "content": "x", "append": true}),
+        )
+        .await
+        .assert_error("E_FS_NOT_A_DIRECTORY");
+    }
+    let file = f.kit.workdir().join("data/file.txt");
+    assert_eq!(std::fs::read_to_string(file).unwrap(), "inside");
+    // A directory with a trailing slash is still not a file.
+    f.call("read", json!({"path": "data/"}))
+        .await
+        .assert_error("E_FS_NOT_A_FILE");
+    f.call("write", json!({"path": "fresh/", "content": "x"}))
+        .await
+        .assert_error("E_FS_NOT_A_FILE");
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_utf8_is_listed_so_it_can_be_read_back() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::new();
+    let data = f.kit.workdir().join("data");
+    std::fs::write(data.join(OsStr::from_bytes(b"bad\xffname")), "BYTES").unwrap();
+    // A real UTF-8 name spelled like the escape: listed and read back as itself.
+    std::fs::write(data.join("bad\\xffname"), "TEXT").unwrap();
+    let r = f.call("list", json!({"path": "data"})).await;
+    let paths: Vec<String> = r.assert_ok()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        paths,
+        ["data/bad\\\\xffname", "data/bad\\xffname", "data/file.txt"]
+    );
+    let r = f.call("read", json!({"path": paths[1]})).await;
+    assert_eq!(r.assert_ok()["content"], "BYTES");
+    assert_eq!(r.assert_ok()["path"], paths[1]);
+    let r = f.call("read", json!({"path": paths[0]})).await;
+    assert_eq!(r.assert_ok()["content"], "TEXT");
+    let r = f
+        .call(
+            "write",
+            json!({"path": paths[1], "content": "+more", "append": true}),
+        )
+        .await;
+    r.assert_ok();
+    let bytes = std::fs::read(data.join(OsStr::from_bytes(b"bad\xffname"))).unwrap();
+    assert_eq!(bytes, b"BYTES+more");
+}
+
+#[tokio::test]
+async fn names_and_paths_at_the_kernel_limits_are_written_or_refused_clearly() {
+    let f = Fixture::new();
+    // The longest name: the temporary file of the write must not be longer.
+    let name = "n".repeat(255);
+    let r = f
+        .call("write", json!({"path": name, "content": "long name"}))
+        .await;
+    r.assert_ok();
+    let r = f.call("read", json!({"path": name})).await;
+    assert_eq!(r.assert_ok()["content"], "long name");
+    let r = f
+        .call("write", json!({"path": "n".repeat(256), "content": "x"}))
+        .await;
+    let err = r.assert_error("E_PATH_INVALID");
+    assert!(err.message().contains("255"), "{err:?}");
+
+    // The longest path (4095 bytes and the NUL make the kernel's 4096), with a short name.
+    let dirs = format!("{}/", "d".repeat(200)).repeat(20);
+    let deep = format!("{dirs}{}", "f".repeat(4095 - dirs.len()));
+    assert_eq!(deep.len(), 4095);
+    let r = f
+        .call("write", json!({"path": deep, "content": "deep"}))
+        .await;
+    r.assert_ok();
+    let r = f.call("read", json!({"path": deep})).await;
+    assert_eq!(r.assert_ok()["content"], "deep");
+    let short = format!("{dirs}x");
+    let r = f
+        .call("write", json!({"path": short, "content": "short"}))
+        .await;
+    r.assert_ok();
+    let too_long = format!("{deep}f");
+    let r = f
+        .call("write", json!({"path": too_long, "content": "x"}))
+        .await;
+    let err = r.assert_error("E_PATH_INVALID");
+    assert!(err.message().contains("4095"), "{err:?}");
+}
