@@ -1,12 +1,14 @@
 //! `bash__exec` of `true` through the whole `execute` path (catalog gate, validation, the
 //! tool, its process containment) against a raw `tokio::process::Command` running `sh -c true`
-//! with its output collected, in one run on one runtime. Also `bash__exec` without the
-//! per-call cgroup (`BashPolicy::use_cgroup = false`), to show what the cgroup costs.
+//! with its output collected, in one run on one runtime: in the sandbox (the default), without
+//! it, and without it nor the per-call cgroup (`BashPolicy::use_cgroup = false`), to show what
+//! each costs.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use goondan_base::sandbox::SandboxPolicy;
 use goondan_base::{Bash, BashPolicy};
 use goondan_runtime::{IntoTool, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry};
 use serde_json::json;
@@ -31,12 +33,17 @@ fn bench(c: &mut Criterion) {
     let workdir = tempfile::tempdir().unwrap();
     let ctx = ToolContext::builder(workdir.path()).build();
     let call = ToolCall::new("c1", "bash__exec", json!({"command": "true"}));
-    let with_cgroup = executor(BashPolicy::default());
-    let without_cgroup = executor(BashPolicy {
-        use_cgroup: false,
+    let sandboxed = executor(BashPolicy::default());
+    let with_cgroup = executor(BashPolicy {
+        sandbox: SandboxPolicy::off(),
         ..BashPolicy::default()
     });
-    for (executor, catalog) in [&with_cgroup, &without_cgroup] {
+    let without_cgroup = executor(BashPolicy {
+        use_cgroup: false,
+        sandbox: SandboxPolicy::off(),
+        ..BashPolicy::default()
+    });
+    for (executor, catalog) in [&sandboxed, &with_cgroup, &without_cgroup] {
         let result = rt.block_on(executor.execute(call.clone(), &ctx, catalog));
         assert_eq!(result.output.as_ref().unwrap()["exitCode"], 0, "{result:?}");
     }
@@ -56,6 +63,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     for (label, (executor, catalog)) in [
+        ("goondan bash__exec, sandboxed", &sandboxed),
         ("goondan bash__exec", &with_cgroup),
         ("goondan bash__exec, no cgroup", &without_cgroup),
     ] {

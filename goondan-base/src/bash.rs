@@ -302,6 +302,7 @@ impl Bash {
             args: vec!["-c".into(), input.command.clone().into()],
             cwd: cwd_abs,
             env: self.child_env(input.env.as_ref())?,
+            lifeline: false,
         };
         let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
         out.command = Some(input.command);
@@ -337,6 +338,7 @@ impl Bash {
             args,
             cwd: workdir,
             env: self.child_env(input.env.as_ref())?,
+            lifeline: false,
         };
         let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
         out.path = Some(rel);
@@ -369,6 +371,8 @@ impl Bash {
                 args: prepared.args.clone(),
                 cwd: invocation.cwd,
                 env: prepared.env.clone(),
+                // The helper ends the sandbox when this process dies.
+                lifeline: true,
             },
             None => invocation,
         };

@@ -2,8 +2,9 @@
 //!
 //! The base tools of goondan-rs, safe by default:
 //!
-//! - [`Bash`] (`bash__exec`, `bash__script`): shell commands in the workdir, each call in its
-//!   own cgroup so that no descendant outlives it, with capped output and a scrubbed environment.
+//! - [`Bash`] (`bash__exec`, `bash__script`): shell commands in the workdir, each call in the
+//!   [`sandbox`] (the kernel keeps it to the workdir, without network or other processes) and
+//!   its own cgroup, so that no descendant outlives it, with capped output.
 //! - [`FileSystem`] (`file-system__read`, `__write`, `__list`, `__mkdir`): files of the
 //!   workdir, every path and link confined to it.
 //! - [`HttpFetch`] (`http-fetch__get`, `__post`): HTTP(S) requests that refuse private,
@@ -16,13 +17,16 @@
 //! ```
 //! use goondan_runtime::testing::{ResultAssertions, TestKit};
 //!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let kit = TestKit::with_tools(goondan_base::tools())?;
-//! let out = kit.call("bash__exec", serde_json::json!({"command": "echo hi"})).await;
-//! assert_eq!(out.assert_ok()["stdout"], "hi\n");
-//! # Ok(())
-//! # }
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // `bash` runs commands in the sandbox, whose helper is this program itself.
+//!     goondan_base::sandbox::serve_if_asked();
+//!     tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//!         let kit = TestKit::with_tools(goondan_base::tools())?;
+//!         let out = kit.call("bash__exec", serde_json::json!({"command": "echo hi"})).await;
+//!         assert_eq!(out.assert_ok()["stdout"], "hi\n");
+//!         Ok(())
+//!     })
+//! }
 //! ```
 
 pub mod agents;

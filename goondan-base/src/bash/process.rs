@@ -109,6 +109,10 @@ pub(crate) struct Invocation {
     pub(crate) args: Vec<OsString>,
     pub(crate) cwd: PathBuf,
     pub(crate) env: Vec<(OsString, OsString)>,
+    /// The program's stdin is a pipe whose other end this process holds until the run is
+    /// over: when this process dies, however it dies, the program reads its end (the
+    /// sandbox's helper then ends everything it runs). Else stdin is `/dev/null`.
+    pub(crate) lifeline: bool,
 }
 
 /// Limits of one run.
@@ -173,6 +177,8 @@ struct DropGuard {
     containment: Option<Containment>,
     grace: Duration,
     readers: Vec<Reader>,
+    /// The write end of the program's lifeline, held until the run is over.
+    _lifeline: Option<tokio::process::ChildStdin>,
 }
 
 impl Drop for DropGuard {
@@ -240,7 +246,11 @@ pub(crate) async fn run(
         .current_dir(&invocation.cwd)
         .env_clear()
         .envs(invocation.env)
-        .stdin(Stdio::null())
+        .stdin(if invocation.lifeline {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false);
@@ -256,6 +266,7 @@ pub(crate) async fn run(
         containment: Some(containment),
         grace: limits.grace,
         readers: Vec::with_capacity(2),
+        _lifeline: child.stdin.take(),
     };
     if let Some(out) = child.stdout.take() {
         guard

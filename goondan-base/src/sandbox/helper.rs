@@ -99,12 +99,13 @@ fn read_spec() -> Result<(LaunchSpec, String), String> {
 mod stage {
     use std::fs::File;
     use std::io::Write;
-    use std::process::Command;
+    use std::process::{Command, Stdio};
 
     use nix::errno::Errno;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sched::{CloneFlags, unshare};
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-    use nix::sys::signal::{SigSet, Signal, raise};
+    use nix::sys::signal::{SigSet, Signal, kill, raise};
     use nix::sys::wait::{WaitStatus, waitpid};
     use nix::unistd::{Pid, getgid, getuid};
 
@@ -180,25 +181,13 @@ mod stage {
             .arg(INIT_FLAG)
             .env_clear()
             .env(SPEC_VAR, json)
+            .stdin(Stdio::null())
             .spawn();
         let mut inner = match inner {
             Ok(inner) => inner,
             Err(e) => return unavailable(Some(&spec), format!("starting the inner stage: {e}")),
         };
-        // Closed when written, or when the inner stage dies without writing.
-        loop {
-            match watch.read_events() {
-                Ok(events)
-                    if events
-                        .iter()
-                        .any(|e| e.mask.contains(AddWatchFlags::IN_CLOSE_WRITE)) =>
-                {
-                    break;
-                }
-                Ok(_) | Err(Errno::EINTR) => {}
-                Err(_) => break,
-            }
-        }
+        wait_for_report(&watch, inner.id());
         match Report::read_from(&report_path) {
             Some(report) => end_as(Some(report), None),
             None => match inner.wait() {
@@ -206,6 +195,59 @@ mod stage {
                 Err(e) => unavailable(Some(&spec), format!("waiting for the inner stage: {e}")),
             },
         }
+    }
+
+    /// Waits until the report is closed: written, or the inner stage died without writing.
+    ///
+    /// Meanwhile this stage's stdin is the host's lifeline: a pipe whose other end the host
+    /// holds for the call's life. When it ends (the host died, however it died), the inner
+    /// stage is killed, and with it, as its namespace's first process, everything inside. A
+    /// stdin that is not a pipe (`/dev/null`) is no lifeline. (One thread only: a process that
+    /// made a PID namespace can start no thread.)
+    fn wait_for_report(watch: &Inotify, inner: u32) {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::FileTypeExt;
+        let inner = Pid::from_raw(i32::try_from(inner).unwrap_or(i32::MAX));
+        let stdin = std::io::stdin();
+        let mut lifeline =
+            std::fs::metadata("/proc/self/fd/0").is_ok_and(|m| m.file_type().is_fifo());
+        loop {
+            let mut fds = vec![PollFd::new(watch.as_fd(), PollFlags::POLLIN)];
+            if lifeline {
+                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+            }
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => return,
+            }
+            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+            let (report_ready, host_gone) = (ready(&fds[0]), fds.get(1).is_some_and(ready));
+            drop(fds);
+            if host_gone && lifeline_ended(&stdin) {
+                lifeline = false;
+                let _ = kill(inner, Signal::SIGKILL);
+            }
+            if report_ready {
+                match watch.read_events() {
+                    Ok(events)
+                        if events
+                            .iter()
+                            .any(|e| e.mask.contains(AddWatchFlags::IN_CLOSE_WRITE)) =>
+                    {
+                        return;
+                    }
+                    Ok(_) | Err(Errno::EINTR | Errno::EAGAIN) => {}
+                    Err(_) => return,
+                }
+            }
+        }
+    }
+
+    /// Reads what the host wrote on the lifeline; `true` once it has ended.
+    fn lifeline_ended(stdin: &std::io::Stdin) -> bool {
+        use std::io::Read;
+        let mut buf = [0u8; 64];
+        !matches!(stdin.lock().read(&mut buf), Ok(n) if n > 0)
     }
 
     /// An inotify watch for the report's closing (the file is made empty first).

@@ -98,6 +98,10 @@ fn models() -> ModelFactory {
 }
 
 fn main() {
+    // The tests read `$PPID` to see which agent process ran a command, and the sandbox's PID
+    // namespace hides the parent by design: these agents run commands unsandboxed (the
+    // sandbox has its own tests, tests/it/sandbox.rs).
+    let _ = goondan_base::sandbox::set_host_policy(goondan_base::sandbox::SandboxPolicy::off());
     agent_mode::run_if_requested(|me| StepWorker::from_env(me, &library(), &models()));
     eprintln!("goondan-base-bundle-host: run by the Orchestrator of the tests only");
     std::process::exit(2);

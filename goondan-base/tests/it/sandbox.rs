@@ -561,3 +561,50 @@ fn sbx_a_bundles_policy_sandbox_and_the_command_line_choose_the_mode() {
     );
     assert!(!wd.join("bad").exists());
 }
+
+/// Whether a process whose command line holds `marker` is still running (zombies aside).
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let dir = entry.path();
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'));
+        !zombie && String::from_utf8_lossy(&cmdline).contains(marker)
+    })
+}
+
+#[test]
+fn sbx_a_call_s_processes_end_when_the_process_that_started_it_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!(
+        "77{}.{}",
+        std::process::id(),
+        dir.path().to_string_lossy().len()
+    );
+    let command = format!(r#"{{"command": "touch started; sleep {marker}", "timeoutMs": 600000}}"#);
+    let mut goondan = Command::new(env!("CARGO_BIN_EXE_goondan"))
+        .args(["tools", "call", "bash__exec", &command, "--workdir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !dir.path().join("started").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(running(&marker), "the command runs");
+    // SIGKILL: no handler, no destructor runs in the agent.
+    goondan.kill().unwrap();
+    goondan.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while running(&marker) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !running(&marker),
+        "the command outlived the process that started it"
+    );
+}

@@ -8,12 +8,13 @@
 //! 4. [`testing`]: testing a tool with [`TestKit`](crate::testing::TestKit).
 //! 5. [`models`]: provider formats in and out, model providers, a real model in the tests.
 //! 6. [`base_tools`]: the base tools of `goondan-base`.
-//! 7. [`bundles`]: bundles, the step loop, extensions and the `goondan` command.
-//! 8. [`agents`]: agents in their own processes, handoff, swarms across machines.
-//! 9. [`durable`]: durable runs: the run journal, resuming after a crash.
-//! 10. [`mcp`]: serving tools over MCP, and using tools from MCP servers.
-//! 11. [`features`]: the workspace's crates, and which cargo features to pick.
-//! 12. [`errors`]: failures as data, error codes and their `helpUrl`.
+//! 7. [`sandbox`]: the sandbox of a model's commands.
+//! 8. [`bundles`]: bundles, the step loop, extensions and the `goondan` command.
+//! 9. [`agents`]: agents in their own processes, handoff, swarms across machines.
+//! 10. [`durable`]: durable runs: the run journal, resuming after a crash.
+//! 11. [`mcp`]: serving tools over MCP, and using tools from MCP servers.
+//! 12. [`features`]: the workspace's crates, and which cargo features to pick.
+//! 13. [`errors`]: failures as data, error codes and their `helpUrl`.
 //!
 //! # Nine nouns
 //!
@@ -109,6 +110,9 @@ pub mod models {}
 
 #[doc = include_str!("base_tools.md")]
 pub mod base_tools {}
+
+#[doc = include_str!("sandbox.md")]
+pub mod sandbox {}
 
 #[cfg_attr(feature = "host", doc = include_str!("bundles.md"))]
 #[cfg_attr(
