@@ -52,6 +52,7 @@ pub(crate) fn serves_itself() -> bool {
 /// new user namespace, and `#[tokio::main]` starts them before the body runs):
 ///
 /// ```no_run
+/// # #![allow(clippy::needless_doctest_main)] // the example is where the call goes in `main`
 /// fn main() {
 ///     goondan_base::sandbox::serve_if_asked();
 ///     // ... build the tokio runtime, the tools, the agent
@@ -81,7 +82,8 @@ fn run_stage(arg: &OsString) -> Option<u8> {
     } else if arg == INIT_FLAG {
         Some(stage::inner())
     } else if arg == LANDLOCK_FLAG {
-        println!("{}", stage::landlock());
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), "{}", stage::landlock());
         Some(0)
     } else {
         None
@@ -309,12 +311,7 @@ mod stage {
         drop(report);
         // Reaps what the command left behind until nothing is left (the host signals them);
         // returning ends PID 1, and with it anything still inside.
-        loop {
-            match waitpid(Pid::from_raw(-1), None) {
-                Ok(_) | Err(Errno::EINTR) => {}
-                Err(_) => break,
-            }
-        }
+        while let Ok(_) | Err(Errno::EINTR) = waitpid(Pid::from_raw(-1), None) {}
         0
     }
 
@@ -342,7 +339,7 @@ mod stage {
             }
         };
         let command = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-        let outcome = loop {
+        loop {
             match waitpid(Pid::from_raw(-1), None) {
                 Ok(WaitStatus::Exited(pid, code)) if pid == command => break Report::Exit(code),
                 Ok(WaitStatus::Signaled(pid, signal, _)) if pid == command => {
@@ -354,8 +351,7 @@ mod stage {
                     break Report::Exit(1);
                 }
             }
-        };
-        outcome
+        }
     }
 }
 
