@@ -14,6 +14,8 @@
 //!   Turn is written as it runs, so that a restarted process (`self-restart__request`, a
 //!   crash, the next run) goes on with the conversation and finishes a Turn a crash left; a
 //!   conversation file of an earlier version (`conversations/*.jsonl`) is moved into it once;
+//!   what a `bash` call of a killed predecessor left running is ended first
+//!   ([`crate::bash::end_stale_calls`]);
 //! - Turns the terminal can cancel (Ctrl-C).
 
 use std::collections::HashMap;
@@ -54,7 +56,12 @@ use super::{journal, model, questions, state};
 /// In an agent process started by an Orchestrator, serves the bundle's Agent and exits;
 /// otherwise returns at once.
 pub(crate) fn serve_if_requested(library: &ToolLibrary) {
-    agent_mode::run_if_requested(|me| RunWorker::new(me, library));
+    agent_mode::run_if_requested(|me| {
+        // A predecessor killed mid-call left its command running: it ends before this agent
+        // resumes the Turn and tells the model that call was interrupted.
+        crate::bash::end_stale_calls();
+        RunWorker::new(me, library)
+    });
 }
 
 /// A [`StepWorker`] that keeps its conversation in the state directory.
