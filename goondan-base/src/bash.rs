@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use self::containment::CgroupPool;
-pub use self::containment::ContainmentKind;
+pub use self::containment::{ContainmentKind, end_own_calls, end_stale_calls};
 use self::process::Invocation;
 use crate::sandbox::{self, SandboxPolicy};
 use crate::workspace::{RelPath, absolute_workdir, blocking, is_escape, open_workdir, outside};

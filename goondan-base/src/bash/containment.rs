@@ -31,12 +31,17 @@
 //! `setsid` daemons and double forks too, but not a descendant that clears or rewrites its
 //! environment (`env -i`), and a process forked during a sweep can be missed; hence cgroups
 //! first.
+//!
+//! A host killed with SIGKILL cannot end its calls: [`end_stale_calls`] ends the calls of
+//! processes that no longer exist (an agent calls it when it starts, and the first call of any
+//! process sweeps the cgroups). A program about to exit while calls it gave up on still run
+//! ends them with [`end_own_calls`].
 
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -99,7 +104,11 @@ impl Containment {
     /// `use_cgroup` and possible, else the process group and an environment marker.
     pub(crate) fn new(use_cgroup: bool, pool: &Arc<CgroupPool>) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = if use_cgroup { cgroup_base() } else { None };
+        let base = if use_cgroup {
+            swept_cgroup_base()
+        } else {
+            None
+        };
         let cgroup = base.and_then(|base| match pool.take(base) {
             Ok(cgroup) => Some(cgroup),
             Err(err) => {
@@ -114,6 +123,16 @@ impl Containment {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             format!("{}-{n}", std::process::id())
         });
+        Self {
+            cgroup,
+            marker,
+            pgid: None,
+            emptied: AtomicBool::new(false),
+        }
+    }
+
+    /// The processes a call of this or another process left: its cgroup, or its marker.
+    fn left(cgroup: Option<CallCgroup>, marker: Option<String>) -> Self {
         Self {
             cgroup,
             marker,
@@ -382,10 +401,8 @@ impl CallCgroup {
         }
     }
 
-    /// Whether a live process is inside; an unreadable cgroup counts as empty (it is gone).
     fn populated(&self) -> bool {
-        std::fs::read_to_string(self.dir.join("cgroup.events"))
-            .is_ok_and(|events| events.lines().any(|line| line.trim() == "populated 1"))
+        populated(&self.dir)
     }
 }
 
@@ -436,6 +453,13 @@ fn marked(marker: &str) -> Vec<Pid> {
         .collect()
 }
 
+/// Whether a live process is inside the cgroup `dir`; an unreadable cgroup counts as empty
+/// (it is gone).
+fn populated(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.events"))
+        .is_ok_and(|events| events.lines().any(|line| line.trim() == "populated 1"))
+}
+
 /// Removes an empty cgroup; one already gone is fine.
 fn remove_cgroup(dir: &Path) -> io::Result<()> {
     match std::fs::remove_dir(dir) {
@@ -462,21 +486,28 @@ fn warn_fallback(why: &str) {
     }
 }
 
+/// Set once the cgroups left by processes that no longer exist were swept in this process.
+static STALE_SWEPT: Once = Once::new();
+
 /// The directory under which per-call cgroups are made (this process's own cgroup v2), found
 /// once; `None` when there is no writable cgroup v2 with `cgroup.kill`.
 fn cgroup_base() -> Option<&'static Path> {
     static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
     BASE.get_or_init(|| match find_cgroup_base() {
-        Ok(base) => {
-            remove_stale(&base);
-            Some(base)
-        }
+        Ok(base) => Some(base),
         Err(why) => {
             warn_fallback(&why);
             None
         }
     })
     .as_deref()
+}
+
+/// [`cgroup_base`], rid once per process of the cgroups left by processes that no longer exist.
+fn swept_cgroup_base() -> Option<&'static Path> {
+    let base = cgroup_base()?;
+    STALE_SWEPT.call_once(|| remove_stale(base));
+    Some(base)
 }
 
 fn find_cgroup_base() -> Result<PathBuf, String> {
@@ -539,25 +570,136 @@ fn unescape(field: &str) -> Option<PathBuf> {
 
 /// Kills and removes per-call cgroups left by processes that no longer exist.
 fn remove_stale(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split_once('-'))
-            .map(|(pid, _)| pid)
-        else {
-            continue;
-        };
-        if Path::new("/proc").join(owner).exists() {
-            continue;
+    for (owner, dir) in call_cgroups(base) {
+        if !is_alive(&owner) {
+            std::fs::write(dir.join("cgroup.kill"), "1").ok();
+            drop(CallCgroup::at(dir));
         }
-        std::fs::write(entry.path().join("cgroup.kill"), "1").ok();
-        drop(CallCgroup::at(entry.path()));
     }
+}
+
+/// The per-call cgroups under `base`, each with the pid of the process that made it.
+fn call_cgroups(base: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let owner = name.to_str()?.strip_prefix(PREFIX)?.split_once('-')?.0;
+            Some((owner.to_owned(), entry.path()))
+        })
+        .collect()
+}
+
+/// The values of [`MARKER_VAR`] (`<pid>-<n>`) carried by live processes of this PID
+/// namespace, each with the pid of the process that started the call. (A marker set in
+/// another PID namespace, by a `goondan` running in a sandbox, names a pid of that namespace.)
+fn call_markers() -> Vec<(String, String)> {
+    let prefix = format!("{MARKER_VAR}=");
+    let own_namespace = std::fs::read_link("/proc/self/ns/pid").ok();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, String)> = entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_str().is_some_and(is_pid))
+        .filter(|entry| std::fs::read_link(entry.path().join("ns/pid")).ok() == own_namespace)
+        .filter_map(|entry| {
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let var = environ
+                .split(|b| *b == 0)
+                .find_map(|var| var.strip_prefix(prefix.as_bytes()))?;
+            let marker = std::str::from_utf8(var).ok()?;
+            let owner = marker.split_once('-')?.0;
+            Some((owner.to_owned(), marker.to_owned()))
+        })
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+fn is_pid(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether the process `pid` exists and is not a zombie (a process killed with its parent
+/// waits as one until it is reaped); a name that is no pid counts as alive (left alone).
+fn is_alive(pid: &str) -> bool {
+    if !is_pid(pid) {
+        return true;
+    }
+    let Ok(stat) = std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")) else {
+        return false;
+    };
+    // `pid (name) state ...`: the name may hold spaces and parentheses, so read after its last `)`.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    state != Some("Z")
+}
+
+/// The cgroups under `base` holding processes, of calls whose starter `owner` picks (by its
+/// pid). Empty ones are left alone: they may be kept for a later call.
+fn running_cgroups(base: &Path, owner: impl Fn(&str) -> bool) -> Vec<Containment> {
+    call_cgroups(base)
+        .into_iter()
+        .filter(|(pid, dir)| owner(pid) && populated(dir))
+        .map(|(_, dir)| Containment::left(Some(CallCgroup::at(dir)), None))
+        .collect()
+}
+
+/// The marked processes (the fallback) of calls whose starter `owner` picks, one
+/// containment per call.
+fn marked_calls(owner: impl Fn(&str) -> bool) -> Vec<Containment> {
+    call_markers()
+        .into_iter()
+        .filter(|(pid, _)| owner(pid))
+        .map(|(_, marker)| Containment::left(None, Some(marker)))
+        .collect()
+}
+
+/// Ends what calls of processes that no longer exist left running (a host killed with
+/// SIGKILL cannot end its calls): their processes are killed, their cgroups removed.
+///
+/// The first `bash` call of a process does this for cgroups on its own; an agent calls it
+/// when it starts, before it resumes a Turn a crash cut short, so that the model is never
+/// told a call was interrupted while that call's command still runs.
+pub fn end_stale_calls() {
+    if let Some(base) = cgroup_base() {
+        // This sweep covers the one of the first call.
+        STALE_SWEPT.call_once(|| ());
+        remove_stale(base);
+    }
+    // Dropping kills every marked process.
+    drop(marked_calls(|pid| !is_alive(pid)));
+}
+
+/// Ends every call of this process that still holds processes: SIGTERM, at most `grace` for
+/// them to end, then SIGKILL.
+///
+/// For a program about to exit with calls cut short: the executor drops a cancelled call's
+/// handler at once, which sends SIGTERM and leaves the SIGKILL after the grace period to a
+/// thread that ends with the program.
+pub async fn end_own_calls(grace: Duration) {
+    let own = std::process::id().to_string();
+    let is_own = |pid: &str| pid == own;
+    let mut left = marked_calls(is_own);
+    if let Some(base) = cgroup_base() {
+        left.extend(running_cgroups(base, is_own));
+    }
+    for call in &left {
+        call.signal(Signal::SIGTERM);
+    }
+    let deadline = tokio::time::Instant::now() + grace;
+    for call in &left {
+        let within = deadline.saturating_duration_since(tokio::time::Instant::now());
+        call.wait_empty(within).await;
+    }
+    // Dropping kills whatever is left and removes the cgroups.
+    drop(left);
 }
 
 #[cfg(test)]

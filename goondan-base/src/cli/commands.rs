@@ -12,8 +12,14 @@ use goondan_runtime::{
     ToolStatus,
 };
 use serde_json::{Value, json};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio_util::sync::CancellationToken;
 
-use super::{Cli, Command, EXIT_FAILED, EXIT_OK, Format, McpCommand, SandboxCommand, ToolsCommand};
+use super::{
+    Cli, Command, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Format, McpCommand,
+    SandboxCommand, ToolsCommand,
+};
+use crate::bash::BashPolicy;
 use crate::sandbox::{self, PolicyError, SandboxPolicy, Support};
 
 /// Why a command could not run (exit status 2).
@@ -35,6 +41,8 @@ pub(crate) enum CliError {
     Io(#[from] std::io::Error),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    #[error("cannot catch SIGINT and SIGTERM: {0}")]
+    Signals(#[source] std::io::Error),
     #[error(transparent)]
     Mcp(#[from] super::mcp::McpCliError),
     #[error(transparent)]
@@ -220,11 +228,17 @@ fn set_sandbox(cli: &Cli) -> Result<(), CliError> {
     let mut policy = policy;
     if let Some(mode) = cli.sandbox {
         policy.mode = mode;
+        // `goondan run` passes it on to its agent processes.
+        let _ = SANDBOX_FLAG.set(mode);
     }
     // Set once per process, before any tool runs; a library caller that set its own keeps it.
     let _ = sandbox::set_host_policy(policy);
     Ok(())
 }
+
+/// The `--sandbox` mode of this command line, when one was given.
+pub(crate) static SANDBOX_FLAG: std::sync::OnceLock<sandbox::SandboxMode> =
+    std::sync::OnceLock::new();
 
 /// A bundle's sandbox for `agent` with the bundle and its state directory denied (the default
 /// policy when there is no bundle, or it cannot be read: the command reports that itself).
@@ -384,11 +398,14 @@ fn call(
         .build()
         .map_err(CliError::Runtime)?;
     let executor = ToolExecutor::new(registry);
+    let cancel = CancellationToken::new();
     let ctx = ToolContext::builder(workdir)
         .agent_name(agent.unwrap_or("cli"))
+        .cancellation(cancel.clone())
         .build();
     let call = ToolCall::new("cli-call-1", name, args);
-    let result = runtime.block_on(executor.execute(call, &ctx, catalog));
+    let running = executor.execute(call, &ctx, catalog);
+    let (result, stopped) = runtime.block_on(until_stopped(running, &cancel))?;
     if json {
         let text = serde_json::to_string_pretty(&result).unwrap_or_default();
         writeln!(out, "{text}")?;
@@ -414,9 +431,54 @@ fn call(
             }
         }
     }
-    Ok(if result.status == ToolStatus::Error {
-        EXIT_FAILED
-    } else {
-        EXIT_OK
+    Ok(match stopped {
+        Some(status) => status,
+        None if result.status == ToolStatus::Error => EXIT_FAILED,
+        None => EXIT_OK,
     })
+}
+
+/// Awaits `running`, a call that `cancel` cancels, until it ends or SIGINT or SIGTERM comes.
+/// On a signal, cancels the call and waits for it and every process it started to end; the
+/// exit status the signal gives comes with the result.
+async fn until_stopped<T>(
+    running: impl Future<Output = T>,
+    cancel: &CancellationToken,
+) -> Result<(T, Option<u8>), CliError> {
+    let mut stop = StopSignals::listen().map_err(CliError::Signals)?;
+    let mut running = std::pin::pin!(running);
+    let status = tokio::select! {
+        result = &mut running => return Ok((result, None)),
+        status = stop.next() => status,
+    };
+    cancel.cancel();
+    let result = running.await;
+    // The executor gives up on a cancelled call at once; what it started may still run.
+    crate::bash::end_own_calls(BashPolicy::default().kill_grace).await;
+    Ok((result, Some(status)))
+}
+
+/// SIGINT and SIGTERM, caught while a call runs so that it is cancelled and every process it
+/// started ends before this program does.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl StopSignals {
+    /// Catches both from now on (in place of their default, ending the program at once).
+    fn listen() -> std::io::Result<Self> {
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The next one to come, as the exit status it gives by convention.
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => EXIT_INTERRUPTED,
+            _ = self.terminate.recv() => EXIT_TERMINATED,
+        }
+    }
 }

@@ -38,12 +38,20 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit status: the command could not run (bad arguments, unreadable file, unknown agent).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status: `tools call` stopped by SIGINT (128 + 2, as a shell reports it); the call was
+/// cancelled and every process it started ended.
+pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit status: `tools call` stopped by SIGTERM (128 + 15); the call was cancelled and every
+/// process it started ended.
+pub const EXIT_TERMINATED: u8 = 143;
 
 const AFTER_HELP: &str = "\
 Exit status:
   0  success (for `tools call`: the result's status is ok or pending)
   1  the bundle has errors, or the tool call's result has status error
-  2  the command could not run: bad arguments, unreadable file, unknown agent or tool set";
+  2  the command could not run: bad arguments, unreadable file, unknown agent or tool set
+  130  `tools call` stopped by SIGINT (143: by SIGTERM): the call was cancelled, and every
+       process it started ended";
 
 /// The `goondan` command line.
 #[derive(Debug, Parser)]

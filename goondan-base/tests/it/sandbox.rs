@@ -608,3 +608,67 @@ fn sbx_a_call_s_processes_end_when_the_process_that_started_it_is_killed() {
         "the command outlived the process that started it"
     );
 }
+
+/// `goondan run`'s agent processes take their Agent's `policy.sandbox`, `--sandbox` replaces
+/// its mode, and the state directory around the workspace stays out of reach.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sbx_goondan_run_s_agents_take_the_bundle_s_sandbox_and_the_flag() {
+    use crate::run_support::{KEY, bundle_with, call, goondan, text};
+    use goondan_test_peers::replay::ReplayServer;
+    let command = "echo x > made.txt; echo x > ../evil.txt; ls .. > listing.txt; echo done";
+    for (flag, written) in [(None, false), (Some("workspace"), true)] {
+        let server = ReplayServer::start([
+            call("call_b", "bash__exec", &json!({"command": command})),
+            text(&["ran it"]),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = bundle_with(dir.path(), &server, &["bash"], None);
+        let mut yaml = std::fs::read_to_string(&file).unwrap();
+        yaml.push_str("  policy:\n    sandbox: read-only\n");
+        std::fs::write(&file, yaml).unwrap();
+        let mut args = vec![
+            "run",
+            file.to_str().unwrap(),
+            "--input",
+            "go",
+            "--approve",
+            "never",
+        ];
+        if let Some(mode) = flag {
+            args.extend(["--sandbox", mode]);
+        }
+        let out = tokio::process::Command::new(goondan())
+            .args(&args)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(60), out)
+            .await
+            .unwrap()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("✓ bash__exec"), "the command ran: {stderr}");
+        let workspace = dir.path().join(".goondan/workspace");
+        assert_eq!(
+            workspace.join("made.txt").exists(),
+            written,
+            "{flag:?}: {stderr}"
+        );
+        assert!(
+            !dir.path().join(".goondan/evil.txt").exists(),
+            "{flag:?}: {stderr}"
+        );
+        if written {
+            // The workspace's parent, the state directory, is not there for the command.
+            let listing = std::fs::read_to_string(workspace.join("listing.txt")).unwrap();
+            assert!(
+                !listing.contains("conversations") && !listing.contains("journal"),
+                "{listing}"
+            );
+        }
+    }
+}

@@ -14,6 +14,8 @@
 //!   Turn is written as it runs, so that a restarted process (`self-restart__request`, a
 //!   crash, the next run) goes on with the conversation and finishes a Turn a crash left; a
 //!   conversation file of an earlier version (`conversations/*.jsonl`) is moved into it once;
+//!   what a `bash` call of a killed predecessor left running is ended first
+//!   ([`crate::bash::end_stale_calls`]);
 //! - Turns the terminal can cancel (Ctrl-C).
 
 use std::collections::HashMap;
@@ -54,7 +56,39 @@ use super::{journal, model, questions, state};
 /// In an agent process started by an Orchestrator, serves the bundle's Agent and exits;
 /// otherwise returns at once.
 pub(crate) fn serve_if_requested(library: &ToolLibrary) {
-    agent_mode::run_if_requested(|me| RunWorker::new(me, library));
+    agent_mode::run_if_requested(|me| {
+        // A predecessor killed mid-call left its command running: it ends before this agent
+        // resumes the Turn and tells the model that call was interrupted.
+        crate::bash::end_stale_calls();
+        set_sandbox(me);
+        RunWorker::new(me, library)
+    });
+}
+
+/// Sets the sandbox of this agent's base tools: its `policy.sandbox` in the bundle, the mode
+/// replaced by `goondan run --sandbox`, the bundle and the state directory denied. A policy
+/// that cannot be used is logged, and the tools run read-only rather than with less
+/// confinement than the bundle asked.
+fn set_sandbox(me: &AgentIdentity) {
+    let bundle = std::env::var_os(ENV_BUNDLE).map(PathBuf::from);
+    let state = std::env::var_os(ENV_STATE).map(PathBuf::from);
+    let policy =
+        crate::cli::commands::bundle_sandbox(bundle.as_deref(), Some(&me.agent), state.as_deref());
+    let mut policy = match policy {
+        Ok(policy) => policy,
+        Err(e) => {
+            tracing::error!(target: "goondan::run", error = %e, "policy.sandbox cannot be used; commands run read-only");
+            let _ = crate::sandbox::set_host_policy(crate::sandbox::SandboxPolicy::new(
+                crate::sandbox::SandboxMode::ReadOnly,
+            ));
+            return;
+        }
+    };
+    let flag = std::env::var(super::link::ENV_SANDBOX).ok();
+    if let Some(mode) = flag.and_then(|m| m.parse().ok()) {
+        policy.mode = mode;
+    }
+    let _ = crate::sandbox::set_host_policy(policy);
 }
 
 /// A [`StepWorker`] that keeps its conversation in the state directory.

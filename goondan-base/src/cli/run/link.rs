@@ -28,6 +28,8 @@ pub(crate) const ENV_JOURNAL: &str = "GOONDAN_RUN_JOURNAL";
 pub(crate) const ENV_JOURNAL_LEASE: &str = "GOONDAN_RUN_JOURNAL_LEASE_MS";
 /// `--approval-expiry`, in milliseconds.
 pub(crate) const ENV_APPROVAL_EXPIRY: &str = "GOONDAN_RUN_APPROVAL_EXPIRY_MS";
+/// `--sandbox`: the mode that replaces each agent's `policy.sandbox` mode.
+pub(crate) const ENV_SANDBOX: &str = "GOONDAN_RUN_SANDBOX";
 
 /// What an agent process tells the terminal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
