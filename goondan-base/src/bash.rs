@@ -3,14 +3,15 @@
 //! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?}` runs `sh -c command`.
 //! - `bash__script {path, args?, timeoutMs?, env?}` runs a script file of the workdir.
 //!
-//! Each call runs in the [sandbox](crate::sandbox) of [`BashPolicy::sandbox`] (by default: write
+//! Each call runs in the sandbox ([`crate::sandbox`]) of [`BashPolicy::sandbox`] (by default: write
 //! only in the workdir and a private `TMPDIR`, no network, no other process, an environment
 //! allow-list), and in its own cgroup v2 (see [`containment`] for why, and for the process-group
 //! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
 //! that called `setsid` or forked twice. On timeout or cancellation everything the command
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
-//! behind gets the same. Either way the call returns as soon as everything is gone, with all the output
-//! written before. stdout and stderr are read concurrently and capped (head and tail kept). A
+//! behind gets the same. Either way the call returns as soon as everything is gone, with all
+//! the output written before. stdout and stderr are read concurrently and capped (head and tail
+//! kept). A
 //! non-zero exit is data, not an error. The child's environment is the sandbox's allow-list of
 //! the host's (with the sandbox off: the host's minus a deny list of secret-looking names), plus
 //! `env`. `cwd` and `path` are confined to the workdir.

@@ -14,7 +14,7 @@
 //! Agents name them as `ref: {kind: Tool, name: bash, package: "@goondan/base"}`, which
 //! [`resolve_ref`] answers (BASE-5). The [`guide`] shows them in use.
 //!
-//! ```
+//! ```standalone_crate
 //! use goondan_runtime::testing::{ResultAssertions, TestKit};
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -21,8 +21,7 @@
 //!
 //! # Lengths
 //!
-//! A path is at most [`MAX_PATH_BYTES`] bytes and each of its names at most
-//! [`MAX_NAME_BYTES`] (Linux's `PATH_MAX` less its NUL, and `NAME_MAX`): the kernel refuses
+//! A path is at most 4,095 bytes and each of its names at most 255 (Linux's `PATH_MAX` less its NUL, and `NAME_MAX`): the kernel refuses
 //! longer ones with a bare "File name too long".
 
 use std::ffi::{OsStr, OsString};

@@ -224,47 +224,17 @@ fn set_sandbox(cli: &Cli) -> Result<(), CliError> {
         Command::Run(args) => (Some(args.bundle.clone()), None, args.state.clone()),
         _ => (None, None, None),
     };
-    let policy = bundle_sandbox(bundle.as_deref(), agent.as_deref(), state.as_deref())?;
+    let policy =
+        super::run::sandbox::bundle_sandbox(bundle.as_deref(), agent.as_deref(), state.as_deref())?;
     let mut policy = policy;
     if let Some(mode) = cli.sandbox {
         policy.mode = mode;
         // `goondan run` passes it on to its agent processes.
-        let _ = SANDBOX_FLAG.set(mode);
+        let _ = super::run::sandbox::SANDBOX_FLAG.set(mode);
     }
     // Set once per process, before any tool runs; a library caller that set its own keeps it.
     let _ = sandbox::set_host_policy(policy);
     Ok(())
-}
-
-/// The `--sandbox` mode of this command line, when one was given.
-pub(crate) static SANDBOX_FLAG: std::sync::OnceLock<sandbox::SandboxMode> =
-    std::sync::OnceLock::new();
-
-/// A bundle's sandbox for `agent` with the bundle and its state directory denied (the default
-/// policy when there is no bundle, or it cannot be read: the command reports that itself).
-pub(crate) fn bundle_sandbox(
-    bundle: Option<&Path>,
-    agent: Option<&str>,
-    state: Option<&Path>,
-) -> Result<SandboxPolicy, PolicyError> {
-    let Some(path) = bundle else {
-        return Ok(SandboxPolicy::default());
-    };
-    let file = super::run::bundle_file(path);
-    let mut policy = match Bundle::read(&file) {
-        Ok(bundle) => {
-            let agent = agent.map(str::to_owned).or_else(|| bundle.entry_agent());
-            match agent.and_then(|a| bundle.policy(&a, "sandbox").cloned()) {
-                Some(value) => SandboxPolicy::from_bundle(&value)?,
-                None => SandboxPolicy::default(),
-            }
-        }
-        Err(_) => SandboxPolicy::default(),
-    };
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    policy = policy.deny(absolute(&file))?;
-    let state = super::run::state_dir_of(path, state);
-    policy.deny(absolute(&state))
 }
 
 fn sandbox_check(

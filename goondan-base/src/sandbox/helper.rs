@@ -17,7 +17,7 @@
 //!    ends, the kernel kills anything still inside (the namespace ends with its first
 //!    process).
 //!
-//! The outcome goes to the host as a [`Report`] in a file of the call's private directory
+//! The outcome goes to the host as a report (one JSON line) in a file of the call's private directory
 //! that the command cannot reach (the inner stage opens it before it restricts itself). A
 //! sandbox that cannot be set up reports what was missing, and the command never runs.
 

@@ -73,7 +73,7 @@ fn set_sandbox(me: &AgentIdentity) {
     let bundle = std::env::var_os(ENV_BUNDLE).map(PathBuf::from);
     let state = std::env::var_os(ENV_STATE).map(PathBuf::from);
     let policy =
-        crate::cli::commands::bundle_sandbox(bundle.as_deref(), Some(&me.agent), state.as_deref());
+        super::sandbox::bundle_sandbox(bundle.as_deref(), Some(&me.agent), state.as_deref());
     let mut policy = match policy {
         Ok(policy) => policy,
         Err(e) => {

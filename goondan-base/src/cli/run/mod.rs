@@ -36,6 +36,7 @@ mod model;
 pub(crate) mod questions;
 mod remote;
 mod render;
+pub(crate) mod sandbox;
 mod session;
 mod state;
 

@@ -78,7 +78,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
     if let Some(after) = args.approval_expiry {
         process = process.env(ENV_APPROVAL_EXPIRY, after.as_millis().to_string());
     }
-    if let Some(mode) = crate::cli::commands::SANDBOX_FLAG.get() {
+    if let Some(mode) = super::sandbox::SANDBOX_FLAG.get() {
         process = process.env(super::link::ENV_SANDBOX, mode.as_str());
     }
     let process = args.journal.pass_to(process);
