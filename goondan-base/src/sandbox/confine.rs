@@ -25,14 +25,6 @@ const LANDLOCK_ABI: ABI = ABI::V6;
 /// Trees of the host that are often links to others (`/bin` to `/usr/bin`): made the same
 /// links in the new root.
 const ROOT_LINKS: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
-/// The device files bound into the new root's `/dev`.
-const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-];
 
 /// A new root holding only the opened trees, so that nothing else of the host can even be
 /// named (its Unix sockets included): an empty tmpfs at the spec's `root`, the read trees
@@ -65,11 +57,14 @@ pub(crate) fn mounts(spec: &LaunchSpec) -> Result<(), String> {
     for (source, writable) in binds(spec) {
         bind(&root, &source, writable)?;
     }
+    // The spec's device files, bound; its `/dev/shm` is a tmpfs of the sandbox's own.
     let dev = inside(&root, Path::new("/dev"));
-    for device in DEVICES {
-        bind(&root, Path::new(device), true)?;
-    }
     let shm = dev.join("shm");
+    for device in spec.devices.iter().map(|d| spec::path(d)) {
+        if device != Path::new("/dev/shm") {
+            bind(&root, &device, true)?;
+        }
+    }
     std::fs::create_dir_all(&shm).map_err(|e| format!("mount namespace: /dev/shm: {e}"))?;
     mount(
         Some("tmpfs"),

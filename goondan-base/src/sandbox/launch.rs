@@ -28,7 +28,8 @@ const SYSTEM_READ: &[&str] = &[
     "/proc",
     "/sys/devices/system/cpu",
 ];
-/// Device files a sandboxed process reads and writes.
+/// Device files a sandboxed process reads and writes (bound into its `/dev`; `/dev/shm` is a
+/// private tmpfs there).
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",

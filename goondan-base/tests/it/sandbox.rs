@@ -672,3 +672,34 @@ async fn sbx_goondan_run_s_agents_take_the_bundle_s_sandbox_and_the_flag() {
         }
     }
 }
+
+#[tokio::test]
+async fn sbx_a_command_cannot_leave_its_calls_cgroup() {
+    let kit = kit();
+    let marker = format!(
+        "78{}.{}",
+        std::process::id(),
+        kit.workdir().to_string_lossy().len()
+    );
+    // The ways out of a cgroup: the host's cgroup file systems, at their usual places, and any
+    // cgroup2 mount it could make.
+    let script = format!(
+        "for procs in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs \
+                      /sys/fs/cgroup/pids/cgroup.procs; do \
+           (sleep {marker} & echo $! > \"$procs\" && echo MOVED; wait) & done; \
+         mkdir -p cg && mount -t cgroup2 none cg && echo MOUNTED; sleep 0.2; echo done"
+    );
+    let out = exec(&kit, &script).await;
+    let text = stdout(&out);
+    assert!(text.ends_with("done\n"), "{out}");
+    assert!(
+        !text.contains("MOVED") && !text.contains("MOUNTED"),
+        "{out}"
+    );
+    // Nothing it started outlives the call.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(&marker) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!running(&marker), "{out}");
+}
