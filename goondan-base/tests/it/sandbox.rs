@@ -691,6 +691,11 @@ async fn sbx_a_command_cannot_leave_its_calls_cgroup() {
     );
     let out = exec(&kit, &script).await;
     let text = stdout(&out);
+    if text.contains("MOUNTED") {
+        let _ = Command::new("umount")
+            .arg(kit.workdir().join("cg"))
+            .status();
+    }
     assert!(text.ends_with("done\n"), "{out}");
     assert!(
         !text.contains("MOVED") && !text.contains("MOUNTED"),
