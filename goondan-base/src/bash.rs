@@ -11,8 +11,7 @@
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
 //! behind gets the same. Either way the call returns as soon as everything is gone, with all
 //! the output written before. stdout and stderr are read concurrently and capped (head and tail
-//! kept). A
-//! non-zero exit is data, not an error. The child's environment is the sandbox's allow-list of
+//! kept). A non-zero exit is data, not an error. The child's environment is the sandbox's allow-list of
 //! the host's (with the sandbox off: the host's minus a deny list of secret-looking names), plus
 //! `env`. `cwd` and `path` are confined to the workdir.
 
@@ -365,27 +364,11 @@ impl Bash {
             use_cgroup: self.policy.use_cgroup,
         };
         let started = Instant::now();
-        let prepared = self.sandboxed(ctx, &invocation)?;
-        let invocation = match &prepared {
-            Some(prepared) => Invocation {
-                program: prepared.program.clone().into_os_string(),
-                args: prepared.args.clone(),
-                cwd: invocation.cwd,
-                env: prepared.env.clone(),
-                // The helper ends the sandbox when this process dies.
-                lifeline: true,
-            },
-            None => invocation,
-        };
+        let (invocation, private) = self.sandboxed(ctx, invocation)?;
         let finished = process::run(invocation, limits, ctx.cancellation(), &self.cgroups)
             .await
-            .map_err(|err| {
-                ToolError::new(format!("the command could not be started: {err}"))
-                    .with_code(codes::SPAWN)
-                    .with_name("SpawnError")
-                    .with_suggestion("check that the shell or script exists and is executable")
-            })?;
-        if let Some(what) = prepared.as_ref().and_then(sandbox::Prepared::unavailable) {
+            .map_err(spawn_error)?;
+        if let Some(what) = private.as_ref().and_then(sandbox::PrivateDir::unavailable) {
             return Err(sandbox::SandboxError::Unavailable(what).into());
         }
         if finished.cancelled {
@@ -412,32 +395,42 @@ impl Bash {
         })
     }
 
-    /// The helper program that runs `invocation` in the sandbox, or `None` with the sandbox
-    /// off.
+    /// What to start for `invocation`: itself with the sandbox off; else the helper program
+    /// that runs it in the sandbox, with the call's private directory (kept until the call is
+    /// over).
     fn sandboxed(
         &self,
         ctx: &ToolContext,
-        invocation: &Invocation,
-    ) -> Result<Option<sandbox::Prepared>, ToolError> {
+        invocation: Invocation,
+    ) -> Result<(Invocation, Option<sandbox::PrivateDir>), ToolError> {
         let policy = self.sandbox();
         if !policy.is_on() {
-            return Ok(None);
+            return Ok((invocation, None));
         }
         // A missing shell or script is refused as a direct spawn would refuse it.
-        process::check_program(&invocation.program).map_err(|err| {
-            ToolError::new(format!("the command could not be started: {err}"))
-                .with_code(codes::SPAWN)
-                .with_name("SpawnError")
-                .with_suggestion("check that the shell or script exists and is executable")
-        })?;
+        process::check_program(&invocation.program).map_err(spawn_error)?;
         let target = sandbox::Target {
             program: &invocation.program,
             args: &invocation.args,
             cwd: &invocation.cwd,
-            env: invocation.env.clone(),
+            env: invocation.env,
             workdir: ctx.workdir(),
         };
-        Ok(Some(sandbox::prepare(policy, target)?))
+        let sandbox::Prepared {
+            program,
+            args,
+            env,
+            private,
+        } = sandbox::prepare(policy, target)?;
+        let helper = Invocation {
+            program: program.into_os_string(),
+            args,
+            cwd: invocation.cwd,
+            env,
+            // The helper ends the sandbox when this process dies.
+            lifeline: true,
+        };
+        Ok((helper, Some(private)))
     }
 
     /// The child's whole environment: the sandbox's allow-list of the host's (with the
@@ -447,8 +440,9 @@ impl Bash {
         extra: Option<&BTreeMap<String, String>>,
     ) -> Result<Vec<(OsString, OsString)>, ToolError> {
         let host = std::env::vars_os();
-        let mut env = if self.sandbox().is_on() {
-            sandbox::sandbox_env(self.sandbox(), host)
+        let sandbox = self.sandbox();
+        let mut env = if sandbox.is_on() {
+            sandbox::sandbox_env(sandbox, host)
         } else {
             self.policy.child_env(host)
         };
@@ -501,6 +495,14 @@ impl Bash {
         })
         .await
     }
+}
+
+/// A command that could not be started.
+fn spawn_error(err: std::io::Error) -> ToolError {
+    ToolError::new(format!("the command could not be started: {err}"))
+        .with_code(codes::SPAWN)
+        .with_name("SpawnError")
+        .with_suggestion("check that the shell or script exists and is executable")
 }
 
 async fn resolve_script(workdir: &Path, raw: &str) -> Result<(String, PathBuf, bool), ToolError> {

@@ -48,7 +48,7 @@ pub use self::check::{Support, check};
 pub use self::helper::serve_if_asked;
 pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
-pub(crate) use self::launch::{Prepared, Target, prepare};
+pub(crate) use self::launch::{Prepared, PrivateDir, Target, prepare};
 pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
 
 /// Error codes of the sandbox.

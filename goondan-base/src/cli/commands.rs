@@ -110,7 +110,7 @@ pub(crate) fn execute(
                 out,
             )
         }
-        Command::Run(args) => Ok(super::run::execute(args)?),
+        Command::Run(args) => Ok(super::run::execute(args, cli.sandbox)?),
         Command::Approvals(command) => Ok(super::approvals::execute(command, cli.json, out)?),
         Command::Mcp(McpCommand::Serve {
             bundle,
@@ -224,13 +224,10 @@ fn set_sandbox(cli: &Cli) -> Result<(), CliError> {
         Command::Run(args) => (Some(args.bundle.clone()), None, args.state.clone()),
         _ => (None, None, None),
     };
-    let policy =
+    let mut policy =
         super::run::sandbox::bundle_sandbox(bundle.as_deref(), agent.as_deref(), state.as_deref())?;
-    let mut policy = policy;
     if let Some(mode) = cli.sandbox {
         policy.mode = mode;
-        // `goondan run` passes it on to its agent processes.
-        let _ = super::run::sandbox::SANDBOX_FLAG.set(mode);
     }
     // Set once per process, before any tool runs; a library caller that set its own keeps it.
     let _ = sandbox::set_host_policy(policy);

@@ -123,7 +123,7 @@ fn probe(policy: &SandboxPolicy, workdir: &Path) -> Result<(), String> {
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("starting {}: {e}", prepared.program.display()))?;
-    if let Some(what) = prepared.unavailable() {
+    if let Some(what) = prepared.private.unavailable() {
         return Err(what);
     }
     if output.status.success() {

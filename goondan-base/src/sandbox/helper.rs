@@ -190,13 +190,17 @@ mod stage {
             Err(e) => return unavailable(Some(&spec), format!("starting the inner stage: {e}")),
         };
         wait_for_report(&watch, inner.id());
-        match Report::read_from(&report_path) {
-            Some(report) => end_as(Some(report), None),
+        let report = match Report::read_from(&report_path) {
+            Some(report) => report,
+            // The inner stage was killed before it reported: its own end is the outcome.
             None => match inner.wait() {
-                Ok(status) => end_as(None, Some(status)),
-                Err(e) => unavailable(Some(&spec), format!("waiting for the inner stage: {e}")),
+                Ok(status) => reported(status),
+                Err(e) => {
+                    return unavailable(Some(&spec), format!("waiting for the inner stage: {e}"));
+                }
             },
-        }
+        };
+        end_as(report)
     }
 
     /// Waits until the report is closed: written, or the inner stage died without writing.
@@ -260,20 +264,22 @@ mod stage {
         Ok(inotify)
     }
 
-    /// Ends this process as the command ended: its exit code, or its signal raised here.
-    fn end_as(report: Option<Report>, status: Option<std::process::ExitStatus>) -> u8 {
+    /// An exit status as the report of how it ended.
+    fn reported(status: std::process::ExitStatus) -> Report {
         use std::os::unix::process::ExitStatusExt;
-        let signal = match (report, status) {
-            (Some(Report::Exit(code)), _) => return u8::try_from(code & 0xff).unwrap_or(1),
-            (Some(Report::Signal(signal)), _) => signal,
-            (Some(Report::Unavailable(_)), _) => return UNAVAILABLE_EXIT,
-            // The inner stage was killed before it reported.
-            (None, Some(status)) => match (status.code(), status.signal()) {
-                (Some(code), _) => return u8::try_from(code & 0xff).unwrap_or(1),
-                (None, Some(signal)) => signal,
-                (None, None) => return 1,
-            },
-            (None, None) => return 1,
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Report::Exit(code),
+            (None, Some(signal)) => Report::Signal(signal),
+            (None, None) => Report::Exit(1),
+        }
+    }
+
+    /// Ends this process as the command ended: its exit code, or its signal raised here.
+    fn end_as(report: Report) -> u8 {
+        let signal = match report {
+            Report::Exit(code) => return u8::try_from(code & 0xff).unwrap_or(1),
+            Report::Signal(signal) => signal,
+            Report::Unavailable(_) => return UNAVAILABLE_EXIT,
         };
         if let Ok(signal) = Signal::try_from(signal) {
             let _ = SigSet::all().thread_unblock();

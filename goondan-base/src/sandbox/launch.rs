@@ -101,28 +101,32 @@ pub(crate) struct Target<'a> {
 }
 
 /// A command made ready for the sandbox: the helper to start instead, with its one argument
-/// and its environment, and the call's private directory (its `TMPDIR` and the helper's
-/// report), removed when this is dropped.
+/// and its environment, and the call's private directory.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<OsString>,
     pub(crate) env: Vec<(OsString, OsString)>,
-    dir: tempfile::TempDir,
+    pub(crate) private: PrivateDir,
 }
 
-impl Prepared {
+/// A call's private directory: its `TMPDIR`, the helper's report and the new root's mount
+/// point; removed when dropped, so kept until the call is over.
+#[derive(Debug)]
+pub(crate) struct PrivateDir(tempfile::TempDir);
+
+impl PrivateDir {
     /// What the helper found missing, when it could not set the sandbox up (the command did
     /// not run).
     pub(crate) fn unavailable(&self) -> Option<String> {
-        match Report::read_from(&self.report_path()) {
+        match Report::read_from(&self.report()) {
             Some(Report::Unavailable(what)) => Some(what),
             _ => None,
         }
     }
 
-    fn report_path(&self) -> PathBuf {
-        self.dir.path().join("report")
+    fn report(&self) -> PathBuf {
+        self.0.path().join("report")
     }
 }
 
@@ -141,12 +145,13 @@ pub(crate) fn prepare(
     let workdir = target.workdir.canonicalize().map_err(|e| {
         SandboxError::Unavailable(format!("the workdir {}: {e}", target.workdir.display()))
     })?;
-    let dir = tempfile::Builder::new()
+    let private = tempfile::Builder::new()
         .prefix("goondan-sandbox-")
         .tempdir()
+        .map(PrivateDir)
         .map_err(|e| SandboxError::Unavailable(format!("a private directory: {e}")))?;
-    let tmp = dir.path().join("tmp");
-    let root = dir.path().join("root");
+    let tmp = private.0.path().join("tmp");
+    let root = private.0.path().join("root");
     std::fs::create_dir(&tmp)
         .and_then(|()| std::fs::create_dir(&root))
         .map_err(|e| SandboxError::Unavailable(format!("a private TMPDIR: {e}")))?;
@@ -209,7 +214,7 @@ pub(crate) fn prepare(
         devices: DEVICES.iter().map(spec::bytes).collect(),
         mask: mask.iter().map(spec::bytes).collect(),
         root: spec::bytes(&root),
-        report: spec::bytes(dir.path().join("report")),
+        report: spec::bytes(private.report()),
     };
     let json = launch
         .to_json()
@@ -218,7 +223,7 @@ pub(crate) fn prepare(
         program,
         args: vec![helper::HELPER_FLAG.into()],
         env: vec![(SPEC_VAR.into(), json.into())],
-        dir,
+        private,
     })
 }
 

@@ -173,8 +173,12 @@ pub enum RunError {
     Runtime(#[source] std::io::Error),
 }
 
-/// Runs `goondan run` and returns the exit status.
-pub(crate) fn execute(args: &RunArgs) -> Result<u8, RunError> {
+/// Runs `goondan run` and returns the exit status; `sandbox` is the command line's `--sandbox`,
+/// passed on to the agent processes.
+pub(crate) fn execute(
+    args: &RunArgs,
+    sandbox: Option<crate::sandbox::SandboxMode>,
+) -> Result<u8, RunError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -184,7 +188,7 @@ pub(crate) fn execute(args: &RunArgs) -> Result<u8, RunError> {
     rt.block_on(async {
         match &args.nats {
             Some(url) => remote::run(args, url).await,
-            None => session::run(args).await,
+            None => session::run(args, sandbox).await,
         }
     })
 }

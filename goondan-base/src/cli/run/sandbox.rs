@@ -1,15 +1,10 @@
-//! The sandbox of the base tools of a `goondan` process: its bundle's `policy.sandbox` and
-//! the command line's `--sandbox`, which `goondan run` passes on to its agent processes.
+//! The sandbox of the base tools of a `goondan` process: its bundle's `policy.sandbox`.
 
 use std::path::Path;
 
 use goondan_runtime::bundle::Bundle;
 
-use crate::sandbox::{self, PolicyError, SandboxPolicy};
-
-/// The `--sandbox` mode of this command line, when one was given.
-pub(crate) static SANDBOX_FLAG: std::sync::OnceLock<sandbox::SandboxMode> =
-    std::sync::OnceLock::new();
+use crate::sandbox::{PolicyError, SandboxPolicy};
 
 /// A bundle's sandbox for `agent` with the bundle and its state directory denied (the default
 /// policy when there is no bundle, or it cannot be read: the command reports that itself).

@@ -38,7 +38,10 @@ pub(super) const TURN_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs `goondan run` with the swarm's agents as processes of this machine.
-pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
+pub(crate) async fn run(
+    args: &RunArgs,
+    sandbox: Option<crate::sandbox::SandboxMode>,
+) -> Result<u8, RunError> {
     let bundle = Bundle::load(&args.bundle)?;
     let file = std::fs::canonicalize(bundle.file()).map_err(|source| RunError::Io {
         path: bundle.file().to_path_buf(),
@@ -78,7 +81,7 @@ pub(crate) async fn run(args: &RunArgs) -> Result<u8, RunError> {
     if let Some(after) = args.approval_expiry {
         process = process.env(ENV_APPROVAL_EXPIRY, after.as_millis().to_string());
     }
-    if let Some(mode) = super::sandbox::SANDBOX_FLAG.get() {
+    if let Some(mode) = sandbox {
         process = process.env(super::link::ENV_SANDBOX, mode.as_str());
     }
     let process = args.journal.pass_to(process);
