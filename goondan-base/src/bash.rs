@@ -247,6 +247,10 @@ pub struct ExecOutput {
     pub timed_out: bool,
     /// Whether stdout or stderr was cut.
     pub truncated: bool,
+    /// What the sandbox's network proxy refused during the call (a connection to a host not
+    /// on the allow-list, or to a private address), each a sentence; empty when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_refused: Vec<String>,
 }
 
 /// The `bash` tool. `Bash::new(BashPolicy::default()).into_tool()` gives the resource.
@@ -392,6 +396,10 @@ impl Bash {
             signal: finished.signal(),
             timed_out: finished.timed_out,
             truncated: finished.stdout.truncated() || finished.stderr.truncated(),
+            network_refused: private
+                .as_ref()
+                .map(sandbox::PrivateDir::refused)
+                .unwrap_or_default(),
         })
     }
 

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use self::address::{Class, classify};
 pub use self::resolver::{ResolveFuture, Resolver, StaticResolver, SystemResolver};
-use self::target::{Host, Target};
+pub(crate) use self::target::{Host, Target};
 
 /// Error codes of `http-fetch`.
 pub mod codes {
@@ -375,52 +375,59 @@ impl HttpFetch {
 
     /// Resolves the target's host once and checks every address.
     async fn addresses(&self, target: &Target) -> Result<Vec<IpAddr>, ToolError> {
-        let exempt_name = match &target.host {
-            Host::Name(name) => name.clone(),
-            Host::Ip(ip) => ip.to_string(),
-        };
-        let exempt = self
-            .policy
-            .allowed_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(&exempt_name));
-        let addrs = match &target.host {
-            Host::Ip(ip) => vec![*ip],
-            Host::Name(name) => self.policy.resolver.resolve(name).await.map_err(|err| {
-                ToolError::new(format!("`{name}` does not resolve: {err}"))
-                    .with_code(codes::DNS)
-                    .with_name("DnsError")
-                    .with_suggestion("check the host name")
-            })?,
-        };
-        if addrs.is_empty() {
-            return Err(ToolError::new(format!("`{}` has no address", target.host))
+        checked_addresses(&self.policy, &target.host, &target.to_string()).await
+    }
+}
+
+/// Resolves `host` once and checks every address against `policy` (loopback only when it
+/// allows loopback; hosts it exempts pass whatever they resolve to). `shown` names what was
+/// asked for in the error. The sandbox's proxy checks each connection with this too.
+pub(crate) async fn checked_addresses(
+    policy: &HttpPolicy,
+    host: &Host,
+    shown: &str,
+) -> Result<Vec<IpAddr>, ToolError> {
+    let exempt_name = match host {
+        Host::Name(name) => name.clone(),
+        Host::Ip(ip) => ip.to_string(),
+    };
+    let exempt = policy
+        .allowed_hosts
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(&exempt_name));
+    let addrs = match host {
+        Host::Ip(ip) => vec![*ip],
+        Host::Name(name) => policy.resolver.resolve(name).await.map_err(|err| {
+            ToolError::new(format!("`{name}` does not resolve: {err}"))
                 .with_code(codes::DNS)
                 .with_name("DnsError")
-                .with_suggestion("check the host name"));
-        }
-        if exempt {
-            return Ok(addrs);
-        }
-        for ip in &addrs {
-            let why = match classify(*ip) {
-                Class::Public => continue,
-                Class::Loopback if self.policy.allow_loopback => continue,
-                Class::Loopback => "a loopback address",
-                Class::Forbidden(why) => why,
-            };
-            return Err(ToolError::new(format!(
-                "`{target}` is refused: {} is {why}",
-                ip
-            ))
+                .with_suggestion("check the host name")
+        })?,
+    };
+    if addrs.is_empty() {
+        return Err(ToolError::new(format!("`{host}` has no address"))
+            .with_code(codes::DNS)
+            .with_name("DnsError")
+            .with_suggestion("check the host name"));
+    }
+    if exempt {
+        return Ok(addrs);
+    }
+    for ip in &addrs {
+        let why = match classify(*ip) {
+            Class::Public => continue,
+            Class::Loopback if policy.allow_loopback => continue,
+            Class::Loopback => "a loopback address",
+            Class::Forbidden(why) => why,
+        };
+        return Err(ToolError::new(format!("`{shown}` is refused: {ip} is {why}"))
             .with_code(codes::FORBIDDEN_ADDRESS)
             .with_name("ForbiddenAddressError")
             .with_suggestion(
                 "only public internet addresses can be fetched; private, loopback, link-local and metadata addresses are blocked",
             ));
-        }
-        Ok(addrs)
     }
+    Ok(addrs)
 }
 
 /// Headers a caller may not set: they frame the request, and the fetcher owns them.

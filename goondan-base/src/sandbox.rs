@@ -13,7 +13,10 @@
 //!   of its own);
 //! - has **no network**: its own network namespace, with no interface up (so no loopback
 //!   service of the host, and no abstract Unix socket, is reachable; the host's path Unix
-//!   sockets are outside the opened trees);
+//!   sockets are outside the opened trees). With a network allow-list
+//!   ([`SandboxPolicy::allow_host`], a bundle's `network: {allow: [...]}`), its one way out is
+//!   an HTTP proxy of the host's that lets through only the allowed names, and only to
+//!   addresses `http-fetch` would connect to (see [`proxy`](self#the-network-proxy));
 //! - sees only **its own processes** (a PID namespace and a `/proc` of its own): it cannot
 //!   signal, trace or read the environment of any other; it cannot mount, make namespaces, load
 //!   modules, use `bpf`, `keyctl` and their kind (seccomp), gains no privilege through `exec`
@@ -29,6 +32,16 @@
 //! namespaces, not Linux) or the helper program is missing, the call is refused with
 //! [`codes::UNAVAILABLE`] naming what is missing; nothing runs unconfined in silence.
 //!
+//! # The network proxy
+//!
+//! The process's clients find the proxy through `http_proxy`, `https_proxy` and `all_proxy`
+//! (`http://127.0.0.1:3128`, on the sandbox's own loopback). It serves `CONNECT host:port`
+//! and plain `http://` requests; the name must be on the allow-list (an address never is),
+//! every address it resolves to must pass `http-fetch`'s rules
+//! ([`SandboxPolicy::address_rules`]), and the connection goes to a checked address. A
+//! refusal is a `403` whose body says why, and the call's result lists it. Nothing else
+//! leaves: there is no other interface, and no DNS.
+//!
 //! The work is done by a helper program of ours that confines itself and then runs the
 //! command, so no `unsafe` code runs between `fork` and `exec` (see [`helper`]). It is
 //! `goondan-sandbox`, installed beside `goondan`, or any program that calls
@@ -38,11 +51,14 @@ mod check;
 mod host;
 mod launch;
 mod policy;
+mod proxy;
 mod spec;
 
 #[cfg(target_os = "linux")]
 mod confine;
 pub mod helper;
+#[cfg(target_os = "linux")]
+mod netns;
 
 pub use self::check::{Support, check};
 pub use self::helper::serve_if_asked;

@@ -111,8 +111,8 @@ mod stage {
     use nix::sys::wait::{WaitStatus, waitpid};
     use nix::unistd::{Pid, getgid, getuid};
 
-    use super::super::confine;
     use super::super::spec::{self, LaunchSpec, Report, SPEC_VAR};
+    use super::super::{confine, netns};
     use super::{INIT_FLAG, UNAVAILABLE_EXIT, read_spec};
 
     /// Tells the host what was missing; the command does not run.
@@ -169,6 +169,11 @@ mod stage {
             if let Err(e) = std::fs::write(file, line) {
                 return unavailable(Some(&spec), format!("user namespace: {file}: {e}"));
             }
+        }
+        if let Some(socket) = &spec.proxy
+            && let Err(what) = netns::open_way_out(&spec::path(socket))
+        {
+            return unavailable(Some(&spec), format!("the network proxy: {what}"));
         }
         // The report is written when the command ends, and the inner stage then stays to reap
         // what the command left behind (the host gives it SIGTERM and the grace period, then

@@ -5,6 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use super::policy::{PolicyError, SandboxMode, SandboxPolicy};
+use super::proxy::{self, Proxy};
 use super::spec::{self, LaunchSpec, Report, SPEC_VAR};
 use super::{DEFAULT_ENV_ALLOW, codes, helper};
 use goondan_runtime::ToolError;
@@ -110,12 +111,22 @@ pub(crate) struct Prepared {
     pub(crate) private: PrivateDir,
 }
 
-/// A call's private directory: its `TMPDIR`, the helper's report and the new root's mount
-/// point; removed when dropped, so kept until the call is over.
+/// A call's private part: the directory holding its `TMPDIR`, the helper's report and the new
+/// root's mount point, and its network proxy when the policy has an allow-list; removed and
+/// stopped when dropped, so kept until the call is over.
 #[derive(Debug)]
-pub(crate) struct PrivateDir(tempfile::TempDir);
+pub(crate) struct PrivateDir {
+    // Declared first: the proxy stops before its socket's directory goes.
+    proxy: Option<Proxy>,
+    dir: tempfile::TempDir,
+}
 
 impl PrivateDir {
+    /// What the network proxy refused during the call, each a sentence.
+    pub(crate) fn refused(&self) -> Vec<String> {
+        self.proxy.as_ref().map(Proxy::refused).unwrap_or_default()
+    }
+
     /// What the helper found missing, when it could not set the sandbox up (the command did
     /// not run).
     pub(crate) fn unavailable(&self) -> Option<String> {
@@ -126,7 +137,7 @@ impl PrivateDir {
     }
 
     fn report(&self) -> PathBuf {
-        self.0.path().join("report")
+        self.dir.path().join("report")
     }
 }
 
@@ -145,13 +156,19 @@ pub(crate) fn prepare(
     let workdir = target.workdir.canonicalize().map_err(|e| {
         SandboxError::Unavailable(format!("the workdir {}: {e}", target.workdir.display()))
     })?;
-    let private = tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix("goondan-sandbox-")
         .tempdir()
-        .map(PrivateDir)
         .map_err(|e| SandboxError::Unavailable(format!("a private directory: {e}")))?;
-    let tmp = private.0.path().join("tmp");
-    let root = private.0.path().join("root");
+    let socket = dir.path().join("proxy");
+    let proxy = if policy.has_network() {
+        Some(Proxy::start(&socket, policy).map_err(SandboxError::Unavailable)?)
+    } else {
+        None
+    };
+    let private = PrivateDir { proxy, dir };
+    let tmp = private.dir.path().join("tmp");
+    let root = private.dir.path().join("root");
     std::fs::create_dir(&tmp)
         .and_then(|()| std::fs::create_dir(&root))
         .map_err(|e| SandboxError::Unavailable(format!("a private TMPDIR: {e}")))?;
@@ -193,8 +210,22 @@ pub(crate) fn prepare(
     mask.retain(|m| opened.iter().any(|root| m.starts_with(root) && m != *root));
 
     let mut env = target.env;
-    env.retain(|(name, _)| name != "TMPDIR");
+    env.retain(|(name, _)| {
+        name != "TMPDIR"
+            && !proxy::PROXY_VARS
+                .iter()
+                .chain(proxy::NO_PROXY_VARS)
+                .any(|var| name == var)
+    });
     env.push(("TMPDIR".into(), tmp.clone().into_os_string()));
+    if private.proxy.is_some() {
+        let url = proxy::url();
+        env.extend(
+            proxy::PROXY_VARS
+                .iter()
+                .map(|var| (OsString::from(var), OsString::from(&url))),
+        );
+    }
     let launch = LaunchSpec {
         program: spec::bytes(target.program),
         args: target.args.iter().map(spec::bytes).collect(),
@@ -215,6 +246,7 @@ pub(crate) fn prepare(
         mask: mask.iter().map(spec::bytes).collect(),
         root: spec::bytes(&root),
         report: spec::bytes(private.report()),
+        proxy: private.proxy.is_some().then(|| spec::bytes(&socket)),
     };
     let json = launch
         .to_json()

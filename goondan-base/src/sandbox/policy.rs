@@ -2,6 +2,9 @@
 
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::http_fetch::HttpPolicy;
 
 /// How much a sandboxed process may do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,13 +74,21 @@ pub enum PolicyError {
     /// An environment variable name that cannot be one.
     #[error("`{0}` is not an environment variable name")]
     EnvName(String),
+    /// A network allow-list entry that is not a host name (`crates.io`) or a pattern for a
+    /// domain's subdomains (`*.github.com`).
+    #[error(
+        "`{0}` cannot be in the sandbox's network allow-list: write a host name (`crates.io`) or \
+         `*.` and a domain (`*.github.com`); addresses are never allowed"
+    )]
+    Host(String),
     /// A bundle's `policy.sandbox` that is not a mode or a map of `mode`, `read`, `write`,
-    /// `env`.
+    /// `env`, `network`.
     #[error("policy.sandbox: {0}")]
     Bundle(String),
 }
 
-/// Where a sandboxed process may read and write, and which environment it keeps.
+/// Where a sandboxed process may read and write, which hosts it may reach through the
+/// sandbox's proxy, and which environment it keeps.
 ///
 /// ```
 /// use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
@@ -87,7 +98,7 @@ pub enum PolicyError {
 /// assert!(policy.read_paths()[0].ends_with(".cargo/registry"));
 /// # Ok::<(), goondan_base::sandbox::PolicyError>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct SandboxPolicy {
     /// How much the process may do (default [`SandboxMode::Workspace`]).
     pub mode: SandboxMode,
@@ -95,6 +106,8 @@ pub struct SandboxPolicy {
     write: Vec<PathBuf>,
     deny: Vec<PathBuf>,
     env: Vec<String>,
+    network: Vec<HostPattern>,
+    addresses: Option<Arc<HttpPolicy>>,
     helper: Option<PathBuf>,
 }
 
@@ -165,6 +178,54 @@ impl SandboxPolicy {
         Ok(self)
     }
 
+    /// Lets the process reach `host` (a name, or `*.domain` for any of its subdomains) through
+    /// the sandbox's proxy, the only way out of its network namespace. The proxy checks each
+    /// connection as `http-fetch` checks a URL: the name must be allowed, and every address it
+    /// resolves to must be public (see [`SandboxPolicy::address_rules`]).
+    ///
+    /// ```
+    /// use goondan_base::sandbox::SandboxPolicy;
+    ///
+    /// let policy = SandboxPolicy::default().allow_host("crates.io")?.allow_host("*.github.com")?;
+    /// assert!(policy.allows_host("api.github.com"));
+    /// assert!(!policy.allows_host("github.com.evil.test"));
+    /// assert!(SandboxPolicy::default().allow_host("10.0.0.1").is_err());
+    /// # Ok::<(), goondan_base::sandbox::PolicyError>(())
+    /// ```
+    pub fn allow_host(mut self, host: impl AsRef<str>) -> Result<Self, PolicyError> {
+        self.network.push(HostPattern::parse(host.as_ref())?);
+        Ok(self)
+    }
+
+    /// The address rules the proxy applies after a name is allowed, `http-fetch`'s
+    /// ([`HttpPolicy`]: its resolver, its exempt hosts, whether loopback is allowed). By
+    /// default, [`HttpPolicy::default`]: the system resolver, public addresses only.
+    #[must_use]
+    pub fn address_rules(mut self, rules: HttpPolicy) -> Self {
+        self.addresses = Some(Arc::new(rules));
+        self
+    }
+
+    /// Whether the network allow-list lets the process reach `host` (a lowercase name).
+    pub fn allows_host(&self, host: &str) -> bool {
+        self.network.iter().any(|pattern| pattern.matches(host))
+    }
+
+    /// Whether the process has a way out at all (a network allow-list).
+    pub fn has_network(&self) -> bool {
+        !self.network.is_empty()
+    }
+
+    /// The entries of the network allow-list, as written.
+    pub fn allowed_hosts(&self) -> impl Iterator<Item = String> + '_ {
+        self.network.iter().map(HostPattern::to_string)
+    }
+
+    /// The address rules of [`SandboxPolicy::address_rules`].
+    pub(crate) fn addresses(&self) -> Arc<HttpPolicy> {
+        self.addresses.clone().unwrap_or_default()
+    }
+
     /// Runs the sandbox through the helper program at `path` instead of looking for one (see
     /// [`crate::sandbox::helper`]).
     #[must_use]
@@ -199,7 +260,8 @@ impl SandboxPolicy {
     }
 
     /// The policy a bundle's `policy.sandbox` says: a mode (`workspace`, `read-only`, `off`),
-    /// or a map with `mode` and lists `read`, `write` (paths) and `env` (names).
+    /// or a map with `mode`, lists `read`, `write` (paths) and `env` (names), and `network`
+    /// with its `allow` list (host names, `*.domain`).
     ///
     /// ```
     /// use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
@@ -207,6 +269,8 @@ impl SandboxPolicy {
     ///
     /// let policy = SandboxPolicy::from_bundle(&json!({"mode": "read-only", "read": ["/opt/data"]}))?;
     /// assert_eq!(policy.mode, SandboxMode::ReadOnly);
+    /// let online = SandboxPolicy::from_bundle(&json!({"network": {"allow": ["crates.io"]}}))?;
+    /// assert!(online.allows_host("crates.io"));
     /// assert!(SandboxPolicy::from_bundle(&json!({"mod": "off"})).is_err());
     /// # Ok::<(), goondan_base::sandbox::PolicyError>(())
     /// ```
@@ -262,9 +326,15 @@ impl SandboxPolicy {
                         policy = policy.env(name)?;
                     }
                 }
+                "network" => {
+                    let allow = network_allow(value)?;
+                    for host in allow {
+                        policy = policy.allow_host(host)?;
+                    }
+                }
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{}` (mode, read, write, env)",
+                        "unknown key `{}` (mode, read, write, env, network)",
                         other.chars().take(64).collect::<String>()
                     )));
                 }
@@ -287,6 +357,93 @@ impl SandboxPolicy {
             });
         }
         Ok(path)
+    }
+}
+
+/// The `allow` list of a bundle's `network: {allow: [...]}`.
+fn network_allow(value: &serde_json::Value) -> Result<Vec<&str>, PolicyError> {
+    let bad = |why: &str| PolicyError::Bundle(format!("`network` {why}"));
+    let map = value.as_object().ok_or_else(|| {
+        bad(&format!(
+            "must be a map with `allow`, found {}",
+            kind(value)
+        ))
+    })?;
+    if let Some(key) = map.keys().find(|key| key.as_str() != "allow") {
+        let key: String = key.chars().take(64).collect();
+        return Err(bad(&format!("has an unknown key `{key}` (allow)")));
+    }
+    let Some(allow) = map.get("allow") else {
+        return Ok(Vec::new());
+    };
+    let items = allow
+        .as_array()
+        .ok_or_else(|| bad("`allow` must be a list of host names"))?;
+    if items.len() > 256 {
+        return Err(bad("`allow` has more than 256 entries"));
+    }
+    items
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .ok_or_else(|| bad("`allow` must be a list of host names"))
+        })
+        .collect()
+}
+
+/// An entry of the network allow-list: a host name, or `*.` and a domain for its subdomains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostPattern {
+    /// Lowercase, without a trailing dot.
+    name: String,
+    subdomains: bool,
+}
+
+impl HostPattern {
+    fn parse(raw: &str) -> Result<Self, PolicyError> {
+        let refuse = || PolicyError::Host(raw.chars().take(64).collect());
+        let (rest, subdomains) = match raw.strip_prefix("*.") {
+            Some(rest) => (rest, true),
+            None => (raw, false),
+        };
+        let name = rest.strip_suffix('.').unwrap_or(rest).to_ascii_lowercase();
+        let label_ok = |label: &str| {
+            (1..=63).contains(&label.len())
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        let labels: Vec<&str> = name.split('.').collect();
+        // A name whose last label is all digits would be read as an IPv4 address.
+        let numeric = labels
+            .last()
+            .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()));
+        if name.len() > 253 || !labels.iter().all(|l| label_ok(l)) || numeric {
+            return Err(refuse());
+        }
+        Ok(Self { name, subdomains })
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        let host = host.strip_suffix('.').unwrap_or(host);
+        if self.subdomains {
+            host.len() > self.name.len() + 1
+                && host.ends_with(self.name.as_str())
+                && host.as_bytes()[host.len() - self.name.len() - 1] == b'.'
+        } else {
+            host == self.name
+        }
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.subdomains {
+            f.write_str("*.")?;
+        }
+        f.write_str(&self.name)
     }
 }
 
@@ -384,12 +541,61 @@ mod tests {
             json!({"read": ["relative"]}),
             json!({"write": ["/"]}),
             json!({"env": ["A-B"]}),
-            json!({"network": {"allow": ["x"]}}),
+            json!({"network": {"allow": ["10.0.0.1"]}}),
+            json!({"network": {"allow": "crates.io"}}),
+            json!({"network": {"deny": ["x"]}}),
+            json!({"network": ["crates.io"]}),
+            json!({"network": {"allow": ["*"]}}),
+            json!({"network": {"allow": ["a".repeat(1_000_000)]}}),
             json!({"read": many}),
             json!({"mode": "x".repeat(1_000_000)}),
         ] {
             let err = SandboxPolicy::from_bundle(&bad).unwrap_err();
             assert!(err.to_string().len() < 400, "a bounded message: {err}");
+        }
+    }
+
+    #[test]
+    fn sbx_network_allow_list_holds_host_names_only() {
+        let policy = SandboxPolicy::default();
+        assert!(!policy.has_network());
+        let policy = policy
+            .allow_host("Crates.IO.")
+            .unwrap()
+            .allow_host("*.github.com")
+            .unwrap();
+        assert!(policy.has_network());
+        assert!(policy.allows_host("crates.io"));
+        assert!(policy.allows_host("api.github.com"));
+        assert!(policy.allows_host("a.b.github.com"));
+        for refused in ["github.com", "evilgithub.com", "crates.io.evil.test", "io"] {
+            assert!(!policy.allows_host(refused), "{refused}");
+        }
+        assert_eq!(
+            policy.allowed_hosts().collect::<Vec<_>>(),
+            ["crates.io", "*.github.com"]
+        );
+        for bad in [
+            "",
+            "*",
+            "*.",
+            "10.0.0.1",
+            "[::1]",
+            "::1",
+            "a..b",
+            "-a.com",
+            "a b.com",
+            "http://crates.io",
+            "crates.io:443",
+            "*.*.com",
+            "0x7f.1",
+            "2130706433",
+            &"a".repeat(64),
+        ] {
+            assert!(
+                matches!(policy.clone().allow_host(bad), Err(PolicyError::Host(_))),
+                "{bad}"
+            );
         }
     }
 

@@ -30,6 +30,11 @@ pub(crate) struct LaunchSpec {
     pub(crate) root: Vec<u8>,
     /// Where the helper writes its [`Report`].
     pub(crate) report: Vec<u8>,
+    /// The host proxy's Unix socket, when the policy has a network allow-list: the helper
+    /// hands it a listening socket inside the sandbox's network namespace (see
+    /// `super::netns`).
+    #[serde(default)]
+    pub(crate) proxy: Option<Vec<u8>>,
 }
 
 impl LaunchSpec {

@@ -708,3 +708,191 @@ async fn sbx_a_command_cannot_leave_its_calls_cgroup() {
     }
     assert!(!running(&marker), "{out}");
 }
+
+/// A plain HTTP server on the host's loopback answering every request with `body`, and the
+/// number of requests it served.
+struct TestServer {
+    port: u16,
+    served: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TestServer {
+    fn start(body: &'static str) -> Self {
+        use std::io::Write;
+        use std::sync::atomic::Ordering;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = std::sync::Arc::clone(&served);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Self { port, served }
+    }
+
+    fn served(&self) -> usize {
+        self.served.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A sandbox whose network allow-list holds `allowed.test` and `*.allowed.test`, names that
+/// resolve (by a fixed table) to the host's loopback, where the test server is, and
+/// `private.test`, which resolves to a private address.
+fn networked(allow_loopback: bool) -> TestKit {
+    use goondan_base::http_fetch::{HttpPolicy, StaticResolver};
+    let loopback = ["127.0.0.1".parse().unwrap()];
+    let resolver = StaticResolver::new()
+        .with("allowed.test", loopback)
+        .with("api.allowed.test", loopback)
+        .with("other.test", loopback)
+        .with("private.test", ["10.1.2.3".parse().unwrap()]);
+    let mut rules = HttpPolicy::default().resolver(resolver);
+    if allow_loopback {
+        rules = rules.allow_loopback();
+    }
+    let policy = SandboxPolicy::default()
+        .allow_host("allowed.test")
+        .unwrap()
+        .allow_host("*.allowed.test")
+        .unwrap()
+        .allow_host("private.test")
+        .unwrap()
+        .address_rules(rules);
+    kit_with(policy)
+}
+
+fn refused(out: &Value) -> String {
+    out["networkRefused"].to_string()
+}
+
+#[tokio::test]
+async fn sbx_a_download_through_the_proxy_from_an_allowed_host_works() {
+    let server = TestServer::start("through-the-proxy");
+    let kit = networked(true);
+    let port = server.port;
+    let out = exec(
+        &kit,
+        &format!(
+            "set -e; echo \"$https_proxy\"; \
+             curl -sS --max-time 10 http://allowed.test:{port}/plain; echo; \
+             curl -sS --max-time 10 --proxytunnel http://api.allowed.test:{port}/tunnel; echo; \
+             python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://allowed.test:{port}/py\", timeout=10).read().decode())'"
+        ),
+    )
+    .await;
+    assert_eq!(out["exitCode"], 0, "{out}");
+    assert_eq!(
+        stdout(&out),
+        "http://127.0.0.1:3128\nthrough-the-proxy\nthrough-the-proxy\nthrough-the-proxy\n",
+        "{out}"
+    );
+    assert_eq!(server.served(), 3, "{out}");
+    assert!(out.get("networkRefused").is_none(), "{out}");
+}
+
+#[tokio::test]
+async fn sbx_the_proxy_refuses_names_off_the_list_private_addresses_and_bare_ips() {
+    let server = TestServer::start("must-not-arrive");
+    let port = server.port;
+    let kit = networked(true);
+    let out = exec(
+        &kit,
+        &format!(
+            "curl -sS --max-time 10 http://other.test:{port}/a; echo \" code=$?\"; \
+             curl -sS --max-time 10 --proxytunnel http://private.test:{port}/b; echo \" code=$?\"; \
+             curl -sS --max-time 10 --proxytunnel http://127.0.0.1:{port}/c; echo \" code=$?\"; \
+             curl -sS --max-time 10 http://127.0.0.1:{port}/d; echo \" code=$?\"; \
+             curl -sS --max-time 10 --proxytunnel http://allowed.test.other.test:{port}/e; echo \" code=$?\""
+        ),
+    )
+    .await;
+    assert!(!stdout(&out).contains("must-not-arrive"), "{out}");
+    assert_eq!(server.served(), 0, "{out}");
+    let why = refused(&out);
+    assert!(
+        why.contains("`other.test` is not in the sandbox's network allow-list"),
+        "{out}"
+    );
+    assert!(why.contains("10.1.2.3 is a private address"), "{out}");
+    assert!(why.contains("names an address (127.0.0.1)"), "{out}");
+    assert!(
+        why.contains("`allowed.test.other.test` is not in the sandbox's network allow-list"),
+        "{out}"
+    );
+    // The refusal reaches the client too, as the proxy's answer.
+    assert!(stdout(&out).contains("goondan sandbox:"), "{out}");
+
+    // Loopback is refused like any private address unless the address rules allow it.
+    let strict = networked(false);
+    let out = exec(
+        &strict,
+        &format!("curl -sS --max-time 10 http://allowed.test:{port}/f; echo \" code=$?\""),
+    )
+    .await;
+    assert!(!stdout(&out).contains("must-not-arrive"), "{out}");
+    assert!(
+        refused(&out).contains("127.0.0.1 is a loopback address"),
+        "{out}"
+    );
+    assert_eq!(server.served(), 0, "{out}");
+}
+
+#[tokio::test]
+async fn sbx_nothing_leaves_but_through_the_proxy_no_dns_no_direct_connection() {
+    let server = TestServer::start("must-not-arrive");
+    let port = server.port;
+    let kit = networked(true);
+    let out = exec(
+        &kit,
+        &format!(
+            "curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{port}/direct && echo DIRECT-REACHED; \
+             getent hosts allowed.test && echo DNS-ANSWERED; \
+             python3 -c 'import socket; socket.getaddrinfo(\"example.com\", 80); print(\"RESOLVED\")'; \
+             python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"x\", (\"8.8.8.8\", 53)); print(\"UDP-SENT\")'; \
+             python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 443), timeout=5); print(\"TCP-OUT\")'; \
+             echo done"
+        ),
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(text.ends_with("done\n"), "{out}");
+    for escaped in [
+        "DIRECT-REACHED",
+        "DNS-ANSWERED",
+        "RESOLVED",
+        "UDP-SENT",
+        "TCP-OUT",
+    ] {
+        assert!(!text.contains(escaped), "{escaped}: {out}");
+    }
+    assert_eq!(server.served(), 0, "{out}");
+}
+
+#[tokio::test]
+async fn sbx_without_an_allow_list_there_is_no_proxy_and_no_way_out() {
+    let server = TestServer::start("must-not-arrive");
+    let out = exec(
+        &kit(),
+        &format!(
+            "echo \"proxy=[$https_proxy]\"; curl -sS --max-time 5 -x http://127.0.0.1:3128 http://allowed.test:{}/ && echo REACHED; echo done",
+            server.port
+        ),
+    )
+    .await;
+    assert!(stdout(&out).starts_with("proxy=[]\n"), "{out}");
+    assert!(!stdout(&out).contains("REACHED"), "{out}");
+    assert_eq!(server.served(), 0, "{out}");
+}
