@@ -306,7 +306,6 @@ impl Bash {
             args: vec!["-c".into(), input.command.clone().into()],
             cwd: cwd_abs,
             env: self.child_env(input.env.as_ref())?,
-            lifeline: false,
         };
         let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
         out.command = Some(input.command);
@@ -342,7 +341,6 @@ impl Bash {
             args,
             cwd: workdir,
             env: self.child_env(input.env.as_ref())?,
-            lifeline: false,
         };
         let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
         out.path = Some(rel);
@@ -423,6 +421,7 @@ impl Bash {
             cwd: &invocation.cwd,
             env: invocation.env,
             workdir: ctx.workdir(),
+            stdin: false,
         };
         let sandbox::Prepared {
             program,
@@ -435,8 +434,6 @@ impl Bash {
             args,
             cwd: invocation.cwd,
             env,
-            // The helper ends the sandbox when this process dies.
-            lifeline: true,
         };
         Ok((helper, Some(private)))
     }

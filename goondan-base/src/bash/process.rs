@@ -109,10 +109,6 @@ pub(crate) struct Invocation {
     pub(crate) args: Vec<OsString>,
     pub(crate) cwd: PathBuf,
     pub(crate) env: Vec<(OsString, OsString)>,
-    /// The program's stdin is a pipe whose other end this process holds until the run is
-    /// over: when this process dies, however it dies, the program reads its end (the
-    /// sandbox's helper then ends everything it runs). Else stdin is `/dev/null`.
-    pub(crate) lifeline: bool,
 }
 
 /// Limits of one run.
@@ -177,8 +173,6 @@ struct DropGuard {
     containment: Option<Containment>,
     grace: Duration,
     readers: Vec<Reader>,
-    /// The write end of the program's lifeline, held until the run is over.
-    _lifeline: Option<tokio::process::ChildStdin>,
 }
 
 impl Drop for DropGuard {
@@ -246,11 +240,7 @@ pub(crate) async fn run(
         .current_dir(&invocation.cwd)
         .env_clear()
         .envs(invocation.env)
-        .stdin(if invocation.lifeline {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false);
@@ -266,7 +256,6 @@ pub(crate) async fn run(
         containment: Some(containment),
         grace: limits.grace,
         readers: Vec::with_capacity(2),
-        _lifeline: child.stdin.take(),
     };
     if let Some(out) = child.stdout.take() {
         guard

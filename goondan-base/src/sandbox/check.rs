@@ -113,6 +113,7 @@ fn probe(policy: &SandboxPolicy, workdir: &Path) -> Result<(), String> {
         cwd: workdir,
         env,
         workdir,
+        stdin: false,
     };
     let prepared = prepare(policy, target).map_err(|e| e.to_string())?;
     let output = Command::new(&prepared.program)

@@ -109,7 +109,8 @@ mod stage {
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
     use nix::sys::signal::{SigSet, Signal, kill, raise};
     use nix::sys::wait::{WaitStatus, waitpid};
-    use nix::unistd::{Pid, getgid, getuid};
+    use nix::unistd::{Pid, getgid, getppid, getuid};
+    use std::os::fd::OwnedFd;
 
     use super::super::spec::{self, LaunchSpec, Report, SPEC_VAR};
     use super::super::{confine, netns};
@@ -142,6 +143,11 @@ mod stage {
         if let Err(e) = held.thread_block() {
             return unavailable(Some(&spec), format!("blocking signals: {e}"));
         }
+        // Opened before the namespaces, while the host's pid means the host.
+        let host = match watch_host() {
+            Ok(host) => host,
+            Err(what) => return unavailable(Some(&spec), what),
+        };
         let (uid, gid) = (getuid(), getgid());
         // The mount namespace is the inner stage's own (see `confine::mounts`).
         let namespaces = CloneFlags::CLONE_NEWUSER
@@ -188,13 +194,23 @@ mod stage {
             .arg(INIT_FLAG)
             .env_clear()
             .env(SPEC_VAR, json)
-            .stdin(Stdio::null())
+            .stdin(if spec.stdin {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .spawn();
         let mut inner = match inner {
             Ok(inner) => inner,
             Err(e) => return unavailable(Some(&spec), format!("starting the inner stage: {e}")),
         };
-        wait_for_report(&watch, inner.id());
+        wait_for_report(&watch, inner.id(), &host);
+        if spec.stdin {
+            // A server's sandbox lives as long as this helper, which its host stops by killing
+            // it: the inner stage dies with it (its parent-death signal), and everything inside
+            // with the inner stage. So this stage waits for the inner one to end.
+            let _ = inner.wait();
+        }
         let report = match Report::read_from(&report_path) {
             Some(report) => report,
             // The inner stage was killed before it reported: its own end is the outcome.
@@ -210,22 +226,18 @@ mod stage {
 
     /// Waits until the report is closed: written, or the inner stage died without writing.
     ///
-    /// Meanwhile this stage's stdin is the host's lifeline: a pipe whose other end the host
-    /// holds for the call's life. When it ends (the host died, however it died), the inner
-    /// stage is killed, and with it, as its namespace's first process, everything inside. A
-    /// stdin that is not a pipe (`/dev/null`) is no lifeline. (One thread only: a process that
-    /// made a PID namespace can start no thread.)
-    fn wait_for_report(watch: &Inotify, inner: u32) {
+    /// Meanwhile it watches the host (the process that started this helper) through a pidfd:
+    /// when the host dies, however it dies, the inner stage is killed, and with it, as its
+    /// namespace's first process, everything inside. (One thread only: a process that made a
+    /// PID namespace can start no thread.)
+    fn wait_for_report(watch: &Inotify, inner: u32, host: &OwnedFd) {
         use std::os::fd::AsFd;
-        use std::os::unix::fs::FileTypeExt;
         let inner = Pid::from_raw(i32::try_from(inner).unwrap_or(i32::MAX));
-        let stdin = std::io::stdin();
-        let mut lifeline =
-            std::fs::metadata("/proc/self/fd/0").is_ok_and(|m| m.file_type().is_fifo());
+        let mut host_alive = true;
         loop {
             let mut fds = vec![PollFd::new(watch.as_fd(), PollFlags::POLLIN)];
-            if lifeline {
-                fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+            if host_alive {
+                fds.push(PollFd::new(host.as_fd(), PollFlags::POLLIN));
             }
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) | Err(Errno::EINTR) => {}
@@ -234,8 +246,8 @@ mod stage {
             let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
             let (report_ready, host_gone) = (ready(&fds[0]), fds.get(1).is_some_and(ready));
             drop(fds);
-            if host_gone && lifeline_ended(&stdin) {
-                lifeline = false;
+            if host_gone {
+                host_alive = false;
                 let _ = kill(inner, Signal::SIGKILL);
             }
             if report_ready {
@@ -254,11 +266,18 @@ mod stage {
         }
     }
 
-    /// Reads what the host wrote on the lifeline; `true` once it has ended.
-    fn lifeline_ended(stdin: &std::io::Stdin) -> bool {
-        use std::io::Read;
-        let mut buf = [0u8; 64];
-        !matches!(stdin.lock().read(&mut buf), Ok(n) if n > 0)
+    /// A pidfd of the process that started this helper, which becomes readable when it ends.
+    /// Refused when it has already ended (this process was handed to another parent).
+    fn watch_host() -> Result<OwnedFd, String> {
+        let parent = getppid();
+        let pid = rustix::process::Pid::from_raw(parent.as_raw())
+            .ok_or_else(|| "the process that started the helper has already ended".to_owned())?;
+        let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+            .map_err(|e| format!("watching the host process (pidfd_open, Linux 5.3+): {e}"))?;
+        if getppid() != parent {
+            return Err("the process that started the helper has already ended".to_owned());
+        }
+        Ok(fd)
     }
 
     /// An inotify watch for the report's closing (the file is made empty first).
@@ -303,6 +322,12 @@ mod stage {
             Ok((spec, _)) => spec,
             Err(what) => return unavailable(None, what),
         };
+        // A server's sandbox ends when its helper is killed (see the outer stage).
+        if spec.stdin
+            && let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+        {
+            return unavailable(Some(&spec), format!("the parent-death signal: {e}"));
+        }
         // The outer stage holds back the host's signals; the command must get them.
         if let Err(e) = SigSet::all().thread_unblock() {
             return unavailable(Some(&spec), format!("unblocking signals: {e}"));

@@ -99,6 +99,8 @@ pub(crate) struct Target<'a> {
     /// The whole environment (see [`super::sandbox_env`]); `TMPDIR` is set here.
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) workdir: &'a Path,
+    /// The command reads the host's stdin (an MCP server); else its stdin is `/dev/null`.
+    pub(crate) stdin: bool,
 }
 
 /// A command made ready for the sandbox: the helper to start instead, with its one argument
@@ -247,6 +249,7 @@ pub(crate) fn prepare(
         root: spec::bytes(&root),
         report: spec::bytes(private.report()),
         proxy: private.proxy.is_some().then(|| spec::bytes(&socket)),
+        stdin: target.stdin,
     };
     let json = launch
         .to_json()

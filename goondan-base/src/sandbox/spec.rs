@@ -35,6 +35,11 @@ pub(crate) struct LaunchSpec {
     /// `super::netns`).
     #[serde(default)]
     pub(crate) proxy: Option<Vec<u8>>,
+    /// The command reads the host's stdin (an MCP server speaking over it): the helper passes
+    /// its own stdin on, and the sandbox ends when the helper is killed. Otherwise the command's
+    /// stdin is `/dev/null`.
+    #[serde(default)]
+    pub(crate) stdin: bool,
 }
 
 impl LaunchSpec {
