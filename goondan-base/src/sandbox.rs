@@ -52,6 +52,8 @@ mod host;
 mod launch;
 mod policy;
 mod proxy;
+#[cfg(feature = "mcp")]
+mod server;
 mod spec;
 
 #[cfg(target_os = "linux")]
@@ -66,6 +68,10 @@ pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
 pub(crate) use self::launch::{Prepared, PrivateDir, Target, prepare};
 pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
+#[cfg(feature = "mcp")]
+pub use self::server::ServerSandbox;
+#[cfg(feature = "cli")]
+pub(crate) use self::server::server_workdir;
 
 /// Error codes of the sandbox.
 pub mod codes {

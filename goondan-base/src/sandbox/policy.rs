@@ -74,11 +74,11 @@ pub enum PolicyError {
     /// An environment variable name that cannot be one.
     #[error("`{0}` is not an environment variable name")]
     EnvName(String),
-    /// A network allow-list entry that is not a host name (`crates.io`) or a pattern for a
-    /// domain's subdomains (`*.github.com`).
+    /// A network allow-list entry that is not a host name (`crates.io`), a pattern for a
+    /// domain's subdomains (`*.github.com`) or `*` (any name).
     #[error(
-        "`{0}` cannot be in the sandbox's network allow-list: write a host name (`crates.io`) or \
-         `*.` and a domain (`*.github.com`); addresses are never allowed"
+        "`{0}` cannot be in the sandbox's network allow-list: write a host name (`crates.io`), \
+         `*.` and a domain (`*.github.com`), or `*` for any name; addresses are never allowed"
     )]
     Host(String),
     /// A bundle's `policy.sandbox` that is not a mode or a map of `mode`, `read`, `write`,
@@ -178,8 +178,8 @@ impl SandboxPolicy {
         Ok(self)
     }
 
-    /// Lets the process reach `host` (a name, or `*.domain` for any of its subdomains) through
-    /// the sandbox's proxy, the only way out of its network namespace. The proxy checks each
+    /// Lets the process reach `host` (a name, `*.domain` for any of its subdomains, or `*` for
+    /// any name: the public internet) through the sandbox's proxy, the only way out of its network namespace. The proxy checks each
     /// connection as `http-fetch` checks a URL: the name must be allowed, and every address it
     /// resolves to must be public (see [`SandboxPolicy::address_rules`]).
     ///
@@ -391,7 +391,8 @@ fn network_allow(value: &serde_json::Value) -> Result<Vec<&str>, PolicyError> {
         .collect()
 }
 
-/// An entry of the network allow-list: a host name, or `*.` and a domain for its subdomains.
+/// An entry of the network allow-list: a host name, `*.` and a domain for its subdomains, or
+/// `*` for any name (an empty `name`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct HostPattern {
     /// Lowercase, without a trailing dot.
@@ -401,6 +402,12 @@ struct HostPattern {
 
 impl HostPattern {
     fn parse(raw: &str) -> Result<Self, PolicyError> {
+        if raw == "*" {
+            return Ok(Self {
+                name: String::new(),
+                subdomains: true,
+            });
+        }
         let refuse = || PolicyError::Host(raw.chars().take(64).collect());
         let (rest, subdomains) = match raw.strip_prefix("*.") {
             Some(rest) => (rest, true),
@@ -428,6 +435,9 @@ impl HostPattern {
 
     fn matches(&self, host: &str) -> bool {
         let host = host.strip_suffix('.').unwrap_or(host);
+        if self.name.is_empty() {
+            return !host.is_empty();
+        }
         if self.subdomains {
             host.len() > self.name.len() + 1
                 && host.ends_with(self.name.as_str())
@@ -440,10 +450,11 @@ impl HostPattern {
 
 impl std::fmt::Display for HostPattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.subdomains {
-            f.write_str("*.")?;
+        match (self.subdomains, self.name.is_empty()) {
+            (true, true) => f.write_str("*"),
+            (true, false) => write!(f, "*.{}", self.name),
+            (false, _) => f.write_str(&self.name),
         }
-        f.write_str(&self.name)
     }
 }
 
@@ -545,7 +556,7 @@ mod tests {
             json!({"network": {"allow": "crates.io"}}),
             json!({"network": {"deny": ["x"]}}),
             json!({"network": ["crates.io"]}),
-            json!({"network": {"allow": ["*"]}}),
+            json!({"network": {"allow": ["*x"]}}),
             json!({"network": {"allow": ["a".repeat(1_000_000)]}}),
             json!({"read": many}),
             json!({"mode": "x".repeat(1_000_000)}),
@@ -575,9 +586,12 @@ mod tests {
             policy.allowed_hosts().collect::<Vec<_>>(),
             ["crates.io", "*.github.com"]
         );
+        let any = SandboxPolicy::default().allow_host("*").unwrap();
+        assert!(any.allows_host("example.com") && any.allows_host("localhost"));
+        assert_eq!(any.allowed_hosts().collect::<Vec<_>>(), ["*"]);
         for bad in [
             "",
-            "*",
+            "**",
             "*.",
             "10.0.0.1",
             "[::1]",

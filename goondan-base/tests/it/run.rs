@@ -585,6 +585,8 @@ spec:
         args: ["{everything}", "stdio"]
         include: [trigger-elicitation-request]
         callTimeoutMs: 60000
+        # In the sandbox, as every bridged server by default; it reads its own files.
+        sandbox: {{read: ["{peers}"]}}
 ---
 apiVersion: goondan.ai/v1
 kind: Agent
@@ -596,6 +598,11 @@ spec:
 "#,
         node = mcp_peers::peer("node").display(),
         everything = mcp_peers::peer("mcp-server-everything").display(),
+        peers = mcp_peers::peers_dir()
+            .join("../..")
+            .canonicalize()
+            .unwrap()
+            .display(),
     ));
     let file = dir.path().join("goondan.yaml");
     std::fs::write(&file, yaml).unwrap();

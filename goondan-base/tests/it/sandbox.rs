@@ -896,3 +896,257 @@ async fn sbx_without_an_allow_list_there_is_no_proxy_and_no_way_out() {
     assert!(!stdout(&out).contains("REACHED"), "{out}");
     assert_eq!(server.served(), 0, "{out}");
 }
+
+/// A stdio MCP server in Python, speaking JSON-RPC lines: `read(path)` reads a file, `fetch(url)`
+/// downloads through the proxies of its environment, `spawn(marker)` leaves a process running.
+const PROBE_SERVER: &str = r#"
+import json, subprocess, sys, urllib.error, urllib.request
+
+def tool(name, arg):
+    return {"name": name, "inputSchema": {"type": "object", "properties": {arg: {"type": "string"}}, "required": [arg]}}
+
+def call(name, args):
+    if name == "read":
+        return open(args["path"]).read()
+    if name == "fetch":
+        try:
+            return urllib.request.urlopen(args["url"], timeout=10).read().decode()
+        except urllib.error.HTTPError as e:
+            raise ValueError(e.read().decode())
+    if name == "spawn":
+        subprocess.Popen(["sh", "-c", "sleep 300; :", args["marker"]], start_new_session=True)
+        return "spawned"
+    raise ValueError(name)
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, params = msg.get("method"), msg.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion"), "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [tool("read", "path"), tool("fetch", "url"), tool("spawn", "marker")]}
+    elif method == "tools/call":
+        try:
+            result = {"content": [{"type": "text", "text": call(params["name"], params.get("arguments") or {})}]}
+        except Exception as e:
+            result = {"content": [{"type": "text", "text": repr(e)}], "isError": True}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"#;
+
+/// An agent bridging the probe server, started through `launcher` when there is one.
+struct BridgedProbe {
+    agent: goondan_runtime::AgentInstance,
+    executor: goondan_runtime::ToolExecutor,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl BridgedProbe {
+    async fn start(sandbox: Option<goondan_base::sandbox::ServerSandbox>) -> Self {
+        use goondan_runtime::mcp::client::{McpExtension, McpExtensionConfig, McpServerConfig};
+        use goondan_runtime::tools::registry::ToolRegistry;
+        use goondan_runtime::{AgentInstance, ScriptedModel, ToolExecutor};
+        use std::sync::Arc;
+        let scripts = tempfile::tempdir().unwrap();
+        let script = scripts.path().join("probe.py");
+        std::fs::write(&script, PROBE_SERVER).unwrap();
+        // Run in the script's directory, which the sandbox opens for reading.
+        let mut server = McpServerConfig::stdio("probe", "python3")
+            .arg("probe.py")
+            .cwd(scripts.path());
+        if let Some(sandbox) = sandbox {
+            server = server.launcher(sandbox);
+        }
+        let mcp = McpExtension::connect(McpExtensionConfig::new("mcp").server(server))
+            .await
+            .unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let registry = Arc::new(ToolRegistry::new());
+        let agent = AgentInstance::builder(
+            "helper",
+            Arc::clone(&registry),
+            Arc::new(ScriptedModel::new([])),
+        )
+        .state_dir(state.path())
+        .extension(mcp)
+        .build()
+        .unwrap();
+        Self {
+            agent,
+            executor: ToolExecutor::new(registry),
+            _dirs: vec![scripts, state],
+        }
+    }
+
+    /// The text the tool answered, and whether it was an error.
+    async fn call(&self, tool: &str, args: Value) -> (String, bool) {
+        use goondan_runtime::ToolCall;
+        let catalog = self.agent.base_catalog().unwrap();
+        let ctx = ToolContext::builder(self.agent.workdir()).build();
+        let result = self
+            .executor
+            .execute(ToolCall::new("c1", tool, args), &ctx, &catalog)
+            .await;
+        let value = serde_json::to_value(&result).unwrap();
+        (value.to_string(), result.is_error())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sbx_a_bridged_stdio_mcp_server_runs_in_the_sandbox_of_its_own() {
+    use goondan_base::http_fetch::{HttpPolicy, StaticResolver};
+    use goondan_base::sandbox::ServerSandbox;
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let secret = home.join(format!(".goondan-sbx-mcp-secret-{}", std::process::id()));
+    std::fs::write(&secret, "mcp-home-secret-4242").unwrap();
+    let server = TestServer::start("served-to-the-server");
+    let workdir = tempfile::tempdir().unwrap();
+    std::fs::write(workdir.path().join("own.txt"), "its-own-file").unwrap();
+    // Any public host by name, as a bridged server gets by default; here names resolve to the
+    // host's loopback, where the test server is, and loopback is allowed for `allowed.test`.
+    let rules = HttpPolicy::default()
+        .resolver(StaticResolver::new().with("allowed.test", ["127.0.0.1".parse().unwrap()]))
+        .allow_loopback();
+    let policy = ServerSandbox::default_policy().address_rules(rules);
+    let probe = BridgedProbe::start(Some(ServerSandbox::new(policy, workdir.path()))).await;
+
+    let (text, failed) = probe
+        .call("probe__read", json!({"path": secret.to_str().unwrap()}))
+        .await;
+    let own_file = workdir.path().join("own.txt");
+    let (own, own_failed) = probe
+        .call("probe__read", json!({"path": own_file.to_str().unwrap()}))
+        .await;
+    let (fetched, _) = probe
+        .call(
+            "probe__fetch",
+            json!({"url": format!("http://allowed.test:{}/", server.port)}),
+        )
+        .await;
+    let (direct, direct_failed) = probe
+        .call(
+            "probe__fetch",
+            json!({"url": format!("http://127.0.0.1:{}/", server.port)}),
+        )
+        .await;
+    let _ = std::fs::remove_file(&secret);
+    assert!(failed && !text.contains("mcp-home-secret-4242"), "{text}");
+    assert!(!own_failed && own.contains("its-own-file"), "{own}");
+    assert!(fetched.contains("served-to-the-server"), "{fetched}");
+    assert!(
+        direct_failed && direct.contains("names an address"),
+        "{direct}"
+    );
+    assert_eq!(server.served(), 1);
+
+    // The other half: the same server with no sandbox reads the secret.
+    std::fs::write(&secret, "mcp-home-secret-4242").unwrap();
+    let open = BridgedProbe::start(None).await;
+    let (text, _) = open
+        .call("probe__read", json!({"path": secret.to_str().unwrap()}))
+        .await;
+    let _ = std::fs::remove_file(&secret);
+    assert!(text.contains("mcp-home-secret-4242"), "{text}");
+    drop(open);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sbx_a_bridged_server_s_processes_end_with_it() {
+    use goondan_base::sandbox::ServerSandbox;
+    let workdir = tempfile::tempdir().unwrap();
+    let marker = format!("goondan-sbx-mcp-left-{}", std::process::id());
+    let probe = BridgedProbe::start(Some(ServerSandbox::new(
+        ServerSandbox::default_policy(),
+        workdir.path(),
+    )))
+    .await;
+    let (text, failed) = probe.call("probe__spawn", json!({"marker": marker})).await;
+    assert!(!failed, "{text}");
+    assert!(
+        running(&marker),
+        "the server's child runs while the server does: {text}"
+    );
+    drop(probe);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while running(&marker) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let left = running(&marker);
+    if left {
+        let _ = Command::new("pkill").arg("-f").arg(&marker).status();
+    }
+    assert!(!left, "a process the server started outlived the bridge");
+}
+
+#[test]
+fn sbx_bad_sandbox_settings_are_errors_on_the_bundle_s_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("goondan.yaml");
+    let yaml = r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: good
+        command: python3
+        sandbox: {network: {allow: ["*", "crates.io"]}, read: ["/opt/data"]}
+      - name: bad
+        command: python3
+        sandbox: {network: {allow: ["10.0.0.1"]}}
+      - name: remote
+        url: http://127.0.0.1:9/mcp
+        sandbox: off
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: assistant}
+spec:
+  tools: []
+  extensions: ["Extension/mcp"]
+  policy:
+    sandbox: {mode: workspace, write: ["relative/path"]}
+"#;
+    std::fs::write(&bundle, yaml).unwrap();
+    let out = goondan(&["validate", bundle.to_str().unwrap()]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    let line_of = |needle: &str| {
+        yaml.lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i + 1)
+            .unwrap()
+    };
+    let has = |line: usize, what: &str| {
+        text.lines()
+            .any(|l| l.contains(&format!(":{line}")) && l.contains(what))
+    };
+    assert!(
+        has(
+            line_of("10.0.0.1"),
+            "`10.0.0.1` cannot be in the sandbox's network allow-list"
+        ),
+        "{text}"
+    );
+    assert!(has(line_of("relative/path"), "must be absolute"), "{text}");
+    assert!(
+        has(
+            line_of("sandbox: off"),
+            "`sandbox` is for `command` servers"
+        ),
+        "{text}"
+    );
+    let good = line_of("\"*\", \"crates.io\"");
+    assert!(
+        !text.contains(&format!(":{good}:")),
+        "the good server passes: {text}"
+    );
+    assert!(text.contains("has 3 error(s)"), "{text}");
+}

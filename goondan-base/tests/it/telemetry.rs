@@ -27,6 +27,9 @@ spec:
       - name: texts
         command: "{goondan}"
         args: [mcp, serve, --tools, text-transform]
+        # Its spans go to the collector on the host's loopback, which a sandboxed server
+        # cannot reach.
+        sandbox: off
 ---
 apiVersion: goondan.ai/v1
 kind: Agent

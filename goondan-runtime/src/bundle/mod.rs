@@ -60,8 +60,7 @@ pub use self::library::ToolLibrary;
 pub(crate) use self::model::accept_provider;
 pub use self::model::{ModelSpec, PROVIDERS};
 pub use self::resource::{Kind, ObjectRef, Resource};
-#[cfg(feature = "mcp")]
-pub(crate) use self::validate::SpecCheck;
+pub use self::validate::SpecCheck;
 pub use self::yaml::{MAX_ALIAS_EXPANSION, MAX_FILE_BYTES};
 
 use crate::tools::registry::ToolRegistry;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::diagnostic::Locus;
+use super::diagnostic::{Diagnostic, Locus};
 use super::yaml::Document;
 
 /// The kind of a resource. Unknown kinds are kept, and reported as errors
@@ -159,6 +159,11 @@ impl Resource {
 
     pub(crate) fn locus_of(&self, pointer: &str) -> Locus {
         self.locus.at(self.line_of(pointer))
+    }
+
+    /// An error about the field at `pointer` (a JSON pointer), on its line.
+    pub fn error_at(&self, pointer: &str, message: impl Into<String>) -> Diagnostic {
+        self.locus_of(pointer).error(message)
     }
 
     /// `spec`, when it is a mapping.

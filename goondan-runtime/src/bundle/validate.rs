@@ -32,13 +32,28 @@ pub(crate) const E_REF_NOT_FOUND: &str = "E_CONFIG_REF_NOT_FOUND";
 pub(crate) const E_UNKNOWN_KIND: &str = "E_CONFIG_UNKNOWN_KIND";
 
 /// A check of one kind's `spec` that lives with the code reading it (an Extension's `spec.mcp`
-/// is read by the MCP client): submitted with `inventory::submit!`, run for every
-/// resource of its kind, so the bundle reports its problems without depending on that code.
-pub(crate) struct SpecCheck {
-    /// The kind it checks.
-    pub(crate) kind: &'static str,
+/// is read by the MCP client, an Agent's `policy.sandbox` by goondan-base's sandbox):
+/// submitted with `inventory::submit!`, run for every resource of its kind, so the bundle
+/// reports its problems on their lines without depending on that code.
+///
+/// ```
+/// use goondan_runtime::bundle::{Diagnostic, Resource, SpecCheck};
+///
+/// fn no_shouting(r: &Resource, out: &mut Vec<Diagnostic>) {
+///     if r.name.chars().any(|c| c.is_ascii_uppercase()) {
+///         out.push(r.error_at("/metadata/name", "write the name in lower case"));
+///     }
+/// }
+///
+/// inventory::submit! {
+///     SpecCheck { kind: "Agent", check: no_shouting }
+/// }
+/// ```
+pub struct SpecCheck {
+    /// The kind it checks (`Agent`, `Extension`, ...).
+    pub kind: &'static str,
     /// Pushes the problems of one resource.
-    pub(crate) check: fn(&Resource, &mut Vec<Diagnostic>),
+    pub check: fn(&Resource, &mut Vec<Diagnostic>),
 }
 
 inventory::collect!(SpecCheck);

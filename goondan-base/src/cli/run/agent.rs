@@ -216,9 +216,20 @@ fn mcp_extensions(bundle: &Bundle, agent: &str) -> Vec<Arc<dyn Extension>> {
             "MCP servers are connected inside the agent process's runtime".to_owned(),
         ))];
     };
+    let bundle_path = std::env::var_os(ENV_BUNDLE).map(PathBuf::from);
+    let state = std::env::var_os(ENV_STATE).map(PathBuf::from);
+    let flag = std::env::var(super::link::ENV_SANDBOX)
+        .ok()
+        .and_then(|mode| mode.parse().ok());
     configs
         .into_iter()
         .map(|config| {
+            let config = super::sandbox::sandboxed_servers(
+                config,
+                bundle_path.as_deref(),
+                state.as_deref(),
+                flag,
+            );
             let name = config.name().to_owned();
             match runtime.block_on(McpExtension::connect(config)) {
                 Ok(mcp) => Arc::new(mcp) as Arc<dyn Extension>,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth::{Authorizer, McpAuth};
+use super::launcher::{Launcher, LauncherSlot};
 use super::token_store::TokenStore;
 
 use crate::tools::name::{NameError, validate_resource_name};
@@ -74,6 +75,8 @@ pub struct McpServerConfig {
     pub(crate) auth: McpAuth,
     pub(crate) protocol_version: Option<String>,
     pub(crate) sampling: bool,
+    pub(crate) launcher: LauncherSlot,
+    pub(crate) sandbox: Option<serde_json::Value>,
 }
 
 impl McpServerConfig {
@@ -112,7 +115,35 @@ impl McpServerConfig {
             auth: McpAuth::None,
             protocol_version: None,
             sampling: true,
+            launcher: LauncherSlot::default(),
+            sandbox: None,
         }
+    }
+
+    /// Starts a stdio server's process through `launcher` (goondan-base's sandbox, say)
+    /// instead of as the host runs it; no effect on an HTTP server.
+    #[must_use]
+    pub fn launcher(mut self, launcher: impl Launcher) -> Self {
+        self.launcher = LauncherSlot(Some(Arc::new(launcher)));
+        self
+    }
+
+    /// Whether a [`Launcher`] starts the server.
+    pub fn has_launcher(&self) -> bool {
+        self.launcher.0.is_some()
+    }
+
+    /// The server's `sandbox` setting as a bundle wrote it (read by the program that starts
+    /// the server; goondan-base's sandbox reads a mode or `{mode, read, write, env, network}`).
+    #[must_use]
+    pub fn sandbox(mut self, setting: serde_json::Value) -> Self {
+        self.sandbox = Some(setting);
+        self
+    }
+
+    /// The setting of [`McpServerConfig::sandbox`].
+    pub fn sandbox_setting(&self) -> Option<&serde_json::Value> {
+        self.sandbox.as_ref()
     }
 
     /// Whether the server may ask the agent's model for completions mid-call (MCP
@@ -373,6 +404,14 @@ impl McpExtensionConfig {
     /// Its servers, in order.
     pub fn servers(&self) -> &[McpServerConfig] {
         &self.servers
+    }
+
+    /// Replaces each server with what `f` makes of it (a program setting every server's
+    /// [`McpServerConfig::launcher`] from its sandbox setting, say).
+    #[must_use]
+    pub fn map_servers(mut self, f: impl FnMut(McpServerConfig) -> McpServerConfig) -> Self {
+        self.servers = self.servers.into_iter().map(f).collect();
+        self
     }
 
     /// Checks the server names (each a valid resource name, no two alike) and headers.

@@ -68,6 +68,7 @@ const SERVER_KEYS: &[&str] = &[
     "protocolVersion",
     "auth",
     "sampling",
+    "sandbox",
 ];
 
 const OAUTH_KEYS: &[&str] = &["clientId", "clientSecretEnv", "clientMetadataUrl", "scopes"];
@@ -277,6 +278,11 @@ fn server(
             if let Some(cwd) = text("cwd", out) {
                 s = s.cwd(dir.join(cwd));
             }
+            // Read by the program that starts the server (goondan-base's sandbox), which
+            // checks it with the bundle too.
+            if let Some(setting) = map.get("sandbox") {
+                s = s.sandbox(setting.clone());
+            }
             for key in ["headers", "auth"] {
                 if map.contains_key(key) {
                     out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
@@ -294,7 +300,7 @@ fn server(
             if let Some(auth) = map.get("auth") {
                 s = s.auth(auth_of(r, &format!("{at}/auth"), auth, dir, out));
             }
-            for key in ["args", "env", "cwd"] {
+            for key in ["args", "env", "cwd", "sandbox"] {
                 if map.contains_key(key) {
                     out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
                         "`{key}` is for `command` servers; a `url` server takes `headers`"

@@ -3,6 +3,8 @@
 //! calls that go through it, each bounded in time.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -27,6 +29,7 @@ use super::access::{Access, AccessError};
 use super::auth::McpAuth;
 use super::config::{FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF, McpServerConfig, McpTransport};
 use super::input::{self, Asking};
+use super::launcher::{Launched, StdioCommand};
 use super::listing::{ListError, Listing, list_tools};
 use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
@@ -442,12 +445,17 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             r = tokio::time::timeout(strong.config.startup_timeout, start(&strong, &link)) => r,
         };
         let running = match started {
-            Ok(Ok(Started { running, pid, auth })) => {
+            Ok(Ok(Started {
+                running,
+                pid,
+                auth,
+                keep,
+            })) => {
                 let peer = running.peer().clone();
                 backoff = Backoff::default();
                 strong.state.send_replace(State::Up { peer, pid, auth });
                 strong.notify_changed();
-                Some(running)
+                Some((running, keep))
             }
             Ok(Err(StartError::Down(reason))) => {
                 strong.state.send_replace(State::Down { reason });
@@ -469,7 +477,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
         let server = strong.config.name.clone();
         let stateless = stateless(&strong.config);
         drop(strong);
-        if let Some(running) = running {
+        if let Some((running, _keep)) = running {
             let token = running.cancellation_token();
             // The listening ends with this connection.
             let listening = CancellationToken::new();
@@ -585,6 +593,8 @@ struct Started {
     running: RunningService<RoleClient, Notifier>,
     pid: Option<u32>,
     auth: Option<SharedAuth>,
+    /// Kept while the connection lives (a launcher's private directory and proxy).
+    keep: Option<Kept>,
 }
 
 /// Why [`start`] failed.
@@ -638,6 +648,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
     let notifier = || Notifier { link: weak.clone() };
     let server = link.config.name.clone();
     let lifecycle = || lifecycle(&link.config);
+    let mut kept = None;
     let (running, pid, auth) = match &link.config.transport {
         McpTransport::Stdio {
             command,
@@ -645,15 +656,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             env,
             cwd,
         } => {
-            let mut cmd = tokio::process::Command::new(command);
-            // An MCP server started by an agent process is not that agent: without the token,
-            // a server built on goondan (`goondan mcp serve`) serves MCP instead of taking the
-            // agent's place at the Orchestrator.
-            cmd.env_remove(crate::agents::orchestrator::agent_mode::ENV_TOKEN);
-            cmd.args(args).envs(env);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
+            let (cmd, keep) = stdio_command(&link.config, command, args, env, cwd.as_deref())?;
             let (child, stderr) = TokioChildProcess::builder(cmd)
                 .stderr(Stdio::piped())
                 .spawn()
@@ -665,6 +668,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             let running = serve_client_with_lifecycle(notifier(), child, lifecycle())
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            kept = keep;
             (running, pid, None)
         }
         McpTransport::Http { url, headers } => {
@@ -726,6 +730,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
                     running,
                     pid: None,
                     auth: Some(shared),
+                    keep: None,
                 });
             }
         }
@@ -734,8 +739,57 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
         .await
         .map_err(|e| e.to_string())?;
     link.set_tools(tools);
-    Ok(Started { running, pid, auth })
+    Ok(Started {
+        running,
+        pid,
+        auth,
+        keep: kept,
+    })
 }
+
+/// The command that starts a stdio server: as the host runs it (its environment inherited,
+/// less the agent's token, plus the server's `env`), or as the server's [`Launcher`] makes it,
+/// with what must live as long as the process.
+fn stdio_command(
+    config: &McpServerConfig,
+    program: &Path,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&Path>,
+) -> Result<(tokio::process::Command, Option<Kept>), String> {
+    // An MCP server started by an agent process is not that agent: without the token, a
+    // server built on goondan (`goondan mcp serve`) serves MCP instead of taking the agent's
+    // place at the Orchestrator.
+    let token = crate::agents::orchestrator::agent_mode::ENV_TOKEN;
+    let Some(launcher) = &config.launcher.0 else {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.env_remove(token).args(args).envs(env);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        return Ok((cmd, None));
+    };
+    let mut whole: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| name != token && !env.contains_key(&*name.to_string_lossy()))
+        .collect();
+    whole.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
+    let command = StdioCommand {
+        program: program.to_path_buf(),
+        args: args.iter().map(OsString::from).collect(),
+        env: whole,
+        cwd: cwd.map(Path::to_path_buf),
+    };
+    let Launched { command, keep } = launcher.launch(&config.name, command)?;
+    let mut cmd = tokio::process::Command::new(&command.program);
+    cmd.args(&command.args).env_clear().envs(command.env);
+    if let Some(dir) = &command.cwd {
+        cmd.current_dir(dir);
+    }
+    Ok((cmd, Some(keep)))
+}
+
+/// What a [`Launcher`] keeps alive with its server's process.
+type Kept = Box<dyn std::any::Any + Send + Sync>;
 
 /// Why [`connect_and_list`] failed: the server's authorization challenge (a 401, or a 403
 /// `insufficient_scope`, at the handshake or at the listing), or anything else.

@@ -22,6 +22,7 @@ mod bridge;
 mod config;
 mod declaration;
 mod input;
+mod launcher;
 mod link;
 mod listing;
 mod loopback;
@@ -38,6 +39,7 @@ pub use self::config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, FIRST_RESTART_BACKOFF, MAX_RESTART_BACKOFF,
     McpConfigError, McpExtensionConfig, McpServerConfig, McpTransport,
 };
+pub use self::launcher::{Launched, Launcher, StdioCommand};
 pub use self::link::ServerStatus;
 pub use self::loopback::{LoopbackAuthorizer, ShowUrl};
 pub use self::naming::{LocalName, local_name};
