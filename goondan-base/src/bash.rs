@@ -179,6 +179,15 @@ fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
     true
 }
 
+/// A call's request to run outside the sandbox ([`ExecInput::escalate`]).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Escalation {
+    /// Why the command needs more than the sandbox allows, for the person who approves it.
+    #[schemars(length(min = 1, max = 2000))]
+    pub reason: String,
+}
+
 /// Input of `bash__exec`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -194,6 +203,11 @@ pub struct ExecInput {
     /// Extra environment variables.
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
+    /// Run outside the sandbox, with the host user's full power. The call always waits for a
+    /// person's approval first (who reads `reason`), and is refused where nobody can approve it
+    /// or the sandbox policy forbids it. Ask only for what the sandbox stops and the task needs.
+    #[serde(default)]
+    pub escalate: Option<Escalation>,
 }
 
 /// Input of `bash__script`.
@@ -215,6 +229,11 @@ pub struct ScriptInput {
     /// Extra environment variables.
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
+    /// Run outside the sandbox, with the host user's full power. The call always waits for a
+    /// person's approval first (who reads `reason`), and is refused where nobody can approve it
+    /// or the sandbox policy forbids it. Ask only for what the sandbox stops and the task needs.
+    #[serde(default)]
+    pub escalate: Option<Escalation>,
 }
 
 /// What a command did. A non-zero `exitCode` is data, not an error.
@@ -251,6 +270,9 @@ pub struct ExecOutput {
     /// on the allow-list, or to a private address), each a sentence; empty when nothing was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_refused: Vec<String>,
+    /// The call ran outside the sandbox, as a person approved (`escalate`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_sandbox: bool,
 }
 
 /// The `bash` tool. `Bash::new(BashPolicy::default()).into_tool()` gives the resource.
@@ -307,7 +329,10 @@ impl Bash {
             cwd: cwd_abs,
             env: self.child_env(input.env.as_ref())?,
         };
-        let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
+        let escalate = input.escalate.as_ref();
+        let mut out = self
+            .run(ctx, invocation, input.timeout_ms, escalate)
+            .await?;
         out.command = Some(input.command);
         out.cwd = cwd_rel;
         Ok(out)
@@ -342,7 +367,10 @@ impl Bash {
             cwd: workdir,
             env: self.child_env(input.env.as_ref())?,
         };
-        let mut out = self.run(ctx, invocation, input.timeout_ms).await?;
+        let escalate = input.escalate.as_ref();
+        let mut out = self
+            .run(ctx, invocation, input.timeout_ms, escalate)
+            .await?;
         out.path = Some(rel);
         out.cwd = ".".to_owned();
         Ok(out)
@@ -355,6 +383,7 @@ impl Bash {
         ctx: &ToolContext,
         invocation: Invocation,
         timeout_ms: Option<u64>,
+        escalate: Option<&Escalation>,
     ) -> Result<ExecOutput, ToolError> {
         let timeout = timeout_ms
             .map_or(self.policy.default_timeout, Duration::from_millis)
@@ -366,7 +395,7 @@ impl Bash {
             use_cgroup: self.policy.use_cgroup,
         };
         let started = Instant::now();
-        let (invocation, private) = self.sandboxed(ctx, invocation)?;
+        let (invocation, private) = self.sandboxed(ctx, invocation, escalate)?;
         let finished = process::run(invocation, limits, ctx.cancellation(), &self.cgroups)
             .await
             .map_err(spawn_error)?;
@@ -398,19 +427,49 @@ impl Bash {
                 .as_ref()
                 .map(sandbox::PrivateDir::refused)
                 .unwrap_or_default(),
+            outside_sandbox: self.sandbox().is_on() && private.is_none(),
         })
     }
 
-    /// What to start for `invocation`: itself with the sandbox off; else the helper program
-    /// that runs it in the sandbox, with the call's private directory (kept until the call is
-    /// over).
+    /// What to start for `invocation`: itself with the sandbox off, or for a call a person
+    /// approved to run outside it; else the helper program that runs it in the sandbox, with
+    /// the call's private directory (kept until the call is over).
     fn sandboxed(
         &self,
         ctx: &ToolContext,
         invocation: Invocation,
+        escalate: Option<&Escalation>,
     ) -> Result<(Invocation, Option<sandbox::PrivateDir>), ToolError> {
         let policy = self.sandbox();
         if !policy.is_on() {
+            return Ok((invocation, None));
+        }
+        if escalate.is_some() {
+            if !policy.allows_escalation() {
+                return Err(ToolError::new(
+                    "the sandbox policy forbids running outside the sandbox",
+                )
+                .with_code(sandbox::codes::ESCALATION_FORBIDDEN)
+                .with_name("SandboxEscalationForbidden")
+                .with_suggestion("run the command inside the sandbox, without `escalate`"));
+            }
+            if !ctx.approved_by_person() {
+                return Err(ToolError::new(
+                    "running outside the sandbox needs a person's approval, and nobody approved \
+                     this call",
+                )
+                .with_code(sandbox::codes::ESCALATION_NOT_APPROVED)
+                .with_name("SandboxEscalationNotApproved")
+                .with_suggestion(
+                    "run the command inside the sandbox, without `escalate`; only where a person \
+                     can approve calls (goondan run, goondan approvals) can a call leave it",
+                ));
+            }
+            tracing::warn!(
+                target: "goondan::sandbox",
+                tool_call_id = ctx.tool_call_id(),
+                "a call a person approved runs outside the sandbox"
+            );
             return Ok((invocation, None));
         }
         // A missing shell or script is refused as a direct spawn would refuse it.

@@ -79,6 +79,10 @@ pub mod codes {
     pub const UNAVAILABLE: &str = "E_SANDBOX_UNAVAILABLE";
     /// The sandbox policy cannot be used (a relative path, a path kept out of reach).
     pub const POLICY: &str = "E_SANDBOX_POLICY";
+    /// A call asked to run outside the sandbox, and the policy forbids it.
+    pub const ESCALATION_FORBIDDEN: &str = "E_SANDBOX_ESCALATION_FORBIDDEN";
+    /// A call asked to run outside the sandbox, and no person approved it.
+    pub const ESCALATION_NOT_APPROVED: &str = "E_SANDBOX_ESCALATION_NOT_APPROVED";
 }
 
 /// The host environment variables a sandboxed process gets (a `*` at the end matches any

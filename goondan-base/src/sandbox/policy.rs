@@ -108,6 +108,7 @@ pub struct SandboxPolicy {
     env: Vec<String>,
     network: Vec<HostPattern>,
     addresses: Option<Arc<HttpPolicy>>,
+    no_escalation: bool,
     helper: Option<PathBuf>,
 }
 
@@ -226,6 +227,20 @@ impl SandboxPolicy {
         self.addresses.clone().unwrap_or_default()
     }
 
+    /// Forbids calls to run outside the sandbox even with a person's approval (a bundle's
+    /// `escalate: false`). By default a call may ask (`bash`'s `escalate` argument), and runs
+    /// outside only when a person approves it.
+    #[must_use]
+    pub fn forbid_escalation(mut self) -> Self {
+        self.no_escalation = true;
+        self
+    }
+
+    /// Whether a call a person approves may run outside the sandbox.
+    pub fn allows_escalation(&self) -> bool {
+        !self.no_escalation
+    }
+
     /// Runs the sandbox through the helper program at `path` instead of looking for one (see
     /// [`crate::sandbox::helper`]).
     #[must_use]
@@ -260,8 +275,9 @@ impl SandboxPolicy {
     }
 
     /// The policy a bundle's `policy.sandbox` says: a mode (`workspace`, `read-only`, `off`),
-    /// or a map with `mode`, lists `read`, `write` (paths) and `env` (names), and `network`
-    /// with its `allow` list (host names, `*.domain`).
+    /// or a map with `mode`, lists `read`, `write` (paths) and `env` (names), `network` with its
+    /// `allow` list (host names, `*.domain`, `*`), and `escalate` (`false` forbids running
+    /// outside the sandbox even with a person's approval).
     ///
     /// ```
     /// use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
@@ -326,6 +342,11 @@ impl SandboxPolicy {
                         policy = policy.env(name)?;
                     }
                 }
+                "escalate" => match value {
+                    serde_json::Value::Bool(true) => {}
+                    serde_json::Value::Bool(false) => policy = policy.forbid_escalation(),
+                    _ => return Err(bad("`escalate` must be true or false".to_owned())),
+                },
                 "network" => {
                     let allow = network_allow(value)?;
                     for host in allow {
@@ -334,7 +355,7 @@ impl SandboxPolicy {
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{}` (mode, read, write, env, network)",
+                        "unknown key `{}` (mode, read, write, env, network, escalate)",
                         other.chars().take(64).collect::<String>()
                     )));
                 }
@@ -539,6 +560,9 @@ mod tests {
         assert_eq!(policy.read_paths(), [PathBuf::from("/opt/data")]);
         assert_eq!(policy.write_paths(), [PathBuf::from("/srv/out")]);
         assert_eq!(policy.env_names(), ["RUST_LOG"]);
+        assert!(policy.allows_escalation());
+        let strict = SandboxPolicy::from_bundle(&json!({"escalate": false})).unwrap();
+        assert!(!strict.allows_escalation());
         assert_eq!(
             SandboxPolicy::from_bundle(&json!("off")).unwrap().mode,
             SandboxMode::Off
@@ -553,6 +577,7 @@ mod tests {
             json!({"write": ["/"]}),
             json!({"env": ["A-B"]}),
             json!({"network": {"allow": ["10.0.0.1"]}}),
+            json!({"escalate": "yes"}),
             json!({"network": {"allow": "crates.io"}}),
             json!({"network": {"deny": ["x"]}}),
             json!({"network": ["crates.io"]}),

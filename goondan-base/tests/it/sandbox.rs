@@ -1150,3 +1150,143 @@ spec:
     );
     assert!(text.contains("has 3 error(s)"), "{text}");
 }
+
+/// A kit whose calls go through approvals that never ask by policy (`never`), with an approver
+/// that answers `decision` and keeps what it was asked.
+fn kit_with_approver(
+    sandbox: SandboxPolicy,
+    decision: goondan_runtime::calls::approval::Decision,
+) -> (
+    TestKit,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
+) {
+    use goondan_runtime::calls::approval::{Approvals, Policy, approver_fn};
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&asked);
+    let approver = approver_fn(move |request| {
+        let kept = std::sync::Arc::clone(&kept);
+        let decision = decision.clone();
+        async move {
+            kept.lock().unwrap().push((
+                request.why().to_owned(),
+                Value::Object(request.args().clone()),
+            ));
+            decision
+        }
+    });
+    let approvals = Approvals::new(approver).default_policy(Policy::Allow);
+    let policy = BashPolicy {
+        sandbox,
+        kill_grace: Duration::from_millis(300),
+        ..BashPolicy::default()
+    };
+    let kit = TestKit::builder()
+        .tool(Bash::new(policy).into_tool())
+        .middleware(0, approvals)
+        .build()
+        .unwrap();
+    (kit, asked)
+}
+
+#[tokio::test]
+async fn sbx_a_call_may_run_outside_the_sandbox_only_when_a_person_approves_it() {
+    use goondan_runtime::calls::approval::Decision;
+    let host_net = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let host_net = host_net.to_str().unwrap().to_owned();
+    let args = json!({
+        "command": "readlink /proc/self/ns/net",
+        "escalate": {"reason": "compare the network namespace with the host's"}
+    });
+
+    // Approved by a person, though the approval policy asks about nothing: it runs outside.
+    let (kit, asked) = kit_with_approver(SandboxPolicy::default(), Decision::Approve);
+    let out = kit
+        .call("bash__exec", args.clone())
+        .await
+        .assert_ok()
+        .clone();
+    assert_eq!(stdout(&out).trim(), host_net, "{out}");
+    assert_eq!(out["outsideSandbox"], true, "{out}");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].0.contains("sandbox"), "{asked:?}");
+    assert_eq!(
+        asked[0].1["escalate"]["reason"],
+        "compare the network namespace with the host's"
+    );
+    assert_eq!(asked[0].1["command"], "readlink /proc/self/ns/net");
+    // A call that asks for nothing more is not asked about, and stays inside.
+    let inside = exec(&kit, "readlink /proc/self/ns/net").await;
+    assert_ne!(stdout(&inside).trim(), host_net, "{inside}");
+    assert!(inside.get("outsideSandbox").is_none(), "{inside}");
+
+    // Denied: it does not run.
+    let (denying, _) = kit_with_approver(
+        SandboxPolicy::default(),
+        Decision::Deny {
+            reason: "not today".into(),
+        },
+    );
+    let denied = denying.call("bash__exec", args.clone()).await;
+    assert_eq!(denied.error_code(), Some("E_TOOL_DENIED"));
+
+    // Nobody to ask (no approvals at all): refused.
+    let refused = self::kit().call("bash__exec", args.clone()).await;
+    assert_eq!(
+        refused.error_code(),
+        Some("E_SANDBOX_ESCALATION_NOT_APPROVED")
+    );
+
+    // The bundle forbids it: refused even when a person approves.
+    let (strict, _) = kit_with_approver(
+        SandboxPolicy::default().forbid_escalation(),
+        Decision::Approve,
+    );
+    let forbidden = strict.call("bash__exec", args.clone()).await;
+    assert_eq!(
+        forbidden.error_code(),
+        Some("E_SANDBOX_ESCALATION_FORBIDDEN")
+    );
+
+    // A reason of a megabyte, or none, is refused before anyone is asked.
+    let (careful, asked) = kit_with_approver(SandboxPolicy::default(), Decision::Approve);
+    for escalate in [
+        json!({"reason": "x".repeat(1_000_000)}),
+        json!({"reason": " "}),
+        json!({}),
+    ] {
+        let bad = careful
+            .call(
+                "bash__exec",
+                json!({"command": "true", "escalate": escalate}),
+            )
+            .await;
+        assert_eq!(bad.error_code(), Some("E_TOOL_INVALID_ARGS"));
+        let message = bad.error.as_ref().unwrap().message().len();
+        assert!(message < 2000, "a bounded message");
+    }
+    assert!(asked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn sbx_goondan_tools_call_has_nobody_to_approve_running_outside_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let args = json!({
+        "command": format!("touch {}", marker.display()),
+        "escalate": {"reason": "write outside the workdir"}
+    })
+    .to_string();
+    let out = goondan(&[
+        "tools",
+        "call",
+        "bash__exec",
+        &args,
+        "--workdir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("E_SANDBOX_ESCALATION_NOT_APPROVED"), "{text}");
+    assert!(!marker.exists());
+}

@@ -91,6 +91,20 @@ pub use self::waiting::{BY_LIVE, WaitingApprover};
 /// The code of a call an approver or a policy refused.
 pub const DENIED: &str = "E_TOOL_DENIED";
 
+/// The argument by which a call asks for more than its tool gives without a person (`bash`:
+/// to run outside its sandbox), an object with the `reason`. A call that carries it is always
+/// asked about, whatever the policy says (only [`Policy::Deny`] refuses it without asking), and
+/// the tool runs it so only when a person approved it
+/// ([`ToolContext::approved_by_person`]): where nobody can be asked, it is refused.
+pub const ESCALATION_ARG: &str = "escalate";
+
+/// The longest `reason` of an [`ESCALATION_ARG`], in characters: a longer one is refused
+/// before anyone is asked.
+pub const ESCALATION_REASON_MAX: usize = 2000;
+
+/// Why an escalating call is asked about.
+const ESCALATION_WHY: &str = "the call asks to run with more than its tool's sandbox allows";
+
 /// When a call needs an approver's yes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
@@ -341,8 +355,28 @@ impl Approvals {
             emit_denied(&call, &reason, "policy");
             return denied(&call, &reason);
         }
-        let Some(why) = policy.reason_to_ask(call.annotations()) else {
-            return next.run(call).await;
+        let escalation = call.args.get(ESCALATION_ARG).filter(|v| !v.is_null());
+        if let Some(escalation) = escalation {
+            let reason = escalation.get("reason").and_then(|r| r.as_str());
+            let fits = reason.is_some_and(|r| {
+                !r.trim().is_empty() && r.chars().nth(ESCALATION_REASON_MAX).is_none()
+            });
+            if !fits {
+                let err = ToolError::new(format!(
+                    "`{ESCALATION_ARG}` needs a `reason` of 1 to {ESCALATION_REASON_MAX} characters"
+                ))
+                .with_code(crate::tools::error::codes::INVALID_ARGS)
+                .with_suggestion("say in a sentence or two why the call needs it");
+                return ToolCallResult::error(call.tool_call_id(), call.tool_name(), err);
+            }
+        }
+        let why = if escalation.is_some() {
+            ESCALATION_WHY
+        } else {
+            match policy.reason_to_ask(call.annotations()) {
+                Some(why) => why,
+                None => return next.run(call).await,
+            }
         };
         let request = ApprovalRequest {
             tool_name: call.tool_name().to_owned(),
@@ -364,11 +398,13 @@ impl Approvals {
         match decision {
             Decision::Approve => {
                 emit_approved(&call, false);
+                call.context_mut().mark_approved();
                 next.run(call).await
             }
             Decision::ApproveWith(args) => {
                 emit_approved(&call, true);
                 call.args = args;
+                call.context_mut().mark_approved();
                 next.run(call).await
             }
             Decision::Deny { reason } => {

@@ -95,6 +95,11 @@ impl CallContext {
         &self.ctx
     }
 
+    /// The call's context, to mark it approved (the approvals middleware).
+    pub(crate) fn context_mut(&mut self) -> &mut ToolContext {
+        &mut self.ctx
+    }
+
     /// The called export's title and effect hints (read-only, destructive, idempotent,
     /// open-world): what an approval middleware asks before letting a call through.
     ///

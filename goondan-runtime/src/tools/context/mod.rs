@@ -61,6 +61,9 @@ pub struct ToolContext {
     scope: Arc<Scope>,
     tool_call_id: ArcStr,
     span: tracing::Span,
+    /// A person approved this very call (its arguments as they run), through the agent's
+    /// approvals middleware.
+    approved: bool,
 }
 
 impl ToolContext {
@@ -109,6 +112,25 @@ impl ToolContext {
     /// The id of this tool call.
     pub fn tool_call_id(&self) -> &str {
         &self.tool_call_id
+    }
+
+    /// Whether a person approved this call, with the arguments it runs with, through the
+    /// agent's approvals ([`crate::calls::approval`]). Nothing but the approvals middleware
+    /// sets it, so a tool can let an approved call do what it refuses otherwise (`bash` running
+    /// outside its sandbox: [`crate::calls::approval::ESCALATION_ARG`]).
+    ///
+    /// ```
+    /// use goondan_runtime::ToolContext;
+    /// let ctx = ToolContext::builder("/tmp").build().for_call("c1", "a__b");
+    /// assert!(!ctx.approved_by_person());
+    /// ```
+    pub fn approved_by_person(&self) -> bool {
+        self.approved
+    }
+
+    /// Marks the call approved by a person (the approvals middleware, nothing else).
+    pub(crate) fn mark_approved(&mut self) {
+        self.approved = true;
     }
 
     /// The assistant message that contains this call (CTX-5).
@@ -331,6 +353,7 @@ impl ToolContext {
             scope: Arc::clone(&self.scope),
             tool_call_id,
             span,
+            approved: false,
         }
     }
 }
@@ -436,6 +459,7 @@ impl ToolContextBuilder {
             }),
             tool_call_id: ArcStr::new(),
             span: tracing::Span::none(),
+            approved: false,
         }
     }
 }
