@@ -1151,15 +1151,15 @@ spec:
     assert!(text.contains("has 3 error(s)"), "{text}");
 }
 
+/// What an approver was asked: why, and the arguments.
+type Asked = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
+
 /// A kit whose calls go through approvals that never ask by policy (`never`), with an approver
 /// that answers `decision` and keeps what it was asked.
 fn kit_with_approver(
     sandbox: SandboxPolicy,
     decision: goondan_runtime::calls::approval::Decision,
-) -> (
-    TestKit,
-    std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
-) {
+) -> (TestKit, Asked) {
     use goondan_runtime::calls::approval::{Approvals, Policy, approver_fn};
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let kept = std::sync::Arc::clone(&asked);

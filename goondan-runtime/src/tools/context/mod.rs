@@ -542,7 +542,10 @@ mod tests {
             scope,
             tool_call_id,
             span,
+            approved,
         } = &ctx;
+        // Whether a person approved this call (issue 50): a fact about the call, no interface.
+        let _: &bool = approved;
         let Scope {
             agent_name,
             instance_key,
