@@ -1,11 +1,13 @@
 //! `bash`: run shell commands and scripts in the workdir (BASE-1, CTX-3).
 //!
-//! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?}` runs `sh -c command`.
-//! - `bash__script {path, args?, timeoutMs?, env?}` runs a script file of the workdir.
+//! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?, escalate?}` runs `sh -c command`.
+//! - `bash__script {path, args?, timeoutMs?, env?, escalate?}` runs a script file of the workdir.
 //!
 //! Each call runs in the sandbox ([`crate::sandbox`]) of [`BashPolicy::sandbox`] (by default: write
-//! only in the workdir and a private `TMPDIR`, no network, no other process, an environment
-//! allow-list), and in its own cgroup v2 (see [`containment`] for why, and for the process-group
+//! only in the workdir and a private `TMPDIR`, no network but through the sandbox's proxy to the
+//! hosts the policy allows, no other process, an environment allow-list); a call with
+//! `escalate: {reason}` runs outside it only when a person approved it (see [`Escalation`]). Each
+//! runs in its own cgroup v2 (see [`containment`] for why, and for the process-group
 //! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
 //! that called `setsid` or forked twice. On timeout or cancellation everything the command
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left

@@ -3,7 +3,8 @@
 //!
 //! A sandboxed process has a network namespace of its own with nothing but loopback. When the
 //! policy has a network allow-list, the helper listens on `127.0.0.1:3128` inside that
-//! namespace and hands the listening socket over to this proxy (see `super::netns`), and the
+//! namespace and hands the listening socket over to this proxy (the helper's outer stage does,
+//! before it starts the command), and the
 //! command gets `http_proxy`, `https_proxy` and `all_proxy` naming it. The proxy accepts the
 //! sandbox's connections on that socket, so nothing runs inside to forward them, and every
 //! connection out is made by the host, from the host's namespace, after these checks:

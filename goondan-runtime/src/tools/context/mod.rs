@@ -115,9 +115,9 @@ impl ToolContext {
     }
 
     /// Whether a person approved this call, with the arguments it runs with, through the
-    /// agent's approvals ([`crate::calls::approval`]). Nothing but the approvals middleware
+    /// agent's approvals (the `Approvals` middleware). Nothing but that middleware
     /// sets it, so a tool can let an approved call do what it refuses otherwise (`bash` running
-    /// outside its sandbox: [`crate::calls::approval::ESCALATION_ARG`]).
+    /// outside its sandbox when a call carries the `escalate` argument).
     ///
     /// ```
     /// use goondan_runtime::ToolContext;
