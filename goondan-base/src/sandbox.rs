@@ -19,15 +19,19 @@
 //!   modules, use `bpf`, `keyctl` and their kind (seccomp), gains no privilege through `exec`
 //!   (`no_new_privs`), and as root it is root only of its own user namespace;
 //! - gets an **environment allow-list** ([`DEFAULT_ENV_ALLOW`] and the policy's names), not the
-//!   host's environment.
+//!   host's environment;
+//! - stays within its **resource limits** ([`Limits`]: memory, processes, optionally CPU; the
+//!   call's cgroup holds them, with the sandbox off too): past the memory or process limit, the
+//!   call is ended with [`codes::LIMIT`].
 //!
 //! [`SandboxMode::ReadOnly`] writes nowhere but its `TMPDIR`; [`SandboxMode::Off`] is no
 //! sandbox, and only a person turns it on (a bundle's `policy.sandbox: off`, `--sandbox off`,
 //! [`SandboxPolicy::off`]).
 //!
 //! It **fails closed**: where the kernel lacks what the policy needs (no Landlock, no user
-//! namespaces, not Linux) or the helper program is missing, the call is refused with
-//! [`codes::UNAVAILABLE`] naming what is missing; nothing runs unconfined in silence.
+//! namespaces, not Linux, no cgroup controller for a limit the policy sets) or the helper
+//! program is missing, the call is refused with [`codes::UNAVAILABLE`] naming what is missing;
+//! nothing runs unconfined in silence.
 //!
 //! The work is done by a helper program of ours that confines itself and then runs the
 //! command, so no `unsafe` code runs between `fork` and `exec` (see [`helper`]). It is
@@ -37,6 +41,7 @@
 mod check;
 mod host;
 mod launch;
+mod limits;
 mod policy;
 mod spec;
 
@@ -44,11 +49,14 @@ mod spec;
 mod confine;
 pub mod helper;
 
-pub use self::check::{Support, check};
+pub use self::check::{LimitSupport, Support, check};
 pub use self::helper::serve_if_asked;
 pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
 pub(crate) use self::launch::{Prepared, PrivateDir, Target, prepare};
+pub use self::limits::{
+    DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource, Size,
+};
 pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
 
 /// Error codes of the sandbox.
@@ -57,6 +65,8 @@ pub mod codes {
     pub const UNAVAILABLE: &str = "E_SANDBOX_UNAVAILABLE";
     /// The sandbox policy cannot be used (a relative path, a path kept out of reach).
     pub const POLICY: &str = "E_SANDBOX_POLICY";
+    /// The call went past one of its resource limits (memory, processes) and was ended.
+    pub const LIMIT: &str = "E_SANDBOX_LIMIT";
 }
 
 /// The host environment variables a sandboxed process gets (a `*` at the end matches any
