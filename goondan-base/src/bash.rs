@@ -1,7 +1,9 @@
 //! `bash`: run shell commands and scripts in the workdir (BASE-1, CTX-3).
 //!
-//! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?, escalate?}` runs `sh -c command`.
-//! - `bash__script {path, args?, timeoutMs?, env?, escalate?}` runs a script file of the workdir.
+//! - `bash__exec {command, cwd?, timeoutMs? = 30000, env?, limits?, escalate?}` runs
+//!   `sh -c command`.
+//! - `bash__script {path, args?, timeoutMs?, env?, limits?, escalate?}` runs a script file of
+//!   the workdir.
 //!
 //! Each call runs in the sandbox ([`crate::sandbox`]) of [`BashPolicy::sandbox`] (by default: write
 //! only in the workdir and a private `TMPDIR`, no network but through the sandbox's proxy to the
@@ -9,7 +11,9 @@
 //! `escalate: {reason}` runs outside it only when a person approved it (see [`Escalation`]). Each
 //! runs in its own cgroup v2 (see [`containment`] for why, and for the process-group
 //! fallback where no writable cgroup exists), so no descendant outlives the call, not even one
-//! that called `setsid` or forked twice. On timeout or cancellation everything the command
+//! that called `setsid` or forked twice. The call's cgroups hold its resource limits
+//! ([`Bash::limits`], lowered by the call's `limits`): past its memory or process limit the call
+//! is ended at once with [`sandbox::codes::LIMIT`]. On timeout or cancellation everything the command
 //! started gets SIGTERM, then SIGKILL after a grace period; what a command that exited left
 //! behind gets the same. Either way the call returns as soon as everything is gone, with all
 //! the output written before. stdout and stderr are read concurrently and capped (head and tail
@@ -17,6 +21,7 @@
 //! the host's (with the sandbox off: the host's minus a deny list of secret-looking names), plus
 //! `env`. `cwd` and `path` are confined to the workdir.
 
+mod cgroup;
 pub mod containment;
 mod process;
 
@@ -27,10 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::containment::CgroupPool;
+use self::cgroup::CgroupPool;
+pub use self::cgroup::CgroupVersion;
+pub(crate) use self::cgroup::enforcement;
+use self::containment::Containment;
 pub use self::containment::{ContainmentKind, end_own_calls, end_stale_calls};
-use self::process::Invocation;
-use crate::sandbox::{self, SandboxPolicy};
+use self::process::{Finished, Invocation};
+use crate::sandbox::{self, Limits, LimitsInput, Resource, SandboxPolicy};
 use crate::workspace::{RelPath, absolute_workdir, blocking, is_escape, open_workdir, outside};
 use goondan_runtime::{ToolContext, ToolError, tool};
 use schemars::JsonSchema;
@@ -48,6 +56,8 @@ pub mod codes {
     pub const ENV: &str = "E_BASH_ENV";
     /// The call was cancelled; every process it started was killed.
     pub const CANCELLED: &str = "E_BASH_CANCELLED";
+    /// The call's `limits` cannot be used: malformed, zero, or above the tool's.
+    pub const LIMITS: &str = "E_BASH_LIMITS";
 }
 
 /// Environment variable names stripped from the child by default (`*` matches any run of
@@ -94,8 +104,13 @@ pub struct BashPolicy {
     pub env_deny_list: Vec<String>,
     /// Run each call in its own cgroup v2 when one is writable (default `true`). Without one,
     /// or when `false`, a call is held by its process group and an environment marker: see
-    /// [`containment`].
+    /// [`containment`]. When `false`, no resource limit is enforced either (a limit that is
+    /// set then refuses sandboxed calls).
     pub use_cgroup: bool,
+    /// This tool's resource limits for each call (default `None`: the sandbox policy's,
+    /// [`SandboxPolicy::limits`]). Each stays within the sandbox policy's: a higher one gets
+    /// the policy's. A call may lower them with its `limits` argument.
+    pub limits: Option<Limits>,
 }
 
 impl Default for BashPolicy {
@@ -112,6 +127,7 @@ impl Default for BashPolicy {
                 .map(|s| (*s).to_owned())
                 .collect(),
             use_cgroup: true,
+            limits: None,
         }
     }
 }
@@ -210,6 +226,9 @@ pub struct ExecInput {
     /// or the sandbox policy forbids it. Ask only for what the sandbox stops and the task needs.
     #[serde(default)]
     pub escalate: Option<Escalation>,
+    /// Lower resource limits for this call (default: the tool's).
+    #[serde(default)]
+    pub limits: Option<LimitsInput>,
 }
 
 /// Input of `bash__script`.
@@ -236,6 +255,9 @@ pub struct ScriptInput {
     /// or the sandbox policy forbids it. Ask only for what the sandbox stops and the task needs.
     #[serde(default)]
     pub escalate: Option<Escalation>,
+    /// Lower resource limits for this call (default: the tool's).
+    #[serde(default)]
+    pub limits: Option<LimitsInput>,
 }
 
 /// What a command did. A non-zero `exitCode` is data, not an error.
@@ -307,6 +329,13 @@ impl Bash {
     pub fn sandbox(&self) -> &SandboxPolicy {
         sandbox::host_policy().unwrap_or(&self.policy.sandbox)
     }
+
+    /// Each call's resource limits unless it lowers them: the policy's
+    /// ([`BashPolicy::limits`]) within the sandbox's ([`SandboxPolicy::limits`]).
+    pub fn limits(&self) -> Limits {
+        let bound = *self.sandbox().limits();
+        self.policy.limits.map_or(bound, |own| own.within(&bound))
+    }
 }
 
 /// Shell commands and scripts, run in the workdir.
@@ -331,10 +360,8 @@ impl Bash {
             cwd: cwd_abs,
             env: self.child_env(input.env.as_ref())?,
         };
-        let escalate = input.escalate.as_ref();
-        let mut out = self
-            .run(ctx, invocation, input.timeout_ms, escalate)
-            .await?;
+        let asked = (input.limits.as_ref(), input.escalate.as_ref());
+        let mut out = self.run(ctx, invocation, input.timeout_ms, asked).await?;
         out.command = Some(input.command);
         out.cwd = cwd_rel;
         Ok(out)
@@ -369,10 +396,8 @@ impl Bash {
             cwd: workdir,
             env: self.child_env(input.env.as_ref())?,
         };
-        let escalate = input.escalate.as_ref();
-        let mut out = self
-            .run(ctx, invocation, input.timeout_ms, escalate)
-            .await?;
+        let asked = (input.limits.as_ref(), input.escalate.as_ref());
+        let mut out = self.run(ctx, invocation, input.timeout_ms, asked).await?;
         out.path = Some(rel);
         out.cwd = ".".to_owned();
         Ok(out)
@@ -385,22 +410,32 @@ impl Bash {
         ctx: &ToolContext,
         invocation: Invocation,
         timeout_ms: Option<u64>,
-        escalate: Option<&Escalation>,
+        (asked, escalate): (Option<&LimitsInput>, Option<&Escalation>),
     ) -> Result<ExecOutput, ToolError> {
         let timeout = timeout_ms
             .map_or(self.policy.default_timeout, Duration::from_millis)
             .min(self.policy.max_timeout);
-        let limits = process::Limits {
+        let bounds = process::Bounds {
             timeout,
             grace: self.policy.kill_grace,
             max_output_bytes: self.policy.max_output_bytes,
-            use_cgroup: self.policy.use_cgroup,
         };
+        let limits = self.call_limits(asked)?;
         let started = Instant::now();
         let (invocation, private) = self.sandboxed(ctx, invocation, escalate)?;
-        let finished = process::run(invocation, limits, ctx.cancellation(), &self.cgroups)
+        let containment = Containment::new(
+            self.policy.use_cgroup,
+            limits,
+            self.sandbox().is_on(),
+            &self.cgroups,
+        )
+        .map_err(sandbox::SandboxError::Unavailable)?;
+        let finished = process::run(invocation, bounds, ctx.cancellation(), containment)
             .await
             .map_err(spawn_error)?;
+        if let Some(resource) = finished.limit {
+            return Err(limit_error(resource, &limits, &finished));
+        }
         if let Some(what) = private.as_ref().and_then(sandbox::PrivateDir::unavailable) {
             return Err(sandbox::SandboxError::Unavailable(what).into());
         }
@@ -499,6 +534,26 @@ impl Bash {
         Ok((helper, Some(private)))
     }
 
+    /// The limits of a call: the tool's ([`Bash::limits`]), lowered by the call's own.
+    fn call_limits(&self, asked: Option<&LimitsInput>) -> Result<Limits, ToolError> {
+        let tool = self.limits();
+        let Some(asked) = asked else {
+            return Ok(tool);
+        };
+        tool.lowered(asked).map_err(|err| {
+            ToolError::new(err.to_string())
+                .with_code(codes::LIMITS)
+                .with_name("InvalidLimitsError")
+                .with_suggestion(format!(
+                    "a call may only lower this tool's limits (memory {}, processes {}, cpu {}); \
+                     leave `limits` out to use them",
+                    tool.describe(Resource::Memory),
+                    tool.describe(Resource::Processes),
+                    tool.describe(Resource::Cpu),
+                ))
+        })
+    }
+
     /// The child's whole environment: the sandbox's allow-list of the host's (with the
     /// sandbox off, the host's minus the deny list), plus `extra`.
     fn child_env(
@@ -561,6 +616,50 @@ impl Bash {
         })
         .await
     }
+}
+
+/// A call ended for going past its `resource` limit, with the end of what it wrote.
+fn limit_error(resource: Resource, limits: &Limits, finished: &Finished) -> ToolError {
+    let (limit, what, name, suggestion) = match resource {
+        Resource::Memory => (
+            format!("memory limit ({})", limits.describe(resource)),
+            "the kernel killed a process of the command for lack of memory",
+            "MemoryLimitError",
+            "use less memory at once (smaller inputs, streaming, fewer parallel jobs), or lower \
+             no further than needed; a person raises the bound in `policy.sandbox.limits`",
+        ),
+        Resource::Processes | Resource::Cpu => (
+            format!("process limit ({} at once)", limits.describe(resource)),
+            "a new process was refused",
+            "ProcessLimitError",
+            "start fewer processes at once (`make -j4`, `xargs -P 4`) and wait for background \
+             jobs; a person raises the bound in `policy.sandbox.limits`",
+        ),
+    };
+    let mut message = format!(
+        "the command went past its {limit}: {what}, and the call was ended (limit: {resource})"
+    );
+    for (stream, captured) in [("stdout", &finished.stdout), ("stderr", &finished.stderr)] {
+        let text = captured.text();
+        let text = text.trim_end();
+        if !text.is_empty() {
+            message.push_str(&format!("\n{stream} (its end): {}", tail(text, 300)));
+        }
+    }
+    ToolError::new(message)
+        .with_code(sandbox::codes::LIMIT)
+        .with_name(name)
+        .with_suggestion(suggestion)
+}
+
+/// The last `chars` characters of `text`.
+fn tail(text: &str, chars: usize) -> &str {
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(chars.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    &text[start..]
 }
 
 /// A command that could not be started.

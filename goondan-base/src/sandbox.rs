@@ -22,15 +22,19 @@
 //!   modules, use `bpf`, `keyctl` and their kind (seccomp), gains no privilege through `exec`
 //!   (`no_new_privs`), and as root it is root only of its own user namespace;
 //! - gets an **environment allow-list** ([`DEFAULT_ENV_ALLOW`] and the policy's names), not the
-//!   host's environment.
+//!   host's environment;
+//! - stays within its **resource limits** ([`Limits`]: memory, processes, optionally CPU; the
+//!   call's cgroup holds them, with the sandbox off too): past the memory or process limit, the
+//!   call is ended with [`codes::LIMIT`].
 //!
 //! [`SandboxMode::ReadOnly`] writes nowhere but its `TMPDIR`; [`SandboxMode::Off`] is no
 //! sandbox, and only a person turns it on (a bundle's `policy.sandbox: off`, `--sandbox off`,
 //! [`SandboxPolicy::off`]).
 //!
 //! It **fails closed**: where the kernel lacks what the policy needs (no Landlock, no user
-//! namespaces, not Linux) or the helper program is missing, the call is refused with
-//! [`codes::UNAVAILABLE`] naming what is missing; nothing runs unconfined in silence.
+//! namespaces, not Linux, no cgroup controller for a limit the policy sets) or the helper
+//! program is missing, the call is refused with [`codes::UNAVAILABLE`] naming what is missing;
+//! nothing runs unconfined in silence.
 //!
 //! # The network proxy
 //!
@@ -50,6 +54,7 @@
 mod check;
 mod host;
 mod launch;
+mod limits;
 mod policy;
 mod proxy;
 #[cfg(feature = "mcp")]
@@ -62,11 +67,14 @@ pub mod helper;
 #[cfg(target_os = "linux")]
 mod netns;
 
-pub use self::check::{Support, check};
+pub use self::check::{LimitSupport, Support, check};
 pub use self::helper::serve_if_asked;
 pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
 pub(crate) use self::launch::{Prepared, PrivateDir, Target, prepare};
+pub use self::limits::{
+    DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource, Size,
+};
 pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
 #[cfg(feature = "mcp")]
 pub use self::server::ServerSandbox;
@@ -83,6 +91,8 @@ pub mod codes {
     pub const ESCALATION_FORBIDDEN: &str = "E_SANDBOX_ESCALATION_FORBIDDEN";
     /// A call asked to run outside the sandbox, and no person approved it.
     pub const ESCALATION_NOT_APPROVED: &str = "E_SANDBOX_ESCALATION_NOT_APPROVED";
+    /// The call went past one of its resource limits (memory, processes) and was ended.
+    pub const LIMIT: &str = "E_SANDBOX_LIMIT";
 }
 
 /// The host environment variables a sandboxed process gets (a `*` at the end matches any

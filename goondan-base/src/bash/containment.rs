@@ -5,10 +5,12 @@
 //! pipes, keeps the call waiting. So each call runs in **its own cgroup v2**, created under the
 //! host process's cgroup (`<mount>/<own cgroup>/goondan-bash-<pid>-<n>`):
 //!
-//! - The command is started as `/bin/sh -c 'echo $$ > "$0" ... exec "$@"' <cgroup>/cgroup.procs
-//!   <program> <args>...`: the wrapper moves itself into the cgroup *before* it execs the
-//!   command, so every descendant is born inside, with no window for a fork to slip out (no
-//!   `pre_exec` hook, which would need `unsafe`). The command keeps the wrapper's pid.
+//! - The command is started as `/bin/sh -c 'echo $$ > "${1}" ... exec "$@"' sh
+//!   <cgroup>/cgroup.procs <program> <args>...`: the wrapper moves itself into the call's
+//!   cgroups *before* it execs the command, so every descendant is born inside, with no window
+//!   for a fork to slip out (no `pre_exec` hook, which would need `unsafe`). The command keeps
+//!   the wrapper's pid. (On a hybrid host it also enters the call's cgroups of the cgroup v1
+//!   hierarchies that hold its resource limits: see `bash/cgroup.rs`.)
 //! - Membership is inherited on `fork` and is not changed by `setsid`, double forks or
 //!   re-parenting, so the cgroup knows every descendant.
 //! - SIGTERM goes to every member (`cgroup.procs`); the final kill is the kernel's atomic
@@ -32,37 +34,36 @@
 //! environment (`env -i`), and a process forked during a sweep can be missed; hence cgroups
 //! first.
 //!
+//! The call's cgroups also hold its resource limits ([`crate::sandbox::Limits`]): a call that
+//! goes past its memory or process limit is ended at once.
+//! Without cgroups, no limit is enforced.
+//!
 //! A host killed with SIGKILL cannot end its calls: [`end_stale_calls`] ends the calls of
 //! processes that no longer exist (an agent calls it when it starts, and the first call of any
 //! process sweeps the cgroups). A program about to exit while calls it gave up on still run
 //! ends them with [`end_own_calls`].
 
 use std::ffi::{OsStr, OsString};
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::Once;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
-/// The shell that moves itself into the call's cgroup and then becomes the command.
+use super::cgroup::{self, CallCgroup, CgroupPool, Cgroups};
+use crate::sandbox::{Limits, Resource};
+
+/// The shell that moves itself into the call's cgroups and then becomes the command.
 const WRAPPER_SHELL: &str = "/bin/sh";
-/// `$0` is the cgroup's `cgroup.procs`, `"$@"` the command and its arguments.
-const WRAPPER_SCRIPT: &str = r#"echo $$ > "$0" || { echo "goondan: cannot enter the call's cgroup $0" >&2; exit 126; }; exec "$@""#;
-/// The wrapper for a command that is itself `/bin/sh -c COMMAND` (every `bash__exec`): the
-/// wrapper shell runs COMMAND in place instead of starting a second shell (one exec fewer, half
-/// the start-up cost). `$0` is the program's path as `sh -c` would have it, `$1` the cgroup's
-/// `cgroup.procs`, `$2` the command; `shift 2` leaves it no positional parameters, as `sh -c`.
-/// Only a syntax error reads differently (`sh: 1: eval: Syntax error` for `sh: 1: Syntax error`).
-const WRAPPER_EVAL: &str = r#"echo $$ > "$1" || { echo "goondan: cannot enter the call's cgroup $1" >&2; exit 126; }; eval "shift 2; $2""#;
-/// The prefix of the per-call cgroups' names.
-const PREFIX: &str = "goondan-bash-";
 /// The environment variable that marks a call's processes in the fallback.
 pub const MARKER_VAR: &str = "GOONDAN_BASH_CALL";
+/// How often a running call's limits are looked at: two small reads of the kernel's counters.
+const LIMIT_CHECK: Duration = Duration::from_millis(50);
 
 /// How a call's processes are held together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,56 +80,115 @@ impl ContainmentKind {
     /// cgroup v2 with `cgroup.kill` is found (looked up once per process), else
     /// [`ContainmentKind::ProcessGroup`].
     pub fn detect() -> Self {
-        if cgroup_base().is_some() {
+        let cgroups = cgroup::cgroups();
+        if cgroups.holder().is_some() {
             Self::Cgroup
         } else {
+            if let Some(why) = cgroups.no_holder_why() {
+                warn_fallback(why);
+            }
             Self::ProcessGroup
         }
     }
+}
+
+/// The wrapper script: it moves the shell into the `n` cgroups whose `cgroup.procs` files are
+/// `$1`..`$n` *before* the command runs, so every descendant is born inside. Then it either
+/// execs `"$@"` (the command and its arguments), or, `in_place`, for a command that is itself
+/// `/bin/sh -c COMMAND` (every `bash__exec`), runs COMMAND in place instead of starting a
+/// second shell (one exec fewer, half the start-up cost): `$0` is then the program's path as
+/// `sh -c` would have it, `${n+1}` the command, and the `shift` leaves it no positional
+/// parameters, as `sh -c`. Only a syntax error reads differently (`sh: 1: eval: Syntax error`
+/// for `sh: 1: Syntax error`).
+fn wrapper_script(n: usize, in_place: bool) -> String {
+    let mut script = String::with_capacity(120 * n + 20);
+    for i in 1..=n {
+        script.push_str(&format!(
+            r#"echo $$ > "${{{i}}}" || {{ echo "goondan: cannot enter the call's cgroup ${{{i}}}" >&2; exit 126; }}; "#
+        ));
+    }
+    if in_place {
+        script.push_str(&format!(r#"eval "shift {m}; ${{{m}}}""#, m = n + 1));
+    } else {
+        script.push_str(&format!(r#"shift {n}; exec "$@""#));
+    }
+    script
 }
 
 /// The processes of one call.
 #[derive(Debug)]
 pub(crate) struct Containment {
     cgroup: Option<CallCgroup>,
-    /// The value of [`MARKER_VAR`] when there is no cgroup.
+    /// The value of [`MARKER_VAR`] when no cgroup holds the call.
     marker: Option<String>,
     /// The command's process group, once started (its pid).
     pgid: Option<Pid>,
     /// Seen empty once: nothing can enter again (no process is left inside to fork).
     emptied: AtomicBool,
+    /// The limits written into the call's cgroups.
+    limits: Limits,
 }
 
 impl Containment {
-    /// A fresh containment: an empty cgroup (one `pool` kept, else a new one) when
+    /// A fresh containment with `limits`: empty cgroups (ones `pool` kept, else new ones) when
     /// `use_cgroup` and possible, else the process group and an environment marker.
-    pub(crate) fn new(use_cgroup: bool, pool: &Arc<CgroupPool>) -> Self {
+    ///
+    /// A limit that cannot be enforced here is logged once and left out, unless it was set
+    /// (not a default) and `enforce` (the call is sandboxed): then the call is refused with
+    /// what is missing.
+    pub(crate) fn new(
+        use_cgroup: bool,
+        limits: Limits,
+        enforce: bool,
+        pool: &Arc<CgroupPool>,
+    ) -> Result<Self, String> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = if use_cgroup {
-            swept_cgroup_base()
+        let (mut cgroup, no_cgroup) = if use_cgroup {
+            cgroups_for_call(pool)
         } else {
-            None
+            (None, Some("the tool's `use_cgroup` is false".to_owned()))
         };
-        let cgroup = base.and_then(|base| match pool.take(base) {
-            Ok(cgroup) => Some(cgroup),
-            Err(err) => {
-                warn_fallback(&format!(
-                    "cannot create a cgroup under {}: {err}",
-                    base.display()
-                ));
-                None
+        let unenforced = match &mut cgroup {
+            Some(cgroup) => cgroup.apply(&limits),
+            None => {
+                let why = |resource| match &no_cgroup {
+                    Some(why) => why.clone(),
+                    None => cgroup::cgroups()
+                        .enforcer(resource)
+                        .err()
+                        .unwrap_or_default(),
+                };
+                Resource::ALL
+                    .into_iter()
+                    .filter(|r| limits.limits(*r))
+                    .map(|r| (r, why(r)))
+                    .collect()
             }
-        });
-        let marker = cgroup.is_none().then(|| {
+        };
+        if enforce && let Some((resource, why)) = unenforced.iter().find(|(r, _)| limits.is_set(*r))
+        {
+            return Err(format!(
+                "the {resource} limit ({}) cannot be enforced: {why}; a limit that is set is \
+                 enforced or the call refused (left unset, the defaults are enforced where this \
+                 host can)",
+                limits.describe(*resource)
+            ));
+        }
+        for (resource, why) in &unenforced {
+            warn_unenforced(*resource, why);
+        }
+        let held = cgroup.as_ref().and_then(CallCgroup::holder).is_some();
+        let marker = (!held).then(|| {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             format!("{}-{n}", std::process::id())
         });
-        Self {
+        Ok(Self {
             cgroup,
             marker,
             pgid: None,
             emptied: AtomicBool::new(false),
-        }
+            limits,
+        })
     }
 
     /// The processes a call of this or another process left: its cgroup, or its marker.
@@ -138,35 +198,46 @@ impl Containment {
             marker,
             pgid: None,
             emptied: AtomicBool::new(false),
+            limits: Limits::default(),
         }
     }
 
-    /// A command that runs `program args` inside: through the wrapper for a cgroup, in its
-    /// own process group in any case.
+    /// The cgroup that holds the call, if one does.
+    fn holder(&self) -> Option<&CallCgroup> {
+        self.cgroup.as_ref().filter(|_| self.marker.is_none())
+    }
+
+    /// A command that runs `program args` inside: through the wrapper when there are cgroups
+    /// to enter, in its own process group in any case.
     pub(crate) fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
-        let procs = self.cgroup.as_ref().map(|c| c.dir.join("cgroup.procs"));
-        let mut command = match (procs, args) {
-            (Some(procs), [dash_c, script]) if program == WRAPPER_SHELL && dash_c == "-c" => {
+        let procs = self
+            .cgroup
+            .as_ref()
+            .map(|c| c.procs_files(&self.limits))
+            .unwrap_or_default();
+        let mut command = match args {
+            _ if procs.is_empty() => {
+                let mut c = Command::new(program);
+                c.args(args);
+                c
+            }
+            [dash_c, script] if program == WRAPPER_SHELL && dash_c == "-c" => {
                 let mut c = Command::new(WRAPPER_SHELL);
                 c.arg("-c")
-                    .arg(WRAPPER_EVAL)
+                    .arg(wrapper_script(procs.len(), true))
                     .arg(program)
-                    .arg(procs)
+                    .args(&procs)
                     .arg(script);
                 c
             }
-            (Some(procs), _) => {
+            _ => {
                 let mut c = Command::new(WRAPPER_SHELL);
                 c.arg("-c")
-                    .arg(WRAPPER_SCRIPT)
-                    .arg(procs)
+                    .arg(wrapper_script(procs.len(), false))
+                    .arg(WRAPPER_SHELL)
+                    .args(&procs)
                     .arg(program)
                     .args(args);
-                c
-            }
-            (None, _) => {
-                let mut c = Command::new(program);
-                c.args(args);
                 c
             }
         };
@@ -188,9 +259,9 @@ impl Containment {
 
     /// The processes inside besides the process group: the cgroup's, or the marked ones.
     fn members(&self) -> Vec<Pid> {
-        match (&self.cgroup, &self.marker) {
-            (Some(cgroup), _) => cgroup.members(),
-            (None, Some(marker)) => marked(marker),
+        match (&self.marker, &self.cgroup) {
+            (Some(marker), _) => marked(marker),
+            (None, Some(cgroup)) => cgroup.members(),
             (None, None) => Vec::new(),
         }
     }
@@ -218,6 +289,8 @@ impl Containment {
         }
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill();
+        }
+        if self.holder().is_some() {
             return;
         }
         for _ in 0..3 {
@@ -236,7 +309,7 @@ impl Containment {
         if self.emptied.load(Ordering::Relaxed) {
             return true;
         }
-        let empty = match &self.cgroup {
+        let empty = match self.holder() {
             Some(cgroup) => !cgroup.populated(),
             None => {
                 let group_gone = self
@@ -255,7 +328,7 @@ impl Containment {
     /// Waits until nothing is left inside, at most `within`; `true` when empty.
     pub(crate) async fn wait_empty(&self, within: Duration) -> bool {
         // `cgroup.events` is one small read; a marker sweep reads all of `/proc`.
-        let poll = if self.cgroup.is_some() {
+        let poll = if self.holder().is_some() {
             Duration::from_millis(5)
         } else {
             Duration::from_millis(25)
@@ -272,165 +345,43 @@ impl Containment {
         }
     }
 
+    /// The limit the call went past, if any.
+    pub(crate) fn limit_hit(&self) -> Option<Resource> {
+        self.cgroup.as_ref().and_then(CallCgroup::hit)
+    }
+
+    /// Resolves when the call goes past a limit (looked at every [`LIMIT_CHECK`]); never when
+    /// it has none to go past.
+    pub(crate) async fn limit_passed(&self) -> Resource {
+        if !self.cgroup.as_ref().is_some_and(CallCgroup::watches) {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(LIMIT_CHECK).await;
+            if let Some(resource) = self.limit_hit() {
+                return resource;
+            }
+        }
+    }
+
     /// Ends the containment of a command that was waited for (its process reaped, so it can no
-    /// longer be on its way into the cgroup): a cgroup seen empty and never killed goes back
-    /// to the pool for the tool's next call. Anything else is dropped as usual.
+    /// longer be on its way into the cgroup): cgroups seen empty, never killed and within
+    /// their limits go back to the pool for the tool's next call. Anything else is dropped as
+    /// usual.
     pub(crate) fn close_reaped(mut self) {
         let empty = self.pgid.is_some() && self.is_empty();
         if let Some(cgroup) = &mut self.cgroup {
-            cgroup.reusable = empty && !cgroup.killed.load(Ordering::Relaxed);
+            cgroup.set_reusable(empty);
         }
     }
 }
 
 impl Drop for Containment {
-    /// Kills whatever is left; the cgroup removes itself (or goes back to the pool).
+    /// Kills whatever is left; the cgroups remove themselves (or go back to the pool).
     fn drop(&mut self) {
         if !self.is_empty() {
             self.kill();
         }
-    }
-}
-
-/// Empty per-call cgroups of one tool, kept for its next calls: making and removing a cgroup
-/// is two directory operations in the kernel's cgroup file system on every call, and a cgroup
-/// that was seen empty after its command was reaped, and was never killed, holds nothing a
-/// later call could inherit (no process is left inside to fork, and the wrapper that enters it
-/// is gone). At most [`CgroupPool::SIZE`] are kept; the ones kept are removed when the pool is
-/// dropped (with the last clone of its tool), or by the next process that finds them left by a
-/// process that no longer exists.
-#[derive(Debug, Default)]
-pub(crate) struct CgroupPool {
-    kept: Mutex<Vec<PathBuf>>,
-}
-
-impl CgroupPool {
-    /// How many empty cgroups a pool keeps.
-    pub(crate) const SIZE: usize = 8;
-
-    /// An empty cgroup under `base` for a call: a kept one, else a new one; either goes back
-    /// here when it may serve another call.
-    fn take(self: &Arc<Self>, base: &Path) -> io::Result<CallCgroup> {
-        let kept = self.lock().pop();
-        let mut cgroup = match kept {
-            Some(dir) => CallCgroup::at(dir),
-            None => CallCgroup::create(base)?,
-        };
-        cgroup.pool = Some(Arc::clone(self));
-        Ok(cgroup)
-    }
-
-    /// Keeps `dir` for a later call; gives it back when the pool is full.
-    fn keep(&self, dir: PathBuf) -> Result<(), PathBuf> {
-        let mut kept = self.lock();
-        if kept.len() >= Self::SIZE {
-            return Err(dir);
-        }
-        kept.push(dir);
-        Ok(())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
-        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Drop for CgroupPool {
-    /// Removes the kept cgroups (empty, so nothing is waited for).
-    fn drop(&mut self) {
-        for dir in self
-            .kept
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
-            if let Err(err) = remove_cgroup(&dir) {
-                tracing::warn!(cgroup = %dir.display(), %err, "cannot remove a kept cgroup");
-            }
-        }
-    }
-}
-
-/// The cgroup of one call.
-#[derive(Debug)]
-struct CallCgroup {
-    dir: PathBuf,
-    /// `cgroup.kill` was written: never kept for another call.
-    killed: AtomicBool,
-    /// Seen empty after its command was reaped, never killed: it may serve another call.
-    reusable: bool,
-    /// Where it goes back to when reusable (none for a probe or a stale cgroup).
-    pool: Option<Arc<CgroupPool>>,
-}
-
-impl CallCgroup {
-    /// A new cgroup under `base`.
-    fn create(base: &Path) -> io::Result<Self> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("{PREFIX}{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir)?;
-        Ok(Self::at(dir))
-    }
-
-    /// The cgroup at `dir`, which exists.
-    fn at(dir: PathBuf) -> Self {
-        Self {
-            dir,
-            killed: AtomicBool::new(false),
-            reusable: false,
-            pool: None,
-        }
-    }
-
-    fn members(&self) -> Vec<Pid> {
-        std::fs::read_to_string(self.dir.join("cgroup.procs"))
-            .map(|text| {
-                text.lines()
-                    .filter_map(|line| line.trim().parse().ok())
-                    .map(Pid::from_raw)
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn kill(&self) {
-        self.killed.store(true, Ordering::Relaxed);
-        if let Err(err) = std::fs::write(self.dir.join("cgroup.kill"), "1") {
-            tracing::warn!(cgroup = %self.dir.display(), %err, "cannot kill the call's cgroup");
-        }
-    }
-
-    fn populated(&self) -> bool {
-        populated(&self.dir)
-    }
-}
-
-impl Drop for CallCgroup {
-    /// Goes back to its pool when it may serve another call and the pool has room, else
-    /// removes the cgroup; when members are still dying, a thread retries for a while.
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.take().filter(|_| self.reusable) {
-            match pool.keep(std::mem::take(&mut self.dir)) {
-                Ok(()) => return,
-                Err(dir) => self.dir = dir,
-            }
-        }
-        if remove_cgroup(&self.dir).is_ok() {
-            return;
-        }
-        let dir = std::mem::take(&mut self.dir);
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                std::fs::write(dir.join("cgroup.kill"), "1").ok();
-                if remove_cgroup(&dir).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            tracing::warn!(cgroup = %dir.display(), "cannot remove the call's cgroup");
-        });
     }
 }
 
@@ -453,21 +404,6 @@ fn marked(marker: &str) -> Vec<Pid> {
         .collect()
 }
 
-/// Whether a live process is inside the cgroup `dir`; an unreadable cgroup counts as empty
-/// (it is gone).
-fn populated(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("cgroup.events"))
-        .is_ok_and(|events| events.lines().any(|line| line.trim() == "populated 1"))
-}
-
-/// Removes an empty cgroup; one already gone is fine.
-fn remove_cgroup(dir: &Path) -> io::Result<()> {
-    match std::fs::remove_dir(dir) {
-        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
-        _ => Ok(()),
-    }
-}
-
 fn report(result: nix::Result<()>, what: &str, pid: Pid, signal: Signal) {
     match result {
         Ok(()) | Err(Errno::ESRCH) => {}
@@ -484,113 +420,6 @@ fn warn_fallback(why: &str) {
             "bash calls are contained by their process group and an environment marker: a descendant that clears its environment can outlive its call"
         );
     }
-}
-
-/// Set once the cgroups left by processes that no longer exist were swept in this process.
-static STALE_SWEPT: Once = Once::new();
-
-/// The directory under which per-call cgroups are made (this process's own cgroup v2), found
-/// once; `None` when there is no writable cgroup v2 with `cgroup.kill`.
-fn cgroup_base() -> Option<&'static Path> {
-    static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BASE.get_or_init(|| match find_cgroup_base() {
-        Ok(base) => Some(base),
-        Err(why) => {
-            warn_fallback(&why);
-            None
-        }
-    })
-    .as_deref()
-}
-
-/// [`cgroup_base`], rid once per process of the cgroups left by processes that no longer exist.
-fn swept_cgroup_base() -> Option<&'static Path> {
-    let base = cgroup_base()?;
-    STALE_SWEPT.call_once(|| remove_stale(base));
-    Some(base)
-}
-
-fn find_cgroup_base() -> Result<PathBuf, String> {
-    let own = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|err| format!("cannot read /proc/self/cgroup: {err}"))?;
-    let own = own
-        .lines()
-        .find_map(|line| line.strip_prefix("0::"))
-        .ok_or("the process is in no cgroup v2")?;
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|err| format!("cannot read /proc/self/mountinfo: {err}"))?;
-    let (root, mount_point) = mounts
-        .lines()
-        .find_map(cgroup2_mount)
-        .ok_or("no cgroup2 file system is mounted")?;
-    let inside = Path::new(own.trim())
-        .strip_prefix(&root)
-        .map_err(|_| format!("the process's cgroup `{own}` is not under the cgroup2 mount"))?;
-    let base = mount_point.join(inside);
-    // Probe: make and remove one cgroup, and check that `cgroup.kill` exists.
-    let probe = CallCgroup::create(&base)
-        .map_err(|err| format!("cannot create a cgroup under {}: {err}", base.display()))?;
-    if !probe.dir.join("cgroup.kill").exists() {
-        return Err("the kernel has no `cgroup.kill` (Linux 5.14+)".to_owned());
-    }
-    drop(probe);
-    Ok(base)
-}
-
-/// `(root, mount point)` of a cgroup2 line of `/proc/self/mountinfo`.
-fn cgroup2_mount(line: &str) -> Option<(PathBuf, PathBuf)> {
-    let (before, after) = line.split_once(" - ")?;
-    if after.split_whitespace().next()? != "cgroup2" {
-        return None;
-    }
-    let mut fields = before.split_whitespace().skip(3);
-    let root = unescape(fields.next()?)?;
-    let mount_point = unescape(fields.next()?)?;
-    Some((root, mount_point))
-}
-
-/// Undoes mountinfo's octal escapes (`\040` for a space).
-fn unescape(field: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt;
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b == b'\\' {
-            let digits = std::str::from_utf8(bytes.get(i + 1..i + 4)?).ok()?;
-            out.push(u8::from_str_radix(digits, 8).ok()?);
-            i += 4;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    Some(PathBuf::from(OsString::from_vec(out)))
-}
-
-/// Kills and removes per-call cgroups left by processes that no longer exist.
-fn remove_stale(base: &Path) {
-    for (owner, dir) in call_cgroups(base) {
-        if !is_alive(&owner) {
-            std::fs::write(dir.join("cgroup.kill"), "1").ok();
-            drop(CallCgroup::at(dir));
-        }
-    }
-}
-
-/// The per-call cgroups under `base`, each with the pid of the process that made it.
-fn call_cgroups(base: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            let owner = name.to_str()?.strip_prefix(PREFIX)?.split_once('-')?.0;
-            Some((owner.to_owned(), entry.path()))
-        })
-        .collect()
 }
 
 /// The values of [`MARKER_VAR`] (`<pid>-<n>`) carried by live processes of this PID
@@ -641,13 +470,57 @@ fn is_alive(pid: &str) -> bool {
     state != Some("Z")
 }
 
-/// The cgroups under `base` holding processes, of calls whose starter `owner` picks (by its
-/// pid). Empty ones are left alone: they may be kept for a later call.
-fn running_cgroups(base: &Path, owner: impl Fn(&str) -> bool) -> Vec<Containment> {
-    call_cgroups(base)
+/// Empty cgroups for a call, kept in `pool` or new; else why there are none (`None` when this
+/// host has no hierarchy to make them in: each limit then has its own why).
+fn cgroups_for_call(pool: &Arc<CgroupPool>) -> (Option<CallCgroup>, Option<String>) {
+    let cgroups = swept_cgroups();
+    if let Some(why) = cgroups.no_holder_why() {
+        warn_fallback(why);
+    }
+    if cgroups.hierarchies().is_empty() {
+        return (None, None);
+    }
+    match pool.take(cgroups) {
+        Ok(cgroup) => (Some(cgroup), None),
+        Err(err) => {
+            let why = err.to_string();
+            warn_fallback(&why);
+            (None, Some(why))
+        }
+    }
+}
+
+/// Set once the cgroups left by processes that no longer exist were swept in this process.
+static STALE_SWEPT: Once = Once::new();
+
+/// The cgroups of this host, rid once per process of the ones left by processes that no
+/// longer exist.
+fn swept_cgroups() -> &'static Cgroups {
+    let cgroups = cgroup::cgroups();
+    STALE_SWEPT.call_once(|| remove_stale(cgroups));
+    cgroups
+}
+
+/// Kills and removes the per-call cgroups, in every hierarchy, left by processes that no
+/// longer exist.
+fn remove_stale(cgroups: &'static Cgroups) {
+    for hierarchy in cgroups.hierarchies() {
+        for cgroup in cgroup::call_cgroups(hierarchy, |owner, _| !is_alive(owner)) {
+            cgroup.kill();
+            // Dropping removes it.
+        }
+    }
+}
+
+/// The cgroups holding processes of calls whose starter `owner` picks (by its pid). Empty
+/// ones are left alone: they may be kept for a later call.
+fn running_cgroups(owner: impl Fn(&str) -> bool) -> Vec<Containment> {
+    let Some(holder) = cgroup::cgroups().holder() else {
+        return Vec::new();
+    };
+    cgroup::call_cgroups(holder, |pid, dir| owner(pid) && cgroup::populated(dir))
         .into_iter()
-        .filter(|(pid, dir)| owner(pid) && populated(dir))
-        .map(|(_, dir)| Containment::left(Some(CallCgroup::at(dir)), None))
+        .map(|cgroup| Containment::left(Some(cgroup), None))
         .collect()
 }
 
@@ -668,11 +541,9 @@ fn marked_calls(owner: impl Fn(&str) -> bool) -> Vec<Containment> {
 /// when it starts, before it resumes a Turn a crash cut short, so that the model is never
 /// told a call was interrupted while that call's command still runs.
 pub fn end_stale_calls() {
-    if let Some(base) = cgroup_base() {
-        // This sweep covers the one of the first call.
-        STALE_SWEPT.call_once(|| ());
-        remove_stale(base);
-    }
+    // This sweep covers the one of the first call.
+    STALE_SWEPT.call_once(|| ());
+    remove_stale(cgroup::cgroups());
     // Dropping kills every marked process.
     drop(marked_calls(|pid| !is_alive(pid)));
 }
@@ -687,9 +558,7 @@ pub async fn end_own_calls(grace: Duration) {
     let own = std::process::id().to_string();
     let is_own = |pid: &str| pid == own;
     let mut left = marked_calls(is_own);
-    if let Some(base) = cgroup_base() {
-        left.extend(running_cgroups(base, is_own));
-    }
+    left.extend(running_cgroups(is_own));
     for call in &left {
         call.signal(Signal::SIGTERM);
     }
@@ -702,23 +571,34 @@ pub async fn end_own_calls(grace: Duration) {
     drop(left);
 }
 
+/// Warns once per limit that calls run without it.
+fn warn_unenforced(resource: Resource, why: &str) {
+    static WARNED: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+    let index = Resource::ALL
+        .iter()
+        .position(|r| *r == resource)
+        .unwrap_or(0);
+    if !WARNED[index].swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            limit = resource.as_str(),
+            why,
+            "bash calls run without this limit: no cgroup controller enforces it here"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn mountinfo_lines_are_read() {
-        let line = "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw";
+    fn the_wrapper_enters_each_cgroup_then_runs_the_command() {
         assert_eq!(
-            cgroup2_mount(line),
-            Some((PathBuf::from("/"), PathBuf::from("/sys/fs/cgroup/unified")))
+            wrapper_script(1, true),
+            r#"echo $$ > "${1}" || { echo "goondan: cannot enter the call's cgroup ${1}" >&2; exit 126; }; eval "shift 2; ${2}""#
         );
-        let spaced = r"41 31 0:38 /a /mnt/my\040cg rw - cgroup2 cgroup2 rw";
-        assert_eq!(
-            cgroup2_mount(spaced),
-            Some((PathBuf::from("/a"), PathBuf::from("/mnt/my cg")))
-        );
-        let other = "30 1 0:26 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu";
-        assert_eq!(cgroup2_mount(other), None);
+        let two = wrapper_script(2, false);
+        assert!(two.contains(r#"echo $$ > "${2}""#), "{two}");
+        assert!(two.ends_with(r#"shift 2; exec "$@""#), "{two}");
     }
 }

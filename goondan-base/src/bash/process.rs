@@ -1,6 +1,6 @@
 //! Running one command inside its [`Containment`]: capped output read concurrently, and on
 //! timeout, cancellation, drop or exit every process left inside gets SIGTERM, then SIGKILL
-//! after a grace period.
+//! after a grace period; past a resource limit, everything inside is killed at once.
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -15,7 +15,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::containment::{CgroupPool, Containment};
+use super::containment::Containment;
+use crate::sandbox::Resource;
 
 /// How a command ended.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub(crate) struct Finished {
     pub(crate) stderr: Captured,
     pub(crate) timed_out: bool,
     pub(crate) cancelled: bool,
+    /// The resource limit the call went past, which ended it.
+    pub(crate) limit: Option<Resource>,
 }
 
 impl Finished {
@@ -111,14 +114,12 @@ pub(crate) struct Invocation {
     pub(crate) env: Vec<(OsString, OsString)>,
 }
 
-/// Limits of one run.
+/// The time and output bounds of one run.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub(crate) struct Bounds {
     pub(crate) timeout: Duration,
     pub(crate) grace: Duration,
     pub(crate) max_output_bytes: usize,
-    /// Whether to use a per-call cgroup when one is writable.
-    pub(crate) use_cgroup: bool,
 }
 
 /// How long output readers may wait, once everything inside is dead, for a pipe held by a
@@ -215,26 +216,25 @@ pub(crate) fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
     }
 }
 
-/// Runs `invocation` inside a fresh [`Containment`] (its cgroup taken from `cgroups` when
-/// one is kept there) and waits for it within `limits`.
+/// Runs `invocation` inside `containment` (fresh: nothing started in it yet) and waits for it
+/// within `bounds`.
 ///
 /// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
 /// (the call returns as soon as everything is gone), then SIGKILL. On timeout or cancellation
-/// everything inside gets SIGTERM and the grace period in the same way, then SIGKILL. Output
-/// written before the end is kept.
+/// everything inside gets SIGTERM and the grace period in the same way, then SIGKILL. Past a
+/// resource limit, everything inside is killed at once. Output written before the end is kept.
 ///
 /// The grace period is spent only while something is left, but a process that ignores SIGTERM
 /// costs all of it: nothing tells it apart from one that is still cleaning up.
 pub(crate) async fn run(
     invocation: Invocation,
-    limits: Limits,
+    bounds: Bounds,
     cancel: &CancellationToken,
-    cgroups: &Arc<CgroupPool>,
+    mut containment: Containment,
 ) -> std::io::Result<Finished> {
     // The cgroup wrapper would turn a missing program into exit code 127: refuse it here, as a
     // direct spawn would.
     check_program(&invocation.program)?;
-    let mut containment = Containment::new(limits.use_cgroup, cgroups);
     let mut command = containment.command(&invocation.program, &invocation.args);
     command
         .current_dir(&invocation.cwd)
@@ -254,28 +254,29 @@ pub(crate) async fn run(
     containment.started(Pid::from_raw(raw_pid));
     let mut guard = DropGuard {
         containment: Some(containment),
-        grace: limits.grace,
+        grace: bounds.grace,
         readers: Vec::with_capacity(2),
     };
     if let Some(out) = child.stdout.take() {
         guard
             .readers
-            .push(Reader::spawn(out, limits.max_output_bytes));
+            .push(Reader::spawn(out, bounds.max_output_bytes));
     }
     if let Some(err) = child.stderr.take() {
         guard
             .readers
-            .push(Reader::spawn(err, limits.max_output_bytes));
+            .push(Reader::spawn(err, bounds.max_output_bytes));
     }
     let Some(inside) = guard.containment.as_ref() else {
         return Err(std::io::Error::other("the containment is gone"));
     };
 
-    let (mut timed_out, mut cancelled) = (false, false);
+    let (mut timed_out, mut cancelled, mut limit) = (false, false, None);
     let exited = tokio::select! {
         status = child.wait() => Some(status?),
-        () = tokio::time::sleep(limits.timeout) => { timed_out = true; None }
+        () = tokio::time::sleep(bounds.timeout) => { timed_out = true; None }
         () = cancel.cancelled() => { cancelled = true; None }
+        passed = inside.limit_passed() => { limit = Some(passed); None }
     };
     let status = match exited {
         Some(status) => {
@@ -285,7 +286,7 @@ pub(crate) async fn run(
             if !inside.is_empty() {
                 inside.signal(Signal::SIGTERM);
             }
-            let deadline = tokio::time::Instant::now() + limits.grace;
+            let deadline = tokio::time::Instant::now() + bounds.grace;
             for reader in &mut guard.readers {
                 reader.finish_by(deadline).await;
             }
@@ -293,12 +294,17 @@ pub(crate) async fn run(
             inside.wait_empty(left).await;
             status
         }
+        // Past a limit (a fork bomb, memory without end), no grace: everything is killed now.
+        None if limit.is_some() => {
+            inside.kill();
+            child.wait().await?
+        }
         None => {
             // Everything inside gets SIGTERM and the grace period, the command and what it
             // started alike: the call goes on as soon as nothing is left, not when the command
             // alone has ended (a leftover may still be cleaning up).
             inside.signal(Signal::SIGTERM);
-            let deadline = tokio::time::Instant::now() + limits.grace;
+            let deadline = tokio::time::Instant::now() + bounds.grace;
             match tokio::time::timeout_at(deadline, child.wait()).await {
                 Ok(status) => {
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -330,6 +336,11 @@ pub(crate) async fn run(
         .map(Reader::take);
     let stdout = outputs.next().unwrap_or_default();
     let stderr = outputs.next().unwrap_or_default();
+    // A limit hit since the last look (a command that ended right after its fork was refused,
+    // a process killed for memory while the rest went on) ends the call all the same.
+    if limit.is_none() && !cancelled {
+        limit = inside.limit_hit();
+    }
     // The command was reaped: an empty cgroup goes back to the pool, else dropping the
     // containment kills a straggler that survived and removes the cgroup.
     if let Some(containment) = guard.containment.take() {
@@ -341,6 +352,7 @@ pub(crate) async fn run(
         stderr,
         timed_out,
         cancelled,
+        limit,
     })
 }
 

@@ -265,6 +265,19 @@ fn sandbox_check(
         if support.seccomp { "yes" } else { "no" }
     )?;
     writeln!(out, "helper           {}", support.helper)?;
+    writeln!(out, "limits of each call:")?;
+    for limit in &support.limits {
+        let value = if limit.set {
+            limit.value.clone()
+        } else {
+            format!("{} (default)", limit.value)
+        };
+        let how = match limit.cgroup {
+            Some(version) => format!("{version}, {}", limit.detail),
+            None => format!("not enforced here: {}", limit.detail),
+        };
+        writeln!(out, "  {:<15}{value:<19}{how}", limit.limit.as_str())?;
+    }
     for mode in [
         sandbox::SandboxMode::Workspace,
         sandbox::SandboxMode::ReadOnly,

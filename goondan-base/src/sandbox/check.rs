@@ -8,7 +8,9 @@ use std::process::{Command, Stdio};
 use serde::Serialize;
 
 use super::launch::{Target, locate_helper, prepare};
+use super::limits::Resource;
 use super::policy::{SandboxMode, SandboxPolicy};
+use crate::bash::CgroupVersion;
 
 /// What this machine can enforce, and whether a command really runs in the sandbox.
 #[derive(Debug, Clone, Serialize)]
@@ -24,8 +26,27 @@ pub struct Support {
     pub seccomp: bool,
     /// The helper program, or why none was found.
     pub helper: String,
-    /// `None` when `true` ran in the sandbox; else what stopped it.
+    /// Each resource limit: the policy's, and whether and how this machine enforces it.
+    pub limits: Vec<LimitSupport>,
+    /// `None` when sandboxed calls can run here (`true` ran in the sandbox, and every limit
+    /// the policy sets can be enforced); else what stops them.
     pub probe: Option<String>,
+}
+
+/// Whether this machine can enforce one resource limit, and how.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitSupport {
+    /// The limit.
+    pub limit: Resource,
+    /// The policy's value (`4 GiB`, `4096`, `none`).
+    pub value: String,
+    /// Whether the policy sets it (else it is a default, enforced where this machine can).
+    pub set: bool,
+    /// The cgroup version that enforces it here, if any.
+    pub cgroup: Option<CgroupVersion>,
+    /// Where calls' cgroups for it are made, or why it cannot be enforced.
+    pub detail: String,
 }
 
 impl Support {
@@ -54,14 +75,46 @@ impl Support {
 /// Looks at what this machine supports and runs `/bin/sh -c true` under `policy` in `workdir`.
 pub fn check(policy: &SandboxPolicy, workdir: &Path) -> Support {
     let helper = locate_helper(policy);
+    let limits = limits(policy);
+    let unenforced = limits
+        .iter()
+        .find(|l| l.set && l.cgroup.is_none() && policy.is_on())
+        .map(|l| {
+            format!(
+                "the {} limit ({}) cannot be enforced: {}",
+                l.limit, l.value, l.detail
+            )
+        });
     Support {
         os: std::env::consts::OS.to_owned(),
         landlock: landlock(helper.as_deref().ok()),
         user_namespaces: user_namespaces(),
         seccomp: seccomp(),
         helper: helper.map_or_else(|e| e.to_string(), |p| p.display().to_string()),
-        probe: probe(policy, workdir).err(),
+        limits,
+        probe: probe(policy, workdir).err().or(unenforced),
     }
+}
+
+/// The policy's limits and how this machine enforces each.
+fn limits(policy: &SandboxPolicy) -> Vec<LimitSupport> {
+    let limits = policy.limits();
+    Resource::ALL
+        .into_iter()
+        .map(|limit| {
+            let (cgroup, detail) = match crate::bash::enforcement(limit) {
+                Ok((version, base)) => (Some(version), format!("under {}", base.display())),
+                Err(why) => (None, why),
+            };
+            LimitSupport {
+                limit,
+                value: limits.describe(limit),
+                set: limits.is_set(limit),
+                cgroup,
+                detail,
+            }
+        })
+        .collect()
 }
 
 /// What the helper says of Landlock (it restricts itself to find out).

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use crate::http_fetch::HttpPolicy;
 
+use super::limits::{LimitError, Limits};
+
 /// How much a sandboxed process may do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SandboxMode {
@@ -85,6 +87,9 @@ pub enum PolicyError {
     /// `env`, `network`.
     #[error("policy.sandbox: {0}")]
     Bundle(String),
+    /// A bundle's `policy.sandbox.limits` that cannot be used.
+    #[error("policy.sandbox.limits: {0}")]
+    Limits(#[from] LimitError),
 }
 
 /// Where a sandboxed process may read and write, which hosts it may reach through the
@@ -110,6 +115,7 @@ pub struct SandboxPolicy {
     addresses: Option<Arc<HttpPolicy>>,
     no_escalation: bool,
     helper: Option<PathBuf>,
+    limits: Limits,
 }
 
 impl SandboxPolicy {
@@ -274,10 +280,23 @@ impl SandboxPolicy {
         self.helper.as_deref()
     }
 
+    /// Bounds each call's resources by `limits` (with the sandbox off too: they are the call's
+    /// cgroup's). The limits of a tool under this policy and of its calls stay within them.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bound on each call's resources (default [`Limits::default`]).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// The policy a bundle's `policy.sandbox` says: a mode (`workspace`, `read-only`, `off`),
     /// or a map with `mode`, lists `read`, `write` (paths) and `env` (names), `network` with its
-    /// `allow` list (host names, `*.domain`, `*`), and `escalate` (`false` forbids running
-    /// outside the sandbox even with a person's approval).
+    /// `allow` list (host names, `*.domain`, `*`), `escalate` (`false` forbids running outside
+    /// the sandbox even with a person's approval), and `limits` (see [`Limits::from_bundle`]).
     ///
     /// ```
     /// use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
@@ -353,9 +372,10 @@ impl SandboxPolicy {
                         policy = policy.allow_host(host)?;
                     }
                 }
+                "limits" => policy.limits = Limits::from_bundle(value)?,
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{}` (mode, read, write, env, network, escalate)",
+                        "unknown key `{}` (mode, read, write, env, network, escalate, limits)",
                         other.chars().take(64).collect::<String>()
                     )));
                 }
@@ -479,7 +499,7 @@ impl std::fmt::Display for HostPattern {
     }
 }
 
-fn kind(value: &serde_json::Value) -> &'static str {
+pub(super) fn kind(value: &serde_json::Value) -> &'static str {
     match value {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "a boolean",
@@ -634,6 +654,36 @@ mod tests {
             assert!(
                 matches!(policy.clone().allow_host(bad), Err(PolicyError::Host(_))),
                 "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn sbx_a_bundles_policy_sandbox_limits_are_read() {
+        use serde_json::json;
+        let policy = SandboxPolicy::from_bundle(&json!({
+            "mode": "off", "limits": {"memory": "512MiB", "processes": 256, "cpu": 1.5}
+        }))
+        .unwrap();
+        assert_eq!(policy.mode, SandboxMode::Off);
+        let limits = policy.limits();
+        assert_eq!(
+            (limits.memory(), limits.processes(), limits.cpu()),
+            (512 << 20, 256, Some(1.5))
+        );
+        let plain = SandboxPolicy::from_bundle(&json!("workspace")).unwrap();
+        assert_eq!(plain.limits(), &Limits::default());
+        for bad in [
+            json!({"limits": {"memory": 0}}),
+            json!({"limits": ["512MiB"]}),
+            json!({"limits": {"nproc": 1}}),
+            json!({"limits": {"processes": 1e300}}),
+        ] {
+            let err = SandboxPolicy::from_bundle(&bad).unwrap_err();
+            assert!(matches!(err, PolicyError::Limits(_)), "{bad}: {err}");
+            assert!(
+                err.to_string().starts_with("policy.sandbox.limits: "),
+                "{err}"
             );
         }
     }

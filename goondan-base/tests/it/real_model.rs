@@ -264,9 +264,12 @@ spec:
         command: "{node}"
         args: ["{everything}", "stdio"]
         include: [echo]
+        # In the sandbox, as every bridged server by default; it reads its own files.
+        sandbox: {{read: ["{peers}"]}}
 "#,
         node = mcp_peers::peer("node").display(),
         everything = mcp_peers::peer("mcp-server-everything").display(),
+        peers = mcp_peers::peers_dir().join("../..").canonicalize().unwrap().display(),
     );
     let file = bundle(dir.path(), server, "everything__echo", true, &extension);
     let out = run_input(&file, "Echo the words good morning", dir.path()).await;

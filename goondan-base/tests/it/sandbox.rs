@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use goondan_base::sandbox::{SandboxMode, SandboxPolicy};
+use goondan_base::sandbox::{DEFAULT_MEMORY, Limits, SandboxMode, SandboxPolicy};
 use goondan_base::{Bash, BashPolicy};
 use goondan_runtime::testing::{ResultAssertions, TestKit};
-use goondan_runtime::{IntoTool, ToolContext};
+use goondan_runtime::{IntoTool, ToolCallResult, ToolContext};
 use serde_json::{Value, json};
 
 fn kit_with(sandbox: SandboxPolicy) -> TestKit {
@@ -481,10 +481,31 @@ fn sbx_goondan_sandbox_check_says_what_this_machine_enforces() {
         text.contains("ready: `true` ran in the workspace sandbox"),
         "{text}"
     );
+    // This machine (and CI) enforces the memory and process limits, through cgroup v1 or v2.
+    assert!(text.contains("limits of each call:"), "{text}");
+    for limit in [
+        "memory         4 GiB (default)",
+        "processes      4096 (default)",
+    ] {
+        let line = text.lines().find(|l| l.trim_start().starts_with(limit));
+        assert!(
+            line.is_some_and(|l| l.contains("cgroup v")),
+            "{limit}: {text}"
+        );
+    }
     let o = goondan(&["sandbox", "check", "--json", "--workdir", wd]);
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["ready"], true, "{report}");
     assert_eq!(report["probe"], Value::Null, "{report}");
+    let limits = report["limits"].as_array().unwrap();
+    assert_eq!(limits.len(), 3, "{report}");
+    for limit in &limits[..2] {
+        assert!(
+            ["v1", "v2"].contains(&limit["cgroup"].as_str().unwrap_or_default()),
+            "{report}"
+        );
+        assert_eq!(limit["set"], false, "{report}");
+    }
 
     // Where no user namespace may be made, check says so and exits 1.
     let script = format!(
@@ -1289,4 +1310,303 @@ fn sbx_goondan_tools_call_has_nobody_to_approve_running_outside_the_sandbox() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("E_SANDBOX_ESCALATION_NOT_APPROVED"), "{text}");
     assert!(!marker.exists());
+}
+
+/// Calls `bash__exec` with `limits` and the test's timeout.
+async fn exec_limited(kit: &TestKit, command: &str, limits: Value) -> ToolCallResult {
+    kit.call(
+        "bash__exec",
+        json!({"command": command, "timeoutMs": 20000, "limits": limits}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn sbx_a_memory_bomb_ends_the_call_at_its_memory_limit() {
+    // 600 MiB at most if the limit failed open: harmless.
+    let command = "echo before; python3 -c 'b = bytearray(600 * 1024 * 1024)'; echo after";
+    for sandbox in [SandboxPolicy::default(), SandboxPolicy::off()] {
+        let on = sandbox.is_on();
+        let kit = kit_with(sandbox);
+        let r = exec_limited(&kit, command, json!({"memory": "64MiB"})).await;
+        let err = r.assert_error("E_SANDBOX_LIMIT");
+        assert_eq!(err.name(), "MemoryLimitError", "sandbox {on}: {err:?}");
+        assert!(
+            err.message().contains("memory limit (64 MiB)")
+                && err.message().contains("(limit: memory)"),
+            "sandbox {on}: {err:?}"
+        );
+        // What the command wrote before is kept.
+        assert!(err.message().contains("before"), "sandbox {on}: {err:?}");
+    }
+}
+
+#[tokio::test]
+async fn sbx_a_fork_bomb_ends_the_call_at_once_at_its_process_limit() {
+    let kit = kit();
+    let marker = format!(
+        "79{}.{}",
+        std::process::id(),
+        kit.workdir().to_string_lossy().len()
+    );
+    // 3000 `sleep`s at most if the limit failed open, ended with the call. Each refused fork
+    // waits 10 ms, so the loop lasts about 30 s past the limit: a call not ended at once
+    // lives to write `survived`.
+    std::fs::write(
+        kit.workdir().join("bomb.py"),
+        "import os, sys, time\n\
+         for i in range(3000):\n    \
+             try:\n        \
+                 if os.fork() == 0:\n            \
+                     os.execvp('sleep', ['sleep', sys.argv[1]])\n    \
+             except OSError:\n        \
+                 time.sleep(0.01)\n\
+         open('survived', 'w').close()\n",
+    )
+    .unwrap();
+    let r = kit
+        .call(
+            "bash__exec",
+            json!({
+                "command": format!("python3 bomb.py {marker}"),
+                "timeoutMs": 120000,
+                "limits": {"processes": 64},
+            }),
+        )
+        .await;
+    let err = r.assert_error("E_SANDBOX_LIMIT");
+    assert_eq!(err.name(), "ProcessLimitError", "{err:?}");
+    assert!(
+        err.message().contains("process limit (64 at once)")
+            && err.message().contains("(limit: processes)"),
+        "{err:?}"
+    );
+    assert!(
+        !kit.workdir().join("survived").exists(),
+        "the bomb ran on past its limit"
+    );
+    // Nothing it started is left.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(&marker) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!running(&marker));
+}
+
+#[tokio::test]
+async fn sbx_a_call_may_lower_its_limits_but_never_raise_them() {
+    let kit = kit();
+    let ten = "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2 & done; wait; echo done";
+    // Under the tool's limits, ten processes are fine; under eight, they are not.
+    let out = exec(&kit, ten).await;
+    assert_eq!(stdout(&out), "done\n", "{out}");
+    let r = exec_limited(&kit, ten, json!({"processes": 8})).await;
+    let err = r.assert_error("E_SANDBOX_LIMIT");
+    assert!(err.message().contains("(8 at once)"), "{err:?}");
+    // Above the tool's limits, zero or malformed: refused, and nothing runs.
+    for (limits, says) in [
+        (json!({"memory": "5GiB"}), "above this tool's, 4 GiB"),
+        (json!({"processes": 5000}), "above this tool's, 4096"),
+        (json!({"processes": 0}), "more than zero"),
+        (json!({"cpu": 0}), "more than zero"),
+        (json!({"memory": "512MB"}), "KiB, MiB, GiB or TiB"),
+        (json!({"memory": "1e9"}), "cannot be read"),
+        (
+            json!({"memory": "99999999999999999999TiB"}),
+            "above the largest",
+        ),
+    ] {
+        let r = exec_limited(&kit, "touch ran", limits.clone()).await;
+        let err = r.assert_error("E_BASH_LIMITS");
+        assert!(err.message().contains(says), "{limits}: {err:?}");
+        assert!(
+            err.suggestion()
+                .unwrap_or_default()
+                .contains("memory 4 GiB"),
+            "{err:?}"
+        );
+        assert!(!kit.workdir().join("ran").exists(), "{limits}");
+    }
+    // Not even a count: the arguments do not match the schema.
+    let r = exec_limited(&kit, "touch ran", json!({"processes": -1})).await;
+    r.assert_error("E_TOOL_INVALID_ARGS");
+    assert!(!kit.workdir().join("ran").exists());
+}
+
+#[tokio::test]
+async fn sbx_a_tools_limits_bound_its_calls_and_stay_within_the_policys() {
+    let policy = BashPolicy {
+        sandbox: SandboxPolicy::default()
+            .with_limits(Limits::default().with_processes(64).unwrap()),
+        limits: Some(
+            Limits::default()
+                .with_processes(8)
+                .unwrap()
+                .with_memory(8 << 30)
+                .unwrap(),
+        ),
+        kill_grace: Duration::from_millis(300),
+        ..BashPolicy::default()
+    };
+    let bash = Bash::new(policy);
+    // The tool's 8 processes; its 8 GiB lowered to the policy's default bound.
+    assert_eq!(bash.limits().processes(), 8);
+    assert_eq!(bash.limits().memory(), DEFAULT_MEMORY);
+    let kit = TestKit::with_tools([bash.into_tool()]).unwrap();
+    let ten = "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2 & done; wait";
+    exec_limited(&kit, ten, json!({}))
+        .await
+        .assert_error("E_SANDBOX_LIMIT");
+    let r = exec_limited(&kit, "true", json!({"processes": 16})).await;
+    let err = r.assert_error("E_BASH_LIMITS");
+    assert!(err.message().contains("above this tool's, 8"), "{err:?}");
+}
+
+#[tokio::test]
+async fn sbx_a_limit_that_cannot_be_enforced_refuses_a_sandboxed_call() {
+    // Without cgroups, no limit is enforced: a limit that is set refuses the sandboxed call;
+    // the defaults let it run. With the sandbox off, it runs.
+    for (sandbox, limits, runs) in [
+        (SandboxPolicy::default(), json!({"memory": "64MiB"}), false),
+        (SandboxPolicy::default(), json!({}), true),
+        (SandboxPolicy::off(), json!({"memory": "64MiB"}), true),
+    ] {
+        let policy = BashPolicy {
+            sandbox,
+            use_cgroup: false,
+            ..BashPolicy::default()
+        };
+        let kit = TestKit::with_tools([Bash::new(policy).into_tool()]).unwrap();
+        let r = exec_limited(&kit, "touch ran", limits.clone()).await;
+        if runs {
+            r.assert_ok();
+        } else {
+            let err = r.assert_error("E_SANDBOX_UNAVAILABLE");
+            assert!(
+                err.message()
+                    .contains("memory limit (64 MiB) cannot be enforced")
+                    && err.message().contains("use_cgroup"),
+                "{err:?}"
+            );
+        }
+        assert_eq!(kit.workdir().join("ran").exists(), runs, "{limits}");
+    }
+}
+
+#[test]
+fn sbx_where_no_cgroup_can_be_made_a_set_limit_refuses_the_sandboxed_call() {
+    // A mount namespace of the test's own whose /sys/fs/cgroup is an empty tmpfs: no
+    // hierarchy is reachable.
+    let dir = tempfile::tempdir().unwrap();
+    let goondan = env!("CARGO_BIN_EXE_goondan");
+    let call = |command: &str, extra: &str| {
+        format!(
+            "{goondan} tools call bash__exec '{command}' --json --workdir {wd} {extra}",
+            wd = dir.path().display()
+        )
+    };
+    let script = format!(
+        "mount -t tmpfs none /sys/fs/cgroup || exit 99; {set}; echo; {unset}; echo; {off}",
+        set = call(
+            r#"{"command": "touch set", "limits": {"processes": 64}}"#,
+            ""
+        ),
+        unset = call(r#"{"command": "touch unset"}"#, ""),
+        off = call(
+            r#"{"command": "touch off", "limits": {"processes": 64}}"#,
+            "--sandbox off"
+        ),
+    );
+    let output = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(99), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let results: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(results.len(), 3, "{text}");
+    assert_eq!(
+        results[0]["error"]["code"], "E_SANDBOX_UNAVAILABLE",
+        "{text}"
+    );
+    let message = results[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("processes limit (64) cannot be enforced"),
+        "{message}"
+    );
+    assert!(!dir.path().join("set").exists());
+    for (result, file) in [(&results[1], "unset"), (&results[2], "off")] {
+        assert_eq!(result["status"], "ok", "{result}");
+        assert!(dir.path().join(file).exists(), "{result}");
+    }
+}
+
+#[test]
+fn sbx_a_bundles_limits_bound_its_calls_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let wd = dir.path().join("wd");
+    std::fs::create_dir(&wd).unwrap();
+    let bundle = dir.path().join("goondan.yaml");
+    let call = |command: &str| {
+        goondan(&[
+            "tools",
+            "call",
+            "bash__exec",
+            command,
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--workdir",
+            wd.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    std::fs::write(
+        &bundle,
+        format!(
+            "{BASH_AGENT}  policy:\n    sandbox: {{limits: {{memory: 512MiB, processes: 8, cpu: 1.5}}}}\n"
+        ),
+    )
+    .unwrap();
+    let o = call(r#"{"command": "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2 & done; wait"}"#);
+    let result: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(result["error"]["code"], "E_SANDBOX_LIMIT", "{result}");
+    let o = call(r#"{"command": "touch ran", "limits": {"memory": "1GiB"}}"#);
+    let result: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(result["error"]["code"], "E_BASH_LIMITS", "{result}");
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(message.contains("above this tool's, 512 MiB"), "{result}");
+    assert!(!wd.join("ran").exists());
+    let o = call(r#"{"command": "echo ok", "limits": {"processes": 4}}"#);
+    let result: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(result["output"]["stdout"], "ok\n", "{result}");
+
+    // Limits that cannot be used stop the command with a clear, bounded error.
+    let huge = format!("{{memory: {}}}", "9".repeat(10_000));
+    for (limits, says) in [
+        ("{memory: 0}", "memory limit must be more than zero"),
+        ("{memory: 512MB}", "KiB, MiB, GiB or TiB"),
+        ("{processes: -4}", "processes limit must be more than zero"),
+        ("{cpu: 0.001}", "cpu limit 0.001 is below the least"),
+        (huge.as_str(), "above the largest"),
+        ("{swap: 1GiB}", "unknown limit `swap`"),
+        ("512MiB", "must be a map"),
+    ] {
+        std::fs::write(
+            &bundle,
+            format!("{BASH_AGENT}  policy:\n    sandbox: {{limits: {limits}}}\n"),
+        )
+        .unwrap();
+        let o = call(r#"{"command": "touch ran"}"#);
+        assert_eq!(o.status.code(), Some(2), "{limits}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("policy.sandbox.limits") && err.contains(says),
+            "{limits}: {err}"
+        );
+        assert!(err.len() < 1000, "a bounded message: {err}");
+        assert!(!wd.join("ran").exists());
+    }
 }

@@ -1,5 +1,6 @@
 //! Upstream's own bundles, validated by `goondan validate` as a process: the brain-persona
-//! sample and the `@goondan/base` package manifest (see `fixtures/upstream/ORIGIN.md`). The
+//! sample and the `@goondan/base` package manifest (see `fixtures/upstream/ORIGIN.md`; validated
+//! with goondan-rs's two added parameters, `bash`'s `limits` and `escalate`, declared). The
 //! manifest's Tool resources are also compared, export by export, with the compiled tools:
 //! same names, same parameter names, same required parameters.
 
@@ -37,9 +38,35 @@ fn base_5_brain_persona_sample_validates() {
     assert_eq!(report["resources"], 16);
 }
 
+/// goondan-rs's additions to upstream's `@goondan/base` exports: `bash`'s per-call resource
+/// `limits` and its `escalate` (to run outside the sandbox when a person approves), on
+/// `bash__exec` and `bash__script`, declared after each of their `env` parameters.
+const BASH_ENV: &str = r#"          env:
+            type: "object"
+            description: "Optional environment variable overrides merged with process.env before execution."
+"#;
+const BASH_LIMITS: &str = r#"          limits:
+            type: "object"
+            description: "Lower resource limits for this call (memory, processes, cpu)."
+          escalate:
+            type: "object"
+            description: "Run outside the sandbox, once a person approves."
+"#;
+
 #[test]
 fn base_5_upstream_base_package_manifest_validates() {
-    let report = validate(&fixture("base"));
+    // Upstream's manifest as it is, with goondan-rs's additions declared: every other export and
+    // parameter must match the compiled tools.
+    let upstream = std::fs::read_to_string(fixture("base")).unwrap();
+    assert_eq!(upstream.matches(BASH_ENV).count(), 2, "bash's two exports");
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &manifest,
+        upstream.replace(BASH_ENV, &format!("{BASH_ENV}{BASH_LIMITS}")),
+    )
+    .unwrap();
+    let report = validate(&manifest);
     assert_eq!(report["ok"], true);
     assert_eq!(report["diagnostics"], serde_json::json!([]));
     assert_eq!(report["resources"], 24);
