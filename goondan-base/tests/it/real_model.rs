@@ -269,7 +269,11 @@ spec:
 "#,
         node = mcp_peers::peer("node").display(),
         everything = mcp_peers::peer("mcp-server-everything").display(),
-        peers = mcp_peers::peers_dir().join("../..").canonicalize().unwrap().display(),
+        peers = mcp_peers::peers_dir()
+            .join("../..")
+            .canonicalize()
+            .unwrap()
+            .display(),
     );
     let file = bundle(dir.path(), server, "everything__echo", true, &extension);
     let out = run_input(&file, "Echo the words good morning", dir.path()).await;
