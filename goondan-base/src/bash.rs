@@ -305,6 +305,8 @@ pub struct Bash {
     policy: Arc<BashPolicy>,
     /// Empty per-call cgroups kept for the next calls (shared by clones).
     cgroups: Arc<CgroupPool>,
+    /// The warm sandboxes the calls join, one per workdir (shared by clones).
+    warm: Arc<sandbox::WarmSandboxes>,
 }
 
 impl Default for Bash {
@@ -346,6 +348,7 @@ impl Bash {
         Self {
             policy: Arc::new(policy),
             cgroups: Arc::default(),
+            warm: Arc::default(),
         }
     }
 
@@ -422,7 +425,7 @@ impl Bash {
         };
         let limits = self.call_limits(asked)?;
         let started = Instant::now();
-        let (invocation, private) = self.sandboxed(ctx, invocation, escalate)?;
+        let (invocation, private) = self.sandboxed(ctx, invocation, escalate).await?;
         let containment = Containment::new(
             self.policy.use_cgroup,
             limits,
@@ -471,7 +474,7 @@ impl Bash {
     /// What to start for `invocation`: itself with the sandbox off, or for a call a person
     /// approved to run outside it; else the helper program that runs it in the sandbox, with
     /// the call's private directory (kept until the call is over).
-    fn sandboxed(
+    async fn sandboxed(
         &self,
         ctx: &ToolContext,
         invocation: Invocation,
@@ -524,7 +527,7 @@ impl Bash {
             args,
             env,
             private,
-        } = sandbox::prepare(policy, target)?;
+        } = self.warm.join(policy, target).await?;
         let helper = Invocation {
             program: program.into_os_string(),
             args,

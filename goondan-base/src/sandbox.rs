@@ -60,6 +60,7 @@ mod proxy;
 #[cfg(feature = "mcp")]
 mod server;
 mod spec;
+mod warm;
 
 #[cfg(target_os = "linux")]
 mod confine;
@@ -71,7 +72,7 @@ pub use self::check::{LimitSupport, Support, check};
 pub use self::helper::serve_if_asked;
 pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
-pub(crate) use self::launch::{Prepared, PrivateDir, Target, prepare};
+pub(crate) use self::launch::{Prepared, PrivateDir, Target};
 pub use self::limits::{
     DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource, Size,
 };
@@ -80,6 +81,7 @@ pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
 pub use self::server::ServerSandbox;
 #[cfg(feature = "cli")]
 pub(crate) use self::server::server_workdir;
+pub(crate) use self::warm::WarmSandboxes;
 
 /// Error codes of the sandbox.
 pub mod codes {

@@ -106,6 +106,34 @@ pub(crate) fn mounts(spec: &LaunchSpec) -> Result<(), String> {
     nix::unistd::chdir("/").map_err(|e| fail("entering /", e))
 }
 
+/// Joins the namespaces of the warm sandbox whose first process is `pid` (the host's pid):
+/// user first (the rights for the rest), then mount (its root becomes this process's root and
+/// working directory), network, IPC, UTS and PID (for the children). The process must have one
+/// thread.
+pub(crate) fn join(pid: u32) -> Result<(), String> {
+    use nix::sched::{CloneFlags, setns};
+    let kinds = [
+        ("user", CloneFlags::CLONE_NEWUSER),
+        ("mnt", CloneFlags::CLONE_NEWNS),
+        ("net", CloneFlags::CLONE_NEWNET),
+        ("ipc", CloneFlags::CLONE_NEWIPC),
+        ("uts", CloneFlags::CLONE_NEWUTS),
+        ("pid", CloneFlags::CLONE_NEWPID),
+    ];
+    // Every file opened first: once in the user namespace, /proc is seen with its rights.
+    let mut opened = Vec::with_capacity(kinds.len());
+    for (name, flag) in kinds {
+        let file = std::fs::File::open(format!("/proc/{pid}/ns/{name}"))
+            .map_err(|e| format!("the warm sandbox's {name} namespace: {e}"))?;
+        opened.push((name, flag, file));
+    }
+    for (name, flag, file) in &opened {
+        setns(file, *flag)
+            .map_err(|e| format!("joining the warm sandbox's {name} namespace: {e}"))?;
+    }
+    Ok(())
+}
+
 /// `path` of the host inside the new `root`.
 fn inside(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))

@@ -31,6 +31,8 @@ use super::spec::{LaunchSpec, SPEC_VAR};
 pub const HELPER_FLAG: &str = "--goondan-sandbox-helper";
 /// The first argument of the inner stage.
 const INIT_FLAG: &str = "--goondan-sandbox-init";
+/// The first argument of the join stage: one command run in a warm sandbox.
+pub(crate) const JOIN_FLAG: &str = "--goondan-sandbox-join";
 /// The first argument that makes the helper print what the kernel says of Landlock.
 pub(crate) const LANDLOCK_FLAG: &str = "--goondan-sandbox-landlock";
 /// The exit code of a helper that could not set the sandbox up (its report says why).
@@ -81,6 +83,8 @@ fn run_stage(arg: &OsString) -> Option<u8> {
         Some(stage::outer())
     } else if arg == INIT_FLAG {
         Some(stage::inner())
+    } else if arg == JOIN_FLAG {
+        Some(stage::join())
     } else if arg == LANDLOCK_FLAG {
         use std::io::Write;
         let _ = writeln!(std::io::stdout(), "{}", stage::landlock());
@@ -126,11 +130,8 @@ mod stage {
         UNAVAILABLE_EXIT
     }
 
-    pub(super) fn outer() -> u8 {
-        let (spec, json) = match read_spec() {
-            Ok(read) => read,
-            Err(what) => return unavailable(None, what),
-        };
+    /// Holds back the signals the host sends to a whole call: they are for the command.
+    fn hold_signals() -> nix::Result<()> {
         let mut held = SigSet::empty();
         for signal in [
             Signal::SIGTERM,
@@ -140,7 +141,15 @@ mod stage {
         ] {
             held.add(signal);
         }
-        if let Err(e) = held.thread_block() {
+        held.thread_block()
+    }
+
+    pub(super) fn outer() -> u8 {
+        let (spec, json) = match read_spec() {
+            Ok(read) => read,
+            Err(what) => return unavailable(None, what),
+        };
+        if let Err(e) = hold_signals() {
             return unavailable(Some(&spec), format!("blocking signals: {e}"));
         }
         // Opened before the namespaces, while the host's pid means the host.
@@ -205,6 +214,9 @@ mod stage {
             Err(e) => return unavailable(Some(&spec), format!("starting the inner stage: {e}")),
         };
         wait_for_report(&watch, inner.id(), &host);
+        if spec.warm {
+            return serve_warm(&report_path, inner, &host);
+        }
         if spec.stdin {
             // A server's sandbox lives as long as this helper, which its host stops by killing
             // it: the inner stage dies with it (its parent-death signal), and everything inside
@@ -266,6 +278,54 @@ mod stage {
         }
     }
 
+    /// A warm sandbox's outer stage, once the inner stage reported: tells the host the inner
+    /// stage's pid (calls join its namespaces), then stays until the inner stage ends, or the
+    /// host does (the inner stage is then killed, and everything inside with it). The host
+    /// stops the sandbox by killing this stage: the inner stage's parent-death signal follows.
+    fn serve_warm(report: &std::path::Path, mut inner: std::process::Child, host: &OwnedFd) -> u8 {
+        use std::os::fd::AsFd;
+        if Report::read_from(report) != Some(Report::Ready) {
+            let _ = inner.kill();
+            let _ = inner.wait();
+            return UNAVAILABLE_EXIT;
+        }
+        if let Err(e) = Report::Warm(inner.id()).write_to(report) {
+            eprintln!("goondan-sandbox: the report: {e}");
+            let _ = inner.kill();
+            let _ = inner.wait();
+            return UNAVAILABLE_EXIT;
+        }
+        let pid = rustix::process::Pid::from_raw(i32::try_from(inner.id()).unwrap_or(i32::MAX));
+        let inner_fd = pid.and_then(|pid| {
+            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+        });
+        let Some(inner_fd) = inner_fd else {
+            let _ = inner.kill();
+            let _ = inner.wait();
+            return UNAVAILABLE_EXIT;
+        };
+        loop {
+            let mut fds = [
+                PollFd::new(inner_fd.as_fd(), PollFlags::POLLIN),
+                PollFd::new(host.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => break,
+            }
+            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+            let (inner_gone, host_gone) = (ready(&fds[0]), ready(&fds[1]));
+            if host_gone {
+                let _ = inner.kill();
+            }
+            if inner_gone || host_gone {
+                break;
+            }
+        }
+        let _ = inner.wait();
+        0
+    }
+
     /// A pidfd of the process that started this helper, which becomes readable when it ends.
     /// Refused when it has already ended (this process was handed to another parent).
     fn watch_host() -> Result<OwnedFd, String> {
@@ -303,7 +363,7 @@ mod stage {
         let signal = match report {
             Report::Exit(code) => return u8::try_from(code & 0xff).unwrap_or(1),
             Report::Signal(signal) => signal,
-            Report::Unavailable(_) => return UNAVAILABLE_EXIT,
+            Report::Unavailable(_) | Report::Ready | Report::Warm(_) => return UNAVAILABLE_EXIT,
         };
         if let Ok(signal) = Signal::try_from(signal) {
             let _ = SigSet::all().thread_unblock();
@@ -322,8 +382,8 @@ mod stage {
             Ok((spec, _)) => spec,
             Err(what) => return unavailable(None, what),
         };
-        // A server's sandbox ends when its helper is killed (see the outer stage).
-        if spec.stdin
+        // A server's or a warm sandbox ends when its helper is killed (see the outer stage).
+        if (spec.stdin || spec.warm)
             && let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
         {
             return unavailable(Some(&spec), format!("the parent-death signal: {e}"));
@@ -340,6 +400,12 @@ mod stage {
         if let Err(what) = confine::mounts(&spec).and_then(|()| confine::restrict(&spec)) {
             return unavailable(Some(&spec), what);
         }
+        if spec.warm {
+            let ready = serde_json::to_string(&Report::Ready).unwrap_or_default();
+            let _ = report.write_all(ready.as_bytes());
+            drop(report);
+            reap_forever();
+        }
         let outcome = run(&spec);
         let json = serde_json::to_string(&outcome).unwrap_or_default();
         let _ = report.write_all(json.as_bytes());
@@ -349,6 +415,53 @@ mod stage {
         // returning ends PID 1, and with it anything still inside.
         while let Ok(_) | Err(Errno::EINTR) = waitpid(Pid::from_raw(-1), None) {}
         0
+    }
+
+    /// A warm sandbox's first process: reaps whatever ends inside (the commands of calls that
+    /// joined are not its children, but what they leave behind becomes so), sleeping between.
+    fn reap_forever() -> ! {
+        use nix::sys::wait::WaitPidFlag;
+        let mut child = SigSet::empty();
+        child.add(Signal::SIGCHLD);
+        let _ = child.thread_block();
+        loop {
+            while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                if status == WaitStatus::StillAlive {
+                    break;
+                }
+            }
+            let _ = child.wait();
+        }
+    }
+
+    /// The join stage: one command of a call run in a warm sandbox. It joins the sandbox's
+    /// namespaces (its root among them), restricts itself as the call's policy says, runs the
+    /// command (born in the sandbox's PID namespace) and ends as it ended. It runs in the call's
+    /// cgroup, so the call's limits, timeout and leftovers stay the call's.
+    pub(super) fn join() -> u8 {
+        let spec = match read_spec() {
+            Ok((spec, _)) => spec,
+            Err(what) => return unavailable(None, what),
+        };
+        // Signals are not held back here, unlike the outer stage: the command inherits this
+        // process's mask. A signal the host sends the whole call ends this stage like the
+        // command, and the host then reports the signal.
+        let Some(warm) = spec.join else {
+            return unavailable(Some(&spec), "no warm sandbox to join".to_owned());
+        };
+        // Opened before joining: the file lies outside the sandbox's root.
+        let mut report = match File::create(spec::path(&spec.report)) {
+            Ok(file) => file,
+            Err(e) => return unavailable(Some(&spec), format!("the report file: {e}")),
+        };
+        if let Err(what) = confine::join(warm).and_then(|()| confine::restrict(&spec)) {
+            return unavailable(Some(&spec), what);
+        }
+        let outcome = run(&spec);
+        let json = serde_json::to_string(&outcome).unwrap_or_default();
+        let _ = report.write_all(json.as_bytes());
+        drop(report);
+        end_as(outcome)
     }
 
     /// Starts the command and reaps every process inside until the command ends.
@@ -399,6 +512,10 @@ mod stage {
     }
 
     pub(super) fn inner() -> u8 {
+        outer()
+    }
+
+    pub(super) fn join() -> u8 {
         outer()
     }
 

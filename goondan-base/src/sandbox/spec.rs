@@ -40,6 +40,14 @@ pub(crate) struct LaunchSpec {
     /// stdin is `/dev/null`.
     #[serde(default)]
     pub(crate) stdin: bool,
+    /// A warm sandbox: the helper makes the namespaces and the root, reports
+    /// [`Report::Warm`], and then only reaps, until its host dies or kills it. Calls join it.
+    #[serde(default)]
+    pub(crate) warm: bool,
+    /// The join stage: the host pid of the warm sandbox's first process, whose namespaces the
+    /// command joins.
+    #[serde(default)]
+    pub(crate) join: Option<u32>,
 }
 
 impl LaunchSpec {
@@ -77,6 +85,11 @@ pub(crate) enum Report {
     Signal(i32),
     /// The sandbox could not be set up: what was missing. The command never ran.
     Unavailable(String),
+    /// A warm sandbox's inner stage has its root and waits (the outer stage then reports
+    /// [`Report::Warm`]).
+    Ready,
+    /// A warm sandbox is up: the host pid of its first process, whose namespaces calls join.
+    Warm(u32),
 }
 
 impl Report {

@@ -364,11 +364,58 @@ async fn sbx_the_calls_own_env_reaches_the_command_and_tmpdir_is_private() {
     let lines: Vec<&str> = stdout(&out).lines().collect();
     assert_eq!(lines[0], "yes", "{out}");
     let tmpdir = PathBuf::from(lines[1]);
-    assert!(tmpdir.file_name().is_some_and(|n| n == "tmp"), "{out}");
+    assert!(
+        tmpdir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("call-")),
+        "{out}"
+    );
     assert!(
         !tmpdir.exists(),
         "the private TMPDIR is removed after the call: {out}"
     );
+}
+
+#[tokio::test]
+async fn sbx_a_tools_calls_share_a_warm_sandbox_but_not_their_tmpdirs() {
+    let kit = kit();
+    let first = exec(
+        &kit,
+        "readlink /proc/self/ns/pid /proc/self/ns/mnt; echo \"$TMPDIR\"",
+    )
+    .await;
+    // A command still running beside the second call, with a file in its TMPDIR.
+    let held = kit.call(
+        "bash__exec",
+        json!({"command": "echo held > \"$TMPDIR/held\"; sleep 3", "timeoutMs": 20000}),
+    );
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        exec(
+            &kit,
+            "readlink /proc/self/ns/pid /proc/self/ns/mnt; echo \"$TMPDIR\"; \
+             ls \"$(dirname \"$TMPDIR\")\" && echo LISTED; \
+             cat \"$(dirname \"$TMPDIR\")\"/*/held && echo READ; \
+             touch \"$(dirname \"$TMPDIR\")/x\" && echo WROTE; echo done",
+        )
+        .await
+    };
+    let (held, second) = tokio::join!(held, second);
+    held.assert_ok();
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        stdout(&first).lines().collect(),
+        stdout(&second).lines().collect(),
+    );
+    assert_eq!(a[..2], b[..2], "the same namespaces: {first} {second}");
+    assert_ne!(a[2], b[2], "a TMPDIR of each call's own");
+    let text = stdout(&second);
+    for leak in ["LISTED", "READ", "WROTE", "held\n"] {
+        assert!(!text.contains(leak), "{leak}: {second}");
+    }
+    assert!(text.ends_with("done\n"), "{second}");
+    // Another tool has a sandbox of its own.
+    let other = exec(&self::kit(), "readlink /proc/self/ns/pid").await;
+    assert_ne!(stdout(&other).trim(), a[0], "{other}");
 }
 
 #[tokio::test]
