@@ -17,8 +17,19 @@
 //!    ends, the kernel kills anything still inside (the namespace ends with its first
 //!    process).
 //!
+//! A **warm** sandbox (`bash`'s, one per tool and workdir: see `super::warm`) is made by the same
+//! two stages without a command: the inner stage reports that its root is ready and then only
+//! reaps; the outer stage reports the inner stage's pid and stays until the host kills it or
+//! dies (the inner stage, and everything inside, follow). Each call then starts the third
+//! stage:
+//!
+//! 3. The **join stage** (started by the host inside the call's cgroup) enters the warm
+//!    sandbox's user, mount, network, IPC, UTS and PID namespaces (`confine::join`), restricts
+//!    itself with Landlock (the call's own `TMPDIR` among what it may write) and seccomp, runs
+//!    the command, which is born in the warm PID namespace, and ends as the command ended.
+//!
 //! The outcome goes to the host as a report (one JSON line) in a file of the call's private directory
-//! that the command cannot reach (the inner stage opens it before it restricts itself). A
+//! that the command cannot reach (the stage opens it before it restricts itself). A
 //! sandbox that cannot be set up reports what was missing, and the command never runs.
 
 use std::ffi::OsString;
