@@ -33,8 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use self::cgroup::CgroupPool;
-pub use self::cgroup::CgroupVersion;
-pub(crate) use self::cgroup::enforcement;
+pub use self::cgroup::{CgroupVersion, enforcement};
 use self::containment::Containment;
 pub use self::containment::{ContainmentKind, end_own_calls, end_stale_calls};
 use self::process::{Finished, Invocation};

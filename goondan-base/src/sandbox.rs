@@ -74,7 +74,8 @@ pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
 pub(crate) use self::launch::{Prepared, PrivateDir, Target};
 pub use self::limits::{
-    DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource, Size,
+    CgroupVersion, DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource,
+    Size,
 };
 pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
 #[cfg(feature = "mcp")]

@@ -5,7 +5,7 @@
 //! (`goondan-bash-<pid>-<n>`) in each **hierarchy** that has a part to play:
 //!
 //! - the cgroup v2 hierarchy, when it is writable and has `cgroup.kill`: it holds the call
-//!   (see [`super::containment`]), and carries the controllers enabled for this process's
+//!   (see the containment module), and carries the controllers enabled for this process's
 //!   children (`cgroup.subtree_control`);
 //! - on a hybrid host, where the memory, pids or cpu controller is bound to a cgroup v1
 //!   hierarchy instead, that hierarchy too: it only carries the limit.
@@ -29,32 +29,13 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde::Serialize;
 
 use crate::sandbox::{Limits, Resource};
 
+pub use crate::sandbox::CgroupVersion;
+
 /// The prefix of the per-call cgroups' names.
 pub(super) const PREFIX: &str = "goondan-bash-";
-
-/// A cgroup version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum CgroupVersion {
-    /// The legacy hierarchies, one per controller (or a few together).
-    #[serde(rename = "v1")]
-    V1,
-    /// The unified hierarchy.
-    #[serde(rename = "v2")]
-    V2,
-}
-
-impl std::fmt::Display for CgroupVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::V1 => "cgroup v1",
-            Self::V2 => "cgroup v2",
-        })
-    }
-}
 
 /// A resource controller of the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,8 +233,9 @@ impl Cgroups {
 }
 
 /// Where `resource`'s limit is enforced on this host: the cgroup version and the directory
-/// under which calls' cgroups are made, or why it cannot be.
-pub(crate) fn enforcement(resource: Resource) -> Result<(CgroupVersion, PathBuf), String> {
+/// under which calls' cgroups are made, or why it cannot be (for
+/// [`crate::sandbox::check`]).
+pub fn enforcement(resource: Resource) -> Result<(CgroupVersion, PathBuf), String> {
     cgroups()
         .enforcer(resource)
         .map(|(version, base)| (version, base.to_path_buf()))

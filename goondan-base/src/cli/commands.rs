@@ -68,7 +68,10 @@ pub(crate) fn execute(
                 None => std::env::current_dir()?,
             };
             let policy = sandbox::host_policy().cloned().unwrap_or_default();
-            sandbox_check(&sandbox::check(&policy, &workdir), &policy, cli.json, out)
+            {
+                let support = sandbox::check(&policy, &workdir, crate::bash::enforcement);
+                sandbox_check(&support, &policy, cli.json, out)
+            }
         }
         Command::Validate { bundle } => validate(bundle, library, cli.json, out),
         Command::AgentHost(args) => Ok(super::agent_host::run(args, library, out)),

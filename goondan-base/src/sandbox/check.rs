@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use serde::Serialize;
 
 use super::launch::{Target, locate_helper, prepare};
+use super::limits::CgroupVersion;
 use super::limits::Resource;
 use super::policy::{SandboxMode, SandboxPolicy};
-use crate::bash::CgroupVersion;
 
 /// What this machine can enforce, and whether a command really runs in the sandbox.
 #[derive(Debug, Clone, Serialize)]
@@ -73,9 +73,16 @@ impl Support {
 }
 
 /// Looks at what this machine supports and runs `/bin/sh -c true` under `policy` in `workdir`.
-pub fn check(policy: &SandboxPolicy, workdir: &Path) -> Support {
+/// `enforcement` says where each resource limit is enforced (the cgroup version and the
+/// directory the calls' cgroups are made under), or why it cannot be: `bash`'s
+/// `goondan_base::bash::enforcement`.
+pub fn check(
+    policy: &SandboxPolicy,
+    workdir: &Path,
+    enforcement: impl Fn(Resource) -> Result<(CgroupVersion, std::path::PathBuf), String>,
+) -> Support {
     let helper = locate_helper(policy);
-    let limits = limits(policy);
+    let limits = limits(policy, enforcement);
     let unenforced = limits
         .iter()
         .find(|l| l.set && l.cgroup.is_none() && policy.is_on())
@@ -97,12 +104,15 @@ pub fn check(policy: &SandboxPolicy, workdir: &Path) -> Support {
 }
 
 /// The policy's limits and how this machine enforces each.
-fn limits(policy: &SandboxPolicy) -> Vec<LimitSupport> {
+fn limits(
+    policy: &SandboxPolicy,
+    enforcement: impl Fn(Resource) -> Result<(CgroupVersion, std::path::PathBuf), String>,
+) -> Vec<LimitSupport> {
     let limits = policy.limits();
     Resource::ALL
         .into_iter()
         .map(|limit| {
-            let (cgroup, detail) = match crate::bash::enforcement(limit) {
+            let (cgroup, detail) = match enforcement(limit) {
                 Ok((version, base)) => (Some(version), format!("under {}", base.display())),
                 Err(why) => (None, why),
             };

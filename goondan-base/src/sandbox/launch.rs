@@ -320,7 +320,7 @@ fn spec_json(launch: &LaunchSpec) -> Result<String, SandboxError> {
         .map_err(|e| SandboxError::Unavailable(format!("the helper's spec: {e}")))
 }
 
-/// A sandbox made once and joined by each call (see `super::warm`): its namespaces, its root
+/// A sandbox made once and joined by each call (kept by `WarmSandboxes`): its namespaces, its root
 /// and its proxy live as long as its helper, which the agent keeps.
 #[derive(Debug)]
 pub(crate) struct WarmSandbox {

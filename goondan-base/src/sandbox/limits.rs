@@ -330,7 +330,7 @@ impl Limits {
     pub fn from_bundle(value: &serde_json::Value) -> Result<Self, LimitError> {
         use serde_json::Value;
         let Value::Object(map) = value else {
-            return Err(LimitError::NotAMap(super::policy::kind(value)));
+            return Err(LimitError::NotAMap(kind(value)));
         };
         let mut limits = Self::default();
         for (key, value) in map {
@@ -537,6 +537,38 @@ fn shown(text: &str) -> String {
         shown.push_str("...");
     }
     shown
+}
+
+/// A cgroup version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum CgroupVersion {
+    /// The legacy hierarchies, one per controller (or a few together).
+    #[serde(rename = "v1")]
+    V1,
+    /// The unified hierarchy.
+    #[serde(rename = "v2")]
+    V2,
+}
+
+impl std::fmt::Display for CgroupVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::V1 => "cgroup v1",
+            Self::V2 => "cgroup v2",
+        })
+    }
+}
+
+/// What a JSON value is, for a bundle's error messages.
+pub(super) fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a map",
+    }
 }
 
 #[cfg(test)]

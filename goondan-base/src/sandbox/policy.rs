@@ -4,6 +4,7 @@ use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
+use super::limits::kind;
 use crate::http_fetch::HttpPolicy;
 
 use super::limits::{LimitError, Limits};
@@ -496,17 +497,6 @@ impl std::fmt::Display for HostPattern {
             (true, false) => write!(f, "*.{}", self.name),
             (false, _) => f.write_str(&self.name),
         }
-    }
-}
-
-pub(super) fn kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "a list",
-        serde_json::Value::Object(_) => "a map",
     }
 }
 

@@ -120,6 +120,7 @@ impl Launcher for ServerSandbox {
 
 /// The workdir of the server `server` of the MCP extension `extension`, under `state` (a
 /// `goondan run` state directory).
+#[cfg(feature = "cli")]
 pub(crate) fn server_workdir(state: &Path, extension: &str, server: &str) -> PathBuf {
     state.join("mcp-servers").join(extension).join(server)
 }
