@@ -2,7 +2,7 @@
 //! it through the helper, confined like a `bash` command but speaking over its stdin and
 //! stdout for as long as the bridge keeps it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use goondan_runtime::mcp::client::{Launched, Launcher, StdioCommand};
 
@@ -121,6 +121,6 @@ impl Launcher for ServerSandbox {
 /// The workdir of the server `server` of the MCP extension `extension`, under `state` (a
 /// `goondan run` state directory).
 #[cfg(feature = "cli")]
-pub(crate) fn server_workdir(state: &Path, extension: &str, server: &str) -> PathBuf {
+pub(crate) fn server_workdir(state: &std::path::Path, extension: &str, server: &str) -> PathBuf {
     state.join("mcp-servers").join(extension).join(server)
 }
