@@ -295,25 +295,24 @@ mod stage {
     /// stops the sandbox by killing this stage: the inner stage's parent-death signal follows.
     fn serve_warm(report: &std::path::Path, mut inner: std::process::Child, host: &OwnedFd) -> u8 {
         use std::os::fd::AsFd;
-        if Report::read_from(report) != Some(Report::Ready) {
+        let give_up = |mut inner: std::process::Child| {
             let _ = inner.kill();
             let _ = inner.wait();
-            return UNAVAILABLE_EXIT;
+            UNAVAILABLE_EXIT
+        };
+        if Report::read_from(report) != Some(Report::Ready) {
+            return give_up(inner);
         }
         if let Err(e) = Report::Warm(inner.id()).write_to(report) {
             eprintln!("goondan-sandbox: the report: {e}");
-            let _ = inner.kill();
-            let _ = inner.wait();
-            return UNAVAILABLE_EXIT;
+            return give_up(inner);
         }
         let pid = rustix::process::Pid::from_raw(i32::try_from(inner.id()).unwrap_or(i32::MAX));
         let inner_fd = pid.and_then(|pid| {
             rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
         });
         let Some(inner_fd) = inner_fd else {
-            let _ = inner.kill();
-            let _ = inner.wait();
-            return UNAVAILABLE_EXIT;
+            return give_up(inner);
         };
         loop {
             let mut fds = [

@@ -160,11 +160,10 @@ impl PrivateDir {
     /// proxy serves all the calls of its agent: the refusals made while the call ran.)
     pub(crate) fn refused(&self) -> Vec<String> {
         match &self.call {
-            Some(call) => call
-                .warm
-                .private
-                .refused()
-                .split_off(call.refused_before.min(call.warm.private.refused().len())),
+            Some(call) => {
+                let mut all = call.warm.private.refused();
+                all.split_off(call.refused_before.min(all.len()))
+            }
             None => self.proxy.as_ref().map(Proxy::refused).unwrap_or_default(),
         }
     }

@@ -20,7 +20,7 @@ pub(crate) fn bundle_sandbox(
         return Ok(SandboxPolicy::default());
     };
     let file = super::bundle_file(path);
-    let mut policy = match Bundle::read(&file) {
+    let policy = match Bundle::read(&file) {
         Ok(bundle) => {
             let agent = agent.map(str::to_owned).or_else(|| bundle.entry_agent());
             match agent.and_then(|a| bundle.policy(&a, "sandbox").cloned()) {
@@ -30,10 +30,19 @@ pub(crate) fn bundle_sandbox(
         }
         Err(_) => SandboxPolicy::default(),
     };
+    deny_bundle_and_state(policy, path, state)
+}
+
+/// `policy` with the bundle file and its state directory kept out of reach.
+fn deny_bundle_and_state(
+    policy: SandboxPolicy,
+    bundle: &Path,
+    state: Option<&Path>,
+) -> Result<SandboxPolicy, PolicyError> {
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    policy = policy.deny(absolute(&file))?;
-    let state = super::state_dir_of(path, state);
-    policy.deny(absolute(&state))
+    policy
+        .deny(absolute(&super::bundle_file(bundle)))?
+        .deny(absolute(&super::state_dir_of(bundle, state)))
 }
 
 /// An MCP extension's stdio servers set to start in the sandbox, each under its bundle
@@ -86,12 +95,10 @@ fn server_policy(
     if let Some(mode) = flag {
         policy.mode = mode;
     }
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    if let Some(bundle) = bundle {
-        policy = policy.deny(absolute(&super::bundle_file(bundle)))?;
-        policy = policy.deny(absolute(&super::state_dir_of(bundle, state)))?;
+    match bundle {
+        Some(bundle) => deny_bundle_and_state(policy, bundle, state),
+        None => Ok(policy),
     }
-    Ok(policy)
 }
 
 /// The launcher of a server whose sandbox cannot be set up: it never starts.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth::{Authorizer, McpAuth};
-use super::launcher::{Launcher, LauncherSlot};
+use super::launcher::Launcher;
 use super::token_store::TokenStore;
 
 use crate::tools::name::{NameError, validate_resource_name};
@@ -75,7 +75,7 @@ pub struct McpServerConfig {
     pub(crate) auth: McpAuth,
     pub(crate) protocol_version: Option<String>,
     pub(crate) sampling: bool,
-    pub(crate) launcher: LauncherSlot,
+    pub(crate) launcher: Shared<dyn Launcher>,
     pub(crate) sandbox: Option<serde_json::Value>,
 }
 
@@ -115,7 +115,7 @@ impl McpServerConfig {
             auth: McpAuth::None,
             protocol_version: None,
             sampling: true,
-            launcher: LauncherSlot::default(),
+            launcher: Shared::default(),
             sandbox: None,
         }
     }
@@ -124,7 +124,7 @@ impl McpServerConfig {
     /// instead of as the host runs it; no effect on an HTTP server.
     #[must_use]
     pub fn launcher(mut self, launcher: impl Launcher) -> Self {
-        self.launcher = LauncherSlot(Some(Arc::new(launcher)));
+        self.launcher = Shared(Some(Arc::new(launcher)));
         self
     }
 
@@ -297,20 +297,32 @@ pub struct McpExtensionConfig {
     pub(crate) name: String,
     pub(crate) servers: Vec<McpServerConfig>,
     pub(crate) tokens: Option<TokenStore>,
-    pub(crate) authorizer: AuthorizerSlot,
+    pub(crate) authorizer: Shared<dyn Authorizer>,
 }
 
-/// The authorizer of an extension, if any: equal when it is the same one.
-#[derive(Clone, Default)]
-pub(crate) struct AuthorizerSlot(pub(crate) Option<Arc<dyn Authorizer>>);
+/// A shared object of a configuration (an extension's authorizer, a server's launcher), if
+/// any: equal when it is the same one.
+pub(crate) struct Shared<T: ?Sized>(pub(crate) Option<Arc<T>>);
 
-impl std::fmt::Debug for AuthorizerSlot {
+impl<T: ?Sized> Default for Shared<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<T: ?Sized> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for Shared<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
     }
 }
 
-impl PartialEq for AuthorizerSlot {
+impl<T: ?Sized> PartialEq for Shared<T> {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
@@ -320,7 +332,7 @@ impl PartialEq for AuthorizerSlot {
     }
 }
 
-impl Eq for AuthorizerSlot {}
+impl<T: ?Sized> Eq for Shared<T> {}
 
 /// Why an extension's configuration is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -369,7 +381,7 @@ impl McpExtensionConfig {
             name: name.into(),
             servers: Vec::new(),
             tokens: None,
-            authorizer: AuthorizerSlot::default(),
+            authorizer: Shared::default(),
         }
     }
 
@@ -385,7 +397,7 @@ impl McpExtensionConfig {
     /// token store has no usable tokens. Without one, such a server is `E_MCP_AUTH`.
     #[must_use]
     pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
-        self.authorizer = AuthorizerSlot(Some(authorizer));
+        self.authorizer = Shared(Some(authorizer));
         self
     }
 

@@ -5,7 +5,6 @@ use std::any::Any;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// A stdio server's command as the bridge would run it: the program, its arguments, its whole
 /// environment (the host's, minus the agent's own token, plus the server's `env`) and its
@@ -65,25 +64,3 @@ pub trait Launcher: Send + Sync + 'static {
     /// The command to start for the server named `server`.
     fn launch(&self, server: &str, command: StdioCommand) -> Result<Launched, String>;
 }
-
-/// A server's launcher, if any: equal when it is the same one.
-#[derive(Clone, Default)]
-pub(crate) struct LauncherSlot(pub(crate) Option<Arc<dyn Launcher>>);
-
-impl fmt::Debug for LauncherSlot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
-    }
-}
-
-impl PartialEq for LauncherSlot {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.0, &other.0) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-}
-
-impl Eq for LauncherSlot {}
