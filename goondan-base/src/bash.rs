@@ -304,7 +304,7 @@ pub struct Bash {
     policy: Arc<BashPolicy>,
     /// Empty per-call cgroups kept for the next calls (shared by clones).
     cgroups: Arc<CgroupPool>,
-    /// The warm sandboxes the calls join, one per workdir (shared by clones).
+    /// The warm sandboxes the calls run in, one per workdir (shared by clones).
     warm: Arc<sandbox::WarmSandboxes>,
 }
 
@@ -424,7 +424,7 @@ impl Bash {
         };
         let limits = self.call_limits(asked)?;
         let started = Instant::now();
-        let (invocation, private) = self.sandboxed(ctx, invocation, escalate).await?;
+        let call = self.sandboxed(ctx, &invocation, escalate).await?;
         let containment = Containment::new(
             self.policy.use_cgroup,
             limits,
@@ -432,14 +432,20 @@ impl Bash {
             &self.cgroups,
         )
         .map_err(sandbox::SandboxError::Unavailable)?;
-        let finished = process::run(invocation, bounds, ctx.cancellation(), containment)
+        let start = match &call {
+            Some(call) => process::Start::Sandbox(call),
+            None => process::Start::Here(invocation),
+        };
+        let finished = process::run(start, bounds, ctx.cancellation(), containment)
             .await
-            .map_err(spawn_error)?;
+            .map_err(
+                |err| match call.as_ref().and_then(sandbox::WarmCall::unavailable) {
+                    Some(what) => sandbox::SandboxError::Unavailable(what).into(),
+                    None => spawn_error(err),
+                },
+            )?;
         if let Some(resource) = finished.limit {
             return Err(limit_error(resource, &limits, &finished));
-        }
-        if let Some(what) = private.as_ref().and_then(sandbox::PrivateDir::unavailable) {
-            return Err(sandbox::SandboxError::Unavailable(what).into());
         }
         if finished.cancelled {
             return Err(ToolError::new(
@@ -462,26 +468,26 @@ impl Bash {
             signal: finished.signal(),
             timed_out: finished.timed_out,
             truncated: finished.stdout.truncated() || finished.stderr.truncated(),
-            network_refused: private
+            network_refused: call
                 .as_ref()
-                .map(sandbox::PrivateDir::refused)
+                .map(sandbox::WarmCall::refused)
                 .unwrap_or_default(),
-            outside_sandbox: self.sandbox().is_on() && private.is_none(),
+            outside_sandbox: self.sandbox().is_on() && call.is_none(),
         })
     }
 
-    /// What to start for `invocation`: itself with the sandbox off, or for a call a person
-    /// approved to run outside it; else the helper program that runs it in the sandbox, with
-    /// the call's private directory (kept until the call is over).
+    /// Where `invocation` runs: here with the sandbox off, or for a call a person approved to
+    /// run outside it (`None`); else in the warm sandbox of the workdir, as the returned call
+    /// (kept until the call is over).
     async fn sandboxed(
         &self,
         ctx: &ToolContext,
-        invocation: Invocation,
+        invocation: &Invocation,
         escalate: Option<&Escalation>,
-    ) -> Result<(Invocation, Option<sandbox::PrivateDir>), ToolError> {
+    ) -> Result<Option<sandbox::WarmCall>, ToolError> {
         let policy = self.sandbox();
         if !policy.is_on() {
-            return Ok((invocation, None));
+            return Ok(None);
         }
         if escalate.is_some() {
             if !policy.allows_escalation() {
@@ -509,7 +515,7 @@ impl Bash {
                 tool_call_id = ctx.tool_call_id(),
                 "a call a person approved runs outside the sandbox"
             );
-            return Ok((invocation, None));
+            return Ok(None);
         }
         // A missing shell or script is refused as a direct spawn would refuse it.
         process::check_program(&invocation.program).map_err(spawn_error)?;
@@ -517,23 +523,11 @@ impl Bash {
             program: &invocation.program,
             args: &invocation.args,
             cwd: &invocation.cwd,
-            env: invocation.env,
+            env: invocation.env.clone(),
             workdir: ctx.workdir(),
             stdin: false,
         };
-        let sandbox::Prepared {
-            program,
-            args,
-            env,
-            private,
-        } = self.warm.join(policy, target).await?;
-        let helper = Invocation {
-            program: program.into_os_string(),
-            args,
-            cwd: invocation.cwd,
-            env,
-        };
-        Ok((helper, Some(private)))
+        Ok(Some(self.warm.call(policy, target).await?))
     }
 
     /// The limits of a call: the tool's ([`Bash::limits`]), lowered by the call's own.

@@ -39,7 +39,7 @@
 //! # The network proxy
 //!
 //! The process's clients find the proxy through `http_proxy`, `https_proxy` and `all_proxy`
-//! (`http://127.0.0.1:3128`, on the sandbox's own loopback). It serves `CONNECT host:port`
+//! (`http://127.0.0.1:PORT`, on the sandbox's own loopback; one proxy per call). It serves `CONNECT host:port`
 //! and plain `http://` requests; the name must be on the allow-list (an address never is),
 //! every address it resolves to must pass `http-fetch`'s rules
 //! ([`SandboxPolicy::address_rules`]), and the connection goes to a checked address. A
@@ -67,12 +67,14 @@ mod confine;
 pub mod helper;
 #[cfg(target_os = "linux")]
 mod netns;
+#[cfg(target_os = "linux")]
+mod spawner;
 
 pub use self::check::{LimitSupport, Support, check};
 pub use self::helper::serve_if_asked;
 pub use self::host::{AlreadySet, host_policy, set_host_policy};
+pub(crate) use self::launch::Target;
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
-pub(crate) use self::launch::{Prepared, PrivateDir, Target};
 pub use self::limits::{
     CgroupVersion, DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource,
     Size,
@@ -82,7 +84,7 @@ pub use self::policy::{PolicyError, SandboxMode, SandboxPolicy};
 pub use self::server::ServerSandbox;
 #[cfg(feature = "cli")]
 pub(crate) use self::server::server_workdir;
-pub(crate) use self::warm::WarmSandboxes;
+pub(crate) use self::warm::{WarmCall, WarmProcess, WarmSandboxes};
 
 /// Error codes of the sandbox.
 pub mod codes {

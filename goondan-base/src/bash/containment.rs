@@ -257,6 +257,35 @@ impl Containment {
         self.pgid = Some(pid);
     }
 
+    /// The `cgroup.procs` files of the call's cgroups, opened for writing, for a command that
+    /// another process starts (a warm sandbox's: see `crate::sandbox::WarmCall::start`).
+    pub(crate) fn open_procs(&self) -> std::io::Result<Vec<std::fs::File>> {
+        let files = self
+            .cgroup
+            .as_ref()
+            .map(|c| c.procs_files(&self.limits))
+            .unwrap_or_default();
+        files
+            .iter()
+            .map(|file| std::fs::OpenOptions::new().write(true).open(file))
+            .collect()
+    }
+
+    /// The environment marker a command started by another process needs (fallback only).
+    pub(crate) fn marker_env(&self) -> Option<(OsString, OsString)> {
+        self.marker
+            .as_ref()
+            .map(|marker| (OsString::from(MARKER_VAR), OsString::from(marker)))
+    }
+
+    /// Records a command that another process started and moved inside, where it waits and is
+    /// the only process: its pid is found there.
+    pub(crate) fn started_inside(&mut self) {
+        if let Some(pid) = self.members().first() {
+            self.pgid = Some(*pid);
+        }
+    }
+
     /// The processes inside besides the process group: the cgroup's, or the marked ones.
     fn members(&self) -> Vec<Pid> {
         match (&self.marker, &self.cgroup) {

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::containment::Containment;
-use crate::sandbox::Resource;
+use crate::sandbox::{self, Resource};
 
 /// How a command ended.
 #[derive(Debug)]
@@ -216,22 +216,43 @@ pub(crate) fn check_program(program: &std::ffi::OsStr) -> std::io::Result<()> {
     }
 }
 
-/// Runs `invocation` inside `containment` (fresh: nothing started in it yet) and waits for it
-/// within `bounds`.
-///
-/// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
-/// (the call returns as soon as everything is gone), then SIGKILL. On timeout or cancellation
-/// everything inside gets SIGTERM and the grace period in the same way, then SIGKILL. Past a
-/// resource limit, everything inside is killed at once. Output written before the end is kept.
-///
-/// The grace period is spent only while something is left, but a process that ignores SIGTERM
-/// costs all of it: nothing tells it apart from one that is still cleaning up.
-pub(crate) async fn run(
+/// What to start, and where.
+#[derive(Debug)]
+pub(crate) enum Start<'a> {
+    /// A command this process starts.
+    Here(Invocation),
+    /// A call's command, started by its warm sandbox (see `crate::sandbox::WarmCall`).
+    Sandbox(&'a sandbox::WarmCall),
+}
+
+/// A started command.
+enum Process {
+    Here(tokio::process::Child),
+    Sandbox(sandbox::WarmProcess),
+}
+
+impl Process {
+    /// Waits for it to end (cancel-safe).
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Self::Here(child) => child.wait().await,
+            Self::Sandbox(process) => process.wait().await,
+        }
+    }
+}
+
+/// An output stream, whichever process started the command.
+type Stream = Box<dyn AsyncRead + Unpin + Send>;
+
+fn pipe(stream: impl AsyncRead + Unpin + Send + 'static) -> Stream {
+    Box::new(stream)
+}
+
+/// Starts `invocation` as a child of this process, inside `containment`.
+fn spawn_here(
     invocation: Invocation,
-    bounds: Bounds,
-    cancel: &CancellationToken,
-    mut containment: Containment,
-) -> std::io::Result<Finished> {
+    containment: &mut Containment,
+) -> std::io::Result<tokio::process::Child> {
     // The cgroup wrapper would turn a missing program into exit code 127: refuse it here, as a
     // direct spawn would.
     check_program(&invocation.program)?;
@@ -245,27 +266,62 @@ pub(crate) async fn run(
         .stderr(Stdio::piped())
         .kill_on_drop(false);
     containment.mark(&mut command);
-    let mut child = command.spawn()?;
+    let child = command.spawn()?;
     let Some(raw_pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
         return Err(std::io::Error::other(
             "the child exited before its id could be read",
         ));
     };
     containment.started(Pid::from_raw(raw_pid));
+    Ok(child)
+}
+
+/// Starts a command inside `containment` (fresh: nothing started in it yet) and waits for it
+/// within `bounds`.
+///
+/// When the command exits, whatever it left inside gets SIGTERM and the grace period to end
+/// (the call returns as soon as everything is gone), then SIGKILL. On timeout or cancellation
+/// everything inside gets SIGTERM and the grace period in the same way, then SIGKILL. Past a
+/// resource limit, everything inside is killed at once. Output written before the end is kept.
+///
+/// The grace period is spent only while something is left, but a process that ignores SIGTERM
+/// costs all of it: nothing tells it apart from one that is still cleaning up.
+pub(crate) async fn run(
+    start: Start<'_>,
+    bounds: Bounds,
+    cancel: &CancellationToken,
+    mut containment: Containment,
+) -> std::io::Result<Finished> {
+    let (mut process, stdout, stderr) = match start {
+        Start::Here(invocation) => {
+            let mut child = spawn_here(invocation, &mut containment)?;
+            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+            (Process::Here(child), stdout.map(pipe), stderr.map(pipe))
+        }
+        Start::Sandbox(call) => {
+            let procs = containment.open_procs()?;
+            let mut started = call.start(containment.marker_env(), procs).await?;
+            // Dropped before it runs (the gate closes): the command ends with nothing done.
+            started.started(call).await?;
+            containment.started_inside();
+            started.open_gate()?;
+            let (stdout, stderr) = (started.stdout.take(), started.stderr.take());
+            (
+                Process::Sandbox(started),
+                stdout.map(pipe),
+                stderr.map(pipe),
+            )
+        }
+    };
     let mut guard = DropGuard {
         containment: Some(containment),
         grace: bounds.grace,
         readers: Vec::with_capacity(2),
     };
-    if let Some(out) = child.stdout.take() {
+    for stream in [stdout, stderr].into_iter().flatten() {
         guard
             .readers
-            .push(Reader::spawn(out, bounds.max_output_bytes));
-    }
-    if let Some(err) = child.stderr.take() {
-        guard
-            .readers
-            .push(Reader::spawn(err, bounds.max_output_bytes));
+            .push(Reader::spawn(stream, bounds.max_output_bytes));
     }
     let Some(inside) = guard.containment.as_ref() else {
         return Err(std::io::Error::other("the containment is gone"));
@@ -273,7 +329,7 @@ pub(crate) async fn run(
 
     let (mut timed_out, mut cancelled, mut limit) = (false, false, None);
     let exited = tokio::select! {
-        status = child.wait() => Some(status?),
+        status = process.wait() => Some(status?),
         () = tokio::time::sleep(bounds.timeout) => { timed_out = true; None }
         () = cancel.cancelled() => { cancelled = true; None }
         passed = inside.limit_passed() => { limit = Some(passed); None }
@@ -297,7 +353,7 @@ pub(crate) async fn run(
         // Past a limit (a fork bomb, memory without end), no grace: everything is killed now.
         None if limit.is_some() => {
             inside.kill();
-            child.wait().await?
+            process.wait().await?
         }
         None => {
             // Everything inside gets SIGTERM and the grace period, the command and what it
@@ -305,7 +361,7 @@ pub(crate) async fn run(
             // alone has ended (a leftover may still be cleaning up).
             inside.signal(Signal::SIGTERM);
             let deadline = tokio::time::Instant::now() + bounds.grace;
-            match tokio::time::timeout_at(deadline, child.wait()).await {
+            match tokio::time::timeout_at(deadline, process.wait()).await {
                 Ok(status) => {
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                     inside.wait_empty(left).await;
@@ -313,7 +369,7 @@ pub(crate) async fn run(
                 }
                 Err(_) => {
                     inside.kill();
-                    child.wait().await?
+                    process.wait().await?
                 }
             }
         }

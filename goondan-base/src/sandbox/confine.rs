@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use nix::libc;
 use nix::mount::{MsFlags, mount};
@@ -104,34 +104,6 @@ pub(crate) fn mounts(spec: &LaunchSpec) -> Result<(), String> {
     nix::mount::umount2(".", nix::mount::MntFlags::MNT_DETACH)
         .map_err(|e| fail("detaching the old root", e))?;
     nix::unistd::chdir("/").map_err(|e| fail("entering /", e))
-}
-
-/// Joins the namespaces of the warm sandbox whose first process is `pid` (the host's pid):
-/// user first (the rights for the rest), then mount (its root becomes this process's root and
-/// working directory), network, IPC, UTS and PID (for the children). The process must have one
-/// thread.
-pub(crate) fn join(pid: u32) -> Result<(), String> {
-    use nix::sched::{CloneFlags, setns};
-    let kinds = [
-        ("user", CloneFlags::CLONE_NEWUSER),
-        ("mnt", CloneFlags::CLONE_NEWNS),
-        ("net", CloneFlags::CLONE_NEWNET),
-        ("ipc", CloneFlags::CLONE_NEWIPC),
-        ("uts", CloneFlags::CLONE_NEWUTS),
-        ("pid", CloneFlags::CLONE_NEWPID),
-    ];
-    // Every file opened first: once in the user namespace, /proc is seen with its rights.
-    let mut opened = Vec::with_capacity(kinds.len());
-    for (name, flag) in kinds {
-        let file = std::fs::File::open(format!("/proc/{pid}/ns/{name}"))
-            .map_err(|e| format!("the warm sandbox's {name} namespace: {e}"))?;
-        opened.push((name, flag, file));
-    }
-    for (name, flag, file) in &opened {
-        setns(file, *flag)
-            .map_err(|e| format!("joining the warm sandbox's {name} namespace: {e}"))?;
-    }
-    Ok(())
 }
 
 /// `path` of the host inside the new `root`.
@@ -288,6 +260,64 @@ fn landlock(spec: &LaunchSpec) -> Result<(), String> {
         return Err("no_new_privs could not be set".to_owned());
     }
     Ok(())
+}
+
+/// What every call of a warm sandbox may read, opened once (see [`CallRules::restrict`]).
+pub(crate) struct CallRules {
+    read: Vec<(PathFd, BitFlags<AccessFs>)>,
+}
+
+impl CallRules {
+    /// Opens the trees of `spec` that calls may read.
+    pub(crate) fn open(spec: &LaunchSpec) -> Self {
+        let read = AccessFs::from_read(LANDLOCK_ABI);
+        let read = existing(&spec.read)
+            .into_iter()
+            .filter_map(|path| {
+                let access = if path.is_dir() {
+                    read
+                } else {
+                    read & !AccessFs::ReadDir
+                };
+                Some((PathFd::new(path).ok()?, access))
+            })
+            .collect();
+        Self { read }
+    }
+
+    /// Restricts this thread, and what it starts, further: one more Landlock layer, where it
+    /// reads only the opened trees and `write`, writes only `write` and `devices`, and sends no
+    /// signal and reaches no abstract Unix socket beyond its own domain. A warm sandbox's
+    /// thread serving a call does this before it starts the call's command (see
+    /// the `spawner` module), so that each call has a domain of its own: no other call's `TMPDIR`,
+    /// no signal to another call's processes.
+    pub(crate) fn restrict(&self, write: &[Vec<u8>], devices: &[Vec<u8>]) -> Result<(), String> {
+        let err = |e: landlock::RulesetError| format!("Landlock: {e}");
+        let all = AccessFs::from_all(LANDLOCK_ABI);
+        let status =
+            Ruleset::default()
+                .set_compatibility(CompatLevel::BestEffort)
+                .handle_access(all)
+                .map_err(err)?
+                .scope(Scope::Signal | Scope::AbstractUnixSocket)
+                .map_err(err)?
+                .create()
+                .map_err(err)?
+                .add_rules(self.read.iter().map(|(fd, access)| {
+                    Ok::<_, landlock::RulesetError>(PathBeneath::new(fd, *access))
+                }))
+                .map_err(err)?
+                .add_rules(path_beneath_rules(existing(devices), all))
+                .map_err(err)?
+                .add_rules(path_beneath_rules(existing(write), all))
+                .map_err(err)?
+                .restrict_self()
+                .map_err(err)?;
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("Landlock is not enforced for the call".to_owned());
+        }
+        Ok(())
+    }
 }
 
 /// What the kernel says of Landlock, learnt by restricting this (throw-away) process with an

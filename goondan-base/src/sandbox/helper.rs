@@ -17,16 +17,11 @@
 //!    ends, the kernel kills anything still inside (the namespace ends with its first
 //!    process).
 //!
-//! A **warm** sandbox (`bash`'s, one per tool and workdir: see `super::warm`) is made by the same
-//! two stages without a command: the inner stage reports that its root is ready and then only
-//! reaps; the outer stage reports the inner stage's pid and stays until the host kills it or
-//! dies (the inner stage, and everything inside, follow). Each call then starts the third
-//! stage:
-//!
-//! 3. The **join stage** (started by the host inside the call's cgroup) enters the warm
-//!    sandbox's user, mount, network, IPC, UTS and PID namespaces (`confine::join`), restricts
-//!    itself with Landlock (the call's own `TMPDIR` among what it may write) and seccomp, runs
-//!    the command, which is born in the warm PID namespace, and ends as the command ended.
+//! A **warm** sandbox (`bash`'s, one per tool and workdir: see the `warm` module) is made by the same
+//! two stages without a command: the inner stage reports that its root is ready, and then
+//! starts the calls' commands itself (the `spawner` module), the host sending each over a socket,
+//! its stdin; the outer stage reports that the sandbox is up and stays until the host kills it
+//! or dies (the inner stage, and everything inside, follow).
 //!
 //! The outcome goes to the host as a report (one JSON line) in a file of the call's private directory
 //! that the command cannot reach (the stage opens it before it restricts itself). A
@@ -42,8 +37,6 @@ use super::spec::{LaunchSpec, SPEC_VAR};
 pub const HELPER_FLAG: &str = "--goondan-sandbox-helper";
 /// The first argument of the inner stage.
 const INIT_FLAG: &str = "--goondan-sandbox-init";
-/// The first argument of the join stage: one command run in a warm sandbox.
-pub(crate) const JOIN_FLAG: &str = "--goondan-sandbox-join";
 /// The first argument that makes the helper print what the kernel says of Landlock.
 pub(crate) const LANDLOCK_FLAG: &str = "--goondan-sandbox-landlock";
 /// The exit code of a helper that could not set the sandbox up (its report says why).
@@ -94,8 +87,6 @@ fn run_stage(arg: &OsString) -> Option<u8> {
         Some(stage::outer())
     } else if arg == INIT_FLAG {
         Some(stage::inner())
-    } else if arg == JOIN_FLAG {
-        Some(stage::join())
     } else if arg == LANDLOCK_FLAG {
         use std::io::Write;
         let _ = writeln!(std::io::stdout(), "{}", stage::landlock());
@@ -128,7 +119,7 @@ mod stage {
     use std::os::fd::OwnedFd;
 
     use super::super::spec::{self, LaunchSpec, Report, SPEC_VAR};
-    use super::super::{confine, netns};
+    use super::super::{confine, netns, spawner};
     use super::{INIT_FLAG, UNAVAILABLE_EXIT, read_spec};
 
     /// Tells the host what was missing; the command does not run.
@@ -196,6 +187,11 @@ mod stage {
                 return unavailable(Some(&spec), format!("user namespace: {file}: {e}"));
             }
         }
+        if spec.loopback
+            && let Err(e) = netns::loopback_up()
+        {
+            return unavailable(Some(&spec), format!("bringing loopback up: {e}"));
+        }
         if let Some(socket) = &spec.proxy
             && let Err(what) = netns::open_way_out(&spec::path(socket))
         {
@@ -214,7 +210,7 @@ mod stage {
             .arg(INIT_FLAG)
             .env_clear()
             .env(SPEC_VAR, json)
-            .stdin(if spec.stdin {
+            .stdin(if spec.stdin || spec.warm {
                 Stdio::inherit()
             } else {
                 Stdio::null()
@@ -289,8 +285,8 @@ mod stage {
         }
     }
 
-    /// A warm sandbox's outer stage, once the inner stage reported: tells the host the inner
-    /// stage's pid (calls join its namespaces), then stays until the inner stage ends, or the
+    /// A warm sandbox's outer stage, once the inner stage reported: tells the host the sandbox
+    /// is up, then stays until the inner stage ends, or the
     /// host does (the inner stage is then killed, and everything inside with it). The host
     /// stops the sandbox by killing this stage: the inner stage's parent-death signal follows.
     fn serve_warm(report: &std::path::Path, mut inner: std::process::Child, host: &OwnedFd) -> u8 {
@@ -303,7 +299,7 @@ mod stage {
         if Report::read_from(report) != Some(Report::Ready) {
             return give_up(inner);
         }
-        if let Err(e) = Report::Warm(inner.id()).write_to(report) {
+        if let Err(e) = Report::Warm.write_to(report) {
             eprintln!("goondan-sandbox: the report: {e}");
             return give_up(inner);
         }
@@ -373,7 +369,9 @@ mod stage {
         let signal = match report {
             Report::Exit(code) => return u8::try_from(code & 0xff).unwrap_or(1),
             Report::Signal(signal) => signal,
-            Report::Unavailable(_) | Report::Ready | Report::Warm(_) => return UNAVAILABLE_EXIT,
+            Report::Unavailable(_) | Report::Ready | Report::Warm | Report::Started => {
+                return UNAVAILABLE_EXIT;
+            }
         };
         if let Ok(signal) = Signal::try_from(signal) {
             let _ = SigSet::all().thread_unblock();
@@ -407,14 +405,26 @@ mod stage {
             Ok(file) => file,
             Err(e) => return unavailable(Some(&spec), format!("the report file: {e}")),
         };
-        if let Err(what) = confine::mounts(&spec).and_then(|()| confine::restrict(&spec)) {
+        // A warm sandbox's first process serves the calls over its stdin, the host's socket.
+        let control = match spec.warm.then(spawner::control).transpose() {
+            Ok(control) => control,
+            Err(e) => return unavailable(Some(&spec), format!("the host's socket: {e}")),
+        };
+        let hardened = || {
+            if spec.warm { spawner::harden() } else { Ok(()) }
+        };
+        if let Err(what) = confine::mounts(&spec)
+            .and_then(|()| confine::restrict(&spec))
+            .and_then(|()| hardened())
+        {
             return unavailable(Some(&spec), what);
         }
-        if spec.warm {
+        if let Some(control) = control {
+            let rules = confine::CallRules::open(&spec);
             let ready = serde_json::to_string(&Report::Ready).unwrap_or_default();
             let _ = report.write_all(ready.as_bytes());
             drop(report);
-            reap_forever();
+            return spawner::serve(control, rules);
         }
         let outcome = run(&spec);
         let json = serde_json::to_string(&outcome).unwrap_or_default();
@@ -425,53 +435,6 @@ mod stage {
         // returning ends PID 1, and with it anything still inside.
         while let Ok(_) | Err(Errno::EINTR) = waitpid(Pid::from_raw(-1), None) {}
         0
-    }
-
-    /// A warm sandbox's first process: reaps whatever ends inside (the commands of calls that
-    /// joined are not its children, but what they leave behind becomes so), sleeping between.
-    fn reap_forever() -> ! {
-        use nix::sys::wait::WaitPidFlag;
-        let mut child = SigSet::empty();
-        child.add(Signal::SIGCHLD);
-        let _ = child.thread_block();
-        loop {
-            while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                if status == WaitStatus::StillAlive {
-                    break;
-                }
-            }
-            let _ = child.wait();
-        }
-    }
-
-    /// The join stage: one command of a call run in a warm sandbox. It joins the sandbox's
-    /// namespaces (its root among them), restricts itself as the call's policy says, runs the
-    /// command (born in the sandbox's PID namespace) and ends as it ended. It runs in the call's
-    /// cgroup, so the call's limits, timeout and leftovers stay the call's.
-    pub(super) fn join() -> u8 {
-        let spec = match read_spec() {
-            Ok((spec, _)) => spec,
-            Err(what) => return unavailable(None, what),
-        };
-        // Signals are not held back here, unlike the outer stage: the command inherits this
-        // process's mask. A signal the host sends the whole call ends this stage like the
-        // command, and the host then reports the signal.
-        let Some(warm) = spec.join else {
-            return unavailable(Some(&spec), "no warm sandbox to join".to_owned());
-        };
-        // Opened before joining: the file lies outside the sandbox's root.
-        let mut report = match File::create(spec::path(&spec.report)) {
-            Ok(file) => file,
-            Err(e) => return unavailable(Some(&spec), format!("the report file: {e}")),
-        };
-        if let Err(what) = confine::join(warm).and_then(|()| confine::restrict(&spec)) {
-            return unavailable(Some(&spec), what);
-        }
-        let outcome = run(&spec);
-        let json = serde_json::to_string(&outcome).unwrap_or_default();
-        let _ = report.write_all(json.as_bytes());
-        drop(report);
-        end_as(outcome)
     }
 
     /// Starts the command and reaps every process inside until the command ends.
@@ -522,10 +485,6 @@ mod stage {
     }
 
     pub(super) fn inner() -> u8 {
-        outer()
-    }
-
-    pub(super) fn join() -> u8 {
         outer()
     }
 

@@ -3,7 +3,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::policy::{PolicyError, SandboxMode, SandboxPolicy};
 use super::proxy::{self, Proxy};
@@ -120,52 +119,26 @@ pub(crate) struct Prepared {
 #[derive(Debug)]
 pub(crate) struct PrivateDir {
     // Declared first: the proxy stops before its socket's directory goes.
-    proxy: Option<Proxy>,
-    dir: tempfile::TempDir,
-    /// A call run in a warm sandbox: its `TMPDIR` there, and the sandbox.
-    call: Option<CallPart>,
-}
-
-/// What a call run in a warm sandbox keeps until it is over.
-#[derive(Debug)]
-struct CallPart {
-    _tmp: tempfile::TempDir,
-    warm: Arc<WarmSandbox>,
-    /// How many refusals the warm sandbox's proxy had made when the call began.
-    refused_before: usize,
+    pub(super) proxy: Option<Proxy>,
+    pub(super) dir: tempfile::TempDir,
 }
 
 impl PrivateDir {
-    /// A new private directory, with a proxy listening in it when `policy` has a network
-    /// allow-list.
-    fn new(policy: &SandboxPolicy) -> Result<Self, SandboxError> {
+    /// A new private directory, with a proxy for the sandbox listening in it when `proxy` is
+    /// the policy of one (with a network allow-list).
+    pub(super) fn new(proxy: Option<&SandboxPolicy>) -> Result<Self, SandboxError> {
         let dir = tempfile::Builder::new()
             .prefix("goondan-sandbox-")
             .tempdir()
             .map_err(|e| SandboxError::Unavailable(format!("a private directory: {e}")))?;
-        let proxy = if policy.has_network() {
-            let socket = dir.path().join("proxy");
-            Some(Proxy::start(&socket, policy).map_err(SandboxError::Unavailable)?)
-        } else {
-            None
-        };
-        Ok(Self {
-            proxy,
-            dir,
-            call: None,
-        })
-    }
-
-    /// What the network proxy refused during the call, each a sentence. (A warm sandbox's
-    /// proxy serves all the calls of its agent: the refusals made while the call ran.)
-    pub(crate) fn refused(&self) -> Vec<String> {
-        match &self.call {
-            Some(call) => {
-                let mut all = call.warm.private.refused();
-                all.split_off(call.refused_before.min(all.len()))
+        let proxy = match proxy.filter(|policy| policy.has_network()) {
+            Some(policy) => {
+                let socket = dir.path().join("proxy");
+                Some(Proxy::start(&socket, policy).map_err(SandboxError::Unavailable)?)
             }
-            None => self.proxy.as_ref().map(Proxy::refused).unwrap_or_default(),
-        }
+            None => None,
+        };
+        Ok(Self { proxy, dir })
     }
 
     /// What the helper found missing, when it could not set the sandbox up (the command did
@@ -177,7 +150,7 @@ impl PrivateDir {
         }
     }
 
-    fn report(&self) -> PathBuf {
+    pub(super) fn report(&self) -> PathBuf {
         self.dir.path().join("report")
     }
 }
@@ -188,7 +161,7 @@ pub(crate) fn prepare(
     target: Target<'_>,
 ) -> Result<Prepared, SandboxError> {
     let program = locate_helper(policy)?;
-    let private = PrivateDir::new(policy)?;
+    let private = PrivateDir::new(Some(policy))?;
     let launch = launch_spec(policy, target, &private)?;
     Ok(Prepared {
         program,
@@ -199,7 +172,7 @@ pub(crate) fn prepare(
 }
 
 /// The spec of a sandbox of its own for `target` under `policy`, in `private`.
-fn launch_spec(
+pub(super) fn launch_spec(
     policy: &SandboxPolicy,
     target: Target<'_>,
     private: &PrivateDir,
@@ -255,7 +228,11 @@ fn launch_spec(
     let opened: Vec<&PathBuf> = read.iter().chain(&write).collect();
     mask.retain(|m| opened.iter().any(|root| m.starts_with(root) && m != *root));
 
-    let env = command_env(target.env, &tmp, private.proxy.is_some());
+    let env = command_env(
+        target.env,
+        &tmp,
+        private.proxy.is_some().then_some(proxy::PORT),
+    );
     Ok(LaunchSpec {
         program: spec::bytes(target.program),
         args: target.args.iter().map(spec::bytes).collect(),
@@ -272,25 +249,25 @@ fn launch_spec(
             .is_some()
             .then(|| spec::bytes(private.dir.path().join("proxy"))),
         stdin: target.stdin,
+        loopback: policy.has_network(),
         warm: false,
-        join: None,
     })
 }
 
 /// The working directory as the spec holds it: canonical, since a `..` would pass through
 /// directories the new root does not have.
-fn canonical_cwd(cwd: &Path) -> Result<Vec<u8>, SandboxError> {
+pub(super) fn canonical_cwd(cwd: &Path) -> Result<Vec<u8>, SandboxError> {
     cwd.canonicalize()
         .map(spec::bytes)
         .map_err(|e| SandboxError::Unavailable(format!("the working directory: {e}")))
 }
 
-/// The command's environment: `env` with its own `TMPDIR`, and the proxy's variables when
-/// there is a proxy (whatever `env` said of proxies goes).
-fn command_env(
+/// The command's environment: `env` with its own `TMPDIR`, and the variables naming the proxy
+/// when one listens on `proxy_port` (whatever `env` said of proxies goes).
+pub(super) fn command_env(
     mut env: Vec<(OsString, OsString)>,
     tmp: &Path,
-    proxied: bool,
+    proxy_port: Option<u16>,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     env.retain(|(name, _)| {
         name != "TMPDIR"
@@ -300,8 +277,8 @@ fn command_env(
                 .any(|var| name == var)
     });
     env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
-    if proxied {
-        let url = proxy::url();
+    if let Some(port) = proxy_port {
+        let url = proxy::url(port);
         env.extend(
             proxy::PROXY_VARS
                 .iter()
@@ -313,153 +290,11 @@ fn command_env(
         .collect()
 }
 
-fn spec_json(launch: &LaunchSpec) -> Result<String, SandboxError> {
+pub(super) fn spec_json(launch: &LaunchSpec) -> Result<String, SandboxError> {
     launch
         .to_json()
         .map_err(|e| SandboxError::Unavailable(format!("the helper's spec: {e}")))
 }
-
-/// A sandbox made once and joined by each call (kept by `WarmSandboxes`): its namespaces, its root
-/// and its proxy live as long as its helper, which the agent keeps.
-#[derive(Debug)]
-pub(crate) struct WarmSandbox {
-    /// The spec it was made with; each call's join spec starts from it.
-    spec: LaunchSpec,
-    program: PathBuf,
-    /// The host pid of its first process, whose namespaces calls join.
-    pid: u32,
-    /// The outer stage; killed when dropped, and the sandbox with it.
-    helper: std::sync::Mutex<tokio::process::Child>,
-    private: PrivateDir,
-}
-
-impl WarmSandbox {
-    /// Makes a warm sandbox for the commands of `policy` in `workdir`, with the environment
-    /// `env` (its `PATH` opens the toolchains), and waits until it is up.
-    pub(crate) async fn start(
-        policy: &SandboxPolicy,
-        workdir: &Path,
-        env: Vec<(OsString, OsString)>,
-    ) -> Result<Self, SandboxError> {
-        let program = locate_helper(policy)?;
-        let private = PrivateDir::new(policy)?;
-        let target = Target {
-            program: OsStr::new("/bin/true"),
-            args: &[],
-            cwd: workdir,
-            env,
-            workdir,
-            stdin: false,
-        };
-        let mut launch = launch_spec(policy, target, &private)?;
-        launch.warm = true;
-        let unavailable = |what: String| SandboxError::Unavailable(what);
-        let mut helper = tokio::process::Command::new(&program)
-            .arg(helper::HELPER_FLAG)
-            .env_clear()
-            .env(SPEC_VAR, spec_json(&launch)?)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| unavailable(format!("starting {}: {e}", program.display())))?;
-        let report = private.report();
-        let deadline = std::time::Instant::now() + WARM_START;
-        let pid = loop {
-            match Report::read_from(&report) {
-                Some(Report::Warm(pid)) => break pid,
-                Some(Report::Unavailable(what)) => return Err(unavailable(what)),
-                _ => {}
-            }
-            if let Ok(Some(status)) = helper.try_wait() {
-                return Err(unavailable(match Report::read_from(&report) {
-                    Some(Report::Unavailable(what)) => what,
-                    _ => format!("the helper ended before the sandbox was up ({status})"),
-                }));
-            }
-            if std::time::Instant::now() > deadline {
-                return Err(unavailable(format!(
-                    "the sandbox was not up within {WARM_START:?}"
-                )));
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        };
-        Ok(Self {
-            spec: launch,
-            program,
-            pid,
-            helper: std::sync::Mutex::new(helper),
-            private,
-        })
-    }
-
-    /// Whether the sandbox is still up (its helper runs).
-    pub(crate) fn is_up(&self) -> bool {
-        let mut helper = self
-            .helper
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        matches!(helper.try_wait(), Ok(None))
-    }
-
-    /// Prepares `target` to run in this sandbox: the join stage, with the call's own private
-    /// directory (its report) and `TMPDIR` (under the sandbox's, the only one it may write).
-    pub(crate) fn join(self: &Arc<Self>, target: Target<'_>) -> Result<Prepared, SandboxError> {
-        let unavailable = |what: String| SandboxError::Unavailable(what);
-        let shared_tmp = self.private.dir.path().join("tmp");
-        let tmp = tempfile::Builder::new()
-            .prefix("call-")
-            .tempdir_in(&shared_tmp)
-            .map_err(|e| unavailable(format!("a private TMPDIR: {e}")))?;
-        let dir = tempfile::Builder::new()
-            .prefix("goondan-sandbox-")
-            .tempdir()
-            .map_err(|e| unavailable(format!("a private directory: {e}")))?;
-        let shared = spec::bytes(&shared_tmp);
-        let mut write: Vec<Vec<u8>> = self
-            .spec
-            .write
-            .iter()
-            .filter(|w| **w != shared)
-            .cloned()
-            .collect();
-        write.push(spec::bytes(tmp.path()));
-        let launch = LaunchSpec {
-            program: spec::bytes(target.program),
-            args: target.args.iter().map(spec::bytes).collect(),
-            cwd: canonical_cwd(target.cwd)?,
-            env: command_env(target.env, tmp.path(), self.private.proxy.is_some()),
-            read: self.spec.read.clone(),
-            write,
-            devices: self.spec.devices.clone(),
-            mask: Vec::new(),
-            root: Vec::new(),
-            report: spec::bytes(dir.path().join("report")),
-            proxy: None,
-            stdin: false,
-            warm: false,
-            join: Some(self.pid),
-        };
-        let refused_before = self.private.refused().len();
-        Ok(Prepared {
-            program: self.program.clone(),
-            args: vec![helper::JOIN_FLAG.into()],
-            env: vec![(SPEC_VAR.into(), spec_json(&launch)?.into())],
-            private: PrivateDir {
-                proxy: None,
-                dir,
-                call: Some(CallPart {
-                    _tmp: tmp,
-                    warm: Arc::clone(self),
-                    refused_before,
-                }),
-            },
-        })
-    }
-}
-
-/// How long a warm sandbox may take to be up.
-const WARM_START: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The helper program: the policy's, [`HELPER_VAR`]'s, this program when it serves as its own
 /// ([`helper::serve_if_asked`]), else `goondan-sandbox` beside this program, one directory up

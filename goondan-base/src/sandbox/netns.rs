@@ -1,7 +1,8 @@
 //! The sandbox's side of its one way out (see `super::proxy`): inside the new network
 //! namespace, the helper's outer stage brings loopback up, listens on the proxy's port and hands
 //! the listening socket to the host's proxy over a Unix socket, then closes its own copy. Only
-//! the host accepts on it; nothing inside forwards anything.
+//! the host accepts on it; nothing inside forwards anything. (A warm sandbox makes a listener
+//! for each call instead: see the `spawner` module.)
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -14,20 +15,18 @@ use nix::libc;
 
 use super::proxy::PORT;
 
-/// Opens the way out for a process in a fresh network namespace (the caller holds
-/// `CAP_NET_ADMIN` there): loopback up, `127.0.0.1:3128` listening, the listener sent to the
-/// proxy at `socket`.
+/// Opens the way out for a process in a fresh network namespace whose loopback is up:
+/// `127.0.0.1:3128` listening, the listener sent to the proxy at `socket`.
 pub(crate) fn open_way_out(socket: &Path) -> Result<(), String> {
-    loopback_up().map_err(|e| format!("bringing loopback up: {e}"))?;
     let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, PORT))
         .map_err(|e| format!("listening on the proxy's port {PORT}: {e}"))?;
     let stream = UnixStream::connect(socket)
         .map_err(|e| format!("reaching the network proxy at {}: {e}", socket.display()))?;
-    send_fd(&stream, &listener).map_err(|e| format!("handing the proxy its socket: {e}"))
+    send_fd(&stream, b"L", &listener).map_err(|e| format!("handing the proxy its socket: {e}"))
 }
 
-/// Sends `fd` over `stream` with `SCM_RIGHTS`.
-fn send_fd(stream: &UnixStream, fd: &impl AsFd) -> io::Result<()> {
+/// Sends `data` (a few bytes) and `fd` over `stream`, the descriptor with `SCM_RIGHTS`.
+pub(crate) fn send_fd(stream: &UnixStream, data: &[u8], fd: &impl AsFd) -> io::Result<()> {
     use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
@@ -35,18 +34,22 @@ fn send_fd(stream: &UnixStream, fd: &impl AsFd) -> io::Result<()> {
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(io::Error::other("no room for the descriptor"));
     }
-    sendmsg(
+    let sent = sendmsg(
         stream,
-        &[io::IoSlice::new(b"L")],
+        &[io::IoSlice::new(data)],
         &mut control,
-        SendFlags::empty(),
+        SendFlags::NOSIGNAL,
     )?;
+    if sent != data.len() {
+        return Err(io::Error::other("the message was cut short"));
+    }
     Ok(())
 }
 
 /// Sets the loopback interface (index 1 in every network namespace) up, with one netlink
-/// `RTM_NEWLINK` request, and reads the kernel's acknowledgement.
-fn loopback_up() -> io::Result<()> {
+/// `RTM_NEWLINK` request, and reads the kernel's acknowledgement. The caller holds
+/// `CAP_NET_ADMIN` in the namespace.
+pub(crate) fn loopback_up() -> io::Result<()> {
     use rustix::net::netlink::SocketAddrNetlink;
     use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType, recv, sendto, socket};
     const LOOPBACK_INDEX: i32 = 1;

@@ -2,10 +2,12 @@
 //! connection as `http-fetch` checks a URL.
 //!
 //! A sandboxed process has a network namespace of its own with nothing but loopback. When the
-//! policy has a network allow-list, the helper listens on `127.0.0.1:3128` inside that
-//! namespace and hands the listening socket over to this proxy (the helper's outer stage does,
-//! before it starts the command), and the
-//! command gets `http_proxy`, `https_proxy` and `all_proxy` naming it. The proxy accepts the
+//! policy has a network allow-list, the sandbox listens on a port of its loopback and hands the
+//! listening socket over to this proxy (a sandbox of its own: the helper's outer stage, on
+//! `127.0.0.1:3128`, before it starts the command, over a Unix socket, [`Proxy::start`]; a warm
+//! sandbox's call: the first process, on a port of its choosing, with its answer that the
+//! command started, [`Proxy::serve`]), and the command gets `http_proxy`, `https_proxy` and
+//! `all_proxy` naming it. The proxy accepts the
 //! sandbox's connections on that socket, so nothing runs inside to forward them, and every
 //! connection out is made by the host, from the host's namespace, after these checks:
 //!
@@ -26,7 +28,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,7 +42,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::policy::SandboxPolicy;
 use crate::http_fetch::{Host, Target, checked_addresses};
 
-/// The port the proxy listens on inside the sandbox (on its own loopback).
+/// The port the proxy of a sandbox of its own listens on inside (on its own loopback).
 pub(crate) const PORT: u16 = 3128;
 /// The largest request head read (request line and headers).
 const HEAD_LIMIT: usize = 16 * 1024;
@@ -64,9 +66,10 @@ pub(crate) const PROXY_VARS: &[&str] = &[
 /// The environment variables that would exempt hosts from the proxy (none is kept).
 pub(crate) const NO_PROXY_VARS: &[&str] = &["no_proxy", "NO_PROXY"];
 
-/// The proxy's address as the sandboxed process's environment names it.
-pub(crate) fn url() -> String {
-    format!("http://{}:{PORT}", Ipv4Addr::LOCALHOST)
+/// The address of a proxy listening on `port` of the sandbox's loopback, as the sandboxed
+/// process's environment names it.
+pub(crate) fn url(port: u16) -> String {
+    format!("http://{}:{port}", Ipv4Addr::LOCALHOST)
 }
 
 /// The proxy of one call: it stops, and every connection through it ends, when dropped.
@@ -102,11 +105,31 @@ impl Proxy {
                 Ok(handover) => receive(&handover).await,
                 Err(e) => Err(e),
             };
-            match listener {
+            match listener.and_then(|listener| loopback_listener(listener, Some(PORT))) {
                 Ok(listener) => serve_all(listener, policy, kept).await,
                 Err(e) => tracing::warn!("sandbox proxy: no listening socket from the helper: {e}"),
             }
         });
+        Ok(Self { task, refused })
+    }
+
+    /// Serves the sandbox's connections on `listener`, a socket listening on the sandbox's
+    /// loopback that the sandbox made for one call (see the `spawner` module), under `policy`.
+    /// Needs a Tokio runtime.
+    pub(crate) fn serve(
+        listener: std::net::TcpListener,
+        policy: &SandboxPolicy,
+    ) -> Result<Self, String> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| "the network proxy needs a Tokio runtime".to_owned())?;
+        let listener = {
+            let _entered = runtime.enter();
+            loopback_listener(listener, None)
+                .map_err(|e| format!("the call's network proxy: {e}"))?
+        };
+        let policy = Arc::new(policy.clone());
+        let refused = Arc::new(Mutex::new(Vec::new()));
+        let task = runtime.spawn(serve_all(listener, policy, Arc::clone(&refused)));
         Ok(Self { task, refused })
     }
 
@@ -120,7 +143,7 @@ impl Proxy {
 }
 
 /// Accepts the helper's one connection and receives the listening socket it sends.
-async fn receive(handover: &UnixListener) -> io::Result<TcpListener> {
+async fn receive(handover: &UnixListener) -> io::Result<std::net::TcpListener> {
     let (stream, _) = handover.accept().await?;
     let fd = loop {
         stream.readable().await?;
@@ -130,10 +153,17 @@ async fn receive(handover: &UnixListener) -> io::Result<TcpListener> {
             Err(e) => return Err(e),
         }
     };
-    let listener = std::net::TcpListener::from(fd);
-    // Only the sandbox's loopback listener is served, whatever was sent.
-    let expected = SocketAddr::from((Ipv4Addr::LOCALHOST, PORT));
-    if listener.local_addr()? != expected {
+    Ok(std::net::TcpListener::from(fd))
+}
+
+/// `listener` to serve, when it is a socket listening on `127.0.0.1` (on `port`, when given):
+/// only the sandbox's loopback listener is served, whatever was sent.
+fn loopback_listener(
+    listener: std::net::TcpListener,
+    port: Option<u16>,
+) -> io::Result<TcpListener> {
+    let local = listener.local_addr()?;
+    if local.ip() != Ipv4Addr::LOCALHOST || port.is_some_and(|port| local.port() != port) {
         return Err(io::Error::other(
             "the socket sent is not the sandbox's listener",
         ));

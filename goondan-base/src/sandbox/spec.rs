@@ -35,6 +35,10 @@ pub(crate) struct LaunchSpec {
     /// `super::netns`).
     #[serde(default)]
     pub(crate) proxy: Option<Vec<u8>>,
+    /// The sandbox has a network allow-list: the helper brings its loopback up (each call's
+    /// proxy listens there).
+    #[serde(default)]
+    pub(crate) loopback: bool,
     /// The command reads the host's stdin (an MCP server speaking over it): the helper passes
     /// its own stdin on, and the sandbox ends when the helper is killed. Otherwise the command's
     /// stdin is `/dev/null`.
@@ -44,10 +48,36 @@ pub(crate) struct LaunchSpec {
     /// [`Report::Warm`], and then only reaps, until its host dies or kills it. Calls join it.
     #[serde(default)]
     pub(crate) warm: bool,
-    /// The join stage: the host pid of the warm sandbox's first process, whose namespaces the
-    /// command joins.
+}
+
+/// What the command starts as: wait for the gate's line, give the command `/dev/null` as its
+/// stdin, then run it. For `sh -c COMMAND` (every `bash__exec`) COMMAND runs in place, as `sh
+/// -c` would run it (one program start fewer): `$0` is the shell's path, and no positional
+/// parameter is left. Anything else is exec'd.
+pub(crate) const GATE_SCRIPT_IN_PLACE: &str =
+    r#"read -r _ || exit 126; exec </dev/null; eval "shift 1; ${1}""#;
+/// [`GATE_SCRIPT_IN_PLACE`] for any other program: `"$@"` is exec'd.
+pub(crate) const GATE_SCRIPT: &str = r#"read -r _ || exit 126; exec </dev/null; exec "$@""#;
+
+/// How many descriptors one call's message may carry: its socket, stdout, stderr, the gate,
+/// and a `cgroup.procs` for each hierarchy (at most four on a hybrid host).
+pub(crate) const MAX_FDS: usize = 12;
+
+/// One call's command, as the host sends it to a warm sandbox (see the `spawner` module).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CallRequest {
+    pub(crate) program: Vec<u8>,
+    pub(crate) args: Vec<Vec<u8>>,
+    pub(crate) cwd: Vec<u8>,
+    pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The trees the call may write (its own `TMPDIR` among them, no other call's).
+    pub(crate) write: Vec<Vec<u8>>,
+    /// The device files it may write.
+    pub(crate) devices: Vec<Vec<u8>>,
+    /// The sandbox has a network allow-list: the call gets a proxy of its own, listening on
+    /// the sandbox's loopback (the listener goes to the host with [`Report::Started`]).
     #[serde(default)]
-    pub(crate) join: Option<u32>,
+    pub(crate) proxy: bool,
 }
 
 impl LaunchSpec {
@@ -88,8 +118,11 @@ pub(crate) enum Report {
     /// A warm sandbox's inner stage has its root and waits (the outer stage then reports
     /// [`Report::Warm`]).
     Ready,
-    /// A warm sandbox is up: the host pid of its first process, whose namespaces calls join.
-    Warm(u32),
+    /// A warm sandbox is up.
+    Warm,
+    /// A call's command started in a warm sandbox, in the call's cgroups, and waits at its
+    /// gate (see the `spawner` module).
+    Started,
 }
 
 impl Report {

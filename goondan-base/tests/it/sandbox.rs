@@ -377,7 +377,7 @@ async fn sbx_the_calls_own_env_reaches_the_command_and_tmpdir_is_private() {
 }
 
 #[tokio::test]
-async fn sbx_a_tools_calls_share_a_warm_sandbox_but_not_their_tmpdirs() {
+async fn sbx_a_tools_calls_share_a_warm_sandbox_but_not_their_tmpdirs_nor_signals() {
     let kit = kit();
     let first = exec(
         &kit,
@@ -396,12 +396,16 @@ async fn sbx_a_tools_calls_share_a_warm_sandbox_but_not_their_tmpdirs() {
             "readlink /proc/self/ns/pid /proc/self/ns/mnt; echo \"$TMPDIR\"; \
              ls \"$(dirname \"$TMPDIR\")\" && echo LISTED; \
              cat \"$(dirname \"$TMPDIR\")\"/*/held && echo READ; \
-             touch \"$(dirname \"$TMPDIR\")/x\" && echo WROTE; echo done",
+             touch \"$(dirname \"$TMPDIR\")/x\" && echo WROTE; \
+             kill -KILL -1; \
+             cat /proc/1/environ && echo ENVIRON; cat /proc/1/maps && echo MAPS; echo done",
         )
         .await
     };
     let (held, second) = tokio::join!(held, second);
-    held.assert_ok();
+    // Another call's signal never reached it.
+    let held = held.assert_ok();
+    assert_eq!(held["exitCode"], 0, "{held}");
     let (a, b): (Vec<&str>, Vec<&str>) = (
         stdout(&first).lines().collect(),
         stdout(&second).lines().collect(),
@@ -409,7 +413,7 @@ async fn sbx_a_tools_calls_share_a_warm_sandbox_but_not_their_tmpdirs() {
     assert_eq!(a[..2], b[..2], "the same namespaces: {first} {second}");
     assert_ne!(a[2], b[2], "a TMPDIR of each call's own");
     let text = stdout(&second);
-    for leak in ["LISTED", "READ", "WROTE", "held\n"] {
+    for leak in ["LISTED", "READ", "WROTE", "held\n", "ENVIRON", "MAPS"] {
         assert!(!text.contains(leak), "{leak}: {second}");
     }
     assert!(text.ends_with("done\n"), "{second}");
@@ -862,9 +866,16 @@ async fn sbx_a_download_through_the_proxy_from_an_allowed_host_works() {
     )
     .await;
     assert_eq!(out["exitCode"], 0, "{out}");
+    // The call's own proxy, on a port of the sandbox's loopback.
+    let text = stdout(&out);
+    let (proxy, rest) = text.split_once('\n').unwrap();
+    let proxy_port: u16 = proxy
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(proxy_port > 0, "{out}");
     assert_eq!(
-        stdout(&out),
-        "http://127.0.0.1:3128\nthrough-the-proxy\nthrough-the-proxy\nthrough-the-proxy\n",
+        rest, "through-the-proxy\nthrough-the-proxy\nthrough-the-proxy\n",
         "{out}"
     );
     assert_eq!(server.served(), 3, "{out}");
@@ -916,6 +927,29 @@ async fn sbx_the_proxy_refuses_names_off_the_list_private_addresses_and_bare_ips
         "{out}"
     );
     assert_eq!(server.served(), 0, "{out}");
+}
+
+#[tokio::test]
+async fn sbx_two_calls_at_once_each_see_only_their_own_refusals() {
+    let server = TestServer::start("must-not-arrive");
+    let port = server.port;
+    let kit = networked(true);
+    // Each call is refused a name of its own, while the other runs.
+    let command = |name: &str| {
+        format!("sleep 0.5; curl -sS --max-time 10 http://{name}:{port}/x; sleep 1; echo done")
+    };
+    let (first, second) = (command("first.test"), command("second.test"));
+    let (first, second) = tokio::join!(exec(&kit, &first), exec(&kit, &second));
+    assert_eq!(server.served(), 0);
+    for (out, own, other) in [
+        (&first, "first.test", "second.test"),
+        (&second, "second.test", "first.test"),
+    ] {
+        assert!(stdout(out).ends_with("done\n"), "{out}");
+        let why = refused(out);
+        assert!(why.contains(&format!("`{own}` is not")), "{out}");
+        assert!(!why.contains(other), "another call's refusal: {out}");
+    }
 }
 
 #[tokio::test]
@@ -1119,6 +1153,92 @@ async fn sbx_a_bridged_stdio_mcp_server_runs_in_the_sandbox_of_its_own() {
     let _ = std::fs::remove_file(&secret);
     assert!(text.contains("mcp-home-secret-4242"), "{text}");
     drop(open);
+}
+
+/// `goondan run --sandbox` replaces the mode of every bridged stdio server's sandbox too: the
+/// same bundle's server reads a secret of the home directory only with `--sandbox off`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sbx_goondan_run_s_flag_sets_the_bridged_servers_sandbox() {
+    use crate::run_support::{KEY, call, goondan, replayed_model, text};
+    use goondan_test_peers::replay::ReplayServer;
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let secret = home.join(format!(".goondan-sbx-flag-secret-{}", std::process::id()));
+    std::fs::write(&secret, "flag-home-secret-5151").unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    std::fs::write(scripts.path().join("probe.py"), PROBE_SERVER).unwrap();
+    let mut seen = Vec::new();
+    for flag in [None, Some("off")] {
+        let server = ReplayServer::start([
+            call(
+                "call_r",
+                "probe__read",
+                &json!({"path": secret.to_str().unwrap()}),
+            ),
+            text(&["read it"]),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut yaml = replayed_model(&server);
+        yaml.push_str(&format!(
+            r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: probe
+        command: python3
+        args: [probe.py]
+        cwd: "{scripts}"
+        sandbox: {{read: ["{scripts}"]}}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+            scripts = scripts.path().display(),
+        ));
+        let file = dir.path().join("goondan.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        let mut args = vec![
+            "run",
+            file.to_str().unwrap(),
+            "--input",
+            "go",
+            "--approve",
+            "never",
+        ];
+        if let Some(mode) = flag {
+            args.extend(["--sandbox", mode]);
+        }
+        let out = tokio::process::Command::new(goondan())
+            .args(&args)
+            .env("GOONDAN_TEST_KEY", KEY)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(60), out)
+            .await
+            .unwrap()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        // What the server answered reaches the model in its second request.
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{stderr}");
+        seen.push((requests[1].body.to_string(), stderr));
+    }
+    let _ = std::fs::remove_file(&secret);
+    let (sandboxed, stderr) = &seen[0];
+    assert!(!sandboxed.contains("flag-home-secret-5151"), "{sandboxed}");
+    assert!(sandboxed.contains("probe__read"), "{sandboxed} {stderr}");
+    let (open, stderr) = &seen[1];
+    assert!(open.contains("flag-home-secret-5151"), "{open} {stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
