@@ -261,8 +261,9 @@ const TARGETED: [&str; 3] = ["request", "send", "spawn"];
 /// `target` of `agents__request`, `agents__send` and `agents__spawn` becomes an `enum` of
 /// `callable` (the swarm's `callable_from` the agent). A model then cannot make a name up, and
 /// servers that constrain the model's output to the schema (llama.cpp's grammars) let it write
-/// only those. Only what the model is shown changes: the call is still checked by the
-/// Orchestrator, and an empty list changes nothing.
+/// only those. A call naming another agent is refused as invalid arguments (calls are checked
+/// against the schema their Step showed), and the Orchestrator still checks every call; an
+/// empty list changes nothing.
 ///
 /// ```
 /// use goondan_runtime::Extension;

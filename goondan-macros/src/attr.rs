@@ -62,7 +62,8 @@ pub(crate) struct ToolAttr {
     pub(crate) krate: Option<Path>,
 }
 
-/// `#[export(name = "...", description = "...", timeout_ms = N, input = "whole" | "named")]`.
+/// `#[export(...)]`: `name`, `description`, `timeout_ms`, `input`, `title`, the four effect
+/// hints, `output_schema` and `task_support`.
 #[derive(Default)]
 pub(crate) struct ExportAttr {
     pub(crate) name: Option<LitStr>,

@@ -183,6 +183,7 @@ fn wrap(tool: &Tool<'_>, item: &Item, names: &Names, body: &TokenStream) -> Toke
             let this = &names.this;
             quote! {
                 #item
+                #[automatically_derived]
                 impl #krate::__private::IntoTool for #self_ty {
                     fn into_tool(self) -> #krate::__private::core::result::Result<
                         #krate::__private::Tool,
@@ -375,6 +376,7 @@ fn params_marker(export: &Export<'_>, names: &Names, prelude: &mut TokenStream) 
     prelude.extend(quote! {
         #[allow(non_camel_case_types)]
         struct #marker;
+        #[automatically_derived]
         impl #krate::__private::ParamNames for #marker {
             const NAME: &'static str = #name;
             const NAMES: &'static [&'static str] = &[#(#keys),*];

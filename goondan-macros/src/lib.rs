@@ -48,12 +48,21 @@ use proc_macro::TokenStream;
 /// - `crate`: where the runtime is, for crates that re-export it (default
 ///   `::goondan_runtime`).
 ///
-/// On an export, `#[export(name = "...", description = "...", timeout_ms = N, input = "...")]`
-/// sets the export name (default: the function's name without `r#`; same characters as a
-/// resource name, e.g. `setChatAction`), its description (default: its doc comments), its
-/// timeout and how its parameters make the input (see *Inputs*). Place it after `#[tool]` on a
-/// lone `fn`. It is removed from the emitted code. Each `{resource}__{export}` must fit in 64
-/// characters.
+/// On an export, `#[export(...)]` takes these keys, each at most once:
+/// - `name = "..."`: the export name (default: the function's name without `r#`; same
+///   characters as a resource name, e.g. `setChatAction`). Each `{resource}__{export}` must
+///   fit in 64 characters.
+/// - `description = "..."`: default, its doc comments.
+/// - `timeout_ms = N`: the call's deadline.
+/// - `input = "named" | "whole"`: how its parameters make the input (see *Inputs*).
+/// - `title = "..."`: the human title (MCP's `title`).
+/// - `read_only`, `destructive`, `idempotent`, `open_world`: the effect hints, each a bare
+///   flag (`true`) or `= true`/`= false`.
+/// - `output_schema`: publish the JSON Schema of the output type (MCP's `outputSchema`).
+/// - `task_support = "optional" | "required"`: whether its calls may or must run as MCP
+///   tasks.
+///
+/// Place it after `#[tool]` on a lone `fn`. It is removed from the emitted code.
 ///
 /// # Inputs
 /// - A `&ToolContext` parameter, at any position, receives the call's context; it is not part
@@ -137,8 +146,10 @@ pub fn tool_input(args: TokenStream, item: TokenStream) -> TokenStream {
     tool_input::expand(args.into(), item.into()).into()
 }
 
-/// Names, describes or times out one export: `#[export(name = "...", description = "...",
-/// timeout_ms = N)]`.
+/// Sets what one export shows and how it is called: `#[export(name = "...", description =
+/// "...", timeout_ms = N, input = "named" | "whole", title = "...", read_only, destructive,
+/// idempotent, open_world, output_schema, task_support = "optional" | "required")]` (each
+/// key is described on [`macro@tool`]).
 ///
 /// It is read and removed by `#[tool]`, so it only works on a function inside a `#[tool]`
 /// module or `impl` block, or after `#[tool]` on a lone function. Anywhere else it is an error

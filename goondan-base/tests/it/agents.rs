@@ -354,3 +354,46 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
         json!(["coder", "tester"])
     );
 }
+
+/// A call is checked against the parameters the model was shown in its Step: with the targets
+/// extension, a `target` outside the agents the model may call is refused by validation, before
+/// the tool runs, with the shown `enum` in the reason.
+#[tokio::test]
+async fn the_targets_extension_s_narrowed_schema_is_enforced_on_calls() {
+    use goondan_runtime::ToolCall;
+    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    let registry = Arc::new(
+        goondan_runtime::ToolRegistry::builder()
+            .tools(goondan_base::tools())
+            .build()
+            .unwrap(),
+    );
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new(
+            "c1",
+            "agents__request",
+            json!({"target": "intruder", "input": "hello"}),
+        )]),
+        ModelResponse::text("done"),
+    ]));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("planner", Arc::clone(&registry), model.clone())
+        .tools(["agents"])
+        .extension(goondan_base::agents::targets(vec![
+            "coder".to_owned(),
+            "tester".to_owned(),
+        ]))
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    agent.run_turn("hi").await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let answered = serde_json::to_string(&requests[1].messages).unwrap();
+    assert!(answered.contains("E_TOOL_INVALID_ARGS"), "{answered}");
+    assert!(answered.contains("at `/target`"), "{answered}");
+    assert!(
+        answered.contains("coder"),
+        "the reason names the shown enum: {answered}"
+    );
+}

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::tools::annotations::ExportAnnotations;
+use crate::tools::catalog::ShownParameters;
 use crate::tools::context::ToolContext;
 use crate::tools::registry::RegisteredExport;
 use crate::tools::result::ToolCallResult;
@@ -52,13 +53,16 @@ pub struct CallContext {
     tool_name: ArcStr,
     tool_call_id: ArcStr,
     /// The arguments as the model sent them (or an outer middleware changed them). They are
-    /// validated against the export's schema after the chain, just before the handler.
+    /// validated against the schema the model was shown (and the export's own, when the Step
+    /// showed another) after the chain, just before the handler.
     pub args: JsonObject,
     /// Free-form data for the middlewares of this call.
     pub metadata: serde_json::Map<String, Value>,
     ctx: ToolContext,
     /// The called export: fixed before the chain starts, so no middleware can retarget the call.
     target: Arc<RegisteredExport>,
+    /// The parameter schema the Step showed in place of the export's, if it did.
+    shown: Option<ShownParameters>,
 }
 
 impl CallContext {
@@ -69,6 +73,7 @@ impl CallContext {
         args: JsonObject,
         ctx: ToolContext,
         target: Arc<RegisteredExport>,
+        shown: Option<ShownParameters>,
     ) -> Self {
         Self {
             tool_name,
@@ -77,6 +82,7 @@ impl CallContext {
             metadata: serde_json::Map::new(),
             ctx,
             target,
+            shown,
         }
     }
 
@@ -118,7 +124,8 @@ impl CallContext {
         self.target.export().annotations()
     }
 
-    /// The parts the core needs: name, id, arguments, context and target.
+    /// The parts the core needs: name, id, arguments, context, target and the parameter
+    /// schema shown.
     pub(crate) fn into_parts(
         self,
     ) -> (
@@ -127,6 +134,7 @@ impl CallContext {
         JsonObject,
         ToolContext,
         Arc<RegisteredExport>,
+        Option<ShownParameters>,
     ) {
         (
             self.tool_name,
@@ -134,6 +142,7 @@ impl CallContext {
             self.args,
             self.ctx,
             self.target,
+            self.shown,
         )
     }
 }

@@ -18,6 +18,7 @@ use crate::calls::guardrail::Guardrails;
 use crate::calls::middleware::{CallContext, Core, Ready};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error};
+use crate::tools::catalog::ShownParameters;
 use crate::tools::context::ToolContext;
 use crate::tools::handler::{Handler, HandlerCall, HandlerError, Outcome};
 use crate::tools::registry::RegisteredExport;
@@ -40,8 +41,8 @@ pub(super) struct CallCore {
 
 impl Core for CallCore {
     fn start(self: Arc<Self>, call: CallContext) -> Ready<ToolCallResult> {
-        let (name, id, args, ctx, entry) = call.into_parts();
-        match self.call(&entry, ctx, id, name, args) {
+        let (name, id, args, ctx, entry, shown) = call.into_parts();
+        match self.call(&entry, shown.as_ref(), ctx, id, name, args) {
             Started::Done(result) => Ready::Done(result),
             // Inside a chain the rest is a future of its own, which owns what it borrows.
             Started::Waiting(waiting, id, name) => Ready::Wait(Box::pin(InChain {
@@ -69,6 +70,7 @@ impl CallCore {
     pub(super) fn call(
         &self,
         entry: &RegisteredExport,
+        shown: Option<&ShownParameters>,
         ctx: ToolContext,
         id: ArcStr,
         name: ArcStr,
@@ -77,8 +79,18 @@ impl CallCore {
         let export = entry.export();
         let handler = export.handler();
         // Every call, typed handler or not, is checked against exactly the schema the model
-        // sees (serde alone would drop unknown keys and ignore ranges, lengths and patterns).
+        // was shown (serde alone would drop unknown keys and ignore ranges, lengths and
+        // patterns). A Step that showed another schema (a narrower one, say) has the call
+        // checked against that one first, then against the export's own, which its handler
+        // reads.
         let mut value = Value::Object(args);
+        let shown = shown.filter(|s| !Arc::ptr_eq(s.schema(), export.parameters_arc()));
+        if let Some(shown) = shown
+            && let Err(problems) = shown.validator().check(&mut value)
+        {
+            let err = invalid_args(problems, shown.schema());
+            return Started::Done(ToolCallResult::error(id, name, err));
+        }
         if let Err(problems) = export.validator().check(&mut value) {
             let err = invalid_args(problems, export.parameters());
             return Started::Done(ToolCallResult::error(id, name, err));

@@ -30,7 +30,7 @@ use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{
     args_not_object, invalid_name, middleware_panic_error, not_found, not_in_catalog,
 };
-use crate::tools::catalog::{Lookup, ToolCatalog};
+use crate::tools::catalog::{Lookup, ShownParameters, ToolCatalog};
 use crate::tools::context::ToolContext;
 use crate::tools::error::{DEFAULT_ERROR_MESSAGE_LIMIT, ToolError};
 use crate::tools::name;
@@ -177,7 +177,7 @@ impl ToolExecutor {
             emit_called(&ctx);
             self.prepare(&name, args, catalog)
         });
-        let (entry, args) = match prepared {
+        let (entry, shown, args) = match prepared {
             Ok(prepared) => prepared,
             Err((limit, err)) => {
                 let mut result = ToolCallResult::error(id, name, err);
@@ -203,7 +203,7 @@ impl ToolExecutor {
                     // (5,495 -> 5,196 instructions) and 4.3% of an asynchronous one;
                     // `mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_middleware`
                     // checks that both answer alike.
-                    return match core.call(&called.entry, ctx, id, name, args) {
+                    return match core.call(&called.entry, shown, ctx, id, name, args) {
                         Started::Done(result) => Entered::Done(result),
                         Started::Waiting(waiting, id, name) => Entered::Handler(waiting, id, name),
                     };
@@ -215,6 +215,7 @@ impl ToolExecutor {
                     args,
                     ctx,
                     Arc::clone(&called.entry),
+                    shown.cloned(),
                 )) {
                     middleware::Ready::Done(result) => Entered::Done(result),
                     middleware::Ready::Wait(running) => Entered::Chain(running),
@@ -266,9 +267,9 @@ impl ToolExecutor {
         name: &str,
         args: Value,
         catalog: &'c ToolCatalog,
-    ) -> Result<(Cow<'c, Arc<RegisteredExport>>, JsonObject), Refusal> {
-        let entry = match catalog.lookup(name) {
-            Lookup::Resolved(entry) => Cow::Borrowed(entry),
+    ) -> Result<Prepared<'c>, Refusal> {
+        let (entry, shown) = match catalog.lookup(name) {
+            Lookup::Resolved(entry, shown) => (Cow::Borrowed(entry), shown),
             lookup => {
                 if let Err(err) = name::validate_tool_name(name) {
                     let err = invalid_name(name, &err, catalog);
@@ -278,16 +279,20 @@ impl ToolExecutor {
                 let limit = entry.as_ref().map_or(DEFAULT_ERROR_MESSAGE_LIMIT, |e| {
                     e.resource().error_message_limit()
                 });
-                let listed = matches!(lookup, Lookup::Listed);
-                if !listed && self.shared.policy == CallPolicy::CatalogOnly {
-                    return Err((limit, not_in_catalog(name, catalog)));
-                }
-                Cow::Owned(entry.ok_or_else(|| (limit, not_found(name, catalog)))?)
+                let shown = match lookup {
+                    Lookup::Listed(shown) => shown,
+                    _ if self.shared.policy == CallPolicy::CatalogOnly => {
+                        return Err((limit, not_in_catalog(name, catalog)));
+                    }
+                    _ => None,
+                };
+                let entry = entry.ok_or_else(|| (limit, not_found(name, catalog)))?;
+                (Cow::Owned(entry), shown)
             }
         };
         match args {
-            Value::Object(map) => Ok((entry, map)),
-            Value::Null => Ok((entry, JsonObject::new())),
+            Value::Object(map) => Ok((entry, shown, map)),
+            Value::Null => Ok((entry, shown, JsonObject::new())),
             other => {
                 let limit = entry.resource().error_message_limit();
                 let err = args_not_object(&other, entry.export().parameters());
@@ -299,6 +304,14 @@ impl ToolExecutor {
 
 /// A call refused before its handler: the error message limit that applies, and the error.
 type Refusal = (usize, ToolError);
+
+/// A call ready for the chain: the called export, the parameter schema the Step showed in
+/// place of its own (if it did), and the arguments.
+type Prepared<'c> = (
+    Cow<'c, Arc<RegisteredExport>>,
+    Option<&'c ShownParameters>,
+    JsonObject,
+);
 
 pin_project! {
     /// A call of [`ToolExecutor::execute`]: the call, until the first poll begins it, then

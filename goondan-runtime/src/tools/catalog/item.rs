@@ -2,7 +2,7 @@
 //! name, for an item made by hand), plus whatever the Step changed of it.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -11,6 +11,7 @@ use crate::tools::annotations::ExportAnnotations;
 use crate::tools::name::ToolName;
 use crate::tools::output_schema::OutputSchema;
 use crate::tools::registry::RegisteredExport;
+use crate::tools::schema::ArgValidator;
 use crate::tools::tool::ToolSource;
 
 /// What an item shows when nothing is overridden.
@@ -57,7 +58,7 @@ struct Overrides {
     /// The name a toolset gave the entry ([`CatalogItem::renamed`]).
     name: Option<ToolName>,
     description: Field<Arc<str>>,
-    parameters: Field<Arc<Value>>,
+    parameters: Field<ShownParameters>,
     source: Field<Arc<ToolSource>>,
     annotations: Field<Arc<ExportAnnotations>>,
     output_schema: Field<Arc<OutputSchema>>,
@@ -68,6 +69,43 @@ impl Overrides {
     /// the name, the description and the parameters (`Dialect::tools_json`).
     fn rendered(&self) -> bool {
         self.name.is_some() || self.description.is_set() || self.parameters.is_set()
+    }
+}
+
+/// A parameter schema a Step shows in place of its entry's, and its validator: the executor
+/// checks a call against it (then against the export's own), compiled at the first call of
+/// the catalog that shows it and shared by the catalog's clones.
+#[derive(Clone)]
+pub(crate) struct ShownParameters {
+    schema: Arc<Value>,
+    validator: Arc<OnceLock<ArgValidator>>,
+}
+
+impl fmt::Debug for ShownParameters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ShownParameters")
+            .field(&self.schema)
+            .finish()
+    }
+}
+
+impl ShownParameters {
+    fn new(schema: Arc<Value>) -> Self {
+        Self {
+            schema,
+            validator: Arc::default(),
+        }
+    }
+
+    /// The schema shown.
+    pub(crate) fn schema(&self) -> &Arc<Value> {
+        &self.schema
+    }
+
+    /// Its validator.
+    pub(crate) fn validator(&self) -> &ArgValidator {
+        self.validator
+            .get_or_init(|| ArgValidator::new(&self.schema))
     }
 }
 
@@ -207,7 +245,12 @@ impl CatalogItem {
 
     /// The parameter schema.
     pub fn parameters(&self) -> Option<&Arc<Value>> {
-        match self.overrides.parameters.overridden() {
+        match self
+            .overrides
+            .parameters
+            .overridden()
+            .map(|o| o.map(ShownParameters::schema))
+        {
             Some(set) => set,
             None => Some(self.entry()?.export().parameters_arc()),
         }
@@ -256,9 +299,16 @@ impl CatalogItem {
         self
     }
 
-    /// Overrides the parameter schema (a [`Value`], or an `Arc` of one to share it).
+    /// The parameter schema the Step shows in place of the entry's, when it shows one (the
+    /// executor checks calls against it).
+    pub(crate) fn shown_parameters(&self) -> Option<&ShownParameters> {
+        self.overrides.parameters.overridden().flatten()
+    }
+
+    /// Overrides the parameter schema (a [`Value`], or an `Arc` of one to share it). Calls
+    /// are then checked against it, as well as against the export's own schema.
     pub fn set_parameters(&mut self, parameters: impl Into<Arc<Value>>) -> &mut Self {
-        self.overrides.parameters = Field::Set(Some(parameters.into()));
+        self.overrides.parameters = Field::Set(Some(ShownParameters::new(parameters.into())));
         self
     }
 
@@ -385,7 +435,7 @@ impl From<Listed> for CatalogItem {
             overrides: Overrides {
                 name: None,
                 description: Field::from_json(listed.description),
-                parameters: Field::from_json(listed.parameters),
+                parameters: Field::from_json(listed.parameters.map(ShownParameters::new)),
                 source: Field::from_json(listed.source),
                 annotations: Field::from_json(listed.annotations),
                 output_schema: Field::from_json(listed.output_schema),

@@ -10,6 +10,7 @@ mod item;
 mod tool_choice;
 
 pub use self::item::CatalogItem;
+pub(crate) use self::item::ShownParameters;
 pub use self::tool_choice::{ToolChoice, ToolChoiceError};
 
 use crate::tools::name::ToolName;
@@ -22,10 +23,12 @@ type NameIndex = HashMap<ToolName, usize, rustc_hash::FxBuildHasher>;
 
 /// What the catalog says about a name, for the executor.
 pub(crate) enum Lookup<'a> {
-    /// Listed, with the registry entry it was built from.
-    Resolved(&'a Arc<RegisteredExport>),
-    /// Listed by hand (by a step middleware, say): the registry must be asked.
-    Listed,
+    /// Listed, with the registry entry it was built from, and the parameter schema the Step
+    /// shows in place of the entry's, if it does.
+    Resolved(&'a Arc<RegisteredExport>, Option<&'a ShownParameters>),
+    /// Listed by hand (by a step middleware, say): the registry must be asked. With the
+    /// parameter schema it shows, if any.
+    Listed(Option<&'a ShownParameters>),
     /// Not listed.
     Absent,
 }
@@ -148,9 +151,14 @@ impl ToolCatalog {
     pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
         match self.index.get(name) {
             None => Lookup::Absent,
-            Some(&i) => self.items[i]
-                .entry()
-                .map_or(Lookup::Listed, Lookup::Resolved),
+            Some(&i) => {
+                let item = &self.items[i];
+                let shown = item.shown_parameters();
+                match item.entry() {
+                    Some(entry) => Lookup::Resolved(entry, shown),
+                    None => Lookup::Listed(shown),
+                }
+            }
         }
     }
 

@@ -49,7 +49,7 @@ impl<N, T> Params<N, T> {
 /// How the lone parameter of a function with no attributes on it is read: its type is the
 /// whole input when its schema is an object with properties (or a closed object), and
 /// otherwise the one property of an object, named after the parameter. The export decides
-/// which when it is built (see `Export::typed_lone`), and the handler reads the arguments
+/// which when it is built (see `lone_input` in `tools/tool/export.rs`), and the handler reads the arguments
 /// object directly: the property's key is found by code compiled once, so the only reading
 /// generic in the type is the type's own, the one the whole reading uses too. Errors are the
 /// ones [`Params`] gives for a one-parameter tuple, word for word (`tests/it/params.rs`).
