@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
-"""Tests of .ci/conformance: only test functions count, the table is docs/conformance.md's, and a
-missing SPEC.md fails the run."""
+"""Tests of .ci/conformance: only test functions count, the rules are docs/rules.md's, the table is
+docs/conformance.md's, and a citation of a rule docs/rules.md lacks fails the run."""
 import importlib.machinery
 import importlib.util
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -72,16 +71,40 @@ class Page(unittest.TestCase):
             self.assertNotIn(module.BEGIN, fh.read(), "the table moved to docs/conformance.md")
 
 
-class MissingSpec(unittest.TestCase):
-    def test_a_missing_spec_fails_with_a_message(self):
-        with tempfile.TemporaryDirectory() as d:
-            env = dict(os.environ, GOONDAN_SPEC=os.path.join(d, "SPEC.md"))
-            for args in ([], ["--check"], ["--write"]):
-                run = subprocess.run(
-                    [sys.executable, SCRIPT, *args], env=env, capture_output=True, text=True
-                )
-                self.assertNotEqual(run.returncode, 0, args)
-                self.assertIn("SPEC.md not found", run.stdout + run.stderr)
+class Rules(unittest.TestCase):
+    def test_the_rules_are_docs_rules_md_each_with_a_level_and_a_text(self):
+        module = load()
+        self.assertEqual(module.RULES, os.path.join("docs", "rules.md"))
+        rules = module.read_rules()
+        self.assertIn(("SPEC-4", "MUST"), [(r, l) for r, l, _ in rules])
+        self.assertTrue(all(text for _, _, text in rules))
+
+    def test_a_row_without_a_known_level_or_listed_twice_is_refused(self):
+        module = load()
+        for text in (
+            "| NAME-1 | OFTEN | a rule |",
+            "| NAME-1 | MUST | a rule |\n| NAME-1 | MUST | again |",
+            "| NAME-1 | MUST |",
+            "no table at all",
+        ):
+            with self.assertRaises(module.RulesError, msg=text):
+                module.rules(text)
+
+
+class Citations(unittest.TestCase):
+    RULES = [("NAME-1", "MUST", "a"), ("NAME-2", "MUST", "b"), ("AG-1", "(D)", "c")]
+
+    def test_an_id_or_a_range_of_a_known_family_that_is_not_a_rule_is_reported(self):
+        files = [("src/a.rs", "// NAME-1 and NAME-2\n/// AG-1..2, SEP-2577, SHA-256, UTF-8\n")]
+        names = ["name_1_and_ag_1_hold", "name_3_does_not", "a_2026_date"]
+        self.assertEqual(
+            load().unknown_citations(self.RULES, names, files),
+            ["src/a.rs:2: AG-2", "test `name_3_does_not`: NAME-3"],
+        )
+
+    def test_the_workspace_cites_only_rules_of_docs_rules_md(self):
+        run = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
 
 
 if __name__ == "__main__":

@@ -822,7 +822,8 @@ fn put<T: Serialize>(args: &mut Map<String, Value>, key: &str, value: Option<T>)
 mod tests {
     use super::*;
 
-    /// The wording the shared code gives `slack`'s errors, as it was before it was shared.
+    /// The errors the shared Web API code raises for `slack`, word for word: code, name,
+    /// message and suggestion.
     #[test]
     fn shared_errors_keep_slack_wording() {
         let expected = [

@@ -722,7 +722,8 @@ fn put<T: Serialize>(payload: &mut Map<String, Value>, key: &str, value: Option<
 mod tests {
     use super::*;
 
-    /// The wording the shared code gives `telegram`'s errors, as it was before it was shared.
+    /// The errors the shared Web API code raises for `telegram`, word for word: code, name,
+    /// message and suggestion.
     #[test]
     fn shared_errors_keep_telegram_wording() {
         let expected = [

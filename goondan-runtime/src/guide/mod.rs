@@ -86,8 +86,8 @@
 //!
 //! Beside the guide, in the repository: `docs/errors.md` (every error code: what it means, the
 //! usual causes, the fix; where each `helpUrl` points), `docs/benchmarks.md` (what it costs,
-//! against rmcp and a floor), `docs/conformance.md` (every rule of the Goondan Tool system and
-//! the tests that prove it) and `docs/fuzzing.md`.
+//! against rmcp and a floor), `docs/rules.md` (every rule of the Goondan Tool system, by ID),
+//! `docs/conformance.md` (the tests that prove each rule) and `docs/fuzzing.md`.
 
 #[doc = include_str!("tools.md")]
 pub mod tools {}

@@ -104,3 +104,75 @@ fn the_generated_tables_live_in_docs_not_in_the_readme() {
         assert!(!readme.contains(marker), "README.md still holds {marker}");
     }
 }
+
+/// The link targets (`](target)`) of one line, in order.
+fn link_targets(line: &str) -> Vec<&str> {
+    line.split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .collect()
+}
+
+#[test]
+fn every_guide_chapter_ends_linking_to_the_previous_and_the_next() {
+    let guide = workspace_root().join("goondan-runtime/src/guide");
+    let index = read(&guide.join("mod.rs"));
+    // The reading order: the index's numbered list (`//! 1. [`tools`]: ...`).
+    let chapters: Vec<&str> = index
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! "))
+        .filter_map(|line| line.split_once(". [`"))
+        .filter(|(number, _)| number.parse::<usize>().is_ok())
+        .filter_map(|(_, rest)| rest.split('`').next())
+        .collect();
+    let declared: Vec<&str> = index
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .filter_map(|rest| rest.strip_suffix(" {}"))
+        .collect();
+    assert_eq!(
+        chapters, declared,
+        "the index lists the chapters in the order they are declared"
+    );
+    let target = |chapter: Option<&&str>| match chapter {
+        Some(chapter) => format!("crate::guide::{chapter}"),
+        None => "crate::guide".to_owned(),
+    };
+    for (i, chapter) in chapters.iter().enumerate() {
+        let page = read(&guide.join(format!("{chapter}.md")));
+        let last = page
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or("");
+        assert!(
+            last.starts_with("Previous: [") && last.contains(". Next: ["),
+            "{chapter}.md ends with `{last}`, not with its Previous/Next line"
+        );
+        let previous = target(i.checked_sub(1).and_then(|p| chapters.get(p)));
+        let next = target(chapters.get(i + 1));
+        assert_eq!(
+            link_targets(last),
+            [previous.as_str(), next.as_str()],
+            "{chapter}.md"
+        );
+    }
+    // goondan-base's guide holds the examples of the base tools' chapter, and leads on to the
+    // chapter after it. Its links are docs.rs addresses: a link into another crate's docs does
+    // not resolve in this workspace's rustdoc.
+    let base = read(&workspace_root().join("goondan-base/src/guide.md"));
+    let ending = base.trim_end().rsplit("\n\n").next().unwrap_or("");
+    let docs = "https://docs.rs/goondan-runtime/latest/goondan_runtime/guide";
+    assert!(
+        ending.starts_with("Previous: ["),
+        "goondan-base/src/guide.md ends with `{ending}`"
+    );
+    assert_eq!(
+        link_targets(ending),
+        [
+            format!("{docs}/base_tools/index.html"),
+            format!("{docs}/sandbox/index.html")
+        ],
+        "goondan-base/src/guide.md ends with `{ending}`"
+    );
+}

@@ -198,9 +198,8 @@ impl ToolExecutor {
         let started = called.span.in_scope(|| {
             std::panic::catch_unwind(AssertUnwindSafe(|| {
                 if chain.is_empty() {
-                    // An empty chain is the core. Measured (`scripts/callgrind`): skipping
-                    // the chain's call context and `Next` saves 5.4% of a synchronous call
-                    // (5,495 -> 5,196 instructions) and 4.3% of an asynchronous one;
+                    // An empty chain is the core: no call context for middleware and no
+                    // `Next` to hand it over (the saving is in `docs/benchmarks.md`).
                     // `mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_middleware`
                     // checks that both answer alike.
                     return match core.call(&called.entry, shown, ctx, id, name, args) {

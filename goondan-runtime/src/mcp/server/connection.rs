@@ -3,10 +3,11 @@
 //! closes once the response it is writing, if any, has ended).
 //!
 //! The stop is a [`CancellationToken`], whose wait takes two locks at each poll. Polled beside
-//! the connection in a `select!`, it was polled at every wake of the connection's task, several
-//! times a request, for a stop that comes once in the server's life. Here the stop's wait is
-//! polled only at the first poll and when the stop itself woke the task: its waker sets a flag
-//! (and wakes the task), and every other poll reads the flag and goes on to the connection.
+//! the connection in a `select!`, it would be polled at every wake of the connection's task,
+//! several times a request, for a stop that comes once in the server's life. Here the stop's
+//! wait is polled only at the first poll and when the stop itself woke the task: its waker sets
+//! a flag (and wakes the task), and every other poll reads the flag and goes on to the
+//! connection.
 
 use std::future::Future;
 use std::pin::{Pin, pin};

@@ -819,8 +819,8 @@ mod tests {
 
     use super::{call_id, hash_canonical};
 
-    /// The route `hash_canonical` replaced: every map's keys collected and sorted, each value
-    /// found again by its key. Kept as the reference its entries-in-order walk must match.
+    /// The plain walk: every map's keys collected and sorted, each value found again by its
+    /// key. The reference that `hash_canonical`'s entries-in-order walk must match.
     fn plain(value: &Value, hasher: &mut impl Hasher) {
         match value {
             Value::Object(map) => {

@@ -5,8 +5,7 @@
 //! hosts (`localhost`, `127.0.0.1` and `::1` by default): HTTP 403, or 400 for a `Host` that
 //! does not parse. It parses every entry of that list again on every request. With the default
 //! list, a client of `127.0.0.1` costs two `http::uri::Authority` parses besides its own
-//! `Host`'s: about 2,700 instructions of a `tools/call`'s 254,000 over a session, measured with
-//! `scripts/callgrind mcp`.
+//! `Host`'s (`docs/benchmarks.md` has the figures).
 //!
 //! [`PlainHosts`] keeps the entries that are a plain host name or address, read once. A
 //! request whose `Host` is one of them, with at most a port, is one rmcp lets through; it goes
@@ -73,8 +72,8 @@ impl PlainHosts {
             return false;
         };
         let host = host.as_bytes();
-        // The bytes as clients send them (lowercase) first: a plain comparison. Without case
-        // only when none is equal, as byte-by-byte comparisons cost ~300 instructions a request.
+        // The bytes as clients send them (lowercase) first: a plain comparison. Without case,
+        // byte by byte and dearer, only when none is equal.
         self.admits_spelt(host, <[u8]>::starts_with)
             || self.admits_spelt(host, |host, entry| {
                 host.get(..entry.len())

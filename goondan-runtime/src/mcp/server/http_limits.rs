@@ -111,8 +111,7 @@ pub(super) enum Checked {
 ///
 /// Frame by frame rather than with `http_body_util`'s `Limited` and `collect`: a request's
 /// body is nearly always one frame, kept as it is, where `collect` makes a queue for it and
-/// copies it out again (measured with `scripts/callgrind mcp`: about 450 instructions a
-/// request). A body of several frames is joined in one buffer.
+/// copies it out again. A body of several frames is joined in one buffer.
 pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Checked {
     let (parts, mut incoming) = request.into_parts();
     let body = match read_body(&mut incoming, limits.max_body_bytes).await {
@@ -237,9 +236,8 @@ pub(super) fn explain(response: HttpResponse, body: &Bytes) -> HttpResponse {
 /// Whether `body` is an `initialize` request, read without parsing all of it: a new session
 /// begins with one, and anything else without a session is rmcp's to refuse.
 fn is_initialize(body: &[u8]) -> bool {
-    // Most requests are not: a look for the word spares them a parse. (A window-by-window
-    // comparison cost 2.7k instructions per `tools/call`; `memmem` a few dozen, with its
-    // searcher built once rather than for each request.)
+    // Most requests are not: a look for the word spares them a parse. `memmem` finds it
+    // with a searcher built once, not for each request.
     static WORD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"initialize"));
     if WORD.find(body).is_none() {
@@ -330,8 +328,8 @@ mod tests {
             read_body(&mut full, 6).await,
             Err(BodyRefusal::TooLarge)
         ));
-        // Against the route it replaced (`Limited` and `collect`), on every split of a body
-        // into frames and every limit around its length.
+        // Against `http_body_util`'s `Limited` and `collect`, which read the same bodies, on
+        // every split of a body into frames and every limit around its length.
         let body = "{\"jsonrpc\":\"2.0\",\"id\":1}";
         for cut in 0..=body.len() {
             for max in body.len() - 2..=body.len() + 1 {

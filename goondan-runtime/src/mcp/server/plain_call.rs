@@ -4,10 +4,10 @@
 //! untagged enum over JSON-RPC's four shapes, whose request shape is again an untagged enum
 //! over every method the protocol knows. A `tools/call` is copied into serde's buffer three
 //! times and tried against the thirteen methods before it, each refusal formatting an error
-//! message: about 35,000 instructions of a session's `tools/call`, 14% of all it costs both
-//! ends (measured with `scripts/callgrind mcp`; rmcp's own server pays the same). A 2026-07-28
-//! request standing alone pays that, and then as much again to check its standard headers
-//! (`Mcp-Method`, `Mcp-Name`) against a copy of the whole message as a `serde_json::Value`.
+//! message: a large share of what a session's `tools/call` costs both ends, which rmcp's own
+//! server pays too (`docs/benchmarks.md` has the figures). A 2026-07-28 request standing alone
+//! pays that, and then as much again to check its standard headers (`Mcp-Method`,
+//! `Mcp-Name`) against a copy of the whole message as a `serde_json::Value`.
 //!
 //! [`read`] takes a request that is plainly a `tools/call`, whose headers rmcp's checks let
 //! through without a doubt, and reads its body straight as a `tools/call`, with rmcp's own

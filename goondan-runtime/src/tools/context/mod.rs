@@ -544,7 +544,7 @@ mod tests {
             span,
             approved,
         } = &ctx;
-        // Whether a person approved this call (issue 50): a fact about the call, no interface.
+        // Whether a person approved this call: a fact about the call, no interface.
         let _: &bool = approved;
         let Scope {
             agent_name,
@@ -565,10 +565,10 @@ mod tests {
         let _: (&Arc<Path>, &tracing::Span, &OnceLock<CancellationToken>) = (workdir, span, cancel);
         // The one interface a tool may reach: the agent-to-agent API (CTX-1 `runtime`).
         let _: &Option<Arc<dyn AgentRuntime>> = runtime;
-        // Where the call's progress reports go (issue 10): a write-only sink the host
+        // Where the call's progress reports go: a write-only sink the host
         // provides; the tool cannot read anything through it.
         let _: &Option<Arc<dyn ProgressSink>> = progress;
-        // Whoever called (issue 22): the tool may ask it questions (the user, its model, its
+        // Whoever called: the tool may ask it questions (the user, its model, its
         // roots) and write log lines to it; it holds nothing of the host's.
         let _: &Option<Arc<dyn Caller>> = caller;
         assert_eq!(
