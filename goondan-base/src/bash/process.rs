@@ -300,9 +300,21 @@ pub(crate) async fn run(
         }
         Start::Sandbox(call) => {
             let procs = containment.open_procs()?;
-            let mut started = call.start(containment.marker_env(), procs).await?;
-            // Dropped before it runs (the gate closes): the command ends with nothing done.
-            started.started(call).await?;
+            // The sandbox starts the command within the call's timeout, or the call fails (a
+            // command dropped at its gate ends with nothing done).
+            let starting = async {
+                let mut started = call.start(containment.marker_env(), procs).await?;
+                started.started(call).await?;
+                Ok::<_, std::io::Error>(started)
+            };
+            let mut started = tokio::time::timeout(bounds.timeout, starting)
+                .await
+                .map_err(|_| {
+                    call.unavailable_error(format!(
+                        "the sandbox did not start the command within the call's timeout ({:?})",
+                        bounds.timeout
+                    ))
+                })??;
             containment.started_inside();
             started.open_gate()?;
             let (stdout, stderr) = (started.stdout.take(), started.stderr.take());

@@ -292,8 +292,9 @@ impl WarmCall {
         })
     }
 
-    /// Records that the sandbox could not start the command, as an error for the call.
-    fn unavailable_error(&self, what: String) -> io::Error {
+    /// Records that the sandbox could not start the command (`what`, for the call's error)
+    /// and returns it as an I/O error.
+    pub(crate) fn unavailable_error(&self, what: String) -> io::Error {
         let err = io::Error::other(what.clone());
         *self
             .unavailable

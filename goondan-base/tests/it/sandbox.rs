@@ -376,6 +376,75 @@ async fn sbx_the_calls_own_env_reaches_the_command_and_tmpdir_is_private() {
     );
 }
 
+/// The host pid of the parent of the process whose command line holds `marker`.
+fn parent_of(marker: &str) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            if !String::from_utf8_lossy(&cmdline).contains(marker) {
+                return None;
+            }
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("PPid:"))?
+                .trim()
+                .parse()
+                .ok()
+        })
+}
+
+/// A warm sandbox that does not start a command (here: its first process stopped) fails the
+/// call at the call's timeout with a structured error, and the tool works again once it does.
+#[tokio::test]
+async fn sbx_a_stuck_warm_sandbox_fails_the_call_at_its_timeout() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let kit = kit();
+    // A command of a call running in the sandbox, whose parent is the sandbox's first process.
+    let marker = format!("3.{}1", std::process::id());
+    let held = kit.call(
+        "bash__exec",
+        json!({"command": format!("sleep {marker}"), "timeoutMs": 20000}),
+    );
+    let stuck = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let first = loop {
+            if let Some(parent) = parent_of(&marker) {
+                break Pid::from_raw(parent);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never ran"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        kill(first, Signal::SIGSTOP).unwrap();
+        let started = std::time::Instant::now();
+        let result = kit
+            .call(
+                "bash__exec",
+                json!({"command": "echo late", "timeoutMs": 1000}),
+            )
+            .await;
+        let waited = started.elapsed();
+        kill(first, Signal::SIGCONT).unwrap();
+        (result, waited)
+    };
+    let (held, (result, waited)) = tokio::join!(held, stuck);
+    held.assert_ok();
+    let err = result.assert_error("E_SANDBOX_UNAVAILABLE");
+    assert!(
+        err.message()
+            .contains("did not start the command within the call's timeout"),
+        "{err:?}"
+    );
+    assert!(waited < Duration::from_secs(15), "{waited:?}");
+    assert_eq!(stdout(&exec(&kit, "echo again").await), "again\n");
+}
+
 #[tokio::test]
 async fn sbx_a_tools_calls_share_a_warm_sandbox_but_not_their_tmpdirs_nor_signals() {
     let kit = kit();
