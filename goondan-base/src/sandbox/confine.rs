@@ -234,35 +234,11 @@ fn existing(paths: &[Vec<u8>]) -> Vec<PathBuf> {
 }
 
 fn landlock(spec: &LaunchSpec) -> Result<(), String> {
-    let err = |e: landlock::RulesetError| format!("Landlock: {e}");
-    let read = AccessFs::from_read(LANDLOCK_ABI);
-    let all = AccessFs::from_all(LANDLOCK_ABI);
-    let status = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(err)?
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)
-        .map_err(err)?
-        .create()
-        .map_err(err)?
-        .add_rules(path_beneath_rules(existing(&spec.read), read))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(existing(&spec.devices), all))
-        .map_err(err)?
-        .add_rules(path_beneath_rules(existing(&spec.write), all))
-        .map_err(err)?
-        .restrict_self()
-        .map_err(err)?;
-    if status.ruleset == RulesetStatus::NotEnforced {
-        return Err("Landlock is not enabled in this kernel (Linux 5.13 or newer, with `landlock` in the `lsm=` list)".to_owned());
-    }
-    if !status.no_new_privs {
-        return Err("no_new_privs could not be set".to_owned());
-    }
-    Ok(())
+    CallRules::open(spec).restrict(&spec.write, &spec.devices)
 }
 
-/// What every call of a warm sandbox may read, opened once (see [`CallRules::restrict`]).
+/// What a sandboxed process may read, opened once: a warm sandbox's first process keeps them
+/// for every call it starts (see [`CallRules::restrict`]).
 pub(crate) struct CallRules {
     read: Vec<(PathFd, BitFlags<AccessFs>)>,
 }
@@ -285,12 +261,13 @@ impl CallRules {
         Self { read }
     }
 
-    /// Restricts this thread, and what it starts, further: one more Landlock layer, where it
+    /// Restricts this thread, and what it starts, with one more Landlock layer, where it
     /// reads only the opened trees and `write`, writes only `write` and `devices`, and sends no
-    /// signal and reaches no abstract Unix socket beyond its own domain. A warm sandbox's
-    /// thread serving a call does this before it starts the call's command (see
-    /// the `spawner` module), so that each call has a domain of its own: no other call's `TMPDIR`,
-    /// no signal to another call's processes.
+    /// signal and reaches no abstract Unix socket beyond its own domain; `no_new_privs` is set.
+    /// The helper's inner stage does this once for the whole sandbox; a warm sandbox's thread
+    /// serving a call does it again before it starts the call's command (see the `spawner`
+    /// module), so that each call has a domain of its own: no other call's `TMPDIR`, no signal
+    /// to another call's processes.
     pub(crate) fn restrict(&self, write: &[Vec<u8>], devices: &[Vec<u8>]) -> Result<(), String> {
         let err = |e: landlock::RulesetError| format!("Landlock: {e}");
         let all = AccessFs::from_all(LANDLOCK_ABI);
@@ -314,7 +291,10 @@ impl CallRules {
                 .restrict_self()
                 .map_err(err)?;
         if status.ruleset == RulesetStatus::NotEnforced {
-            return Err("Landlock is not enforced for the call".to_owned());
+            return Err("Landlock is not enabled in this kernel (Linux 5.13 or newer, with `landlock` in the `lsm=` list)".to_owned());
+        }
+        if !status.no_new_privs {
+            return Err("no_new_privs could not be set".to_owned());
         }
         Ok(())
     }

@@ -750,11 +750,39 @@ fn sbx_a_call_s_processes_end_when_the_process_that_started_it_is_killed() {
     );
 }
 
+/// `goondan run FILE --input go --approve never`, with `--sandbox MODE` when `flag` names one,
+/// in the bundle's directory, within a minute.
+async fn run_once(file: &std::path::Path, flag: Option<&str>) -> std::process::Output {
+    use crate::run_support::{KEY, goondan};
+    let mut args = vec![
+        "run",
+        file.to_str().unwrap(),
+        "--input",
+        "go",
+        "--approve",
+        "never",
+    ];
+    if let Some(mode) = flag {
+        args.extend(["--sandbox", mode]);
+    }
+    let out = tokio::process::Command::new(goondan())
+        .args(&args)
+        .env("GOONDAN_TEST_KEY", KEY)
+        .current_dir(file.parent().unwrap())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 /// `goondan run`'s agent processes take their Agent's `policy.sandbox`, `--sandbox` replaces
 /// its mode, and the state directory around the workspace stays out of reach.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sbx_goondan_run_s_agents_take_the_bundle_s_sandbox_and_the_flag() {
-    use crate::run_support::{KEY, bundle_with, call, goondan, text};
+    use crate::run_support::{bundle_with, call, text};
     use goondan_test_peers::replay::ReplayServer;
     let command = "echo x > made.txt; echo x > ../evil.txt; ls .. > listing.txt; echo done";
     for (flag, written) in [(None, false), (Some("workspace"), true)] {
@@ -768,28 +796,7 @@ async fn sbx_goondan_run_s_agents_take_the_bundle_s_sandbox_and_the_flag() {
         let mut yaml = std::fs::read_to_string(&file).unwrap();
         yaml.push_str("  policy:\n    sandbox: read-only\n");
         std::fs::write(&file, yaml).unwrap();
-        let mut args = vec![
-            "run",
-            file.to_str().unwrap(),
-            "--input",
-            "go",
-            "--approve",
-            "never",
-        ];
-        if let Some(mode) = flag {
-            args.extend(["--sandbox", mode]);
-        }
-        let out = tokio::process::Command::new(goondan())
-            .args(&args)
-            .env("GOONDAN_TEST_KEY", KEY)
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let out = tokio::time::timeout(Duration::from_secs(60), out)
-            .await
-            .unwrap()
-            .unwrap();
+        let out = run_once(&file, flag).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
         assert!(stderr.contains("✓ bash__exec"), "the command ran: {stderr}");
@@ -1228,7 +1235,7 @@ async fn sbx_a_bridged_stdio_mcp_server_runs_in_the_sandbox_of_its_own() {
 /// same bundle's server reads a secret of the home directory only with `--sandbox off`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sbx_goondan_run_s_flag_sets_the_bridged_servers_sandbox() {
-    use crate::run_support::{KEY, call, goondan, replayed_model, text};
+    use crate::run_support::{call, replayed_model, text};
     use goondan_test_peers::replay::ReplayServer;
     let home = PathBuf::from(std::env::var_os("HOME").unwrap());
     let secret = home.join(format!(".goondan-sbx-flag-secret-{}", std::process::id()));
@@ -1273,28 +1280,7 @@ spec:
         ));
         let file = dir.path().join("goondan.yaml");
         std::fs::write(&file, yaml).unwrap();
-        let mut args = vec![
-            "run",
-            file.to_str().unwrap(),
-            "--input",
-            "go",
-            "--approve",
-            "never",
-        ];
-        if let Some(mode) = flag {
-            args.extend(["--sandbox", mode]);
-        }
-        let out = tokio::process::Command::new(goondan())
-            .args(&args)
-            .env("GOONDAN_TEST_KEY", KEY)
-            .current_dir(dir.path())
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let out = tokio::time::timeout(Duration::from_secs(60), out)
-            .await
-            .unwrap()
-            .unwrap();
+        let out = run_once(&file, flag).await;
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{stderr}");
         // What the server answered reaches the model in its second request.
