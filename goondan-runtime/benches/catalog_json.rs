@@ -3,7 +3,7 @@
 //! replaces (`serde_json::to_string(&dialect.tools(catalog))`) and against rmcp's `list_all`
 //! plus serialisation (a router built with rmcp's macros, a dev-dependency only), in one run.
 //!
-//! Every tool is issue 14's `{text, n?: u32, tags: Vec<String>}` with doc comments.
+//! Every tool is the benchmark tool `{text, n?: u32, tags: Vec<String>}` with doc comments.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -18,7 +18,7 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// The tool of issue 14's table.
+/// The benchmark tool.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct FieldsIn {

@@ -3,7 +3,7 @@
 //! with rmcp's macros, a dev-dependency only), measured in the same run; and the cost of
 //! building a Step's catalog as the registry grows.
 //!
-//! Two tools are compared three ways (issue 14, goal 1): `{text, n?: u32, tags: Vec<String>}`
+//! Two tools are compared three ways: `{text, n?: u32, tags: Vec<String>}`
 //! (group `dispatch: fields`) and a one-string tool `{text}` (group `dispatch: one string`).
 //!
 //! Argument validation runs on every call: `uppercase` and `count` take the precompiled key

@@ -1,4 +1,4 @@
-//! The run journal's cost per tool call (issue 25, item 6), two ways, in the same run.
+//! The run journal's cost per tool call, two ways, in the same run.
 //!
 //! `journal_turn/*`: one Turn of ten calls of a trivial tool (one Step of calls, then the
 //! answer) on a fresh instance and journal, without a journal and with each backend.

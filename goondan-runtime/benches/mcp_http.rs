@@ -12,7 +12,7 @@
 //! the run and a change in the machine's speed falls on both alike. Besides the figures of all
 //! rounds together, each round's ratios are taken, and their median and range printed: the
 //! median is not moved by one slice the machine slowed.
-//! Goal (issue 22): at least rmcp's throughput and no worse p99.
+//! Goal: at least rmcp's throughput and no worse p99.
 //!
 //! `cargo bench -p goondan-runtime --bench mcp_http [-- SECONDS]` prints a table and writes
 //! `target/mcp-http-load.json` for `scripts/perf-table`.

@@ -1,4 +1,4 @@
-//! Approvals: the `toolCall` middleware that asks before risky calls (issue 12, item 5).
+//! Approvals: the `toolCall` middleware that asks before risky calls.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/captured_events.rs"]

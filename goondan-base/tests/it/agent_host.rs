@@ -233,7 +233,7 @@ async fn agent_host_with_state_finishes_the_turn_its_killed_predecessor_left() {
     a_killed_hosts_turn_is_finished_by_the_next_host(false).await;
 }
 
-/// Exactly once across hosts (issue 25, item 4): the journal on JetStream, two hosts with
+/// Exactly once across hosts: the journal on JetStream, two hosts with
 /// nothing on disk in common; the second takes the instance over once the killed host's lease
 /// expires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! Approvals with the base tools: their exports say which are destructive or open-world, and
-//! `goondan mcp serve --approve` asks the MCP client's user before such calls (issue 12,
-//! item 5), as a real process driven by rmcp's client.
+//! `goondan mcp serve --approve` asks the MCP client's user before such calls, as a real
+//! process driven by rmcp's client.
 
 use std::process::Command;
 use std::sync::{Arc, Mutex};

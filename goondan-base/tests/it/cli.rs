@@ -108,7 +108,7 @@ fn every_base_tool_can_be_sent_to_every_provider() {
     assert_eq!(read["parameters"]["type"], "OBJECT");
 }
 
-/// Toolsets (issue 27, item 1): two `spec.tools` entries that give one name to two tools are
+/// Toolsets: two `spec.tools` entries that give one name to two tools are
 /// an error on the line of the second.
 #[test]
 fn validate_reports_a_toolset_clash_on_the_line_of_its_entry() {

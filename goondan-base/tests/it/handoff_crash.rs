@@ -1,4 +1,4 @@
-//! A crash during a handoff (issue 25, item 5): `goondan run` and its agent processes killed
+//! A crash during a handoff: `goondan run` and its agent processes killed
 //! (SIGKILL, the whole process group) while the agent asked by `agents__request` runs a call.
 //! The next `goondan run` on the same state directory resumes both Turns: the caller's handoff
 //! is not sent again blindly (the model is told it was interrupted), the asked agent finishes
@@ -213,7 +213,7 @@ fn children_of(parent: i32) -> Vec<i32> {
     found
 }
 
-/// The Orchestrator's respawn (issue 25, item 2): in a `goondan run` session, the agent process
+/// The Orchestrator's respawn: in a `goondan run` session, the agent process
 /// alone is killed (SIGKILL) while a call runs; the session reports the crash, and the next
 /// input reaches a respawned agent process that first finishes the Turn the crash cut short
 /// (the model's answer not asked for again, the read-only wait run again), then answers.

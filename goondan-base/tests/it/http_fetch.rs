@@ -428,7 +428,7 @@ async fn base_3_timeouts_and_cancellation() {
     .await
     .assert_error("E_HTTP_TIMEOUT");
     assert!(started.elapsed() < Duration::from_secs(3));
-    // A timeout may pass on a later call: a retry budget counts it (issue 27, item 3).
+    // A timeout may pass on a later call: a retry budget counts it.
     assert!(
         kit.call(
             "http-fetch__get",

@@ -1,4 +1,4 @@
-//! Nothing outlives its agent (issue 50, item 6): what a `bash` call started ends when the
+//! Nothing outlives its agent: what a `bash` call started ends when the
 //! `goondan` process running it is stopped by a signal, or, after a crash, before the agent
 //! resumes. Each command is a `sleep` with an argument no other process has, found in `/proc`
 //! by its command line (the sandbox stays on: its processes are in the host's `/proc` too).

@@ -1,4 +1,4 @@
-//! Issue 10, 12(b): the MCP inspector (a real MCP client, in CLI mode) against
+//! The MCP inspector (a real MCP client, in CLI mode) against
 //! `goondan mcp serve` over stdio: it lists our tools, and calls one that succeeds and one
 //! that fails with our structured error.
 
@@ -108,7 +108,7 @@ fn initialize_status(addr: &str) -> String {
         .to_owned()
 }
 
-/// Issue 22, bad input: `goondan mcp serve --http` caps its sessions (`--max-sessions`): a
+/// `goondan mcp serve --http` caps its sessions (`--max-sessions`): a
 /// client past the cap is refused with 503, and the server goes on.
 #[test]
 fn goondan_mcp_serve_http_refuses_sessions_past_max_sessions() {

@@ -1,4 +1,4 @@
-//! Issue 26, item 3: `goondan mcp login`, `servers` and `logout` against a real
+//! `goondan mcp login`, `servers` and `logout` against a real
 //! OAuth-protected MCP server (the conformance suite's `auth/metadata-default` server and its
 //! authorization server, from `scripts/mcp-peers`). The test is the person's browser: it opens
 //! the URL `login` prints, and the authorization server redirects it to `login`'s listener on

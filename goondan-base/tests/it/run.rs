@@ -553,7 +553,7 @@ fn run_approve_tool_refuses_a_malformed_rule() {
     assert!(err.contains("PATTERN=POLICY"), "{err}");
 }
 
-/// Issue 26, item 5: a bridged MCP server that asks for input mid-call (server-everything's
+/// A bridged MCP server that asks for input mid-call (server-everything's
 /// `trigger-elicitation-request`, over stdio, a form of every kind of field) is answered at
 /// the terminal of `goondan run`: the person fills the form in field by field (an empty line
 /// takes the default, a wrong value is asked again), and the next time declines it; the model

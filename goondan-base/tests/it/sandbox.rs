@@ -1,4 +1,4 @@
-//! The sandbox of `bash` (issue 50): a suite of real processes trying to get out and failing,
+//! The sandbox of `bash`: a suite of real processes trying to get out and failing,
 //! and the other half, what a user needs still working.
 
 use std::io::Read;

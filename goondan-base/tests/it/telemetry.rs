@@ -1,4 +1,4 @@
-//! OpenTelemetry end to end (issue 27, item 5): the `goondan` program exports spans and metrics
+//! OpenTelemetry end to end: the `goondan` program exports spans and metrics
 //! in the GenAI semantic conventions over OTLP to a real receiver on 127.0.0.1 (decoding what it
 //! is sent with opentelemetry-proto), and one trace spans the processes of a run: two agents
 //! under the Orchestrator and an MCP server one of them bridges.

@@ -1,4 +1,4 @@
-//! Tool search on a catalog of real tools (issue 27, item 2): the base tools and the 370
+//! Tool search on a catalog of real tools: the base tools and the 370
 //! function docs of BFCL's `simple_python` questions (Berkeley Function Calling Leaderboard,
 //! fetched by `scripts/bfcl-data`), registered as tools. Measured: the recall at 5 of the
 //! function each question's ground truth calls, and the bytes of tool JSON a Step sends with and

@@ -1,4 +1,4 @@
-//! Approvals that wait (issue 25, item 3), end to end: `goondan run` keeps each approval
+//! Approvals that wait, end to end: `goondan run` keeps each approval
 //! question in its state directory; the question outlives a crash of the whole run (SIGKILL),
 //! `goondan approvals list|answer` sees and answers it from another process, the next run
 //! shows it and resumes its Turn under the same question, the first answer stands, and a

@@ -31,7 +31,7 @@ pub fn uppercase(input: UpperIn) -> UpperOut {
     }
 }
 
-/// The tool of issue 14's table.
+/// The benchmark tool.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldsIn {

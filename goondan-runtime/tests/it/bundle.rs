@@ -784,7 +784,7 @@ fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
     }
 }
 
-/// `policy.journal` (issue 25): where an Agent keeps its run journal, the Agent's own else its
+/// `policy.journal`: where an Agent keeps its run journal, the Agent's own else its
 /// Swarm's; a wrong setting is an error on its line when the bundle loads.
 #[test]
 fn policy_journal_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line() {
@@ -812,7 +812,7 @@ fn policy_journal_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line() {
     );
 }
 
-/// `policy.toolRetries` (issue 27, item 3): a number for every tool, or a default with tools
+/// `policy.toolRetries`: a number for every tool, or a default with tools
 /// and exports named; a wrong one is an error on its line.
 #[test]
 fn policy_tool_retries_is_read_per_agent_and_a_wrong_one_is_an_error_on_its_line() {

@@ -97,7 +97,7 @@ async fn messages_round_trip_turns_tool_use_into_calls_and_results_into_tool_res
     );
 }
 
-/// Issue 22, item 3: an image goes in the `tool_result` as an image block; audio, which
+/// An image goes in the `tool_result` as an image block; audio, which
 /// Anthropic does not take there, as a note; the output's text first.
 #[test]
 fn a_result_with_content_parts_is_a_tool_result_with_image_blocks() {

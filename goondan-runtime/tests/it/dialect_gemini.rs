@@ -248,7 +248,7 @@ fn odd_schemas_give_a_gemini_schema_or_an_error() {
     }
 }
 
-/// Issue 22, item 3: images and audio travel as inline data parts of the
+/// Images and audio travel as inline data parts of the
 /// `functionResponse`; a text resource as text in its response.
 #[test]
 fn a_result_with_content_parts_is_a_function_response_with_inline_data() {

@@ -139,7 +139,7 @@ fn keyword_schemas() -> Vec<Value> {
     ]
 }
 
-/// Issue 22, item 4: what a real MCP client reads in `tools/list` is the export's neutral
+/// What a real MCP client reads in `tools/list` is the export's neutral
 /// schema, whole, for every corpus type and for schemas written with the vocabulary
 /// providers cannot take; and the MCP dialect's rendering is the same.
 #[tokio::test]

@@ -541,7 +541,7 @@ fn strict_nulls_are_dropped_inside_enum_variants_lists_and_recursive_types() {
     assert!(serde_json::from_value::<Plan>(args).is_ok());
 }
 
-/// Issue 22, item 3: Responses takes images in a `function_call_output` list
+/// Responses takes images in a `function_call_output` list
 /// (`input_image`); Chat Completions takes only text in a tool message, so the image is
 /// announced there and sent in a user message.
 #[test]

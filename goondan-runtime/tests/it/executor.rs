@@ -871,7 +871,7 @@ async fn timeout_counts_an_async_handlers_first_poll() {
         .assert_output(json!(10));
 }
 
-// ---- Rich results (issue 22, item 3) ----
+// ---- Rich results ----
 
 /// Pictures.
 #[goondan_runtime::tool(name = "pictures")]

@@ -62,7 +62,7 @@ fn every_seed_replays_through_its_fuzz_entry_point() {
 /// `minLength: 1` and `pattern: ^[a-z]+$` (schemars' `range`, `length`, `regex`) runs with
 /// arguments outside them, because the executor skips the schema for handlers that read their
 /// arguments with serde (`Handler::checks_args`), and serde does not check those keywords.
-/// Fixed by checking every call against the schema (issue 9, item 1).
+/// Fixed by checking every call against the schema.
 #[tokio::test]
 async fn execute_typed_export_refuses_arguments_outside_its_schema_bounds() {
     let kit = goondan_runtime::testing::TestKit::with_tools([fuzz_entry::corpus_tool()]).unwrap();
@@ -80,7 +80,7 @@ async fn execute_typed_export_refuses_arguments_outside_its_schema_bounds() {
 }
 
 /// Found by the `execute` and `args_differential` targets (seeds `negative_zero_isize`):
-/// `"isize": -0.0` is an integer for JSON Schema (item 2 of issue 9), and the call reads it as
+/// `"isize": -0.0` is an integer for JSON Schema, and the call reads it as
 /// 0; the fuzz properties had compared against serde on the raw arguments.
 #[tokio::test]
 async fn execute_reads_negative_zero_as_the_integer_zero() {

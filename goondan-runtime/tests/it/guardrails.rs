@@ -1,4 +1,4 @@
-//! Guardrails (issue 27, item 4): input checks before approvals, output checks before the
+//! Guardrails: input checks before approvals, output checks before the
 //! model, and guardrails that fail or hang.
 
 use std::sync::Arc;

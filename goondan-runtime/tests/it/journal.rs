@@ -1,4 +1,4 @@
-//! Durable runs (issue 25) with real processes, on the SQLite journal and on JetStream: the
+//! Durable runs with real processes, on the SQLite journal and on JetStream: the
 //! test binary runs [`crash_child`] as a child process that halts at a journal point
 //! ([`goondan_runtime::step::journal::halt_at`]) and is killed there with SIGKILL; a second
 //! child on the same state directory (and, on JetStream, the same instance) resumes the Turn. Each point is checked against a run

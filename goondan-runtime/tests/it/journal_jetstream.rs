@@ -1,4 +1,4 @@
-//! The run journal on JetStream (issue 25), on a real `nats-server -js` per test: what the
+//! The run journal on JetStream, on a real `nats-server -js` per test: what the
 //! crash matrix of `journal.rs` does not show. Records come back as written; a torn last
 //! write is left out with a warning and damage before the end is an error; a newer format is
 //! refused; a write the server cannot take is refused whole; and a lease keeps a second host
@@ -366,7 +366,7 @@ async fn a_host_whose_lease_was_taken_stops_writing_and_the_new_holder_goes_on()
     assert_eq!(read.records, [started("c1"), started("c3")]);
 }
 
-/// Approval questions on JetStream (issue 25, items 3 and 4): kept once per call, answered once
+/// Approval questions on JetStream: kept once per call, answered once
 /// from another connection (another host), and bad answers refused without changing anything.
 #[tokio::test]
 async fn approval_questions_on_jetstream_are_kept_once_and_answered_once_from_anywhere() {

@@ -1,5 +1,5 @@
 //! Approvals under `McpServer`: the person behind the MCP client approves or denies a risky
-//! call through MCP elicitation (issue 12, item 5), seen by rmcp's own client.
+//! call through MCP elicitation, seen by rmcp's own client.
 #![cfg(feature = "mcp")]
 
 use std::sync::{Arc, Mutex};
@@ -243,7 +243,7 @@ async fn stateless(url: &str, id: u64, params: Value, capabilities: Value) -> Va
         .unwrap_or_else(|| panic!("no response in {text}"))
 }
 
-/// Issue 22, item 5: on 2026-07-28 the approval is an input-required result, answered by
+/// On 2026-07-28 the approval is an input-required result, answered by
 /// calling again with the answer and the sealed request state; a forged state is refused.
 #[tokio::test]
 async fn a_2026_07_28_client_approves_and_denies_through_input_required_results() {

@@ -1,4 +1,4 @@
-//! Issue 26, items 2 and 3 and the bad input: the bridge's OAuth against real protected
+//! The bridge's OAuth, good and bad input, against real protected
 //! servers (the conformance suite's client-scenario servers with their authorization servers,
 //! in the suite's interactive mode), and a bundle's `auth`.
 #![cfg(feature = "mcp")]
@@ -141,7 +141,7 @@ async fn mcp_auth_a_redirect_to_another_address_during_login_is_refused_and_noth
     );
 }
 
-/// Issue 26, item 3: a refresh token the authorization server has revoked. The kept access
+/// A refresh token the authorization server has revoked. The kept access
 /// token has expired, so the start refreshes; the server refuses (`invalid_grant`): the start
 /// ends at once with the login command, naming the server, the dead tokens are forgotten,
 /// and the other server of the extension is not affected.
@@ -222,7 +222,7 @@ async fn mcp_auth_a_revoked_refresh_token_is_refused_with_the_login_command_not_
     mcp.shutdown();
 }
 
-/// Issue 26, item 3, during a run: the access token a run started with expires, and the
+/// The access token a run started with expires, and the
 /// authorization server refuses its refresh token. The next call is `E_MCP_AUTH` at once,
 /// naming the server, with the login command as its suggestion; the refused tokens are
 /// forgotten.
@@ -276,7 +276,7 @@ async fn mcp_auth_a_refresh_token_refused_during_a_run_makes_the_call_e_mcp_auth
     mcp.shutdown();
 }
 
-/// Issue 26, bad input: authorization-server metadata that names a token endpoint on another
+/// Authorization-server metadata that names a token endpoint on another
 /// origin than the server it describes. Nothing is sent there: no code is asked for (the
 /// person is never sent to authorize), kept tokens are not refreshed there, and nothing is
 /// written to the token store.

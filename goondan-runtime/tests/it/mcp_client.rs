@@ -854,7 +854,7 @@ spec:
     mcp.shutdown();
 }
 
-/// Issue 22, item 3: the image a bridged server answers with comes through unchanged, as a
+/// The image a bridged server answers with comes through unchanged, as a
 /// content part of the result (server-everything's `get-tiny-image`), with its text as the
 /// output; and the model's provider gets it in its own shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -918,7 +918,7 @@ async fn mcp_bridged_images_come_through_unchanged_as_content_parts() {
     mcp.shutdown();
 }
 
-/// Issue 26, bad input: a bridged server whose tools' names are the agent's own (the server's
+/// A bridged server whose tools' names are the agent's own (the server's
 /// name is the resource of one of its tools). The registry keeps a resource to one source:
 /// each of that server's tools is refused with a warning naming the server and both sources,
 /// the names keep meaning the agent's own tools, and the extension's other server is bridged.
@@ -1000,7 +1000,7 @@ async fn mcp_a_bridged_name_that_collides_with_our_own_tool_is_refused_naming_th
     mcp.shutdown();
 }
 
-/// Issue 26, item 6: the audio a bridged server answers with (our test server's `audio`)
+/// The audio a bridged server answers with (our test server's `audio`)
 /// comes through the bridge unchanged, as a content part beside its text; Gemini's dialect
 /// gives the model the sound itself (inline data of the `functionResponse`), and the dialects
 /// of the providers that take no audio in a tool result tell the model what was there.
@@ -1052,7 +1052,7 @@ async fn mcp_bridged_audio_comes_through_unchanged_and_every_provider_s_dialect_
     mcp.shutdown();
 }
 
-/// Issue 26, item 6: the resources a bridged server answers with, embedded and linked
+/// The resources a bridged server answers with, embedded and linked
 /// (server-everything's `get-resource-reference` and `get-resource-links`), are content parts
 /// of the result, and every provider's dialect shows them to the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1150,7 +1150,7 @@ impl goondan_runtime::tools::context::Caller for Ada {
     fn log(&self, _level: goondan_runtime::tools::context::LogLevel, _data: Value) {}
 }
 
-/// Issue 26, item 5: a bridged server that asks mid-call (server-everything's
+/// A bridged server that asks mid-call (server-everything's
 /// `trigger-sampling-request` and `trigger-elicitation-request`) is answered as our own tools'
 /// questions are: sampling by the agent's own model, within the request's `maxTokens`; the
 /// form by the person the host gave. A server the bundle does not let sample is not told it
@@ -1241,7 +1241,7 @@ async fn mcp_a_bridged_server_s_sampling_goes_to_the_agent_s_model_and_its_form_
     mcp.shutdown();
 }
 
-/// Issue 26, bad input: a server whose `tools/list` never ends is refused with an error that
+/// A server whose `tools/list` never ends is refused with an error that
 /// names it, quickly, instead of filling memory; a result past the transport's 16 MiB bound
 /// is dropped by the transport, the call ends as data within its timeout, and the server
 /// keeps serving.
@@ -1288,7 +1288,7 @@ pub fn mul(a: i64, b: i64) -> i64 {
     a * b
 }
 
-/// Issue 26, item 4: one extension bridges a 2025-11-25 server (server-everything over stdio,
+/// One extension bridges a 2025-11-25 server (server-everything over stdio,
 /// the `initialize` handshake) and a 2026-07-28 stateless server (ours over Streamable HTTP,
 /// `server/discover` and metadata in every request); on the new revision, the tools our
 /// server registers while it serves arrive through `subscriptions/listen`.
@@ -1338,7 +1338,7 @@ async fn mcp_one_extension_speaks_2025_11_25_and_2026_07_28_and_hears_list_chang
     http.shutdown().await.unwrap();
 }
 
-/// Issue 26, item 4: on 2026-07-28 a listing is used for its `ttlMs` (a change the server
+/// On 2026-07-28 a listing is used for its `ttlMs` (a change the server
 /// does not announce is not seen, and the server is not asked again), then listed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_a_2026_07_28_listing_is_reused_within_its_ttl_and_listed_again_after_it() {

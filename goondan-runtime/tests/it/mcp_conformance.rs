@@ -1,4 +1,4 @@
-//! Issue 22: the MCP conformance suite (`@modelcontextprotocol/conformance`, pinned by
+//! The MCP conformance suite (`@modelcontextprotocol/conformance`, pinned by
 //! `scripts/mcp-peers`) against our Streamable HTTP server, the fixture
 //! `tests/mcp_hosts/conformance.rs`: its tools are `#[tool]` functions run by the executor,
 //! its resources, prompts and completion the fixture's own rmcp handler composed with

@@ -1,4 +1,4 @@
-//! Issue 26: the MCP conformance suite (`@modelcontextprotocol/conformance`, pinned by
+//! The MCP conformance suite (`@modelcontextprotocol/conformance`, pinned by
 //! `scripts/mcp-peers`) against our MCP client, the bridge: the suite starts
 //! `tests/mcp_hosts/conformance_client.rs` (an `McpExtension` with one HTTP server, an agent,
 //! calls through the executor) once per scenario, with the scenario's server URL.

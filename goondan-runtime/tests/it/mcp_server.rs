@@ -1,5 +1,5 @@
 //! `goondan_runtime::mcp::server` seen by rmcp's own client over an in-process duplex: every
-//! Goondan rule holds over MCP (issue 10, items 1–8).
+//! Goondan rule holds over MCP.
 #![cfg(feature = "mcp")]
 
 use std::sync::Arc;
@@ -765,7 +765,7 @@ fn mcp_bundle_export_annotations_of_the_wrong_shape_are_reported() {
     );
 }
 
-// ---- Streamable HTTP: bad bodies and bounded sessions (issue 22, "Bad input") ----
+// ---- Streamable HTTP: bad bodies and bounded sessions ----
 
 /// A POST of `body` to `url` as an MCP client sends it (JSON, both media types accepted).
 async fn post_raw(

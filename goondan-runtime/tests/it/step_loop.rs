@@ -619,7 +619,7 @@ async fn res_2_a_submitted_calls_completion_reaches_the_model_and_the_turn_waits
     assert!(replay.submitted.is_empty() && replay.warnings.is_empty());
 }
 
-/// Retry budgets (issue 27, item 3): a model that keeps calling a tool wrongly sees how many
+/// Retry budgets: a model that keeps calling a tool wrongly sees how many
 /// tries are left, and one failure past the budget stops the Turn naming the tool; without a
 /// budget it loops until `maxStepsPerTurn`. Failures that would not pass are not counted.
 #[tokio::test]

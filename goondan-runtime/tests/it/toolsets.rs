@@ -1,4 +1,4 @@
-//! Toolsets (issue 27, item 1): tools filtered, prefixed, renamed and combined, in Rust and in a
+//! Toolsets: tools filtered, prefixed, renamed and combined, in Rust and in a
 //! bundle's `spec.tools`; the final names are what the model, the executor, approvals and the
 //! MCP server see.
 
