@@ -7,11 +7,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, ListToolsResult, Tool};
 use serde_json::Value;
 
 use super::Renames;
-use crate::tools::annotations::ExportAnnotations;
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 
 /// The page of `tools` (a catalog's, in its order) that starts at `cursor` (the first page
@@ -49,44 +48,21 @@ pub(super) fn tools_of(catalog: &ToolCatalog, renames: &Renames) -> Vec<Tool> {
         .collect()
 }
 
-/// One catalog item as an MCP tool: the name as it is (NAME-2), description, input schema,
-/// output schema, title and annotations.
+/// One catalog item as an MCP tool, as the MCP dialect lists it
+/// ([`crate::dialect::mcp::listed`]), under its published name.
 pub(super) fn tool_of(item: &CatalogItem, renames: &Renames) -> Tool {
-    let name = renames.published(item.name().as_str()).to_owned();
-    let input = match item.parameters().map(|p| &**p) {
-        Some(Value::Object(o)) => o.clone(),
-        _ => empty_object_schema(),
-    };
-    let mut tool = Tool::new_with_raw(
-        Cow::Owned(name),
-        item.description().map(|d| Cow::Owned(d.to_owned())),
-        Arc::new(input),
-    );
-    if let Some(schema) = item.output_schema()
-        && let Value::Object(o) = schema.schema()
-    {
-        tool = tool.with_raw_output_schema(Arc::new(o.clone()));
-    }
-    if let Some(a) = item.annotations() {
-        if let Some(title) = &a.title {
-            tool = tool.with_title(title.clone());
-        }
-        if !a.is_empty() {
-            tool = tool.with_annotations(annotations_of(a));
-        }
-    }
-    tool
-}
-
-/// Goondan's annotations as MCP's hints.
-pub(super) fn annotations_of(a: &ExportAnnotations) -> ToolAnnotations {
-    ToolAnnotations::from_raw(
-        a.title.clone(),
-        a.read_only,
-        a.destructive,
-        a.idempotent,
-        a.open_world,
-    )
+    let name = renames.published(item.name().as_str());
+    let entry = crate::dialect::mcp::listed(item, name);
+    // Every registered tool's parameters are an object schema, which is all rmcp's `Tool`
+    // asks of an entry; an item that is not is listed with no parameters.
+    serde_json::from_value(serde_json::Value::Object(entry)).unwrap_or_else(|error| {
+        tracing::warn!(%error, tool = name, "listed with an empty input schema");
+        Tool::new_with_raw(
+            Cow::Owned(name.to_owned()),
+            None,
+            Arc::new(empty_object_schema()),
+        )
+    })
 }
 
 fn empty_object_schema() -> JsonObject {
