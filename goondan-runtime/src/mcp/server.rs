@@ -42,7 +42,6 @@
 
 mod call;
 mod caller;
-mod connection;
 mod elicitation;
 mod handler;
 mod http_limits;

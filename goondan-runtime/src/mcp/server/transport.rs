@@ -23,7 +23,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::connection;
 use super::http_limits::{self, Checked};
 
 /// Why serving stopped or could not start.
@@ -142,7 +141,17 @@ impl McpServer {
                         async move { Ok::<_, Infallible>(front.answer(request).await) }
                     });
                     let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
-                    if let Err(error) = connection::until_stopped(conn, &conn_stop).await {
+                    let mut conn = std::pin::pin!(conn);
+                    // On a stop the connection finishes the response it is writing, if any,
+                    // and closes.
+                    let ended = tokio::select! {
+                        ended = conn.as_mut() => ended,
+                        () = conn_stop.cancelled() => {
+                            conn.as_mut().graceful_shutdown();
+                            conn.await
+                        }
+                    };
+                    if let Err(error) = ended {
                         tracing::debug!(%error, "MCP connection ended");
                     }
                 });
@@ -341,6 +350,34 @@ mod tests {
             rest = body;
         }
         Ok((status, fields, rest))
+    }
+
+    /// Stopping the server closes its connections: a client's idle keep-alive connection
+    /// reads its end at once.
+    #[tokio::test]
+    async fn mcp_http_a_stop_closes_idle_connections() {
+        let server = server()
+            .unwrap()
+            .serve_http("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+            .await
+            .unwrap();
+        let request = format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\n\r\n",
+            server.local_addr()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = [0u8; 1024];
+        let read = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..read].starts_with(b"HTTP/1.1 "), "{read} bytes");
+        server.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest))
+            .await
+            .expect("the connection is closed")
+            .unwrap();
     }
 
     /// The `data` of each event of an SSE answer, as JSON.
