@@ -1,11 +1,14 @@
-//! Model Context Protocol: `tools/list` entries `{name, description, inputSchema}` out,
-//! `tools/call` requests in, `CallToolResult` (`content`, `structuredContent`, `isError`) out.
+//! Model Context Protocol: `tools/list` entries `{name, title, description, inputSchema,
+//! outputSchema, annotations}` out, `tools/call` requests in, `CallToolResult` (`content`,
+//! `structuredContent`, `isError`) out. The MCP server lists tools and reads their calls with
+//! the same functions (`listed`, `call`), so the dialect and the server agree.
 //!
 //! `inputSchema` is the neutral schema as it is: JSON Schema 2020-12, the protocol's default
 //! dialect. MCP requires `type: "object"` at its root, which every registered tool has.
 
 use std::borrow::Cow;
 
+use arcstr::ArcStr;
 use serde_json::{Map, Value, json};
 
 use super::{DialectError, ParseError, parameters_of, require_object_root, str_field};
@@ -16,7 +19,8 @@ use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 
 const DIALECT: &str = "mcp";
 
-/// The catalog as a `tools/list` result: `{tools: [{name, description?, inputSchema}]}`.
+/// The catalog as a `tools/list` result: `{tools: [{name, title?, description?, inputSchema,
+/// outputSchema?, annotations?}]}`.
 pub fn tools_list(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     let tools = catalog
         .items()
@@ -26,17 +30,56 @@ pub fn tools_list(catalog: &ToolCatalog) -> Result<Value, DialectError> {
     Ok(json!({"tools": tools}))
 }
 
-/// One entry of `tools/list`: `{name, description?, inputSchema}`.
+/// One entry of `tools/list`: `{name, title?, description?, inputSchema, outputSchema?,
+/// annotations?}`, as [`listed`] makes it.
 pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
     let schema = parameters_of(item);
     require_object_root(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
+    Ok(Value::Object(entry(item, item.name().as_str(), schema)))
+}
+
+/// The `tools/list` entry of `item` published as `name`: the one listing, which the MCP server
+/// serves too. The name as it is (NAME-2), the title, the description, the input schema whole,
+/// the output schema when the export publishes one, and the annotations as MCP's hints
+/// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) when the export says
+/// anything about itself.
+pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
+    entry(item, name, parameters_of(item))
+}
+
+fn entry(item: &CatalogItem, name: &str, input_schema: Value) -> Map<String, Value> {
     let mut tool = Map::new();
-    tool.insert("name".into(), Value::from(item.name().as_str()));
+    tool.insert("name".into(), Value::from(name));
+    let annotations = item.annotations();
+    if let Some(title) = annotations.and_then(|a| a.title.as_deref()) {
+        tool.insert("title".into(), Value::from(title));
+    }
     if let Some(d) = item.description() {
         tool.insert("description".into(), Value::from(d));
     }
-    tool.insert("inputSchema".into(), schema);
-    Ok(Value::Object(tool))
+    tool.insert("inputSchema".into(), input_schema);
+    if let Some(schema) = item.output_schema().map(|s| s.schema())
+        && schema.is_object()
+    {
+        tool.insert("outputSchema".into(), schema.clone());
+    }
+    if let Some(a) = annotations.filter(|a| !a.is_empty()) {
+        let mut hints = Map::new();
+        let mut hint = |key: &str, value: Option<bool>| {
+            if let Some(value) = value {
+                hints.insert(key.into(), Value::Bool(value));
+            }
+        };
+        hint("readOnlyHint", a.read_only);
+        hint("destructiveHint", a.destructive);
+        hint("idempotentHint", a.idempotent);
+        hint("openWorldHint", a.open_world);
+        if let Some(title) = &a.title {
+            hints.insert("title".into(), Value::from(title.as_str()));
+        }
+        tool.insert("annotations".into(), Value::Object(hints));
+    }
+    tool
 }
 
 /// The call of a `tools/call` JSON-RPC request `{jsonrpc, id, method, params: {name,
@@ -47,8 +90,8 @@ pub fn parse_call(request: &Value) -> Result<ToolCall, ParseError> {
         return Err(ParseError::new(DIALECT, "/method", "expected `tools/call`"));
     }
     let id = match request.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(s)) => ArcStr::from(s.as_str()),
+        Some(Value::Number(n)) => ArcStr::from(n.to_string()),
         _ => {
             return Err(ParseError::new(
                 DIALECT,
@@ -61,11 +104,23 @@ pub fn parse_call(request: &Value) -> Result<ToolCall, ParseError> {
         .get("params")
         .ok_or_else(|| ParseError::new(DIALECT, "/params", "expected an object"))?;
     let name = str_field(params, "name", DIALECT, "/params")?;
-    let args = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Map::new()));
-    Ok(ToolCall::new(id, name, args))
+    Ok(call(
+        id,
+        ArcStr::from(name),
+        params.get("arguments").cloned(),
+    ))
+}
+
+/// The call a `tools/call` makes: the one reading of its parts, which the MCP server uses too
+/// (on the request rmcp has read). `id` is the call's id; missing `arguments` means no
+/// arguments, and arguments that are not an object are kept as they are, for the executor to
+/// refuse.
+pub(crate) fn call(id: ArcStr, name: ArcStr, arguments: Option<Value>) -> ToolCall {
+    ToolCall::new(
+        id,
+        name,
+        arguments.unwrap_or_else(|| Value::Object(Map::new())),
+    )
 }
 
 /// How a result reads over MCP: the rule [`call_result`] states, which the MCP server follows

@@ -42,14 +42,11 @@
 
 mod call;
 mod caller;
-mod connection;
 mod elicitation;
 mod handler;
-mod host_check;
 mod http_limits;
 mod listing;
 mod others;
-mod plain_call;
 mod progress;
 mod tasks;
 mod transport;
@@ -129,8 +126,6 @@ struct Served {
 pub(super) struct View {
     pub(super) catalog: Arc<ToolCatalog>,
     tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
-    /// For each of `tools`, whether its input schema maps an argument to a header.
-    param_headers: std::sync::OnceLock<Vec<bool>>,
 }
 
 impl View {
@@ -138,7 +133,6 @@ impl View {
         Self {
             catalog: Arc::new(catalog),
             tools: std::sync::OnceLock::new(),
-            param_headers: std::sync::OnceLock::new(),
         }
     }
 
@@ -146,17 +140,6 @@ impl View {
     pub(super) fn tools(&self, renames: &Renames) -> &[rmcp::model::Tool] {
         self.tools
             .get_or_init(|| listing::tools_of(&self.catalog, renames))
-    }
-
-    /// For each of [`Self::tools`], whether its input schema maps an argument to a header
-    /// (see [`listing::names_param_headers`]).
-    fn param_headers(&self, renames: &Renames) -> &[bool] {
-        self.param_headers.get_or_init(|| {
-            self.tools(renames)
-                .iter()
-                .map(|tool| listing::names_param_headers(&tool.input_schema))
-                .collect()
-        })
     }
 }
 
@@ -323,13 +306,6 @@ impl McpServer {
     pub(super) fn listed_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         let (view, at) = self.find_tool(name)?;
         view.tools(&self.shared.renames).get(at).cloned()
-    }
-
-    /// Whether the input schema of the tool published as `name` maps an argument to a header
-    /// (`x-mcp-header`), looked at once per catalog generation; `None` for no such tool.
-    pub(super) fn names_param_headers(&self, name: &str) -> Option<bool> {
-        let (view, at) = self.find_tool(name)?;
-        view.param_headers(&self.shared.renames).get(at).copied()
     }
 
     /// The served catalog as it is now, rebuilt first when the registry changed.

@@ -857,121 +857,46 @@ async fn post_with_host(addr: std::net::SocketAddr, host: Option<&str>) -> (u16,
     (status, body.to_owned())
 }
 
-/// The `Host` check answers every request exactly as rmcp's own service with its default
-/// allowed hosts does (the path it replaces for plainly allowed hosts): the same status and
-/// body for each `Host` of a corpus of allowed, refused and malformed ones.
+/// Only loopback `Host`s are served (a defence against DNS rebinding): `localhost`,
+/// `127.0.0.1` and `::1`, with any port, pass on to the request's own checks (here: rmcp's 406
+/// for an `Accept` without SSE); any other host is HTTP 403, and a request without a `Host`, or
+/// with one that does not parse, HTTP 400.
 #[tokio::test]
-async fn mcp_http_the_host_check_answers_as_rmcp_s_own_check() {
-    use http_body_util::BodyExt;
-    use rmcp::transport::StreamableHttpServerConfig;
-    use rmcp::transport::streamable_http_server::StreamableHttpService;
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-
-    let server = echo_server();
-    let reference = StreamableHttpService::new(
-        {
-            let server = server.clone();
-            move || Ok(server.clone())
-        },
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let http = server
+async fn mcp_http_only_loopback_hosts_are_served() {
+    let http = echo_server()
         .serve_http("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let hosts = [
+    let port = http.local_addr().port();
+    let own = format!("127.0.0.1:{port}");
+    for host in [
+        own.as_str(),
         "localhost",
-        "LOCALHOST",
-        "LocalHost",
+        "LocalHost:80",
         "127.0.0.1",
         "[::1]",
-        "::1",
-        "[::1",
-        "::1]",
-        "[::2]",
-        "[0:0:0:0:0:0:0:1]",
-        "[::1]x",
+        "[::1]:8080",
+    ] {
+        let (status, body) = post_with_host(http.local_addr(), Some(host)).await;
+        assert_eq!(status, 406, "Host {host}: {body}");
+    }
+    for host in [
         "evil.example",
-        "localhost.",
         "localhost.evil",
-        "127.0.0.1.evil",
-        "127.1",
         "127.0.0.2",
-        "user@localhost",
-        "",
-        "[]",
-        ":80",
-        "*",
-    ];
-    let ports = [
-        "", ":", ":0", ":80", ":08080", ":65535", ":65536", ":99999", ":123456", ":8o", "::80",
-        ":-1", ":+1",
-    ];
-    let mut cases: Vec<Option<String>> = vec![None];
-    for host in hosts {
-        for port in ports {
-            cases.push(Some(format!("{host}{port}")));
-        }
+        "evil.example:80",
+    ] {
+        let (status, body) = post_with_host(http.local_addr(), Some(host)).await;
+        assert_eq!(status, 403, "Host {host}: {body}");
+        assert!(
+            body.contains("Host header is not allowed"),
+            "Host {host}: {body}"
+        );
     }
-    // And 400 strings made of the bytes a host is spelt with, mostly near the allowed ones
-    // (a fixed-seed generator: the same strings every run).
-    let alphabet = b"localhLOCALH127.0:[]::1-@x9";
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..400 {
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) as usize
-        };
-        let base = ["localhost", "127.0.0.1", "[::1]", ""][next() % 4];
-        let mut host: Vec<u8> = base.as_bytes().to_vec();
-        for _ in 0..next() % 4 {
-            let byte = alphabet[next() % alphabet.len()];
-            let at = next() % (host.len() + 1);
-            if next() % 2 == 0 || host.is_empty() {
-                host.insert(at, byte);
-            } else {
-                let last = host.len() - 1;
-                host[at.min(last)] = byte;
-            }
-        }
-        cases.push(String::from_utf8(host).ok());
+    for host in [None, Some("[::1")] {
+        let (status, body) = post_with_host(http.local_addr(), host).await;
+        assert_eq!(status, 400, "Host {host:?}: {body}");
     }
-    let (mut passed, mut refused) = (0, 0);
-    for case in &cases {
-        let ours = post_with_host(http.local_addr(), case.as_deref()).await;
-        let mut request = hyper::Request::builder()
-            .method("POST")
-            .uri("/mcp")
-            .header("Accept", "application/json")
-            .header("Content-Type", "application/json");
-        if let Some(host) = case {
-            request = request.header("Host", host.as_str());
-        }
-        let response = reference
-            .handle(
-                request
-                    .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
-                    .unwrap(),
-            )
-            .await;
-        let status = response.status().as_u16();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        let theirs = (status, String::from_utf8_lossy(&body).into_owned());
-        assert_eq!(ours, theirs, "Host {case:?}");
-        if status == 406 {
-            passed += 1;
-        } else {
-            refused += 1;
-        }
-    }
-    // Both kinds were tried: hosts that pass, and hosts refused.
-    assert!(
-        passed >= 30 && refused >= 100,
-        "{passed} passed, {refused} refused"
-    );
     http.shutdown().await.unwrap();
 }
 

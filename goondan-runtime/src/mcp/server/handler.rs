@@ -389,7 +389,6 @@ impl McpServer {
         let catalog = self.catalog();
         let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
-        let args = request.arguments.map_or(Value::Null, Value::Object);
         // The context's cancellation token is made only if the call waits (or asks for it).
         let mut builder =
             ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
@@ -413,16 +412,20 @@ impl McpServer {
         if needs_tasks && !client_has_tasks {
             return Err(tasks_required());
         }
+        let call = crate::dialect::mcp::call(
+            call_id(&context.id),
+            name,
+            request.arguments.map(Value::Object),
+        );
         let caller = Arc::new(self.caller(
             context,
             &client,
             &published,
-            &args,
+            &call.args,
             state.as_deref(),
             responses,
         )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
-        let call = ToolCall::new(call_id(&context.id), name, args);
         Ok(Prepared {
             published,
             catalog,

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
 
 /// The header a session's requests carry.
-pub(super) const SESSION_ID: hyper::header::HeaderName =
+const SESSION_ID: hyper::header::HeaderName =
     hyper::header::HeaderName::from_static("mcp-session-id");
 
 /// The limits of a Streamable HTTP server (see the module docs).
@@ -108,13 +108,9 @@ pub(super) enum Checked {
 }
 
 /// Reads `request`'s body within the limit.
-///
-/// Frame by frame rather than with `http_body_util`'s `Limited` and `collect`: a request's
-/// body is nearly always one frame, kept as it is, where `collect` makes a queue for it and
-/// copies it out again. A body of several frames is joined in one buffer.
 pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Checked {
-    let (parts, mut incoming) = request.into_parts();
-    let body = match read_body(&mut incoming, limits.max_body_bytes).await {
+    let (parts, incoming) = request.into_parts();
+    let body = match read_body(incoming, limits.max_body_bytes).await {
         Ok(body) => body,
         Err(refusal) => {
             let (status, message) = match refusal {
@@ -130,8 +126,7 @@ pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Ch
             return Checked::Answer(rpc_error(status, -32600, &message));
         }
     };
-    // The body is looked at first: most requests are not `initialize`, and that look is
-    // cheaper than the header map's.
+    // The body first: most requests are not `initialize`, and then the headers need no look.
     let opens = is_initialize(&body)
         && parts.method == hyper::Method::POST
         && !parts.headers.contains_key(SESSION_ID);
@@ -151,43 +146,21 @@ enum BodyRefusal {
     Unreadable(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// The data of `body`, at most `max` bytes; trailers are ignored.
-async fn read_body<B>(body: &mut B, max: usize) -> Result<Bytes, BodyRefusal>
+/// The data of `body`, at most `max` bytes; trailers are ignored. A body that says it is
+/// longer is refused before any of it is read.
+async fn read_body<B>(body: B, max: usize) -> Result<Bytes, BodyRefusal>
 where
-    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    // A body that says it is too long is refused before any of it is read.
     if body.size_hint().lower() > max as u64 {
         return Err(BodyRefusal::TooLarge);
     }
-    let mut first: Option<Bytes> = None;
-    let mut joined: Option<bytes::BytesMut> = None;
-    let mut len = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| BodyRefusal::Unreadable(e.into()))?;
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        len = len.saturating_add(data.len());
-        if len > max {
-            return Err(BodyRefusal::TooLarge);
-        }
-        match (&mut joined, first.take()) {
-            (Some(all), _) => all.extend_from_slice(&data),
-            (None, None) => first = Some(data),
-            (None, Some(head)) => {
-                let mut all = bytes::BytesMut::with_capacity(len);
-                all.extend_from_slice(&head);
-                all.extend_from_slice(&data);
-                joined = Some(all);
-            }
-        }
+    match Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<LengthLimitError>() => Err(BodyRefusal::TooLarge),
+        Err(error) => Err(BodyRefusal::Unreadable(error)),
     }
-    Ok(match joined {
-        Some(all) => all.freeze(),
-        None => first.unwrap_or_default(),
-    })
 }
 
 /// The refusal of a new session when `sessions` are at the cap. The caller holds the
@@ -236,8 +209,7 @@ pub(super) fn explain(response: HttpResponse, body: &Bytes) -> HttpResponse {
 /// Whether `body` is an `initialize` request, read without parsing all of it: a new session
 /// begins with one, and anything else without a session is rmcp's to refuse.
 fn is_initialize(body: &[u8]) -> bool {
-    // Most requests are not: a look for the word spares them a parse. `memmem` finds it
-    // with a searcher built once, not for each request.
+    // Most requests are not: a look for the word spares them a parse.
     static WORD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"initialize"));
     if WORD.find(body).is_none() {
@@ -264,7 +236,7 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> HttpResponse {
 }
 
 /// An answer of `status` whose body is the JSON `body`.
-pub(super) fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
+fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
     let mut response = Response::new(Full::new(body.into()).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -310,7 +282,7 @@ mod tests {
             StreamBody::new(futures_util::stream::iter(all))
         }
         let read = |parts: &'static [&'static str], max| async move {
-            read_body(&mut frames(parts), max).await
+            read_body(frames(parts), max).await
         };
         assert!(matches!(read(&[], 10).await, Ok(b) if b.is_empty()));
         assert!(matches!(read(&["{\"a\":1}"], 10).await, Ok(b) if b == "{\"a\":1}"));
@@ -323,27 +295,11 @@ mod tests {
             read(&["abcdefg"], 6).await,
             Err(BodyRefusal::TooLarge)
         ));
-        let mut full = Full::new(Bytes::from_static(b"abcdefg"));
+        let full = Full::new(Bytes::from_static(b"abcdefg"));
         assert!(matches!(
-            read_body(&mut full, 6).await,
+            read_body(full, 6).await,
             Err(BodyRefusal::TooLarge)
         ));
-        // Against `http_body_util`'s `Limited` and `collect`, which read the same bodies, on
-        // every split of a body into frames and every limit around its length.
-        let body = "{\"jsonrpc\":\"2.0\",\"id\":1}";
-        for cut in 0..=body.len() {
-            for max in body.len() - 2..=body.len() + 1 {
-                let (head, tail): (&'static str, &'static str) = body.split_at(cut);
-                let parts: &'static [&'static str] = Box::leak(Box::new([head, tail]));
-                let ours = read(parts, max).await.ok();
-                let theirs = http_body_util::Limited::new(frames(parts), max)
-                    .collect()
-                    .await
-                    .ok()
-                    .map(|c| c.to_bytes());
-                assert_eq!(ours, theirs, "cut at {cut}, limit {max}");
-            }
-        }
     }
 
     #[test]

@@ -7,11 +7,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{JsonObject, ListToolsResult, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, ListToolsResult, Tool};
 use serde_json::Value;
 
 use super::Renames;
-use crate::tools::annotations::ExportAnnotations;
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 
 /// The page of `tools` (a catalog's, in its order) that starts at `cursor` (the first page
@@ -49,106 +48,25 @@ pub(super) fn tools_of(catalog: &ToolCatalog, renames: &Renames) -> Vec<Tool> {
         .collect()
 }
 
-/// One catalog item as an MCP tool: the name as it is (NAME-2), description, input schema,
-/// output schema, title and annotations.
+/// One catalog item as an MCP tool, as the MCP dialect lists it
+/// ([`crate::dialect::mcp::listed`]), under its published name.
 pub(super) fn tool_of(item: &CatalogItem, renames: &Renames) -> Tool {
-    let name = renames.published(item.name().as_str()).to_owned();
-    let input = match item.parameters().map(|p| &**p) {
-        Some(Value::Object(o)) => o.clone(),
-        _ => empty_object_schema(),
-    };
-    let mut tool = Tool::new_with_raw(
-        Cow::Owned(name),
-        item.description().map(|d| Cow::Owned(d.to_owned())),
-        Arc::new(input),
-    );
-    if let Some(schema) = item.output_schema()
-        && let Value::Object(o) = schema.schema()
-    {
-        tool = tool.with_raw_output_schema(Arc::new(o.clone()));
-    }
-    if let Some(a) = item.annotations() {
-        if let Some(title) = &a.title {
-            tool = tool.with_title(title.clone());
-        }
-        if !a.is_empty() {
-            tool = tool.with_annotations(annotations_of(a));
-        }
-    }
-    tool
-}
-
-/// Goondan's annotations as MCP's hints.
-pub(super) fn annotations_of(a: &ExportAnnotations) -> ToolAnnotations {
-    ToolAnnotations::from_raw(
-        a.title.clone(),
-        a.read_only,
-        a.destructive,
-        a.idempotent,
-        a.open_world,
-    )
+    let name = renames.published(item.name().as_str());
+    let entry = crate::dialect::mcp::listed(item, name);
+    // Every registered tool's parameters are an object schema, which is all rmcp's `Tool`
+    // asks of an entry; an item that is not is listed with no parameters.
+    serde_json::from_value(serde_json::Value::Object(entry)).unwrap_or_else(|error| {
+        tracing::warn!(%error, tool = name, "listed with an empty input schema");
+        Tool::new_with_raw(
+            Cow::Owned(name.to_owned()),
+            None,
+            Arc::new(empty_object_schema()),
+        )
+    })
 }
 
 fn empty_object_schema() -> JsonObject {
     let mut o = JsonObject::new();
     o.insert("type".into(), Value::from("object"));
     o
-}
-
-/// The schema keyword that maps an argument to a `Mcp-Param-*` header (SEP-2243).
-const PARAM_HEADER: &str = "x-mcp-header";
-
-/// Whether `schema` has `x-mcp-header` anywhere: then rmcp may ask a call of its tool for
-/// `Mcp-Param-*` headers, and the call is rmcp's to check.
-pub(super) fn names_param_headers(schema: &JsonObject) -> bool {
-    let mut pending: Vec<&Value> = Vec::new();
-    let mut object = Some(schema);
-    loop {
-        if let Some(members) = object.take() {
-            if members.contains_key(PARAM_HEADER) {
-                return true;
-            }
-            pending.extend(members.values());
-        }
-        match pending.pop() {
-            Some(Value::Object(members)) => object = Some(members),
-            Some(Value::Array(items)) => pending.extend(items),
-            Some(_) => {}
-            None => return false,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A schema with `x-mcp-header` anywhere (a property, a nested one, a definition, a
-    /// branch) is seen to name a header; one without is not.
-    #[test]
-    fn a_schema_naming_a_header_anywhere_is_seen() {
-        let names = |schema: serde_json::Value| match schema {
-            serde_json::Value::Object(schema) => names_param_headers(&schema),
-            _ => panic!("not an object"),
-        };
-        assert!(!names(
-            serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}})
-        ));
-        assert!(!names(
-            serde_json::json!({"description": "x-mcp-header", "enum": ["x-mcp-header"]})
-        ));
-        assert!(names(
-            serde_json::json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})
-        ));
-        assert!(names(
-            serde_json::json!({"properties": {"a": {"properties": {"b": {"x-mcp-header": ""}}}}})
-        ));
-        assert!(names(
-            serde_json::json!({"$defs": {"A": {"x-mcp-header": "A"}}})
-        ));
-        assert!(names(
-            serde_json::json!({"anyOf": [{"type": "null"}, {"x-mcp-header": 3}]})
-        ));
-        assert!(names(serde_json::json!({"x-mcp-header": "Root"})));
-    }
 }
