@@ -127,6 +127,9 @@ impl AgentWorker for ScriptedAgent {
 }
 
 fn main() -> anyhow::Result<()> {
+    // `coder`'s `bash__exec` runs in the sandbox, whose helper is this same program: started as
+    // the helper, it does the helper's work and exits here (before any thread).
+    goondan_base::sandbox::serve_if_asked();
     // In an agent process this serves the agent and exits; in the host it returns at once.
     agent_mode::run_if_requested(|me| match ScriptedAgent::new(me) {
         Ok(agent) => agent,

@@ -2,12 +2,13 @@
 //!
 //! - [`tools`]: the quickstart's tools (`text-utils`, `notes`, `admin`).
 //! - [`quickstart`]: `cargo run --example quickstart`.
-//! - [`mcp`]: `cargo run --example mcp`, the quickstart's tools over MCP on stdio.
 //! - [`base_demo`]: the quickstart's part with the base tools.
 //! - [`quickstart_bundle`]: the quickstart's part with `goondan.yaml` and the step loop.
+//!
+//! The examples that speak MCP (`mcp`: the quickstart's tools over MCP on stdio) are the
+//! package `goondan-examples-mcp` (`examples/mcp`), so that the quickstart does not build MCP.
 
 pub mod base_demo;
-pub mod mcp;
 pub mod quickstart;
 pub mod quickstart_bundle;
 pub mod tools;

@@ -1,8 +1,18 @@
 //! The quickstart prints what the README's first command promises: the catalog, and then
-//! exactly its scripted sequence of tool calls.
+//! exactly its scripted sequence of tool calls. The test runs the example's program, which is
+//! also the sandbox's helper for its `bash__exec` calls; `cargo test` builds the examples next
+//! to this binary's directory.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::PathBuf;
+
 use serde_json::Value;
+
+fn example_binary() -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let profile_dir = deps.parent().unwrap().parent().unwrap();
+    profile_dir.join("examples").join("quickstart")
+}
 
 /// Splits the output into the catalog and the JSON document after each `call` line.
 fn results(out: &str) -> (Value, Vec<Value>) {
@@ -23,11 +33,17 @@ fn results(out: &str) -> (Value, Vec<Value>) {
     (catalog, results)
 }
 
-#[tokio::test]
-async fn quickstart_prints_catalog_and_the_scripted_sequence() {
-    let mut buf = Vec::new();
-    goondan_examples::quickstart::run(&mut buf).await.unwrap();
-    let out = String::from_utf8(buf).unwrap();
+#[test]
+fn quickstart_prints_catalog_and_the_scripted_sequence() {
+    let bin = example_binary();
+    assert!(bin.exists(), "{} was not built", bin.display());
+    let run = std::process::Command::new(&bin).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = String::from_utf8(run.stdout).unwrap();
     let (catalog, results) = results(&out);
 
     let names: Vec<&str> = catalog

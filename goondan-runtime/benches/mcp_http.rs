@@ -218,6 +218,7 @@ async fn open(client: &reqwest::Client, url: &str) -> String {
 /// One client: calls for `time`, returns each call's latency. A failed call panics: the load
 /// must be all successes to count.
 async fn client(url: String, mode: Mode, time: Duration) -> Vec<Duration> {
+    goondan_runtime::tls::install_crypto_provider();
     let http = reqwest::Client::new();
     let session = match mode {
         Mode::Sessions => Some(open(&http, &url).await),
@@ -327,6 +328,7 @@ fn calls(args: &[String]) {
             _ => serve_goondan().await,
         };
         let url = format!("http://{addr}/mcp");
+        goondan_runtime::tls::install_crypto_provider();
         let http = reqwest::Client::new();
         let session = match mode {
             Mode::Sessions => Some(open(&http, &url).await),

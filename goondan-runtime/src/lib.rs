@@ -67,6 +67,8 @@ pub mod provider;
 pub mod step;
 pub mod telemetry;
 pub mod testing;
+#[cfg(any(feature = "mcp", feature = "providers", feature = "nats"))]
+pub mod tls;
 pub mod tools;
 
 pub use goondan_macros::export;

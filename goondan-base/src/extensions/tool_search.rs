@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bm25::{Language, SearchEngine, SearchEngineBuilder};
+use bm25::{SearchEngine, SearchEngineBuilder};
 use goondan_runtime::extension::{
     Extension, ExtensionApi, ExtensionError, PipelineMiddleware, ToolItem,
 };
@@ -20,6 +20,10 @@ use goondan_runtime::step::step_fn;
 use goondan_runtime::tools::catalog::CatalogItem;
 use goondan_runtime::{JsonObject, ToolError, handler_fn};
 use serde_json::{Value, json};
+
+use self::english::EnglishTokenizer;
+
+mod english;
 
 /// The longest query, in characters.
 pub const MAX_QUERY_CHARS: usize = 1000;
@@ -171,8 +175,11 @@ pub trait Ranker: Send + Sync + 'static {
 /// kept until the catalog changes (another [`ToolDocs::key`]).
 #[derive(Default)]
 pub struct Bm25Ranker {
-    index: Mutex<Option<(u64, SearchEngine<u32>)>>,
+    index: Mutex<Option<(u64, Engine)>>,
 }
+
+/// BM25 over English words, with `u32` ids (the indexes of the tools).
+type Engine = SearchEngine<u32, u32, EnglishTokenizer>;
 
 impl std::fmt::Debug for Bm25Ranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -194,7 +201,12 @@ impl Ranker for Bm25Ranker {
         let fresh = !matches!(&*index, Some((kept, _)) if *kept == print);
         if fresh {
             let corpus = tools.iter().map(ToolDoc::text);
-            let engine = SearchEngineBuilder::<u32>::with_corpus(Language::English, corpus).build();
+            let engine =
+                SearchEngineBuilder::<u32, u32, EnglishTokenizer>::with_tokenizer_and_corpus(
+                    EnglishTokenizer::default(),
+                    corpus,
+                )
+                .build();
             *index = Some((print, engine));
         }
         let Some((_, engine)) = index.as_ref() else {

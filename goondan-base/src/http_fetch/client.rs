@@ -1,9 +1,12 @@
 //! One HTTP/1.1 exchange with an address that was already checked: connect (TCP, then TLS for
 //! https with the URL's host name), send, and read the body up to a cap, decompressing gzip
-//! and deflate as it streams so the cap applies to the decoded bytes.
+//! and deflate as it streams so the cap applies to the decoded bytes. TLS is rustls with ring
+//! and the Mozilla roots of `webpki-roots` (feature `tls`, on by default); without it https is
+//! refused before any connection.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+#[cfg(feature = "tls")]
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -15,11 +18,15 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
+#[cfg(feature = "tls")]
 use tokio_rustls::TlsConnector;
+#[cfg(feature = "tls")]
 use tokio_rustls::rustls::{self, pki_types::ServerName};
 
 use super::codes;
-use super::target::{Host, Target};
+#[cfg(feature = "tls")]
+use super::target::Host;
+use super::target::Target;
 
 /// Aborts the connection task when the exchange is over.
 pub(crate) struct Connection(JoinHandle<()>);
@@ -30,6 +37,7 @@ impl Drop for Connection {
     }
 }
 
+#[cfg(feature = "tls")]
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, ToolError> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
@@ -55,12 +63,28 @@ fn connect_error(why: &str) -> ToolError {
         .retryable()
 }
 
+/// Without the `tls` feature: https is refused.
+#[cfg(not(feature = "tls"))]
+fn no_tls() -> ToolError {
+    ToolError::new(
+        "the scheme `https` is refused: this program was built without goondan-base's `tls` \
+         feature, so only http is fetched",
+    )
+    .with_code(codes::SCHEME)
+    .with_name("UnsupportedSchemeError")
+    .with_suggestion("use an `http://` URL, or build with goondan-base's `tls` feature")
+}
+
 /// Connects to the first of `addrs` that answers and sends `request` there.
 pub(crate) async fn send(
     target: &Target,
     addrs: &[IpAddr],
     request: Request<Full<Bytes>>,
 ) -> Result<(Response<Incoming>, Connection), ToolError> {
+    #[cfg(not(feature = "tls"))]
+    if target.https {
+        return Err(no_tls());
+    }
     let mut last_error = String::from("no address to connect to");
     for ip in addrs {
         let stream = match TcpStream::connect(SocketAddr::new(*ip, target.port)).await {
@@ -73,16 +97,20 @@ pub(crate) async fn send(
         if !target.https {
             return exchange(stream, request).await;
         }
-        let name = match &target.host {
-            Host::Name(name) => ServerName::try_from(name.clone())
-                .map_err(|e| connect_error(&format!("`{name}` is not a TLS server name: {e}")))?,
-            Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
-        };
-        let tls = TlsConnector::from(tls_config()?)
-            .connect(name, stream)
-            .await
-            .map_err(|e| connect_error(&format!("TLS handshake with {ip} failed: {e}")))?;
-        return exchange(tls, request).await;
+        #[cfg(feature = "tls")]
+        {
+            let name = match &target.host {
+                Host::Name(name) => ServerName::try_from(name.clone()).map_err(|e| {
+                    connect_error(&format!("`{name}` is not a TLS server name: {e}"))
+                })?,
+                Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
+            };
+            let tls = TlsConnector::from(tls_config()?)
+                .connect(name, stream)
+                .await
+                .map_err(|e| connect_error(&format!("TLS handshake with {ip} failed: {e}")))?;
+            return exchange(tls, request).await;
+        }
     }
     Err(connect_error(&last_error))
 }

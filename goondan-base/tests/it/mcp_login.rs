@@ -107,6 +107,7 @@ fn log_in(state: &Path, store: Store<'_>, b: &str) -> (String, std::process::Out
     assert!(printed.contains("open this URL"), "{printed}");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let page = runtime.block_on(async {
+        goondan_runtime::tls::install_crypto_provider();
         let answer = reqwest::get(&url).await.unwrap();
         let landed = answer.url().clone();
         (answer.status(), landed, answer.text().await.unwrap())

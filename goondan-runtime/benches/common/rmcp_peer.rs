@@ -1,6 +1,6 @@
 //! A peer for rmcp's request contexts: rmcp builds one only for a running service, so the
 //! server is served over an in-process duplex, set up once and never used by the measured
-//! calls. Included with `#[path]` by `dispatch.rs` and by `examples/profile_dispatch.rs`.
+//! calls. Included with `#[path]` by `dispatch.rs` and by `examples/mcp/profile_dispatch.rs`.
 
 use rmcp::service::{Peer, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};

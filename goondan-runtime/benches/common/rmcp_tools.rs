@@ -1,7 +1,7 @@
 //! The tools the dispatch measurements call, and the same tools written with rmcp's macros
 //! (rmcp's macros are a dev-dependency only): `uppercase` (`{text}` in, a struct out),
 //! `shout` (`{text}` in, a `String` out) and `fields` (three fields in, a struct out). Included
-//! with `#[path]` by `dispatch.rs` and by `examples/profile_dispatch.rs`, so both compare with
+//! with `#[path]` by `dispatch.rs` and by `examples/mcp/profile_dispatch.rs`, so both compare with
 //! the same rmcp tools.
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -52,7 +52,7 @@ pub struct FieldsOut {
 }
 
 /// The three-field tool's work.
-#[allow(dead_code)] // examples/profile_dispatch measures the one-string tools only
+#[allow(dead_code)] // examples/mcp/profile_dispatch measures the one-string tools only
 pub fn fields(input: FieldsIn) -> FieldsOut {
     FieldsOut {
         text: input.text.to_uppercase(),

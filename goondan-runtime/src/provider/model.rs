@@ -20,6 +20,7 @@ impl ProviderModel {
     /// set or the HTTP client cannot be built.
     pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
         let key = config.resolve_key()?;
+        crate::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeout)
             .build()

@@ -124,6 +124,9 @@ impl TelemetryBuilder {
                 .as_ref()
                 .map(|base| format!("{}/{path}", base.trim_end_matches('/')))
         };
+        // The exporters' HTTP client is reqwest, with TLS when a feature that needs it is on.
+        #[cfg(any(feature = "mcp", feature = "providers", feature = "nats"))]
+        crate::tls::install_crypto_provider();
         let mut spans = opentelemetry_otlp::SpanExporter::builder().with_http();
         if let Some(url) = signal_url("v1/traces") {
             spans = spans.with_endpoint(url);

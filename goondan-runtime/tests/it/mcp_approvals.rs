@@ -221,6 +221,7 @@ async fn stateless(url: &str, id: u64, params: Value, capabilities: Value) -> Va
         "io.modelcontextprotocol/clientInfo": {"name": "raw-client", "version": "1.0"},
     });
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    goondan_runtime::tls::install_crypto_provider();
     let response = reqwest::Client::new()
         .post(url)
         .header("Accept", "application/json, text/event-stream")

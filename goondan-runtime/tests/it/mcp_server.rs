@@ -773,6 +773,7 @@ async fn post_raw(
     body: impl Into<reqwest::Body>,
     session: Option<&str>,
 ) -> (u16, Value) {
+    goondan_runtime::tls::install_crypto_provider();
     let mut request = reqwest::Client::new()
         .post(url)
         .header("Accept", "application/json, text/event-stream")
@@ -799,6 +800,7 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 
 /// Opens a session; its id.
 async fn open_session(url: &str) -> Option<String> {
+    goondan_runtime::tls::install_crypto_provider();
     let response = reqwest::Client::new()
         .post(url)
         .header("Accept", "application/json, text/event-stream")
@@ -996,6 +998,7 @@ async fn mcp_http_ten_thousand_sessions_stay_under_the_cap_and_a_memory_bound() 
         let (url, opened, refused, first) =
             (url.clone(), opened.clone(), refused.clone(), first.clone());
         workers.push(tokio::spawn(async move {
+            goondan_runtime::tls::install_crypto_provider();
             let client = reqwest::Client::new();
             for _ in 0..200 {
                 let response = client

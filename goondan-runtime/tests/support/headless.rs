@@ -24,6 +24,7 @@ impl Authorizer for Headless {
 
     fn authorize<'a>(&'a self, _server: &'a str, url: &'a str) -> AuthorizeFuture<'a> {
         Box::pin(async move {
+            goondan_runtime::tls::install_crypto_provider();
             let http = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()

@@ -47,6 +47,8 @@ impl Access {
         config: &McpServerConfig,
         url: &str,
     ) -> Result<(AuthorizationManager, Option<ServerTokens>), AccessError> {
+        // rmcp's OAuth client builds reqwest clients of its own.
+        crate::tls::install_crypto_provider();
         let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
         let kept = self.tokens.as_ref().map(|s| s.server(&config.name, url));
         match &kept {

@@ -178,6 +178,7 @@ impl JwtAlgorithm {
         })
     }
 
+    #[cfg(feature = "private-key-jwt")]
     pub(crate) fn to_rmcp(self) -> rmcp::transport::auth::JwtSigningAlgorithm {
         use rmcp::transport::auth::JwtSigningAlgorithm as A;
         match self {
@@ -203,7 +204,8 @@ pub enum ClientCredentials {
         /// The scopes to ask for.
         scopes: Vec<String>,
     },
-    /// A client ID and a private key that signs a JWT assertion (RFC 7523).
+    /// A client ID and a private key that signs a JWT assertion (RFC 7523). Signing needs the
+    /// `private-key-jwt` feature; without it, the grant fails with a message that says so.
     PrivateKeyJwt {
         /// The client ID.
         client_id: String,
@@ -256,6 +258,7 @@ impl ClientCredentials {
                 scopes: scopes.clone(),
                 resource: Some(resource.to_owned()),
             },
+            #[cfg(feature = "private-key-jwt")]
             Self::PrivateKeyJwt {
                 client_id,
                 private_key_pem,
@@ -269,6 +272,14 @@ impl ClientCredentials {
                 scopes: scopes.clone(),
                 resource: Some(resource.to_owned()),
             },
+            #[cfg(not(feature = "private-key-jwt"))]
+            Self::PrivateKeyJwt { .. } => {
+                return Err(
+                    "a `private_key_jwt` client assertion needs goondan-runtime's \
+                            `private-key-jwt` feature"
+                        .to_owned(),
+                );
+            }
         })
     }
 

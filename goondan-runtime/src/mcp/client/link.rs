@@ -672,6 +672,8 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             (running, pid, None)
         }
         McpTransport::Http { url, headers } => {
+            // rmcp's transport builds a reqwest client of its own.
+            crate::tls::install_crypto_provider();
             let mut custom = std::collections::HashMap::new();
             for (k, v) in headers {
                 let name = http::HeaderName::try_from(k.as_str())

@@ -179,6 +179,7 @@ mod tests {
             let redirect = redirect.clone();
             async move {
                 tokio::time::sleep(Duration::from_millis(50)).await;
+                crate::tls::install_crypto_provider();
                 let http = reqwest::Client::new();
                 let wrong = http
                     .get(format!("{redirect}?code=x&state=other"))

@@ -101,10 +101,9 @@ impl NatsOptions {
     /// Connects, naming the connection `name` (seen in the server's monitoring): for a
     /// [`NatsJournal`](crate::step::journal::NatsJournal) on the swarm's server, say.
     pub async fn connect(&self, name: &str) -> Result<async_nats::Client, NatsError> {
-        // Two TLS back-ends are linked (ring here, aws-lc-rs through the HTTP client), so rustls
-        // cannot pick one itself: use ring unless the program installed one already. An error
-        // only says that one is installed.
-        let _ = async_nats::rustls::crypto::ring::default_provider().install_default();
+        // async-nats asks rustls for the process's provider: ring, unless the program chose one
+        // (a program may link another provider beside ring, and then rustls cannot pick).
+        crate::tls::install_crypto_provider();
         let mut o = match &self.auth {
             NatsAuth::None => async_nats::ConnectOptions::new(),
             NatsAuth::UserPassword { user, password } => {

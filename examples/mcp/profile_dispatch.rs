@@ -24,7 +24,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
 use rmcp::service::RequestContext;
 use std::sync::Arc;
 
-#[path = "../goondan-runtime/benches/common/rmcp_tools.rs"]
+#[path = "../../goondan-runtime/benches/common/rmcp_tools.rs"]
 mod rmcp_tools;
 use rmcp_tools::{RmcpTools, UpperIn, UpperOut};
 
@@ -47,7 +47,7 @@ mod text_utils {
     }
 }
 
-#[path = "../goondan-runtime/benches/common/rmcp_peer.rs"]
+#[path = "../../goondan-runtime/benches/common/rmcp_peer.rs"]
 mod rmcp_peer;
 use rmcp_peer::rmcp_peer;
 

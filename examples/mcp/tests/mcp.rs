@@ -1,4 +1,4 @@
-//! `cargo run --example mcp` serves the quickstart's catalog over MCP: an MCP client (rmcp's)
+//! `cargo run -p goondan-examples-mcp --example mcp` serves the quickstart's catalog over MCP: an MCP client (rmcp's)
 //! lists it and calls a tool through it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -8,7 +8,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn mcp_example_serves_the_quickstart_catalog() {
-    let server = goondan_examples::mcp::server().unwrap();
+    let server = goondan_examples_mcp::server().unwrap();
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_io).await {
@@ -47,17 +47,17 @@ async fn mcp_example_serves_the_quickstart_catalog() {
     // Beside the tools, the example's own resource handler answers resources/*.
     let resources = client.list_all_resources().await.unwrap();
     assert_eq!(resources.len(), 1, "{resources:?}");
-    assert_eq!(resources[0].uri, goondan_examples::mcp::GUIDE_URI);
+    assert_eq!(resources[0].uri, goondan_examples_mcp::GUIDE_URI);
     let read = client
         .read_resource(rmcp::model::ReadResourceRequestParams::new(
-            goondan_examples::mcp::GUIDE_URI,
+            goondan_examples_mcp::GUIDE_URI,
         ))
         .await
         .unwrap();
     let text = serde_json::to_value(&read).unwrap();
     assert_eq!(
         text["contents"][0]["text"],
-        goondan_examples::mcp::GUIDE,
+        goondan_examples_mcp::GUIDE,
         "{text}"
     );
     let missing = client

@@ -1,5 +1,12 @@
-//! The quickstart's tools as an MCP server: the Agent's catalog (`text-utils`, `notes`; not
-//! `admin`), every call through the executor. Beside the tools, the server offers one
+//! The examples of goondan-rs that speak MCP or measure against rmcp, a package apart from
+//! `goondan-examples` so that the quickstart does not build MCP:
+//!
+//! - `cargo run -p goondan-examples-mcp --example mcp`: [`server`] on stdio;
+//! - `rmcp_minimal`: rmcp's own server of one tool (the yardstick of `scripts/startup`);
+//! - `profile_dispatch`: `execute` beside rmcp's `ToolRouter::call` (`scripts/callgrind`).
+//!
+//! [`server`] serves the quickstart's tools over MCP: the Agent's catalog (`text-utils`,
+//! `notes`; not `admin`), every call through the executor. Beside the tools, the server offers one
 //! resource, a short guide, from an rmcp handler of the example's own: a program that needs
 //! resources, prompts or completion composes its handler with `McpServerBuilder::others`.
 
@@ -14,9 +21,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::tools::{AGENT_TOOLS, quickstart_tools};
+use goondan_examples::tools::{AGENT_TOOLS, quickstart_tools};
 
-/// The server `cargo run --example mcp` serves on stdio.
+/// The server `cargo run -p goondan-examples-mcp --example mcp` serves on stdio.
 pub fn server() -> anyhow::Result<McpServer> {
     let registry = Arc::new(ToolRegistry::builder().tools(quickstart_tools()).build()?);
     Ok(McpServer::builder(registry)

@@ -4,7 +4,7 @@
 //! against `goondan mcp serve` and `examples/mcp`, and reports its size beside theirs.
 //!
 //! ```text
-//! cargo run -q --release --example rmcp_minimal
+//! cargo run -q --release -p goondan-examples-mcp --example rmcp_minimal
 //! ```
 
 use rmcp::handler::server::router::tool::ToolRouter;
