@@ -218,10 +218,11 @@ fn mask(path: &Path) -> Result<(), String> {
     result.map_err(|e| format!("mount namespace: hiding {}: {e}", path.display()))
 }
 
-/// Restricts this process, and everything it starts, to the spec's trees (Landlock) and
-/// takes away the system calls that would undo the sandbox (seccomp). `no_new_privs` is set.
-pub(crate) fn restrict(spec: &LaunchSpec) -> Result<(), String> {
-    landlock(spec)?;
+/// Restricts this process, and everything it starts, to the spec's trees (Landlock, the read
+/// trees from `rules`, opened from `spec`) and takes away the system calls that would undo the
+/// sandbox (seccomp). `no_new_privs` is set.
+pub(crate) fn restrict(spec: &LaunchSpec, rules: &CallRules) -> Result<(), String> {
+    rules.restrict(&spec.write, &spec.devices)?;
     seccomp()
 }
 
@@ -231,10 +232,6 @@ fn existing(paths: &[Vec<u8>]) -> Vec<PathBuf> {
         .map(|p| spec::path(p))
         .filter(|p| p.exists())
         .collect()
-}
-
-fn landlock(spec: &LaunchSpec) -> Result<(), String> {
-    CallRules::open(spec).restrict(&spec.write, &spec.devices)
 }
 
 /// What a sandboxed process may read, opened once: a warm sandbox's first process keeps them

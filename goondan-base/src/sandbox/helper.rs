@@ -410,17 +410,18 @@ mod stage {
             Ok(control) => control,
             Err(e) => return unavailable(Some(&spec), format!("the host's socket: {e}")),
         };
-        let hardened = || {
-            if spec.warm { spawner::harden() } else { Ok(()) }
-        };
-        if let Err(what) = confine::mounts(&spec)
-            .and_then(|()| confine::restrict(&spec))
-            .and_then(|()| hardened())
+        let mut rules = None;
+        let confined = confine::mounts(&spec).and_then(|()| {
+            // Opened inside the new root, once: the warm sandbox's calls reuse them.
+            let opened = rules.insert(confine::CallRules::open(&spec));
+            confine::restrict(&spec, opened)
+        });
+        if let Err(what) =
+            confined.and_then(|()| control.as_ref().map_or(Ok(()), |_| spawner::harden()))
         {
             return unavailable(Some(&spec), what);
         }
-        if let Some(control) = control {
-            let rules = confine::CallRules::open(&spec);
+        if let (Some(control), Some(rules)) = (control, rules) {
             let ready = serde_json::to_string(&Report::Ready).unwrap_or_default();
             let _ = report.write_all(ready.as_bytes());
             drop(report);

@@ -304,16 +304,21 @@ async fn base_4_ho_8_handoff_between_real_agent_processes() {
     .await;
 }
 
-#[tokio::test]
-async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
-    use goondan_runtime::Dialect;
-    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
-    let registry = Arc::new(
+/// Every base tool, registered.
+fn base_registry() -> Arc<goondan_runtime::ToolRegistry> {
+    Arc::new(
         goondan_runtime::ToolRegistry::builder()
             .tools(goondan_base::tools())
             .build()
             .unwrap(),
-    );
+    )
+}
+
+#[tokio::test]
+async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
+    use goondan_runtime::Dialect;
+    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    let registry = base_registry();
     let model = Arc::new(ScriptedModel::new([ModelResponse::text("done")]));
     let state = tempfile::tempdir().unwrap();
     let agent = AgentInstance::builder("planner", Arc::clone(&registry), model.clone())
@@ -362,12 +367,7 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
 async fn the_targets_extension_s_narrowed_schema_is_enforced_on_calls() {
     use goondan_runtime::ToolCall;
     use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
-    let registry = Arc::new(
-        goondan_runtime::ToolRegistry::builder()
-            .tools(goondan_base::tools())
-            .build()
-            .unwrap(),
-    );
+    let registry = base_registry();
     let model = Arc::new(ScriptedModel::new([
         ModelResponse::calls([ToolCall::new(
             "c1",
