@@ -173,7 +173,7 @@ pub use crate::tools::agent::AgentRuntime;
 pub use crate::tools::catalog::{CatalogItem, ToolCatalog};
 pub use crate::tools::context::{Message, ToolContext};
 pub use crate::tools::error::ToolError;
-pub use crate::tools::handler::{Handler, HandlerCall, IntoOutcome, Outcome, Pending, handler_fn};
+pub use crate::tools::handler::{Handler, IntoOutcome, Outcome, Pending, handler_fn};
 pub use crate::tools::name::ToolName;
 pub use crate::tools::registry::ToolRegistry;
 pub use crate::tools::result::{ArcStr, JsonObject, ToolCall, ToolCallResult, ToolStatus};

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use goondan_runtime::HandlerCall;
+use futures_util::FutureExt;
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use goondan_runtime::tools::handler::HandlerError;
@@ -387,18 +387,19 @@ async fn res_2_pending_return_submits_background_work() {
 }
 
 #[tokio::test]
-async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
+async fn sync_functions_run_inside_call_async_ones_only_when_polled() {
     let tool = misc::TOOL.build().unwrap();
     let ctx = ToolContext::builder("/tmp").build();
     SIDE_EFFECT.store(false, Ordering::SeqCst);
-    // A plain `fn` runs inside `call` and answers without a future.
-    let call = export(&tool, "misc__record")
-        .handler()
-        .call(&ctx, JsonObject::new());
+    // A plain `fn` is declared blocking (the executor calls it on the blocking pool) and runs
+    // inside `call`: its future is already answered.
+    let record = export(&tool, "misc__record");
+    assert!(record.blocks());
+    let call = record.handler().call(&ctx, JsonObject::new());
     assert!(SIDE_EFFECT.load(Ordering::SeqCst));
-    let HandlerCall::Ready(outcome) = call else {
-        panic!("a sync export must answer at once: {call:?}");
-    };
+    let outcome = call
+        .now_or_never()
+        .expect("a sync export answers in `call`");
     // A unit return is the JSON `null`.
     let outcome = outcome.unwrap();
     assert!(
@@ -409,11 +410,9 @@ async fn sync_functions_answer_at_once_async_ones_only_when_polled() {
     let kit_tool = text_utils::TOOL.build().unwrap();
     let mut args = JsonObject::new();
     args.insert("text".into(), json!("abc"));
-    let call = export(&kit_tool, "text-utils__uppercase")
-        .handler()
-        .call(&ctx, args);
-    assert!(matches!(call, HandlerCall::Running(_)), "{call:?}");
-    let outcome = call.await.unwrap();
+    let uppercase = export(&kit_tool, "text-utils__uppercase");
+    assert!(!uppercase.blocks());
+    let outcome = uppercase.handler().call(&ctx, args).await.unwrap();
     assert!(matches!(outcome, Outcome::Output(_)), "{outcome:?}");
 }
 

@@ -195,16 +195,7 @@ where
     Fut: Future<Output = C::Output> + Send + 'static,
 {
     fn handle(self: Arc<Self>, cx: C, next: Next<C>) -> MiddlewareFuture<C> {
-        let mut fut = (self.f)(cx, next);
-        // A closure that answers with `next.run(cx)` (a pass-through, or one that checks before
-        // passing on) already returns the boxed future: hand it over instead of boxing it again.
-        // (What is left in its place is a zero-sized future: boxing it allocates nothing.)
-        if let Some(boxed) =
-            (&mut fut as &mut dyn std::any::Any).downcast_mut::<MiddlewareFuture<C>>()
-        {
-            return std::mem::replace(boxed, Box::pin(std::future::pending()));
-        }
-        Box::pin(fut)
+        Box::pin((self.f)(cx, next))
     }
 }
 
@@ -229,15 +220,8 @@ where
 /// The core of a stage, inside every middleware: for a call, argument validation and the
 /// handler; for a Step, the model and the calls; for a Turn, its Steps.
 pub(crate) trait Core<C: Stage = CallContext>: Send + Sync + 'static {
-    /// Starts the core: what it can answer at once is [`Ready::Done`], without a box.
-    fn start(self: Arc<Self>, cx: C) -> Ready<C::Output>;
-}
-
-/// A stage's outcome, answered at once (a synchronous handler, a refusal) or a future to wait
-/// for. Only the latter is boxed, so a call that needs no waiting builds no future.
-pub(crate) enum Ready<T> {
-    Done(T),
-    Wait(BoxFuture<'static, T>),
+    /// Runs the core.
+    fn run(self: Arc<Self>, cx: C) -> BoxFuture<'static, C::Output>;
 }
 
 /// The rest of a chain: the middlewares inside this one, then the core.
@@ -256,19 +240,8 @@ impl<C: Stage> Next<C> {
         }
     }
 
-    /// Runs the remaining middlewares and then the core. Each middleware's `handle` is called
-    /// at once (what it does before its first `.await` runs here), and so is the start of the
-    /// core (for a tool call, a synchronous handler answers here); the future does the rest.
+    /// Runs the remaining middlewares and then the core.
     pub fn run(self, cx: C) -> MiddlewareFuture<C> {
-        match self.start(cx) {
-            Ready::Done(out) => Box::pin(std::future::ready(out)),
-            Ready::Wait(fut) => fut,
-        }
-    }
-
-    /// [`run`](Self::run) without boxing what is answered at once: how a stage enters its
-    /// chain, so that an empty chain is the core itself.
-    pub(crate) fn start(self, cx: C) -> Ready<C::Output> {
         match self.chain.get(self.index) {
             Some(mw) => {
                 let mw = Arc::clone(mw);
@@ -277,9 +250,9 @@ impl<C: Stage> Next<C> {
                     index: self.index + 1,
                     core: self.core,
                 };
-                Ready::Wait(mw.handle(cx, next))
+                mw.handle(cx, next)
             }
-            None => self.core.start(cx),
+            None => self.core.run(cx),
         }
     }
 }

@@ -22,7 +22,7 @@ use super::tool_message::{completion_message, tool_message, tool_message_at};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::guardrail::{Guardrail, Guardrails};
-use crate::calls::middleware::{Core, Middleware, Ready};
+use crate::calls::middleware::{BoxFuture, Core, Middleware};
 use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
 use crate::tools::agent::AgentRuntime;
@@ -781,9 +781,12 @@ impl AgentInstanceBuilder {
 struct TurnRunner(Arc<Shared>);
 
 impl Core<TurnContext> for TurnRunner {
-    fn start(self: Arc<Self>, turn: TurnContext) -> Ready<Result<TurnOutcome, StepError>> {
+    fn run(
+        self: Arc<Self>,
+        turn: TurnContext,
+    ) -> BoxFuture<'static, Result<TurnOutcome, StepError>> {
         let shared = Arc::clone(&self.0);
-        Ready::Wait(Box::pin(async move {
+        Box::pin(async move {
             let resumed = {
                 let mut unfinished = lock(&shared.unfinished);
                 match unfinished.as_ref() {
@@ -810,7 +813,7 @@ impl Core<TurnContext> for TurnRunner {
                 })
                 .await?;
             outcome
-        }))
+        })
     }
 }
 
@@ -1049,9 +1052,12 @@ fn append(shared: &Shared, result: &StepResult) {
 struct StepRunner(Arc<Shared>);
 
 impl Core<StepContext> for StepRunner {
-    fn start(self: Arc<Self>, step: StepContext) -> Ready<Result<StepResult, StepError>> {
+    fn run(
+        self: Arc<Self>,
+        step: StepContext,
+    ) -> BoxFuture<'static, Result<StepResult, StepError>> {
         let shared = Arc::clone(&self.0);
-        Ready::Wait(Box::pin(async move {
+        Box::pin(async move {
             let resumed = {
                 let mut open = lock(&shared.open_step);
                 match open.as_ref() {
@@ -1157,7 +1163,7 @@ impl Core<StepContext> for StepRunner {
                 tool_messages,
                 usage,
             })
-        }))
+        })
     }
 }
 

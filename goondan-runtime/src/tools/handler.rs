@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use futures_util::FutureExt;
 use serde::Serialize;
@@ -19,39 +18,8 @@ mod finite;
 #[doc(hidden)]
 pub mod params;
 
-/// The future of a [`Handler`] that has to wait.
+/// What [`Handler::call`] returns: the handler's outcome, once awaited.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Outcome, HandlerError>> + Send>>;
-
-/// What [`Handler::call`] returns: the answer at once (a synchronous handler, or arguments
-/// that do not deserialise), or a future to wait for.
-pub enum HandlerCall {
-    /// Finished without waiting.
-    Ready(Result<Outcome, HandlerError>),
-    /// Still running.
-    Running(HandlerFuture),
-}
-
-/// Awaiting a call gives its result either way.
-impl std::future::IntoFuture for HandlerCall {
-    type Output = Result<Outcome, HandlerError>;
-    type IntoFuture = HandlerFuture;
-
-    fn into_future(self) -> HandlerFuture {
-        match self {
-            HandlerCall::Ready(result) => Box::pin(std::future::ready(result)),
-            HandlerCall::Running(fut) => fut,
-        }
-    }
-}
-
-impl std::fmt::Debug for HandlerCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HandlerCall::Ready(r) => f.debug_tuple("Ready").field(r).finish(),
-            HandlerCall::Running(_) => f.write_str("Running(..)"),
-        }
-    }
-}
 
 /// The future behind a [`Pending`] result.
 pub type PendingFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
@@ -102,27 +70,9 @@ impl From<ToolError> for HandlerError {
 /// `#[tool]` implements it for typed functions; [`handler_fn`] wraps a JSON closure for tools
 /// registered at run time.
 pub trait Handler: Send + Sync + 'static {
-    /// Runs the call: a synchronous handler answers at once, an asynchronous one returns a
-    /// future (no user code should run before it is polled). The executor catches panics
-    /// from both.
-    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall;
-
-    /// `true` when the handler reads its arguments into a typed input (derived from the same
-    /// type as the schema). The executor validates every call against the schema either way;
-    /// this only says that the handler may still refuse arguments
-    /// ([`HandlerError::InvalidArgs`]) that the schema admits.
-    fn checks_args(&self) -> bool {
-        false
-    }
-
-    /// `true` when [`call`](Self::call) does the work on the caller's thread (a synchronous
-    /// export). Under a timeout the executor then runs the call on Tokio's blocking pool, so
-    /// the timeout fires on time and the runtime keeps serving; without one it calls it in
-    /// place, as fast as before. `false` (the default): `call` returns quickly, with a future
-    /// for the work.
-    fn blocks(&self) -> bool {
-        false
-    }
+    /// Runs the call. An asynchronous handler returns a future and runs no user code before
+    /// it is polled. The executor catches panics from both the call and its future.
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerFuture;
 }
 
 /// Work a handler hands to the runtime to finish in the background (RES-2).
@@ -306,39 +256,13 @@ where
     Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     R: ReadInput<I>,
 {
-    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerFuture {
         match self.read.read(args) {
             Ok(input) => {
                 let running = (self.f)(ctx.clone(), input);
-                HandlerCall::Running(Box::pin(Failing { running }))
+                Box::pin(async move { running.await.map_err(HandlerError::Failed) })
             }
-            Err(err) => HandlerCall::Ready(Err(err)),
-        }
-    }
-
-    fn checks_args(&self) -> bool {
-        true
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A typed handler's future, its error the handler's failure. Written out rather than
-    /// `TryFutureExt::map_err`: that combinator makes several functions per handler in each
-    /// tool crate (a state machine projected and replaced), this one `poll`; and unlike an
-    /// `async` block around the future, it holds the future once.
-    struct Failing<Fut> {
-        #[pin]
-        running: Fut,
-    }
-}
-
-impl<Fut: Future<Output = Result<Outcome, ToolError>>> Future for Failing<Fut> {
-    type Output = Result<Outcome, HandlerError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().running.poll(cx) {
-            Poll::Ready(result) => Poll::Ready(result.map_err(HandlerError::Failed)),
-            Poll::Pending => Poll::Pending,
+            Err(err) => Box::pin(std::future::ready(Err(err))),
         }
     }
 }
@@ -375,20 +299,14 @@ where
     F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     R: ReadInput<I>,
 {
-    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
-        HandlerCall::Ready(
-            self.read
-                .read(args)
-                .and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed)),
-        )
-    }
-
-    fn checks_args(&self) -> bool {
-        true
-    }
-
-    fn blocks(&self) -> bool {
-        true
+    /// Does the work here, on the caller's thread: the export is declared blocking, so the
+    /// executor calls this on Tokio's blocking pool.
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerFuture {
+        let outcome = self
+            .read
+            .read(args)
+            .and_then(|input| (self.f)(ctx, input).map_err(HandlerError::Failed));
+        Box::pin(std::future::ready(outcome))
     }
 }
 
@@ -401,12 +319,12 @@ where
     T: IntoOutcome,
     E: Into<ToolError>,
 {
-    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerFuture {
         let fut = (self.0)(ctx.clone(), args);
-        HandlerCall::Running(Box::pin(fut.map(|result| match result {
+        Box::pin(fut.map(|result| match result {
             Ok(v) => v.into_outcome().map_err(HandlerError::Failed),
             Err(e) => Err(HandlerError::Failed(e.into())),
-        })))
+        }))
     }
 }
 

@@ -60,9 +60,8 @@ fn every_seed_replays_through_its_fuzz_entry_point() {
 /// Found by the `execute` target on its seed `bad_bounds.json` (input `\x18` followed by
 /// `{"level": 11, "name": "", "slug": "A"}`): a typed export whose schema states `maximum: 10`,
 /// `minLength: 1` and `pattern: ^[a-z]+$` (schemars' `range`, `length`, `regex`) runs with
-/// arguments outside them, because the executor skips the schema for handlers that read their
-/// arguments with serde (`Handler::checks_args`), and serde does not check those keywords.
-/// Fixed by checking every call against the schema.
+/// arguments outside them when the executor leaves typed handlers to serde, which does not
+/// check those keywords. Every call is checked against the schema.
 #[tokio::test]
 async fn execute_typed_export_refuses_arguments_outside_its_schema_bounds() {
     let kit = goondan_runtime::testing::TestKit::with_tools([fuzz_entry::corpus_tool()]).unwrap();

@@ -280,11 +280,10 @@ async fn res_3_mw_1_a_middleware_that_panics_before_returning_its_future_is_e_to
         .assert_output(json!({"result": "FINE"}));
 }
 
-/// The chain hands a closure's own boxed future (`|call, next| next.run(call)`) over without
-/// boxing it again; an `async` closure's future is boxed. Differential: both answer every call
-/// exactly as no middleware at all does.
+/// Pass-through middlewares, written as a closure that returns `next.run(call)` or as an
+/// `async` closure, answer every call exactly as no middleware at all does.
 #[tokio::test]
-async fn mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_middleware() {
+async fn mw_1_pass_through_middlewares_answer_every_call_as_no_middleware_does() {
     fn kit(passes: usize, boxed: bool) -> TestKit {
         let mut b = TestKit::builder().tool(common::text_tool(Some(40)));
         for i in 0..passes {
@@ -313,26 +312,25 @@ async fn mw_1_pass_through_fast_path_answers_like_the_boxed_path_and_like_no_mid
         ("other__upper", json!({})),
         ("bad name", json!({})),
     ];
-    let (plain, fast, boxed) = (kit(0, false), kit(3, false), kit(3, true));
+    let (plain, returned, awaited) = (kit(0, false), kit(3, false), kit(3, true));
     for (name, args) in calls {
         let want = serde_json::to_value(plain.call(name, args.clone()).await).unwrap();
-        for (label, kit) in [("fast", &fast), ("boxed", &boxed)] {
+        for (label, kit) in [("returned", &returned), ("awaited", &awaited)] {
             let answer = tokio::time::timeout(
                 std::time::Duration::from_secs(10),
                 kit.call(name, args.clone()),
             );
             let got = serde_json::to_value(answer.await.expect("the chain answers")).unwrap();
-            assert_eq!(got, want, "{label} path, {name} {args}");
+            assert_eq!(got, want, "{label} `next.run`, {name} {args}");
         }
     }
 }
 
-/// A call without middleware awaits its handler's guard in place, inside `execute`'s own
-/// future; through a chain the core's guard is boxed. Differential: a call that waits answers
-/// alike both ways when it answers, when it is cancelled while it waits, when its deadline
-/// passes, when its handler panics, and when it is refused before its handler.
+/// A call that waits answers alike with and without a pass-through middleware: when it
+/// answers, when it is cancelled while it waits, when its deadline passes, when its handler
+/// panics, and when it is refused before its handler.
 #[tokio::test]
-async fn mw_1_a_call_that_waits_answers_alike_in_place_and_through_a_chain() {
+async fn mw_1_a_call_that_waits_answers_alike_with_and_without_a_chain() {
     use goondan_runtime::{ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry};
     let tool = common::text_tool(Some(300));
     let registry = Arc::new(ToolRegistry::builder().tool(tool).build().unwrap());

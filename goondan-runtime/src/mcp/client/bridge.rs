@@ -12,7 +12,7 @@ use crate::calls::middleware::Middleware;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
 use crate::tools::context::ToolContext;
-use crate::tools::handler::{Handler, HandlerCall, HandlerError};
+use crate::tools::handler::{Handler, HandlerError, HandlerFuture};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::JsonObject;
 use crate::tools::tool::{SourceKind, ToolSource};
@@ -283,15 +283,15 @@ struct BridgedTool {
 }
 
 impl Handler for BridgedTool {
-    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerCall {
+    fn call(&self, ctx: &ToolContext, args: JsonObject) -> HandlerFuture {
         let link = Arc::clone(&self.link);
         let ctx = ctx.clone();
         let remote = self.remote.clone();
-        HandlerCall::Running(Box::pin(async move {
+        Box::pin(async move {
             link.call(ctx, remote, args)
                 .await
                 .map_err(HandlerError::Failed)
-        }))
+        })
     }
 }
 

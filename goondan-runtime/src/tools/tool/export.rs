@@ -28,6 +28,8 @@ pub struct Export {
     description: Option<String>,
     parameters: Arc<Value>,
     handler: Arc<dyn Handler>,
+    /// The handler does its work on the caller's thread (a plain `fn`).
+    blocks: bool,
     timeout: Option<Duration>,
     validator: Arc<OnceLock<ArgValidator>>,
     annotations: Arc<ExportAnnotations>,
@@ -99,7 +101,10 @@ impl Export {
         F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
         let handler = TypedSyncHandler::<I, _, _>::new(f, read);
-        Self::from_parts(name.into(), parameters, Arc::new(handler))
+        Self {
+            blocks: true,
+            ..Self::from_parts(name.into(), parameters, Arc::new(handler))
+        }
     }
 
     fn from_parts(name: String, parameters: Arc<Value>, handler: Arc<dyn Handler>) -> Self {
@@ -108,6 +113,7 @@ impl Export {
             description: None,
             parameters,
             handler,
+            blocks: false,
             timeout: None,
             validator: Arc::new(OnceLock::new()),
             annotations: Arc::default(),
@@ -204,6 +210,12 @@ impl Export {
     /// The handler.
     pub fn handler(&self) -> &Arc<dyn Handler> {
         &self.handler
+    }
+
+    /// Whether the handler does its work on the caller's thread (a plain `fn` under
+    /// `#[tool]`): the executor runs such a call on Tokio's blocking pool.
+    pub fn blocks(&self) -> bool {
+        self.blocks
     }
 
     /// The timeout, if this export sets one.
