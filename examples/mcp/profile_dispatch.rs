@@ -2,14 +2,14 @@
 //! `valgrind --tool=callgrind target/release/examples/profile_dispatch 20000 [MODE]`.
 //! `scripts/callgrind` runs every mode twice (N calls and 1) and prints the cost per call.
 //!
-//! Modes, each on the same `{text}` input (`text-utils__uppercase` and `shout`):
+//! Modes, each on the same `{text}` input (`text-utils__uppercase` and `shout`, both `async fn`):
 //! - none: `execute` on a tool returning a struct (structured output);
 //! - `text`: `execute` on a tool returning a `String` (a plain value);
 //! - `floor` / `floor-text`: the same serde work and function, without any dispatch;
 //! - `rmcp` / `rmcp-text`: rmcp's `ToolRouter::call` on the same two tools written with rmcp's
 //!   macros (`Json<T>` and `String`: the same return shapes);
 //! - `mw [K]`: `execute` through K (default 3) pass-through `toolCall` middlewares;
-//! - `async`: the struct tool written `async fn` (no synchronous fast path);
+//! - `sync`: the struct tool written as a plain `fn`, which runs on the blocking pool;
 //! - `size`: prints the size of `execute`'s future.
 #![allow(
     missing_docs,
@@ -31,19 +31,17 @@ use rmcp_tools::{RmcpTools, UpperIn, UpperOut};
 #[tool(name = "text-utils")]
 mod text_utils {
     use super::*;
-    /// Up.
-    pub fn uppercase(input: UpperIn) -> UpperOut {
+    /// Up. `async`: it runs in place, as rmcp runs its tools.
+    pub async fn uppercase(input: UpperIn) -> UpperOut {
         super::rmcp_tools::uppercase(input)
     }
     /// Up, as plain text.
-    pub fn shout(input: UpperIn) -> String {
+    pub async fn shout(input: UpperIn) -> String {
         input.text.to_uppercase()
     }
-    /// Up, asynchronously.
-    pub async fn uppercase_async(input: UpperIn) -> UpperOut {
-        UpperOut {
-            result: input.text.to_uppercase(),
-        }
+    /// Up, as a plain `fn`: declared blocking, so it runs on the blocking pool.
+    pub fn uppercase_sync(input: UpperIn) -> UpperOut {
+        super::rmcp_tools::uppercase(input)
     }
 }
 
@@ -123,7 +121,7 @@ fn main() {
             }
             let ex = ex.build();
             let export = match mode.as_str() {
-                "async" => "text-utils__uppercase_async",
+                "sync" => "text-utils__uppercase_sync",
                 "text" => "text-utils__shout",
                 _ => "text-utils__uppercase",
             };

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use goondan_runtime::agents::orchestrator::{DEFAULT_TIMEOUT_MS, codes};
 use goondan_runtime::tools::agent::{AgentEvent, AgentRuntime, RequestOptions, SpawnOptions};
-use goondan_runtime::{IntoOutcome, Outcome, Pending, ToolContext, ToolError, tool};
+use goondan_runtime::tools::handler::IntoOutcome;
+use goondan_runtime::{Outcome, Pending, ToolContext, ToolError, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

@@ -164,19 +164,19 @@ pub use crate::calls::executor::{CallPolicy, ToolExecutor};
 pub use crate::calls::middleware::{CallContext, Middleware, Next, from_fn};
 pub use crate::calls::pending::PendingResults;
 #[cfg(feature = "host")]
-pub use crate::dialect::{Dialect, DialectError, ParseError};
+pub use crate::dialect::Dialect;
 #[cfg(feature = "host")]
 pub use crate::extension::{Extension, ExtensionApi};
 #[cfg(feature = "host")]
-pub use crate::step::{AgentInstance, Model, ScriptedModel};
+pub use crate::step::{AgentInstance, Model};
 pub use crate::tools::agent::AgentRuntime;
 pub use crate::tools::catalog::{CatalogItem, ToolCatalog};
 pub use crate::tools::context::{Message, ToolContext};
 pub use crate::tools::error::ToolError;
-pub use crate::tools::handler::{Handler, IntoOutcome, Outcome, Pending, handler_fn};
+pub use crate::tools::handler::{Handler, Outcome, Pending, handler_fn};
 pub use crate::tools::name::ToolName;
 pub use crate::tools::registry::ToolRegistry;
-pub use crate::tools::result::{ArcStr, JsonObject, ToolCall, ToolCallResult, ToolStatus};
+pub use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 pub use crate::tools::tool::{Export, IntoTool, StaticTool, Tool, ToolSource};
 
 /// What a tool author needs in scope: the attribute, the context, the error, and the derives

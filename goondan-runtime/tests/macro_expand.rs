@@ -9,7 +9,8 @@ use futures_util::FutureExt;
 use goondan_runtime::prelude::*;
 use goondan_runtime::testing::{ResultAssertions, TestKit};
 use goondan_runtime::tools::handler::HandlerError;
-use goondan_runtime::{JsonObject, Outcome, Tool};
+use goondan_runtime::tools::result::JsonObject;
+use goondan_runtime::{Outcome, Tool};
 use serde_json::{Value, json};
 
 /// Text utilities.

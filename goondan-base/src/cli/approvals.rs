@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use goondan_runtime::JsonObject;
 use goondan_runtime::calls::approval::{AnswerOutcome, Decision, Listing, QuestionError, now_ms};
+use goondan_runtime::tools::result::JsonObject;
 
 use super::run::{questions, state_dir_of};
 use super::{EXIT_FAILED, EXIT_OK};

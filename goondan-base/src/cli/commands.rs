@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use goondan_runtime::bundle::{Bundle, BundleError, Severity, ToolLibrary, export_tools};
+use goondan_runtime::dialect::DialectError;
 use goondan_runtime::tools::catalog::CatalogError;
 use goondan_runtime::tools::registry::RegistryError;
 use goondan_runtime::{
-    Dialect, DialectError, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry,
-    ToolStatus,
+    Dialect, ToolCall, ToolCatalog, ToolContext, ToolExecutor, ToolRegistry, ToolStatus,
 };
 use serde_json::{Value, json};
 use tokio::signal::unix::{Signal, SignalKind, signal};

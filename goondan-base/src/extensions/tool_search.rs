@@ -18,7 +18,8 @@ use goondan_runtime::extension::{
 };
 use goondan_runtime::step::step_fn;
 use goondan_runtime::tools::catalog::CatalogItem;
-use goondan_runtime::{JsonObject, ToolError, handler_fn};
+use goondan_runtime::tools::result::JsonObject;
+use goondan_runtime::{ToolError, handler_fn};
 use serde_json::{Value, json};
 
 use self::english::EnglishTokenizer;

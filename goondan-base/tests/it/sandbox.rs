@@ -1125,8 +1125,9 @@ struct BridgedProbe {
 impl BridgedProbe {
     async fn start(sandbox: Option<goondan_base::sandbox::ServerSandbox>) -> Self {
         use goondan_runtime::mcp::client::{McpExtension, McpExtensionConfig, McpServerConfig};
+        use goondan_runtime::step::ScriptedModel;
         use goondan_runtime::tools::registry::ToolRegistry;
-        use goondan_runtime::{AgentInstance, ScriptedModel, ToolExecutor};
+        use goondan_runtime::{AgentInstance, ToolExecutor};
         use std::sync::Arc;
         let scripts = tempfile::tempdir().unwrap();
         let script = scripts.path().join("probe.py");

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use goondan_runtime::JsonObject;
+use goondan_runtime::tools::result::JsonObject;
 
 /// The path of the session socket, set by `goondan run` on its agent processes.
 pub(crate) const ENV_SESSION: &str = "GOONDAN_RUN_SESSION";

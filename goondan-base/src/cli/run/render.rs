@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use goondan_runtime::JsonObject;
+use goondan_runtime::tools::result::JsonObject;
 
 use super::link::{Answer, short};
 

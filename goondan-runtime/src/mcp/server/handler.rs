@@ -8,12 +8,10 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use futures_util::future::Either;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestMethod,
     CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptRequestMethod,
@@ -76,20 +74,13 @@ impl ServerHandler for McpServer {
         self.listed_tool(name)
     }
 
-    fn call_tool(
+    async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + rmcp::service::MaybeSendFuture + '_
-    {
-        // Prepared at once, so that what only the preparing needs is not kept. rmcp spawns a
-        // task per request and moves this future in by value: the call's state (executor,
-        // middleware, handler) is boxed, so only the box moves. It is kept small too (rare
-        // paths are boxed apart), so that the box is a small allocation.
-        match self.prepare(request, &context) {
-            Ok(prepared) => Either::Left(Box::pin(self.call(prepared, context))),
-            Err(refused) => Either::Right(std::future::ready(Err(refused))),
-        }
+    ) -> Result<CallToolResponse, ErrorData> {
+        let prepared = self.prepare(request, &context)?;
+        self.call(prepared, context).await
     }
 
     async fn get_task(
@@ -247,8 +238,7 @@ impl ServerHandler for McpServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        // Boxed for the reason `call_tool` is.
-        Box::pin(self.listen_for_changes(context)).await
+        self.listen_for_changes(context).await
     }
 }
 
@@ -282,102 +272,85 @@ impl McpServer {
 
 impl McpServer {
     /// One `tools/call`, prepared: the executor, then the result as MCP sees it.
-    ///
-    /// An `async` block rather than an `async fn`, and the call's parts used in place in `p`:
-    /// an `async fn` moves its arguments into locals and a destructuring moves the parts, and
-    /// either keeps a second copy in the future's state.
-    fn call(
+    async fn call(
         &self,
         p: Prepared,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+    ) -> Result<CallToolResponse, ErrorData> {
         let served = served_span(&p.call, &context);
-        // Only the client and the cancellation are kept of the request from here on: the rest
-        // of it would only make the call's future larger.
+        // Only the client and the cancellation are kept of the request from here on.
         let RequestContext { peer, ct, .. } = context;
         let request = Kept {
             peer,
             cancelled: ct,
         };
-        async move {
-            let executor = self.executor();
-            let mut reports = p.reports;
-            let result = {
-                let mut work = std::pin::pin!(executor.execute(p.call, &p.ctx, &p.catalog));
-                tracing::Instrument::instrument(
-                    drive(
-                        work.as_mut(),
-                        &request,
-                        || p.ctx.cancellation().clone(),
-                        Some(&p.caller),
-                        reports.as_mut(),
-                    ),
-                    served,
-                )
-                .await
-            };
-            // What a call that has not finished needs: the token that stops it.
-            let cancel = result.is_pending().then(|| p.ctx.cancellation().clone());
-            drop(p.ctx);
-            // Its log lines before its answer.
-            p.caller.logged().await;
-            match p.caller.finish() {
-                Rounds::Done => {}
-                Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
-                Rounds::Missing(error) => return Err(error),
-            }
-            if call::is_unknown_tool(&result) {
-                return Err(call::unknown_tool(&p.published, result.error.as_ref()));
-            }
-            let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
-                return Ok(
-                    call::call_tool_result(Cow::Owned(result), p.output_schema.as_deref()).into(),
-                );
-            };
-            if p.client_has_tasks {
-                p.caller.become_task();
-                let task = self
-                    .shared
-                    .tasks
-                    .create(&handle, cancel, p.output_schema, p.caller);
-                if let Some(rx) = reports {
-                    progress::forward_rest(request.peer.clone(), rx);
-                }
-                return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
-            }
-            // A client without tasks waits, bounded by the export's timeout. Boxed: few calls
-            // wait.
-            let limit = executor
-                .registry()
-                .get(&result.tool_name)
-                .and_then(|e| e.export().timeout())
-                .unwrap_or(self.shared.pending_wait);
-            let pending = executor.pending().clone();
-            let mut wait = Box::pin(tokio::time::timeout(limit, pending.wait(&handle)));
-            let waited = drive(
-                wait.as_mut(),
-                &request,
-                || cancel.clone(),
-                None,
-                reports.as_mut(),
+        let executor = self.executor();
+        let mut reports = p.reports;
+        let result = {
+            let mut work = std::pin::pin!(executor.execute(p.call, &p.ctx, &p.catalog));
+            tracing::Instrument::instrument(
+                drive(
+                    work.as_mut(),
+                    &request,
+                    p.ctx.cancellation(),
+                    Some(&p.caller),
+                    reports.as_mut(),
+                ),
+                served,
             )
-            .await;
-            let finished = match waited {
-                Ok(Some(done)) => done,
-                Ok(None) => gone(&result, &handle),
-                Err(_) => {
-                    cancel.cancel();
-                    timed_out(&result, limit)
-                }
-            };
-            p.caller.logged().await;
-            Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
+            .await
+        };
+        // What a call that has not finished needs: the token that stops it.
+        let cancel = result.is_pending().then(|| p.ctx.cancellation().clone());
+        drop(p.ctx);
+        // Its log lines before its answer.
+        p.caller.logged().await;
+        match p.caller.finish() {
+            Rounds::Done => {}
+            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
+            Rounds::Missing(error) => return Err(error),
         }
+        if call::is_unknown_tool(&result) {
+            return Err(call::unknown_tool(&p.published, result.error.as_ref()));
+        }
+        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
+            return Ok(
+                call::call_tool_result(Cow::Owned(result), p.output_schema.as_deref()).into(),
+            );
+        };
+        if p.client_has_tasks {
+            p.caller.become_task();
+            let task = self
+                .shared
+                .tasks
+                .create(&handle, cancel, p.output_schema, p.caller);
+            if let Some(rx) = reports {
+                progress::forward_rest(request.peer.clone(), rx);
+            }
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        // A client without tasks waits, bounded by the export's timeout.
+        let limit = executor
+            .registry()
+            .get(&result.tool_name)
+            .and_then(|e| e.export().timeout())
+            .unwrap_or(self.shared.pending_wait);
+        let pending = executor.pending().clone();
+        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
+        let waited = drive(wait.as_mut(), &request, &cancel, None, reports.as_mut()).await;
+        let finished = match waited {
+            Ok(Some(done)) => done,
+            Ok(None) => gone(&result, &handle),
+            Err(_) => {
+                cancel.cancel();
+                timed_out(&result, limit)
+            }
+        };
+        p.caller.logged().await;
+        Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
     }
 
-    /// Everything a `tools/call` needs before it runs, made outside the call's future so that
-    /// what only the making needs (the client's capabilities, the request's state) is not kept
-    /// in it. Refuses a call that must run as a task for a client without tasks, and a
+    /// Everything a `tools/call` needs before it runs. Refuses a call that must run as a task for a client without tasks, and a
     /// 2026-07-28 request whose state fails its seal.
     fn prepare(
         &self,
@@ -591,58 +564,10 @@ fn names_of(catalog: &crate::tools::catalog::ToolCatalog) -> Vec<String> {
 }
 
 /// Runs `work` to its end while forwarding progress reports and turning the request's
-/// cancellation, or `stop` (the call must stop to ask its client), into the call's (`cancel`
-/// gives the call's token; it is asked for only if the work waits). Reports queued when the
-/// work ends are sent before it returns, so they reach the client before the result.
+/// cancellation, or `stop` (the call must stop to ask its client), into the call's `cancel`.
+/// Reports queued when the work ends are sent before it returns, so they reach the client
+/// before the result.
 async fn drive<F: Future + ?Sized>(
-    mut work: Pin<&mut F>,
-    request: &Kept,
-    cancel: impl FnOnce() -> CancellationToken,
-    questions: Option<&McpCaller>,
-    mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
-) -> F::Output {
-    // Most calls end at their first poll: then no token is looked at and no other future is
-    // made. (`drive_waiting` polls it first as well, before anything else.) What only a call
-    // that waits, or reports, needs is boxed, and nothing is held across those waits but the
-    // boxes: `drive`'s future stays small.
-    let first = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx)));
-    let output = if let Poll::Ready(out) = first.await {
-        out
-    } else {
-        Box::pin(drive_waiting(
-            work,
-            request,
-            &cancel(),
-            questions,
-            reports.as_deref_mut(),
-        ))
-        .await
-    };
-    match reports {
-        Some(rx) if !rx.is_empty() => {
-            Box::pin(async move {
-                send_queued(&request.peer, rx).await;
-                output
-            })
-            .await
-        }
-        _ => output,
-    }
-}
-
-/// Sends the reports queued in `rx` to `peer`, in order.
-async fn send_queued(
-    peer: &Peer<RoleServer>,
-    rx: &mut UnboundedReceiver<ProgressNotificationParam>,
-) {
-    while let Ok(param) = rx.try_recv() {
-        progress::send(peer, param).await;
-    }
-}
-
-/// [`drive`] once the work has waited: its cancellation, its stop and its reports, until it
-/// ends.
-async fn drive_waiting<F: Future + ?Sized>(
     mut work: Pin<&mut F>,
     request: &Kept,
     cancel: &CancellationToken,
@@ -656,7 +581,7 @@ async fn drive_waiting<F: Future + ?Sized>(
         }
     };
     let mut stopped = std::pin::pin!(stopped);
-    loop {
+    let output = loop {
         let next_report = async {
             match reports.as_deref_mut() {
                 Some(rx) => rx.recv().await,
@@ -665,7 +590,7 @@ async fn drive_waiting<F: Future + ?Sized>(
         };
         tokio::select! {
             biased;
-            out = &mut work => return out,
+            out = &mut work => break out,
             () = request.cancelled.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
             () = &mut stopped, if !cancel.is_cancelled() => {
                 // Let the call's other questions of this round be asked before it stops; a
@@ -684,7 +609,13 @@ async fn drive_waiting<F: Future + ?Sized>(
             }
             Some(param) = next_report => progress::send(&request.peer, param).await,
         }
+    };
+    if let Some(rx) = reports {
+        while let Ok(param) = rx.try_recv() {
+            progress::send(&request.peer, param).await;
+        }
     }
+    output
 }
 
 /// The error of a pending call whose result vanished (evicted before it was read).
