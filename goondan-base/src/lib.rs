@@ -11,6 +11,8 @@
 //!   loopback, link-local and metadata addresses, checked on every redirect.
 //!
 //! [`tools`] gives all of them with default policies; referencing it also links this crate.
+//! Agents name them as `ref: {kind: Tool, name: bash, package: "@goondan/base"}`, which
+//! [`resolve_ref`] answers (BASE-5). The [`guide`] shows them in use.
 //!
 //! Features:
 //!
@@ -23,8 +25,7 @@
 //! - `mcp`: bridged MCP servers started in the sandbox ([`sandbox`]).
 //! - `cli`: the `goondan` program (`cli` and the binary), with every feature above and the
 //!   runtime's MCP, providers, SQLite, NATS, OpenTelemetry and keyring.
-//! Agents name them as `ref: {kind: Tool, name: bash, package: "@goondan/base"}`, which
-//! [`resolve_ref`] answers (BASE-5). The [`guide`] shows them in use.
+//! - `test-agent-hosts` (internal): the agent-process programs the tests re-execute.
 //!
 //! ```standalone_crate
 //! use goondan_runtime::testing::{ResultAssertions, TestKit};
