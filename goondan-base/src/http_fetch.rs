@@ -11,6 +11,7 @@
 //! hop checked again. The body is streamed and capped after decompression.
 
 mod address;
+#[cfg(feature = "http-tools")]
 pub(crate) mod client;
 mod resolver;
 pub(crate) mod target;
@@ -18,12 +19,20 @@ pub(crate) mod target;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "http-tools")]
+use std::time::Instant;
 
+#[cfg(feature = "http-tools")]
 use bytes::Bytes;
-use goondan_runtime::{ToolContext, ToolError, tool};
+use goondan_runtime::ToolError;
+#[cfg(feature = "http-tools")]
+use goondan_runtime::{ToolContext, tool};
+#[cfg(feature = "http-tools")]
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+#[cfg(feature = "http-tools")]
 use http::{Method, Request};
+#[cfg(feature = "http-tools")]
 use http_body_util::Full;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -183,12 +192,14 @@ pub struct FetchOutput {
     pub redirects: Vec<String>,
 }
 
-/// The `http-fetch` tool.
+/// The `http-fetch` tool (feature `http-tools`).
+#[cfg(feature = "http-tools")]
 #[derive(Debug, Clone, Default)]
 pub struct HttpFetch {
     policy: Arc<HttpPolicy>,
 }
 
+#[cfg(feature = "http-tools")]
 struct Outgoing {
     post: bool,
     url: String,
@@ -198,6 +209,7 @@ struct Outgoing {
     max_bytes: Option<u64>,
 }
 
+#[cfg(feature = "http-tools")]
 impl HttpFetch {
     /// The resource name.
     pub const NAME: &'static str = "http-fetch";
@@ -206,6 +218,7 @@ impl HttpFetch {
 }
 
 /// HTTP(S) requests to public internet addresses.
+#[cfg(feature = "http-tools")]
 #[tool(name = "http-fetch", error_message_limit = 1000)]
 impl HttpFetch {
     /// An `http-fetch` with `policy`.
@@ -268,6 +281,7 @@ impl HttpFetch {
     }
 }
 
+#[cfg(feature = "http-tools")]
 impl HttpFetch {
     async fn fetch(&self, ctx: &ToolContext, out: Outgoing) -> Result<FetchOutput, ToolError> {
         let timeout = out
@@ -431,6 +445,7 @@ pub(crate) async fn checked_addresses(
 }
 
 /// Headers a caller may not set: they frame the request, and the fetcher owns them.
+#[cfg(feature = "http-tools")]
 const RESERVED_HEADERS: &[&str] = &[
     "host",
     "content-length",
@@ -443,6 +458,7 @@ const RESERVED_HEADERS: &[&str] = &[
     "upgrade",
 ];
 
+#[cfg(feature = "http-tools")]
 fn header_error(why: String) -> ToolError {
     ToolError::new(why)
         .with_code(codes::HEADER)
@@ -453,6 +469,7 @@ fn header_error(why: String) -> ToolError {
         ))
 }
 
+#[cfg(feature = "http-tools")]
 fn user_headers(headers: Option<&BTreeMap<String, String>>) -> Result<HeaderMap, ToolError> {
     let mut map = HeaderMap::new();
     for (name, value) in headers.into_iter().flatten() {
@@ -469,6 +486,7 @@ fn user_headers(headers: Option<&BTreeMap<String, String>>) -> Result<HeaderMap,
     Ok(map)
 }
 
+#[cfg(feature = "http-tools")]
 fn build_request(
     target: &Target,
     method: &Method,

@@ -14,6 +14,19 @@
 //! Agents name them as `ref: {kind: Tool, name: bash, package: "@goondan/base"}`, which
 //! [`resolve_ref`] answers (BASE-5). The [`guide`] shows them in use.
 //!
+//! Features:
+//!
+//! - `http-tools` (default): the tools that make HTTP requests, `http-fetch`, `telegram` and
+//!   `slack`, with hyper as their client. Without it they are not built and [`tools`],
+//!   [`library`] and [`resolve_ref`] leave them out; [`HttpPolicy`] stays (the sandbox's
+//!   network proxy checks addresses with it).
+//! - `tls` (default, with `http-tools`): https for those tools (rustls with ring and the
+//!   Mozilla roots); without it they refuse `https` with `E_HTTP_SCHEME`.
+//! - `mcp`: bridged MCP servers started in the sandbox ([`sandbox`]).
+//! - `cli`: the `goondan` program (`cli` and the binary), with every feature above and the
+//!   runtime's MCP, providers, SQLite, NATS, OpenTelemetry and keyring.
+//! - `test-agent-hosts` (internal): the agent-process programs the tests re-execute.
+//!
 //! ```standalone_crate
 //! use goondan_runtime::testing::{ResultAssertions, TestKit};
 //!
@@ -41,10 +54,13 @@ pub mod http_fetch;
 pub mod json_query;
 pub mod sandbox;
 pub mod self_restart;
+#[cfg(feature = "http-tools")]
 pub mod slack;
+#[cfg(feature = "http-tools")]
 pub mod telegram;
 pub mod text_transform;
 pub mod wait;
+#[cfg(feature = "http-tools")]
 pub mod web_api;
 pub mod workspace;
 
@@ -60,10 +76,14 @@ use goondan_runtime::{IntoTool, Tool};
 pub use crate::agents::Agents;
 pub use crate::bash::{Bash, BashPolicy};
 pub use crate::file_system::{FileSystem, FsPolicy};
-pub use crate::http_fetch::{HttpFetch, HttpPolicy};
+#[cfg(feature = "http-tools")]
+pub use crate::http_fetch::HttpFetch;
+pub use crate::http_fetch::HttpPolicy;
 pub use crate::json_query::JsonQuery;
 pub use crate::self_restart::SelfRestart;
+#[cfg(feature = "http-tools")]
 pub use crate::slack::{Slack, SlackPolicy};
+#[cfg(feature = "http-tools")]
 pub use crate::telegram::{Telegram, TelegramPolicy};
 pub use crate::text_transform::TextTransform;
 pub use crate::wait::{Wait, WaitPolicy};
@@ -71,17 +91,21 @@ pub use crate::wait::{Wait, WaitPolicy};
 /// The package name agents use to reference these tools (BASE-5).
 pub const PACKAGE: &str = "@goondan/base";
 
-/// The resource names this crate provides.
+/// The resource names this crate provides (`http-fetch`, `telegram` and `slack` with the
+/// feature `http-tools`).
 pub const TOOL_NAMES: &[&str] = &[
     Bash::NAME,
     FileSystem::NAME,
+    #[cfg(feature = "http-tools")]
     HttpFetch::NAME,
     Agents::NAME,
     JsonQuery::NAME,
     TextTransform::NAME,
     Wait::NAME,
     SelfRestart::NAME,
+    #[cfg(feature = "http-tools")]
     Telegram::NAME,
+    #[cfg(feature = "http-tools")]
     Slack::NAME,
 ];
 
@@ -123,13 +147,16 @@ pub fn resolve_ref(package: &str, name: &str) -> Option<Result<Tool, ToolDefinit
     match name {
         Bash::NAME => Some(Bash::default().into_tool()),
         FileSystem::NAME => Some(FileSystem::default().into_tool()),
+        #[cfg(feature = "http-tools")]
         HttpFetch::NAME => Some(HttpFetch::default().into_tool()),
         Agents::NAME => Some(Agents.into_tool()),
         JsonQuery::NAME => Some(JsonQuery.into_tool()),
         TextTransform::NAME => Some(TextTransform.into_tool()),
         Wait::NAME => Some(Wait::default().into_tool()),
         SelfRestart::NAME => Some(SelfRestart.into_tool()),
+        #[cfg(feature = "http-tools")]
         Telegram::NAME => Some(Telegram::default().into_tool()),
+        #[cfg(feature = "http-tools")]
         Slack::NAME => Some(Slack::default().into_tool()),
         _ => None,
     }

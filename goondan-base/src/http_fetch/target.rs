@@ -49,6 +49,7 @@ impl Target {
     }
 
     /// Resolves a redirect's `Location` against this URL (WHATWG joining) and checks it.
+    #[cfg(feature = "http-tools")]
     pub(crate) fn join(&self, location: &str) -> Result<Self, ToolError> {
         let url = self
             .url

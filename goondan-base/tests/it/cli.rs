@@ -37,7 +37,7 @@ fn validate_accepts_the_quickstart_bundle() {
     let o = goondan(&["validate", &quickstart(), "--json"]);
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["ok"], true);
-    assert_eq!(report["tools"], 8);
+    assert_eq!(report["tools"], 6);
 }
 
 #[test]
