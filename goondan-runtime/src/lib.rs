@@ -235,7 +235,7 @@ pub mod __private {
         F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
-        Export::typed_outcome(name, named_schema::<N, T>(), NamedInput::<N>::new(), f)
+        Export::typed_outcome(name, named_schema::<N, T>(), NamedInput(N::NAMES), f)
     }
 
     /// [`export_named`] for a synchronous handler.
@@ -245,7 +245,7 @@ pub mod __private {
         T: ParamTuple + ToolInput,
         F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
-        Export::typed_sync_outcome(name, named_schema::<N, T>(), NamedInput::<N>::new(), f)
+        Export::typed_sync_outcome(name, named_schema::<N, T>(), NamedInput(N::NAMES), f)
     }
 
     /// An export whose handler gets its lone parameter `T`, read as the whole input or as the

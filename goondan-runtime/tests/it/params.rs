@@ -54,7 +54,6 @@ struct __GoondanInput_f {
 #[serde(deny_unknown_fields)]
 #[allow(non_camel_case_types, dead_code)]
 struct __GoondanInput_slug {
-    /// The slug.
     slug: String,
 }
 
@@ -116,11 +115,11 @@ pub mod lone_tool {
     }
 }
 
-/// The export `name` of `tool`'s build.
+/// The parameter schema of `tool`'s export `name`.
 fn parameters(tool: &Tool, name: &str) -> Value {
     let (_, export) = tool
         .exports()
-        .find(|(n, _)| n.as_str() == name)
+        .find(|(n, _)| n.as_str() == format!("{}__{name}", tool.name()))
         .unwrap_or_else(|| panic!("no export {name}"));
     export.parameters().clone()
 }
@@ -129,7 +128,7 @@ fn parameters(tool: &Tool, name: &str) -> Value {
 fn call(tool: &Tool, name: &str, args: Value) -> Result<Value, String> {
     let (_, export) = tool
         .exports()
-        .find(|(n, _)| n.as_str() == name)
+        .find(|(n, _)| n.as_str() == format!("{}__{name}", tool.name()))
         .unwrap_or_else(|| panic!("no export {name}"));
     let Value::Object(args) = args else {
         panic!("arguments are an object")
@@ -147,42 +146,42 @@ fn named_parameters_schema_is_the_derived_structs() {
     let tool = params_tool::TOOL.build().expect("tool");
     let schema = parameters(&tool, "f");
     assert_eq!(schema, *schema_for::<__GoondanInput_f>());
+}
+
+/// The schemas as text, key order included: what `tools/list` and the providers' tool lists
+/// carry, byte for byte.
+#[test]
+fn schemas_as_text_key_order_included() {
+    let text = |tool: &Tool, name: &str| {
+        serde_json::to_string(&parameters(tool, name)).expect("a schema is JSON")
+    };
+    let params = params_tool::TOOL.build().expect("tool");
     assert_eq!(
-        schema,
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-                "text": {"type": "string", "description": "The text to work on."},
-                "times": {
-                    "type": ["integer", "null"],
-                    "format": "uint32",
-                    "minimum": 0,
-                    "maximum": 4_294_967_295_u32,
-                    "description": "How many times, when given."
-                },
-                "tags": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Labels to attach.\n\nAs many as you like."
-                },
-                "at": {
-                    "type": "object",
-                    "properties": {
-                        "x": {"type": "integer", "format": "int32", "description": "Across.",
-                              "minimum": -2_147_483_648_i64, "maximum": 2_147_483_647},
-                        "y": {"type": "integer", "format": "int32", "description": "Down.",
-                              "minimum": -2_147_483_648_i64, "maximum": 2_147_483_647}
-                    },
-                    "required": ["x", "y"],
-                    "title": "Where",
-                    "description": "The point to start from."
-                },
-                "note": true
-            },
-            "required": ["text", "tags", "at"]
-        })
+        text(&params, "f"),
+        r##"{"type":"object","additionalProperties":false,"properties":{"text":{"type":"string","description":"The text to work on."},"times":{"type":["integer","null"],"format":"uint32","minimum":0,"description":"How many times, when given.","maximum":4294967295},"tags":{"type":"array","items":{"type":"string"},"description":"Labels to attach.\n\nAs many as you like."},"at":{"type":"object","properties":{"x":{"type":"integer","format":"int32","description":"Across.","minimum":-2147483648,"maximum":2147483647},"y":{"type":"integer","format":"int32","description":"Down.","minimum":-2147483648,"maximum":2147483647}},"required":["x","y"],"description":"The point to start from.","title":"Where","additionalProperties":false},"note":true},"required":["text","tags","at"]}"##
     );
+    let lone = lone_tool::TOOL.build().expect("tool");
+    let expected = [
+        (
+            "point",
+            r##"{"type":"object","properties":{"x":{"type":"integer","format":"int32","description":"Across.","minimum":-2147483648,"maximum":2147483647},"y":{"type":"integer","format":"int32","description":"Down.","minimum":-2147483648,"maximum":2147483647}},"required":["x","y"],"description":"A nested input type, as a parameter's type.","additionalProperties":false}"##,
+        ),
+        (
+            "tree",
+            r##"{"type":"object","properties":{"label":{"type":"string","description":"The label."},"children":{"type":"array","items":{"$ref":"#"},"description":"The children."}},"required":["label","children"],"description":"A recursive input type: its schema refers to itself.","additionalProperties":false}"##,
+        ),
+        (
+            "slug",
+            r##"{"type":"object","additionalProperties":false,"properties":{"slug":{"type":"string"}},"required":["slug"]}"##,
+        ),
+        (
+            "forest",
+            r##"{"type":"object","additionalProperties":false,"properties":{"forest":{"type":"array","items":{"description":"A recursive input type: its schema refers to itself.","type":"object","properties":{"label":{"description":"The label.","type":"string"},"children":{"description":"The children.","type":"array","items":{"$ref":"#/$defs/Tree"}}},"required":["label","children"],"additionalProperties":false}}},"required":["forest"],"$defs":{"Tree":{"type":"object","properties":{"label":{"type":"string","description":"The label."},"children":{"type":"array","items":{"$ref":"#/$defs/Tree"},"description":"The children."}},"required":["label","children"],"description":"A recursive input type: its schema refers to itself.","additionalProperties":false}}}"##,
+        ),
+    ];
+    for (name, schema) in expected {
+        assert_eq!(text(&lone, name), schema, "{name}");
+    }
 }
 
 #[test]
@@ -264,15 +263,6 @@ fn a_lone_parameter_is_the_whole_input_or_its_one_property_as_its_schema_says() 
     let tool = lone_tool::TOOL.build().expect("tool");
     assert_eq!(parameters(&tool, "point"), *schema_for::<Point>());
     assert_eq!(parameters(&tool, "tree"), *schema_for::<Tree>());
-    assert_eq!(
-        parameters(&tool, "slug"),
-        json!({
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {"slug": {"type": "string"}},
-            "required": ["slug"]
-        })
-    );
     assert_eq!(
         parameters(&tool, "slug"),
         *schema_for::<__GoondanInput_slug>()

@@ -17,7 +17,6 @@
 //! code.
 
 use std::any::TypeId;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -49,18 +48,19 @@ pub trait ParamTuple: Sized + Send + 'static {
     ) -> Schema;
 }
 
-/// Reads the named parameters `N` names as the tuple `T`, the handler's input.
-pub(crate) struct NamedInput<N>(PhantomData<fn() -> N>);
+/// Reads named parameters (a function's `ParamNames::NAMES`) as the tuple `T`, the handler's
+/// input. The tuple's own serde and schemars impls (an array) are never used: the reading is
+/// [`ParamTuple::read`], the schema [`named_schema`]. Not generic in the names, so functions
+/// with the same parameter types share the reading.
+pub(crate) struct NamedInput(pub(crate) &'static [&'static str]);
 
-impl<N> NamedInput<N> {
-    pub(crate) fn new() -> Self {
-        Self(PhantomData)
-    }
-}
-
-impl<N: ParamNames, T: ParamTuple + ToolInput> ReadInput<T> for NamedInput<N> {
+impl<T: ParamTuple + ToolInput> ReadInput<T> for NamedInput {
     fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
-        T::read(args, N::NAMES).map_err(invalid_args)
+        // A `match`, not `map_err`: no instance of the combinator for each tuple type.
+        match T::read(args, self.0) {
+            Ok(values) => Ok(values),
+            Err(err) => Err(invalid_args(err)),
+        }
     }
 }
 
@@ -113,9 +113,11 @@ impl<T: ToolInput> ReadInput<T> for LoneInput {
     fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
         match self {
             LoneInput::Whole => read_input(args),
-            LoneInput::Named(names) => <(T,)>::read(args, names)
-                .map(|(value,)| value)
-                .map_err(invalid_args),
+            // As in `NamedInput`, a `match` rather than combinators.
+            LoneInput::Named(names) => match <(T,)>::read(args, names) {
+                Ok((value,)) => Ok(value),
+                Err(err) => Err(invalid_args(err)),
+            },
         }
     }
 }
@@ -146,9 +148,9 @@ fn position(names: &'static [&'static str], key: &str) -> Result<usize, serde_js
         .ok_or_else(|| serde_json::Error::unknown_field(key, names))
 }
 
-/// The schema of one parameter: its type's, with its doc comment's title and description.
-fn property<T: JsonSchema>(generator: &mut SchemaGenerator, doc: (&str, &str)) -> Schema {
-    let mut schema = generator.subschema_for::<T>();
+/// The schema of one parameter: its type's `schema`, with its doc comment's title and
+/// description.
+fn property(mut schema: Schema, doc: (&str, &str)) -> Schema {
     for (key, text) in [("title", doc.0), ("description", doc.1)] {
         if !text.is_empty() {
             schema.insert(key.to_owned(), Value::from(text));
@@ -209,7 +211,7 @@ macro_rules! tuple {
                 object(vec![$(
                     (
                         names[$i],
-                        property::<$t>(generator, docs[$i]),
+                        property(generator.subschema_for::<$t>(), docs[$i]),
                         optional && $t::_schemars_private_is_option(),
                     ),
                 )+])
