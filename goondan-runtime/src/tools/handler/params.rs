@@ -148,29 +148,37 @@ fn position(names: &'static [&'static str], key: &str) -> Result<usize, serde_js
         .ok_or_else(|| serde_json::Error::unknown_field(key, names))
 }
 
-/// The schema of one parameter: its type's `schema`, with its doc comment's title and
-/// description.
-fn property(mut schema: Schema, doc: (&str, &str)) -> Schema {
-    for (key, text) in [("title", doc.0), ("description", doc.1)] {
-        if !text.is_empty() {
-            schema.insert(key.to_owned(), Value::from(text));
-        }
-    }
-    schema
-}
+/// How one parameter's schema is made: its type's subschema (schemars' `subschema_for`), and
+/// whether the type is an `Option` (schemars' own test, the one its derive uses too).
+type Property = (fn(&mut SchemaGenerator) -> Schema, bool);
 
-/// The object schema of `properties`, in order; `optional[i]` leaves property `i` out of
-/// `required`.
-fn object(properties: Vec<(&'static str, Schema, bool)>) -> Schema {
-    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
+/// The object schema of the parameters `names`, in order: each property its type's subschema
+/// with the title and description of its doc comment (`docs`), `required` the parameters that
+/// are not `Option`. Compiled once: a tuple gives only its types' `properties`.
+fn object(
+    generator: &mut SchemaGenerator,
+    names: &'static [&'static str],
+    docs: &'static [(&'static str, &'static str)],
+    properties: &[Property],
+) -> Schema {
+    let optional = generator.contract().is_deserialize();
     let mut props = serde_json::Map::new();
     let mut required = Vec::new();
-    for (name, sub, optional) in properties {
-        props.insert(name.to_owned(), sub.to_value());
-        if !optional {
-            required.push(Value::from(name));
+    for ((name, (title, description)), (subschema, is_option)) in
+        names.iter().zip(docs).zip(properties)
+    {
+        let mut property = subschema(generator);
+        for (key, text) in [("title", title), ("description", description)] {
+            if !text.is_empty() {
+                property.insert(key.to_owned(), Value::from(*text));
+            }
+        }
+        props.insert((*name).to_owned(), property.to_value());
+        if !(optional && *is_option) {
+            required.push(Value::from(*name));
         }
     }
+    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
     schema.insert("properties".to_owned(), Value::Object(props));
     if !required.is_empty() {
         schema.insert("required".to_owned(), Value::Array(required));
@@ -207,13 +215,8 @@ macro_rules! tuple {
                 names: &'static [&'static str],
                 docs: &'static [(&'static str, &'static str)],
             ) -> Schema {
-                let optional = generator.contract().is_deserialize();
-                object(vec![$(
-                    (
-                        names[$i],
-                        property(generator.subschema_for::<$t>(), docs[$i]),
-                        optional && $t::_schemars_private_is_option(),
-                    ),
+                object(generator, names, docs, &[$(
+                    (SchemaGenerator::subschema_for::<$t>, $t::_schemars_private_is_option()),
                 )+])
             }
         }
