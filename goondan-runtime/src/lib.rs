@@ -231,7 +231,7 @@ pub mod __private {
     pub fn export_named<N, T, F, Fut>(name: &'static str, f: F) -> Export
     where
         N: ParamNames,
-        T: ParamTuple + ToolInput,
+        T: ParamTuple,
         F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
@@ -242,7 +242,7 @@ pub mod __private {
     pub fn export_sync_named<N, T, F>(name: &'static str, f: F) -> Export
     where
         N: ParamNames,
-        T: ParamTuple + ToolInput,
+        T: ParamTuple,
         F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
         Export::typed_sync_outcome(name, named_schema::<N, T>(), NamedInput(N::NAMES), f)

@@ -2,7 +2,7 @@
 //! function per tuple shape instead of a struct derived for each function: the handler's input
 //! is the tuple of the values, in parameter order, and a unit struct the macro makes (with a
 //! [`ParamNames`] impl) says their names and doc comments. A lone parameter that is not the
-//! whole input is the one-element case of the same reading ([`LoneInput`]).
+//! whole input is the one-element case of the same reading (`LoneInput`).
 //!
 //! The reading is the one `#[derive(Deserialize)]` with `#[serde(deny_unknown_fields)]` gives
 //! a struct of those fields, read from an object: the keys in the object's order, each value
@@ -35,8 +35,12 @@ pub trait ParamNames: Send + 'static {
     const DOCS: &'static [(&'static str, &'static str)];
 }
 
-/// A tuple of parameter values: how it is read from an arguments object, and its schema.
-pub trait ParamTuple: Sized + Send + 'static {
+/// A tuple of parameter values: how it is read from an arguments object, and its schema. The
+/// tuple is the handler's input, so it is a [`ToolInput`] (its own serde and schemars impls, an
+/// array, are never used). That is a supertrait rather than a second bound where it is used, so
+/// that a parameter type that cannot be an input is reported once, on that type (by
+/// `InputType`), not again for the tuple.
+pub trait ParamTuple: ToolInput {
     /// Reads the values of an object whose keys are `names`, in order.
     fn read(args: JsonObject, names: &'static [&'static str]) -> Result<Self, serde_json::Error>;
 
@@ -49,12 +53,11 @@ pub trait ParamTuple: Sized + Send + 'static {
 }
 
 /// Reads named parameters (a function's `ParamNames::NAMES`) as the tuple `T`, the handler's
-/// input. The tuple's own serde and schemars impls (an array) are never used: the reading is
-/// [`ParamTuple::read`], the schema [`named_schema`]. Not generic in the names, so functions
-/// with the same parameter types share the reading.
+/// input, by [`ParamTuple::read`]. Not generic in the names, so functions with the same
+/// parameter types share the reading.
 pub(crate) struct NamedInput(pub(crate) &'static [&'static str]);
 
-impl<T: ParamTuple + ToolInput> ReadInput<T> for NamedInput {
+impl<T: ParamTuple> ReadInput<T> for NamedInput {
     fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
         // A `match`, not `map_err`: no instance of the combinator for each tuple type.
         match T::read(args, self.0) {
