@@ -123,7 +123,7 @@ pub(crate) enum Inputs {
     Whole,
     /// A lone input parameter without doc comment or `serde`/`schemars` attribute: the whole
     /// input when its type's schema is an object with properties, else a named property.
-    /// Only the schema tells, so the generated code decides when the tool is built.
+    /// Only the schema tells, so the runtime decides when the export is built.
     BySchema,
 }
 

@@ -235,58 +235,46 @@ fn build_body(tool: &Tool<'_>, names: &Names) -> TokenStream {
     }
 }
 
-/// How the handler reads the model's arguments.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// How the handler reads the model's arguments: the one choice the macro makes for each
+/// function, from its tokens.
+#[derive(Clone, Copy)]
 enum Reading<'a> {
-    /// The lone input parameter's type is the input.
+    /// `#[export(input = "whole")]`: the lone parameter's type is the input.
     Whole,
-    /// The runtime's `export_lone`: the lone parameter's type is the whole input or its one
-    /// property, named by the marker (see [`params_marker`]), as its schema says when the
-    /// export is built.
+    /// A lone parameter without attributes: the runtime's `export_lone` reads it as the whole
+    /// input or as the one property the marker (see [`params_marker`]) names, as its type's
+    /// schema says when the export is built (the macro sees only the type's name).
     Lone(&'a Ident),
-    /// The input is the runtime's generic `Params`, the values a tuple in parameter order.
-    Params,
-    /// The input is the generated struct with one field per input parameter (parameters with
-    /// `serde` or `schemars` attributes, or more than `Params` reads).
-    Named,
+    /// Parameters with only doc comments: the runtime's `export_named` reads the tuple of
+    /// their values, in parameter order, by the names the marker gives.
+    Named(&'a Ident),
+    /// The generated struct with one field per input parameter (parameters with `serde` or
+    /// `schemars` attributes, or more than the runtime's tuples hold), the whole input.
+    Derived,
 }
 
-/// The `Export` expression of `export`. A lone parameter read [`Inputs::BySchema`] is read as
-/// its type's schema says when the export is built: an object with properties is the whole
-/// input, anything else (a string newtype, a timestamp, a map) a named property. Without
-/// attributes the runtime's `export_lone` decides (one reading compiled, the property's key
-/// found by code compiled once); with them, both readings are generated and the build picks.
+/// The `Export` expression of `export`.
 fn export_of(
     tool: &Tool<'_>,
     export: &Export<'_>,
     names: &Names,
     prelude: &mut TokenStream,
 ) -> TokenStream {
-    let krate = &names.krate;
-    let whole = whole_type(export, names);
-    match (export.inputs, whole) {
-        (Inputs::Whole, Some(whole_ty)) => {
-            export_expr(tool, export, names, Reading::Whole, &whole_ty)
-        }
+    if let (Inputs::Whole, Some(whole_ty)) = (export.inputs, whole_type(export, names)) {
+        return export_expr(tool, export, names, Reading::Whole, &whole_ty);
+    }
+    let Some(marker) = params_marker(export, names, prelude) else {
+        let derived = derived_type(export, names, prelude);
+        return export_expr(tool, export, names, Reading::Derived, &derived);
+    };
+    match (export.inputs, whole_type(export, names)) {
         (Inputs::BySchema, Some(whole_ty)) => {
-            if let Some(marker) = params_marker(export, names, prelude) {
-                // The reading is decided once, by the runtime, when the export is built.
-                return export_expr(tool, export, names, Reading::Lone(&marker), &whole_ty);
-            }
-            let (named_ty, reading) = named_type(export, names, prelude);
-            let as_whole = export_expr(tool, export, names, Reading::Whole, &whole_ty);
-            let as_named = export_expr(tool, export, names, reading, &named_ty);
-            quote! {
-                if #krate::__private::is_whole_input::<#whole_ty>() {
-                    #as_whole
-                } else {
-                    #as_named
-                }
-            }
+            export_expr(tool, export, names, Reading::Lone(&marker), &whole_ty)
         }
         _ => {
-            let (named_ty, reading) = named_type(export, names, prelude);
-            export_expr(tool, export, names, reading, &named_ty)
+            let types = export.input_params().map(|p| checked(p.ty, names));
+            let tuple = quote!((#(#types,)*));
+            export_expr(tool, export, names, Reading::Named(&marker), &tuple)
         }
     }
 }
@@ -307,35 +295,9 @@ fn whole_type(export: &Export<'_>, names: &Names) -> Option<TokenStream> {
     }
 }
 
-/// The most parameters the runtime's `Params` reads: the tuples its `ParamTuple` is
+/// The most parameters the runtime reads as a tuple: the tuples its `ParamTuple` is
 /// implemented for.
 const MAX_PARAMS: usize = 12;
-
-/// The input type of the named parameters: the runtime's generic `Params` when every
-/// parameter has only doc comments (a unit struct naming them is added to `prelude`), else a
-/// struct derived with one field per parameter. Returns the type and how it is read.
-fn named_type(
-    export: &Export<'_>,
-    names: &Names,
-    prelude: &mut TokenStream,
-) -> (TokenStream, Reading<'static>) {
-    match params_type(export, names, prelude) {
-        Some(ty) => (ty, Reading::Params),
-        None => (derived_type(export, names, prelude), Reading::Named),
-    }
-}
-
-/// `Params<__GoondanParams_{fn}, (T0, T1, ..)>`, with its marker (see [`params_marker`]).
-fn params_type(
-    export: &Export<'_>,
-    names: &Names,
-    prelude: &mut TokenStream,
-) -> Option<TokenStream> {
-    let krate = &names.krate;
-    let types = export.input_params().map(|p| checked(p.ty, names));
-    let marker = params_marker(export, names, prelude)?;
-    Some(quote!(#krate::__private::Params<#marker, (#(#types,)*)>))
-}
 
 /// The unit struct `__GoondanParams_{fn}` naming the function's parameters, with its
 /// `ParamNames` impl, added to `prelude`. `None` when a parameter has attributes other than
@@ -372,13 +334,11 @@ fn params_marker(export: &Export<'_>, names: &Names, prelude: &mut TokenStream) 
         keys.push(param.ident()?.unraw().to_string());
     }
     let marker = format_ident!("__GoondanParams_{}", export.ident.unraw());
-    let name = format!("__GoondanInput_{}", export.ident.unraw());
     prelude.extend(quote! {
         #[allow(non_camel_case_types)]
         struct #marker;
         #[automatically_derived]
         impl #krate::__private::ParamNames for #marker {
-            const NAME: &'static str = #name;
             const NAMES: &'static [&'static str] = &[#(#keys),*];
             const DOCS: &'static [(&'static str, &'static str)] = &[#(#docs),*];
         }
@@ -468,15 +428,17 @@ fn export_expr(
         // An async handler owns its context, a sync one already has a reference.
         ParamKind::Context if export.sig.asyncness.is_some() => quote!(&#ctx),
         ParamKind::Context => quote!(#ctx),
-        ParamKind::Input if matches!(reading, Reading::Whole | Reading::Lone(_)) => quote!(#input),
-        ParamKind::Input if reading == Reading::Params => {
-            let at = syn::Index::from(inputs_before(export, p));
-            quote!(#input.0.#at)
-        }
-        ParamKind::Input => {
-            let field = p.ident();
-            quote!(#input.#field)
-        }
+        ParamKind::Input => match reading {
+            Reading::Whole | Reading::Lone(_) => quote!(#input),
+            Reading::Named(_) => {
+                let at = syn::Index::from(inputs_before(export, p));
+                quote!(#input.#at)
+            }
+            Reading::Derived => {
+                let field = p.ident();
+                quote!(#input.#field)
+            }
+        },
     });
     let ident = &export.ident;
     let mut call = match &tool.host {
@@ -519,6 +481,12 @@ fn export_expr(
         (Reading::Lone(marker), false) => {
             quote!(#krate::__private::export_sync_lone::<#marker, #input_ty, _>)
         }
+        (Reading::Named(marker), true) => {
+            quote!(#krate::__private::export_named::<#marker, #input_ty, _, _>)
+        }
+        (Reading::Named(marker), false) => {
+            quote!(#krate::__private::export_sync_named::<#marker, #input_ty, _>)
+        }
         (_, true) => quote!(#krate::__private::export::<#input_ty, _, _>),
         (_, false) => quote!(#krate::__private::export_sync::<#input_ty, _>),
     };
@@ -549,7 +517,7 @@ fn export_expr(
     }
 }
 
-/// How many input parameters come before `param`: its place in the `Params` tuple.
+/// How many input parameters come before `param`: its place in the tuple of values.
 fn inputs_before(export: &Export<'_>, param: &crate::ast::Param<'_>) -> usize {
     export
         .input_params()

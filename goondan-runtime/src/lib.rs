@@ -205,16 +205,16 @@ pub mod __private {
     pub use crate::tools::annotations::{ExportAnnotations, TaskSupport};
     pub use crate::tools::context::ToolContext;
     pub use crate::tools::error::ToolError;
-    pub use crate::tools::handler::params::{ParamNames, Params};
+    pub use crate::tools::handler::params::{ParamNames, ParamTuple};
     pub use crate::tools::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
     pub use crate::tools::name;
 
     use crate::tools::handler::WholeInput;
+    use crate::tools::handler::params::{NamedInput, named_schema};
     use crate::tools::schema::schema_for;
     use crate::tools::tool::export::lone_input;
     pub use crate::tools::tool::{
         Export, IntoTool, StaticTool, Tool, ToolBuilder, ToolDefinitionError, finish_generated,
-        is_whole_input,
     };
 
     /// An export whose handler gets the typed input `I`.
@@ -227,8 +227,29 @@ pub mod __private {
         Export::typed_outcome(name, schema_for::<I>(), WholeInput, f)
     }
 
+    /// An export whose handler gets the values of the parameters `N` names, the tuple `T`.
+    pub fn export_named<N, T, F, Fut>(name: &'static str, f: F) -> Export
+    where
+        N: ParamNames,
+        T: ParamTuple,
+        F: Fn(ToolContext, T) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
+    {
+        Export::typed_outcome(name, named_schema::<N, T>(), NamedInput(N::NAMES), f)
+    }
+
+    /// [`export_named`] for a synchronous handler.
+    pub fn export_sync_named<N, T, F>(name: &'static str, f: F) -> Export
+    where
+        N: ParamNames,
+        T: ParamTuple,
+        F: Fn(&ToolContext, T) -> Result<Outcome, ToolError> + Send + Sync + 'static,
+    {
+        Export::typed_sync_outcome(name, named_schema::<N, T>(), NamedInput(N::NAMES), f)
+    }
+
     /// An export whose handler gets its lone parameter `T`, read as the whole input or as the
-    /// one property `N` names, as `T`'s schema says.
+    /// one property `N` names, as `T`'s schema says (decided when the export is built).
     pub fn export_lone<N, T, F, Fut>(name: &'static str, f: F) -> Export
     where
         N: ParamNames,

@@ -1,13 +1,13 @@
-//! Differential tests of the runtime's generic reading of named parameters (`Params`, what
-//! `#[tool]` generates for functions whose parameters carry only doc comments) against the
-//! struct `#[tool]` derived for them before (`#[derive(Deserialize, JsonSchema)]` with
-//! `deny_unknown_fields`, one field per parameter): the same schema, the same values, and the
-//! same errors, word for word.
+//! How `#[tool]` reads a function's parameters, through the generated handlers: the schema of
+//! named parameters (the one `#[derive(JsonSchema)]` gives a struct with a field per parameter,
+//! as `tools/list` shows it), their values, and the errors of arguments the handler refuses,
+//! in serde's words; a lone parameter read whole or as its one named property, as its type's
+//! schema says.
 
-use goondan_runtime::__private::{ParamNames, Params};
-use goondan_runtime::ToolRegistry;
 use goondan_runtime::prelude::*;
+use goondan_runtime::tools::handler::HandlerError;
 use goondan_runtime::tools::schema::schema_for;
+use goondan_runtime::{HandlerCall, Outcome, Tool};
 use serde_json::{Value, json};
 
 /// A nested input type, as a parameter's type.
@@ -19,11 +19,20 @@ pub struct Point {
     pub y: i32,
 }
 
-// The old reading: what `#[tool]` derived for `fn f(text, times, tags, at, note)` (no doc
-// comment: the generated struct had none, and it would be the schema's description).
+/// A recursive input type: its schema refers to itself.
 #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+pub struct Tree {
+    /// The label.
+    pub label: String,
+    /// The children.
+    pub children: Vec<Tree>,
+}
+
+// A struct with one field per parameter of `f` below, its doc comments theirs: the schema its
+// derive gives is the one `f`'s parameters have.
+#[derive(JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, dead_code)]
 struct __GoondanInput_f {
     /// The text to work on.
     text: String,
@@ -39,79 +48,24 @@ struct __GoondanInput_f {
     note: Option<serde_json::Value>,
 }
 
-/// The new reading of the same parameters.
-struct F;
-impl ParamNames for F {
-    const NAME: &'static str = "__GoondanInput_f";
-    const NAMES: &'static [&'static str] = &["text", "times", "tags", "at", "note"];
-    const DOCS: &'static [(&'static str, &'static str)] = &[
-        ("", "The text to work on."),
-        ("", "How many times, when given."),
-        ("", "Labels to attach.\n\nAs many as you like."),
-        ("Where", "The point to start from."),
-        ("", ""),
-    ];
-}
-type New = Params<F, (String, Option<u32>, Vec<String>, Point, Option<Value>)>;
-
-fn as_old(new: New) -> __GoondanInput_f {
-    let (text, times, tags, at, note) = new.0;
-    __GoondanInput_f {
-        text,
-        times,
-        tags,
-        at,
-        note,
-    }
+// The same for `slug` below: a lone parameter that is not an object is the input's one
+// property.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(non_camel_case_types, dead_code)]
+struct __GoondanInput_slug {
+    slug: String,
 }
 
-#[test]
-fn params_schema_is_the_derived_structs() {
-    assert_eq!(schema_for::<New>(), schema_for::<__GoondanInput_f>());
+// And for `forest` below: a recursive type as the one property.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(non_camel_case_types, dead_code)]
+struct __GoondanInput_forest {
+    forest: Vec<Tree>,
 }
 
-/// Every input, read both ways from a `Value` and from JSON text: the same value or the same
-/// error message.
-#[test]
-fn params_read_like_the_derived_struct_values_and_errors() {
-    let inputs = [
-        r#"{"text": "a", "times": 2, "tags": ["x"], "at": {"x": 1, "y": 2}, "note": {"k": 1}}"#,
-        r#"{"text": "a", "tags": [], "at": {"x": 1, "y": 2}}"#,
-        r#"{"tags": [], "at": {"x": 1, "y": 2}}"#,
-        r#"{"text": "a", "tags": [], "at": {"x": 1, "y": 2}, "other": 1}"#,
-        r#"{"text": "a", "text": "b", "tags": [], "at": {"x": 1, "y": 2}}"#,
-        r#"{"text": 5, "tags": [], "at": {"x": 1, "y": 2}}"#,
-        r#"{"text": "a", "tags": [], "at": {"x": 1}}"#,
-        r#"{"text": "a", "times": -1, "tags": [], "at": {"x": 1, "y": 2}}"#,
-        r#"{"text": "a", "times": null, "tags": [], "at": {"x": 1, "y": 2}, "note": null}"#,
-        r#"["a", 2, ["x"], {"x": 1, "y": 2}, null]"#,
-        r#"["a", 2]"#,
-        r#"[]"#,
-        r#""text""#,
-        r#"null"#,
-        r#"{}"#,
-    ];
-    for input in inputs {
-        let old = serde_json::from_str::<__GoondanInput_f>(input).map_err(|e| e.to_string());
-        let new = serde_json::from_str::<New>(input)
-            .map(as_old)
-            .map_err(|e| e.to_string());
-        assert_eq!(new, old, "from text: {input}");
-        // A duplicate key cannot be a `Value`.
-        let Ok(value) = serde_json::from_str::<Value>(input) else {
-            continue;
-        };
-        let old =
-            serde_json::from_value::<__GoondanInput_f>(value.clone()).map_err(|e| e.to_string());
-        let new = serde_json::from_value::<New>(value)
-            .map(as_old)
-            .map_err(|e| e.to_string());
-        assert_eq!(new, old, "from a value: {input}");
-    }
-}
-
-/// Through `#[tool]`: the generated input of a function whose parameters carry doc comments
-/// (a title line, several paragraphs, none) has the derived struct's schema.
+/// Named parameters whose doc comments have a title line, several paragraphs, or none.
 #[tool(name = "params")]
 pub mod params_tool {
     use super::*;
@@ -135,42 +89,6 @@ pub mod params_tool {
     }
 }
 
-#[test]
-fn params_from_the_macro_have_the_derived_structs_schema() {
-    let registry = ToolRegistry::builder()
-        .tool(params_tool::TOOL)
-        .build()
-        .expect("registry");
-    let export = registry.get("params__f").expect("registered");
-    assert_eq!(
-        export.export().parameters(),
-        &*schema_for::<__GoondanInput_f>()
-    );
-    assert_eq!(
-        params_tool::f("a".into(), None, vec![], Point { x: 1, y: 2 }, None),
-        "a None [] Point { x: 1, y: 2 } None"
-    );
-}
-
-/// A recursive input type: its schema refers to itself.
-#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
-pub struct Tree {
-    /// The label.
-    pub label: String,
-    /// The children.
-    pub children: Vec<Tree>,
-}
-
-// What `#[tool]` derived for `fn slug(slug: String)`: a lone parameter that is not an object is
-// the one property of the input.
-#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(non_camel_case_types)]
-struct __GoondanInput_slug {
-    /// The slug.
-    slug: String,
-}
-
 /// Lone parameters: a struct is the whole input, anything else the one named property.
 #[tool(name = "lone")]
 pub mod lone_tool {
@@ -187,54 +105,216 @@ pub mod lone_tool {
     }
 
     /// A string as the one property.
-    pub fn slug(
-        /// The slug.
-        slug: String,
-    ) -> String {
+    pub fn slug(slug: String) -> String {
         slug
+    }
+
+    /// A recursive type as the one property.
+    pub fn forest(forest: Vec<Tree>) -> usize {
+        forest.len()
     }
 }
 
+/// The parameter schema of `tool`'s export `name`.
+fn parameters(tool: &Tool, name: &str) -> Value {
+    let (_, export) = tool
+        .exports()
+        .find(|(n, _)| n.as_str() == format!("{}__{name}", tool.name()))
+        .unwrap_or_else(|| panic!("no export {name}"));
+    export.parameters().clone()
+}
+
+/// Calls the export `name`'s handler with `args`: its output, or the reason it refused them.
+fn call(tool: &Tool, name: &str, args: Value) -> Result<Value, String> {
+    let (_, export) = tool
+        .exports()
+        .find(|(n, _)| n.as_str() == format!("{}__{name}", tool.name()))
+        .unwrap_or_else(|| panic!("no export {name}"));
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    let ctx = ToolContext::builder(".").build();
+    match export.handler().call(&ctx, args) {
+        HandlerCall::Ready(Ok(Outcome::Output(value))) => Ok(value),
+        HandlerCall::Ready(Err(HandlerError::InvalidArgs { reason })) => Err(reason),
+        other => panic!("{name}: unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn named_parameters_schema_is_the_derived_structs() {
+    let tool = params_tool::TOOL.build().expect("tool");
+    let schema = parameters(&tool, "f");
+    assert_eq!(schema, *schema_for::<__GoondanInput_f>());
+}
+
+/// The schemas as text, key order included: what `tools/list` and the providers' tool lists
+/// carry, byte for byte.
+#[test]
+fn schemas_as_text_key_order_included() {
+    let text = |tool: &Tool, name: &str| {
+        serde_json::to_string(&parameters(tool, name)).expect("a schema is JSON")
+    };
+    let params = params_tool::TOOL.build().expect("tool");
+    assert_eq!(
+        text(&params, "f"),
+        r##"{"type":"object","additionalProperties":false,"properties":{"text":{"type":"string","description":"The text to work on."},"times":{"type":["integer","null"],"format":"uint32","minimum":0,"description":"How many times, when given.","maximum":4294967295},"tags":{"type":"array","items":{"type":"string"},"description":"Labels to attach.\n\nAs many as you like."},"at":{"type":"object","properties":{"x":{"type":"integer","format":"int32","description":"Across.","minimum":-2147483648,"maximum":2147483647},"y":{"type":"integer","format":"int32","description":"Down.","minimum":-2147483648,"maximum":2147483647}},"required":["x","y"],"description":"The point to start from.","title":"Where","additionalProperties":false},"note":true},"required":["text","tags","at"]}"##
+    );
+    let lone = lone_tool::TOOL.build().expect("tool");
+    let expected = [
+        (
+            "point",
+            r##"{"type":"object","properties":{"x":{"type":"integer","format":"int32","description":"Across.","minimum":-2147483648,"maximum":2147483647},"y":{"type":"integer","format":"int32","description":"Down.","minimum":-2147483648,"maximum":2147483647}},"required":["x","y"],"description":"A nested input type, as a parameter's type.","additionalProperties":false}"##,
+        ),
+        (
+            "tree",
+            r##"{"type":"object","properties":{"label":{"type":"string","description":"The label."},"children":{"type":"array","items":{"$ref":"#"},"description":"The children."}},"required":["label","children"],"description":"A recursive input type: its schema refers to itself.","additionalProperties":false}"##,
+        ),
+        (
+            "slug",
+            r##"{"type":"object","additionalProperties":false,"properties":{"slug":{"type":"string"}},"required":["slug"]}"##,
+        ),
+        (
+            "forest",
+            r##"{"type":"object","additionalProperties":false,"properties":{"forest":{"type":"array","items":{"description":"A recursive input type: its schema refers to itself.","type":"object","properties":{"label":{"description":"The label.","type":"string"},"children":{"description":"The children.","type":"array","items":{"$ref":"#/$defs/Tree"}}},"required":["label","children"],"additionalProperties":false}}},"required":["forest"],"$defs":{"Tree":{"type":"object","properties":{"label":{"type":"string","description":"The label."},"children":{"type":"array","items":{"$ref":"#/$defs/Tree"},"description":"The children."}},"required":["label","children"],"description":"A recursive input type: its schema refers to itself.","additionalProperties":false}}}"##,
+        ),
+    ];
+    for (name, schema) in expected {
+        assert_eq!(text(&lone, name), schema, "{name}");
+    }
+}
+
+#[test]
+fn named_parameters_read_each_value_as_its_type() {
+    let tool = params_tool::TOOL.build().expect("tool");
+    let f = |args| call(&tool, "f", args);
+    let at = json!({"x": 1, "y": 2});
+    assert_eq!(
+        f(json!({"text": "a", "times": 2, "tags": ["x"], "at": at, "note": {"k": 1}})),
+        Ok(json!(
+            r#"a Some(2) ["x"] Point { x: 1, y: 2 } Some(Object {"k": Number(1)})"#
+        ))
+    );
+    // Any order; a missing or null `Option` is `None`.
+    assert_eq!(
+        f(json!({"at": at, "tags": [], "text": "a"})),
+        Ok(json!("a None [] Point { x: 1, y: 2 } None"))
+    );
+    assert_eq!(
+        f(json!({"text": "a", "times": null, "tags": [], "at": at, "note": null})),
+        Ok(json!("a None [] Point { x: 1, y: 2 } None"))
+    );
+}
+
+#[test]
+fn named_parameters_refuse_arguments_in_serdes_words() {
+    let tool = params_tool::TOOL.build().expect("tool");
+    let f = |args| call(&tool, "f", args);
+    let at = json!({"x": 1, "y": 2});
+    let expected = "expected one of `text`, `times`, `tags`, `at`, `note`";
+    let cases = [
+        (json!({}), "missing field `text`".to_owned()),
+        (
+            json!({"tags": [], "at": at}),
+            "missing field `text`".to_owned(),
+        ),
+        (
+            json!({"text": "a", "tags": []}),
+            "missing field `at`".to_owned(),
+        ),
+        (
+            json!({"text": "a", "tags": [], "at": at, "other": 1}),
+            format!("unknown field `other`, {expected}"),
+        ),
+        (
+            json!({"text": 5, "tags": [], "at": at}),
+            "invalid type: integer `5`, expected a string".to_owned(),
+        ),
+        (
+            json!({"text": "a", "times": -1, "tags": [], "at": at}),
+            "invalid value: integer `-1`, expected u32".to_owned(),
+        ),
+        (
+            json!({"text": "a", "tags": [], "at": {"x": 1}}),
+            "missing field `y`".to_owned(),
+        ),
+        // The keys are read in the object's order: the first wrong one is the error.
+        (
+            json!({"other": 1, "text": 5}),
+            format!("unknown field `other`, {expected}"),
+        ),
+        (
+            json!({"text": 5, "other": 1}),
+            "invalid type: integer `5`, expected a string".to_owned(),
+        ),
+        // Every key is known and every value read before a missing one is reported.
+        (
+            json!({"text": 5}),
+            "invalid type: integer `5`, expected a string".to_owned(),
+        ),
+    ];
+    for (args, error) in cases {
+        assert_eq!(f(args.clone()), Err(error), "{args}");
+    }
+}
+
+#[test]
+fn a_lone_parameter_is_the_whole_input_or_its_one_property_as_its_schema_says() {
+    let tool = lone_tool::TOOL.build().expect("tool");
+    assert_eq!(parameters(&tool, "point"), *schema_for::<Point>());
+    assert_eq!(parameters(&tool, "tree"), *schema_for::<Tree>());
+    assert_eq!(
+        parameters(&tool, "slug"),
+        *schema_for::<__GoondanInput_slug>()
+    );
+    // A recursive type keeps its definitions.
+    let forest = parameters(&tool, "forest");
+    assert_eq!(forest, *schema_for::<__GoondanInput_forest>());
+    assert!(forest["$defs"]["Tree"].is_object(), "{forest}");
+
+    assert_eq!(call(&tool, "point", json!({"x": 1, "y": 2})), Ok(json!(3)));
+    let tree = json!({"label": "a", "children": [{"label": "b", "children": []}]});
+    assert_eq!(call(&tool, "tree", tree.clone()), Ok(json!(1)));
+    assert_eq!(call(&tool, "slug", json!({"slug": "s"})), Ok(json!("s")));
+    assert_eq!(
+        call(&tool, "forest", json!({"forest": [tree]})),
+        Ok(json!(1))
+    );
+    assert_eq!(
+        call(&tool, "point", json!({"x": 1})),
+        Err("missing field `y`".to_owned())
+    );
+    assert_eq!(
+        call(&tool, "slug", json!({})),
+        Err("missing field `slug`".to_owned())
+    );
+    assert_eq!(
+        call(&tool, "slug", json!({"x": true, "slug": 1})),
+        Err("unknown field `x`, expected `slug`".to_owned())
+    );
+    assert_eq!(
+        call(&tool, "slug", json!({"slug": 1, "x": true})),
+        Err("invalid type: integer `1`, expected a string".to_owned())
+    );
+    assert_eq!(
+        call(&tool, "forest", json!({"forest": [{"label": 1}]})),
+        Err("invalid type: integer `1`, expected a string".to_owned())
+    );
+}
+
 #[tokio::test]
-async fn params_lone_reads_and_schemas_are_the_two_readings_of_before() {
-    use goondan_runtime::{ToolCatalog, ToolExecutor};
+async fn a_lone_property_refuses_a_value_that_is_not_an_object() {
+    use goondan_runtime::{ToolCatalog, ToolExecutor, ToolRegistry};
     let registry = std::sync::Arc::new(
         ToolRegistry::builder()
             .tool(lone_tool::TOOL)
             .build()
             .expect("registry"),
     );
-    let schema = |name: &str| {
-        registry
-            .get(name)
-            .expect("registered")
-            .export()
-            .parameters()
-            .clone()
-    };
-    assert_eq!(schema("lone__point"), *schema_for::<Point>());
-    assert_eq!(schema("lone__tree"), *schema_for::<Tree>());
-    assert_eq!(schema("lone__slug"), *schema_for::<__GoondanInput_slug>());
-
     let executor = ToolExecutor::new(std::sync::Arc::clone(&registry));
     let catalog = ToolCatalog::all(&registry);
     let ctx = ToolContext::builder(".").build();
     let call = |name: &str, args: Value| ToolCall::new("c", name, args);
-    let r = executor
-        .execute(call("lone__point", json!({"x": 1, "y": 2})), &ctx, &catalog)
-        .await;
-    assert_eq!(r.output, Some(json!(3)));
-    let r = executor
-        .execute(
-            call(
-                "lone__tree",
-                json!({"label": "a", "children": [{"label": "b", "children": []}]}),
-            ),
-            &ctx,
-            &catalog,
-        )
-        .await;
-    assert_eq!(r.output, Some(json!(1)));
     let r = executor
         .execute(call("lone__slug", json!({"slug": "s"})), &ctx, &catalog)
         .await;

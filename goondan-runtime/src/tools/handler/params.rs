@@ -1,239 +1,48 @@
-//! The named parameters of a `#[tool]` function, read by one generic type instead of a struct
-//! derived for each function: [`Params<N, T>`] holds the values as a tuple `T`, and `N` (a
-//! unit struct the macro makes, with a [`ParamNames`] impl) says their names and doc comments.
+//! The named parameters of a `#[tool]` function, read from the arguments object by one plain
+//! function per tuple shape instead of a struct derived for each function: the handler's input
+//! is the tuple of the values, in parameter order, and a unit struct the macro makes (with a
+//! [`ParamNames`] impl) says their names and doc comments. A lone parameter that is not the
+//! whole input is the one-element case of the same reading (`LoneInput`).
 //!
-//! The reading and the schema are the ones `#[derive(Deserialize, JsonSchema)]` with
-//! `#[serde(deny_unknown_fields)]` gives a struct of those fields (the differential tests in
-//! `tests/it/params.rs` compare both): an object whose keys are the names, each value read
-//! as its parameter's type; a missing `Option` parameter is `None`, any other missing one is
-//! `missing field`; an unknown key is `unknown field`; a key twice is `duplicate field`. An
-//! array is read by position, as serde reads a struct from one. The schema is an object with
-//! one property per parameter (its type's schema, with the title and description of its doc
-//! comment), `required` for the parameters that are not `Option`, and no other property.
+//! The reading is the one `#[derive(Deserialize)]` with `#[serde(deny_unknown_fields)]` gives
+//! a struct of those fields, read from an object: the keys in the object's order, each value
+//! read as its parameter's type; an unknown key is `unknown field`; then a missing `Option`
+//! parameter is `None`, any other missing one `missing field`. The schema is the one
+//! `#[derive(JsonSchema)]` gives it: an object with one property per parameter (its type's
+//! schema, with the title and description of its doc comment), `required` for the parameters
+//! that are not `Option`, and no other property.
 //!
-//! Only the code that reads these tuples is generic, so it is compiled once per tuple shape
-//! that a crate uses, not once per function. A lone parameter is read by `LoneInput`, whose
-//! only code generic in the parameter's type is that type's own deserialisation and schema.
-//! Not for use outside generated code.
+//! The code generic in the tuple is this reading and this schema only, so it is compiled once
+//! per tuple shape that a crate uses, not once per function. Not for use outside generated
+//! code.
 
-use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
+use std::any::TypeId;
+use std::sync::Arc;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, Error as _};
 use serde_json::Value;
 
 use crate::tools::handler::{HandlerError, ReadInput, ToolInput, read_input};
 use crate::tools::result::JsonObject;
+use crate::tools::schema::cached_schema;
 
 /// What the macro says about one function's parameters.
 pub trait ParamNames: Send + 'static {
-    /// The name of the input in errors and schemas (`__GoondanInput_{function}`).
-    const NAME: &'static str;
     /// The parameters' names, in order.
     const NAMES: &'static [&'static str];
     /// Each parameter's title and description from its doc comment (`""` for none).
     const DOCS: &'static [(&'static str, &'static str)];
 }
 
-/// The named parameters of one function: `.0` is the tuple of their values, in order.
-pub struct Params<N, T>(pub T, PhantomData<fn() -> N>);
-
-impl<N, T> Params<N, T> {
-    fn new(values: T) -> Self {
-        Self(values, PhantomData)
-    }
-}
-
-/// How the lone parameter of a function with no attributes on it is read: its type is the
-/// whole input when its schema is an object with properties (or a closed object), and
-/// otherwise the one property of an object, named after the parameter. The export decides
-/// which when it is built (see `lone_input` in `tools/tool/export.rs`), and the handler reads the arguments
-/// object directly: the property's key is found by code compiled once, so the only reading
-/// generic in the type is the type's own, the one the whole reading uses too. Errors are the
-/// ones [`Params`] gives for a one-parameter tuple, word for word (`tests/it/params.rs`).
-pub(crate) struct LoneInput {
-    /// The parameter's name, alone in its slice (as `ParamNames::NAMES`), or `None` when the
-    /// type is the whole input.
-    named: Option<&'static [&'static str]>,
-}
-
-impl LoneInput {
-    /// The type is the whole input.
-    pub(crate) fn whole() -> Self {
-        Self { named: None }
-    }
-
-    /// The type is the one property named `names[0]` (a function's `ParamNames::NAMES`).
-    pub(crate) fn named(names: &'static [&'static str]) -> Self {
-        Self { named: Some(names) }
-    }
-}
-
-impl<T: ToolInput> ReadInput<T> for LoneInput {
-    fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
-        match self.named {
-            None => read_input(args),
-            Some(names) => read_lone(args, names).map_err(|err| HandlerError::InvalidArgs {
-                reason: err.to_string(),
-            }),
-        }
-    }
-}
-
-/// The value of the one property `names[0]`, read as `T`.
-fn read_lone<T: DeserializeOwned + JsonSchema>(
-    args: JsonObject,
-    names: &'static [&'static str],
-) -> Result<T, serde_json::Error> {
-    let (value, after) = take_lone(args, names)?;
-    let value = match value {
-        Some(value) => T::deserialize(value)?,
-        None => missing(lone_key(names))?,
-    };
-    match after {
-        Some(err) => Err(err),
-        None => Ok(value),
-    }
-}
-
-/// The one parameter's name (`ParamNames::NAMES` of a lone parameter holds exactly one).
-fn lone_key(names: &'static [&'static str]) -> &'static str {
-    names.first().copied().unwrap_or_default()
-}
-
-/// The property's value if there is one, and the error of an unknown key after it.
-type Taken = (Option<Value>, Option<serde_json::Error>);
-
-/// The value of the one property `names[0]` taken out of `args`, in the order a map is read:
-/// an unknown key before it is the error; an unknown key after it is one too, but only once
-/// the value itself was read without error, so it is returned beside the value.
-fn take_lone(args: JsonObject, names: &'static [&'static str]) -> Result<Taken, serde_json::Error> {
-    let key = lone_key(names);
-    let mut found = None;
-    for (k, v) in args {
-        if k == key {
-            found = Some(v);
-        } else {
-            let err = <serde_json::Error as de::Error>::unknown_field(&k, names);
-            return match found {
-                None => Err(err),
-                Some(value) => Ok((Some(value), Some(err))),
-            };
-        }
-    }
-    Ok((found, None))
-}
-
-/// The root schema of a lone parameter read as the one property of an object: what
-/// `into_root_schema_for::<Params<N, (T,)>>()` makes, with only the parameter's subschema
-/// generic in its type (schemars' `subschema_for`), the rest compiled once in
-/// [`lone_root_with`].
-pub(crate) fn lone_root<N: ParamNames, T: JsonSchema>(generator: SchemaGenerator) -> Value {
-    lone_root_with(
-        generator,
-        N::NAME,
-        N::NAMES,
-        N::DOCS,
-        SchemaGenerator::subschema_for::<T>,
-        T::_schemars_private_is_option(),
-    )
-}
-
-fn lone_root_with(
-    mut generator: SchemaGenerator,
-    name: &'static str,
-    names: &'static [&'static str],
-    docs: &'static [(&'static str, &'static str)],
-    subschema: fn(&mut SchemaGenerator) -> Schema,
-    is_option: bool,
-) -> Value {
-    let optional = generator.contract().is_deserialize() && is_option;
-    let key = lone_key(names);
-    let doc = docs.first().copied().unwrap_or_default();
-    let property = with_doc(subschema(&mut generator), doc);
-    let mut schema = object(vec![(key, property, optional)]);
-    // As `into_root_schema_for` finishes a root: its name as the title, the definitions the
-    // subschema needed (a recursive type) under `$defs`. The settings have no transforms
-    // and no meta-schema (`tools::schema`).
-    schema.insert("title".to_owned(), Value::from(name));
-    let definitions = generator.take_definitions(false);
-    if !definitions.is_empty() {
-        schema.insert("$defs".to_owned(), Value::Object(definitions));
-    }
-    schema.to_value()
-}
-
-/// A value for a parameter the model left out: `None` for an `Option` (read from `null`, the
-/// reading every parameter type already has), `missing field` otherwise, as serde's derive
-/// does. Whether a type is an `Option` is schemars' own test, the one that also leaves the
-/// parameter out of `required`.
-fn missing<T: DeserializeOwned + JsonSchema, E: de::Error>(name: &'static str) -> Result<T, E> {
-    if T::_schemars_private_is_option() {
-        T::deserialize(Value::Null).map_err(E::custom)
-    } else {
-        Err(E::missing_field(name))
-    }
-}
-
-/// Where a key is among the names.
-fn position<E: de::Error>(names: &'static [&'static str], key: &str) -> Result<usize, E> {
-    names
-        .iter()
-        .position(|n| *n == key)
-        .ok_or_else(|| E::unknown_field(key, names))
-}
-
-/// The schema of one parameter: its type's, with its doc comment's title and description.
-fn property<T: JsonSchema>(generator: &mut SchemaGenerator, doc: (&str, &str)) -> Schema {
-    with_doc(generator.subschema_for::<T>(), doc)
-}
-
-/// `schema` with a parameter's doc comment as its title and description.
-fn with_doc(mut schema: Schema, doc: (&str, &str)) -> Schema {
-    for (key, text) in [("title", doc.0), ("description", doc.1)] {
-        if !text.is_empty() {
-            schema.insert(key.to_owned(), Value::from(text));
-        }
-    }
-    schema
-}
-
-/// The object schema of `properties`, in order; `optional[i]` leaves property `i` out of
-/// `required`.
-fn object(properties: Vec<(&'static str, Schema, bool)>) -> Schema {
-    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
-    let mut props = serde_json::Map::new();
-    let mut required = Vec::new();
-    for (name, sub, optional) in properties {
-        props.insert(name.to_owned(), sub.to_value());
-        if !optional {
-            required.push(Value::from(name));
-        }
-    }
-    schema.insert("properties".to_owned(), Value::Object(props));
-    if !required.is_empty() {
-        schema.insert("required".to_owned(), Value::Array(required));
-    }
-    schema
-}
-
-/// A tuple of parameter values: how it is read from an object or an array, and its schema.
-/// The work is here, generic over the tuple's types only, so one function with the
-/// parameters `(String, Option<u32>)` and another with the same types share this code.
-pub trait ParamTuple: Sized + Send + 'static {
-    /// How many parameters.
-    const LEN: usize;
-
-    /// Reads the values of an object whose keys are `names`.
-    fn read_map<'de, A: MapAccess<'de>>(
-        map: A,
-        names: &'static [&'static str],
-    ) -> Result<Self, A::Error>;
-
-    /// Reads the values from an array, by position; `expected` names the input for errors.
-    fn read_seq<'de, A: SeqAccess<'de>>(seq: A, expected: &str) -> Result<Self, A::Error>;
+/// A tuple of parameter values: how it is read from an arguments object, and its schema. The
+/// tuple is the handler's input, so it is a [`ToolInput`] (its own serde and schemars impls, an
+/// array, are never used). That is a supertrait rather than a second bound where it is used, so
+/// that a parameter type that cannot be an input is reported once, on that type (by
+/// `InputType`), not again for the tuple.
+pub trait ParamTuple: ToolInput {
+    /// Reads the values of an object whose keys are `names`, in order.
+    fn read(args: JsonObject, names: &'static [&'static str]) -> Result<Self, serde_json::Error>;
 
     /// The object schema of parameters named `names`, with their doc comments `docs`.
     fn schema(
@@ -243,68 +52,157 @@ pub trait ParamTuple: Sized + Send + 'static {
     ) -> Schema;
 }
 
-impl<'de, N: ParamNames, T: ParamTuple> Deserialize<'de> for Params<N, T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Reader<N, T>(PhantomData<fn() -> (N, T)>);
-        impl<'de, N: ParamNames, T: ParamTuple> Visitor<'de> for Reader<N, T> {
-            type Value = Params<N, T>;
+/// Reads named parameters (a function's `ParamNames::NAMES`) as the tuple `T`, the handler's
+/// input, by [`ParamTuple::read`]. Not generic in the names, so functions with the same
+/// parameter types share the reading.
+pub(crate) struct NamedInput(pub(crate) &'static [&'static str]);
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "struct {}", N::NAME)
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                let expected = format!("struct {} with {} elements", N::NAME, T::LEN);
-                T::read_seq(seq, &expected).map(Params::new)
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::read_map(map, N::NAMES).map(Params::new)
-            }
+impl<T: ParamTuple> ReadInput<T> for NamedInput {
+    fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
+        // A `match`, not `map_err`: no instance of the combinator for each tuple type.
+        match T::read(args, self.0) {
+            Ok(values) => Ok(values),
+            Err(err) => Err(invalid_args(err)),
         }
-        deserializer.deserialize_struct(N::NAME, N::NAMES, Reader::<N, T>(PhantomData))
     }
 }
 
-impl<N: ParamNames, T: ParamTuple> JsonSchema for Params<N, T> {
-    fn schema_name() -> Cow<'static, str> {
-        Cow::Borrowed(N::NAME)
-    }
+/// The schema of the named parameters `N` names, of types `T`: the root of
+/// [`ParamTuple::schema`], cached as [`schema_for`](crate::tools::schema::schema_for) caches a
+/// type's.
+pub(crate) fn named_schema<N: ParamNames, T: ParamTuple>() -> Arc<Value> {
+    cached_schema(TypeId::of::<(N, T)>(), named_root::<N, T>)
+}
 
-    fn schema_id() -> Cow<'static, str> {
-        Cow::Owned(std::any::type_name::<Self>().to_owned())
-    }
+fn named_root<N: ParamNames, T: ParamTuple>(generator: SchemaGenerator) -> Value {
+    root(generator, N::NAMES, N::DOCS, T::schema)
+}
 
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        T::schema(generator, N::NAMES, N::DOCS)
+/// The signature of [`ParamTuple::schema`].
+type TupleSchema = fn(
+    &mut SchemaGenerator,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+) -> Schema;
+
+/// A root schema, as `into_root_schema_for` finishes one: the definitions the properties
+/// needed (a recursive type) under `$defs`. The settings have no transforms and no
+/// meta-schema, and the root's title is dropped (`tools::schema`), so there is no more to do.
+fn root(
+    mut generator: SchemaGenerator,
+    names: &'static [&'static str],
+    docs: &'static [(&'static str, &'static str)],
+    schema: TupleSchema,
+) -> Value {
+    let mut root = schema(&mut generator, names, docs);
+    let definitions = generator.take_definitions(false);
+    if !definitions.is_empty() {
+        root.insert("$defs".to_owned(), Value::Object(definitions));
     }
+    root.to_value()
+}
+
+/// How a lone parameter is read: as the whole input, or as the one property named after it
+/// (the one-parameter tuple's reading). Which one is decided when the export is built, in one
+/// place (`lone_input` in `tools/tool/export.rs`).
+pub(crate) enum LoneInput {
+    /// The type is the whole input.
+    Whole,
+    /// The type is the one property named `names[0]` (a function's `ParamNames::NAMES`).
+    Named(&'static [&'static str]),
+}
+
+impl<T: ToolInput> ReadInput<T> for LoneInput {
+    fn read(&self, args: JsonObject) -> Result<T, HandlerError> {
+        match self {
+            LoneInput::Whole => read_input(args),
+            // As in `NamedInput`, a `match` rather than combinators.
+            LoneInput::Named(names) => match <(T,)>::read(args, names) {
+                Ok((value,)) => Ok(value),
+                Err(err) => Err(invalid_args(err)),
+            },
+        }
+    }
+}
+
+fn invalid_args(err: serde_json::Error) -> HandlerError {
+    HandlerError::InvalidArgs {
+        reason: err.to_string(),
+    }
+}
+
+/// A value for a parameter the model left out: `None` for an `Option` (read from `null`, the
+/// reading every parameter type already has), `missing field` otherwise, as serde's derive
+/// does. Whether a type is an `Option` is schemars' own test, the one that also leaves the
+/// parameter out of `required`.
+fn missing<T: DeserializeOwned + JsonSchema>(name: &'static str) -> Result<T, serde_json::Error> {
+    if T::_schemars_private_is_option() {
+        T::deserialize(Value::Null)
+    } else {
+        Err(serde_json::Error::missing_field(name))
+    }
+}
+
+/// Where a key is among the names, or serde's `unknown field` error.
+fn position(names: &'static [&'static str], key: &str) -> Result<usize, serde_json::Error> {
+    names
+        .iter()
+        .position(|n| *n == key)
+        .ok_or_else(|| serde_json::Error::unknown_field(key, names))
+}
+
+/// How one parameter's schema is made: its type's subschema (schemars' `subschema_for`), and
+/// whether the type is an `Option` (schemars' own test, the one its derive uses too).
+type Property = (fn(&mut SchemaGenerator) -> Schema, bool);
+
+/// The object schema of the parameters `names`, in order: each property its type's subschema
+/// with the title and description of its doc comment (`docs`), `required` the parameters that
+/// are not `Option`. Compiled once: a tuple gives only its types' `properties`.
+fn object(
+    generator: &mut SchemaGenerator,
+    names: &'static [&'static str],
+    docs: &'static [(&'static str, &'static str)],
+    properties: &[Property],
+) -> Schema {
+    let optional = generator.contract().is_deserialize();
+    let mut props = serde_json::Map::new();
+    let mut required = Vec::new();
+    for ((name, (title, description)), (subschema, is_option)) in
+        names.iter().zip(docs).zip(properties)
+    {
+        let mut property = subschema(generator);
+        for (key, text) in [("title", title), ("description", description)] {
+            if !text.is_empty() {
+                property.insert(key.to_owned(), Value::from(*text));
+            }
+        }
+        props.insert((*name).to_owned(), property.to_value());
+        if !(optional && *is_option) {
+            required.push(Value::from(*name));
+        }
+    }
+    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
+    schema.insert("properties".to_owned(), Value::Object(props));
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), Value::Array(required));
+    }
+    schema
 }
 
 // Tuples of 1 to 12 parameters; `#[tool]` derives a struct for a function with more (its
 // `MAX_PARAMS` says 12 too).
 macro_rules! tuple {
-    ($len:literal => $($t:ident $v:ident $i:tt),+) => {
+    ($($t:ident $v:ident $i:tt),+) => {
         impl<$($t: DeserializeOwned + JsonSchema + Send + 'static),+> ParamTuple for ($($t,)+) {
-            const LEN: usize = $len;
-
-            fn read_map<'de, A: MapAccess<'de>>(
-                mut map: A,
+            fn read(
+                args: JsonObject,
                 names: &'static [&'static str],
-            ) -> Result<Self, A::Error> {
+            ) -> Result<Self, serde_json::Error> {
                 $(let mut $v: Option<$t> = None;)+
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match position::<A::Error>(names, &key)? {
-                        $(
-                            $i => {
-                                if $v.is_some() {
-                                    return Err(de::Error::duplicate_field(names[$i]));
-                                }
-                                $v = Some(map.next_value()?);
-                            }
-                        )+
-                        _ => {
-                            map.next_value::<de::IgnoredAny>()?;
-                        }
+                for (key, value) in args {
+                    match position(names, &key)? {
+                        $($i => $v = Some($t::deserialize(value)?),)+
+                        _ => {}
                     }
                 }
                 Ok(($(
@@ -315,66 +213,55 @@ macro_rules! tuple {
                 )+))
             }
 
-            fn read_seq<'de, A: SeqAccess<'de>>(mut seq: A, expected: &str) -> Result<Self, A::Error> {
-                Ok(($(
-                    match seq.next_element::<$t>()? {
-                        Some(value) => value,
-                        None => return Err(de::Error::invalid_length($i, &expected)),
-                    },
-                )+))
-            }
-
             fn schema(
                 generator: &mut SchemaGenerator,
                 names: &'static [&'static str],
                 docs: &'static [(&'static str, &'static str)],
             ) -> Schema {
-                let optional = generator.contract().is_deserialize();
-                object(vec![$(
-                    (
-                        names[$i],
-                        property::<$t>(generator, docs[$i]),
-                        optional && $t::_schemars_private_is_option(),
-                    ),
+                object(generator, names, docs, &[$(
+                    (SchemaGenerator::subschema_for::<$t>, $t::_schemars_private_is_option()),
                 )+])
             }
         }
     };
 }
 
-tuple!(1 => A0 a0 0);
-tuple!(2 => A0 a0 0, A1 a1 1);
-tuple!(3 => A0 a0 0, A1 a1 1, A2 a2 2);
-tuple!(4 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3);
-tuple!(5 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4);
-tuple!(6 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5);
-tuple!(7 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6);
-tuple!(8 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7);
-tuple!(9 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8);
-tuple!(10 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
+tuple!(A0 a0 0);
+tuple!(A0 a0 0, A1 a1 1);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8);
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
     A9 a9 9);
-tuple!(11 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
     A9 a9 9, A10 a10 10);
-tuple!(12 => A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
+tuple!(A0 a0 0, A1 a1 1, A2 a2 2, A3 a3 3, A4 a4 4, A5 a5 5, A6 a6 6, A7 a7 7, A8 a8 8,
     A9 a9 9, A10 a10 10, A11 a11 11);
 
 #[cfg(test)]
 mod tests {
-    use std::any::TypeId;
-    use std::collections::BTreeMap;
-
     use serde::Deserialize;
     use serde_json::json;
 
     use super::*;
-    use crate::tools::schema::{cached_schema, schema_for};
 
-    /// The names of a function `f(slug)`.
+    /// The names of a function `f(text, times, tree)`.
     struct F;
     impl ParamNames for F {
-        const NAME: &'static str = "__GoondanInput_f";
+        const NAMES: &'static [&'static str] = &["text", "times", "tree"];
+        const DOCS: &'static [(&'static str, &'static str)] =
+            &[("", "The text."), ("", ""), ("Tree", "A tree.")];
+    }
+
+    /// The names of a function `g(slug)`.
+    struct G;
+    impl ParamNames for G {
         const NAMES: &'static [&'static str] = &["slug"];
-        const DOCS: &'static [(&'static str, &'static str)] = &[("Slug", "The page's slug.")];
+        const DOCS: &'static [(&'static str, &'static str)] = &[("", "")];
     }
 
     /// A recursive type: its subschema needs `$defs`.
@@ -384,108 +271,146 @@ mod tests {
         children: Vec<Tree>,
     }
 
-    /// The plain route `LoneInput` replaces for a named lone parameter: `Params` of a
-    /// one-element tuple, read from the arguments as a `Value`.
-    fn plain<T: ToolInput>(args: &JsonObject) -> Result<T, String> {
-        Params::<F, (T,)>::deserialize(Value::Object(args.clone()))
-            .map(|params| params.0.0)
-            .map_err(|err| err.to_string())
-    }
+    type Three = (String, Option<u32>, Tree);
 
-    fn lone<T: ToolInput>(args: &JsonObject) -> Result<T, String> {
-        match ReadInput::<T>::read(&LoneInput::named(F::NAMES), args.clone()) {
-            Ok(value) => Ok(value),
-            Err(HandlerError::InvalidArgs { reason }) => Err(reason),
-            Err(_) => Err("not an argument error".to_owned()),
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
         }
     }
 
-    /// Arguments objects, each in the key order written (the maps keep it).
-    fn inputs() -> Vec<JsonObject> {
-        let values = [
-            json!("a"),
-            json!(1),
-            json!(null),
-            json!([]),
-            json!(["x", "y"]),
-            json!({}),
-            json!({"a": 1}),
-            json!({"label": "t", "children": []}),
-            json!({"label": "t", "children": [{"label": "u", "children": []}]}),
-            json!([{"label": "t", "children": []}]),
-            json!([{"label": 1}]),
-            json!(4_294_967_296_u64),
-        ];
-        let mut inputs = vec![JsonObject::new()];
-        for value in values {
-            for (before, after) in [(None, None), (Some("x"), None), (None, Some("y"))] {
-                let mut args = JsonObject::new();
-                if let Some(k) = before {
-                    args.insert(k.to_owned(), json!(true));
-                }
-                args.insert("slug".to_owned(), value.clone());
-                if let Some(k) = after {
-                    args.insert(k.to_owned(), json!(false));
-                }
-                inputs.push(args);
-            }
-        }
-        let mut two = JsonObject::new();
-        two.insert("x".to_owned(), json!(1));
-        two.insert("y".to_owned(), json!(2));
-        inputs.push(two);
-        inputs
+    fn read<T: ParamTuple>(names: &'static [&'static str], args: Value) -> Result<T, String> {
+        T::read(object(args), names).map_err(|err| err.to_string())
     }
 
-    fn reads_alike<T: ToolInput + PartialEq + std::fmt::Debug>() -> usize {
-        let mut errors = 0;
-        for args in inputs() {
-            let (lone, plain) = (lone::<T>(&args), plain::<T>(&args));
-            assert_eq!(lone, plain, "{} from {args:?}", std::any::type_name::<T>());
-            errors += usize::from(plain.is_err());
+    fn leaf(label: &str) -> Tree {
+        Tree {
+            label: label.to_owned(),
+            children: Vec::new(),
         }
-        errors
     }
 
     #[test]
-    fn a_lone_property_reads_like_the_one_parameter_tuple_values_and_errors() {
-        // Each type meets values it takes and values it refuses, unknown keys before and after
-        // the property (the order decides which error comes first), and no property at all.
-        let refused = [
-            reads_alike::<String>(),
-            reads_alike::<Option<u32>>(),
-            reads_alike::<Vec<String>>(),
-            reads_alike::<BTreeMap<String, u32>>(),
-            reads_alike::<Tree>(),
-            reads_alike::<Vec<Tree>>(),
-            reads_alike::<Value>(),
-            reads_alike::<Option<Value>>(),
-        ];
-        // The inputs are not all refused, nor all taken, for any type.
-        let total = inputs().len();
-        assert!(refused.iter().all(|&n| n > 0 && n < total), "{refused:?}");
-    }
-
-    fn schemas_alike<T: ToolInput>() {
-        let lone = cached_schema(TypeId::of::<(F, T)>(), lone_root::<F, T>);
-        let plain = schema_for::<Params<F, (T,)>>();
-        assert_eq!(lone, plain, "{}", std::any::type_name::<T>());
-    }
-
-    #[test]
-    fn a_lone_property_schema_is_the_one_parameter_tuples() {
-        schemas_alike::<String>();
-        schemas_alike::<Option<u32>>();
-        schemas_alike::<BTreeMap<String, u32>>();
-        schemas_alike::<Tree>();
-        schemas_alike::<Vec<Tree>>();
-        schemas_alike::<Option<Vec<Tree>>>();
-        schemas_alike::<Value>();
-        let tree = schema_for::<Params<F, (Vec<Tree>,)>>();
-        assert!(
-            tree.get("$defs").is_some(),
-            "a recursive type keeps its $defs: {tree}"
+    fn each_value_is_read_as_its_parameters_type_in_any_order() {
+        let tree = json!({"label": "t", "children": []});
+        assert_eq!(
+            read::<Three>(F::NAMES, json!({"text": "a", "times": 2, "tree": tree})),
+            Ok(("a".to_owned(), Some(2), leaf("t")))
         );
-        assert_eq!(tree["properties"]["slug"]["title"], "Slug");
+        assert_eq!(
+            read::<Three>(F::NAMES, json!({"tree": tree, "text": "a"})),
+            Ok(("a".to_owned(), None, leaf("t")))
+        );
+        assert_eq!(
+            read::<Three>(F::NAMES, json!({"text": "a", "times": null, "tree": tree})),
+            Ok(("a".to_owned(), None, leaf("t")))
+        );
+        assert_eq!(read::<(Option<Value>,)>(G::NAMES, json!({})), Ok((None,)));
+        assert_eq!(
+            read::<(Value,)>(G::NAMES, json!({"slug": null})),
+            Ok((Value::Null,))
+        );
+    }
+
+    #[test]
+    fn refusals_are_serdes_words_for_the_first_wrong_key() {
+        let tree = json!({"label": "t", "children": []});
+        let cases = [
+            (F::NAMES, json!({}), "missing field `text`"),
+            (F::NAMES, json!({"text": "a"}), "missing field `tree`"),
+            (
+                F::NAMES,
+                json!({"text": "a", "tree": tree, "x": 1}),
+                "unknown field `x`, expected one of `text`, `times`, `tree`",
+            ),
+            (
+                F::NAMES,
+                json!({"x": 1, "text": 5}),
+                "unknown field `x`, expected one of `text`, `times`, `tree`",
+            ),
+            (
+                F::NAMES,
+                json!({"text": 5, "x": 1}),
+                "invalid type: integer `5`, expected a string",
+            ),
+            (
+                F::NAMES,
+                json!({"text": "a", "times": 4_294_967_296_u64, "tree": tree}),
+                "invalid value: integer `4294967296`, expected u32",
+            ),
+            (
+                F::NAMES,
+                json!({"text": "a", "tree": {"label": "t", "children": [{"label": 1}]}}),
+                "invalid type: integer `1`, expected a string",
+            ),
+        ];
+        for (names, args, error) in cases {
+            assert_eq!(
+                read::<Three>(names, args.clone()),
+                Err(error.to_owned()),
+                "{args}"
+            );
+        }
+        // One parameter: the lone property's reading.
+        let lone = [
+            (json!({}), "missing field `slug`"),
+            (json!({"x": true}), "unknown field `x`, expected `slug`"),
+            (
+                json!({"slug": "s", "y": 1}),
+                "unknown field `y`, expected `slug`",
+            ),
+            (
+                json!({"slug": 1, "y": 1}),
+                "invalid type: integer `1`, expected a string",
+            ),
+        ];
+        for (args, error) in lone {
+            assert_eq!(
+                read::<(String,)>(G::NAMES, args.clone()),
+                Err(error.to_owned()),
+                "{args}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lone_input_reads_the_whole_object_or_its_one_property() {
+        let read =
+            |input: &LoneInput, args: Value| match ReadInput::<Tree>::read(input, object(args)) {
+                Ok(tree) => Ok(tree),
+                Err(HandlerError::InvalidArgs { reason }) => Err(reason),
+                Err(other) => panic!("{other:?}"),
+            };
+        let tree = json!({"label": "t", "children": []});
+        assert_eq!(read(&LoneInput::Whole, tree.clone()), Ok(leaf("t")));
+        assert_eq!(
+            read(&LoneInput::Named(&["tree"]), json!({"tree": tree})),
+            Ok(leaf("t"))
+        );
+        assert_eq!(
+            read(&LoneInput::Named(&["tree"]), tree),
+            Err("unknown field `label`, expected `tree`".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_schema_is_an_object_of_the_parameters_with_their_docs() {
+        let schema = named_schema::<F, Three>();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(schema["required"], json!(["text", "tree"]));
+        assert_eq!(
+            schema["properties"]["text"],
+            json!({"type": "string", "description": "The text."})
+        );
+        assert_eq!(schema["properties"]["tree"]["title"], "Tree");
+        assert_eq!(schema["properties"]["tree"]["description"], "A tree.");
+        // A recursive type refers to its definition, kept under `$defs`.
+        assert!(schema["$defs"]["Tree"].is_object(), "{schema}");
+        assert!(schema.get("title").is_none(), "{schema}");
+        let lone = named_schema::<G, (Option<u32>,)>();
+        assert_eq!(lone["properties"].as_object().map(|p| p.len()), Some(1));
+        assert!(lone.get("required").is_none(), "{lone}");
     }
 }

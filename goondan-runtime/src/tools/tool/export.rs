@@ -1,7 +1,6 @@
 //! [`Export`]: one function of a Tool resource: a name, a description, a parameter schema and
 //! its handler.
 
-use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -13,12 +12,12 @@ use serde_json::Value;
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
-use crate::tools::handler::params::{LoneInput, ParamNames, lone_root};
+use crate::tools::handler::params::{LoneInput, ParamNames, named_schema};
 use crate::tools::handler::{
     Handler, Outcome, ReadInput, ToolInput, TypedHandler, TypedSyncHandler, WholeInput,
 };
 use crate::tools::output_schema::OutputSchema;
-use crate::tools::schema::{ArgValidator, cached_schema, schema_for};
+use crate::tools::schema::{ArgValidator, schema_for};
 use crate::tools::tool::registration::is_whole_schema;
 
 /// One export: a name, a description, a parameter schema and its handler.
@@ -243,18 +242,17 @@ impl fmt::Debug for Export {
     }
 }
 
-/// The schema and the reading of a lone parameter `T`, as `#[tool]` decides them when the
-/// export is built: `T`'s own schema when that is a whole input (see
+/// The schema and the reading of a lone parameter `T` of a function whose parameters `N`
+/// names, the one place where `#[tool]`'s rule for it is applied: `T`'s own schema and the
+/// whole arguments object when that schema is a whole input (see
 /// [`is_whole_input`](crate::tools::tool::is_whole_input)), else an object with the one
-/// property `N` names.
+/// property `N` names, read as a one-parameter tuple. Only the type's schema tells, and the
+/// macro sees only the type's name, so this runs when the export is built.
 pub(crate) fn lone_input<N: ParamNames, T: ToolInput>() -> (Arc<Value>, LoneInput) {
     let own = schema_for::<T>();
     if is_whole_schema(&own) {
-        (own, LoneInput::whole())
+        (own, LoneInput::Whole)
     } else {
-        (
-            cached_schema(TypeId::of::<(N, T)>(), lone_root::<N, T>),
-            LoneInput::named(N::NAMES),
-        )
+        (named_schema::<N, (T,)>(), LoneInput::Named(N::NAMES))
     }
 }

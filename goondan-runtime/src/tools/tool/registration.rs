@@ -141,8 +141,9 @@ pub fn finish_generated(builder: ToolBuilder) -> Result<Tool, ToolDefinitionErro
 
 /// Whether `T` is read as a whole input object rather than as one named property: its schema
 /// is an object with named properties, or one that allows no other key (a struct with named
-/// fields, even none); a map, whose keys are free, is not. `#[tool]` asks this for a lone
-/// parameter without doc comment or `serde`/`schemars` attributes.
+/// fields, even none); a map, whose keys are free, is not. `#[tool]` applies this rule to a
+/// lone parameter without doc comment or `serde`/`schemars` attributes, when the export is
+/// built.
 ///
 /// ```
 /// use goondan_runtime::tools::tool::is_whole_input;
