@@ -4,10 +4,11 @@
 //! in serde's words; a lone parameter read whole or as its one named property, as its type's
 //! schema says.
 
+use futures_util::FutureExt;
 use goondan_runtime::prelude::*;
 use goondan_runtime::tools::handler::HandlerError;
 use goondan_runtime::tools::schema::schema_for;
-use goondan_runtime::{HandlerCall, Outcome, Tool};
+use goondan_runtime::{Outcome, Tool};
 use serde_json::{Value, json};
 
 /// A nested input type, as a parameter's type.
@@ -134,9 +135,11 @@ fn call(tool: &Tool, name: &str, args: Value) -> Result<Value, String> {
         panic!("arguments are an object")
     };
     let ctx = ToolContext::builder(".").build();
-    match export.handler().call(&ctx, args) {
-        HandlerCall::Ready(Ok(Outcome::Output(value))) => Ok(value),
-        HandlerCall::Ready(Err(HandlerError::InvalidArgs { reason })) => Err(reason),
+    // The test tools are plain `fn`s: their answer is ready once `call` returns.
+    let answer = export.handler().call(&ctx, args).now_or_never();
+    match answer {
+        Some(Ok(Outcome::Output(value))) => Ok(value),
+        Some(Err(HandlerError::InvalidArgs { reason })) => Err(reason),
         other => panic!("{name}: unexpected {other:?}"),
     }
 }

@@ -137,11 +137,13 @@ async fn guarded(
 ) -> Result<CaughtOutcome, ToolError> {
     // The deadline counts from now: a handler's first poll, which may block, is within it.
     let deadline = timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
-    let running = run_handler(export, ctx, args);
+    // The handler is polled first; the cancellation and the deadline are only waited for
+    // (and their waiters made) once it has to wait.
+    let cancellation = async { Box::pin(ctx.cancellation().cancelled()).await };
     let deadline = async {
         match deadline {
             Some((at, limit)) => {
-                tokio::time::sleep_until(at).await;
+                Box::pin(tokio::time::sleep_until(at)).await;
                 limit
             }
             None => std::future::pending().await,
@@ -149,8 +151,8 @@ async fn guarded(
     };
     tokio::select! {
         biased;
-        outcome = running => Ok(outcome),
-        () = ctx.cancellation().cancelled() => Err(cancelled()),
+        outcome = run_handler(export, ctx, args) => Ok(outcome),
+        () = cancellation => Err(cancelled()),
         limit = deadline => Err(timed_out(limit)),
     }
 }
@@ -161,24 +163,26 @@ async fn guarded(
 /// thread itself cannot be stopped, so a handler past its deadline finishes in the
 /// background and its answer is dropped.
 async fn run_handler(export: &Export, ctx: &ToolContext, args: JsonObject) -> CaughtOutcome {
-    let handler = Arc::clone(export.handler());
-    if !export.blocks() {
-        return AssertUnwindSafe(async { handler.call(ctx, args).await })
-            .catch_unwind()
-            .await;
-    }
-    let call_ctx = ctx.clone();
-    let started = tokio::task::spawn_blocking(move || {
-        let _entered = call_ctx.logger().enter();
-        std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call_ctx, args)))
-    })
-    .await;
+    let started = if export.blocks() {
+        let handler = Arc::clone(export.handler());
+        let call_ctx = ctx.clone();
+        let started = tokio::task::spawn_blocking(move || {
+            let _entered = call_ctx.logger().enter();
+            std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call_ctx, args)))
+        })
+        .await;
+        match started {
+            Ok(started) => started,
+            Err(join) => match join.try_into_panic() {
+                Ok(panic) => Err(panic),
+                Err(_) => return Ok(Err(HandlerError::Failed(cancelled()))),
+            },
+        }
+    } else {
+        std::panic::catch_unwind(AssertUnwindSafe(|| export.handler().call(ctx, args)))
+    };
     match started {
-        Ok(Ok(answer)) => AssertUnwindSafe(answer).catch_unwind().await,
-        Ok(Err(panic)) => Err(panic),
-        Err(join) => match join.try_into_panic() {
-            Ok(panic) => Err(panic),
-            Err(_) => Ok(Err(HandlerError::Failed(cancelled()))),
-        },
+        Ok(answer) => AssertUnwindSafe(answer).catch_unwind().await,
+        Err(panic) => Err(panic),
     }
 }

@@ -362,7 +362,6 @@ impl McpServer {
         let catalog = self.catalog();
         let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
-        // The context's cancellation token is made only if the call waits (or asks for it).
         let mut builder =
             ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
         let mut reports = None;
