@@ -153,47 +153,32 @@ impl BashPolicy {
 
     /// Whether the host variable `name` is stripped.
     pub fn is_denied(&self, name: &str) -> bool {
+        let name = name.to_ascii_uppercase();
         self.env_deny_list
             .iter()
-            .any(|pattern| wildcard_match(pattern.as_bytes(), name.as_bytes()))
+            .any(|pattern| wildcard_match(&pattern.to_ascii_uppercase(), &name))
     }
 }
 
-/// `*` matches any run of characters; ASCII letters match in either case. Compares bytes in
-/// place (every call checks each host variable against each pattern, so nothing is copied).
-fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
-    let is_star = |b: &u8| *b == b'*';
-    let (Some(first_star), Some(last_star)) = (
-        pattern.iter().position(is_star),
-        pattern.iter().rposition(is_star),
-    ) else {
-        return pattern.eq_ignore_ascii_case(text);
-    };
-    // The text keeps the pattern's head and tail; the parts between stars are found in order,
-    // each at its first place, in what lies between.
-    let (head, tail) = (&pattern[..first_star], &pattern[last_star + 1..]);
-    let Some(end) = text
-        .len()
-        .checked_sub(tail.len())
-        .filter(|&end| end >= head.len())
-    else {
+/// `*` matches any run of characters; both sides are upper-cased by the caller, so that ASCII
+/// letters match in either case.
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
         return false;
     };
-    if !text[..head.len()].eq_ignore_ascii_case(head) || !text[end..].eq_ignore_ascii_case(tail) {
-        return false;
-    }
-    let mut rest = &text[head.len()..end];
-    let middle = pattern.get(first_star + 1..last_star).unwrap_or_default();
-    for part in middle.split(is_star).filter(|part| !part.is_empty()) {
-        match rest
-            .windows(part.len())
-            .position(|window| window.eq_ignore_ascii_case(part))
-        {
+    let Some(last) = parts.next_back() else {
+        // No `*`: the whole text is the pattern.
+        return rest.is_empty();
+    };
+    for part in parts {
+        match rest.find(part) {
             Some(i) => rest = &rest[i + part.len()..],
             None => return false,
         }
     }
-    true
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// A call's request to run outside the sandbox ([`ExecInput::escalate`]).
@@ -722,9 +707,9 @@ mod tests {
         for name in ["PATH", "HOME", "LANG", "KEYBOARD", "TERM"] {
             assert!(!policy.is_denied(name), "{name}");
         }
-        assert!(wildcard_match(b"A*B*C", b"AxxBxxC"));
-        assert!(!wildcard_match(b"A*B", b"AB_"));
-        assert!(wildcard_match(b"*", b""));
+        assert!(wildcard_match("A*B*C", "AxxBxxC"));
+        assert!(!wildcard_match("A*B", "AB_"));
+        assert!(wildcard_match("*", ""));
         let parent = [
             ("GITHUB_TOKEN", "t"),
             ("PATH", "/bin"),
@@ -738,96 +723,5 @@ mod tests {
             .map(|(k, _)| k)
             .collect();
         assert_eq!(kept, ["PATH", "LANG"]);
-    }
-
-    /// The matcher before it compared in place: both sides upper-cased into new strings, the
-    /// pattern split into a vector.
-    fn plain_wildcard_match(pattern: &str, text: &str) -> bool {
-        let (pattern, text) = (pattern.to_ascii_uppercase(), text.to_ascii_uppercase());
-        let parts: Vec<&str> = pattern.split('*').collect();
-        let [first, middle @ .., last] = parts.as_slice() else {
-            return pattern == text;
-        };
-        let Some(mut rest) = text.strip_prefix(first) else {
-            return false;
-        };
-        for part in middle {
-            match rest.find(part) {
-                Some(i) => rest = &rest[i + part.len()..],
-                None => return false,
-            }
-        }
-        rest.len() >= last.len() && rest.ends_with(last)
-    }
-
-    #[test]
-    fn the_in_place_matcher_answers_like_the_plain_one() {
-        let mut patterns: Vec<String> = DEFAULT_ENV_DENY_LIST
-            .iter()
-            .map(|p| (*p).to_owned())
-            .collect();
-        patterns.extend(
-            [
-                "", "*", "**", "a**b", "*a*", "A*", "*a", "ab", "a*b*a", "*_*_*", "é*", "*ß",
-                "Token", "*tOkEn*",
-            ]
-            .map(str::to_owned),
-        );
-        let mut names: Vec<String> = [
-            "",
-            "A",
-            "a",
-            "AB",
-            "ab",
-            "aXb",
-            "ABA",
-            "abab",
-            "aab",
-            "ba",
-            "_",
-            "a_b_c",
-            "é_TOKEN",
-            "SS",
-            "ß",
-            "xß",
-            "GITHUB_TOKEN",
-            "github_token",
-            "TOKEN",
-            "MY_SECRET_KEY",
-            "PATH",
-            "AWS_",
-            "AWS",
-            "XAWS_1",
-            "DB_DSN",
-            "DSN",
-            "DATABASE_URL",
-            "DATABASE_URLS",
-            "token",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        // Every name made of up to four of these pieces, for overlaps and repeats.
-        let pieces = ["a", "B", "_", "*", "tok"];
-        let mut grown = vec![String::new()];
-        for _ in 0..4 {
-            grown = grown
-                .iter()
-                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
-                .collect();
-            names.extend(grown.iter().cloned());
-            patterns.extend(grown.iter().filter(|p| p.len() <= 6).cloned());
-        }
-        let mut checked = 0;
-        for pattern in &patterns {
-            for name in &names {
-                assert_eq!(
-                    wildcard_match(pattern.as_bytes(), name.as_bytes()),
-                    plain_wildcard_match(pattern, name),
-                    "pattern {pattern:?}, name {name:?}"
-                );
-                checked += 1;
-            }
-        }
-        assert!(checked > 100_000, "{checked}");
     }
 }

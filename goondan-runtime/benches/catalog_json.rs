@@ -1,7 +1,6 @@
 //! A 50-tool catalog as the JSON a provider request carries, in each dialect: goondan's
-//! `Dialect::tools_json` (each export rendered once, then copied) against the plain rendering it
-//! replaces (`serde_json::to_string(&dialect.tools(catalog))`) and against rmcp's `list_all`
-//! plus serialisation (a router built with rmcp's macros, a dev-dependency only), in one run.
+//! `Dialect::tools_json` against rmcp's `list_all` plus serialisation (a router built with rmcp's
+//! macros, a dev-dependency only), in one run.
 //!
 //! Every tool is the benchmark tool `{text, n?: u32, tags: Vec<String>}` with doc comments.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -91,23 +90,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| serde_json::to_string(&rmcp.tool_router.list_all()).unwrap())
     });
     for dialect in Dialect::ALL {
-        // The two paths agree before either is timed.
-        let plain = serde_json::to_string(&dialect.plain_tools(&catalog).unwrap()).unwrap();
-        assert_eq!(
-            dialect.tools(&catalog).unwrap(),
-            dialect.plain_tools(&catalog).unwrap()
-        );
-        assert_eq!(dialect.tools_json(&catalog).unwrap(), plain, "{dialect}");
         group.bench_function(format!("goondan {dialect} tools_json"), |b| {
             b.iter(|| dialect.tools_json(black_box(&catalog)).unwrap())
-        });
-        group.bench_function(format!("goondan {dialect} plain"), |b| {
-            b.iter(|| {
-                serde_json::to_string(&dialect.plain_tools(black_box(&catalog)).unwrap()).unwrap()
-            })
-        });
-        group.bench_function(format!("goondan {dialect} tools (value)"), |b| {
-            b.iter(|| dialect.tools(black_box(&catalog)).unwrap())
         });
     }
     // What a Step pays: its catalog built from the registry, then the request's tools.

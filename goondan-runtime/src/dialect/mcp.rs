@@ -230,10 +230,6 @@ impl super::ToolDialect for Mcp {
         tool(item)
     }
 
-    fn frame(&self) -> (&'static str, &'static str) {
-        (r#"{"tools":["#, "]}")
-    }
-
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
         tools_list(catalog)
     }

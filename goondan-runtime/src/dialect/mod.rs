@@ -5,12 +5,10 @@
 //! provider owns its dialect, in its own module under `provider` (OpenAI Chat Completions and
 //! Responses, Anthropic Messages, Gemini `generateContent`); the Model Context Protocol's
 //! dialect, which belongs to no provider, is [`mcp`]. This module holds what they share: the
-//! [`Dialect`] handle (with the cached [`Dialect::tools_json`]), the errors, and the schema
-//! helpers.
+//! [`Dialect`] handle (with [`Dialect::tools_json`]), the errors, and the schema helpers.
 //!
 //! Every dialect is derived at send time from the neutral schema of each export
-//! ([`crate::tools::schema`]), and each export's rendering in a built-in dialect is made once per
-//! process ([`Dialect::tools_json`]).
+//! ([`crate::tools::schema`]).
 //!
 //! OpenAI's strict mode and Gemini's `Schema` cannot express every schema (free-form maps,
 //! values of any type, recursion, ...). Such a tool is still sent, alone in a looser form that
@@ -51,9 +49,6 @@
 //! ```
 
 pub mod mcp;
-
-use std::borrow::Cow;
-use std::sync::Arc;
 
 use serde_json::Map;
 use serde_json::{Value, json};
@@ -118,31 +113,15 @@ pub trait ToolDialect: Send + Sync + 'static {
     /// One catalog item in this dialect's tool form.
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError>;
 
-    /// The text around the items of [`tools`](Self::tools), as `serde_json` writes it:
-    /// `("[", "]")` (a plain array, the default) or, say, `(r#"{"tools":["#, "]}")`.
-    fn frame(&self) -> (&'static str, &'static str) {
-        ("[", "]")
-    }
-
-    /// The catalog as the value of the request's tool field: by default the items of
-    /// [`tool`](Self::tool) in the [`frame`](Self::frame). An override must stay equal to that
-    /// text, which [`Dialect::tools_json`] writes.
+    /// The catalog as the value of the request's tool field: by default the array of the
+    /// items of [`tool`](Self::tool), in catalog order.
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        let (open, close) = self.frame();
-        let mut text = String::from(open);
-        for (i, item) in catalog.items().iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push_str(&self.tool(item)?.to_string());
-        }
-        text.push_str(close);
-        serde_json::from_str(&text).map_err(|e| DialectError {
-            tool: String::new(),
-            dialect: self.family(),
-            path: String::new(),
-            reason: format!("the frame `{open}` .. `{close}` does not make JSON: {e}"),
-        })
+        catalog
+            .items()
+            .iter()
+            .map(|item| self.tool(item))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
     }
 
     /// The tools of `catalog` this dialect sends in a looser form, because its strict form
@@ -164,7 +143,7 @@ pub trait ToolDialect: Send + Sync + 'static {
     fn render_result(&self, result: &ToolCallResult) -> Value;
 }
 
-/// A [`ToolDialect`], with the cached rendering of a catalog ([`Dialect::tools_json`]).
+/// A [`ToolDialect`], with the rendering of a catalog as JSON text ([`Dialect::tools_json`]).
 ///
 /// The built-in dialects are the associated constants: `Dialect::OPENAI_CHAT`,
 /// `Dialect::OPENAI_RESPONSES`, `Dialect::ANTHROPIC` and `Dialect::GEMINI` (with the `providers`
@@ -174,26 +153,15 @@ pub trait ToolDialect: Send + Sync + 'static {
 #[derive(Clone, Copy)]
 pub struct Dialect {
     imp: &'static dyn ToolDialect,
-    /// The dialect's slot in each export's cache of renderings (built-in dialects only).
-    slot: Option<usize>,
 }
 
 impl Dialect {
     /// The Model Context Protocol's dialect ([`mcp`]).
-    pub const MCP: Dialect = Dialect::cached(&mcp::Mcp, 4);
+    pub const MCP: Dialect = Dialect::new(&mcp::Mcp);
 
-    /// A dialect of your own. Its [`tools_json`](Self::tools_json) renders every item anew
-    /// (only the built-in dialects keep each export's rendering).
+    /// A dialect, built in or of your own.
     pub const fn new(imp: &'static dyn ToolDialect) -> Dialect {
-        Dialect { imp, slot: None }
-    }
-
-    /// A built-in dialect, cached in `slot` of each export's renderings.
-    pub(crate) const fn cached(imp: &'static dyn ToolDialect, slot: usize) -> Dialect {
-        Dialect {
-            imp,
-            slot: Some(slot),
-        }
+        Dialect { imp }
     }
 
     /// The name used on command lines: `openai`, `openai-responses`, `anthropic`, `gemini`, `mcp`.
@@ -207,38 +175,12 @@ impl Dialect {
     }
 
     /// The catalog as the value of the request's tool field (see each dialect).
-    ///
-    /// For the built-in dialects, this reads [`tools_json`](Self::tools_json)'s text, made
-    /// from each export's rendering kept once per registry entry, rather than rendering every
-    /// tool again. A dialect from outside the crate renders with its own
-    /// [`ToolDialect::tools`].
     pub fn tools(self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        if self.slot.is_none() {
-            return self.imp.tools(catalog);
-        }
-        let text = self.tools_json(catalog)?;
-        serde_json::from_str(&text).map_err(|e| DialectError {
-            tool: String::new(),
-            dialect: self.imp.family(),
-            path: String::new(),
-            reason: format!("the rendered tools do not make JSON: {e}"),
-        })
-    }
-
-    /// The catalog rendered tool by tool, as [`ToolDialect::tools`] does, with no kept
-    /// rendering: the route [`tools`](Self::tools) and [`tools_json`](Self::tools_json) are
-    /// tested and measured against.
-    #[doc(hidden)]
-    pub fn plain_tools(self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
         self.imp.tools(catalog)
     }
 
-    /// The catalog's tool field as JSON text: exactly `serde_json::to_string(&self.tools(catalog)?)`,
-    /// made from each export's rendering in this dialect, which is computed once per registry
-    /// entry and then copied, not rebuilt (for the built-in dialects). So a provider request
-    /// costs what its bytes cost, and the same catalog is the same bytes on every request (a
-    /// provider's prompt cache hits). An item whose description or parameters a step
-    /// middleware overrode is rendered anew.
+    /// The catalog's tool field as JSON text: exactly `serde_json::to_string(&self.tools(catalog)?)`.
+    /// The same catalog is the same bytes on every request (a provider's prompt cache hits).
     ///
     /// ```
     /// use goondan_runtime::dialect::Dialect;
@@ -259,33 +201,7 @@ impl Dialect {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tools_json(self, catalog: &ToolCatalog) -> Result<String, DialectError> {
-        let items = catalog.items();
-        let mut parts = Vec::with_capacity(items.len());
-        for item in items {
-            let cached = self.slot.and_then(|slot| {
-                item.pristine_entry().and_then(|entry| {
-                    entry.rendered().get_or_render(slot, || {
-                        self.imp.tool(item).ok().map(|v| Arc::from(v.to_string()))
-                    })
-                })
-            });
-            parts.push(match cached {
-                Some(text) => Cow::Borrowed(text),
-                None => Cow::Owned(self.imp.tool(item)?.to_string()),
-            });
-        }
-        let (open, close) = self.imp.frame();
-        let len = open.len() + close.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>();
-        let mut out = String::with_capacity(len);
-        out.push_str(open);
-        for (i, part) in parts.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(part);
-        }
-        out.push_str(close);
-        Ok(out)
+        Ok(self.tools(catalog)?.to_string())
     }
 
     /// The tools of `catalog` this dialect sends in its looser form, because its strict form

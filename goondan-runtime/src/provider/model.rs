@@ -181,7 +181,7 @@ fn error_type(e: &ModelError) -> String {
 }
 
 /// The catalog in the provider's tool format, as JSON text for the request's `tools` field
-/// (each export rendered once per process: `Dialect::tools_json`); none for an empty catalog.
+/// (`Dialect::tools_json`); none for an empty catalog.
 fn catalog_tools(
     dialect: crate::dialect::Dialect,
     catalog: &crate::tools::catalog::ToolCatalog,
@@ -213,10 +213,10 @@ mod tests {
             let dialect = provider.dialect();
             assert_eq!(catalog_tools(dialect, &empty).ok(), Some(None));
             let text = catalog_tools(dialect, &catalog).ok().flatten();
-            let plain = provider.dialect().plain_tools(&catalog).ok();
+            let value = provider.dialect().tools(&catalog).ok();
             assert_eq!(
                 text.map(|t| serde_json::from_str::<Value>(&t).ok()),
-                Some(plain)
+                Some(value)
             );
         }
     }

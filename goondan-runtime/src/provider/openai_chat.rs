@@ -315,7 +315,7 @@ pub(crate) struct OpenAiChat;
 
 impl Dialect {
     /// OpenAI Chat Completions, strict function calling (`provider::openai`).
-    pub const OPENAI_CHAT: Dialect = Dialect::cached(&OpenAiChat, 0);
+    pub const OPENAI_CHAT: Dialect = Dialect::new(&OpenAiChat);
 }
 
 impl ToolDialect for OpenAiChat {

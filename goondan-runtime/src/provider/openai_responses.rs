@@ -250,7 +250,7 @@ pub(crate) struct OpenAiResponses;
 
 impl Dialect {
     /// OpenAI Responses, strict function calling (`provider::openai`).
-    pub const OPENAI_RESPONSES: Dialect = Dialect::cached(&OpenAiResponses, 1);
+    pub const OPENAI_RESPONSES: Dialect = Dialect::new(&OpenAiResponses);
 }
 
 impl ToolDialect for OpenAiResponses {

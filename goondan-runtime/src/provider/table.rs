@@ -6,10 +6,8 @@ use super::{ProviderAdapter, anthropic, gemini, openai_chat, openai_responses};
 use crate::dialect::{Dialect, UnknownDialect};
 
 /// The built-in providers, one row each. A new provider in this crate is its module (an adapter
-/// that owns its dialect) and a row here; a constant on [`Provider`] if it deserves one. Its
-/// dialect, made with `Dialect::new`, renders the catalog anew for each request; for each
-/// export's rendering to be kept instead, give it a cache slot (`Dialect::cached`, a row in
-/// [`Dialect::ALL`] and one more `rendered::SLOTS`).
+/// that owns its dialect) and a row here; a constant on [`Provider`] if it deserves one, and
+/// its dialect a row in [`Dialect::ALL`].
 const BUILT_IN: [&dyn ProviderAdapter; 4] = [
     &openai_chat::OpenAiChat,
     &openai_responses::OpenAiResponses,
@@ -178,9 +176,6 @@ impl Dialect {
         Dialect::MCP,
     ];
 }
-
-// One cache slot per built-in dialect.
-const _: () = assert!(Dialect::ALL.len() == crate::tools::rendered::SLOTS);
 
 /// A dialect by name: a built-in one (`mcp` included) or a registered provider's.
 impl std::str::FromStr for Dialect {

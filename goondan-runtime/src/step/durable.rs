@@ -22,9 +22,6 @@ pub(crate) struct Writer(Option<Arc<Inner>>);
 
 struct Inner {
     journal: Arc<dyn Journal>,
-    /// Whether writes wait for the writes of the Step's other calls (off: the plain path, one
-    /// write per writer, kept for the differential test).
-    grouped: bool,
     queue: Mutex<Queue>,
     /// Held while a write is on its way to the journal.
     commit: tokio::sync::Mutex<()>,
@@ -50,15 +47,9 @@ struct Queue {
 
 impl Writer {
     pub(crate) fn new(journal: Option<Arc<dyn Journal>>) -> Self {
-        Self::with_grouping(journal, true)
-    }
-
-    /// [`new`](Self::new), with group commit on or off.
-    pub(crate) fn with_grouping(journal: Option<Arc<dyn Journal>>, grouped: bool) -> Self {
         Self(journal.map(|journal| {
             Arc::new(Inner {
                 journal,
-                grouped,
                 queue: Mutex::new(Queue::default()),
                 commit: tokio::sync::Mutex::new(()),
             })
@@ -83,10 +74,8 @@ impl Writer {
             queue.queued += 1;
             queue.queued
         };
-        if inner.grouped {
-            // The Step's other calls, polled with this one, queue their starts meanwhile.
-            tokio::task::yield_now().await;
-        }
+        // The Step's other calls, polled with this one, queue their starts meanwhile.
+        tokio::task::yield_now().await;
         let _commit = inner.commit.lock().await;
         let (records, results, upto) = {
             let mut queue = lock(&inner.queue);
@@ -347,29 +336,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn group_commit_writes_what_the_plain_path_writes_in_fewer_writes_and_never_late() {
-        let plain = Counting::default();
-        let seen_plain = step(
-            &Writer::with_grouping(Some(Arc::new(plain.clone())), false),
-            &plain,
-        )
-        .await;
-        let grouped = Counting::default();
-        let seen_grouped = step(&Writer::new(Some(Arc::new(grouped.clone()))), &grouped).await;
-        // Every call found its start written before it ran, on both paths.
-        assert_eq!(seen_plain, vec![Ok(true); 10]);
-        assert_eq!(seen_grouped, vec![Ok(true); 10]);
-        // The same records, fewer writes.
-        assert_eq!(
-            sorted(grouped.inner.records()),
-            sorted(plain.inner.records())
-        );
-        let (p, g) = (
-            plain.appends.load(Ordering::SeqCst),
-            grouped.appends.load(Ordering::SeqCst),
-        );
-        assert_eq!(p, 12, "admissions, ten starts, the flush");
-        assert!(g <= 3, "{g} writes grouped");
+    async fn group_commit_writes_every_record_in_fewer_writes_and_never_late() {
+        let journal = Counting::default();
+        let seen = step(&Writer::new(Some(Arc::new(journal.clone()))), &journal).await;
+        // Every call found its start written before it ran.
+        assert_eq!(seen, vec![Ok(true); 10]);
+        // Every record: the admissions, the starts, the deferred results.
+        let want: Vec<Record> = (0..10)
+            .map(|i| record("admitted", i))
+            .chain((0..10).map(|i| record("started", i)))
+            .chain((0..10).map(|i| record("admitted", 100 + i)))
+            .collect();
+        assert_eq!(sorted(journal.inner.records()), sorted(want));
+        // One write per writer would be 12: the admissions, ten starts, the flush.
+        let writes = journal.appends.load(Ordering::SeqCst);
+        assert!(writes <= 3, "{writes} writes grouped");
     }
 
     #[tokio::test]

@@ -18,7 +18,6 @@ pub mod help_url;
 pub mod name;
 pub mod output_schema;
 pub mod registry;
-pub(crate) mod rendered;
 pub mod result;
 pub mod schema;
 pub mod tool;

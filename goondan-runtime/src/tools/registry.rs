@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use crate::tools::handler::Handler;
 use crate::tools::name::{NameError, ToolName};
-use crate::tools::rendered::Rendered;
 use crate::tools::tool::{
     Export, IntoTool, SourceKind, Tool, ToolDefinitionError, ToolSource, linked_tools,
 };
@@ -62,8 +61,6 @@ pub struct RegisteredExport {
     name: ToolName,
     resource: Arc<ResourceInfo>,
     export: Export,
-    #[cfg_attr(not(feature = "host"), allow(dead_code))] // used by the dialects
-    rendered: Rendered,
 }
 
 impl RegisteredExport {
@@ -80,12 +77,6 @@ impl RegisteredExport {
     /// The export, with its schema and handler.
     pub fn export(&self) -> &Export {
         &self.export
-    }
-
-    /// Its JSON text as a catalog item in each dialect, rendered on first use.
-    #[cfg_attr(not(feature = "host"), allow(dead_code))] // used by the dialects
-    pub(crate) fn rendered(&self) -> &Rendered {
-        &self.rendered
     }
 }
 
@@ -438,7 +429,6 @@ fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryEr
             name: full.clone(),
             resource: Arc::clone(&info),
             export,
-            rendered: Rendered::default(),
         });
         slot.exports.push(Arc::clone(&entry));
         if dynamic {

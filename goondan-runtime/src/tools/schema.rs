@@ -28,7 +28,6 @@ use serde_json::{Map, Value};
 
 mod harden;
 mod integers;
-mod shape;
 
 pub use harden::harden;
 pub(crate) use harden::integer_range;
@@ -198,11 +197,8 @@ pub struct ArgProblem {
 /// A compiled schema, ready to validate arguments.
 ///
 /// [`check`](Self::check) is what the executor runs on every call: integral floats the schema
-/// types as integers become integers, then the arguments are checked against the whole schema.
-/// A schema made only of simple keywords (types, properties, required keys, closed objects,
-/// maps, lists, number widths, string enums, optional values) is checked by a precompiled walk;
-/// any other keyword (a range, a length, a pattern, ...) sends every call through the full
-/// JSON Schema validator. Both accept exactly the same arguments.
+/// types as integers become integers, then the JSON Schema validator checks the arguments
+/// against the whole schema.
 ///
 /// ```
 /// use goondan_runtime::tools::schema::ArgValidator;
@@ -220,8 +216,6 @@ pub struct ArgProblem {
 /// ```
 pub struct ArgValidator {
     inner: Result<jsonschema::Validator, String>,
-    /// The fast path, when the schema has one.
-    shape: Option<shape::Shape>,
     /// The schema, kept when it types something as an integer (for [`integers::normalise`]).
     integers: Option<Value>,
 }
@@ -239,28 +233,15 @@ impl ArgValidator {
             })
             .build(schema)
             .map_err(|e| e.to_string());
-        let shape = inner
-            .as_ref()
-            .ok()
-            .and_then(|_| shape::Shape::compile(schema));
         let integers = integers::mentions_integer(schema).then(|| schema.clone());
-        Self {
-            inner,
-            shape,
-            integers,
-        }
+        Self { inner, integers }
     }
 
     /// Normalises `args` (integral floats where the schema says `integer` become integers)
-    /// and checks them against the whole schema: the fast path when the schema has one, the
-    /// full validator otherwise. On failure, every problem, in document order.
+    /// and checks them against the whole schema. On failure, every problem, in document order.
     pub fn check(&self, args: &mut Value) -> Result<(), Vec<ArgProblem>> {
         self.normalise(args);
-        let fits = match &self.shape {
-            Some(shape) => shape.admits(args),
-            None => self.is_valid(args),
-        };
-        if fits {
+        if self.is_valid(args) {
             return Ok(());
         }
         let mut problems = self.problems(args);
@@ -281,17 +262,6 @@ impl ArgValidator {
         {
             integers::normalise(schema, args);
         }
-    }
-
-    /// Whether the schema is simple enough for the fast path (see [`check`](Self::check)).
-    pub fn has_fast_path(&self) -> bool {
-        self.shape.is_some()
-    }
-
-    /// The fast path's verdict on `args`, or `None` when the schema has no fast path. For
-    /// tests that compare it with [`is_valid`](Self::is_valid).
-    pub fn fast_verdict(&self, args: &Value) -> Option<bool> {
-        self.shape.as_ref().map(|shape| shape.admits(args))
     }
 
     /// Whether `args` fit.
@@ -406,7 +376,7 @@ impl IntegerWidth {
         let Value::Number(n) = instance else {
             return Ok(());
         };
-        let Some(v) = shape::exact_integer(n) else {
+        let Some(v) = integers::exact_integer(n) else {
             let integral = n.as_f64().is_some_and(|f| f.fract() == 0.0);
             return Err(if integral {
                 "is out of range"

@@ -8,9 +8,8 @@
 //! them (`additionalProperties: false`), so a misspelt parameter reaches the model as an error.
 //!
 //! JSON Schema counts `2.0` as an integer; serde reads it after [`ArgValidator::normalise`] has
-//! turned it into `2`. The executor's check ([`ArgValidator::check`]: the precompiled fast path
-//! where the schema has one, the full validator otherwise) agrees with the full validator on
-//! every argument set too.
+//! turned it into `2`. The executor's check ([`ArgValidator::check`]) agrees with the validator
+//! on every argument set too.
 
 use crate::corpus;
 
@@ -54,10 +53,9 @@ fn compare(
     validator.normalise(&mut normalised);
     let s = serde_accepts(case, &normalised);
     let checked = validator.check(&mut args.clone()).is_ok();
-    let fast = validator.fast_verdict(&normalised);
-    if v != s || v != checked || fast.is_some_and(|f| f != v) {
+    if v != s || v != checked {
         let detail = format!(
-            "serde: {:?}; check: {checked}; fast path: {fast:?}; validator: {:?}",
+            "serde: {:?}; check: {checked}; validator: {:?}",
             (case.serde)(&normalised),
             validator.problems(args)
         );
@@ -367,35 +365,6 @@ fn validator_and_serde_agree_on_generated_and_mutated_arguments() {
     );
 }
 
-/// The fast path is real: simple schemas take it, schemas with constraints serde cannot see
-/// (ranges, lengths, patterns) do not.
-#[test]
-fn spec_6_simple_schemas_take_the_fast_path_and_constrained_ones_the_full_validator() {
-    let corpus = corpus::corpus();
-    let fast = |name: &str| {
-        let case = corpus.iter().find(|c| c.name == name).unwrap();
-        ArgValidator::new(&case.schema).has_fast_path()
-    };
-    for name in [
-        "AllOptional",
-        "Integers",
-        "Optionals",
-        "Lists",
-        "Maps",
-        "Nested",
-        "UnitEnum",
-        "Strict",
-        "Empty",
-    ] {
-        assert!(fast(name), "{name} has a fast path");
-    }
-    // `char` is a string of length one: a length serde checks but the fast path leaves to the
-    // full validator, like every length.
-    for name in ["Bounds", "Primitives", "Calc", "Internal"] {
-        assert!(!fast(name), "{name} goes through the full validator");
-    }
-}
-
 #[test]
 fn validator_and_serde_agree_on_hand_written_edge_cases() {
     let sets: &[(&str, Value, bool)] = &[
@@ -628,76 +597,4 @@ fn validator_and_serde_agree_on_hand_written_edge_cases() {
         );
     }
     report(&disagreements);
-}
-
-/// Hand-written schemas (as a dynamically registered tool carries them) that the fast path
-/// takes: it agrees with the full validator on generated, mutated and odd arguments.
-#[test]
-fn spec_6_fast_path_agrees_with_the_full_validator_on_hand_written_schemas() {
-    let schemas = [
-        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
-        json!({"type": "object", "properties": {
-            "mode": {"type": "string", "enum": ["a", "b"]},
-            "fixed": {"const": "x"},
-            "n": {"type": ["integer", "null"], "format": "int8"},
-            "big": {"type": "integer"},
-            "f": {"type": "number", "format": "float"},
-            "d": {"type": "number", "format": "double"},
-            "opt": {"anyOf": [{"type": "null"},
-                              {"type": "object", "properties": {"k": {"type": "boolean"}},
-                               "additionalProperties": false}]},
-            "map": {"type": "object", "additionalProperties": {"type": "integer", "format": "uint8"}},
-            "open": {"type": "object", "additionalProperties": true},
-            "list": {"type": "array", "items": {"type": "string"}},
-            "anything": true
-        }, "required": ["mode"], "additionalProperties": false}),
-        json!({"type": "object", "properties": {}, "additionalProperties": false}),
-    ];
-    let extra = [
-        json!({}),
-        json!({"q": "x", "z": 1}),
-        json!({"mode": "a", "n": 127.0}),
-        json!({"mode": "a", "n": 128}),
-        json!({"mode": "a", "big": 1e300}),
-        json!({"mode": "a", "big": 2.5}),
-        json!({"mode": "a", "big": u64::MAX}),
-        json!({"mode": "a", "big": i64::MIN}),
-        json!({"mode": "a", "n": -128.0}),
-        json!({"mode": "c"}),
-        json!({"mode": 1}),
-        json!({"mode": "a", "fixed": "y"}),
-        json!({"mode": "a", "f": 1e300}),
-        json!({"mode": "a", "d": 1e300}),
-        json!({"mode": "a", "opt": null}),
-        json!({"mode": "a", "opt": {"k": true, "j": 1}}),
-        json!({"mode": "a", "map": {"a": 255, "b": 256}}),
-        json!({"mode": "a", "map": {"a": 1.0}}),
-        json!({"mode": "a", "open": {"any": [1]}}),
-        json!({"mode": "a", "list": ["a", 1]}),
-        json!({"mode": "b", "anything": {"deep": [null]}}),
-        json!([]),
-        json!(null),
-    ];
-    let mut problems = Vec::new();
-    for (n, schema) in schemas.iter().enumerate() {
-        let validator = ArgValidator::new(schema);
-        assert!(validator.has_fast_path(), "{schema}");
-        let mut rng = Rng(0x5EED ^ (n as u64 + 1));
-        let mut sets: Vec<Value> = extra.to_vec();
-        for _ in 0..300 {
-            let args = generate(schema, schema, 0, &mut rng);
-            sets.push(mutate(&args, &mut rng));
-            sets.push(args);
-        }
-        for args in sets {
-            let mut normalised = args.clone();
-            validator.normalise(&mut normalised);
-            let full = validator.is_valid(&args);
-            let fast = validator.fast_verdict(&normalised);
-            if fast != Some(full) {
-                problems.push(format!("{schema} {args}: fast {fast:?}, full {full}"));
-            }
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -31,7 +31,7 @@ mod orchestration;
 pub mod bundle;
 pub mod bundle_model;
 pub mod dialect_anthropic;
-pub mod dialect_cache;
+pub mod dialect_catalog;
 pub mod dialect_gemini;
 pub mod dialect_mcp;
 pub mod dialect_openai;

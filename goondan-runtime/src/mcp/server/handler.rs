@@ -745,80 +745,30 @@ fn hash_canonical(value: &Value, hasher: &mut impl std::hash::Hasher) {
 
 #[cfg(test)]
 mod tests {
-    use std::hash::{Hash, Hasher};
+    use std::hash::Hasher;
 
     use rmcp::model::NumberOrString;
     use serde_json::{Value, json};
 
     use super::{call_id, hash_canonical};
 
-    /// The plain walk: every map's keys collected and sorted, each value found again by its
-    /// key. The reference that `hash_canonical`'s entries-in-order walk must match.
-    fn plain(value: &Value, hasher: &mut impl Hasher) {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                b'{'.hash(hasher);
-                for k in keys {
-                    k.hash(hasher);
-                    plain(&map[k], hasher);
-                }
-                b'}'.hash(hasher);
-            }
-            Value::Array(items) => {
-                b'['.hash(hasher);
-                for item in items {
-                    plain(item, hasher);
-                }
-                b']'.hash(hasher);
-            }
-            Value::String(s) => {
-                b's'.hash(hasher);
-                s.hash(hasher);
-            }
-            Value::Number(n) => {
-                b'n'.hash(hasher);
-                n.to_string().hash(hasher);
-            }
-            Value::Bool(b) => b.hash(hasher),
-            Value::Null => b'0'.hash(hasher),
-        }
-    }
-
-    fn hashed(value: &Value, f: fn(&Value, &mut std::collections::hash_map::DefaultHasher)) -> u64 {
+    fn hashed(value: &Value) -> u64 {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        f(value, &mut hasher);
+        hash_canonical(value, &mut hasher);
         hasher.finish()
     }
 
     #[test]
-    fn the_arguments_hash_as_the_plain_route_and_ignore_key_order() {
-        let values = [
-            json!(null),
-            json!({}),
-            json!({"text": "hi"}),
-            json!({"b": 1, "a": [true, {"y": 1.5, "x": "é"}], "c": {"only": null}}),
-            json!([{"k": {"z": [], "a": {}}}, -3, "s"]),
-        ];
-        for value in &values {
-            assert_eq!(
-                hashed(value, hash_canonical),
-                hashed(value, plain),
-                "{value}"
-            );
-        }
+    fn the_arguments_hash_ignores_key_order_and_tells_values_apart() {
+        let value = json!({"b": 1, "a": [true, {"y": 1.5, "x": "é"}], "c": {"only": null}});
         let reordered = serde_json::from_str::<Value>(
             r#"{"c": {"only": null}, "a": [true, {"x": "é", "y": 1.5}], "b": 1}"#,
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            hashed(&reordered, hash_canonical),
-            hashed(&values[3], hash_canonical)
-        );
+        assert_eq!(hashed(&reordered), hashed(&value));
         assert_ne!(
-            hashed(&json!({"text": "hi"}), hash_canonical),
-            hashed(&json!({"text": "ho"}), hash_canonical)
+            hashed(&json!({"text": "hi"})),
+            hashed(&json!({"text": "ho"}))
         );
     }
 

@@ -337,7 +337,7 @@ pub(crate) struct Anthropic;
 
 impl Dialect {
     /// Anthropic Messages tool use (`provider::anthropic`).
-    pub const ANTHROPIC: Dialect = Dialect::cached(&Anthropic, 2);
+    pub const ANTHROPIC: Dialect = Dialect::new(&Anthropic);
 }
 
 impl ToolDialect for Anthropic {

@@ -306,7 +306,7 @@ pub(crate) struct Gemini;
 
 impl Dialect {
     /// Google Gemini function declarations (`provider::gemini`).
-    pub const GEMINI: Dialect = Dialect::cached(&Gemini, 3);
+    pub const GEMINI: Dialect = Dialect::new(&Gemini);
 }
 
 impl ToolDialect for Gemini {
@@ -316,10 +316,6 @@ impl ToolDialect for Gemini {
 
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
         dialect::declaration(item)
-    }
-
-    fn frame(&self) -> (&'static str, &'static str) {
-        (r#"[{"functionDeclarations":["#, "]}]")
     }
 
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {

@@ -46,10 +46,6 @@ impl<T> Field<T> {
             Self::Set(value) => Some(value.as_ref()),
         }
     }
-
-    fn is_set(&self) -> bool {
-        matches!(self, Self::Set(_))
-    }
 }
 
 /// What a step middleware (or the maker of a hand-made item) set. Shared values, never copies.
@@ -62,14 +58,6 @@ struct Overrides {
     source: Field<Arc<ToolSource>>,
     annotations: Field<Arc<ExportAnnotations>>,
     output_schema: Field<Arc<OutputSchema>>,
-}
-
-impl Overrides {
-    /// Whether an override shows in an entry's pre-rendered JSON. The built-in dialects render
-    /// the name, the description and the parameters (`Dialect::tools_json`).
-    fn rendered(&self) -> bool {
-        self.name.is_some() || self.description.is_set() || self.parameters.is_set()
-    }
 }
 
 /// A parameter schema a Step shows in place of its entry's, and its validator: the executor
@@ -190,14 +178,6 @@ impl CatalogItem {
             Base::Entry(entry) => Some(entry),
             Base::Named(_) => None,
         }
-    }
-
-    /// The entry, when the item shows exactly what its entry's pre-rendered JSON shows (no
-    /// override of the description or the parameters): then a rendering of the entry is a
-    /// rendering of the item.
-    #[cfg_attr(not(feature = "host"), allow(dead_code))] // used by the dialects
-    pub(crate) fn pristine_entry(&self) -> Option<&Arc<RegisteredExport>> {
-        self.entry().filter(|_| !self.overrides.rendered())
     }
 
     /// The full `{resource}__{export}` name.
@@ -552,16 +532,14 @@ mod tests {
             item.output_schema().unwrap(),
             export.output_schema().unwrap()
         ));
-        assert!(item.pristine_entry().is_some());
     }
 
     #[test]
-    fn an_override_wins_and_one_the_dialects_render_ends_the_cached_rendering() {
+    fn an_override_wins_and_the_rest_stays_the_entrys() {
         let registry = registry();
         let mut item = built(&registry);
         item.set_description("Shouts.");
         assert_eq!(item.description(), Some("Shouts."));
-        assert!(item.pristine_entry().is_none());
         // The entry is still behind it, for dispatch, and the rest is still the entry's.
         assert!(item.entry().is_some());
         assert!(item.parameters().is_some());
@@ -571,16 +549,14 @@ mod tests {
         let schema = json!({"type": "object"});
         item.set_parameters(schema.clone());
         assert_eq!(item.parameters().map(|p| &**p), Some(&schema));
-        assert!(item.pristine_entry().is_none());
 
-        // Set to an equal copy: still an override, rendered anew.
+        // Set to an equal copy: still an override, equal to the entry's.
         let mut item = built(&registry);
         let same = Value::clone(item.parameters().unwrap());
         item.set_parameters(same);
-        assert!(item.pristine_entry().is_none());
         assert_eq!(item, built(&registry));
 
-        // What no dialect renders keeps the entry's rendering.
+        // The other values.
         let mut item = built(&registry);
         item.set_annotations(ExportAnnotations::new().destructive(true))
             .clear_output_schema()
@@ -588,7 +564,6 @@ mod tests {
         assert_eq!(item.annotations().unwrap().destructive, Some(true));
         assert!(item.output_schema().is_none());
         assert_eq!(item.source().unwrap().name, "late");
-        assert!(item.pristine_entry().is_some());
     }
 
     #[test]
@@ -599,7 +574,6 @@ mod tests {
         cleared.clear_description();
         assert_eq!(untouched.description(), Some("Uppercases."));
         assert_eq!(cleared.description(), None);
-        assert!(cleared.pristine_entry().is_none());
         assert_ne!(cleared, untouched);
         let json = serde_json::to_value(&cleared).unwrap();
         assert!(json.get("description").is_none(), "{json}");

@@ -6,7 +6,6 @@
 use serde_json::{Map, Number, Value};
 
 use super::harden::has_type;
-use super::shape::exact_integer;
 
 /// How many schema steps may follow each other without descending into the value (`$ref`,
 /// `anyOf`, ...): a guard against schemas that refer to themselves in place.
@@ -23,6 +22,22 @@ pub(crate) fn has_integral_float(value: &Value) -> bool {
         Value::Object(map) => map.values().any(has_integral_float),
         _ => false,
     }
+}
+
+/// The exact integer a JSON number holds: an integer, or a float with no fractional part
+/// (JSON Schema counts `2.0` as an integer).
+pub(crate) fn exact_integer(n: &Number) -> Option<i128> {
+    if let Some(v) = n.as_i64() {
+        return Some(i128::from(v));
+    }
+    if let Some(v) = n.as_u64() {
+        return Some(i128::from(v));
+    }
+    let f = n.as_f64()?;
+    // 2^127: every integral float below it converts exactly.
+    let limit = 1.7014118346046923e38_f64;
+    #[allow(clippy::cast_possible_truncation)]
+    (f.fract() == 0.0 && f.abs() < limit).then_some(f as i128)
 }
 
 /// Whether `schema` types anything as an integer.
@@ -108,6 +123,14 @@ fn as_integer(n: &Number) -> Option<Number> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn integral_floats_are_exact_integers() {
+        let n = json!(2.0);
+        assert_eq!(n.as_number().and_then(exact_integer), Some(2));
+        let n = json!(2.5);
+        assert_eq!(n.as_number().and_then(exact_integer), None);
+    }
 
     #[test]
     fn integral_floats_become_integers_only_where_the_schema_says_integer() {

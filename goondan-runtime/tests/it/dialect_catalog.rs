@@ -1,13 +1,10 @@
-//! `Dialect::tools_json`, the cached rendering of a catalog, and `Dialect::tools`, its value,
-//! against the plain rendering they replace: the same bytes as
-//! `serde_json::to_string(&dialect.plain_tools(catalog))` (or the same error), and the same
-//! value, in every dialect, for every corpus type and odd schema, on every call and every
-//! rebuilt catalog; and an item a step middleware edited is rendered from its edit, not from
-//! the cache.
+//! `Dialect::tools_json`, the rendering of a catalog, in every dialect, for every corpus type:
+//! the same bytes on every rebuilt catalog, and an item a step middleware edited rendered from
+//! its edit, the registry's own rendering untouched.
 
 use crate::corpus;
 
-use goondan_runtime::dialect::{Dialect, DialectError};
+use goondan_runtime::dialect::Dialect;
 use goondan_runtime::{Export, Tool, ToolCatalog, ToolError, ToolRegistry, handler_fn};
 use serde_json::{Value, json};
 
@@ -32,71 +29,6 @@ fn registry() -> ToolRegistry {
         }
     }
     builder.build().unwrap()
-}
-
-fn plain(dialect: Dialect, catalog: &ToolCatalog) -> Result<String, DialectError> {
-    dialect
-        .plain_tools(catalog)
-        .map(|v| serde_json::to_string(&v).unwrap())
-}
-
-/// One catalog per tool, so that an error in one does not hide the others.
-fn one_tool_catalogs(registry: &ToolRegistry) -> Vec<ToolCatalog> {
-    let all = ToolCatalog::all(registry);
-    all.items()
-        .iter()
-        .map(|item| {
-            let mut catalog = all.clone();
-            catalog.retain(|other| other.name() == item.name());
-            catalog
-        })
-        .collect()
-}
-
-#[test]
-fn cat_6_tools_json_is_the_plain_rendering_byte_for_byte_in_every_dialect() {
-    let registry = registry();
-    let singles = one_tool_catalogs(&registry);
-    assert!(singles.len() > 30, "{}", singles.len());
-    let mut rendered = 0;
-    let mut refused = 0;
-    for dialect in Dialect::ALL {
-        for catalog in &singles {
-            let want = plain(dialect, catalog);
-            // First call fills the cache, the next ones read it.
-            for _ in 0..3 {
-                assert_eq!(dialect.tools_json(catalog), want, "{dialect}");
-                assert_eq!(
-                    dialect.tools(catalog),
-                    dialect.plain_tools(catalog),
-                    "{dialect}"
-                );
-            }
-            match want {
-                Ok(_) => rendered += 1,
-                Err(_) => refused += 1,
-            }
-        }
-        // The whole registry's catalog, built again as each Step does.
-        for _ in 0..2 {
-            let catalog = ToolCatalog::all(&registry);
-            assert_eq!(
-                dialect.tools_json(&catalog),
-                plain(dialect, &catalog),
-                "{dialect}"
-            );
-            assert_eq!(
-                dialect.tools(&catalog),
-                dialect.plain_tools(&catalog),
-                "{dialect}"
-            );
-        }
-    }
-    // Both paths are exercised: tools each dialect renders, and tools some dialect refuses.
-    assert!(
-        rendered > 100 && refused > 0,
-        "{rendered} rendered, {refused} refused"
-    );
 }
 
 #[test]
@@ -139,7 +71,6 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
         item.set_description("Edited by a step middleware.");
         catalog.push(item.clone());
         let edited = dialect.tools_json(&catalog).unwrap();
-        assert_eq!(Ok(edited.clone()), plain(dialect, &catalog), "{dialect}");
         assert!(
             edited.contains("Edited by a step middleware."),
             "{dialect}: {edited}"
@@ -147,18 +78,13 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
 
         item.set_parameters(Value::clone(item.parameters().unwrap()));
         catalog.push(item.clone());
-        assert_eq!(
-            dialect.tools_json(&catalog),
-            plain(dialect, &catalog),
-            "{dialect}"
-        );
+        assert_eq!(dialect.tools_json(&catalog).unwrap(), edited, "{dialect}");
 
         item.set_parameters(json!({"type": "object", "properties": {
             "only": {"type": "string", "description": "The one field left."}},
             "required": ["only"], "additionalProperties": false}));
         catalog.push(item);
         let narrowed = dialect.tools_json(&catalog).unwrap();
-        assert_eq!(Ok(narrowed.clone()), plain(dialect, &catalog), "{dialect}");
         assert!(
             narrowed.contains("The one field left."),
             "{dialect}: {narrowed}"
