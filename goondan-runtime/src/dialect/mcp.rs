@@ -33,9 +33,11 @@ pub fn tools_list(catalog: &ToolCatalog) -> Result<Value, DialectError> {
 /// One entry of `tools/list`: `{name, title?, description?, inputSchema, outputSchema?,
 /// annotations?}`, as [`listed`] makes it.
 pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
-    let schema = parameters_of(item);
-    require_object_root(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
-    Ok(Value::Object(entry(item, item.name().as_str(), schema)))
+    let entry = listed(item, item.name().as_str());
+    if let Some(schema) = entry.get("inputSchema") {
+        require_object_root(schema).map_err(|e| e.for_tool(item, DIALECT))?;
+    }
+    Ok(Value::Object(entry))
 }
 
 /// The `tools/list` entry of `item` published as `name`: the one listing, which the MCP server
@@ -44,10 +46,6 @@ pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
 /// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) when the export says
 /// anything about itself.
 pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
-    entry(item, name, parameters_of(item))
-}
-
-fn entry(item: &CatalogItem, name: &str, input_schema: Value) -> Map<String, Value> {
     let mut tool = Map::new();
     tool.insert("name".into(), Value::from(name));
     let annotations = item.annotations();
@@ -57,7 +55,7 @@ fn entry(item: &CatalogItem, name: &str, input_schema: Value) -> Map<String, Val
     if let Some(d) = item.description() {
         tool.insert("description".into(), Value::from(d));
     }
-    tool.insert("inputSchema".into(), input_schema);
+    tool.insert("inputSchema".into(), parameters_of(item));
     if let Some(schema) = item.output_schema().map(|s| s.schema())
         && schema.is_object()
     {

@@ -3,7 +3,7 @@
 //! durations and token usage as metrics, exported over OTLP when configured and off otherwise.
 //!
 //! The runtime describes its work with `tracing` spans whose fields carry the conventions'
-//! attribute names; [`Telemetry`] (cargo feature `otel`) turns them into OpenTelemetry spans and
+//! attribute names; `Telemetry` (cargo feature `otel`) turns them into OpenTelemetry spans and
 //! metrics and sends them over OTLP/HTTP (protobuf):
 //!
 //! | span | name | attributes |
@@ -62,7 +62,7 @@ pub use self::context::{continue_trace, traceparent};
 #[cfg(feature = "otel")]
 pub use self::pipeline::{Telemetry, TelemetryBuilder, TelemetryError, shutdown};
 
-/// Whether a [`Telemetry`] layer was made in this process: the spans only an exporter reads
+/// Whether a `Telemetry` layer was made in this process: the spans only an exporter reads
 /// (the MCP server's per-request span) are made only then.
 static LAYERED: AtomicBool = AtomicBool::new(false);
 
