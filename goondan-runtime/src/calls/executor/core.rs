@@ -14,6 +14,7 @@ use crate::calls::guardrail::Guardrails;
 use crate::calls::middleware::{BoxFuture, CallContext, Core};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{cancelled, invalid_args, panic_error, timed_out};
+use crate::tools::catalog::ShownParameters;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::{HandlerError, Outcome};
@@ -38,47 +39,57 @@ pub(super) struct CallCore {
 }
 
 impl Core for CallCore {
+    /// Validation and the cancellation check, then the handler under its guard, then the
+    /// result of what it produced. What can be refused is refused before the call's future is
+    /// made, so that the future holds only what the handler's run needs.
     fn run(self: Arc<Self>, call: CallContext) -> BoxFuture<'static, ToolCallResult> {
-        Box::pin(async move { self.call(call).await })
+        let (name, id, args, ctx, entry, shown) = call.into_parts();
+        let args = match admitted(entry.export(), shown.as_ref(), args, &ctx) {
+            Ok(args) => args,
+            Err(err) => return Box::pin(std::future::ready(ToolCallResult::error(id, name, err))),
+        };
+        Box::pin(async move {
+            let export = entry.export();
+            let timeout = export.timeout().or(self.default_timeout);
+            match guarded(export, &ctx, args, timeout).await {
+                Ok(outcome) => self.conclude(&entry, &ctx, id, name, outcome),
+                Err(stop) => ToolCallResult::error(id, name, stop),
+            }
+        })
     }
 }
 
-impl CallCore {
-    /// Validation, then the handler under its guard, then the result of what it produced.
-    async fn call(&self, call: CallContext) -> ToolCallResult {
-        let (name, id, args, ctx, entry, shown) = call.into_parts();
-        let export = entry.export();
-        // Every call, typed handler or not, is checked against exactly the schema the model
-        // was shown (serde alone would drop unknown keys and ignore ranges, lengths and
-        // patterns). A Step that showed another schema (a narrower one, say) has the call
-        // checked against that one first, then against the export's own, which its handler
-        // reads.
-        let mut value = Value::Object(args);
-        let shown = shown.filter(|s| !Arc::ptr_eq(s.schema(), export.parameters_arc()));
-        if let Some(shown) = shown
-            && let Err(problems) = shown.validator().check(&mut value)
-        {
-            let err = invalid_args(problems, shown.schema());
-            return ToolCallResult::error(id, name, err);
-        }
-        if let Err(problems) = export.validator().check(&mut value) {
-            let err = invalid_args(problems, export.parameters());
-            return ToolCallResult::error(id, name, err);
-        }
-        let args = match value {
-            Value::Object(map) => map,
-            _ => JsonObject::new(),
-        };
-        if ctx.is_cancelled() {
-            return ToolCallResult::error(id, name, cancelled());
-        }
-        let timeout = export.timeout().or(self.default_timeout);
-        match guarded(export, &ctx, args, timeout).await {
-            Ok(outcome) => self.conclude(&entry, &ctx, id, name, outcome),
-            Err(stop) => ToolCallResult::error(id, name, stop),
-        }
+/// The arguments, once admitted for the handler: checked against exactly the schema the model
+/// was shown (serde alone would drop unknown keys and ignore ranges, lengths and patterns),
+/// and the call not cancelled. A Step that showed another schema (a narrower one, say) has the
+/// call checked against that one first, then against the export's own, which its handler
+/// reads.
+fn admitted(
+    export: &Export,
+    shown: Option<&ShownParameters>,
+    args: JsonObject,
+    ctx: &ToolContext,
+) -> Result<JsonObject, ToolError> {
+    let mut value = Value::Object(args);
+    let shown = shown.filter(|s| !Arc::ptr_eq(s.schema(), export.parameters_arc()));
+    if let Some(shown) = shown
+        && let Err(problems) = shown.validator().check(&mut value)
+    {
+        return Err(invalid_args(problems, shown.schema()));
     }
+    if let Err(problems) = export.validator().check(&mut value) {
+        return Err(invalid_args(problems, export.parameters()));
+    }
+    if ctx.is_cancelled() {
+        return Err(cancelled());
+    }
+    Ok(match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    })
+}
 
+impl CallCore {
     /// The result of what the handler produced. Its error is finished later, once, by the
     /// executor.
     fn conclude(

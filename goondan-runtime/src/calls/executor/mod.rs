@@ -20,7 +20,7 @@ use tracing::Instrument;
 use crate::calls::events::emit_called;
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::calls::guardrail::{self, Guardrails};
-use crate::calls::middleware::{CallContext, Core, Middleware, MiddlewareList, Next};
+use crate::calls::middleware::{BoxFuture, CallContext, Core, Middleware, MiddlewareList, Next};
 use crate::calls::pending::PendingResults;
 use crate::calls::refusal::{
     args_not_object, invalid_name, middleware_panic_error, not_found, not_in_catalog,
@@ -143,10 +143,21 @@ impl ToolExecutor {
         let ToolCall { id, name, args } = call;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
-        let (limit, mut result) = self
-            .run(id, name, args, ctx, catalog)
-            .instrument(span.clone())
-            .await;
+        let started = span.in_scope(|| self.start(id.clone(), name.clone(), args, ctx, catalog));
+        // A middleware that panics, before or after `next`, answers like a panicking handler
+        // (RES-3): what the chain does at once is caught in `start`, the rest as it is awaited.
+        let (limit, ran) = match started {
+            Err((limit, err)) => (
+                limit,
+                Ok(ToolCallResult::error(id.clone(), name.clone(), err)),
+            ),
+            Ok((limit, Err(panic))) => (limit, Err(panic)),
+            Ok((limit, Ok(running))) => {
+                let running = AssertUnwindSafe(running).catch_unwind();
+                (limit, running.instrument(span.clone()).await)
+            }
+        };
+        let mut result = answer(id, name, ran);
         let rules = Rules {
             limit,
             help_base: self.shared.core.help_url_base.as_deref(),
@@ -156,33 +167,36 @@ impl ToolExecutor {
         result
     }
 
-    /// The call in its span: prepared, then through the middleware chain to the core. Answers
-    /// with the error message limit that applies (RES-4) and the result to finish.
-    async fn run(
+    /// The call up to its chain, in the call's span: announced, checked against the catalog,
+    /// and handed to the middleware chain, which does at once what comes before its first
+    /// wait. Answers with the error message limit that applies (RES-4) and the chain's future
+    /// (or its panic), or the refusal.
+    fn start(
         &self,
         id: ArcStr,
         name: ArcStr,
         args: Value,
         ctx: ToolContext,
         catalog: &ToolCatalog,
-    ) -> (usize, ToolCallResult) {
+    ) -> Result<
+        (
+            usize,
+            std::thread::Result<BoxFuture<'static, ToolCallResult>>,
+        ),
+        Refusal,
+    > {
         emit_called(&ctx);
-        let (entry, shown, args) = match self.prepare(&name, args, catalog) {
-            Ok(prepared) => prepared,
-            Err((limit, err)) => return (limit, ToolCallResult::error(id, name, err)),
-        };
+        let (entry, shown, args) = self.prepare(&name, args, catalog)?;
         let limit = entry.resource().error_message_limit();
-        let call = CallContext::new(name.clone(), id.clone(), args, ctx, entry, shown.cloned());
+        let call = CallContext::new(name, id, args, ctx, entry, shown.cloned());
         let next = Next::new(
             Arc::clone(&self.shared.chain),
             Arc::clone(&self.shared.core) as Arc<dyn Core>,
         );
-        // A middleware that panics, before or after `next`, answers like a panicking handler
-        // (RES-3).
-        let ran = AssertUnwindSafe(async move { next.run(call).await })
-            .catch_unwind()
-            .await;
-        (limit, answer(id, name, ran))
+        Ok((
+            limit,
+            std::panic::catch_unwind(AssertUnwindSafe(|| next.run(call))),
+        ))
     }
 
     /// Everything before middleware: the catalog gate, the registry lookup, the arguments'
