@@ -314,15 +314,13 @@ fn base_registry() -> Arc<goondan_runtime::ToolRegistry> {
     )
 }
 
-#[tokio::test]
-async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
-    use goondan_runtime::Dialect;
-    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
-    let registry = base_registry();
-    let model = Arc::new(ScriptedModel::new([ModelResponse::text("done")]));
+/// One Turn ("hi") of an agent `planner` with the base tools `tools` and the targets extension
+/// allowing `coder` and `tester`, answered by `model`.
+async fn run_planner(model: Arc<goondan_runtime::step::ScriptedModel>, tools: &[&str]) {
+    use goondan_runtime::step::AgentInstance;
     let state = tempfile::tempdir().unwrap();
-    let agent = AgentInstance::builder("planner", Arc::clone(&registry), model.clone())
-        .tools(["agents", "file-system"])
+    let agent = AgentInstance::builder("planner", base_registry(), model)
+        .tools(tools.iter().copied())
         .extension(goondan_base::agents::targets(vec![
             "coder".to_owned(),
             "tester".to_owned(),
@@ -331,6 +329,15 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
         .build()
         .unwrap();
     agent.run_turn("hi").await.unwrap();
+}
+
+#[tokio::test]
+async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
+    use goondan_runtime::Dialect;
+    use goondan_runtime::step::{ModelResponse, ScriptedModel};
+    let registry = base_registry();
+    let model = Arc::new(ScriptedModel::new([ModelResponse::text("done")]));
+    run_planner(model.clone(), &["agents", "file-system"]).await;
     let seen = &model.requests()[0].catalog;
     for name in ["agents__request", "agents__send", "agents__spawn"] {
         let target = &seen.get(name).unwrap().parameters().unwrap()["properties"]["target"];
@@ -366,8 +373,7 @@ async fn the_targets_extension_shows_the_model_only_the_agents_it_may_call() {
 #[tokio::test]
 async fn the_targets_extension_s_narrowed_schema_is_enforced_on_calls() {
     use goondan_runtime::ToolCall;
-    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
-    let registry = base_registry();
+    use goondan_runtime::step::{ModelResponse, ScriptedModel};
     let model = Arc::new(ScriptedModel::new([
         ModelResponse::calls([ToolCall::new(
             "c1",
@@ -376,17 +382,7 @@ async fn the_targets_extension_s_narrowed_schema_is_enforced_on_calls() {
         )]),
         ModelResponse::text("done"),
     ]));
-    let state = tempfile::tempdir().unwrap();
-    let agent = AgentInstance::builder("planner", Arc::clone(&registry), model.clone())
-        .tools(["agents"])
-        .extension(goondan_base::agents::targets(vec![
-            "coder".to_owned(),
-            "tester".to_owned(),
-        ]))
-        .state_dir(state.path())
-        .build()
-        .unwrap();
-    agent.run_turn("hi").await.unwrap();
+    run_planner(model.clone(), &["agents"]).await;
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
     let answered = serde_json::to_string(&requests[1].messages).unwrap();

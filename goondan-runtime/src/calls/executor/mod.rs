@@ -143,19 +143,16 @@ impl ToolExecutor {
         let ToolCall { id, name, args } = call;
         let ctx = step.for_call(&id, &name);
         let span = ctx.logger().clone();
-        let started = span.in_scope(|| self.start(id.clone(), name.clone(), args, ctx, catalog));
+        let (limit, started) =
+            span.in_scope(|| self.start(id.clone(), name.clone(), args, ctx, catalog));
         // A middleware that panics, before or after `next`, answers like a panicking handler
         // (RES-3): what the chain does at once is caught in `start`, the rest as it is awaited.
-        let (limit, ran) = match started {
-            Err((limit, err)) => (
-                limit,
-                Ok(ToolCallResult::error(id.clone(), name.clone(), err)),
-            ),
-            Ok((limit, Err(panic))) => (limit, Err(panic)),
-            Ok((limit, Ok(running))) => {
+        let ran = match started {
+            Ok(running) => {
                 let running = AssertUnwindSafe(running).catch_unwind();
-                (limit, running.instrument(span.clone()).await)
+                running.instrument(span.clone()).await
             }
+            Err(panic) => Err(panic),
         };
         let mut result = answer(id, name, ran);
         let rules = Rules {
@@ -169,8 +166,8 @@ impl ToolExecutor {
 
     /// The call up to its chain, in the call's span: announced, checked against the catalog,
     /// and handed to the middleware chain, which does at once what comes before its first
-    /// wait. Answers with the error message limit that applies (RES-4) and the chain's future
-    /// (or its panic), or the refusal.
+    /// wait. Answers with the error message limit that applies (RES-4) and the call's future
+    /// (a refusal's is ready), or the chain's panic.
     fn start(
         &self,
         id: ArcStr,
@@ -178,25 +175,28 @@ impl ToolExecutor {
         args: Value,
         ctx: ToolContext,
         catalog: &ToolCatalog,
-    ) -> Result<
-        (
-            usize,
-            std::thread::Result<BoxFuture<'static, ToolCallResult>>,
-        ),
-        Refusal,
-    > {
+    ) -> (
+        usize,
+        std::thread::Result<BoxFuture<'static, ToolCallResult>>,
+    ) {
         emit_called(&ctx);
-        let (entry, shown, args) = self.prepare(&name, args, catalog)?;
+        let (entry, shown, args) = match self.prepare(&name, args, catalog) {
+            Ok(prepared) => prepared,
+            Err((limit, err)) => {
+                let refused = ToolCallResult::error(id, name, err);
+                return (limit, Ok(Box::pin(std::future::ready(refused))));
+            }
+        };
         let limit = entry.resource().error_message_limit();
         let call = CallContext::new(name, id, args, ctx, entry, shown.cloned());
         let next = Next::new(
             Arc::clone(&self.shared.chain),
             Arc::clone(&self.shared.core) as Arc<dyn Core>,
         );
-        Ok((
+        (
             limit,
             std::panic::catch_unwind(AssertUnwindSafe(|| next.run(call))),
-        ))
+        )
     }
 
     /// Everything before middleware: the catalog gate, the registry lookup, the arguments'

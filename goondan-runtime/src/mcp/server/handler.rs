@@ -350,8 +350,8 @@ impl McpServer {
         Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
     }
 
-    /// Everything a `tools/call` needs before it runs. Refuses a call that must run as a task for a client without tasks, and a
-    /// 2026-07-28 request whose state fails its seal.
+    /// Everything a `tools/call` needs before it runs. Refuses a call that must run as a task
+    /// for a client without tasks, and a 2026-07-28 request whose state fails its seal.
     fn prepare(
         &self,
         request: CallToolRequestParams,
