@@ -152,49 +152,50 @@ impl ser::Serializer for Finite {
     }
 }
 
-impl ser::SerializeSeq for Finite {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        v.serialize(Finite)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
+/// The compound serializers whose elements are values alone: each element is checked.
+macro_rules! elements {
+    ($($trait:ident::$method:ident),* $(,)?) => {$(
+        impl ser::$trait for Finite {
+            type Ok = ();
+            type Error = NotFinite;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
+                v.serialize(Finite)
+            }
+            fn end(self) -> Done {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Finite {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        v.serialize(Finite)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
+
+/// The compound serializers of named fields: a field's name goes into the error.
+macro_rules! fields {
+    ($($trait:ident),* $(,)?) => {$(
+        impl ser::$trait for Finite {
+            type Ok = ();
+            type Error = NotFinite;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Done {
+                v.serialize(Finite).map_err(|e| at(key, e))
+            }
+            fn end(self) -> Done {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Finite {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        v.serialize(Finite)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for Finite {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        v.serialize(Finite)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Finite {
     type Ok = ();
@@ -205,28 +206,6 @@ impl ser::SerializeMap for Finite {
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
         v.serialize(Finite)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for Finite {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Done {
-        v.serialize(Finite).map_err(|e| at(key, e))
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Finite {
-    type Ok = ();
-    type Error = NotFinite;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Done {
-        v.serialize(Finite).map_err(|e| at(key, e))
     }
     fn end(self) -> Done {
         Ok(())
