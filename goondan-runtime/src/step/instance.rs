@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::StepError;
 use super::caller::AgentCaller;
 use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
 use super::journal::{
@@ -19,6 +18,7 @@ use super::pipeline::{
 };
 use super::submissions::{Submission, Submissions};
 use super::tool_message::{completion_message, tool_message, tool_message_at};
+use super::{StepError, lock};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::guardrail::{Guardrail, Guardrails};
@@ -70,10 +70,6 @@ struct Shared {
     open_step: Mutex<Option<OpenStep>>,
     /// Calls whose result was `pending`, until their completion is in the conversation.
     submissions: Submissions,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
@@ -787,13 +783,7 @@ impl Core<TurnContext> for TurnRunner {
     ) -> BoxFuture<'static, Result<TurnOutcome, StepError>> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
-            let resumed = {
-                let mut unfinished = lock(&shared.unfinished);
-                match unfinished.as_ref() {
-                    Some(t) if t.turn_id == turn.turn_id => unfinished.take(),
-                    _ => None,
-                }
-            };
+            let resumed = lock(&shared.unfinished).take_if(|t| t.turn_id == turn.turn_id);
             let turn_id = turn.turn_id.clone();
             let outcome = run_steps(&shared, turn, resumed).await;
             let end = match &outcome {
@@ -836,12 +826,7 @@ async fn run_steps(
         Some(resumed) => {
             if resumed.answered && shared.submissions.is_empty() {
                 // The model's final answer is journaled; only the Turn's end was not.
-                return Ok(TurnOutcome {
-                    turn_id: turn.turn_id,
-                    trace_id: turn.trace_id,
-                    steps,
-                    end: TurnEnd::Answered,
-                });
+                return Ok(ended(turn, steps, TurnEnd::Answered));
             }
             *lock(&shared.open_step) = resumed.open;
             (resumed.steps_done, resumed.answered)
@@ -897,26 +882,27 @@ async fn run_steps(
         let answered = result.assistant.tool_calls.is_empty();
         steps.push(result);
         if answered && shared.submissions.is_empty() {
-            return Ok(TurnOutcome {
-                turn_id: turn.turn_id,
-                trace_id: turn.trace_id,
-                steps,
-                end: TurnEnd::Answered,
-            });
+            return Ok(ended(turn, steps, TurnEnd::Answered));
         }
         waiting = answered;
     }
     // Out of Steps: a completion still to come joins the next Turn's conversation.
-    Ok(TurnOutcome {
+    let end = if waiting {
+        TurnEnd::Answered
+    } else {
+        TurnEnd::MaxSteps
+    };
+    Ok(ended(turn, steps, end))
+}
+
+/// What `turn` did: its `steps`, ended by `end`.
+fn ended(turn: TurnContext, steps: Vec<StepResult>, end: TurnEnd) -> TurnOutcome {
+    TurnOutcome {
         turn_id: turn.turn_id,
         trace_id: turn.trace_id,
         steps,
-        end: if waiting {
-            TurnEnd::Answered
-        } else {
-            TurnEnd::MaxSteps
-        },
-    })
+        end,
+    }
 }
 
 /// Brings the completions of submitted calls into the conversation, each written to the
@@ -1058,13 +1044,7 @@ impl Core<StepContext> for StepRunner {
     ) -> BoxFuture<'static, Result<StepResult, StepError>> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
-            let resumed = {
-                let mut open = lock(&shared.open_step);
-                match open.as_ref() {
-                    Some(o) if o.step == step.step => open.take(),
-                    _ => None,
-                }
-            };
+            let resumed = lock(&shared.open_step).take_if(|o| o.step == step.step);
             let catalog;
             let (assistant, usage, progress, answered_now) = match resumed {
                 Some(open) => {

@@ -192,7 +192,7 @@ impl ServerLink {
         match tokio::time::timeout(self.config.startup_timeout, list_tools(peer)).await {
             Ok(Ok(listing)) => {
                 if self.set_tools(listing) {
-                    self.notify_changed();
+                    self.changed.tools_changed(self);
                 }
             }
             Ok(Err(e)) => {
@@ -202,15 +202,6 @@ impl ServerLink {
                 tracing::warn!(target: "goondan::mcp", server = %server, "`tools/list` after {why} timed out");
             }
         }
-    }
-
-    /// How long the current listing is fresh.
-    fn fresh_for(&self) -> Option<Duration> {
-        self.listed().fresh_for
-    }
-
-    fn notify_changed(self: &Arc<Self>) {
-        self.changed.tools_changed(self);
     }
 
     /// Stops the supervisor and the server.
@@ -454,7 +445,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                 let peer = running.peer().clone();
                 backoff = Backoff::default();
                 strong.state.send_replace(State::Up { peer, pid, auth });
-                strong.notify_changed();
+                strong.changed.tools_changed(&strong);
                 Some((running, keep))
             }
             Ok(Err(StartError::Down(reason))) => {
@@ -548,7 +539,7 @@ async fn refresh(link: Weak<ServerLink>, peer: Peer<RoleClient>, token: Cancella
     loop {
         let Some(fresh_for) = link
             .upgrade()
-            .and_then(|l| l.fresh_for())
+            .and_then(|l| l.listed().fresh_for)
             .filter(|d| !d.is_zero())
         else {
             return;
@@ -800,6 +791,20 @@ enum Refused {
     Other(String),
 }
 
+impl Refused {
+    /// The refusal of `error`, an authorization one when it carries a `challenge`.
+    fn of(challenge: Option<&str>, error: &dyn std::fmt::Display) -> Self {
+        let message = error.to_string();
+        match challenge {
+            Some(challenge) => Self::Auth {
+                challenge: challenge.to_owned(),
+                message,
+            },
+            None => Self::Other(message),
+        }
+    }
+}
+
 /// Connects with `transport` and lists the tools: one attempt of an authorized start.
 async fn connect_and_list<T, E, A>(
     notifier: Notifier,
@@ -812,13 +817,7 @@ where
 {
     let running = serve_client_with_lifecycle(notifier, transport, lifecycle)
         .await
-        .map_err(|e| match e.auth_challenge() {
-            Some(challenge) => Refused::Auth {
-                challenge: challenge.to_owned(),
-                message: e.to_string(),
-            },
-            None => Refused::Other(e.to_string()),
-        })?;
+        .map_err(|e| Refused::of(e.auth_challenge(), &e))?;
     match list_tools(running.peer()).await {
         Ok(tools) => Ok((running, tools)),
         Err(e) => {
@@ -826,13 +825,7 @@ where
                 ListError::Service(s) => s.auth_challenge(),
                 _ => None,
             };
-            let refused = match challenge {
-                Some(challenge) => Refused::Auth {
-                    challenge: challenge.to_owned(),
-                    message: e.to_string(),
-                },
-                None => Refused::Other(e.to_string()),
-            };
+            let refused = Refused::of(challenge, &e);
             let _ = running.cancel().await;
             Err(refused)
         }

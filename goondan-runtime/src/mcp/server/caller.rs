@@ -170,25 +170,18 @@ impl McpCaller {
         };
         for (key, answer) in responses.unwrap_or_default() {
             if !answer.is_object() {
-                return Err(ErrorData::invalid_params(
-                    format!("inputResponses.{key} must be the result object of its request"),
-                    None,
-                ));
+                return Err(not_a_result(&key));
             }
             answers.insert(key, answer);
         }
         Ok(Self {
-            peer,
-            capabilities: capabilities.into(),
-            log_level,
             mode: Mode::Rounds {
                 answers,
                 codec,
                 binding,
             },
-            asked: Mutex::default(),
             stop: Some(OnceLock::new()),
-            logs: Mutex::default(),
+            ..Self::session(peer, capabilities, log_level)
         })
     }
 
@@ -270,10 +263,7 @@ impl McpCaller {
         let mut asked = self.lock();
         for (key, answer) in &responses {
             if asked.waiters.contains_key(key) && !answer.is_object() {
-                return Err(ErrorData::invalid_params(
-                    format!("inputResponses.{key} must be the result object of its request"),
-                    None,
-                ));
+                return Err(not_a_result(key));
             }
         }
         for (key, answer) in responses {
@@ -438,6 +428,14 @@ impl Caller for McpCaller {
             Err(TrySendError::Closed(_)) => {}
         }
     }
+}
+
+/// The protocol's error for an answer (in `inputResponses`) that is not a result object.
+fn not_a_result(key: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("inputResponses.{key} must be the result object of its request"),
+        None,
+    )
 }
 
 /// Asks a session's client in place.

@@ -35,6 +35,23 @@ use crate::calls::finish::{Announce, Rules, finish};
 use crate::tools::context::{Caller, ToolContext};
 use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
 
+/// The `ServerHandler` methods that are not about tools: the user's handler answers them
+/// ([`super::others`]); without one, they are not found.
+macro_rules! answered_by_others {
+    ($($method:ident($request:ty) -> $answer:ty, $rpc:ty;)*) => {$(
+        async fn $method(
+            &self,
+            request: $request,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$answer, ErrorData> {
+            match &self.shared.others {
+                Some(o) => o.$method(request, context).await,
+                None => Err(ErrorData::method_not_found::<$rpc>()),
+            }
+        }
+    )*};
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
@@ -113,98 +130,30 @@ impl ServerHandler for McpServer {
         self.shared.tasks.cancel(&request.task_id)
     }
 
+    /// Sends `notifications/tools/list_changed` to the client each time the served catalog's
+    /// names change, until the client is gone.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.announce_changes(context.peer);
+        let peer = context.peer;
+        let mut changes = self.catalog_changes();
+        tokio::spawn(async move {
+            while changes.next().await {
+                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
+                    break;
+                }
+            }
+        });
     }
 
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.complete(request, context).await,
-            None => Err(ErrorData::method_not_found::<CompleteRequestMethod>()),
-        }
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.get_prompt(request, context).await,
-            None => Err(ErrorData::method_not_found::<GetPromptRequestMethod>()),
-        }
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.list_prompts(request, context).await,
-            None => Err(ErrorData::method_not_found::<ListPromptsRequestMethod>()),
-        }
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.list_resources(request, context).await,
-            None => Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
-        }
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.list_resource_templates(request, context).await,
-            None => Err(ErrorData::method_not_found::<
-                ListResourceTemplatesRequestMethod,
-            >()),
-        }
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.read_resource(request, context).await,
-            None => Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()),
-        }
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.subscribe(request, context).await,
-            None => Err(ErrorData::method_not_found::<SubscribeRequestMethod>()),
-        }
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.unsubscribe(request, context).await,
-            None => Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>()),
-        }
+    answered_by_others! {
+        complete(CompleteRequestParams) -> CompleteResult, CompleteRequestMethod;
+        get_prompt(GetPromptRequestParams) -> GetPromptResponse, GetPromptRequestMethod;
+        list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult, ListPromptsRequestMethod;
+        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult, ListResourcesRequestMethod;
+        list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult,
+            ListResourceTemplatesRequestMethod;
+        read_resource(ReadResourceRequestParams) -> ReadResourceResponse, ReadResourceRequestMethod;
+        subscribe(SubscribeRequestParams) -> (), SubscribeRequestMethod;
+        unsubscribe(UnsubscribeRequestParams) -> (), UnsubscribeRequestMethod;
     }
 
     async fn set_level(
@@ -237,15 +186,9 @@ impl ServerHandler for McpServer {
         Some(accepted)
     }
 
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.listen_for_changes(context).await
-    }
-}
-
-impl McpServer {
     /// `subscriptions/listen`: a `tools/list_changed` notification on the stream each time
     /// the served names change, until the client closes it.
-    async fn listen_for_changes(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink();
         let mut changes = self.catalog_changes();
         let baseline = self
@@ -447,19 +390,6 @@ impl McpServer {
         )
     }
 
-    /// Sends `notifications/tools/list_changed` to `peer` each time the served catalog's
-    /// names change, until the peer is gone.
-    fn announce_changes(&self, peer: Peer<RoleServer>) {
-        let mut changes = self.catalog_changes();
-        tokio::spawn(async move {
-            while changes.next().await {
-                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
-                    break;
-                }
-            }
-        });
-    }
-
     /// The changes of the served catalog's names, as one listener sees them: each listener
     /// compares with the names it saw last, so no other reader of the catalog can take a
     /// change from it.
@@ -621,37 +551,29 @@ async fn drive<F: Future + ?Sized>(
 fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
     let err = crate::ToolError::new(format!("the result of `{handle}` is no longer kept"))
         .with_code(crate::tools::error::codes::UNKNOWN_HANDLE);
-    late(ToolCallResult::error(
-        &submitted.tool_call_id,
-        &submitted.tool_name,
-        err,
-    ))
+    late(submitted, err)
 }
 
-/// A late answer about a submitted call, finished like every result. The call was announced
+/// The error of a pending call that did not finish in time for a client without tasks.
+fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
+    tracing::warn!(
+        tool = %submitted.tool_name,
+        "pending result not ready within {} ms",
+        limit.as_millis()
+    );
+    late(submitted, crate::calls::refusal::timed_out(limit))
+}
+
+/// A late error about a submitted call, finished like every result. The call was announced
 /// when it was submitted, and the pending store announces its completion.
-fn late(mut result: ToolCallResult) -> ToolCallResult {
+fn late(submitted: &ToolCallResult, err: crate::ToolError) -> ToolCallResult {
+    let mut result = ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err);
     let rules = Rules {
         limit: crate::tools::error::DEFAULT_ERROR_MESSAGE_LIMIT,
         help_base: None,
     };
     finish(&mut result, rules, Announce::Silent);
     result
-}
-
-/// The error of a pending call that did not finish in time for a client without tasks.
-fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
-    let err = crate::calls::refusal::timed_out(limit);
-    tracing::warn!(
-        tool = %submitted.tool_name,
-        "pending result not ready within {} ms",
-        limit.as_millis()
-    );
-    late(ToolCallResult::error(
-        &submitted.tool_call_id,
-        &submitted.tool_name,
-        err,
-    ))
 }
 
 /// The protocol's error for a call that only runs as a task, from a client that did not
@@ -667,9 +589,6 @@ fn tasks_required() -> ErrorData {
     ErrorData::missing_required_client_capability(required)
 }
 
-/// The id of the call a `tools/call` request makes: `mcp-` and the request's id, written
-/// straight into the shared string (one allocation, no formatting machinery: it runs for every
-/// call).
 /// The span of a served `tools/call` in the OpenTelemetry MCP conventions, continuing the trace
 /// the client sent in `_meta` (SEP-414); the call's `execute_tool` span is its child. Made only
 /// when spans are exported ([`crate::telemetry`]).
@@ -691,6 +610,9 @@ fn served_span(call: &ToolCall, context: &RequestContext<RoleServer>) -> tracing
     span
 }
 
+/// The id of the call a `tools/call` request makes: `mcp-` and the request's id, written
+/// straight into the shared string (one allocation, no formatting machinery: it runs for every
+/// call).
 fn call_id(id: &rmcp::model::RequestId) -> ArcStr {
     const PREFIX: &str = "mcp-";
     let mut digits = itoa::Buffer::new();

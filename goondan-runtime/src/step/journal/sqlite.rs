@@ -134,7 +134,7 @@ impl SqliteJournal {
         for w in &warnings {
             tracing::warn!(target: "goondan::journal", journal = %path.display(), "{w}");
         }
-        let storage = |e: rusqlite::Error| storage(&path, e);
+        let storage = |e: rusqlite::Error| JournalError::storage(path.display(), e);
         let conn = Connection::open(&path).map_err(storage)?;
         // One process has the journal (the lock file says so): SQLite need not lock for each
         // write, and keeps the write-ahead log's index in memory instead of a shared file.
@@ -144,10 +144,8 @@ impl SqliteJournal {
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(storage)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(JournalError::Storage {
-                place: path.display().to_string(),
-                source: format!("SQLite refused write-ahead-log mode (it is `{mode}`)").into(),
-            });
+            let refused = format!("SQLite refused write-ahead-log mode (it is `{mode}`)");
+            return Err(JournalError::storage(path.display(), refused));
         }
         let synchronous = match durability {
             Durability::Normal => "NORMAL",
@@ -212,7 +210,7 @@ impl SqliteJournal {
     }
 
     fn write(&self, records: &[Record]) -> Result<(), JournalError> {
-        let storage = |e: rusqlite::Error| storage(&self.path, e);
+        let storage = |e: rusqlite::Error| JournalError::storage(self.path.display(), e);
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(storage)?;
         {
@@ -220,10 +218,8 @@ impl SqliteJournal {
                 .prepare_cached("INSERT INTO records (kind, turn_id, body) VALUES (?1, ?2, ?3)")
                 .map_err(storage)?;
             for record in records {
-                let body = serde_json::to_string(record).map_err(|e| JournalError::Storage {
-                    place: self.path.display().to_string(),
-                    source: Box::new(e),
-                })?;
+                let body = serde_json::to_string(record)
+                    .map_err(|e| JournalError::storage(self.path.display(), e))?;
                 insert
                     .execute((record.kind(), record.turn_id(), body))
                     .map_err(storage)?;
@@ -233,7 +229,7 @@ impl SqliteJournal {
     }
 
     fn load(&self) -> Result<Recovered, JournalError> {
-        let storage = |e: rusqlite::Error| storage(&self.path, e);
+        let storage = |e: rusqlite::Error| JournalError::storage(self.path.display(), e);
         let conn = self.conn();
         let mut select = conn
             .prepare(
@@ -279,13 +275,6 @@ impl Journal for SqliteJournal {
 
     fn read(&self) -> JournalFuture<'_, Recovered> {
         Box::pin(std::future::ready(self.load()))
-    }
-}
-
-fn storage(path: &Path, e: rusqlite::Error) -> JournalError {
-    JournalError::Storage {
-        place: path.display().to_string(),
-        source: Box::new(e),
     }
 }
 

@@ -84,18 +84,17 @@ impl Lease {
             Some(ttl),
         )
         .await
-        .map_err(|source| JournalError::Storage {
-            place: place.clone(),
-            source,
-        })?;
-        let status = store.status().await.map_err(|e| storage(&place, e))?;
+        .map_err(|source| JournalError::storage(&place, source))?;
+        let status = store
+            .status()
+            .await
+            .map_err(|e| JournalError::storage(&place, e))?;
         if status.max_age().is_zero() {
-            return Err(JournalError::Storage {
+            return Err(JournalError::storage(
                 place,
-                source: "its entries never expire (no max age), so a lease of a host that died \
-                         would never end: give the leases a bucket with a max age"
-                    .into(),
-            });
+                "its entries never expire (no max age), so a lease of a host that died would \
+                 never end: give the leases a bucket with a max age",
+            ));
         }
         Ok(store)
     }
@@ -113,7 +112,7 @@ impl Lease {
         let ttl = store
             .status()
             .await
-            .map_err(|e| storage(&place, e))?
+            .map_err(|e| JournalError::storage(&place, e))?
             .max_age();
         let deadline = Instant::now() + wait;
         let revision = loop {
@@ -132,7 +131,7 @@ impl Lease {
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(e) => return Err(storage(&place, e)),
+                Err(e) => return Err(JournalError::storage(&place, e)),
             }
         };
         let shared = Arc::new(Shared {
@@ -281,16 +280,16 @@ impl Shared {
                         }
                         // Another host's now, or gone: nothing of this host's to let go of.
                         Ok(_) => return Ok(()),
-                        Err(e) => return Err(storage(&place, e)),
+                        Err(e) => return Err(JournalError::storage(&place, e)),
                     }
                 }
-                Err(e) => return Err(storage(&place, e)),
+                Err(e) => return Err(JournalError::storage(&place, e)),
             }
         }
-        Err(JournalError::Storage {
+        Err(JournalError::storage(
             place,
-            source: "the lease kept changing while it was let go of".into(),
-        })
+            "the lease kept changing while it was let go of",
+        ))
     }
 }
 
@@ -302,12 +301,5 @@ async fn renew_every(shared: Arc<Shared>, period: Duration) {
         if shared.state().lost.is_some() {
             return;
         }
-    }
-}
-
-fn storage(place: &str, e: impl std::error::Error + Send + Sync + 'static) -> JournalError {
-    JournalError::Storage {
-        place: place.to_owned(),
-        source: Box::new(e),
     }
 }

@@ -38,10 +38,7 @@ pub(super) fn encode(
             payload.push(b',');
         }
         let start = payload.len();
-        serde_json::to_writer(&mut payload, record).map_err(|e| JournalError::Storage {
-            place: place.to_owned(),
-            source: Box::new(e),
-        })?;
+        serde_json::to_writer(&mut payload, record).map_err(|e| JournalError::storage(place, e))?;
         let bytes = payload.len() - start;
         if bytes > MAX_RECORD_BYTES {
             return Err(JournalError::TooLarge {
