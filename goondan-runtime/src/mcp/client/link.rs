@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
@@ -35,6 +35,7 @@ use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
 use super::task;
 use crate::calls::refusal;
+use crate::mcp::lock;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::Outcome;
@@ -151,10 +152,6 @@ impl ServerLink {
         link
     }
 
-    fn listed(&self) -> MutexGuard<'_, Listed> {
-        self.listed.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Where the server stands.
     pub(crate) fn status(&self) -> ServerStatus {
         match &*self.state.borrow() {
@@ -178,12 +175,12 @@ impl ServerLink {
 
     /// The current tools, by local name.
     pub(crate) fn tools(&self) -> BTreeMap<String, RemoteTool> {
-        self.listed().tools.clone()
+        lock(&self.listed).tools.clone()
     }
 
     /// Whether `local` is a tool the server lists now.
     pub(crate) fn lists(&self, local: &str) -> bool {
-        self.listed().tools.contains_key(local)
+        lock(&self.listed).tools.contains_key(local)
     }
 
     /// Lists the tools again (after `why`); a failed listing keeps the tools as they were.
@@ -214,7 +211,7 @@ impl ServerLink {
     /// changed.
     fn set_tools(&self, listing: Listing) -> bool {
         let server = self.config.name();
-        let mut listed = self.listed();
+        let mut listed = lock(&self.listed);
         listed.fresh_for = listing.fresh_for;
         let listing = listing.tools;
         let mut tools = BTreeMap::new();
@@ -539,7 +536,7 @@ async fn refresh(link: Weak<ServerLink>, peer: Peer<RoleClient>, token: Cancella
     loop {
         let Some(fresh_for) = link
             .upgrade()
-            .and_then(|l| l.listed().fresh_for)
+            .and_then(|l| lock(&l.listed).fresh_for)
             .filter(|d| !d.is_zero())
         else {
             return;

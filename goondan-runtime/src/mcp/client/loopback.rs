@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::auth::{AuthorizeFuture, Authorizer};
+use crate::mcp::lock;
 
 /// The path the redirect comes back to.
 const CALLBACK_PATH: &str = "/callback";
@@ -79,10 +80,7 @@ impl LoopbackAuthorizer {
     }
 
     async fn receive(&self, state: Option<String>) -> Result<String, String> {
-        let listener = self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let listener = lock(&self.listener)
             .take()
             .ok_or("this authorizer was used already")?;
         let (tx, mut rx) = mpsc::channel::<String>(1);

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, listing, progress};
 use crate::calls::finish::{Announce, Rules, finish};
+use crate::mcp::lock;
 use crate::tools::context::{Caller, ToolContext};
 use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
 
@@ -161,12 +162,7 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut level = self
-            .session
-            .log_level
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *level = Some(log_level(request.level));
+        *lock(&self.session.log_level) = Some(log_level(request.level));
         Ok(())
     }
 
@@ -175,11 +171,7 @@ impl ServerHandler for McpServer {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         // The names before the acknowledgement: what the stream announces changes against.
-        *self
-            .session
-            .listen_names
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(names_of(&self.catalog()));
+        *lock(&self.session.listen_names) = Some(names_of(&self.catalog()));
         // Only the tool list changes here; rmcp keeps what was both asked and announced.
         let mut accepted = SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
@@ -191,13 +183,7 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink();
         let mut changes = self.catalog_changes();
-        let baseline = self
-            .session
-            .listen_names
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(names) = baseline {
+        if let Some(names) = lock(&self.session.listen_names).take() {
             changes.names = names;
         }
         loop {
@@ -367,11 +353,7 @@ impl McpServer {
         let capabilities = client.capabilities();
         let peer = context.peer.clone();
         if !client.rounds {
-            let level = *self
-                .session
-                .log_level
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let level = *lock(&self.session.log_level);
             return Ok(McpCaller::session(peer, capabilities, level));
         }
         let level = context.meta.log_level().map(log_level);

@@ -139,28 +139,22 @@ impl Replay {
     }
 
     fn apply(&mut self, record: Record) {
-        if let Record::Imported { .. } = record {
-            if self.records > 0 {
-                return self.warn(&record, "an import comes only first");
+        match record {
+            Record::Imported { .. } if self.records > 0 => {
+                self.warn(&record, "an import comes only first");
             }
-            if let Record::Imported { messages } = record {
-                self.conversation = messages;
-            }
-            return;
-        }
-        if let Record::TurnStarted { .. } = record {
-            if let Some(turn) = self.unfinished.take() {
-                self.warnings.push(format!(
-                    "turn `{}` has no end before the next turn starts; it is not resumed",
-                    turn.turn_id
-                ));
-            }
-            if let Record::TurnStarted {
+            Record::Imported { messages } => self.conversation = messages,
+            Record::TurnStarted {
                 turn_id,
                 trace_id,
                 input,
-            } = record
-            {
+            } => {
+                if let Some(turn) = self.unfinished.take() {
+                    self.warnings.push(format!(
+                        "turn `{}` has no end before the next turn starts; it is not resumed",
+                        turn.turn_id
+                    ));
+                }
                 self.conversation.push(input.clone());
                 self.unfinished = Some(UnfinishedTurn {
                     turn_id,
@@ -171,8 +165,12 @@ impl Replay {
                     answered: false,
                 });
             }
-            return;
+            record => self.apply_in_turn(record),
         }
+    }
+
+    /// A record of the running Turn: a model answer, a call's progress, a completion, the end.
+    fn apply_in_turn(&mut self, record: Record) {
         let (steps_done, has_open) = match self.unfinished.as_ref() {
             Some(t) if t.turn_id == record.turn_id() => (t.steps_done, t.open.is_some()),
             _ => return self.warn(&record, "no such turn is running"),

@@ -15,6 +15,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::record::{FORMAT_VERSION, MAX_RECORD_BYTES, Record};
 use super::{Journal, JournalError, JournalFuture, Recovered, Replay};
+use crate::step::lock;
 
 /// How durable a written record is, SQLite's `synchronous` setting in WAL mode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -205,13 +206,9 @@ impl SqliteJournal {
         Ok(Replay::from_recovered(self.load()?))
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn write(&self, records: &[Record]) -> Result<(), JournalError> {
         let storage = |e: rusqlite::Error| JournalError::storage(self.path.display(), e);
-        let mut conn = self.conn();
+        let mut conn = lock(&self.conn);
         let tx = conn.transaction().map_err(storage)?;
         {
             let mut insert = tx
@@ -230,7 +227,7 @@ impl SqliteJournal {
 
     fn load(&self) -> Result<Recovered, JournalError> {
         let storage = |e: rusqlite::Error| JournalError::storage(self.path.display(), e);
-        let conn = self.conn();
+        let conn = lock(&self.conn);
         let mut select = conn
             .prepare(
                 "SELECT seq, length(body), CASE WHEN length(body) <= ?1 THEN body END
@@ -260,8 +257,7 @@ impl SqliteJournal {
                 serde_json::from_str(&body).map_err(|e| corrupt(format!("not a record: {e}")))?;
             records.push(record);
         }
-        let warnings =
-            std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        let warnings = std::mem::take(&mut *lock(&self.warnings));
         Ok(Recovered { records, warnings })
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::kv::{self, CreateErrorKind, DeleteErrorKind, UpdateErrorKind};
 
 use super::super::JournalError;
+use crate::step::lock;
 
 /// A held lease on one key of a lease bucket. Renewed in the background while it lives;
 /// [`release`](Self::release) lets go at once, dropping it lets go in the background (when
@@ -189,7 +190,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.renewer.abort();
-        let released = self.shared.state().lost.is_some();
+        let released = lock(&self.shared.state).lost.is_some();
         if released {
             return;
         }
@@ -203,12 +204,8 @@ impl Drop for Lease {
 }
 
 impl Shared {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn check(&self) -> Result<(), String> {
-        let state = self.state();
+        let state = lock(&self.state);
         if let Some(lost) = &state.lost {
             return Err(lost.clone());
         }
@@ -223,7 +220,7 @@ impl Shared {
 
     async fn renew(&self) {
         let revision = {
-            let state = self.state();
+            let state = lock(&self.state);
             if state.lost.is_some() {
                 return;
             }
@@ -233,12 +230,12 @@ impl Shared {
         let value = self.holder.clone().into_bytes().into();
         match self.store.update(&self.key, value, revision).await {
             Ok(revision) => {
-                let mut state = self.state();
+                let mut state = lock(&self.state);
                 state.revision = revision;
                 state.renewed = asked;
             }
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
-                self.state().lost = Some(
+                lock(&self.state).lost = Some(
                     "another host took it after it expired (this host did not renew it in time)"
                         .to_owned(),
                 );
@@ -252,7 +249,7 @@ impl Shared {
 
     async fn release(&self) -> Result<(), JournalError> {
         let revision = {
-            let mut state = self.state();
+            let mut state = lock(&self.state);
             if state.lost.is_some() {
                 return Ok(());
             }
@@ -298,7 +295,7 @@ async fn renew_every(shared: Arc<Shared>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         shared.renew().await;
-        if shared.state().lost.is_some() {
+        if lock(&shared.state).lost.is_some() {
             return;
         }
     }

@@ -33,6 +33,7 @@ use self::message::{Decoded, FORMAT_HEADER, SKIPS_HEADER};
 use self::subject::Place;
 use super::record::FORMAT_VERSION;
 use super::{Journal, JournalError, JournalFuture, Record, Recovered};
+use crate::step::lock;
 
 /// How long a read waits for the next message of a journal before it gives up.
 const READ_WAIT: Duration = Duration::from_secs(10);
@@ -229,7 +230,7 @@ impl NatsJournal {
     /// waiting for the lease to expire. The journal writes nothing after
     /// ([`JournalError::Lost`]). Dropping the journal lets go in the background.
     pub async fn release(&self) -> Result<(), JournalError> {
-        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let lease = lock(&self.lease).take();
         match lease {
             Some(lease) => lease.release().await,
             None => Ok(()),
@@ -255,7 +256,7 @@ impl NatsJournal {
     }
 
     fn check_lease(&self) -> Result<(), JournalError> {
-        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let lease = lock(&self.lease);
         let held = match lease.as_ref() {
             Some(lease) => lease.check(),
             None => Err("this host let go of its lease".to_owned()),
