@@ -265,10 +265,8 @@ mod tests {
         fn append<'a>(&'a self, records: &'a [Record]) -> JournalFuture<'a, ()> {
             self.appends.fetch_add(1, Ordering::SeqCst);
             if self.fail {
-                return Box::pin(std::future::ready(Err(JournalError::Storage {
-                    place: "test".into(),
-                    source: "the disk is full".into(),
-                })));
+                let full = JournalError::storage("test", "the disk is full");
+                return Box::pin(std::future::ready(Err(full)));
             }
             self.inner.append(records)
         }

@@ -304,10 +304,7 @@ impl Middleware<StepContext> for Withdrawn {
         next: StepNext,
     ) -> StepFuture<'static, StepResult> {
         step.tool_catalog.retain(|item| {
-            let Some(source) = item.source() else {
-                return true;
-            };
-            let Some(mcp) = source.mcp.as_ref() else {
+            let Some((source, Some(mcp))) = item.source().map(|s| (s, s.mcp.as_ref())) else {
                 return true;
             };
             if source.kind != SourceKind::Mcp || mcp.extension_name != self.extension {

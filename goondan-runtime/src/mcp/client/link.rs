@@ -611,18 +611,14 @@ fn lifecycle(config: &McpServerConfig) -> ClientLifecycleMode {
     use rmcp::model::ProtocolVersion;
     match config.protocol_version.as_deref() {
         Some(v) if stateless(config) => {
-            let mut preferred: Vec<ProtocolVersion> = ProtocolVersion::KNOWN_VERSIONS
-                .iter()
-                .filter(|k| k.as_str() == v)
-                .cloned()
-                .collect();
-            preferred.extend(
+            // The configured version first, then the others, newest first.
+            let (mut preferred, others): (Vec<ProtocolVersion>, Vec<_>) =
                 ProtocolVersion::KNOWN_VERSIONS
                     .iter()
                     .rev()
-                    .filter(|k| k.as_str() != v)
-                    .cloned(),
-            );
+                    .cloned()
+                    .partition(|k| k.as_str() == v);
+            preferred.extend(others);
             ClientLifecycleMode::Discover {
                 preferred_versions: preferred,
             }
@@ -917,8 +913,9 @@ impl ClientHandler for Notifier {
             rmcp::model::ElicitationCapability::new()
                 .with_form(rmcp::model::FormElicitationCapability::new()),
         );
+        let link = self.link.upgrade();
         // A server the bundle does not let sample the agent's model is not told it may.
-        let sampling = self.link.upgrade().is_none_or(|l| l.config.sampling);
+        let sampling = link.as_ref().is_none_or(|l| l.config.sampling);
         if sampling {
             capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
         }
@@ -929,9 +926,7 @@ impl ClientHandler for Notifier {
         );
         // The `initialize` handshake offers the configured revision (else the newest
         // stateful one); the stateless lifecycle carries it in every request instead.
-        let version = self
-            .link
-            .upgrade()
+        let version = link
             .and_then(|l| l.config.protocol_version.clone())
             .unwrap_or_else(|| {
                 rmcp::model::ProtocolVersion::V_2025_11_25
