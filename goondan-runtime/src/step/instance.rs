@@ -925,7 +925,6 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
             });
         let ctx = call_context(
             shared,
-            (&shared.agent_name, &shared.instance_key),
             (&turn.turn_id, &turn.trace_id),
             &turn.cancellation,
             message,
@@ -983,14 +982,13 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
 /// The context of the calls of the assistant message `message` (CTX-5).
 fn call_context(
     shared: &Shared,
-    (agent_name, instance_key): (&str, &str),
     (turn_id, trace_id): (&str, &str),
     cancellation: &CancellationToken,
     message: Message,
 ) -> ToolContext {
     let mut ctx = ToolContext::builder(shared.workdir.clone())
-        .agent_name(agent_name.to_owned())
-        .instance_key(instance_key.to_owned())
+        .agent_name(shared.agent_name.clone())
+        .instance_key(shared.instance_key.clone())
         .turn_id(turn_id.to_owned())
         .trace_id(trace_id.to_owned())
         .cancellation(cancellation.clone())
@@ -1105,7 +1103,6 @@ impl Core<StepContext> for StepRunner {
             // CTX-5: every call of this Step sees the assistant message that holds it.
             let ctx = call_context(
                 &shared,
-                (&step.agent_name, &step.instance_key),
                 (&step.turn_id, &step.trace_id),
                 &step.cancellation,
                 assistant.clone(),

@@ -339,46 +339,39 @@ impl Caller for McpCaller {
             asked.next += 1;
             key.map_or_else(|| format!("input-{}", asked.next), str::to_owned)
         };
+        let unsupported = || -> AnswerFuture {
+            let capability = question.capability();
+            Box::pin(std::future::ready(Err(AskError::Unsupported {
+                capability,
+            })))
+        };
         match &self.mode {
-            Mode::Session => {
-                if !self.declared(&question) {
-                    let capability = question.capability();
-                    return Box::pin(async move { Err(AskError::Unsupported { capability }) });
-                }
-                let peer = self.peer.clone();
-                Box::pin(ask_session(peer, question))
-            }
+            Mode::Session if !self.declared(&question) => unsupported(),
+            Mode::Session => Box::pin(ask_session(self.peer.clone(), question)),
             Mode::Rounds { answers, .. } => {
                 if let Some(answer) = answers.get(&key) {
-                    let answer = answer.clone();
-                    return Box::pin(async move { Ok(answer) });
+                    return Box::pin(std::future::ready(Ok(answer.clone())));
                 }
-                let (tx, rx) = oneshot::channel();
-                let in_task = {
-                    let mut asked = lock(&self.asked);
-                    if !self.declared(&question) {
-                        if asked.task {
-                            let capability = question.capability();
-                            return Box::pin(
-                                async move { Err(AskError::Unsupported { capability }) },
-                            );
-                        }
-                        asked.missing.get_or_insert(question.capability());
-                        drop(asked);
-                        self.stop();
-                        // The call is stopped for the protocol's error; nothing answers this.
-                        return Box::pin(std::future::pending());
-                    } else {
-                        match input_request(&question) {
-                            Ok(request) => {
-                                asked.requests.insert(key.clone(), request);
-                                asked.waiters.insert(key, tx);
-                            }
-                            Err(e) => return Box::pin(async move { Err(e) }),
-                        }
+                let mut asked = lock(&self.asked);
+                if !self.declared(&question) {
+                    if asked.task {
+                        return unsupported();
                     }
-                    asked.task
+                    asked.missing.get_or_insert(question.capability());
+                    drop(asked);
+                    self.stop();
+                    // The call is stopped for the protocol's error; nothing answers this.
+                    return Box::pin(std::future::pending());
+                }
+                let request = match input_request(&question) {
+                    Ok(request) => request,
+                    Err(e) => return Box::pin(std::future::ready(Err(e))),
                 };
+                let (tx, rx) = oneshot::channel();
+                asked.requests.insert(key.clone(), request);
+                asked.waiters.insert(key, tx);
+                let in_task = asked.task;
+                drop(asked);
                 if !in_task {
                     // The call is stopped and run again with the answer.
                     self.stop();

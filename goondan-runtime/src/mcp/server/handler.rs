@@ -209,10 +209,6 @@ impl McpServer {
         let served = served_span(&p.call, &context);
         // Only the client and the cancellation are kept of the request from here on.
         let RequestContext { peer, ct, .. } = context;
-        let request = Kept {
-            peer,
-            cancelled: ct,
-        };
         let executor = self.executor();
         let mut reports = p.reports;
         let result = {
@@ -220,7 +216,7 @@ impl McpServer {
             tracing::Instrument::instrument(
                 drive(
                     work.as_mut(),
-                    &request,
+                    (&peer, &ct),
                     p.ctx.cancellation(),
                     Some(&p.caller),
                     reports.as_mut(),
@@ -254,7 +250,7 @@ impl McpServer {
                 .tasks
                 .create(&handle, cancel, p.output_schema, p.caller);
             if let Some(rx) = reports {
-                progress::forward_rest(request.peer.clone(), rx);
+                progress::forward_rest(peer.clone(), rx);
             }
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
@@ -266,7 +262,7 @@ impl McpServer {
             .unwrap_or(self.shared.pending_wait);
         let pending = executor.pending().clone();
         let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
-        let waited = drive(wait.as_mut(), &request, &cancel, None, reports.as_mut()).await;
+        let waited = drive(wait.as_mut(), (&peer, &ct), &cancel, None, reports.as_mut()).await;
         let finished = match waited {
             Ok(Some(done)) => done,
             Ok(None) => gone(&result, &handle),
@@ -424,14 +420,6 @@ impl Client {
     }
 }
 
-/// What a `tools/call` keeps of its request while it runs.
-struct Kept {
-    /// The client: progress reports go to it.
-    peer: Peer<RoleServer>,
-    /// Cancelled by the client's `notifications/cancelled`.
-    cancelled: CancellationToken,
-}
-
 /// See [`McpServer::prepare`].
 struct Prepared {
     /// The name the client called.
@@ -474,13 +462,13 @@ fn names_of(catalog: &crate::tools::catalog::ToolCatalog) -> Vec<String> {
     catalog.names().map(str::to_owned).collect()
 }
 
-/// Runs `work` to its end while forwarding progress reports and turning the request's
-/// cancellation, or `stop` (the call must stop to ask its client), into the call's `cancel`.
-/// Reports queued when the work ends are sent before it returns, so they reach the client
-/// before the result.
+/// Runs `work` to its end while forwarding progress reports to the client `peer` and turning
+/// the request's cancellation (`cancelled`, by the client's `notifications/cancelled`), or
+/// `stop` (the call must stop to ask its client), into the call's `cancel`. Reports queued
+/// when the work ends are sent before it returns, so they reach the client before the result.
 async fn drive<F: Future + ?Sized>(
     mut work: Pin<&mut F>,
-    request: &Kept,
+    (peer, cancelled): (&Peer<RoleServer>, &CancellationToken),
     cancel: &CancellationToken,
     questions: Option<&McpCaller>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
@@ -502,7 +490,7 @@ async fn drive<F: Future + ?Sized>(
         tokio::select! {
             biased;
             out = &mut work => break out,
-            () = request.cancelled.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+            () = cancelled.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
             () = &mut stopped, if !cancel.is_cancelled() => {
                 // Let the call's other questions of this round be asked before it stops; a
                 // call that ends meanwhile (a question from work it left running, a task)
@@ -518,12 +506,12 @@ async fn drive<F: Future + ?Sized>(
                 }
                 cancel.cancel();
             }
-            Some(param) = next_report => progress::send(&request.peer, param).await,
+            Some(param) = next_report => progress::send(peer, param).await,
         }
     };
     if let Some(rx) = reports {
         while let Ok(param) = rx.try_recv() {
-            progress::send(&request.peer, param).await;
+            progress::send(peer, param).await;
         }
     }
     output

@@ -102,15 +102,16 @@ impl SqliteJournal {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let lock_path = with_suffix(&path, ".lock");
+        let lock_io = |source| JournalError::Io {
+            path: lock_path.clone(),
+            source,
+        };
         let lock = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|source| JournalError::Io {
-                path: lock_path.clone(),
-                source,
-            })?;
+            .map_err(lock_io)?;
         let deadline = Instant::now() + wait;
         loop {
             match lock.try_lock() {
@@ -121,12 +122,7 @@ impl SqliteJournal {
                 Err(std::fs::TryLockError::WouldBlock) => {
                     return Err(JournalError::InUse { path });
                 }
-                Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(JournalError::Io {
-                        path: lock_path,
-                        source,
-                    });
-                }
+                Err(std::fs::TryLockError::Error(source)) => return Err(lock_io(source)),
             }
         }
         let warnings = torn_wal(&with_suffix(&path, "-wal"))
