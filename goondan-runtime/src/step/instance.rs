@@ -1109,27 +1109,15 @@ impl Core<StepContext> for StepRunner {
             );
             let calls = assistant.tool_calls.clone().into_iter().zip(progress);
             let run = |(call, progress)| run_call(&shared, &ctx, &catalog, call, progress);
+            // At most `concurrency` calls at once (one: one after another), in call order.
             let finished: Vec<Result<(ToolCallResult, Message), StepError>> =
-                if shared.concurrency <= 1 {
-                    let mut out = Vec::with_capacity(assistant.tool_calls.len());
-                    for call in calls {
-                        out.push(run(call).await);
-                    }
-                    out
-                } else {
-                    futures_util::stream::iter(calls)
-                        .map(run)
-                        .buffered(shared.concurrency)
-                        .collect()
-                        .await
-                };
-            let mut results = Vec::with_capacity(finished.len());
-            let mut tool_messages = Vec::with_capacity(finished.len());
-            for f in finished {
-                let (result, message) = f?;
-                results.push(result);
-                tool_messages.push(message);
-            }
+                futures_util::stream::iter(calls)
+                    .map(run)
+                    .buffered(shared.concurrency)
+                    .collect()
+                    .await;
+            let finished = finished.into_iter().collect::<Result<Vec<_>, _>>()?;
+            let (results, tool_messages) = finished.into_iter().unzip();
             // The results not yet written go before the model sees them.
             shared.journal.flush().await?;
             Ok(StepResult {
