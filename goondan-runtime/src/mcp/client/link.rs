@@ -356,25 +356,22 @@ impl ServerLink {
             }
         }
         let server = &self.config.name;
+        let refused = |why: &str| outcome::remote_error(server, &remote, why);
         // Input required (2026-07-28): the answers and the server's state, then the call
         // again, a bounded number of times.
         let mut rounds = 0;
         while let Ok(CallToolResponse::InputRequired(needed)) = answer {
             if rounds == input::MAX_INPUT_ROUNDS {
-                return Err(outcome::remote_error(
-                    server,
-                    &remote,
-                    &format!(
-                        "the server asked for input {} times without finishing",
-                        input::MAX_INPUT_ROUNDS
-                    ),
-                ));
+                return Err(refused(&format!(
+                    "the server asked for input {} times without finishing",
+                    input::MAX_INPUT_ROUNDS
+                )));
             }
             rounds += 1;
             let only_state = needed.input_requests.as_ref().is_none_or(|r| r.is_empty());
             let (responses, state) = input::answer_all(&ctx, needed, self.config.sampling)
                 .await
-                .map_err(|why| outcome::remote_error(server, &remote, &why))?;
+                .map_err(|why| refused(&why))?;
             if only_state {
                 // Nothing was asked: the server is still working; not a busy loop.
                 tokio::time::sleep(Duration::from_millis(50 << rounds.min(5))).await;
@@ -392,18 +389,14 @@ impl ServerLink {
                 created.task,
                 limit,
             ))),
-            Ok(_) => Err(outcome::remote_error(
-                server,
-                &remote,
+            Ok(_) => Err(refused(
                 "the server answered `tools/call` with a reply this client does not know",
             )),
-            Err(ServiceError::McpError(e)) => {
-                Err(outcome::remote_error(server, &remote, &e.message))
-            }
+            Err(ServiceError::McpError(e)) => Err(refused(&e.message)),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => Err(
                 unavailable(server, &format!("stopped while running `{remote}`")),
             ),
-            Err(e) => Err(outcome::remote_error(server, &remote, &e.to_string())),
+            Err(e) => Err(refused(&e.to_string())),
         }
     }
 
