@@ -97,8 +97,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let prepared = self.prepare(request, &context)?;
-        self.call(prepared, context).await
+        self.call(request, context).await
     }
 
     async fn get_task(
@@ -200,102 +199,30 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
-    /// One `tools/call`, prepared: the executor, then the result as MCP sees it.
+    /// One `tools/call`: what it needs before it runs, the executor, then the result as MCP
+    /// sees it. Refuses a call that must run as a task for a client without tasks, and a
+    /// 2026-07-28 request whose state fails its seal.
     async fn call(
         &self,
-        p: Prepared,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let served = served_span(&p.call, &context);
-        // Only the client and the cancellation are kept of the request from here on.
-        let RequestContext { peer, ct, .. } = context;
-        let executor = self.executor();
-        let mut reports = p.reports;
-        let result = {
-            let mut work = std::pin::pin!(executor.execute(p.call, &p.ctx, &p.catalog));
-            tracing::Instrument::instrument(
-                drive(
-                    work.as_mut(),
-                    (&peer, &ct),
-                    p.ctx.cancellation(),
-                    Some(&p.caller),
-                    reports.as_mut(),
-                ),
-                served,
-            )
-            .await
-        };
-        // What a call that has not finished needs: the token that stops it.
-        let cancel = result.is_pending().then(|| p.ctx.cancellation().clone());
-        drop(p.ctx);
-        // Its log lines before its answer.
-        p.caller.logged().await;
-        match p.caller.finish() {
-            Rounds::Done => {}
-            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
-            Rounds::Missing(error) => return Err(error),
-        }
-        if call::is_unknown_tool(&result) {
-            return Err(call::unknown_tool(&p.published, result.error.as_ref()));
-        }
-        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
-            return Ok(
-                call::call_tool_result(Cow::Owned(result), p.output_schema.as_deref()).into(),
-            );
-        };
-        if p.client_has_tasks {
-            p.caller.become_task();
-            let task = self
-                .shared
-                .tasks
-                .create(&handle, cancel, p.output_schema, p.caller);
-            if let Some(rx) = reports {
-                progress::forward_rest(peer.clone(), rx);
-            }
-            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
-        }
-        // A client without tasks waits, bounded by the export's timeout.
-        let limit = executor
-            .registry()
-            .get(&result.tool_name)
-            .and_then(|e| e.export().timeout())
-            .unwrap_or(self.shared.pending_wait);
-        let pending = executor.pending().clone();
-        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
-        let waited = drive(wait.as_mut(), (&peer, &ct), &cancel, None, reports.as_mut()).await;
-        let finished = match waited {
-            Ok(Some(done)) => done,
-            Ok(None) => gone(&result, &handle),
-            Err(_) => {
-                cancel.cancel();
-                timed_out(&result, limit)
-            }
-        };
-        p.caller.logged().await;
-        Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
-    }
-
-    /// Everything a `tools/call` needs before it runs. Refuses a call that must run as a task
-    /// for a client without tasks, and a 2026-07-28 request whose state fails its seal.
-    fn prepare(
-        &self,
-        request: CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Prepared, ErrorData> {
         let shared = &self.shared;
+        // The name the client called.
         let published = request.name;
         let catalog = self.catalog();
         let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
         let mut builder =
             ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
+        // The call's progress reports, when the client asked for them.
         let mut reports = None;
         if let Some(token) = context.meta.get_progress_token() {
             let (sink, rx) = progress::queue(token);
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        let client = Client::of(context);
+        let client = Client::of(&context);
         let client_has_tasks = client.capabilities().is_some_and(|c| c.supports_tasks());
         let item = catalog.get(name);
         // A listed tool's name is the catalog's own, shared rather than copied.
@@ -315,7 +242,7 @@ impl McpServer {
             request.arguments.map(Value::Object),
         );
         let caller = Arc::new(self.caller(
-            context,
+            &context,
             &client,
             &published,
             &call.args,
@@ -323,16 +250,67 @@ impl McpServer {
             responses,
         )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
-        Ok(Prepared {
-            published,
-            catalog,
-            ctx,
-            call,
-            caller,
-            reports,
-            output_schema,
-            client_has_tasks,
-        })
+        let served = served_span(&call, &context);
+        // Only the client and the cancellation are kept of the request from here on.
+        let RequestContext { peer, ct, .. } = context;
+        let executor = self.executor();
+        let result = {
+            let mut work = std::pin::pin!(executor.execute(call, &ctx, &catalog));
+            tracing::Instrument::instrument(
+                drive(
+                    work.as_mut(),
+                    (&peer, &ct),
+                    ctx.cancellation(),
+                    Some(&caller),
+                    reports.as_mut(),
+                ),
+                served,
+            )
+            .await
+        };
+        // What a call that has not finished needs: the token that stops it.
+        let cancel = result.is_pending().then(|| ctx.cancellation().clone());
+        drop(ctx);
+        // Its log lines before its answer.
+        caller.logged().await;
+        match caller.finish() {
+            Rounds::Done => {}
+            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
+            Rounds::Missing(error) => return Err(error),
+        }
+        if call::is_unknown_tool(&result) {
+            return Err(call::unknown_tool(&published, result.error.as_ref()));
+        }
+        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
+            return Ok(call::call_tool_result(Cow::Owned(result), output_schema.as_deref()).into());
+        };
+        if client_has_tasks {
+            caller.become_task();
+            let task = shared.tasks.create(&handle, cancel, output_schema, caller);
+            if let Some(rx) = reports {
+                progress::forward_rest(peer.clone(), rx);
+            }
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        // A client without tasks waits, bounded by the export's timeout.
+        let limit = executor
+            .registry()
+            .get(&result.tool_name)
+            .and_then(|e| e.export().timeout())
+            .unwrap_or(shared.pending_wait);
+        let pending = executor.pending().clone();
+        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
+        let waited = drive(wait.as_mut(), (&peer, &ct), &cancel, None, reports.as_mut()).await;
+        let finished = match waited {
+            Ok(Some(done)) => done,
+            Ok(None) => gone(&result, &handle),
+            Err(_) => {
+                cancel.cancel();
+                timed_out(&result, limit)
+            }
+        };
+        caller.logged().await;
+        Ok(call::call_tool_result(Cow::Owned(finished), output_schema.as_deref()).into())
     }
 
     /// The client as the caller of one call: a session's client is asked in place; a
@@ -418,20 +396,6 @@ impl Client {
             _ => None,
         })
     }
-}
-
-/// See [`McpServer::prepare`].
-struct Prepared {
-    /// The name the client called.
-    published: Cow<'static, str>,
-    catalog: Arc<crate::tools::catalog::ToolCatalog>,
-    ctx: ToolContext,
-    call: ToolCall,
-    caller: Arc<McpCaller>,
-    /// The call's progress reports, when the client asked for them.
-    reports: Option<UnboundedReceiver<ProgressNotificationParam>>,
-    output_schema: Option<Arc<crate::tools::output_schema::OutputSchema>>,
-    client_has_tasks: bool,
 }
 
 /// See [`McpServer::catalog_changes`].
