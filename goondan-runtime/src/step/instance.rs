@@ -871,7 +871,11 @@ async fn run_steps(
         let result = StepNext::new(Arc::clone(&shared.step_chain), core)
             .run(step)
             .await?;
-        append(shared, &result);
+        // The assistant message, then one tool message per result in call order (MW-4).
+        let mut conversation = shared.conversation();
+        conversation.push(result.assistant.clone());
+        conversation.extend(result.tool_messages.iter().cloned());
+        drop(conversation);
         if let Some(spent) = shared.failures.spent() {
             return Err(StepError::RetryBudget {
                 tool: spent.tool,
@@ -1024,13 +1028,6 @@ fn earlier_results(
         }));
     }
     results
-}
-
-/// Appends the assistant message, then one tool message per result in call order (MW-4).
-fn append(shared: &Shared, result: &StepResult) {
-    let mut conversation = shared.conversation();
-    conversation.push(result.assistant.clone());
-    conversation.extend(result.tool_messages.iter().cloned());
 }
 
 struct StepRunner(Arc<Shared>);

@@ -273,20 +273,6 @@ impl ServerLink {
         })
     }
 
-    /// After a call met the server's `challenge` (401, or 403 `insufficient_scope`): a new
-    /// grant, given to the connection's OAuth client and kept in the token store.
-    async fn regrant(&self, auth: &SharedAuth, challenge: &str) -> Result<(), ToolError> {
-        let McpTransport::Http { url, .. } = &self.config.transport else {
-            return Err(not_authorized(
-                &self.config.name,
-                "a stdio server has no OAuth",
-            ));
-        };
-        self.grant_into(url, auth, challenge)
-            .await
-            .map_err(|e| not_authorized(&self.config.name, &e.to_string()))
-    }
-
     /// A new grant after `challenge`, asking for the scopes `auth` holds too, put into `auth`
     /// (the connection's OAuth client): at a start and during a call alike, one at a time.
     async fn grant_into(
@@ -337,11 +323,15 @@ impl ServerLink {
         };
         let mut answer = send(peer.clone(), params.clone()).await?;
         // A token the server refuses, or one without the scope this tool needs: one new grant
-        // (a refresh, a step-up), then the call once more.
-        if let (Some(auth), Err(e)) = (&auth, &answer)
+        // (a refresh, a step-up), given to the connection's OAuth client and kept in the token
+        // store, then the call once more. Only an HTTP server has OAuth.
+        if let (Some(auth), Err(e), McpTransport::Http { url, .. }) =
+            (&auth, &answer, &self.config.transport)
             && let Some(challenge) = e.auth_challenge().map(str::to_owned)
         {
-            self.regrant(auth, &challenge).await?;
+            self.grant_into(url, auth, &challenge)
+                .await
+                .map_err(|e| not_authorized(&self.config.name, &e.to_string()))?;
             if peer.is_transport_closed() {
                 peer = self.peer().await?.0;
             }

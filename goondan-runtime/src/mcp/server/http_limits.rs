@@ -217,18 +217,14 @@ fn is_initialize(body: &[u8]) -> bool {
         .is_some_and(|m| m == "initialize")
 }
 
+/// An answer of `status` whose body is the JSON-RPC error `code` with `message`.
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> HttpResponse {
     let body = json!({
         "jsonrpc": "2.0",
         "id": null,
         "error": {"code": code, "message": message},
     });
-    json_answer(status, body.to_string())
-}
-
-/// An answer of `status` whose body is the JSON `body`.
-fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
-    let mut response = Response::new(Full::new(body.into()).boxed());
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
