@@ -148,7 +148,8 @@ impl ServerHandler for McpServer {
         complete(CompleteRequestParams) -> CompleteResult, CompleteRequestMethod;
         get_prompt(GetPromptRequestParams) -> GetPromptResponse, GetPromptRequestMethod;
         list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult, ListPromptsRequestMethod;
-        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult, ListResourcesRequestMethod;
+        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult,
+            ListResourcesRequestMethod;
         list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult,
             ListResourceTemplatesRequestMethod;
         read_resource(ReadResourceRequestParams) -> ReadResourceResponse, ReadResourceRequestMethod;
