@@ -27,7 +27,7 @@ use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
-use crate::tools::context::{Caller, Message, ToolContext, fresh_id, now_ms};
+use crate::tools::context::{Caller, Message, ToolContext, fresh_id};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
 use crate::tools::toolset::{self, Toolset};
@@ -396,14 +396,8 @@ impl AgentInstance {
             });
         }
         let turn_id = fresh_id("turn");
-        let input = Message {
-            id: fresh_id("msg"),
-            role: "user".to_owned(),
-            content: Some(input.into()),
-            tool_calls: Vec::new(),
-            metadata: serde_json::Map::new(),
-            created_at: now_ms(),
-        };
+        let mut input = Message::assistant(fresh_id("msg"), Some(input.into()), Vec::new());
+        input.role = "user".to_owned();
         self.run_turn_of(input, turn_id, trace_id, cancellation)
             .await
     }

@@ -190,8 +190,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.renewer.abort();
-        let released = lock(&self.shared.state).lost.is_some();
-        if released {
+        if lock(&self.shared.state).lost.is_some() {
             return;
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -248,7 +247,7 @@ impl Shared {
     }
 
     async fn release(&self) -> Result<(), JournalError> {
-        let revision = {
+        let mut revision = {
             let mut state = lock(&self.state);
             if state.lost.is_some() {
                 return Ok(());
@@ -257,7 +256,6 @@ impl Shared {
             state.revision
         };
         let place = format!("lease {}", self.key);
-        let mut revision = revision;
         for _ in 0..3 {
             match self
                 .store
