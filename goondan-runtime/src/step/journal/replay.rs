@@ -123,9 +123,7 @@ impl Replay {
     /// Replays what a journal read back: its warnings (a torn last write) come first.
     pub fn from_recovered(recovered: Recovered) -> Self {
         let mut replay = Self::from_records(recovered.records);
-        let mut warnings = recovered.warnings;
-        warnings.append(&mut replay.warnings);
-        replay.warnings = warnings;
+        replay.warnings.splice(0..0, recovered.warnings);
         replay
     }
 
@@ -336,23 +334,21 @@ impl Replay {
         let Some(turn) = self.unfinished.as_mut() else {
             return;
         };
-        let done = turn.open.as_ref().is_some_and(|o| {
+        let done = |o: &mut OpenStep| {
             o.calls
                 .iter()
                 .all(|c| matches!(c, CallProgress::Finished(_)))
-        });
-        if !done {
+        };
+        let Some(open) = turn.open.take_if(done) else {
             return;
-        }
-        if let Some(open) = turn.open.take() {
-            turn.steps_done = open.step + 1;
-            turn.answered = open.calls.is_empty();
-            self.conversation.push(open.assistant);
-            for call in open.calls {
-                if let CallProgress::Finished(f) = call {
-                    self.conversation
-                        .push(tool_message_at(&f.result, f.tool_message_id, f.at));
-                }
+        };
+        turn.steps_done = open.step + 1;
+        turn.answered = open.calls.is_empty();
+        self.conversation.push(open.assistant);
+        for call in open.calls {
+            if let CallProgress::Finished(f) = call {
+                self.conversation
+                    .push(tool_message_at(&f.result, f.tool_message_id, f.at));
             }
         }
     }
