@@ -107,19 +107,16 @@ impl Bundle {
         &self,
         agent: &str,
     ) -> Result<Vec<McpExtensionConfig>, BundleError> {
-        let res = self.agent(agent)?;
-        let mut out = Vec::new();
-        for (r, _) in res.raw_refs("extensions") {
-            let Ok(r) = r else { continue };
-            let is_mcp = r.package.is_none()
-                && self
-                    .get(&Kind::Extension, &r.name)
-                    .is_some_and(|e| mcp_spec(e).is_some());
-            if is_mcp {
-                out.push(self.mcp_extension(&r.name)?);
-            }
-        }
-        Ok(out)
+        let is_mcp = |name: &str| {
+            self.get(&Kind::Extension, name)
+                .is_some_and(|e| mcp_spec(e).is_some())
+        };
+        let refs = self.agent(agent)?.raw_refs("extensions");
+        refs.into_iter()
+            .filter_map(|(r, _)| r.ok())
+            .filter(|r| r.package.is_none() && is_mcp(&r.name))
+            .map(|r| self.mcp_extension(&r.name))
+            .collect()
     }
 
     /// Every Extension that declares MCP servers, in the bundle's order.
