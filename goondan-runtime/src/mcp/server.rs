@@ -294,17 +294,10 @@ impl McpServer {
         }
     }
 
-    /// The catalog as it is now, and the place in it of the tool published as `name`, if it
-    /// is there.
-    fn find_tool(&self, name: &str) -> Option<(Arc<View>, usize)> {
-        let view = self.current();
-        let at = view.catalog.position(self.shared.renames.goondan(name))?;
-        Some((view, at))
-    }
-
     /// The tool published as `name`, as `tools/list` lists it.
     pub(super) fn listed_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let (view, at) = self.find_tool(name)?;
+        let view = self.current();
+        let at = view.catalog.position(self.shared.renames.goondan(name))?;
         view.tools(&self.shared.renames).get(at).cloned()
     }
 

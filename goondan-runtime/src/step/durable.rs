@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::journal::{INTERRUPTED, Journal, JournalError, JournalPoint, Record, reached};
+use super::lock;
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::calls::middleware::{CallContext, Middleware, MiddlewareFuture, Next};
 use crate::tools::context::ToolContext;
@@ -121,10 +122,7 @@ impl Writer {
         if let Some((from, to, why)) = &lock(&inner.queue).failed
             && (*from..=*to).contains(&ticket)
         {
-            return Err(JournalError::Storage {
-                place: "the run journal".to_owned(),
-                source: why.clone().into(),
-            });
+            return Err(JournalError::storage("the run journal", why.clone()));
         }
         for &point in points {
             reached(point);
@@ -168,10 +166,6 @@ impl Writer {
     pub(crate) async fn flush(&self) -> Result<(), JournalError> {
         self.write(&[], Vec::new).await
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The innermost `toolCall` middleware of a journaled instance: writes the call's start after
@@ -271,10 +265,8 @@ mod tests {
         fn append<'a>(&'a self, records: &'a [Record]) -> JournalFuture<'a, ()> {
             self.appends.fetch_add(1, Ordering::SeqCst);
             if self.fail {
-                return Box::pin(std::future::ready(Err(JournalError::Storage {
-                    place: "test".into(),
-                    source: "the disk is full".into(),
-                })));
+                let full = JournalError::storage("test", "the disk is full");
+                return Box::pin(std::future::ready(Err(full)));
             }
             self.inner.append(records)
         }

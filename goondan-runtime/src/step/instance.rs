@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::StepError;
 use super::caller::AgentCaller;
 use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
 use super::journal::{
@@ -19,6 +18,7 @@ use super::pipeline::{
 };
 use super::submissions::{Submission, Submissions};
 use super::tool_message::{completion_message, tool_message, tool_message_at};
+use super::{StepError, lock};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::guardrail::{Guardrail, Guardrails};
@@ -27,7 +27,7 @@ use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
-use crate::tools::context::{Caller, Message, ToolContext, fresh_id, now_ms};
+use crate::tools::context::{Caller, Message, ToolContext, fresh_id};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
 use crate::tools::toolset::{self, Toolset};
@@ -70,10 +70,6 @@ struct Shared {
     open_step: Mutex<Option<OpenStep>>,
     /// Calls whose result was `pending`, until their completion is in the conversation.
     submissions: Submissions,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
@@ -400,14 +396,8 @@ impl AgentInstance {
             });
         }
         let turn_id = fresh_id("turn");
-        let input = Message {
-            id: fresh_id("msg"),
-            role: "user".to_owned(),
-            content: Some(input.into()),
-            tool_calls: Vec::new(),
-            metadata: serde_json::Map::new(),
-            created_at: now_ms(),
-        };
+        let mut input = Message::assistant(fresh_id("msg"), Some(input.into()), Vec::new());
+        input.role = "user".to_owned();
         self.run_turn_of(input, turn_id, trace_id, cancellation)
             .await
     }
@@ -787,13 +777,7 @@ impl Core<TurnContext> for TurnRunner {
     ) -> BoxFuture<'static, Result<TurnOutcome, StepError>> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
-            let resumed = {
-                let mut unfinished = lock(&shared.unfinished);
-                match unfinished.as_ref() {
-                    Some(t) if t.turn_id == turn.turn_id => unfinished.take(),
-                    _ => None,
-                }
-            };
+            let resumed = lock(&shared.unfinished).take_if(|t| t.turn_id == turn.turn_id);
             let turn_id = turn.turn_id.clone();
             let outcome = run_steps(&shared, turn, resumed).await;
             let end = match &outcome {
@@ -836,12 +820,7 @@ async fn run_steps(
         Some(resumed) => {
             if resumed.answered && shared.submissions.is_empty() {
                 // The model's final answer is journaled; only the Turn's end was not.
-                return Ok(TurnOutcome {
-                    turn_id: turn.turn_id,
-                    trace_id: turn.trace_id,
-                    steps,
-                    end: TurnEnd::Answered,
-                });
+                return Ok(ended(turn, steps, TurnEnd::Answered));
             }
             *lock(&shared.open_step) = resumed.open;
             (resumed.steps_done, resumed.answered)
@@ -886,7 +865,11 @@ async fn run_steps(
         let result = StepNext::new(Arc::clone(&shared.step_chain), core)
             .run(step)
             .await?;
-        append(shared, &result);
+        // The assistant message, then one tool message per result in call order (MW-4).
+        let mut conversation = shared.conversation();
+        conversation.push(result.assistant.clone());
+        conversation.extend(result.tool_messages.iter().cloned());
+        drop(conversation);
         if let Some(spent) = shared.failures.spent() {
             return Err(StepError::RetryBudget {
                 tool: spent.tool,
@@ -897,26 +880,27 @@ async fn run_steps(
         let answered = result.assistant.tool_calls.is_empty();
         steps.push(result);
         if answered && shared.submissions.is_empty() {
-            return Ok(TurnOutcome {
-                turn_id: turn.turn_id,
-                trace_id: turn.trace_id,
-                steps,
-                end: TurnEnd::Answered,
-            });
+            return Ok(ended(turn, steps, TurnEnd::Answered));
         }
         waiting = answered;
     }
     // Out of Steps: a completion still to come joins the next Turn's conversation.
-    Ok(TurnOutcome {
+    let end = if waiting {
+        TurnEnd::Answered
+    } else {
+        TurnEnd::MaxSteps
+    };
+    Ok(ended(turn, steps, end))
+}
+
+/// What `turn` did: its `steps`, ended by `end`.
+fn ended(turn: TurnContext, steps: Vec<StepResult>, end: TurnEnd) -> TurnOutcome {
+    TurnOutcome {
         turn_id: turn.turn_id,
         trace_id: turn.trace_id,
         steps,
-        end: if waiting {
-            TurnEnd::Answered
-        } else {
-            TurnEnd::MaxSteps
-        },
-    })
+        end,
+    }
 }
 
 /// Brings the completions of submitted calls into the conversation, each written to the
@@ -939,7 +923,6 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
             });
         let ctx = call_context(
             shared,
-            (&shared.agent_name, &shared.instance_key),
             (&turn.turn_id, &turn.trace_id),
             &turn.cancellation,
             message,
@@ -997,14 +980,13 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
 /// The context of the calls of the assistant message `message` (CTX-5).
 fn call_context(
     shared: &Shared,
-    (agent_name, instance_key): (&str, &str),
     (turn_id, trace_id): (&str, &str),
     cancellation: &CancellationToken,
     message: Message,
 ) -> ToolContext {
     let mut ctx = ToolContext::builder(shared.workdir.clone())
-        .agent_name(agent_name.to_owned())
-        .instance_key(instance_key.to_owned())
+        .agent_name(shared.agent_name.clone())
+        .instance_key(shared.instance_key.clone())
         .turn_id(turn_id.to_owned())
         .trace_id(trace_id.to_owned())
         .cancellation(cancellation.clone())
@@ -1042,13 +1024,6 @@ fn earlier_results(
     results
 }
 
-/// Appends the assistant message, then one tool message per result in call order (MW-4).
-fn append(shared: &Shared, result: &StepResult) {
-    let mut conversation = shared.conversation();
-    conversation.push(result.assistant.clone());
-    conversation.extend(result.tool_messages.iter().cloned());
-}
-
 struct StepRunner(Arc<Shared>);
 
 impl Core<StepContext> for StepRunner {
@@ -1058,13 +1033,7 @@ impl Core<StepContext> for StepRunner {
     ) -> BoxFuture<'static, Result<StepResult, StepError>> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
-            let resumed = {
-                let mut open = lock(&shared.open_step);
-                match open.as_ref() {
-                    Some(o) if o.step == step.step => open.take(),
-                    _ => None,
-                }
-            };
+            let resumed = lock(&shared.open_step).take_if(|o| o.step == step.step);
             let catalog;
             let (assistant, usage, progress, answered_now) = match resumed {
                 Some(open) => {
@@ -1125,34 +1094,21 @@ impl Core<StepContext> for StepRunner {
             // CTX-5: every call of this Step sees the assistant message that holds it.
             let ctx = call_context(
                 &shared,
-                (&step.agent_name, &step.instance_key),
                 (&step.turn_id, &step.trace_id),
                 &step.cancellation,
                 assistant.clone(),
             );
             let calls = assistant.tool_calls.clone().into_iter().zip(progress);
             let run = |(call, progress)| run_call(&shared, &ctx, &catalog, call, progress);
+            // At most `concurrency` calls at once (one: one after another), in call order.
             let finished: Vec<Result<(ToolCallResult, Message), StepError>> =
-                if shared.concurrency <= 1 {
-                    let mut out = Vec::with_capacity(assistant.tool_calls.len());
-                    for call in calls {
-                        out.push(run(call).await);
-                    }
-                    out
-                } else {
-                    futures_util::stream::iter(calls)
-                        .map(run)
-                        .buffered(shared.concurrency)
-                        .collect()
-                        .await
-                };
-            let mut results = Vec::with_capacity(finished.len());
-            let mut tool_messages = Vec::with_capacity(finished.len());
-            for f in finished {
-                let (result, message) = f?;
-                results.push(result);
-                tool_messages.push(message);
-            }
+                futures_util::stream::iter(calls)
+                    .map(run)
+                    .buffered(shared.concurrency)
+                    .collect()
+                    .await;
+            let finished = finished.into_iter().collect::<Result<Vec<_>, _>>()?;
+            let (results, tool_messages) = finished.into_iter().unzip();
             // The results not yet written go before the model sees them.
             shared.journal.flush().await?;
             Ok(StepResult {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::lock;
 use crate::tools::catalog::ToolCatalog;
 use crate::tools::context::Message;
 use crate::tools::result::ToolCall;
@@ -129,19 +130,15 @@ impl ModelResponse {
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: Some(content.into()),
-            tool_calls: Vec::new(),
-            usage: None,
-            metadata: serde_json::Map::new(),
+            ..Self::default()
         }
     }
 
     /// Tool calls.
     pub fn calls(calls: impl IntoIterator<Item = ToolCall>) -> Self {
         Self {
-            content: None,
             tool_calls: calls.into_iter().collect(),
-            usage: None,
-            metadata: serde_json::Map::new(),
+            ..Self::default()
         }
     }
 }
@@ -257,12 +254,12 @@ impl ScriptedModel {
 
     /// How many answers are left.
     pub fn remaining(&self) -> usize {
-        self.script.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.script).len()
     }
 
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<ModelRequest> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.seen).clone()
     }
 
     /// The catalog names of every request, in order: what the model was shown, Step by Step.
@@ -276,15 +273,8 @@ impl ScriptedModel {
 
 impl Model for ScriptedModel {
     fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(request.clone());
-        let next = self
-            .script
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
+        lock(&self.seen).push(request.clone());
+        let next = lock(&self.script).pop_front();
         let step = request.step;
         Box::pin(async move { next.ok_or(ModelError::ScriptExhausted { step }) })
     }

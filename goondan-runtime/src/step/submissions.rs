@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use futures_util::future::select_all;
 
 use super::journal::Submitted;
+use super::lock;
 use crate::calls::pending::{PendingResults, PendingState};
 use crate::tools::error::ToolError;
 use crate::tools::result::{ToolCall, ToolCallResult};
@@ -28,24 +29,19 @@ pub(crate) struct Submission {
 pub(crate) struct Submissions(Mutex<Vec<Submission>>);
 
 impl Submissions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Submission>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Keeps the calls a journal says were submitted and never completed: their process is
     /// gone, and so are their handles.
     pub(crate) fn restore(&self, submitted: Vec<Submitted>) {
-        self.lock()
-            .extend(submitted.into_iter().map(|s| Submission {
-                message_id: s.message_id,
-                call: s.call,
-                handle: None,
-            }));
+        lock(&self.0).extend(submitted.into_iter().map(|s| Submission {
+            message_id: s.message_id,
+            call: s.call,
+            handle: None,
+        }));
     }
 
     /// Keeps `call`, submitted under `handle`.
     pub(crate) fn track(&self, message_id: &str, call: &ToolCall, handle: &str) {
-        self.lock().push(Submission {
+        lock(&self.0).push(Submission {
             message_id: message_id.to_owned(),
             call: call.clone(),
             handle: Some(handle.to_owned()),
@@ -54,12 +50,12 @@ impl Submissions {
 
     /// Whether no submitted call waits for its completion.
     pub(crate) fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        lock(&self.0).is_empty()
     }
 
     /// Takes the calls that a process which stopped had submitted.
     pub(crate) fn take_orphans(&self) -> Vec<Submission> {
-        let mut all = self.lock();
+        let mut all = lock(&self.0);
         let (orphans, running) = std::mem::take(&mut *all)
             .into_iter()
             .partition(|s| s.handle.is_none());
@@ -70,7 +66,7 @@ impl Submissions {
     /// Takes the calls whose completion is there, with it, in the order they were submitted.
     /// A handle the executor no longer knows completes with an error rather than never.
     pub(crate) fn take_ready(&self, pending: &PendingResults) -> Vec<(Submission, ToolCallResult)> {
-        let mut all = self.lock();
+        let mut all = lock(&self.0);
         let mut ready = Vec::new();
         let mut running = Vec::with_capacity(all.len());
         for submission in std::mem::take(&mut *all) {
@@ -107,8 +103,7 @@ impl Submissions {
     /// Returns once one of the calls submitted in this process has finished (at once when
     /// none runs).
     pub(crate) async fn one_finished(&self, pending: &PendingResults) {
-        let handles: Vec<String> = self
-            .lock()
+        let handles: Vec<String> = lock(&self.0)
             .iter()
             .filter_map(|s| s.handle.clone())
             .collect();

@@ -146,21 +146,17 @@ impl Access {
                     .zip(url::Url::parse(url).ok())
                     .and_then(|(c, base)| WWWAuthenticateParams::parse(c, &base).scope)
                     .unwrap_or_default();
+                // A grant holding scopes asks for them and the challenged ones; then the
+                // configured ones, each once.
+                let step_up = (!granted.is_empty()).then(|| {
+                    let held = granted.iter().map(String::as_str);
+                    held.chain(challenged.split_whitespace())
+                });
+                let configured = client.scopes.iter().map(String::as_str);
                 let mut scopes: Vec<String> = Vec::new();
-                if !granted.is_empty() {
-                    for s in granted
-                        .iter()
-                        .map(String::as_str)
-                        .chain(challenged.split_whitespace())
-                    {
-                        if !scopes.iter().any(|have| have == s) {
-                            scopes.push(s.to_owned());
-                        }
-                    }
-                }
-                for s in &client.scopes {
-                    if !scopes.contains(s) {
-                        scopes.push(s.clone());
+                for s in step_up.into_iter().flatten().chain(configured) {
+                    if !scopes.iter().any(|have| have == s) {
+                        scopes.push(s.to_owned());
                     }
                 }
                 if !scopes.is_empty() {

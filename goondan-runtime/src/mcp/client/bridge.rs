@@ -10,6 +10,7 @@ use super::link::{ServerLink, ServerStatus, ToolsChanged};
 use super::token_store::TokenStore;
 use crate::calls::middleware::Middleware;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
+use crate::mcp::lock;
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
 use crate::tools::context::ToolContext;
 use crate::tools::handler::{Handler, HandlerError, HandlerFuture};
@@ -199,7 +200,7 @@ impl Extension for McpExtension {
         for link in self.links.iter() {
             register_tools(registry, &self.name, link);
         }
-        let mut sinks = self.registrar.lock();
+        let mut sinks = lock(&self.registrar.sinks);
         sinks.retain(|s| s.strong_count() > 0);
         sinks.push(Arc::downgrade(registry));
         api.pipeline.register(
@@ -221,15 +222,9 @@ struct Registrar {
     sinks: Mutex<Vec<Weak<ToolRegistry>>>,
 }
 
-impl Registrar {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<ToolRegistry>>> {
-        self.sinks.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 impl ToolsChanged for Registrar {
     fn tools_changed(&self, link: &Arc<ServerLink>) {
-        let registries: Vec<_> = self.lock().iter().filter_map(Weak::upgrade).collect();
+        let registries: Vec<_> = lock(&self.sinks).iter().filter_map(Weak::upgrade).collect();
         for registry in &registries {
             register_tools(registry, &self.extension, link);
         }
@@ -309,10 +304,7 @@ impl Middleware<StepContext> for Withdrawn {
         next: StepNext,
     ) -> StepFuture<'static, StepResult> {
         step.tool_catalog.retain(|item| {
-            let Some(source) = item.source() else {
-                return true;
-            };
-            let Some(mcp) = source.mcp.as_ref() else {
+            let Some((source, Some(mcp))) = item.source().map(|s| (s, s.mcp.as_ref())) else {
                 return true;
             };
             if source.kind != SourceKind::Mcp || mcp.extension_name != self.extension {

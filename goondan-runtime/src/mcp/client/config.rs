@@ -173,11 +173,8 @@ impl McpServerConfig {
 
     /// Adds an argument of a stdio server's command (no effect on an HTTP server).
     #[must_use]
-    pub fn arg(mut self, arg: impl Into<String>) -> Self {
-        if let McpTransport::Stdio { args, .. } = &mut self.transport {
-            args.push(arg.into());
-        }
-        self
+    pub fn arg(self, arg: impl Into<String>) -> Self {
+        self.args([arg])
     }
 
     /// Adds arguments of a stdio server's command.
@@ -429,6 +426,10 @@ impl McpExtensionConfig {
     /// Checks the server names (each a valid resource name, no two alike) and headers.
     pub fn check(&self) -> Result<(), McpConfigError> {
         let mut seen = std::collections::HashSet::new();
+        let known: Vec<_> = rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
         for s in &self.servers {
             validate_resource_name(&s.name).map_err(|source| McpConfigError::ServerName {
                 server: s.name.clone(),
@@ -440,14 +441,8 @@ impl McpExtensionConfig {
                 });
             }
             if let Some(version) = &s.protocol_version
-                && !rmcp::model::ProtocolVersion::KNOWN_VERSIONS
-                    .iter()
-                    .any(|k| k.as_str() == version)
+                && !known.contains(&version.as_str())
             {
-                let known: Vec<_> = rmcp::model::ProtocolVersion::KNOWN_VERSIONS
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect();
                 return Err(McpConfigError::ProtocolVersion {
                     server: s.name.clone(),
                     version: version.clone(),

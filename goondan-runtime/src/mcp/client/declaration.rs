@@ -107,19 +107,16 @@ impl Bundle {
         &self,
         agent: &str,
     ) -> Result<Vec<McpExtensionConfig>, BundleError> {
-        let res = self.agent(agent)?;
-        let mut out = Vec::new();
-        for (r, _) in res.raw_refs("extensions") {
-            let Ok(r) = r else { continue };
-            let is_mcp = r.package.is_none()
-                && self
-                    .get(&Kind::Extension, &r.name)
-                    .is_some_and(|e| mcp_spec(e).is_some());
-            if is_mcp {
-                out.push(self.mcp_extension(&r.name)?);
-            }
-        }
-        Ok(out)
+        let is_mcp = |name: &str| {
+            self.get(&Kind::Extension, name)
+                .is_some_and(|e| mcp_spec(e).is_some())
+        };
+        let refs = self.agent(agent)?.raw_refs("extensions");
+        refs.into_iter()
+            .filter_map(|(r, _)| r.ok())
+            .filter(|r| r.package.is_none() && is_mcp(&r.name))
+            .map(|r| self.mcp_extension(&r.name))
+            .collect()
     }
 
     /// Every Extension that declares MCP servers, in the bundle's order.
@@ -189,6 +186,79 @@ fn read(r: &Resource, dir: &Path, out: &mut Vec<Diagnostic>) -> McpExtensionConf
     config
 }
 
+/// The fields of one mapping of `spec.mcp` at the pointer `at`, read with each problem pushed
+/// to `out`.
+struct Fields<'a> {
+    r: &'a Resource,
+    at: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+impl Fields<'_> {
+    /// An error about the field `key`.
+    fn error(&self, key: &str, message: impl Into<String>, out: &mut Vec<Diagnostic>) {
+        out.push(self.r.error_at(&format!("{}/{key}", self.at), message));
+    }
+
+    /// A string; `nonempty`: one that is not empty.
+    fn text(&self, key: &str, nonempty: bool, out: &mut Vec<Diagnostic>) -> Option<String> {
+        match self.map.get(key)? {
+            Value::String(s) if !(nonempty && s.is_empty()) => Some(s.clone()),
+            _ if nonempty => {
+                self.error(key, format!("`{key}` must be a non-empty string"), out);
+                None
+            }
+            _ => {
+                self.error(key, format!("`{key}` must be a string"), out);
+                None
+            }
+        }
+    }
+
+    fn list(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<Vec<String>> {
+        let items = self.map.get(key)?.as_array().and_then(|a| {
+            a.iter()
+                .map(|x| x.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+        });
+        if items.is_none() {
+            self.error(key, format!("`{key}` must be a list of strings"), out);
+        }
+        items
+    }
+
+    fn pairs(&self, key: &str, out: &mut Vec<Diagnostic>) -> Vec<(String, String)> {
+        let Some(v) = self.map.get(key) else {
+            return Vec::new();
+        };
+        let pairs = v.as_object().and_then(|m| {
+            m.iter()
+                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect::<Option<Vec<_>>>()
+        });
+        pairs.unwrap_or_else(|| {
+            self.error(key, format!("`{key}` must map names to strings"), out);
+            Vec::new()
+        })
+    }
+
+    fn millis(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<Duration> {
+        let ms = self.map.get(key)?.as_u64().filter(|ms| *ms > 0);
+        if ms.is_none() {
+            let why = format!("`{key}` must be a positive number of milliseconds");
+            self.error(key, why, out);
+        }
+        ms.map(Duration::from_millis)
+    }
+
+    /// An error for each of `keys` that is there: they belong to the other kind of server.
+    fn misplaced(&self, keys: &[&str], why: &str, out: &mut Vec<Diagnostic>) {
+        for key in keys.iter().filter(|k| self.map.contains_key(**k)) {
+            self.error(key, format!("`{key}` is for {why}"), out);
+        }
+    }
+}
+
 fn server(
     r: &Resource,
     at: &str,
@@ -202,80 +272,27 @@ fn server(
             "unknown field `{key}` of an MCP server: kept, not used"
         )));
     }
-    let text = |key: &str, out: &mut Vec<Diagnostic>| match map.get(key) {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            out.push(
-                r.locus_of(&format!("{at}/{key}"))
-                    .error(format!("`{key}` must be a string")),
-            );
-            None
-        }
-    };
-    let list = |key: &str, out: &mut Vec<Diagnostic>| -> Option<Vec<String>> {
-        let v = map.get(key)?;
-        let items = v.as_array().and_then(|a| {
-            a.iter()
-                .map(|x| x.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-        });
-        if items.is_none() {
-            out.push(
-                r.locus_of(&format!("{at}/{key}"))
-                    .error(format!("`{key}` must be a list of strings")),
-            );
-        }
-        items
-    };
-    let pairs = |key: &str, out: &mut Vec<Diagnostic>| -> Vec<(String, String)> {
-        let Some(v) = map.get(key) else {
-            return Vec::new();
-        };
-        let pairs = v.as_object().and_then(|m| {
-            m.iter()
-                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                .collect::<Option<Vec<_>>>()
-        });
-        pairs.unwrap_or_else(|| {
-            out.push(
-                r.locus_of(&format!("{at}/{key}"))
-                    .error(format!("`{key}` must map names to strings")),
-            );
-            Vec::new()
-        })
-    };
-    let millis = |key: &str, out: &mut Vec<Diagnostic>| -> Option<Duration> {
-        let v = map.get(key)?;
-        let ms = v.as_u64().filter(|ms| *ms > 0);
-        if ms.is_none() {
-            out.push(
-                r.locus_of(&format!("{at}/{key}"))
-                    .error(format!("`{key}` must be a positive number of milliseconds")),
-            );
-        }
-        ms.map(Duration::from_millis)
-    };
-    let name = text("name", out);
+    let f = Fields { r, at, map };
+    let name = f.text("name", false, out);
     if name.is_none() && !map.contains_key("name") {
-        out.push(
-            r.locus_of(at)
-                .error("an MCP server needs a `name` (its tools are `{name}__{tool}`)"),
-        );
+        out.push(r.error_at(
+            at,
+            "an MCP server needs a `name` (its tools are `{name}__{tool}`)",
+        ));
     }
-    let command = text("command", out);
-    let url = text("url", out);
+    let command = f.text("command", false, out);
+    let url = f.text("url", false, out);
     let mut server = match (command, url) {
         (Some(command), None) => {
             let mut s =
                 McpServerConfig::stdio(name.clone().unwrap_or_default(), resolve(dir, &command));
-            if let Some(args) = list("args", out) {
+            if let Some(args) = f.list("args", out) {
                 s = s.args(args);
             }
-            for (k, v) in pairs("env", out) {
+            for (k, v) in f.pairs("env", out) {
                 s = s.env(k, v);
             }
-            if let Some(cwd) = text("cwd", out) {
+            if let Some(cwd) = f.text("cwd", false, out) {
                 s = s.cwd(dir.join(cwd));
             }
             // Read by the program that starts the server (goondan-base's sandbox), which
@@ -283,68 +300,56 @@ fn server(
             if let Some(setting) = map.get("sandbox") {
                 s = s.sandbox(setting.clone());
             }
-            for key in ["headers", "auth"] {
-                if map.contains_key(key) {
-                    out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
-                        "`{key}` is for `url` servers; a `command` server takes `env`"
-                    )));
-                }
-            }
+            let why = "`url` servers; a `command` server takes `env`";
+            f.misplaced(&["headers", "auth"], why, out);
             s
         }
         (None, Some(url)) => {
             let mut s = McpServerConfig::http(name.clone().unwrap_or_default(), url);
-            for (k, v) in pairs("headers", out) {
+            for (k, v) in f.pairs("headers", out) {
                 s = s.header(k, v);
             }
             if let Some(auth) = map.get("auth") {
                 s = s.auth(auth_of(r, &format!("{at}/auth"), auth, dir, out));
             }
-            for key in ["args", "env", "cwd", "sandbox"] {
-                if map.contains_key(key) {
-                    out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
-                        "`{key}` is for `command` servers; a `url` server takes `headers`"
-                    )));
-                }
-            }
+            let why = "`command` servers; a `url` server takes `headers`";
+            f.misplaced(&["args", "env", "cwd", "sandbox"], why, out);
             s
         }
         (Some(_), Some(_)) => {
-            out.push(r.locus_of(at).error(
+            out.push(r.error_at(
+                at,
                 "an MCP server has either `command` (stdio) or `url` (Streamable HTTP), not both",
             ));
             return None;
         }
         (None, None) => {
-            out.push(
-                r.locus_of(at)
-                    .error("an MCP server needs `command` (stdio) or `url` (Streamable HTTP)"),
-            );
+            out.push(r.error_at(
+                at,
+                "an MCP server needs `command` (stdio) or `url` (Streamable HTTP)",
+            ));
             return None;
         }
     };
-    if let Some(include) = list("include", out) {
+    if let Some(include) = f.list("include", out) {
         server = server.include(include);
     }
-    if let Some(exclude) = list("exclude", out) {
+    if let Some(exclude) = f.list("exclude", out) {
         server = server.exclude(exclude);
     }
-    if let Some(t) = millis("startupTimeoutMs", out) {
+    if let Some(t) = f.millis("startupTimeoutMs", out) {
         server = server.startup_timeout(t);
     }
-    if let Some(t) = millis("callTimeoutMs", out) {
+    if let Some(t) = f.millis("callTimeoutMs", out) {
         server = server.call_timeout(t);
     }
-    if let Some(version) = text("protocolVersion", out) {
+    if let Some(version) = f.text("protocolVersion", false, out) {
         server = server.protocol_version(version);
     }
     match map.get("sampling") {
         None => {}
         Some(Value::Bool(allowed)) => server = server.sampling(*allowed),
-        Some(_) => out.push(
-            r.locus_of(&format!("{at}/sampling"))
-                .error("`sampling` is `true` or `false`"),
-        ),
+        Some(_) => f.error("sampling", "`sampling` is `true` or `false`", out),
     }
     let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
     (!failed && name.is_some()).then_some(server)
@@ -359,12 +364,12 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
         Value::Object(m) if m.len() == 1 => match m.iter().next() {
             Some((k, Value::Object(f))) => (k.as_str(), f),
             _ => {
-                out.push(r.locus_of(at).error(shapes));
+                out.push(r.error_at(at, shapes));
                 return McpAuth::None;
             }
         },
         _ => {
-            out.push(r.locus_of(at).error(shapes));
+            out.push(r.error_at(at, shapes));
             return McpAuth::None;
         }
     };
@@ -373,9 +378,14 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
         "oauth" => OAUTH_KEYS,
         "clientCredentials" => CLIENT_CREDENTIALS_KEYS,
         _ => {
-            out.push(r.locus_of(&at).error(shapes));
+            out.push(r.error_at(&at, shapes));
             return McpAuth::None;
         }
+    };
+    let f = Fields {
+        r,
+        at: &at,
+        map: fields,
     };
     for key in fields.keys().filter(|k| !known.contains(&k.as_str())) {
         let why = if key == "clientSecret" || key == "privateKey" {
@@ -388,74 +398,54 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
                 known.join(", ")
             )
         };
-        out.push(r.locus_of(&format!("{at}/{key}")).error(why));
+        f.error(key, why, out);
     }
-    let text = |key: &str, out: &mut Vec<Diagnostic>| match fields.get(key) {
-        None => None,
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(_) => {
-            out.push(
-                r.locus_of(&format!("{at}/{key}"))
-                    .error(format!("`{key}` must be a non-empty string")),
-            );
-            None
-        }
-    };
-    let scopes = match fields.get("scopes") {
-        None => Vec::new(),
-        Some(v) => v
-            .as_array()
-            .and_then(|a| a.iter().map(|x| x.as_str().map(str::to_owned)).collect())
-            .unwrap_or_else(|| {
-                out.push(
-                    r.locus_of(&format!("{at}/scopes"))
-                        .error("`scopes` must be a list of strings"),
-                );
-                Vec::new()
-            }),
-    };
-    let secret_env = text("clientSecretEnv", out).map(Secret::from_env);
+    let scopes = f.list("scopes", out).unwrap_or_default();
+    let secret_env = f.text("clientSecretEnv", true, out).map(Secret::from_env);
     if kind == "oauth" {
         let mut client = OAuthClient::new().scopes(scopes);
-        if let Some(id) = text("clientId", out) {
+        if let Some(id) = f.text("clientId", true, out) {
             client = client.client_id(id);
         }
         if let Some(secret) = secret_env {
             client = client.client_secret(secret);
         }
-        if let Some(url) = text("clientMetadataUrl", out) {
+        if let Some(url) = f.text("clientMetadataUrl", true, out) {
             client = client.client_metadata_url(url);
         }
         return McpAuth::OAuth(client);
     }
-    let Some(id) = text("clientId", out) else {
-        out.push(
-            r.locus_of(&at)
-                .error("`clientCredentials` needs a `clientId`"),
-        );
+    let Some(id) = f.text("clientId", true, out) else {
+        out.push(r.error_at(&at, "`clientCredentials` needs a `clientId`"));
         return McpAuth::None;
     };
-    let key_file = text("privateKeyFile", out);
-    let credentials =
-        match (secret_env, key_file) {
-            (Some(secret), None) => ClientCredentials::secret(id, secret),
-            (None, Some(file)) => {
-                let name = text("algorithm", out).unwrap_or_else(|| "ES256".to_owned());
-                let Some(algorithm) = JwtAlgorithm::from_name(&name) else {
-                    out.push(r.locus_of(&format!("{at}/algorithm")).error(format!(
+    let key_file = f.text("privateKeyFile", true, out);
+    let credentials = match (secret_env, key_file) {
+        (Some(secret), None) => ClientCredentials::secret(id, secret),
+        (None, Some(file)) => {
+            let name = f
+                .text("algorithm", true, out)
+                .unwrap_or_else(|| "ES256".to_owned());
+            let Some(algorithm) = JwtAlgorithm::from_name(&name) else {
+                f.error(
+                    "algorithm",
+                    format!(
                         "`algorithm` is one of RS256, RS384, RS512, ES256, ES384, not `{name}`"
-                    )));
-                    return McpAuth::None;
-                };
-                ClientCredentials::private_key_jwt(id, Secret::from_file(dir.join(file)), algorithm)
-            }
-            _ => {
-                out.push(r.locus_of(&at).error(
-                    "`clientCredentials` needs one of `clientSecretEnv` and `privateKeyFile`",
-                ));
+                    ),
+                    out,
+                );
                 return McpAuth::None;
-            }
-        };
+            };
+            ClientCredentials::private_key_jwt(id, Secret::from_file(dir.join(file)), algorithm)
+        }
+        _ => {
+            out.push(r.error_at(
+                &at,
+                "`clientCredentials` needs one of `clientSecretEnv` and `privateKeyFile`",
+            ));
+            return McpAuth::None;
+        }
+    };
     McpAuth::ClientCredentials(credentials.scopes(scopes))
 }
 

@@ -11,8 +11,9 @@
 use rmcp::model::{InputRequiredResult, InputResponses};
 use serde_json::{Value, json};
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
+use crate::mcp::lock;
 use crate::tools::context::{AskError, Question, ToolContext};
 
 /// How many input-required rounds one call may take before the bridge gives up on it.
@@ -104,22 +105,18 @@ pub(crate) struct AskingGuard<'a> {
 impl Asking {
     pub(crate) fn enter(&self, ctx: &ToolContext) -> AskingGuard<'_> {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.lock().push((id, ctx.clone()));
+        lock(&self.running).push((id, ctx.clone()));
         AskingGuard { asking: self, id }
     }
 
     pub(crate) fn latest(&self) -> Option<ToolContext> {
-        self.lock().last().map(|(_, ctx)| ctx.clone())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Vec<(u64, ToolContext)>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.running).last().map(|(_, ctx)| ctx.clone())
     }
 }
 
 impl Drop for AskingGuard<'_> {
     fn drop(&mut self) {
-        self.asking.lock().retain(|(id, _)| *id != self.id);
+        lock(&self.asking.running).retain(|(id, _)| *id != self.id);
     }
 }
 

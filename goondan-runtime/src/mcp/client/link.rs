@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
@@ -35,6 +35,7 @@ use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
 use super::task;
 use crate::calls::refusal;
+use crate::mcp::lock;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::Outcome;
@@ -151,10 +152,6 @@ impl ServerLink {
         link
     }
 
-    fn listed(&self) -> MutexGuard<'_, Listed> {
-        self.listed.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Where the server stands.
     pub(crate) fn status(&self) -> ServerStatus {
         match &*self.state.borrow() {
@@ -178,12 +175,12 @@ impl ServerLink {
 
     /// The current tools, by local name.
     pub(crate) fn tools(&self) -> BTreeMap<String, RemoteTool> {
-        self.listed().tools.clone()
+        lock(&self.listed).tools.clone()
     }
 
     /// Whether `local` is a tool the server lists now.
     pub(crate) fn lists(&self, local: &str) -> bool {
-        self.listed().tools.contains_key(local)
+        lock(&self.listed).tools.contains_key(local)
     }
 
     /// Lists the tools again (after `why`); a failed listing keeps the tools as they were.
@@ -192,7 +189,7 @@ impl ServerLink {
         match tokio::time::timeout(self.config.startup_timeout, list_tools(peer)).await {
             Ok(Ok(listing)) => {
                 if self.set_tools(listing) {
-                    self.notify_changed();
+                    self.changed.tools_changed(self);
                 }
             }
             Ok(Err(e)) => {
@@ -202,15 +199,6 @@ impl ServerLink {
                 tracing::warn!(target: "goondan::mcp", server = %server, "`tools/list` after {why} timed out");
             }
         }
-    }
-
-    /// How long the current listing is fresh.
-    fn fresh_for(&self) -> Option<Duration> {
-        self.listed().fresh_for
-    }
-
-    fn notify_changed(self: &Arc<Self>) {
-        self.changed.tools_changed(self);
     }
 
     /// Stops the supervisor and the server.
@@ -223,7 +211,7 @@ impl ServerLink {
     /// changed.
     fn set_tools(&self, listing: Listing) -> bool {
         let server = self.config.name();
-        let mut listed = self.listed();
+        let mut listed = lock(&self.listed);
         listed.fresh_for = listing.fresh_for;
         let listing = listing.tools;
         let mut tools = BTreeMap::new();
@@ -285,20 +273,6 @@ impl ServerLink {
         })
     }
 
-    /// After a call met the server's `challenge` (401, or 403 `insufficient_scope`): a new
-    /// grant, given to the connection's OAuth client and kept in the token store.
-    async fn regrant(&self, auth: &SharedAuth, challenge: &str) -> Result<(), ToolError> {
-        let McpTransport::Http { url, .. } = &self.config.transport else {
-            return Err(not_authorized(
-                &self.config.name,
-                "a stdio server has no OAuth",
-            ));
-        };
-        self.grant_into(url, auth, challenge)
-            .await
-            .map_err(|e| not_authorized(&self.config.name, &e.to_string()))
-    }
-
     /// A new grant after `challenge`, asking for the scopes `auth` holds too, put into `auth`
     /// (the connection's OAuth client): at a start and during a call alike, one at a time.
     async fn grant_into(
@@ -349,11 +323,15 @@ impl ServerLink {
         };
         let mut answer = send(peer.clone(), params.clone()).await?;
         // A token the server refuses, or one without the scope this tool needs: one new grant
-        // (a refresh, a step-up), then the call once more.
-        if let (Some(auth), Err(e)) = (&auth, &answer)
+        // (a refresh, a step-up), given to the connection's OAuth client and kept in the token
+        // store, then the call once more. Only an HTTP server has OAuth.
+        if let (Some(auth), Err(e), McpTransport::Http { url, .. }) =
+            (&auth, &answer, &self.config.transport)
             && let Some(challenge) = e.auth_challenge().map(str::to_owned)
         {
-            self.regrant(auth, &challenge).await?;
+            self.grant_into(url, auth, &challenge)
+                .await
+                .map_err(|e| not_authorized(&self.config.name, &e.to_string()))?;
             if peer.is_transport_closed() {
                 peer = self.peer().await?.0;
             }
@@ -368,25 +346,22 @@ impl ServerLink {
             }
         }
         let server = &self.config.name;
+        let refused = |why: &str| outcome::remote_error(server, &remote, why);
         // Input required (2026-07-28): the answers and the server's state, then the call
         // again, a bounded number of times.
         let mut rounds = 0;
         while let Ok(CallToolResponse::InputRequired(needed)) = answer {
             if rounds == input::MAX_INPUT_ROUNDS {
-                return Err(outcome::remote_error(
-                    server,
-                    &remote,
-                    &format!(
-                        "the server asked for input {} times without finishing",
-                        input::MAX_INPUT_ROUNDS
-                    ),
-                ));
+                return Err(refused(&format!(
+                    "the server asked for input {} times without finishing",
+                    input::MAX_INPUT_ROUNDS
+                )));
             }
             rounds += 1;
             let only_state = needed.input_requests.as_ref().is_none_or(|r| r.is_empty());
             let (responses, state) = input::answer_all(&ctx, needed, self.config.sampling)
                 .await
-                .map_err(|why| outcome::remote_error(server, &remote, &why))?;
+                .map_err(|why| refused(&why))?;
             if only_state {
                 // Nothing was asked: the server is still working; not a busy loop.
                 tokio::time::sleep(Duration::from_millis(50 << rounds.min(5))).await;
@@ -404,18 +379,14 @@ impl ServerLink {
                 created.task,
                 limit,
             ))),
-            Ok(_) => Err(outcome::remote_error(
-                server,
-                &remote,
+            Ok(_) => Err(refused(
                 "the server answered `tools/call` with a reply this client does not know",
             )),
-            Err(ServiceError::McpError(e)) => {
-                Err(outcome::remote_error(server, &remote, &e.message))
-            }
+            Err(ServiceError::McpError(e)) => Err(refused(&e.message)),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => Err(
                 unavailable(server, &format!("stopped while running `{remote}`")),
             ),
-            Err(e) => Err(outcome::remote_error(server, &remote, &e.to_string())),
+            Err(e) => Err(refused(&e.to_string())),
         }
     }
 
@@ -454,7 +425,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                 let peer = running.peer().clone();
                 backoff = Backoff::default();
                 strong.state.send_replace(State::Up { peer, pid, auth });
-                strong.notify_changed();
+                strong.changed.tools_changed(&strong);
                 Some((running, keep))
             }
             Ok(Err(StartError::Down(reason))) => {
@@ -548,7 +519,7 @@ async fn refresh(link: Weak<ServerLink>, peer: Peer<RoleClient>, token: Cancella
     loop {
         let Some(fresh_for) = link
             .upgrade()
-            .and_then(|l| l.fresh_for())
+            .and_then(|l| lock(&l.listed).fresh_for)
             .filter(|d| !d.is_zero())
         else {
             return;
@@ -623,18 +594,14 @@ fn lifecycle(config: &McpServerConfig) -> ClientLifecycleMode {
     use rmcp::model::ProtocolVersion;
     match config.protocol_version.as_deref() {
         Some(v) if stateless(config) => {
-            let mut preferred: Vec<ProtocolVersion> = ProtocolVersion::KNOWN_VERSIONS
-                .iter()
-                .filter(|k| k.as_str() == v)
-                .cloned()
-                .collect();
-            preferred.extend(
+            // The configured version first, then the others, newest first.
+            let (mut preferred, others): (Vec<ProtocolVersion>, Vec<_>) =
                 ProtocolVersion::KNOWN_VERSIONS
                     .iter()
                     .rev()
-                    .filter(|k| k.as_str() != v)
-                    .cloned(),
-            );
+                    .cloned()
+                    .partition(|k| k.as_str() == v);
+            preferred.extend(others);
             ClientLifecycleMode::Discover {
                 preferred_versions: preferred,
             }
@@ -800,6 +767,20 @@ enum Refused {
     Other(String),
 }
 
+impl Refused {
+    /// The refusal of `error`, an authorization one when it carries a `challenge`.
+    fn of(challenge: Option<&str>, error: &dyn std::fmt::Display) -> Self {
+        let message = error.to_string();
+        match challenge {
+            Some(challenge) => Self::Auth {
+                challenge: challenge.to_owned(),
+                message,
+            },
+            None => Self::Other(message),
+        }
+    }
+}
+
 /// Connects with `transport` and lists the tools: one attempt of an authorized start.
 async fn connect_and_list<T, E, A>(
     notifier: Notifier,
@@ -812,13 +793,7 @@ where
 {
     let running = serve_client_with_lifecycle(notifier, transport, lifecycle)
         .await
-        .map_err(|e| match e.auth_challenge() {
-            Some(challenge) => Refused::Auth {
-                challenge: challenge.to_owned(),
-                message: e.to_string(),
-            },
-            None => Refused::Other(e.to_string()),
-        })?;
+        .map_err(|e| Refused::of(e.auth_challenge(), &e))?;
     match list_tools(running.peer()).await {
         Ok(tools) => Ok((running, tools)),
         Err(e) => {
@@ -826,13 +801,7 @@ where
                 ListError::Service(s) => s.auth_challenge(),
                 _ => None,
             };
-            let refused = match challenge {
-                Some(challenge) => Refused::Auth {
-                    challenge: challenge.to_owned(),
-                    message: e.to_string(),
-                },
-                None => Refused::Other(e.to_string()),
-            };
+            let refused = Refused::of(challenge, &e);
             let _ = running.cancel().await;
             Err(refused)
         }
@@ -927,8 +896,9 @@ impl ClientHandler for Notifier {
             rmcp::model::ElicitationCapability::new()
                 .with_form(rmcp::model::FormElicitationCapability::new()),
         );
+        let link = self.link.upgrade();
         // A server the bundle does not let sample the agent's model is not told it may.
-        let sampling = self.link.upgrade().is_none_or(|l| l.config.sampling);
+        let sampling = link.as_ref().is_none_or(|l| l.config.sampling);
         if sampling {
             capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
         }
@@ -939,9 +909,7 @@ impl ClientHandler for Notifier {
         );
         // The `initialize` handshake offers the configured revision (else the newest
         // stateful one); the stateless lifecycle carries it in every request instead.
-        let version = self
-            .link
-            .upgrade()
+        let version = link
             .and_then(|l| l.config.protocol_version.clone())
             .unwrap_or_else(|| {
                 rmcp::model::ProtocolVersion::V_2025_11_25

@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::auth::{AuthorizeFuture, Authorizer};
+use crate::mcp::lock;
 
 /// The path the redirect comes back to.
 const CALLBACK_PATH: &str = "/callback";
@@ -79,10 +80,7 @@ impl LoopbackAuthorizer {
     }
 
     async fn receive(&self, state: Option<String>) -> Result<String, String> {
-        let listener = self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let listener = lock(&self.listener)
             .take()
             .ok_or("this authorizer was used already")?;
         let (tx, mut rx) = mpsc::channel::<String>(1);
@@ -105,13 +103,8 @@ impl LoopbackAuthorizer {
                             .unwrap_or_default();
                         let url = format!("http://127.0.0.1:{port}{path_and_query}");
                         let ours = req.uri().path() == CALLBACK_PATH
-                            && url::Url::parse(&url).is_ok_and(|u| {
-                                let got = u
-                                    .query_pairs()
-                                    .find(|(k, _)| k == "state")
-                                    .map(|(_, v)| v.into_owned());
-                                state.is_none() || got == state
-                            });
+                            && url::Url::parse(&url)
+                                .is_ok_and(|u| state.is_none() || state_of(&u) == state);
                         let (status, text) = if ours {
                             let _ = tx.try_send(url);
                             (
@@ -151,15 +144,17 @@ impl Authorizer for LoopbackAuthorizer {
 
     fn authorize<'a>(&'a self, server: &'a str, url: &'a str) -> AuthorizeFuture<'a> {
         Box::pin(async move {
-            let state = url::Url::parse(url).ok().and_then(|u| {
-                u.query_pairs()
-                    .find(|(k, _)| k == "state")
-                    .map(|(_, v)| v.into_owned())
-            });
+            let state = url::Url::parse(url).ok().and_then(|u| state_of(&u));
             (self.show)(server, url);
             self.receive(state).await
         })
     }
+}
+
+/// The `state` parameter of `url`.
+fn state_of(url: &url::Url) -> Option<String> {
+    let (_, state) = url.query_pairs().find(|(k, _)| k == "state")?;
+    Some(state.into_owned())
 }
 
 #[cfg(test)]

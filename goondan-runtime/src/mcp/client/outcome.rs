@@ -43,11 +43,7 @@ pub(crate) fn from_result(
     if parts.is_empty() || result.is_error == Some(true) {
         return value_of(server, remote, result).map(Outcome::Output);
     }
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
+    let texts = texts_of(&result.content);
     let output = match result.structured_content {
         Some(structured) => structured,
         None if texts.is_empty() => Value::Null,
@@ -87,15 +83,20 @@ pub(crate) fn value_of(
 
 /// The text blocks of `content`, one per line; the whole content as JSON when it has none.
 fn text_of(content: &[ContentBlock]) -> String {
-    let texts: Vec<&str> = content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
+    let texts = texts_of(content);
     if texts.is_empty() {
         serde_json::to_string(content).unwrap_or_default()
     } else {
         texts.join("\n")
     }
+}
+
+/// The text blocks of `content`, in order.
+fn texts_of(content: &[ContentBlock]) -> Vec<&str> {
+    content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect()
 }
 
 /// The server answered with a protocol error.

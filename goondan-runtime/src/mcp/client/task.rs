@@ -56,6 +56,7 @@ async fn poll(
     task: Task,
 ) -> Result<Value, ToolError> {
     let id = task.task_id;
+    let refused = |why: &str| outcome::remote_error(server, remote, why);
     let mut interval = interval_of(task.poll_interval_ms);
     loop {
         tokio::time::sleep(interval).await;
@@ -63,9 +64,7 @@ async fn poll(
             .get_task(GetTaskParams::new(id.clone()))
             .await
             .map_err(|e| match e {
-                rmcp::ServiceError::McpError(e) => {
-                    outcome::remote_error(server, remote, &e.message)
-                }
+                rmcp::ServiceError::McpError(e) => refused(&e.message),
                 _ => unavailable(
                     server,
                     &format!("stopped while running the task of `{remote}`"),
@@ -77,11 +76,7 @@ async fn poll(
             TaskPayload::Completed { result } => {
                 let result: CallToolResult = serde_json::from_value(Value::Object(result))
                     .map_err(|e| {
-                        outcome::remote_error(
-                            server,
-                            remote,
-                            &format!("the task's result is not a tool result: {e}"),
-                        )
+                        refused(&format!("the task's result is not a tool result: {e}"))
                     })?;
                 return outcome::value_of(server, remote, result);
             }
@@ -90,23 +85,15 @@ async fn poll(
                     .get("message")
                     .and_then(Value::as_str)
                     .map_or_else(|| Value::Object(error.clone()).to_string(), str::to_owned);
-                return Err(outcome::remote_error(server, remote, &message));
+                return Err(refused(&message));
             }
             TaskPayload::Cancelled => return Err(refusal::cancelled()),
             TaskPayload::InputRequired { .. } => {
-                return Err(outcome::remote_error(
-                    server,
-                    remote,
+                return Err(refused(
                     "the task asked for more input (elicitation), which this bridge cannot give",
                 ));
             }
-            _ => {
-                return Err(outcome::remote_error(
-                    server,
-                    remote,
-                    "the task is in a state this client does not know",
-                ));
-            }
+            _ => return Err(refused("the task is in a state this client does not know")),
         }
     }
 }

@@ -21,7 +21,7 @@
 #![allow(deprecated)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, ElicitRequest,
@@ -36,6 +36,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::mcp::lock;
 use crate::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
 
 /// The most answers a sealed state carries, and the most bytes of them: a client cannot grow
@@ -170,37 +171,26 @@ impl McpCaller {
         };
         for (key, answer) in responses.unwrap_or_default() {
             if !answer.is_object() {
-                return Err(ErrorData::invalid_params(
-                    format!("inputResponses.{key} must be the result object of its request"),
-                    None,
-                ));
+                return Err(not_a_result(&key));
             }
             answers.insert(key, answer);
         }
         Ok(Self {
-            peer,
-            capabilities: capabilities.into(),
-            log_level,
             mode: Mode::Rounds {
                 answers,
                 codec,
                 binding,
             },
-            asked: Mutex::default(),
             stop: Some(OnceLock::new()),
-            logs: Mutex::default(),
+            ..Self::session(peer, capabilities, log_level)
         })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Asked> {
-        self.asked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits until every line written so far has reached the client's stream, so that a
     /// result sent next comes after them; lines that were not kept are told of last, in one
     /// warning (or at the client's level, if it asked for less than warnings).
     pub(super) async fn logged(&self) {
-        let queue = self.logs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let queue = lock(&self.logs).take();
         let Some(LogQueue {
             lines,
             sending,
@@ -245,17 +235,17 @@ impl McpCaller {
 
     /// Notes that the call was stopped for its questions.
     pub(super) fn mark_stopped(&self) {
-        self.lock().stopped = true;
+        lock(&self.asked).stopped = true;
     }
 
     /// The call became a task: from now on its questions wait for `tasks/update`.
     pub(super) fn become_task(&self) {
-        self.lock().task = true;
+        lock(&self.asked).task = true;
     }
 
     /// The questions of a task still waiting for an answer.
     pub(super) fn outstanding(&self) -> InputRequests {
-        let asked = self.lock();
+        let asked = lock(&self.asked);
         asked
             .requests
             .iter()
@@ -267,13 +257,10 @@ impl McpCaller {
     /// Answers some of a task's questions (`tasks/update`): every answer must be a result
     /// object; an answer to no waiting question is ignored.
     pub(super) fn answer(&self, responses: BTreeMap<String, Value>) -> Result<(), ErrorData> {
-        let mut asked = self.lock();
+        let mut asked = lock(&self.asked);
         for (key, answer) in &responses {
             if asked.waiters.contains_key(key) && !answer.is_object() {
-                return Err(ErrorData::invalid_params(
-                    format!("inputResponses.{key} must be the result object of its request"),
-                    None,
-                ));
+                return Err(not_a_result(key));
             }
         }
         for (key, answer) in responses {
@@ -295,7 +282,7 @@ impl McpCaller {
         else {
             return Rounds::Done;
         };
-        let mut guard = self.lock();
+        let mut guard = lock(&self.asked);
         if !guard.stopped {
             // The call ended on its own (or became a task): its result stands, and any
             // question asked meanwhile belongs to the task.
@@ -348,50 +335,43 @@ impl Caller for McpCaller {
 
     fn ask(&self, key: Option<&str>, question: Question) -> AnswerFuture {
         let key = {
-            let mut asked = self.lock();
+            let mut asked = lock(&self.asked);
             asked.next += 1;
             key.map_or_else(|| format!("input-{}", asked.next), str::to_owned)
         };
+        let unsupported = || -> AnswerFuture {
+            let capability = question.capability();
+            Box::pin(std::future::ready(Err(AskError::Unsupported {
+                capability,
+            })))
+        };
         match &self.mode {
-            Mode::Session => {
-                if !self.declared(&question) {
-                    let capability = question.capability();
-                    return Box::pin(async move { Err(AskError::Unsupported { capability }) });
-                }
-                let peer = self.peer.clone();
-                Box::pin(ask_session(peer, question))
-            }
+            Mode::Session if !self.declared(&question) => unsupported(),
+            Mode::Session => Box::pin(ask_session(self.peer.clone(), question)),
             Mode::Rounds { answers, .. } => {
                 if let Some(answer) = answers.get(&key) {
-                    let answer = answer.clone();
-                    return Box::pin(async move { Ok(answer) });
+                    return Box::pin(std::future::ready(Ok(answer.clone())));
                 }
-                let (tx, rx) = oneshot::channel();
-                let in_task = {
-                    let mut asked = self.lock();
-                    if !self.declared(&question) {
-                        if asked.task {
-                            let capability = question.capability();
-                            return Box::pin(
-                                async move { Err(AskError::Unsupported { capability }) },
-                            );
-                        }
-                        asked.missing.get_or_insert(question.capability());
-                        drop(asked);
-                        self.stop();
-                        // The call is stopped for the protocol's error; nothing answers this.
-                        return Box::pin(std::future::pending());
-                    } else {
-                        match input_request(&question) {
-                            Ok(request) => {
-                                asked.requests.insert(key.clone(), request);
-                                asked.waiters.insert(key, tx);
-                            }
-                            Err(e) => return Box::pin(async move { Err(e) }),
-                        }
+                let mut asked = lock(&self.asked);
+                if !self.declared(&question) {
+                    if asked.task {
+                        return unsupported();
                     }
-                    asked.task
+                    asked.missing.get_or_insert(question.capability());
+                    drop(asked);
+                    self.stop();
+                    // The call is stopped for the protocol's error; nothing answers this.
+                    return Box::pin(std::future::pending());
+                }
+                let request = match input_request(&question) {
+                    Ok(request) => request,
+                    Err(e) => return Box::pin(std::future::ready(Err(e))),
                 };
+                let (tx, rx) = oneshot::channel();
+                asked.requests.insert(key.clone(), request);
+                asked.waiters.insert(key, tx);
+                let in_task = asked.task;
+                drop(asked);
                 if !in_task {
                     // The call is stopped and run again with the answer.
                     self.stop();
@@ -413,7 +393,7 @@ impl Caller for McpCaller {
             return;
         }
         let param = LoggingMessageNotificationParam::new(logging_level(level), data);
-        let mut logs = self.logs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut logs = lock(&self.logs);
         let queue = logs.get_or_insert_with(|| {
             let (lines, mut rx) = channel(MAX_WAITING_LINES);
             let peer = self.peer.clone();
@@ -438,6 +418,14 @@ impl Caller for McpCaller {
             Err(TrySendError::Closed(_)) => {}
         }
     }
+}
+
+/// The protocol's error for an answer (in `inputResponses`) that is not a result object.
+fn not_a_result(key: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("inputResponses.{key} must be the result object of its request"),
+        None,
+    )
 }
 
 /// Asks a session's client in place.

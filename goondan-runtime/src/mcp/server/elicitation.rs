@@ -98,11 +98,7 @@ impl ElicitationApprover {
         };
         let answer = match answer.and_then(|a| Elicitation::from_answer(&a)) {
             Ok(answer) => answer,
-            Err(e) => {
-                return Decision::Deny {
-                    reason: format!("the approval could not be asked: {e}"),
-                };
-            }
+            Err(e) => return deny(&format!("the approval could not be asked: {e}")),
         };
         match answer.action {
             ElicitAction::Accept => read_form(answer.content.map(Value::Object).as_ref()),
@@ -150,10 +146,9 @@ fn form() -> ElicitationSchema {
                 .description("If you approve: a JSON object to run the call with instead")
         });
     // Every required field is a property above, the one thing `build` checks.
-    match builder.build() {
-        Ok(schema) => schema,
-        Err(_) => ElicitationSchema::new(Default::default()),
-    }
+    builder
+        .build()
+        .unwrap_or_else(|_| ElicitationSchema::new(Default::default()))
 }
 
 /// The decision in an accepted form. Anything unreadable denies: approving is never a guess.

@@ -32,8 +32,26 @@ use tokio_util::sync::CancellationToken;
 use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, listing, progress};
 use crate::calls::finish::{Announce, Rules, finish};
+use crate::mcp::lock;
 use crate::tools::context::{Caller, ToolContext};
 use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
+
+/// The `ServerHandler` methods that are not about tools: the user's handler answers them
+/// ([`super::others`]); without one, they are not found.
+macro_rules! answered_by_others {
+    ($($method:ident($request:ty) -> $answer:ty, $rpc:ty;)*) => {$(
+        async fn $method(
+            &self,
+            request: $request,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$answer, ErrorData> {
+            match &self.shared.others {
+                Some(o) => o.$method(request, context).await,
+                None => Err(ErrorData::method_not_found::<$rpc>()),
+            }
+        }
+    )*};
+}
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
@@ -79,8 +97,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let prepared = self.prepare(request, &context)?;
-        self.call(prepared, context).await
+        self.call(request, context).await
     }
 
     async fn get_task(
@@ -113,98 +130,31 @@ impl ServerHandler for McpServer {
         self.shared.tasks.cancel(&request.task_id)
     }
 
+    /// Sends `notifications/tools/list_changed` to the client each time the served catalog's
+    /// names change, until the client is gone.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.announce_changes(context.peer);
+        let peer = context.peer;
+        let mut changes = self.catalog_changes();
+        tokio::spawn(async move {
+            while changes.next().await {
+                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
+                    break;
+                }
+            }
+        });
     }
 
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.complete(request, context).await,
-            None => Err(ErrorData::method_not_found::<CompleteRequestMethod>()),
-        }
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.get_prompt(request, context).await,
-            None => Err(ErrorData::method_not_found::<GetPromptRequestMethod>()),
-        }
-    }
-
-    async fn list_prompts(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.list_prompts(request, context).await,
-            None => Err(ErrorData::method_not_found::<ListPromptsRequestMethod>()),
-        }
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.list_resources(request, context).await,
-            None => Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
-        }
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.list_resource_templates(request, context).await,
-            None => Err(ErrorData::method_not_found::<
-                ListResourceTemplatesRequestMethod,
-            >()),
-        }
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.read_resource(request, context).await,
-            None => Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()),
-        }
-    }
-
-    async fn subscribe(
-        &self,
-        request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.subscribe(request, context).await,
-            None => Err(ErrorData::method_not_found::<SubscribeRequestMethod>()),
-        }
-    }
-
-    async fn unsubscribe(
-        &self,
-        request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        match &self.shared.others {
-            Some(o) => o.unsubscribe(request, context).await,
-            None => Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>()),
-        }
+    answered_by_others! {
+        complete(CompleteRequestParams) -> CompleteResult, CompleteRequestMethod;
+        get_prompt(GetPromptRequestParams) -> GetPromptResponse, GetPromptRequestMethod;
+        list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult, ListPromptsRequestMethod;
+        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult,
+            ListResourcesRequestMethod;
+        list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult,
+            ListResourceTemplatesRequestMethod;
+        read_resource(ReadResourceRequestParams) -> ReadResourceResponse, ReadResourceRequestMethod;
+        subscribe(SubscribeRequestParams) -> (), SubscribeRequestMethod;
+        unsubscribe(UnsubscribeRequestParams) -> (), UnsubscribeRequestMethod;
     }
 
     async fn set_level(
@@ -212,12 +162,7 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut level = self
-            .session
-            .log_level
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *level = Some(log_level(request.level));
+        *lock(&self.session.log_level) = Some(log_level(request.level));
         Ok(())
     }
 
@@ -226,35 +171,19 @@ impl ServerHandler for McpServer {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         // The names before the acknowledgement: what the stream announces changes against.
-        *self
-            .session
-            .listen_names
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(names_of(&self.catalog()));
+        *lock(&self.session.listen_names) = Some(names_of(&self.catalog()));
         // Only the tool list changes here; rmcp keeps what was both asked and announced.
         let mut accepted = SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
         Some(accepted)
     }
 
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        self.listen_for_changes(context).await
-    }
-}
-
-impl McpServer {
     /// `subscriptions/listen`: a `tools/list_changed` notification on the stream each time
     /// the served names change, until the client closes it.
-    async fn listen_for_changes(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink();
         let mut changes = self.catalog_changes();
-        let baseline = self
-            .session
-            .listen_names
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(names) = baseline {
+        if let Some(names) = lock(&self.session.listen_names).take() {
             changes.names = names;
         }
         loop {
@@ -271,106 +200,30 @@ impl McpServer {
 }
 
 impl McpServer {
-    /// One `tools/call`, prepared: the executor, then the result as MCP sees it.
+    /// One `tools/call`: what it needs before it runs, the executor, then the result as MCP
+    /// sees it. Refuses a call that must run as a task for a client without tasks, and a
+    /// 2026-07-28 request whose state fails its seal.
     async fn call(
         &self,
-        p: Prepared,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let served = served_span(&p.call, &context);
-        // Only the client and the cancellation are kept of the request from here on.
-        let RequestContext { peer, ct, .. } = context;
-        let request = Kept {
-            peer,
-            cancelled: ct,
-        };
-        let executor = self.executor();
-        let mut reports = p.reports;
-        let result = {
-            let mut work = std::pin::pin!(executor.execute(p.call, &p.ctx, &p.catalog));
-            tracing::Instrument::instrument(
-                drive(
-                    work.as_mut(),
-                    &request,
-                    p.ctx.cancellation(),
-                    Some(&p.caller),
-                    reports.as_mut(),
-                ),
-                served,
-            )
-            .await
-        };
-        // What a call that has not finished needs: the token that stops it.
-        let cancel = result.is_pending().then(|| p.ctx.cancellation().clone());
-        drop(p.ctx);
-        // Its log lines before its answer.
-        p.caller.logged().await;
-        match p.caller.finish() {
-            Rounds::Done => {}
-            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
-            Rounds::Missing(error) => return Err(error),
-        }
-        if call::is_unknown_tool(&result) {
-            return Err(call::unknown_tool(&p.published, result.error.as_ref()));
-        }
-        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
-            return Ok(
-                call::call_tool_result(Cow::Owned(result), p.output_schema.as_deref()).into(),
-            );
-        };
-        if p.client_has_tasks {
-            p.caller.become_task();
-            let task = self
-                .shared
-                .tasks
-                .create(&handle, cancel, p.output_schema, p.caller);
-            if let Some(rx) = reports {
-                progress::forward_rest(request.peer.clone(), rx);
-            }
-            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
-        }
-        // A client without tasks waits, bounded by the export's timeout.
-        let limit = executor
-            .registry()
-            .get(&result.tool_name)
-            .and_then(|e| e.export().timeout())
-            .unwrap_or(self.shared.pending_wait);
-        let pending = executor.pending().clone();
-        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
-        let waited = drive(wait.as_mut(), &request, &cancel, None, reports.as_mut()).await;
-        let finished = match waited {
-            Ok(Some(done)) => done,
-            Ok(None) => gone(&result, &handle),
-            Err(_) => {
-                cancel.cancel();
-                timed_out(&result, limit)
-            }
-        };
-        p.caller.logged().await;
-        Ok(call::call_tool_result(Cow::Owned(finished), p.output_schema.as_deref()).into())
-    }
-
-    /// Everything a `tools/call` needs before it runs. Refuses a call that must run as a task
-    /// for a client without tasks, and a 2026-07-28 request whose state fails its seal.
-    fn prepare(
-        &self,
-        request: CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Prepared, ErrorData> {
         let shared = &self.shared;
+        // The name the client called.
         let published = request.name;
         let catalog = self.catalog();
         let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
         let mut builder =
             ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
+        // The call's progress reports, when the client asked for them.
         let mut reports = None;
         if let Some(token) = context.meta.get_progress_token() {
             let (sink, rx) = progress::queue(token);
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        let client = Client::of(context);
+        let client = Client::of(&context);
         let client_has_tasks = client.capabilities().is_some_and(|c| c.supports_tasks());
         let item = catalog.get(name);
         // A listed tool's name is the catalog's own, shared rather than copied.
@@ -390,7 +243,7 @@ impl McpServer {
             request.arguments.map(Value::Object),
         );
         let caller = Arc::new(self.caller(
-            context,
+            &context,
             &client,
             &published,
             &call.args,
@@ -398,16 +251,67 @@ impl McpServer {
             responses,
         )?);
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
-        Ok(Prepared {
-            published,
-            catalog,
-            ctx,
-            call,
-            caller,
-            reports,
-            output_schema,
-            client_has_tasks,
-        })
+        let served = served_span(&call, &context);
+        // Only the client and the cancellation are kept of the request from here on.
+        let RequestContext { peer, ct, .. } = context;
+        let executor = self.executor();
+        let result = {
+            let mut work = std::pin::pin!(executor.execute(call, &ctx, &catalog));
+            tracing::Instrument::instrument(
+                drive(
+                    work.as_mut(),
+                    (&peer, &ct),
+                    ctx.cancellation(),
+                    Some(&caller),
+                    reports.as_mut(),
+                ),
+                served,
+            )
+            .await
+        };
+        // What a call that has not finished needs: the token that stops it.
+        let cancel = result.is_pending().then(|| ctx.cancellation().clone());
+        drop(ctx);
+        // Its log lines before its answer.
+        caller.logged().await;
+        match caller.finish() {
+            Rounds::Done => {}
+            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
+            Rounds::Missing(error) => return Err(error),
+        }
+        if call::is_unknown_tool(&result) {
+            return Err(call::unknown_tool(&published, result.error.as_ref()));
+        }
+        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
+            return Ok(call::call_tool_result(Cow::Owned(result), output_schema.as_deref()).into());
+        };
+        if client_has_tasks {
+            caller.become_task();
+            let task = shared.tasks.create(&handle, cancel, output_schema, caller);
+            if let Some(rx) = reports {
+                progress::forward_rest(peer.clone(), rx);
+            }
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        // A client without tasks waits, bounded by the export's timeout.
+        let limit = executor
+            .registry()
+            .get(&result.tool_name)
+            .and_then(|e| e.export().timeout())
+            .unwrap_or(shared.pending_wait);
+        let pending = executor.pending().clone();
+        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
+        let waited = drive(wait.as_mut(), (&peer, &ct), &cancel, None, reports.as_mut()).await;
+        let finished = match waited {
+            Ok(Some(done)) => done,
+            Ok(None) => gone(&result, &handle),
+            Err(_) => {
+                cancel.cancel();
+                timed_out(&result, limit)
+            }
+        };
+        caller.logged().await;
+        Ok(call::call_tool_result(Cow::Owned(finished), output_schema.as_deref()).into())
     }
 
     /// The client as the caller of one call: a session's client is asked in place; a
@@ -424,11 +328,7 @@ impl McpServer {
         let capabilities = client.capabilities();
         let peer = context.peer.clone();
         if !client.rounds {
-            let level = *self
-                .session
-                .log_level
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let level = *lock(&self.session.log_level);
             return Ok(McpCaller::session(peer, capabilities, level));
         }
         let level = context.meta.log_level().map(log_level);
@@ -445,19 +345,6 @@ impl McpServer {
             state,
             responses,
         )
-    }
-
-    /// Sends `notifications/tools/list_changed` to `peer` each time the served catalog's
-    /// names change, until the peer is gone.
-    fn announce_changes(&self, peer: Peer<RoleServer>) {
-        let mut changes = self.catalog_changes();
-        tokio::spawn(async move {
-            while changes.next().await {
-                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
-                    break;
-                }
-            }
-        });
     }
 
     /// The changes of the served catalog's names, as one listener sees them: each listener
@@ -512,28 +399,6 @@ impl Client {
     }
 }
 
-/// What a `tools/call` keeps of its request while it runs.
-struct Kept {
-    /// The client: progress reports go to it.
-    peer: Peer<RoleServer>,
-    /// Cancelled by the client's `notifications/cancelled`.
-    cancelled: CancellationToken,
-}
-
-/// See [`McpServer::prepare`].
-struct Prepared {
-    /// The name the client called.
-    published: Cow<'static, str>,
-    catalog: Arc<crate::tools::catalog::ToolCatalog>,
-    ctx: ToolContext,
-    call: ToolCall,
-    caller: Arc<McpCaller>,
-    /// The call's progress reports, when the client asked for them.
-    reports: Option<UnboundedReceiver<ProgressNotificationParam>>,
-    output_schema: Option<Arc<crate::tools::output_schema::OutputSchema>>,
-    client_has_tasks: bool,
-}
-
 /// See [`McpServer::catalog_changes`].
 struct CatalogChanges {
     server: McpServer,
@@ -562,13 +427,13 @@ fn names_of(catalog: &crate::tools::catalog::ToolCatalog) -> Vec<String> {
     catalog.names().map(str::to_owned).collect()
 }
 
-/// Runs `work` to its end while forwarding progress reports and turning the request's
-/// cancellation, or `stop` (the call must stop to ask its client), into the call's `cancel`.
-/// Reports queued when the work ends are sent before it returns, so they reach the client
-/// before the result.
+/// Runs `work` to its end while forwarding progress reports to the client `peer` and turning
+/// the request's cancellation (`cancelled`, by the client's `notifications/cancelled`), or
+/// `stop` (the call must stop to ask its client), into the call's `cancel`. Reports queued
+/// when the work ends are sent before it returns, so they reach the client before the result.
 async fn drive<F: Future + ?Sized>(
     mut work: Pin<&mut F>,
-    request: &Kept,
+    (peer, cancelled): (&Peer<RoleServer>, &CancellationToken),
     cancel: &CancellationToken,
     questions: Option<&McpCaller>,
     mut reports: Option<&mut UnboundedReceiver<ProgressNotificationParam>>,
@@ -590,7 +455,7 @@ async fn drive<F: Future + ?Sized>(
         tokio::select! {
             biased;
             out = &mut work => break out,
-            () = request.cancelled.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+            () = cancelled.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
             () = &mut stopped, if !cancel.is_cancelled() => {
                 // Let the call's other questions of this round be asked before it stops; a
                 // call that ends meanwhile (a question from work it left running, a task)
@@ -606,12 +471,12 @@ async fn drive<F: Future + ?Sized>(
                 }
                 cancel.cancel();
             }
-            Some(param) = next_report => progress::send(&request.peer, param).await,
+            Some(param) = next_report => progress::send(peer, param).await,
         }
     };
     if let Some(rx) = reports {
         while let Ok(param) = rx.try_recv() {
-            progress::send(&request.peer, param).await;
+            progress::send(peer, param).await;
         }
     }
     output
@@ -621,37 +486,29 @@ async fn drive<F: Future + ?Sized>(
 fn gone(submitted: &ToolCallResult, handle: &str) -> ToolCallResult {
     let err = crate::ToolError::new(format!("the result of `{handle}` is no longer kept"))
         .with_code(crate::tools::error::codes::UNKNOWN_HANDLE);
-    late(ToolCallResult::error(
-        &submitted.tool_call_id,
-        &submitted.tool_name,
-        err,
-    ))
+    late(submitted, err)
 }
 
-/// A late answer about a submitted call, finished like every result. The call was announced
+/// The error of a pending call that did not finish in time for a client without tasks.
+fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
+    tracing::warn!(
+        tool = %submitted.tool_name,
+        "pending result not ready within {} ms",
+        limit.as_millis()
+    );
+    late(submitted, crate::calls::refusal::timed_out(limit))
+}
+
+/// A late error about a submitted call, finished like every result. The call was announced
 /// when it was submitted, and the pending store announces its completion.
-fn late(mut result: ToolCallResult) -> ToolCallResult {
+fn late(submitted: &ToolCallResult, err: crate::ToolError) -> ToolCallResult {
+    let mut result = ToolCallResult::error(&submitted.tool_call_id, &submitted.tool_name, err);
     let rules = Rules {
         limit: crate::tools::error::DEFAULT_ERROR_MESSAGE_LIMIT,
         help_base: None,
     };
     finish(&mut result, rules, Announce::Silent);
     result
-}
-
-/// The error of a pending call that did not finish in time for a client without tasks.
-fn timed_out(submitted: &ToolCallResult, limit: Duration) -> ToolCallResult {
-    let err = crate::calls::refusal::timed_out(limit);
-    tracing::warn!(
-        tool = %submitted.tool_name,
-        "pending result not ready within {} ms",
-        limit.as_millis()
-    );
-    late(ToolCallResult::error(
-        &submitted.tool_call_id,
-        &submitted.tool_name,
-        err,
-    ))
 }
 
 /// The protocol's error for a call that only runs as a task, from a client that did not
@@ -667,9 +524,6 @@ fn tasks_required() -> ErrorData {
     ErrorData::missing_required_client_capability(required)
 }
 
-/// The id of the call a `tools/call` request makes: `mcp-` and the request's id, written
-/// straight into the shared string (one allocation, no formatting machinery: it runs for every
-/// call).
 /// The span of a served `tools/call` in the OpenTelemetry MCP conventions, continuing the trace
 /// the client sent in `_meta` (SEP-414); the call's `execute_tool` span is its child. Made only
 /// when spans are exported ([`crate::telemetry`]).
@@ -691,6 +545,9 @@ fn served_span(call: &ToolCall, context: &RequestContext<RoleServer>) -> tracing
     span
 }
 
+/// The id of the call a `tools/call` request makes: `mcp-` and the request's id, written
+/// straight into the shared string (one allocation, no formatting machinery: it runs for every
+/// call).
 fn call_id(id: &rmcp::model::RequestId) -> ArcStr {
     const PREFIX: &str = "mcp-";
     let mut digits = itoa::Buffer::new();

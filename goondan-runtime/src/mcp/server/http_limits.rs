@@ -94,21 +94,16 @@ impl HttpLimits {
 /// A response rmcp's service would give, or that the checks give instead.
 pub(super) type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
-/// A request whose body has been read, ready for rmcp's service; or the checks' answer.
-pub(super) enum Checked {
-    /// Pass on to rmcp; the body bytes are kept to explain a refusal of them. `opens` says
-    /// whether it opens a session (an `initialize` without a session id).
-    Pass {
-        request: Request<Full<Bytes>>,
-        body: Bytes,
-        opens: bool,
-    },
-    /// Answered here.
-    Answer(HttpResponse),
-}
+/// A request whose body has been read, ready for rmcp's service: the request, its body bytes
+/// (kept to explain a refusal of them), and whether it opens a session (an `initialize`
+/// without a session id).
+pub(super) type Checked = (Request<Full<Bytes>>, Bytes, bool);
 
-/// Reads `request`'s body within the limit.
-pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Checked {
+/// Reads `request`'s body within the limit; a refusal is the checks' answer.
+pub(super) async fn check(
+    request: Request<Incoming>,
+    limits: &HttpLimits,
+) -> Result<Checked, HttpResponse> {
     let (parts, incoming) = request.into_parts();
     let body = match read_body(incoming, limits.max_body_bytes).await {
         Ok(body) => body,
@@ -123,7 +118,7 @@ pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Ch
                     format!("the request body could not be read: {e}"),
                 ),
             };
-            return Checked::Answer(rpc_error(status, -32600, &message));
+            return Err(rpc_error(status, -32600, &message));
         }
     };
     // The body first: most requests are not `initialize`, and then the headers need no look.
@@ -131,11 +126,7 @@ pub(super) async fn check(request: Request<Incoming>, limits: &HttpLimits) -> Ch
         && parts.method == hyper::Method::POST
         && !parts.headers.contains_key(SESSION_ID);
     let request = Request::from_parts(parts, Full::new(body.clone()));
-    Checked::Pass {
-        request,
-        body,
-        opens,
-    }
+    Ok((request, body, opens))
 }
 
 /// Why a body was not read.
@@ -226,18 +217,14 @@ fn is_initialize(body: &[u8]) -> bool {
         .is_some_and(|m| m == "initialize")
 }
 
+/// An answer of `status` whose body is the JSON-RPC error `code` with `message`.
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> HttpResponse {
     let body = json!({
         "jsonrpc": "2.0",
         "id": null,
         "error": {"code": code, "message": message},
     });
-    json_answer(status, body.to_string())
-}
-
-/// An answer of `status` whose body is the JSON `body`.
-fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
-    let mut response = Response::new(Full::new(body.into()).boxed());
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,

@@ -22,107 +22,41 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, ErrorData>> + Send + 'a>>;
 
-/// The non-tool methods of a user's rmcp handler.
-pub(super) trait Others: Send + Sync + 'static {
-    /// What the handler announces: its resources, prompts and completions capabilities.
-    fn capabilities(&self) -> ServerCapabilities;
-    fn complete(
-        &self,
-        r: CompleteRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, CompleteResult>;
-    fn get_prompt(
-        &self,
-        r: GetPromptRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, GetPromptResponse>;
-    fn list_prompts(
-        &self,
-        r: Option<PaginatedRequestParams>,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ListPromptsResult>;
-    fn list_resources(
-        &self,
-        r: Option<PaginatedRequestParams>,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ListResourcesResult>;
-    fn list_resource_templates(
-        &self,
-        r: Option<PaginatedRequestParams>,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ListResourceTemplatesResult>;
-    fn read_resource(
-        &self,
-        r: ReadResourceRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ReadResourceResponse>;
-    fn subscribe(&self, r: SubscribeRequestParams, c: RequestContext<RoleServer>)
-    -> Answer<'_, ()>;
-    fn unsubscribe(
-        &self,
-        r: UnsubscribeRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ()>;
+/// Declares [`Others`] with the listed methods of rmcp's `ServerHandler`, each answering a
+/// boxed future, and implements it for every handler by calling the handler's own method.
+macro_rules! others {
+    ($($method:ident($request:ty) -> $answer:ty;)*) => {
+        /// The non-tool methods of a user's rmcp handler.
+        pub(super) trait Others: Send + Sync + 'static {
+            /// What the handler announces: its resources, prompts and completions capabilities.
+            fn capabilities(&self) -> ServerCapabilities;
+            $(
+                fn $method(&self, r: $request, c: RequestContext<RoleServer>)
+                    -> Answer<'_, $answer>;
+            )*
+        }
+
+        impl<H: ServerHandler> Others for H {
+            fn capabilities(&self) -> ServerCapabilities {
+                self.get_info().capabilities
+            }
+            $(
+                fn $method(&self, r: $request, c: RequestContext<RoleServer>)
+                    -> Answer<'_, $answer> {
+                    Box::pin(ServerHandler::$method(self, r, c))
+                }
+            )*
+        }
+    };
 }
 
-impl<H: ServerHandler> Others for H {
-    fn capabilities(&self) -> ServerCapabilities {
-        self.get_info().capabilities
-    }
-    fn complete(
-        &self,
-        r: CompleteRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, CompleteResult> {
-        Box::pin(ServerHandler::complete(self, r, c))
-    }
-    fn get_prompt(
-        &self,
-        r: GetPromptRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, GetPromptResponse> {
-        Box::pin(ServerHandler::get_prompt(self, r, c))
-    }
-    fn list_prompts(
-        &self,
-        r: Option<PaginatedRequestParams>,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ListPromptsResult> {
-        Box::pin(ServerHandler::list_prompts(self, r, c))
-    }
-    fn list_resources(
-        &self,
-        r: Option<PaginatedRequestParams>,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ListResourcesResult> {
-        Box::pin(ServerHandler::list_resources(self, r, c))
-    }
-    fn list_resource_templates(
-        &self,
-        r: Option<PaginatedRequestParams>,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ListResourceTemplatesResult> {
-        Box::pin(ServerHandler::list_resource_templates(self, r, c))
-    }
-    fn read_resource(
-        &self,
-        r: ReadResourceRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ReadResourceResponse> {
-        Box::pin(ServerHandler::read_resource(self, r, c))
-    }
-    fn subscribe(
-        &self,
-        r: SubscribeRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ()> {
-        Box::pin(ServerHandler::subscribe(self, r, c))
-    }
-    fn unsubscribe(
-        &self,
-        r: UnsubscribeRequestParams,
-        c: RequestContext<RoleServer>,
-    ) -> Answer<'_, ()> {
-        Box::pin(ServerHandler::unsubscribe(self, r, c))
-    }
+others! {
+    complete(CompleteRequestParams) -> CompleteResult;
+    get_prompt(GetPromptRequestParams) -> GetPromptResponse;
+    list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult;
+    list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult;
+    list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult;
+    read_resource(ReadResourceRequestParams) -> ReadResourceResponse;
+    subscribe(SubscribeRequestParams) -> ();
+    unsubscribe(UnsubscribeRequestParams) -> ();
 }

@@ -4,7 +4,7 @@
 //! result; `tasks/cancel` cancels the call's context, which stops the work.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
 use rmcp::model::{DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::call_tool_result;
 use super::caller::McpCaller;
 use crate::calls::pending::{PendingResults, PendingState};
+use crate::mcp::lock;
 use crate::tools::output_schema::OutputSchema;
 use crate::tools::result::ToolCallResult;
 
@@ -43,10 +44,6 @@ pub(super) struct TaskTable {
 }
 
 impl TaskTable {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Tracks the pending `handle` as a task; `cancel` stops its work.
     pub(super) fn create(
         &self,
@@ -58,7 +55,7 @@ impl TaskTable {
         let now = current_timestamp();
         let task = Task::new(handle, TaskStatus::Working, now.clone(), now.clone())
             .with_poll_interval_ms(POLL_INTERVAL_MS);
-        let mut entries = self.lock();
+        let mut entries = lock(&self.entries);
         entries.insert(
             handle.to_owned(),
             Entry {
@@ -70,7 +67,7 @@ impl TaskTable {
                 cancelled: false,
             },
         );
-        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let mut order = lock(&self.order);
         order.push(handle.to_owned());
         if order.len() > MAX_TASKS {
             let old = order.remove(0);
@@ -85,7 +82,7 @@ impl TaskTable {
         task_id: &str,
         pending: &PendingResults,
     ) -> Result<DetailedTask, ErrorData> {
-        let mut entries = self.lock();
+        let mut entries = lock(&self.entries);
         let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
         if entry.finished.is_none() && !entry.cancelled {
             match pending.poll(task_id) {
@@ -143,7 +140,7 @@ impl TaskTable {
         responses: BTreeMap<String, Value>,
     ) -> Result<(), ErrorData> {
         let questions = {
-            let entries = self.lock();
+            let entries = lock(&self.entries);
             let entry = entries.get(task_id).ok_or_else(|| unknown(task_id))?;
             Arc::clone(&entry.questions)
         };
@@ -152,7 +149,7 @@ impl TaskTable {
 
     /// Cancels the task's work. A finished task stays finished.
     pub(super) fn cancel(&self, task_id: &str) -> Result<(), ErrorData> {
-        let mut entries = self.lock();
+        let mut entries = lock(&self.entries);
         let entry = entries.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
         if entry.finished.is_none() {
             entry.cancelled = true;

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::http_limits::{self, Checked};
+use super::http_limits;
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -185,12 +185,8 @@ impl Front {
         request: hyper::Request<hyper::body::Incoming>,
     ) -> http_limits::HttpResponse {
         let (request, body, opens) = match http_limits::check(request, &self.limits).await {
-            Checked::Answer(response) => return response,
-            Checked::Pass {
-                request,
-                body,
-                opens,
-            } => (request, body, opens),
+            Ok(checked) => checked,
+            Err(response) => return response,
         };
         // New sessions are made one at a time, so the cap holds.
         let _opening = if opens {

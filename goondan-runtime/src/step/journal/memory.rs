@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Journal, JournalFuture, Record, Recovered};
+use crate::step::lock;
 
 /// A journal kept in memory: clones share it, so a second instance built on a clone sees what
 /// the first wrote, as a restarted process would see a file. It does not survive the process.
@@ -19,17 +20,13 @@ impl MemoryJournal {
 
     /// Every record written so far.
     pub fn records(&self) -> Vec<Record> {
-        self.lock().clone()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Record>> {
-        self.records.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.records).clone()
     }
 }
 
 impl Journal for MemoryJournal {
     fn append<'a>(&'a self, records: &'a [Record]) -> JournalFuture<'a, ()> {
-        self.lock().extend_from_slice(records);
+        lock(&self.records).extend_from_slice(records);
         Box::pin(std::future::ready(Ok(())))
     }
 

@@ -110,6 +110,19 @@ pub struct Recovered {
     pub warnings: Vec<String>,
 }
 
+impl JournalError {
+    /// [`Storage`](Self::Storage): the storage at `place` failed with `source`.
+    pub(crate) fn storage(
+        place: impl std::fmt::Display,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Storage {
+            place: place.to_string(),
+            source: source.into(),
+        }
+    }
+}
+
 /// Why a journal could not be opened, read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {

@@ -123,9 +123,7 @@ impl Replay {
     /// Replays what a journal read back: its warnings (a torn last write) come first.
     pub fn from_recovered(recovered: Recovered) -> Self {
         let mut replay = Self::from_records(recovered.records);
-        let mut warnings = recovered.warnings;
-        warnings.append(&mut replay.warnings);
-        replay.warnings = warnings;
+        replay.warnings.splice(0..0, recovered.warnings);
         replay
     }
 
@@ -139,28 +137,22 @@ impl Replay {
     }
 
     fn apply(&mut self, record: Record) {
-        if let Record::Imported { .. } = record {
-            if self.records > 0 {
-                return self.warn(&record, "an import comes only first");
+        match record {
+            Record::Imported { .. } if self.records > 0 => {
+                self.warn(&record, "an import comes only first");
             }
-            if let Record::Imported { messages } = record {
-                self.conversation = messages;
-            }
-            return;
-        }
-        if let Record::TurnStarted { .. } = record {
-            if let Some(turn) = self.unfinished.take() {
-                self.warnings.push(format!(
-                    "turn `{}` has no end before the next turn starts; it is not resumed",
-                    turn.turn_id
-                ));
-            }
-            if let Record::TurnStarted {
+            Record::Imported { messages } => self.conversation = messages,
+            Record::TurnStarted {
                 turn_id,
                 trace_id,
                 input,
-            } = record
-            {
+            } => {
+                if let Some(turn) = self.unfinished.take() {
+                    self.warnings.push(format!(
+                        "turn `{}` has no end before the next turn starts; it is not resumed",
+                        turn.turn_id
+                    ));
+                }
                 self.conversation.push(input.clone());
                 self.unfinished = Some(UnfinishedTurn {
                     turn_id,
@@ -171,8 +163,12 @@ impl Replay {
                     answered: false,
                 });
             }
-            return;
+            record => self.apply_in_turn(record),
         }
+    }
+
+    /// A record of the running Turn: a model answer, a call's progress, a completion, the end.
+    fn apply_in_turn(&mut self, record: Record) {
         let (steps_done, has_open) = match self.unfinished.as_ref() {
             Some(t) if t.turn_id == record.turn_id() => (t.steps_done, t.open.is_some()),
             _ => return self.warn(&record, "no such turn is running"),
@@ -338,23 +334,21 @@ impl Replay {
         let Some(turn) = self.unfinished.as_mut() else {
             return;
         };
-        let done = turn.open.as_ref().is_some_and(|o| {
+        let done = |o: &mut OpenStep| {
             o.calls
                 .iter()
                 .all(|c| matches!(c, CallProgress::Finished(_)))
-        });
-        if !done {
+        };
+        let Some(open) = turn.open.take_if(done) else {
             return;
-        }
-        if let Some(open) = turn.open.take() {
-            turn.steps_done = open.step + 1;
-            turn.answered = open.calls.is_empty();
-            self.conversation.push(open.assistant);
-            for call in open.calls {
-                if let CallProgress::Finished(f) = call {
-                    self.conversation
-                        .push(tool_message_at(&f.result, f.tool_message_id, f.at));
-                }
+        };
+        turn.steps_done = open.step + 1;
+        turn.answered = open.calls.is_empty();
+        self.conversation.push(open.assistant);
+        for call in open.calls {
+            if let CallProgress::Finished(f) = call {
+                self.conversation
+                    .push(tool_message_at(&f.result, f.tool_message_id, f.at));
             }
         }
     }

@@ -15,6 +15,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::record::{FORMAT_VERSION, MAX_RECORD_BYTES, Record};
 use super::{Journal, JournalError, JournalFuture, Recovered, Replay};
+use crate::step::lock;
 
 /// How durable a written record is, SQLite's `synchronous` setting in WAL mode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -101,15 +102,16 @@ impl SqliteJournal {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let lock_path = with_suffix(&path, ".lock");
+        let lock_io = |source| JournalError::Io {
+            path: lock_path.clone(),
+            source,
+        };
         let lock = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|source| JournalError::Io {
-                path: lock_path.clone(),
-                source,
-            })?;
+            .map_err(lock_io)?;
         let deadline = Instant::now() + wait;
         loop {
             match lock.try_lock() {
@@ -120,12 +122,7 @@ impl SqliteJournal {
                 Err(std::fs::TryLockError::WouldBlock) => {
                     return Err(JournalError::InUse { path });
                 }
-                Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(JournalError::Io {
-                        path: lock_path,
-                        source,
-                    });
-                }
+                Err(std::fs::TryLockError::Error(source)) => return Err(lock_io(source)),
             }
         }
         let warnings = torn_wal(&with_suffix(&path, "-wal"))
@@ -134,7 +131,7 @@ impl SqliteJournal {
         for w in &warnings {
             tracing::warn!(target: "goondan::journal", journal = %path.display(), "{w}");
         }
-        let storage = |e: rusqlite::Error| storage(&path, e);
+        let storage = |e: rusqlite::Error| JournalError::storage(path.display(), e);
         let conn = Connection::open(&path).map_err(storage)?;
         // One process has the journal (the lock file says so): SQLite need not lock for each
         // write, and keeps the write-ahead log's index in memory instead of a shared file.
@@ -144,10 +141,8 @@ impl SqliteJournal {
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(storage)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(JournalError::Storage {
-                place: path.display().to_string(),
-                source: format!("SQLite refused write-ahead-log mode (it is `{mode}`)").into(),
-            });
+            let refused = format!("SQLite refused write-ahead-log mode (it is `{mode}`)");
+            return Err(JournalError::storage(path.display(), refused));
         }
         let synchronous = match durability {
             Durability::Normal => "NORMAL",
@@ -207,23 +202,17 @@ impl SqliteJournal {
         Ok(Replay::from_recovered(self.load()?))
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn write(&self, records: &[Record]) -> Result<(), JournalError> {
-        let storage = |e: rusqlite::Error| storage(&self.path, e);
-        let mut conn = self.conn();
+        let storage = |e: rusqlite::Error| JournalError::storage(self.path.display(), e);
+        let mut conn = lock(&self.conn);
         let tx = conn.transaction().map_err(storage)?;
         {
             let mut insert = tx
                 .prepare_cached("INSERT INTO records (kind, turn_id, body) VALUES (?1, ?2, ?3)")
                 .map_err(storage)?;
             for record in records {
-                let body = serde_json::to_string(record).map_err(|e| JournalError::Storage {
-                    place: self.path.display().to_string(),
-                    source: Box::new(e),
-                })?;
+                let body = serde_json::to_string(record)
+                    .map_err(|e| JournalError::storage(self.path.display(), e))?;
                 insert
                     .execute((record.kind(), record.turn_id(), body))
                     .map_err(storage)?;
@@ -233,8 +222,8 @@ impl SqliteJournal {
     }
 
     fn load(&self) -> Result<Recovered, JournalError> {
-        let storage = |e: rusqlite::Error| storage(&self.path, e);
-        let conn = self.conn();
+        let storage = |e: rusqlite::Error| JournalError::storage(self.path.display(), e);
+        let conn = lock(&self.conn);
         let mut select = conn
             .prepare(
                 "SELECT seq, length(body), CASE WHEN length(body) <= ?1 THEN body END
@@ -264,8 +253,7 @@ impl SqliteJournal {
                 serde_json::from_str(&body).map_err(|e| corrupt(format!("not a record: {e}")))?;
             records.push(record);
         }
-        let warnings =
-            std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        let warnings = std::mem::take(&mut *lock(&self.warnings));
         Ok(Recovered { records, warnings })
     }
 }
@@ -279,13 +267,6 @@ impl Journal for SqliteJournal {
 
     fn read(&self) -> JournalFuture<'_, Recovered> {
         Box::pin(std::future::ready(self.load()))
-    }
-}
-
-fn storage(path: &Path, e: rusqlite::Error) -> JournalError {
-    JournalError::Storage {
-        place: path.display().to_string(),
-        source: Box::new(e),
     }
 }
 

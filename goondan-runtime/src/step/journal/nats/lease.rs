@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::kv::{self, CreateErrorKind, DeleteErrorKind, UpdateErrorKind};
 
 use super::super::JournalError;
+use crate::step::lock;
 
 /// A held lease on one key of a lease bucket. Renewed in the background while it lives;
 /// [`release`](Self::release) lets go at once, dropping it lets go in the background (when
@@ -84,18 +85,17 @@ impl Lease {
             Some(ttl),
         )
         .await
-        .map_err(|source| JournalError::Storage {
-            place: place.clone(),
-            source,
-        })?;
-        let status = store.status().await.map_err(|e| storage(&place, e))?;
+        .map_err(|source| JournalError::storage(&place, source))?;
+        let status = store
+            .status()
+            .await
+            .map_err(|e| JournalError::storage(&place, e))?;
         if status.max_age().is_zero() {
-            return Err(JournalError::Storage {
+            return Err(JournalError::storage(
                 place,
-                source: "its entries never expire (no max age), so a lease of a host that died \
-                         would never end: give the leases a bucket with a max age"
-                    .into(),
-            });
+                "its entries never expire (no max age), so a lease of a host that died would \
+                 never end: give the leases a bucket with a max age",
+            ));
         }
         Ok(store)
     }
@@ -113,7 +113,7 @@ impl Lease {
         let ttl = store
             .status()
             .await
-            .map_err(|e| storage(&place, e))?
+            .map_err(|e| JournalError::storage(&place, e))?
             .max_age();
         let deadline = Instant::now() + wait;
         let revision = loop {
@@ -132,7 +132,7 @@ impl Lease {
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(e) => return Err(storage(&place, e)),
+                Err(e) => return Err(JournalError::storage(&place, e)),
             }
         };
         let shared = Arc::new(Shared {
@@ -190,8 +190,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         self.renewer.abort();
-        let released = self.shared.state().lost.is_some();
-        if released {
+        if lock(&self.shared.state).lost.is_some() {
             return;
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -204,12 +203,8 @@ impl Drop for Lease {
 }
 
 impl Shared {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn check(&self) -> Result<(), String> {
-        let state = self.state();
+        let state = lock(&self.state);
         if let Some(lost) = &state.lost {
             return Err(lost.clone());
         }
@@ -224,7 +219,7 @@ impl Shared {
 
     async fn renew(&self) {
         let revision = {
-            let state = self.state();
+            let state = lock(&self.state);
             if state.lost.is_some() {
                 return;
             }
@@ -234,12 +229,12 @@ impl Shared {
         let value = self.holder.clone().into_bytes().into();
         match self.store.update(&self.key, value, revision).await {
             Ok(revision) => {
-                let mut state = self.state();
+                let mut state = lock(&self.state);
                 state.revision = revision;
                 state.renewed = asked;
             }
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
-                self.state().lost = Some(
+                lock(&self.state).lost = Some(
                     "another host took it after it expired (this host did not renew it in time)"
                         .to_owned(),
                 );
@@ -252,8 +247,8 @@ impl Shared {
     }
 
     async fn release(&self) -> Result<(), JournalError> {
-        let revision = {
-            let mut state = self.state();
+        let mut revision = {
+            let mut state = lock(&self.state);
             if state.lost.is_some() {
                 return Ok(());
             }
@@ -261,7 +256,6 @@ impl Shared {
             state.revision
         };
         let place = format!("lease {}", self.key);
-        let mut revision = revision;
         for _ in 0..3 {
             match self
                 .store
@@ -281,16 +275,16 @@ impl Shared {
                         }
                         // Another host's now, or gone: nothing of this host's to let go of.
                         Ok(_) => return Ok(()),
-                        Err(e) => return Err(storage(&place, e)),
+                        Err(e) => return Err(JournalError::storage(&place, e)),
                     }
                 }
-                Err(e) => return Err(storage(&place, e)),
+                Err(e) => return Err(JournalError::storage(&place, e)),
             }
         }
-        Err(JournalError::Storage {
+        Err(JournalError::storage(
             place,
-            source: "the lease kept changing while it was let go of".into(),
-        })
+            "the lease kept changing while it was let go of",
+        ))
     }
 }
 
@@ -299,15 +293,8 @@ async fn renew_every(shared: Arc<Shared>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         shared.renew().await;
-        if shared.state().lost.is_some() {
+        if lock(&shared.state).lost.is_some() {
             return;
         }
-    }
-}
-
-fn storage(place: &str, e: impl std::error::Error + Send + Sync + 'static) -> JournalError {
-    JournalError::Storage {
-        place: place.to_owned(),
-        source: Box::new(e),
     }
 }

@@ -31,6 +31,12 @@ pub(super) fn encode(
     place: &str,
     max_payload: usize,
 ) -> Result<Bytes, JournalError> {
+    let too_large = |what, bytes, limit| JournalError::TooLarge {
+        place: place.to_owned(),
+        what,
+        bytes,
+        limit,
+    };
     let mut payload = Vec::with_capacity(256 * records.len() + 2);
     payload.push(b'[');
     for (i, record) in records.iter().enumerate() {
@@ -38,28 +44,15 @@ pub(super) fn encode(
             payload.push(b',');
         }
         let start = payload.len();
-        serde_json::to_writer(&mut payload, record).map_err(|e| JournalError::Storage {
-            place: place.to_owned(),
-            source: Box::new(e),
-        })?;
+        serde_json::to_writer(&mut payload, record).map_err(|e| JournalError::storage(place, e))?;
         let bytes = payload.len() - start;
         if bytes > MAX_RECORD_BYTES {
-            return Err(JournalError::TooLarge {
-                place: place.to_owned(),
-                what: "record",
-                bytes,
-                limit: MAX_RECORD_BYTES,
-            });
+            return Err(too_large("record", bytes, MAX_RECORD_BYTES));
         }
     }
     payload.push(b']');
     if payload.len() > max_payload {
-        return Err(JournalError::TooLarge {
-            place: place.to_owned(),
-            what: "write",
-            bytes: payload.len(),
-            limit: max_payload,
-        });
+        return Err(too_large("write", payload.len(), max_payload));
     }
     Ok(Bytes::from(payload))
 }

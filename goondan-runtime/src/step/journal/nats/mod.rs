@@ -33,6 +33,7 @@ use self::message::{Decoded, FORMAT_HEADER, SKIPS_HEADER};
 use self::subject::Place;
 use super::record::FORMAT_VERSION;
 use super::{Journal, JournalError, JournalFuture, Record, Recovered};
+use crate::step::lock;
 
 /// How long a read waits for the next message of a journal before it gives up.
 const READ_WAIT: Duration = Duration::from_secs(10);
@@ -195,7 +196,7 @@ impl NatsJournal {
                 ..stream::Config::default()
             })
             .await
-            .map_err(|e| storage(&place, e))?;
+            .map_err(|e| JournalError::storage(&place, e))?;
         let bucket = Lease::bucket(jetstream, &options.lease_bucket, options.lease_ttl).await?;
         let lease = Lease::acquire(&bucket, &key, &options.holder, options.wait).await?;
         let max_payload = jetstream.client().server_info().max_payload;
@@ -229,7 +230,7 @@ impl NatsJournal {
     /// waiting for the lease to expire. The journal writes nothing after
     /// ([`JournalError::Lost`]). Dropping the journal lets go in the background.
     pub async fn release(&self) -> Result<(), JournalError> {
-        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let lease = lock(&self.lease).take();
         match lease {
             Some(lease) => lease.release().await,
             None => Ok(()),
@@ -250,12 +251,12 @@ impl NatsJournal {
                 Ok(Some((message.sequence, decoded)))
             }
             Err(e) if e.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
-            Err(e) => Err(storage(&self.place, e)),
+            Err(e) => Err(JournalError::storage(&self.place, e)),
         }
     }
 
     fn check_lease(&self) -> Result<(), JournalError> {
-        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let lease = lock(&self.lease);
         let held = match lease.as_ref() {
             Some(lease) => lease.check(),
             None => Err("this host let go of its lease".to_owned()),
@@ -322,7 +323,7 @@ impl NatsJournal {
                 bytes,
                 limit: self.max_payload,
             },
-            _ => storage(&self.place, e),
+            _ => JournalError::storage(&self.place, e),
         }
     }
 
@@ -340,11 +341,11 @@ impl NatsJournal {
                 ..consumer::pull::OrderedConfig::default()
             })
             .await
-            .map_err(|e| storage(&self.place, e))?;
+            .map_err(|e| JournalError::storage(&self.place, e))?;
         let mut messages = consumer
             .messages()
             .await
-            .map_err(|e| storage(&self.place, e))?;
+            .map_err(|e| JournalError::storage(&self.place, e))?;
         let mut written = 0u64;
         // A message that did not parse, as (write, stream sequence, why): left out when the
         // next write skips it or when it is the last, damage otherwise.
@@ -353,24 +354,18 @@ impl NatsJournal {
             let next = tokio::time::timeout(READ_WAIT, messages.next()).await;
             let message = match next {
                 Ok(Some(Ok(message))) => message,
-                Ok(Some(Err(e))) => return Err(storage(&self.place, e)),
+                Ok(Some(Err(e))) => return Err(JournalError::storage(&self.place, e)),
                 Ok(None) | Err(_) => {
-                    return Err(JournalError::Storage {
-                        place: self.place.clone(),
-                        source: format!(
-                            "the server sent the journal only up to write {written} within \
-                             {READ_WAIT:?}; its last is at stream sequence {end}"
-                        )
-                        .into(),
-                    });
+                    let short = format!(
+                        "the server sent the journal only up to write {written} within \
+                         {READ_WAIT:?}; its last is at stream sequence {end}"
+                    );
+                    return Err(JournalError::storage(&self.place, short));
                 }
             };
             let sequence = message
                 .info()
-                .map_err(|source| JournalError::Storage {
-                    place: self.place.clone(),
-                    source,
-                })?
+                .map_err(|source| JournalError::storage(&self.place, source))?
                 .stream_sequence;
             written += 1;
             let header = |name| format_of(message.headers.as_ref().and_then(|h| h.get(name)));
@@ -416,13 +411,6 @@ impl Journal for NatsJournal {
 
 fn format_of(value: Option<&async_nats::HeaderValue>) -> Option<&str> {
     value.map(async_nats::HeaderValue::as_str)
-}
-
-fn storage(place: &str, e: impl std::error::Error + Send + Sync + 'static) -> JournalError {
-    JournalError::Storage {
-        place: place.to_owned(),
-        source: Box::new(e),
-    }
 }
 
 /// `{hostname}:{pid}`: unique among the hosts of one server while each has its own name.
