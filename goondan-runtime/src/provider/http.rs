@@ -67,13 +67,10 @@ impl Call<'_> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let failure = match self.attempt(&body, attempt).await {
+            let (error, advice) = match self.attempt(&body, attempt).await {
                 Ok(response) => return Ok((response, attempt)),
-                Err(f) => f,
-            };
-            let (error, advice) = match failure {
-                Failure::Final(e) => return Err(e),
-                Failure::Retry { error, advice } => (error, advice),
+                Err(Failure::Final(e)) => return Err(e),
+                Err(Failure::Retry { error, advice }) => (error, advice),
             };
             let retry = attempt - 1;
             if retry >= self.retry.max_retries {

@@ -23,15 +23,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::conversation::{Turn, turns};
+use super::conversation::{Turn, push, turns};
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{
-    DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, count, event_json, malformed, non_empty,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, announce, answer, append_text, count,
+    event_json, malformed, reported, usage,
 };
 use crate::dialect::arguments_from_str;
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
 use crate::tools::catalog::{CatalogItem, ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
 
@@ -39,126 +40,160 @@ pub use self::dialect::{parse_calls, tool_result, tools, user_message};
 
 const P: Provider = Provider::ANTHROPIC;
 
-/// Appends content blocks to the conversation, merged into the last message when it has the
-/// same role (tool results and the next user text travel together).
-fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
-    if let Some(last) = messages.last_mut()
-        && last.get("role").and_then(Value::as_str) == Some(role)
-        && let Some(Value::Array(content)) = last.get_mut("content")
-    {
-        content.extend(blocks);
-        return;
-    }
-    messages.push(json!({"role": role, "content": blocks}));
+/// Anthropic Messages: the provider `anthropic` and its tool dialect.
+pub(crate) struct Anthropic;
+
+impl Dialect {
+    /// Anthropic Messages tool use (`provider::anthropic`).
+    pub const ANTHROPIC: Dialect = Dialect::new(&Anthropic);
 }
 
-/// `tool_choice`: `{"type": "auto" | "any" | "none"}` or `{"type": "tool", "name"}`.
-pub(crate) fn tool_choice(choice: &crate::tools::catalog::ToolChoice) -> Value {
-    use crate::tools::catalog::ToolChoice;
-    match choice {
-        ToolChoice::Auto => json!({"type": "auto"}),
-        ToolChoice::Required => json!({"type": "any"}),
-        ToolChoice::None => json!({"type": "none"}),
-        ToolChoice::Tool(name) => json!({"type": "tool", "name": name.as_str()}),
+impl ToolDialect for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
+        dialect::tool(item)
+    }
+
+    fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
+        dialect::parse_calls(answer)
+    }
+
+    fn render_result(&self, result: &ToolCallResult) -> Value {
+        dialect::tool_result(result)
     }
 }
 
-/// The request body.
-pub(crate) fn body(
-    config: &ProviderConfig,
-    request: &ModelRequest,
-    stream: bool,
-) -> Result<Value, ModelError> {
-    let mut messages = Vec::new();
-    for turn in turns(&request.messages) {
-        match turn {
-            Turn::User(text) => push(
-                &mut messages,
-                "user",
-                vec![json!({"type": "text", "text": text})],
-            ),
-            Turn::Assistant { text, calls, .. } => {
-                let mut blocks = Vec::new();
-                if let Some(t) = text {
-                    blocks.push(json!({"type": "text", "text": t}));
-                }
-                for c in calls {
-                    let input = if c.args.is_object() {
-                        c.args.clone()
-                    } else {
-                        json!({})
-                    };
-                    blocks.push(
-                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
-                    );
-                }
-                if !blocks.is_empty() {
-                    push(&mut messages, "assistant", blocks);
-                }
-            }
-            Turn::Result(r) => push(&mut messages, "user", vec![dialect::tool_result(&r)]),
+impl ProviderAdapter for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        "https://api.anthropic.com/v1"
+    }
+
+    fn default_key_env(&self) -> &'static str {
+        "ANTHROPIC_API_KEY"
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::ANTHROPIC
+    }
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
+        if let Some(k) = key {
+            headers.push(("x-api-key", k.to_owned()));
         }
+        headers
     }
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(config.model.as_str()));
-    body.insert(
-        "max_tokens".into(),
-        json!(
-            config
-                .token_limit(request)
-                .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)
-        ),
-    );
-    if let Some(system) = &request.system {
-        body.insert("system".into(), Value::from(system.as_str()));
+
+    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/messages")
     }
-    body.insert("messages".into(), Value::Array(messages));
-    if let Some(t) = config.temperature {
-        body.insert("temperature".into(), json!(t));
+
+    fn body(
+        &self,
+        config: &ProviderConfig,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        let mut messages = Vec::new();
+        for turn in turns(&request.messages) {
+            match turn {
+                Turn::User(text) => push(
+                    &mut messages,
+                    "user",
+                    "content",
+                    vec![json!({"type": "text", "text": text})],
+                ),
+                Turn::Assistant { text, calls, .. } => {
+                    let mut blocks = Vec::new();
+                    if let Some(t) = text {
+                        blocks.push(json!({"type": "text", "text": t}));
+                    }
+                    for c in calls {
+                        let input = if c.args.is_object() {
+                            c.args.clone()
+                        } else {
+                            json!({})
+                        };
+                        blocks.push(
+                            json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                        );
+                    }
+                    if !blocks.is_empty() {
+                        push(&mut messages, "assistant", "content", blocks);
+                    }
+                }
+                Turn::Result(r) => push(
+                    &mut messages,
+                    "user",
+                    "content",
+                    vec![dialect::tool_result(&r)],
+                ),
+            }
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(config.model.as_str()));
+        body.insert(
+            "max_tokens".into(),
+            json!(
+                config
+                    .token_limit(request)
+                    .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)
+            ),
+        );
+        if let Some(system) = &request.system {
+            body.insert("system".into(), Value::from(system.as_str()));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if let Some(t) = config.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        body.insert("stream".into(), Value::Bool(stream));
+        Ok(Value::Object(body))
     }
-    body.insert("stream".into(), Value::Bool(stream));
-    Ok(Value::Object(body))
+
+    /// `tool_choice`: `{"type": "auto" | "any" | "none"}` or `{"type": "tool", "name"}`.
+    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
+        let value = match choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name.as_str()}),
+        };
+        ("tool_choice", value)
+    }
+
+    fn parse(&self, value: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if let Some(e) = reported_error(value) {
+            return Err(e);
+        }
+        let blocks = value
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| malformed(P, "no `content` array in the answer"))?;
+        let text: String = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        let usage = usage(value, "/usage/input_tokens", "/usage/output_tokens");
+        answer(P, text, dialect::parse_calls(value), usage)
+    }
+
+    fn stream(&self) -> Box<dyn AnswerStream> {
+        Box::new(Stream::default())
+    }
 }
 
 fn reported_error(value: &Value) -> Option<ModelError> {
-    if value.get("type").and_then(Value::as_str) != Some("error") {
-        return None;
-    }
-    let message = value
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or("no message");
-    Some(malformed(
-        P,
-        format!("the provider reported an error: {message}"),
-    ))
-}
-
-/// An unstreamed answer.
-pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
-    if let Some(e) = reported_error(value) {
-        return Err(e);
-    }
-    let blocks = value
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| malformed(P, "no `content` array in the answer"))?;
-    let text: String = blocks
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect();
-    let tool_calls = dialect::parse_calls(value).map_err(|e| malformed(P, e.to_string()))?;
-    let usage = count(value, "/usage/input_tokens").map(|input| TokenUsage {
-        input_tokens: input,
-        output_tokens: count(value, "/usage/output_tokens").unwrap_or(0),
-    });
-    Ok(ModelResponse {
-        content: non_empty(text),
-        tool_calls,
-        usage,
-        metadata: Map::new(),
-    })
+    (value.get("type").and_then(Value::as_str) == Some("error"))
+        .then(|| reported(P, value.pointer("/error/message")))
 }
 
 #[derive(Debug)]
@@ -179,13 +214,9 @@ pub(crate) struct Stream {
     complete: bool,
 }
 
-impl Stream {
-    /// Takes one event; `true` at `message_stop`.
-    pub(crate) fn event(
-        &mut self,
-        e: &Event,
-        sink: Option<&DeltaSink>,
-    ) -> Result<bool, ModelError> {
+impl AnswerStream for Stream {
+    /// `true` at `message_stop`.
+    fn event(&mut self, e: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
         let v = event_json(P, &e.data)?;
         if let Some(err) = reported_error(&v) {
             return Err(err);
@@ -233,12 +264,7 @@ impl Stream {
                                 })
                         };
                         let (id, name) = (field("id")?, field("name")?);
-                        if let Some(s) = sink {
-                            s.send(&ModelDelta::ToolCall {
-                                id: id.clone(),
-                                name: name.clone(),
-                            });
-                        }
+                        announce(sink, &id, &name);
                         self.blocks.insert(
                             i,
                             Block::ToolUse {
@@ -263,12 +289,7 @@ impl Stream {
                             .get("text")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        text.push_str(piece);
-                        if let Some(s) = sink
-                            && !piece.is_empty()
-                        {
-                            s.send(&ModelDelta::Text(piece.to_owned()));
-                        }
+                        append_text(text, piece, sink);
                     }
                     (Some(Block::ToolUse { json, .. }), Some("input_json_delta")) => {
                         let piece = delta
@@ -304,8 +325,7 @@ impl Stream {
         Ok(false)
     }
 
-    /// The answer.
-    pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
+    fn finish(self: Box<Self>, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
         if !self.complete {
             return Err(malformed(P, "the stream ended before `message_stop`"));
         }
@@ -321,104 +341,7 @@ impl Stream {
                 }
             }
         }
-        let tool_calls = dialect::parse_calls(&json!({ "content": content }))
-            .map_err(|e| malformed(P, e.to_string()))?;
-        Ok(ModelResponse {
-            content: non_empty(text),
-            tool_calls,
-            usage: self.usage,
-            metadata: Map::new(),
-        })
-    }
-}
-
-/// Anthropic Messages: the provider `anthropic` and its tool dialect.
-pub(crate) struct Anthropic;
-
-impl Dialect {
-    /// Anthropic Messages tool use (`provider::anthropic`).
-    pub const ANTHROPIC: Dialect = Dialect::new(&Anthropic);
-}
-
-impl ToolDialect for Anthropic {
-    fn name(&self) -> &'static str {
-        "anthropic"
-    }
-
-    fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
-        dialect::tool(item)
-    }
-
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        dialect::tools(catalog)
-    }
-
-    fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
-        dialect::parse_calls(answer)
-    }
-
-    fn render_result(&self, result: &ToolCallResult) -> Value {
-        dialect::tool_result(result)
-    }
-}
-
-impl ProviderAdapter for Anthropic {
-    fn name(&self) -> &'static str {
-        "anthropic"
-    }
-
-    fn default_base_url(&self) -> &'static str {
-        "https://api.anthropic.com/v1"
-    }
-
-    fn default_key_env(&self) -> &'static str {
-        "ANTHROPIC_API_KEY"
-    }
-
-    fn dialect(&self) -> Dialect {
-        Dialect::ANTHROPIC
-    }
-
-    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
-        let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
-        if let Some(k) = key {
-            headers.push(("x-api-key", k.to_owned()));
-        }
-        headers
-    }
-
-    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
-        format!("{base}/messages")
-    }
-
-    fn body(
-        &self,
-        config: &ProviderConfig,
-        request: &ModelRequest,
-        stream: bool,
-    ) -> Result<Value, ModelError> {
-        body(config, request, stream)
-    }
-
-    fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
-        ("tool_choice", tool_choice(choice))
-    }
-
-    fn parse(&self, answer: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        parse(answer)
-    }
-
-    fn stream(&self) -> Box<dyn AnswerStream> {
-        Box::new(Stream::default())
-    }
-}
-
-impl AnswerStream for Stream {
-    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
-        Stream::event(self, event, sink)
-    }
-
-    fn finish(self: Box<Self>, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        Stream::finish(*self)
+        let calls = dialect::parse_calls(&json!({ "content": content }));
+        answer(P, text, calls, self.usage)
     }
 }
