@@ -116,12 +116,7 @@ pub trait ToolDialect: Send + Sync + 'static {
     /// The catalog as the value of the request's tool field: by default the array of the
     /// items of [`tool`](Self::tool), in catalog order.
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        catalog
-            .items()
-            .iter()
-            .map(|item| self.tool(item))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array)
+        each_tool(catalog, |item| self.tool(item)).map(Value::Array)
     }
 
     /// The tools of `catalog` this dialect sends in a looser form, because its strict form
@@ -339,6 +334,14 @@ impl Unsupported {
             reason: self.reason,
         }
     }
+}
+
+/// Every item of `catalog` in a dialect's tool form (`tool`), in catalog order.
+pub(crate) fn each_tool(
+    catalog: &ToolCatalog,
+    tool: impl Fn(&CatalogItem) -> Result<Value, DialectError>,
+) -> Result<Vec<Value>, DialectError> {
+    catalog.items().iter().map(tool).collect()
 }
 
 /// The tools of `catalog` whose parameters `check` refuses, as errors of `dialect`.

@@ -75,6 +75,11 @@ pub(crate) fn push(messages: &mut Vec<Value>, role: &str, key: &str, items: Vec<
     messages.push(serde_json::json!({"role": role, key: items}));
 }
 
+/// Call arguments as the object Anthropic and Gemini carry (`{}` for arguments that are not one).
+pub(crate) fn arguments_object(call: &ToolCall) -> Value {
+    Value::Object(call.args.as_object().cloned().unwrap_or_default())
+}
+
 /// Call arguments as the JSON text OpenAI's APIs carry.
 pub(crate) fn arguments_text(call: &ToolCall) -> String {
     match &call.args {

@@ -367,6 +367,19 @@ fn usage(value: &Value, input: &str, output: &str) -> Option<TokenUsage> {
     })
 }
 
+/// The text field `key` of `obj`, a part of the answer that an error calls `what`.
+fn text_field(
+    provider: Provider,
+    obj: &Value,
+    key: &str,
+    what: &str,
+) -> Result<String, ModelError> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| malformed(provider, format!("{what} has no `{key}`")))
+}
+
 /// Appends a piece of the answer's text, and sends it to `sink` as it comes.
 fn append_text(text: &mut String, piece: &str, sink: Option<&DeltaSink>) {
     text.push_str(piece);

@@ -29,7 +29,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
+    DialectError, ParseError, Unsupported, arguments_from_str, distribute, each_tool, first_union,
     loose_parameters, parameters_of, require_object_root, split_null, str_field, string_enum,
     undistributable,
 };
@@ -83,12 +83,7 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as Chat Completions `tools`.
 pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    catalog
-        .items()
-        .iter()
-        .map(chat_tool)
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    each_tool(catalog, chat_tool).map(Value::Array)
 }
 
 /// One item of Chat Completions `tools`: `{type: "function", function: {...}}`.
@@ -99,12 +94,7 @@ pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Value, DialectError> {
 
 /// The catalog as Responses API `tools` (the flat form).
 pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    catalog
-        .items()
-        .iter()
-        .map(responses_tool)
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    each_tool(catalog, responses_tool).map(Value::Array)
 }
 
 /// One item of Responses API `tools`: `{type: "function", name, ...}`.

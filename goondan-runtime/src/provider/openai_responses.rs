@@ -15,7 +15,8 @@ use super::openai;
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{
-    Provider, ProviderConfig, announce, answer, append_text, event_json, malformed, reported, usage,
+    Provider, ProviderConfig, announce, answer, append_text, event_json, malformed, reported,
+    text_field, usage,
 };
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
 use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
@@ -204,14 +205,7 @@ impl AnswerStream for Stream {
             "response.output_item.added" => {
                 let item = v.get("item").cloned().unwrap_or(Value::Null);
                 if item.get("type").and_then(Value::as_str) == Some("function_call") {
-                    let field = |k: &str| {
-                        item.get(k)
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                            .ok_or_else(|| {
-                                malformed(P, format!("a `function_call` item has no `{k}`"))
-                            })
-                    };
+                    let field = |k| text_field(P, &item, k, "a `function_call` item");
                     let call = PartialCall {
                         call_id: field("call_id")?,
                         name: field("name")?,

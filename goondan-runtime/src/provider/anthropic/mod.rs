@@ -23,12 +23,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::conversation::{Turn, push, turns};
+use super::conversation::{Turn, arguments_object, push, turns};
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{
     DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, announce, answer, append_text, count,
-    event_json, malformed, reported, usage,
+    event_json, malformed, reported, text_field, usage,
 };
 use crate::dialect::arguments_from_str;
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
@@ -102,51 +102,34 @@ impl ProviderAdapter for Anthropic {
         stream: bool,
     ) -> Result<Value, ModelError> {
         let mut messages = Vec::new();
+        let mut add = |role: &str, blocks| push(&mut messages, role, "content", blocks);
         for turn in turns(&request.messages) {
             match turn {
-                Turn::User(text) => push(
-                    &mut messages,
-                    "user",
-                    "content",
-                    vec![json!({"type": "text", "text": text})],
-                ),
+                Turn::User(text) => add("user", vec![json!({"type": "text", "text": text})]),
                 Turn::Assistant { text, calls, .. } => {
                     let mut blocks = Vec::new();
                     if let Some(t) = text {
                         blocks.push(json!({"type": "text", "text": t}));
                     }
                     for c in calls {
-                        let input = if c.args.is_object() {
-                            c.args.clone()
-                        } else {
-                            json!({})
-                        };
+                        let input = arguments_object(c);
                         blocks.push(
                             json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
                         );
                     }
                     if !blocks.is_empty() {
-                        push(&mut messages, "assistant", "content", blocks);
+                        add("assistant", blocks);
                     }
                 }
-                Turn::Result(r) => push(
-                    &mut messages,
-                    "user",
-                    "content",
-                    vec![dialect::tool_result(&r)],
-                ),
+                Turn::Result(r) => add("user", vec![dialect::tool_result(&r)]),
             }
         }
+        let max_tokens = config
+            .token_limit(request)
+            .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS);
         let mut body = Map::new();
         body.insert("model".into(), Value::from(config.model.as_str()));
-        body.insert(
-            "max_tokens".into(),
-            json!(
-                config
-                    .token_limit(request)
-                    .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)
-            ),
-        );
+        body.insert("max_tokens".into(), json!(max_tokens));
         if let Some(system) = &request.system {
             body.insert("system".into(), Value::from(system.as_str()));
         }
@@ -254,15 +237,7 @@ impl AnswerStream for Stream {
                         self.blocks.insert(i, Block::Text(text.to_owned()));
                     }
                     Some("tool_use") => {
-                        let field = |k: &str| {
-                            block
-                                .get(k)
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                                .ok_or_else(|| {
-                                    malformed(P, format!("a `tool_use` block has no `{k}`"))
-                                })
-                        };
+                        let field = |k| text_field(P, block, k, "a `tool_use` block");
                         let (id, name) = (field("id")?, field("name")?);
                         announce(sink, &id, &name);
                         self.blocks.insert(

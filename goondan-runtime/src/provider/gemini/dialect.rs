@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, distribute, first_union, loose_parameters,
+    DialectError, ParseError, Unsupported, distribute, each_tool, first_union, loose_parameters,
     parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
@@ -37,11 +37,7 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as the request's `tools`: `[{functionDeclarations: [...]}]`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    let declarations = catalog
-        .items()
-        .iter()
-        .map(declaration)
-        .collect::<Result<Vec<_>, _>>()?;
+    let declarations = each_tool(catalog, declaration)?;
     Ok(json!([{"functionDeclarations": declarations}]))
 }
 

@@ -36,7 +36,7 @@ mod dialect;
 
 use serde_json::{Map, Value, json};
 
-use super::conversation::{Turn, push, turns};
+use super::conversation::{Turn, arguments_object, push, turns};
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{
@@ -136,11 +136,10 @@ impl ProviderAdapter for Gemini {
         _stream: bool,
     ) -> Result<Value, ModelError> {
         let mut contents = Vec::new();
+        let mut add = |role: &str, parts| push(&mut contents, role, "parts", parts);
         for turn in turns(&request.messages) {
             match turn {
-                Turn::User(text) => {
-                    push(&mut contents, "user", "parts", vec![json!({"text": text})])
-                }
+                Turn::User(text) => add("user", vec![json!({"text": text})]),
                 Turn::Assistant { metadata: m, .. }
                     if m.get(PARTS).is_some_and(Value::is_array) =>
                 {
@@ -150,7 +149,7 @@ impl ProviderAdapter for Gemini {
                         .and_then(Value::as_array)
                         .cloned()
                         .unwrap_or_default();
-                    push(&mut contents, "model", "parts", parts);
+                    add("model", parts);
                 }
                 Turn::Assistant { text, calls, .. } => {
                     let mut parts = Vec::new();
@@ -158,31 +157,17 @@ impl ProviderAdapter for Gemini {
                         parts.push(json!({"text": t}));
                     }
                     for c in calls {
-                        let mut call = Map::new();
-                        call.insert("name".into(), Value::from(c.name.as_str()));
-                        call.insert(
-                            "args".into(),
-                            if c.args.is_object() {
-                                c.args.clone()
-                            } else {
-                                json!({})
-                            },
-                        );
+                        let mut call = json!({"name": c.name, "args": arguments_object(c)});
                         if !c.id.starts_with(GENERATED_ID_PREFIX) {
-                            call.insert("id".into(), Value::from(c.id.as_str()));
+                            call["id"] = Value::from(c.id.as_str());
                         }
                         parts.push(json!({ "functionCall": call }));
                     }
                     if !parts.is_empty() {
-                        push(&mut contents, "model", "parts", parts);
+                        add("model", parts);
                     }
                 }
-                Turn::Result(r) => push(
-                    &mut contents,
-                    "user",
-                    "parts",
-                    vec![dialect::function_response(&r)],
-                ),
+                Turn::Result(r) => add("user", vec![dialect::function_response(&r)]),
             }
         }
         let mut body = Map::new();
