@@ -258,11 +258,7 @@ fn convert_object(
              use a list of key/value structs",
         ));
     }
-    let required: Vec<&str> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_of(obj);
     let mut properties = Map::new();
     for (name, prop) in obj
         .get("properties")

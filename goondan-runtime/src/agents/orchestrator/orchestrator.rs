@@ -20,8 +20,7 @@ use super::protocol;
 use super::router::{Caller, Core};
 use super::runtime::request_result;
 use super::{
-    AgentIdentity, AgentWorker, DEFAULT_TIMEOUT_MS, OrchestratorConfig, SwarmSpec, address,
-    disconnected, timed_out,
+    AgentIdentity, AgentWorker, OrchestratorConfig, SwarmSpec, address, disconnected, timed_out,
 };
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
@@ -231,17 +230,10 @@ impl AgentRuntime for Orchestrator {
         options: RequestOptions,
     ) -> AgentFuture<'a, RequestResult> {
         Box::pin(async move {
-            let timeout_ms = options.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+            let payload = DelegatePayload::new(event, Vec::new(), options);
+            let timeout_ms = payload.timeout_ms;
             let id = self.core.fresh(ORCHESTRATOR);
             let (tx, rx) = oneshot::channel();
-            let payload = DelegatePayload {
-                event,
-                chain: Vec::new(),
-                timeout_ms,
-                trace_id: options.trace_id,
-                turn_id: options.turn_id,
-                traceparent: crate::telemetry::traceparent(),
-            };
             self.core
                 .delegate(Caller::Host(tx), ORCHESTRATOR, target, payload, id.clone());
             let wait = Duration::from_millis(timeout_ms) + Duration::from_millis(500);
