@@ -197,6 +197,11 @@ impl SwarmSpec {
     }
 }
 
+/// The instance key a call names, else [`DEFAULT_INSTANCE_KEY`].
+pub(crate) fn instance_key(named: Option<&str>) -> String {
+    named.unwrap_or(DEFAULT_INSTANCE_KEY).to_owned()
+}
+
 /// The address of an instance in IPC messages: `agent/instanceKey`.
 pub(crate) fn address(agent: &str, instance_key: &str) -> String {
     format!("{agent}/{instance_key}")

@@ -13,7 +13,7 @@ use crate::agents::orchestrator::ipc::{
 };
 use crate::agents::orchestrator::runtime::request_result;
 use crate::agents::orchestrator::{
-    DEFAULT_INSTANCE_KEY, SwarmSpec, address, codes, disconnected, error, unknown_target,
+    SwarmSpec, address, codes, disconnected, error, instance_key, unknown_target,
 };
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
@@ -122,10 +122,7 @@ impl AgentRuntime for NatsSwarm {
             if !self.swarm.defines(target) {
                 return Err(unknown_target(target, &self.swarm));
             }
-            let key = event
-                .instance_key
-                .clone()
-                .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+            let key = instance_key(event.instance_key.as_deref());
             let id = fresh_id(ORCHESTRATOR);
             let payload = DelegatePayload::new(event, Vec::new(), options);
             let body =
@@ -148,10 +145,7 @@ impl AgentRuntime for NatsSwarm {
             if !self.swarm.defines(target) {
                 return Err(unknown_target(target, &self.swarm));
             }
-            let key = event
-                .instance_key
-                .clone()
-                .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+            let key = instance_key(event.instance_key.as_deref());
             let event_id = fresh_id("evt");
             let parent = crate::telemetry::traceparent();
             let body = ipc::event_payload(&event, &event_id, parent.as_deref());

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Core, split};
 use crate::agents::orchestrator::ipc::Control;
-use crate::agents::orchestrator::{DEFAULT_INSTANCE_KEY, codes, error, protocol, unknown_target};
+use crate::agents::orchestrator::{codes, error, instance_key, protocol, unknown_target};
 use crate::tools::agent::{AgentCatalog, AgentInstanceInfo, SpawnOptions, SpawnResult};
 use crate::tools::error::ToolError;
 
@@ -52,10 +52,7 @@ impl Core {
                 "just send it a request: the host serving it starts its instance on first use",
             ));
         }
-        let key = options
-            .instance_key
-            .clone()
-            .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+        let key = instance_key(options.instance_key.as_deref());
         let mut st = self.lock();
         let (addr, spawned) = self.ensure(&mut st, target, &key, from, options.cwd.as_deref())?;
         let cwd = st.instances.get(&addr).and_then(|i| i.info.cwd.clone());
