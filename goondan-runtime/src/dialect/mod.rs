@@ -518,17 +518,14 @@ pub(crate) fn string_enum(
 
 /// A description followed by the descriptions of enum values.
 pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
-    let mut text = description
+    let lead = description
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    if !docs.is_empty() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&docs.join("\n"));
-    }
-    (!text.is_empty()).then(|| Value::from(text))
+        .filter(|d| !d.is_empty());
+    let lines: Vec<&str> = lead
+        .into_iter()
+        .chain(docs.iter().map(String::as_str))
+        .collect();
+    (!lines.is_empty()).then(|| Value::from(lines.join("\n")))
 }
 
 /// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
@@ -642,15 +639,13 @@ pub fn result_text(result: &ToolCallResult) -> String {
     }
 }
 
-/// A part as a data URL (`data:{mime};base64,{data}`), for the providers that take images
-/// that way; `None` for a part that is not binary.
-pub(crate) fn data_url(part: &crate::tools::content::Content) -> Option<(String, &str)> {
-    use crate::tools::content::Content;
+/// An image part as a data URL (`data:{mime};base64,{data}`), for the providers that take
+/// images that way; `None` for any other part.
+pub(crate) fn image_data_url(part: &crate::tools::content::Content) -> Option<String> {
     match part {
-        Content::Image(b) | Content::Audio(b) => Some((
-            format!("data:{};base64,{}", b.mime_type, b.base64()),
-            b.mime_type.as_str(),
-        )),
+        crate::tools::content::Content::Image(b) => {
+            Some(format!("data:{};base64,{}", b.mime_type, b.base64()))
+        }
         _ => None,
     }
 }

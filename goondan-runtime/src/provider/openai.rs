@@ -565,9 +565,7 @@ pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) ->
     let mut parts = Vec::new();
     for result in results {
         for part in &result.content {
-            if let (crate::tools::content::Content::Image(_), Some((url, _))) =
-                (part, crate::dialect::data_url(part))
-            {
+            if let Some(url) = crate::dialect::image_data_url(part) {
                 parts.push(json!({"type": "text", "text": format!(
                     "The image returned by the tool call `{}` ({}):",
                     result.tool_call_id, result.tool_name)}));
@@ -590,12 +588,10 @@ pub fn responses_result(result: &ToolCallResult) -> Value {
             items.push(json!({"type": "input_text", "text": crate::dialect::result_text(result)}));
         }
         for part in &result.content {
-            items.push(match (part, crate::dialect::data_url(part)) {
-                (crate::tools::content::Content::Image(_), Some((url, _))) => {
-                    json!({"type": "input_image", "image_url": url})
-                }
-                (other, _) => json!({"type": "input_text", "text": crate::dialect::part_text(other)
-                    .unwrap_or_else(|| other.note("the Responses API takes no such part here"))}),
+            items.push(match crate::dialect::image_data_url(part) {
+                Some(url) => json!({"type": "input_image", "image_url": url}),
+                None => json!({"type": "input_text", "text": crate::dialect::part_text(part)
+                    .unwrap_or_else(|| part.note("the Responses API takes no such part here"))}),
             });
         }
         Value::Array(items)

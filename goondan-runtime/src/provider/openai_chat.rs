@@ -108,8 +108,6 @@ impl ProviderAdapter for OpenAiChat {
             messages.push(match turn {
                 Turn::User(text) => json!({"role": "user", "content": text}),
                 Turn::Assistant { text, calls, .. } => {
-                    let mut m = Map::new();
-                    m.insert("role".into(), "assistant".into());
                     // An assistant message with calls and no text says `""`: OpenAI takes it,
                     // and llama-cpp-python's server refuses `null` and a missing `content`.
                     let content = match text {
@@ -117,18 +115,17 @@ impl ProviderAdapter for OpenAiChat {
                         None if !calls.is_empty() => Value::from(""),
                         None => Value::Null,
                     };
-                    m.insert("content".into(), content);
+                    let mut m = json!({"role": "assistant", "content": content});
                     if !calls.is_empty() {
-                        let calls: Vec<Value> = calls
+                        m["tool_calls"] = calls
                             .iter()
                             .map(|c| {
                                 json!({"id": c.id, "type": "function",
                                        "function": {"name": c.name, "arguments": arguments_text(c)}})
                             })
                             .collect();
-                        m.insert("tool_calls".into(), Value::Array(calls));
                     }
-                    Value::Object(m)
+                    m
                 }
                 Turn::Result(r) => {
                     let message = openai::chat_result(&r);
