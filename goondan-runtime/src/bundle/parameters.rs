@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use super::diagnostic::name_list;
 use super::yaml::escape;
 
 /// Every disagreement between the YAML schema `declared` and the compiled schema `compiled`,
@@ -22,7 +23,7 @@ pub(crate) fn compare(declared: &Value, compiled: &Value) -> Vec<(String, String
                 pointer,
                 format!(
                     "property `{name}` is declared, but the compiled tool has no such parameter; its parameters are: {}",
-                    list(theirs.keys())
+                    name_list(theirs.keys())
                 ),
             ));
             continue;
@@ -55,8 +56,8 @@ pub(crate) fn compare(declared: &Value, compiled: &Value) -> Vec<(String, String
             "/required".to_owned(),
             format!(
                 "`required` is [{}], but the compiled tool requires [{}]",
-                list(want.iter()),
-                list(have.iter())
+                name_list(&want),
+                name_list(&have)
             ),
         ));
     }
@@ -116,15 +117,6 @@ fn show(types: &BTreeSet<String>) -> String {
         .map(|t| format!("`{t}`"))
         .collect::<Vec<_>>()
         .join(" or ")
-}
-
-fn list<'a>(names: impl Iterator<Item = &'a String>) -> String {
-    let names: Vec<_> = names.map(|n| format!("`{n}`")).collect();
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    }
 }
 
 #[cfg(test)]
