@@ -12,6 +12,7 @@ use super::diagnostic::{Diagnostic, Locus};
 use super::resource::{Kind, Resource};
 use super::validate::E_UNKNOWN_KIND;
 use super::yaml;
+use crate::tools::schema::escape_pointer;
 
 const TOP_LEVEL: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 const METADATA: &[&str] = &["name", "labels", "annotations", "namespace"];
@@ -101,7 +102,7 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
             )));
         }
         for key in map.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {
-            let line = doc.line_of(&format!("/{}", yaml::escape(key)));
+            let line = doc.line_of(&format!("/{}", escape_pointer(key)));
             diags.push(
                 at.at(line)
                     .warning(format!("unknown field `{key}`: kept, not used")),
@@ -109,7 +110,7 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
         }
         if let Some(meta) = map.get("metadata").and_then(Value::as_object) {
             for key in meta.keys().filter(|k| !METADATA.contains(&k.as_str())) {
-                let line = doc.line_of(&format!("/metadata/{}", yaml::escape(key)));
+                let line = doc.line_of(&format!("/metadata/{}", escape_pointer(key)));
                 diags.push(
                     at.at(line)
                         .warning(format!("unknown field `metadata.{key}`: kept, not used")),

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::diagnostic::name_list;
-use super::yaml::escape;
+use crate::tools::schema::escape_pointer;
 
 /// Every disagreement between the YAML schema `declared` and the compiled schema `compiled`,
 /// each once, as (JSON pointer inside `parameters`, message).
@@ -17,7 +17,7 @@ pub(crate) fn compare(declared: &Value, compiled: &Value) -> Vec<(String, String
     let ours = properties(declared).unwrap_or(&empty);
     let theirs = properties(compiled).unwrap_or(&empty);
     for (name, schema) in ours {
-        let pointer = format!("/properties/{}", escape(name));
+        let pointer = format!("/properties/{}", escape_pointer(name));
         let Some(actual) = theirs.get(name) else {
             out.push((
                 pointer,

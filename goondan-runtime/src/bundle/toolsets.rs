@@ -14,6 +14,7 @@
 use serde_json::Value;
 
 use super::resource::Resource;
+use crate::tools::schema::escape_pointer;
 use crate::tools::toolset::{Hint, Toolset};
 
 /// A wrong shaping: the JSON pointer under the entry, and why.
@@ -66,7 +67,7 @@ pub(super) fn shape(resource: &str, entry: &Value) -> Result<Toolset, Wrong> {
             )
         })?;
         for (key, value) in hints {
-            let at = format!("/annotations/{}", key.replace('~', "~0").replace('/', "~1"));
+            let at = format!("/annotations/{}", escape_pointer(key));
             let hint = Hint::from_key(key).ok_or_else(|| {
                 (
                     at.clone(),
@@ -87,7 +88,7 @@ pub(super) fn shape(resource: &str, entry: &Value) -> Result<Toolset, Wrong> {
             )
         })?;
         for (from, to) in renames {
-            let at = format!("/rename/{}", from.replace('~', "~0").replace('/', "~1"));
+            let at = format!("/rename/{}", escape_pointer(from));
             let to = to
                 .as_str()
                 .filter(|s| !s.is_empty())
