@@ -135,6 +135,13 @@ pub(crate) fn event_payload(
     body
 }
 
+/// The event of a one-way `event`'s payload ([`event_payload`]).
+pub(crate) fn event_of(payload: &Value) -> Result<AgentEvent, ToolError> {
+    let event = payload.get("event").cloned();
+    let event = event.ok_or_else(|| super::protocol("an event has no `event`"))?;
+    serde_json::from_value(event).map_err(super::protocol)
+}
+
 /// The `traceparent` a payload carries, if any (text only; what it says is checked where a
 /// span continues it).
 pub(crate) fn traceparent_of(payload: &Value) -> Option<String> {

@@ -166,12 +166,7 @@ impl Orchestrator {
     #[cfg(feature = "nats")]
     /// Serves a one-way `event` that came from another machine.
     pub(crate) fn serve_event(&self, msg: IpcMessage) -> Result<SendResult, ToolError> {
-        let event = msg
-            .payload
-            .get("event")
-            .cloned()
-            .ok_or_else(|| protocol("an event has no `event`"))
-            .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol))?;
+        let event = ipc::event_of(&msg.payload)?;
         let (target, _) = msg.to.split_once('/').unwrap_or((msg.to.as_str(), ""));
         let parent = ipc::traceparent_of(&msg.payload);
         self.core.send_event(&msg.from, target, event, parent)

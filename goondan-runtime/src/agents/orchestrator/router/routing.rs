@@ -51,12 +51,7 @@ impl Core {
                 let answer = if msg.to == ORCHESTRATOR {
                     self.control(from, msg.payload)
                 } else {
-                    let event = msg
-                        .payload
-                        .get("event")
-                        .cloned()
-                        .ok_or_else(|| protocol("an event has no `event`"))
-                        .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol));
+                    let event = ipc::event_of(&msg.payload);
                     let parent = ipc::traceparent_of(&msg.payload);
                     event.and_then(|e| self.send_event(from, &msg.to, e, parent).map(|r| json!(r)))
                 };
