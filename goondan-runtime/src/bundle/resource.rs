@@ -171,7 +171,9 @@ impl Resource {
         self.value.get("spec").and_then(Value::as_object)
     }
 
-    fn refs_at(&self, field: &str) -> Vec<(Result<ObjectRef, String>, String)> {
+    /// Every item of the list `spec.{field}`: its reference (or the item as text, when it is
+    /// none) and its JSON pointer.
+    pub(crate) fn raw_refs(&self, field: &str) -> Vec<(Result<ObjectRef, String>, String)> {
         let Some(items) = self
             .spec()
             .and_then(|s| s.get(field))
@@ -192,19 +194,16 @@ impl Resource {
 
     /// The well-formed references of an Agent's `spec.tools`, with their lines.
     pub fn tool_refs(&self) -> Vec<(ObjectRef, usize)> {
-        self.refs_at("tools")
-            .into_iter()
-            .filter_map(|(r, p)| r.ok().map(|r| (r, self.line_of(&p))))
-            .collect()
-    }
-
-    pub(crate) fn raw_refs(&self, field: &str) -> Vec<(Result<ObjectRef, String>, String)> {
-        self.refs_at(field)
+        self.refs_with_lines("tools")
     }
 
     /// The well-formed references of a Swarm's `spec.agents`, with their lines.
     pub fn agent_refs(&self) -> Vec<(ObjectRef, usize)> {
-        self.refs_at("agents")
+        self.refs_with_lines("agents")
+    }
+
+    fn refs_with_lines(&self, field: &str) -> Vec<(ObjectRef, usize)> {
+        self.raw_refs(field)
             .into_iter()
             .filter_map(|(r, p)| r.ok().map(|r| (r, self.line_of(&p))))
             .collect()
