@@ -363,14 +363,12 @@ pub(crate) fn strict_problems_by(
 
 /// Says once per process, per dialect and tool, that a tool is sent in its looser form.
 pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Unsupported) {
-    static SAID: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    type Said = std::collections::BTreeSet<(&'static str, String)>;
+    static SAID: std::sync::Mutex<Said> = std::sync::Mutex::new(Said::new());
     let key = (dialect, item.name().as_str().to_owned());
-    if said.contains(&key) {
+    if !SAID.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
         return;
     }
-    said.push(key);
-    drop(said);
     tracing::info!(
         name: "dialect.strict_fallback",
         target: "goondan::dialect",
@@ -604,9 +602,7 @@ pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool
         out.remove(key);
         if let [Value::Object(only)] = rest.as_slice() {
             let description = out.remove("description");
-            for (k, v) in only {
-                out.insert(k.clone(), v.clone());
-            }
+            out.extend(only.clone());
             if let Some(d) = description {
                 out.insert("description".into(), d);
             }

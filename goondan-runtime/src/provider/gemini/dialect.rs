@@ -308,14 +308,13 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {
 /// `response` is `{output}`, `{error: {code, name, message, suggestion?, helpUrl?}}` or
 /// `{pending: {handle}}`.
 pub fn function_response(result: &ToolCallResult) -> Value {
-    let response = match result.status {
+    let mut response = match result.status {
         ToolStatus::Ok => json!({"output": result.output}),
         ToolStatus::Pending => json!({"pending": {"handle": result.handle}}),
         ToolStatus::Error => json!({
             "error": result.error.as_ref().map(crate::dialect::error_json),
         }),
     };
-    let mut response = response;
     let mut parts = Vec::new();
     let mut notes = Vec::new();
     for part in &result.content {
