@@ -44,7 +44,6 @@ mod process;
 mod router;
 mod runtime;
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -189,10 +188,7 @@ impl SwarmSpec {
             Some(AgentSpec {
                 callable: Some(list),
                 ..
-            }) => {
-                let allowed: BTreeSet<&String> = list.iter().collect();
-                names.into_iter().filter(|n| allowed.contains(n)).collect()
-            }
+            }) => names.into_iter().filter(|n| list.contains(n)).collect(),
         }
     }
 }
