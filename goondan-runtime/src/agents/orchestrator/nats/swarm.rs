@@ -13,7 +13,7 @@ use crate::agents::orchestrator::ipc::{
 };
 use crate::agents::orchestrator::runtime::request_result;
 use crate::agents::orchestrator::{
-    SwarmSpec, address, codes, disconnected, error, instance_key, unknown_target,
+    SwarmSpec, address, codes, disconnected, error, instance_key, listing_order, unknown_target,
 };
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
@@ -92,13 +92,7 @@ impl NatsSwarm {
                 Err(_) => break,
             }
         }
-        all.sort_by(|a, b| {
-            (&a.created_at, &a.target, &a.instance_key).cmp(&(
-                &b.created_at,
-                &b.target,
-                &b.instance_key,
-            ))
-        });
+        all.sort_by(|a, b| listing_order(a).cmp(&listing_order(b)));
         Ok(all)
     }
 

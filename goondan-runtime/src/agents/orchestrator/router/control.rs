@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::{Core, split};
 use crate::agents::orchestrator::ipc::Control;
-use crate::agents::orchestrator::{codes, error, instance_key, protocol, unknown_target};
+use crate::agents::orchestrator::{
+    codes, error, instance_key, listing_order, protocol, unknown_target,
+};
 use crate::tools::agent::{AgentCatalog, AgentInstanceInfo, SpawnOptions, SpawnResult};
 use crate::tools::error::ToolError;
 
@@ -79,13 +81,7 @@ impl Core {
             .map(|i| i.info.clone())
             .filter(|i| include_all || (i.owner_agent == agent && i.owner_instance_key == key))
             .collect();
-        out.sort_by(|a, b| {
-            (&a.created_at, &a.target, &a.instance_key).cmp(&(
-                &b.created_at,
-                &b.target,
-                &b.instance_key,
-            ))
-        });
+        out.sort_by(|a, b| listing_order(a).cmp(&listing_order(b)));
         out
     }
 
