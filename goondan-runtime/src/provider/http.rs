@@ -182,14 +182,11 @@ impl Call<'_> {
 
 /// A reqwest error with its causes (keys travel in headers, never in the URL).
 pub(crate) fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    let chain = std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source());
+    chain
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// The provider's message from an error body: `error.message` (OpenAI, Anthropic, Gemini all
