@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::API_VERSION;
-use super::diagnostic::{Diagnostic, Locus};
+use super::diagnostic::{Diagnostic, Locus, name_list};
 use super::resource::{Kind, Resource};
 use super::validate::E_UNKNOWN_KIND;
 use super::yaml;
@@ -16,16 +16,6 @@ use crate::tools::schema::escape_pointer;
 
 const TOP_LEVEL: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 const METADATA: &[&str] = &["name", "labels", "annotations", "namespace"];
-const KINDS: &[&str] = &[
-    "`Package`",
-    "`Model`",
-    "`Tool`",
-    "`Agent`",
-    "`Swarm`",
-    "`Extension`",
-    "`Connection`",
-    "`Connector`",
-];
 
 /// The resources of `text` and the problems of their envelopes.
 pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnostic>) {
@@ -68,7 +58,7 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
             None => {
                 diags.push(at.error(format!(
                     "missing `kind`: expected one of {}",
-                    KINDS.join(", ")
+                    name_list(Kind::KNOWN)
                 )));
                 continue;
             }
@@ -98,7 +88,7 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
         if let Kind::Other(k) = &kind {
             diags.push(at.at(doc.line_of("/kind")).error(format!(
                 "{E_UNKNOWN_KIND}: unknown kind `{k}`: expected one of {}",
-                KINDS.join(", ")
+                name_list(Kind::KNOWN)
             )));
         }
         for key in map.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {

@@ -34,6 +34,18 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind the runtime knows.
+    pub(crate) const KNOWN: [Kind; 8] = [
+        Kind::Package,
+        Kind::Model,
+        Kind::Tool,
+        Kind::Agent,
+        Kind::Swarm,
+        Kind::Extension,
+        Kind::Connection,
+        Kind::Connector,
+    ];
+
     /// The kind as YAML writes it.
     pub fn as_str(&self) -> &str {
         match self {
@@ -51,17 +63,10 @@ impl Kind {
 
     /// The kind named `s`.
     pub fn parse(s: &str) -> Kind {
-        match s {
-            "Package" => Kind::Package,
-            "Model" => Kind::Model,
-            "Tool" => Kind::Tool,
-            "Agent" => Kind::Agent,
-            "Swarm" => Kind::Swarm,
-            "Extension" => Kind::Extension,
-            "Connection" => Kind::Connection,
-            "Connector" => Kind::Connector,
-            other => Kind::Other(other.to_owned()),
-        }
+        Kind::KNOWN
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .unwrap_or_else(|| Kind::Other(s.to_owned()))
     }
 }
 
