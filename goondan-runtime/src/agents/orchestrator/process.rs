@@ -158,13 +158,10 @@ async fn handshake(stream: UnixStream, hellos: Hellos, max_frame_bytes: usize) {
         return;
     };
     let waiting = lock(&hellos).remove(&token);
-    match waiting {
-        Some(tx) => {
-            let _ = tx.send((reader, writer, pid));
-        }
-        None => {
-            tracing::warn!(target: "goondan::orchestrator", "a connection presented an unknown token; dropped");
-        }
+    if let Some(tx) = waiting {
+        let _ = tx.send((reader, writer, pid));
+    } else {
+        tracing::warn!(target: "goondan::orchestrator", "a connection presented an unknown token; dropped");
     }
 }
 
