@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::agents::orchestrator::agent_mode::{AgentContext, AgentIdentity, AgentWorker};
-use crate::agents::orchestrator::{AgentSpec, SwarmSpec, disconnected, error};
+use crate::agents::orchestrator::{SwarmSpec, disconnected, error};
 use crate::bundle::{Bundle, BundleError, Kind, ToolLibrary};
 use crate::step::{AgentInstance, AgentInstanceBuilder, StepError, TurnEnd, TurnOutcome};
 use crate::tools::agent::{
@@ -154,15 +154,8 @@ impl SwarmSpec {
                 swarm: res.name.clone(),
             });
         };
-        let mut spec = SwarmSpec::new(res.name.clone(), entry);
-        spec.agents = names
-            .into_iter()
-            .map(|name| AgentSpec {
-                name,
-                callable: None,
-            })
-            .collect();
-        Ok(spec)
+        let spec = SwarmSpec::new(res.name.clone(), entry);
+        Ok(names.into_iter().fold(spec, SwarmSpec::agent))
     }
 }
 

@@ -145,3 +145,12 @@ fn render(diagnostics: &[Diagnostic]) -> String {
     }
     out
 }
+
+/// Names as `` `a`, `b` `` for a message; `none` when there are none.
+pub(crate) fn name_list<T: fmt::Display>(names: impl IntoIterator<Item = T>) -> String {
+    let names: Vec<String> = names.into_iter().map(|n| format!("`{n}`")).collect();
+    if names.is_empty() {
+        return "none".to_owned();
+    }
+    names.join(", ")
+}

@@ -65,35 +65,23 @@ impl JournalSetting {
         let mut setting = Self::default();
         for (key, v) in map {
             match key.as_str() {
-                "nats" => match v.as_str() {
-                    Some(url) if SCHEMES.iter().any(|s| url.starts_with(s)) => {
-                        setting.nats = Some(url.to_owned());
-                    }
-                    _ => {
-                        return Err((
-                            "/nats",
-                            format!(
-                                "`policy.journal.nats` must be a NATS server URL (`nats://host:port`), not {v}"
-                            ),
-                        ));
-                    }
-                },
+                "nats" => {
+                    let url = v
+                        .as_str()
+                        .filter(|u| SCHEMES.iter().any(|s| u.starts_with(s)));
+                    let why = format!(
+                        "`policy.journal.nats` must be a NATS server URL (`nats://host:port`), not {v}"
+                    );
+                    setting.nats = Some(url.ok_or(("/nats", why))?.to_owned());
+                }
                 "lease" => {
                     let parsed = v
                         .as_str()
                         .and_then(|t| humantime::parse_duration(t).ok())
                         .filter(|d| !d.is_zero());
-                    match parsed {
-                        Some(d) => setting.lease = Some(d),
-                        None => {
-                            return Err((
-                                "/lease",
-                                format!(
-                                    "`policy.journal.lease` must be a duration such as `10s`, not {v}"
-                                ),
-                            ));
-                        }
-                    }
+                    let why =
+                        format!("`policy.journal.lease` must be a duration such as `10s`, not {v}");
+                    setting.lease = Some(parsed.ok_or(("/lease", why))?);
                 }
                 "durability" => match v.as_str() {
                     Some("normal") => setting.full = false,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Bundle;
-use super::diagnostic::{Diagnostic, Locus};
+use super::diagnostic::{Diagnostic, Locus, name_list};
 use super::parameters;
 use super::resource::Kind;
 use super::validate::E_REF_NOT_FOUND;
@@ -186,7 +186,7 @@ pub(crate) fn match_tools(
                 "no compiled tool is named `{}`: write it with `#[tool(name = \"{}\")]` and link it (SPEC-5); compiled tools: {}",
                 r.name,
                 r.name,
-                list(&library.names())
+                name_list(library.names())
             )));
             continue;
         };
@@ -212,7 +212,7 @@ pub(crate) fn match_tools(
                 diags.push(r.locus_of(&format!("/spec/exports/{i}/name")).error(format!(
                     "export `{name}` has no handler in the compiled tool `{}` (SPEC-5); its exports are: {}",
                     r.name,
-                    list(&compiled_names)
+                    name_list(&compiled_names)
                 )));
             }
         }
@@ -307,10 +307,10 @@ pub(crate) fn match_tools(
             }
             let at = agent.locus.at(line);
             if !library.has_package(package) {
-                let linked: Vec<&str> = library.packages.keys().map(String::as_str).collect();
+                let linked = name_list(library.packages.keys());
                 diags.push(at.error(format!(
                     "{E_REF_NOT_FOUND}: package `{package}` is not linked into this program: add it with `ToolLibrary::package`; linked packages: {}",
-                    list(&linked)
+                    linked
                 )));
                 continue;
             }
@@ -319,10 +319,7 @@ pub(crate) fn match_tools(
                 Some(Err(err)) => diags.push(at.error(err.to_string())),
                 None => {
                     let has = match library.package_names(package) {
-                        Some(names) => {
-                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                            format!("its tools are: {}", list(&names))
-                        }
+                        Some(names) => format!("its tools are: {}", name_list(names)),
                         None => "its tools are not listed (add it with `ToolLibrary::package_tools` to list them)".to_owned(),
                     };
                     diags.push(at.error(format!(
@@ -339,15 +336,4 @@ pub(crate) fn match_tools(
 /// The export at `index` of a Tool's `spec.exports`.
 fn exports_at(spec: &serde_json::Map<String, Value>, index: usize) -> Option<&Value> {
     spec.get("exports")?.as_array()?.get(index)
-}
-
-fn list(names: &[&str]) -> String {
-    if names.is_empty() {
-        return "none".to_owned();
-    }
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

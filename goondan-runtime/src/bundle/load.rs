@@ -8,23 +8,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::API_VERSION;
-use super::diagnostic::{Diagnostic, Locus};
+use super::diagnostic::{Diagnostic, Locus, name_list};
 use super::resource::{Kind, Resource};
 use super::validate::E_UNKNOWN_KIND;
 use super::yaml;
+use crate::tools::schema::escape_pointer;
 
 const TOP_LEVEL: &[&str] = &["apiVersion", "kind", "metadata", "spec"];
 const METADATA: &[&str] = &["name", "labels", "annotations", "namespace"];
-const KINDS: &[&str] = &[
-    "`Package`",
-    "`Model`",
-    "`Tool`",
-    "`Agent`",
-    "`Swarm`",
-    "`Extension`",
-    "`Connection`",
-    "`Connector`",
-];
 
 /// The resources of `text` and the problems of their envelopes.
 pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnostic>) {
@@ -67,7 +58,7 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
             None => {
                 diags.push(at.error(format!(
                     "missing `kind`: expected one of {}",
-                    KINDS.join(", ")
+                    name_list(Kind::KNOWN)
                 )));
                 continue;
             }
@@ -97,11 +88,11 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
         if let Kind::Other(k) = &kind {
             diags.push(at.at(doc.line_of("/kind")).error(format!(
                 "{E_UNKNOWN_KIND}: unknown kind `{k}`: expected one of {}",
-                KINDS.join(", ")
+                name_list(Kind::KNOWN)
             )));
         }
         for key in map.keys().filter(|k| !TOP_LEVEL.contains(&k.as_str())) {
-            let line = doc.line_of(&format!("/{}", yaml::escape(key)));
+            let line = doc.line_of(&format!("/{}", escape_pointer(key)));
             diags.push(
                 at.at(line)
                     .warning(format!("unknown field `{key}`: kept, not used")),
@@ -109,7 +100,7 @@ pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnost
         }
         if let Some(meta) = map.get("metadata").and_then(Value::as_object) {
             for key in meta.keys().filter(|k| !METADATA.contains(&k.as_str())) {
-                let line = doc.line_of(&format!("/metadata/{}", yaml::escape(key)));
+                let line = doc.line_of(&format!("/metadata/{}", escape_pointer(key)));
                 diags.push(
                     at.at(line)
                         .warning(format!("unknown field `metadata.{key}`: kept, not used")),

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::yaml::escape;
+use super::diagnostic::name_list;
+use crate::tools::schema::escape_pointer;
 
 /// Every disagreement between the YAML schema `declared` and the compiled schema `compiled`,
 /// each once, as (JSON pointer inside `parameters`, message).
@@ -16,13 +17,13 @@ pub(crate) fn compare(declared: &Value, compiled: &Value) -> Vec<(String, String
     let ours = properties(declared).unwrap_or(&empty);
     let theirs = properties(compiled).unwrap_or(&empty);
     for (name, schema) in ours {
-        let pointer = format!("/properties/{}", escape(name));
+        let pointer = format!("/properties/{}", escape_pointer(name));
         let Some(actual) = theirs.get(name) else {
             out.push((
                 pointer,
                 format!(
                     "property `{name}` is declared, but the compiled tool has no such parameter; its parameters are: {}",
-                    list(theirs.keys())
+                    name_list(theirs.keys())
                 ),
             ));
             continue;
@@ -55,8 +56,8 @@ pub(crate) fn compare(declared: &Value, compiled: &Value) -> Vec<(String, String
             "/required".to_owned(),
             format!(
                 "`required` is [{}], but the compiled tool requires [{}]",
-                list(want.iter()),
-                list(have.iter())
+                name_list(&want),
+                name_list(&have)
             ),
         ));
     }
@@ -116,15 +117,6 @@ fn show(types: &BTreeSet<String>) -> String {
         .map(|t| format!("`{t}`"))
         .collect::<Vec<_>>()
         .join(" or ")
-}
-
-fn list<'a>(names: impl Iterator<Item = &'a String>) -> String {
-    let names: Vec<_> = names.map(|n| format!("`{n}`")).collect();
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,18 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind the runtime knows.
+    pub(crate) const KNOWN: [Kind; 8] = [
+        Kind::Package,
+        Kind::Model,
+        Kind::Tool,
+        Kind::Agent,
+        Kind::Swarm,
+        Kind::Extension,
+        Kind::Connection,
+        Kind::Connector,
+    ];
+
     /// The kind as YAML writes it.
     pub fn as_str(&self) -> &str {
         match self {
@@ -51,17 +63,10 @@ impl Kind {
 
     /// The kind named `s`.
     pub fn parse(s: &str) -> Kind {
-        match s {
-            "Package" => Kind::Package,
-            "Model" => Kind::Model,
-            "Tool" => Kind::Tool,
-            "Agent" => Kind::Agent,
-            "Swarm" => Kind::Swarm,
-            "Extension" => Kind::Extension,
-            "Connection" => Kind::Connection,
-            "Connector" => Kind::Connector,
-            other => Kind::Other(other.to_owned()),
-        }
+        Kind::KNOWN
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .unwrap_or_else(|| Kind::Other(s.to_owned()))
     }
 }
 
@@ -171,7 +176,9 @@ impl Resource {
         self.value.get("spec").and_then(Value::as_object)
     }
 
-    fn refs_at(&self, field: &str) -> Vec<(Result<ObjectRef, String>, String)> {
+    /// Every item of the list `spec.{field}`: its reference (or the item as text, when it is
+    /// none) and its JSON pointer.
+    pub(crate) fn raw_refs(&self, field: &str) -> Vec<(Result<ObjectRef, String>, String)> {
         let Some(items) = self
             .spec()
             .and_then(|s| s.get(field))
@@ -192,19 +199,16 @@ impl Resource {
 
     /// The well-formed references of an Agent's `spec.tools`, with their lines.
     pub fn tool_refs(&self) -> Vec<(ObjectRef, usize)> {
-        self.refs_at("tools")
-            .into_iter()
-            .filter_map(|(r, p)| r.ok().map(|r| (r, self.line_of(&p))))
-            .collect()
-    }
-
-    pub(crate) fn raw_refs(&self, field: &str) -> Vec<(Result<ObjectRef, String>, String)> {
-        self.refs_at(field)
+        self.refs_with_lines("tools")
     }
 
     /// The well-formed references of a Swarm's `spec.agents`, with their lines.
     pub fn agent_refs(&self) -> Vec<(ObjectRef, usize)> {
-        self.refs_at("agents")
+        self.refs_with_lines("agents")
+    }
+
+    fn refs_with_lines(&self, field: &str) -> Vec<(ObjectRef, usize)> {
+        self.raw_refs(field)
             .into_iter()
             .filter_map(|(r, p)| r.ok().map(|r| (r, self.line_of(&p))))
             .collect()

@@ -14,10 +14,16 @@
 use serde_json::Value;
 
 use super::resource::Resource;
+use crate::tools::schema::escape_pointer;
 use crate::tools::toolset::{Hint, Toolset};
 
 /// A wrong shaping: the JSON pointer under the entry, and why.
 type Wrong = (String, String);
+
+/// The [`Wrong`] at `at`.
+fn wrong(at: impl Into<String>, why: impl Into<String>) -> Wrong {
+    (at.into(), why.into())
+}
 
 /// The toolset of one `spec.tools` entry referencing `resource`.
 pub(super) fn shape(resource: &str, entry: &Value) -> Result<Toolset, Wrong> {
@@ -26,30 +32,20 @@ pub(super) fn shape(resource: &str, entry: &Value) -> Result<Toolset, Wrong> {
         return Ok(set);
     };
     if let Some(v) = map.get("prefix") {
-        let prefix = v.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
-            (
-                "/prefix".to_owned(),
-                "`prefix` is a resource name, such as `gh`".to_owned(),
-            )
-        })?;
+        let prefix = v.as_str().filter(|s| !s.is_empty());
+        let prefix =
+            prefix.ok_or_else(|| wrong("/prefix", "`prefix` is a resource name, such as `gh`"))?;
         set = set.prefix(prefix);
     }
     for key in ["include", "exclude"] {
         let Some(v) = map.get(key) else { continue };
-        let items = v.as_array().ok_or_else(|| {
-            (
-                format!("/{key}"),
-                format!("`{key}` is a list of tool names or patterns"),
-            )
-        })?;
+        let why = format!("`{key}` is a list of tool names or patterns");
+        let items = v.as_array().ok_or_else(|| wrong(format!("/{key}"), why))?;
         let mut patterns = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let pattern = item.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
-                (
-                    format!("/{key}/{i}"),
-                    format!("the items of `{key}` are tool names or patterns"),
-                )
-            })?;
+            let why = || format!("the items of `{key}` are tool names or patterns");
+            let pattern = item.as_str().filter(|s| !s.is_empty());
+            let pattern = pattern.ok_or_else(|| wrong(format!("/{key}/{i}"), why()))?;
             patterns.push(pattern.to_owned());
         }
         set = if key == "include" {
@@ -59,20 +55,16 @@ pub(super) fn shape(resource: &str, entry: &Value) -> Result<Toolset, Wrong> {
         };
     }
     if let Some(v) = map.get("annotations") {
-        let hints = v.as_object().ok_or_else(|| {
-            (
-                "/annotations".to_owned(),
-                "`annotations` maps effect hints (readOnly, destructive, idempotent, openWorld) to true or false".to_owned(),
-            )
-        })?;
+        let why = "`annotations` maps effect hints (readOnly, destructive, idempotent, openWorld) to true or false";
+        let hints = v.as_object().ok_or_else(|| wrong("/annotations", why))?;
         for (key, value) in hints {
-            let at = format!("/annotations/{}", key.replace('~', "~0").replace('/', "~1"));
-            let hint = Hint::from_key(key).ok_or_else(|| {
-                (
-                    at.clone(),
-                    format!("`{key}` is not an effect hint: use readOnly, destructive, idempotent or openWorld"),
+            let at = format!("/annotations/{}", escape_pointer(key));
+            let why = || {
+                format!(
+                    "`{key}` is not an effect hint: use readOnly, destructive, idempotent or openWorld"
                 )
-            })?;
+            };
+            let hint = Hint::from_key(key).ok_or_else(|| wrong(&at, why()))?;
             let value = value
                 .as_bool()
                 .ok_or_else(|| (at, format!("`{key}` is true or false")))?;
@@ -80,14 +72,10 @@ pub(super) fn shape(resource: &str, entry: &Value) -> Result<Toolset, Wrong> {
         }
     }
     if let Some(v) = map.get("rename") {
-        let renames = v.as_object().ok_or_else(|| {
-            (
-                "/rename".to_owned(),
-                "`rename` maps tool names to new names".to_owned(),
-            )
-        })?;
+        let why = "`rename` maps tool names to new names";
+        let renames = v.as_object().ok_or_else(|| wrong("/rename", why))?;
         for (from, to) in renames {
-            let at = format!("/rename/{}", from.replace('~', "~0").replace('/', "~1"));
+            let at = format!("/rename/{}", escape_pointer(from));
             let to = to
                 .as_str()
                 .filter(|s| !s.is_empty())

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::diagnostic::Diagnostic;
+use super::diagnostic::{Diagnostic, name_list};
 use super::journal::JournalSetting;
 use super::resource::{Kind, ObjectRef, Resource};
 use crate::tools::annotations::ExportAnnotations;
@@ -67,14 +67,7 @@ impl Names<'_> {
     }
 
     fn list(&self, kind: &Kind) -> String {
-        match self.0.get(kind) {
-            Some(n) if !n.is_empty() => n
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => "none".to_owned(),
-        }
+        name_list(self.0.get(kind).into_iter().flatten())
     }
 }
 

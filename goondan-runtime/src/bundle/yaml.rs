@@ -25,6 +25,8 @@ use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, ScanError, TScalarStyle};
 
+use crate::tools::schema::escape_pointer;
+
 /// The largest bundle file read, in bytes (8 MiB). A larger file is refused with an error
 /// naming this limit.
 pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
@@ -156,11 +158,6 @@ struct Builder {
     error: Option<SyntaxError>,
 }
 
-/// JSON pointer escaping of one key.
-pub(crate) fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 fn scalar(text: String, style: TScalarStyle, tag: Option<&yaml_rust2::parser::Tag>) -> Value {
     if style != TScalarStyle::Plain || tag.is_some_and(|t| t.suffix == "str") {
         return Value::String(text);
@@ -217,7 +214,7 @@ impl Builder {
                 child_of(pointer.as_ref(), &items.len().to_string())
             }
             Some(Frame::Map { key, pointer, .. }) => match key {
-                Key::Named(k) => child_of(pointer.as_ref(), &escape(k)),
+                Key::Named(k) => child_of(pointer.as_ref(), &escape_pointer(k)),
                 Key::Merge => child_of(pointer.as_ref(), MERGE_KEY),
                 // A key being read: it has no pointer of its own.
                 Key::Pending => pointer.clone(),

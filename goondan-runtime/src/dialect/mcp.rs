@@ -22,12 +22,7 @@ const DIALECT: &str = "mcp";
 /// The catalog as a `tools/list` result: `{tools: [{name, title?, description?, inputSchema,
 /// outputSchema?, annotations?}]}`.
 pub fn tools_list(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    let tools = catalog
-        .items()
-        .iter()
-        .map(tool)
-        .collect::<Result<Vec<_>, DialectError>>()?;
-    Ok(json!({"tools": tools}))
+    Ok(json!({"tools": super::each_tool(catalog, tool)?}))
 }
 
 /// One entry of `tools/list`: `{name, title?, description?, inputSchema, outputSchema?,

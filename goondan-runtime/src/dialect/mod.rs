@@ -116,12 +116,7 @@ pub trait ToolDialect: Send + Sync + 'static {
     /// The catalog as the value of the request's tool field: by default the array of the
     /// items of [`tool`](Self::tool), in catalog order.
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        catalog
-            .items()
-            .iter()
-            .map(|item| self.tool(item))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array)
+        each_tool(catalog, |item| self.tool(item)).map(Value::Array)
     }
 
     /// The tools of `catalog` this dialect sends in a looser form, because its strict form
@@ -341,6 +336,14 @@ impl Unsupported {
     }
 }
 
+/// Every item of `catalog` in a dialect's tool form (`tool`), in catalog order.
+pub(crate) fn each_tool(
+    catalog: &ToolCatalog,
+    tool: impl Fn(&CatalogItem) -> Result<Value, DialectError>,
+) -> Result<Vec<Value>, DialectError> {
+    catalog.items().iter().map(tool).collect()
+}
+
 /// The tools of `catalog` whose parameters `check` refuses, as errors of `dialect`.
 pub(crate) fn strict_problems_by(
     catalog: &ToolCatalog,
@@ -360,14 +363,12 @@ pub(crate) fn strict_problems_by(
 
 /// Says once per process, per dialect and tool, that a tool is sent in its looser form.
 pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Unsupported) {
-    static SAID: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    type Said = std::collections::BTreeSet<(&'static str, String)>;
+    static SAID: std::sync::Mutex<Said> = std::sync::Mutex::new(Said::new());
     let key = (dialect, item.name().as_str().to_owned());
-    if said.contains(&key) {
+    if !SAID.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
         return;
     }
-    said.push(key);
-    drop(said);
     tracing::info!(
         name: "dialect.strict_fallback",
         target: "goondan::dialect",
@@ -515,17 +516,14 @@ pub(crate) fn string_enum(
 
 /// A description followed by the descriptions of enum values.
 pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
-    let mut text = description
+    let lead = description
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    if !docs.is_empty() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&docs.join("\n"));
-    }
-    (!text.is_empty()).then(|| Value::from(text))
+        .filter(|d| !d.is_empty());
+    let lines: Vec<&str> = lead
+        .into_iter()
+        .chain(docs.iter().map(String::as_str))
+        .collect();
+    (!lines.is_empty()).then(|| Value::from(lines.join("\n")))
 }
 
 /// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
@@ -604,9 +602,7 @@ pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool
         out.remove(key);
         if let [Value::Object(only)] = rest.as_slice() {
             let description = out.remove("description");
-            for (k, v) in only {
-                out.insert(k.clone(), v.clone());
-            }
+            out.extend(only.clone());
             if let Some(d) = description {
                 out.insert("description".into(), d);
             }
@@ -639,15 +635,13 @@ pub fn result_text(result: &ToolCallResult) -> String {
     }
 }
 
-/// A part as a data URL (`data:{mime};base64,{data}`), for the providers that take images
-/// that way; `None` for a part that is not binary.
-pub(crate) fn data_url(part: &crate::tools::content::Content) -> Option<(String, &str)> {
-    use crate::tools::content::Content;
+/// An image part as a data URL (`data:{mime};base64,{data}`), for the providers that take
+/// images that way; `None` for any other part.
+pub(crate) fn image_data_url(part: &crate::tools::content::Content) -> Option<String> {
     match part {
-        Content::Image(b) | Content::Audio(b) => Some((
-            format!("data:{};base64,{}", b.mime_type, b.base64()),
-            b.mime_type.as_str(),
-        )),
+        crate::tools::content::Content::Image(b) => {
+            Some(format!("data:{};base64,{}", b.mime_type, b.base64()))
+        }
         _ => None,
     }
 }

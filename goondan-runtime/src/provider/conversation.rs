@@ -62,6 +62,24 @@ fn tool_result(m: &Message) -> ToolCallResult {
     )
 }
 
+/// Appends `items` to the conversation under `key` (`content`, `parts`), merged into the last
+/// message when it has the same role (tool results and the next user text travel together).
+pub(crate) fn push(messages: &mut Vec<Value>, role: &str, key: &str, items: Vec<Value>) {
+    if let Some(last) = messages.last_mut()
+        && last.get("role").and_then(Value::as_str) == Some(role)
+        && let Some(Value::Array(existing)) = last.get_mut(key)
+    {
+        existing.extend(items);
+        return;
+    }
+    messages.push(serde_json::json!({"role": role, key: items}));
+}
+
+/// Call arguments as the object Anthropic and Gemini carry (`{}` for arguments that are not one).
+pub(crate) fn arguments_object(call: &ToolCall) -> Value {
+    Value::Object(call.args.as_object().cloned().unwrap_or_default())
+}
+
 /// Call arguments as the JSON text OpenAI's APIs carry.
 pub(crate) fn arguments_text(call: &ToolCall) -> String {
     match &call.args {

@@ -67,13 +67,10 @@ impl Call<'_> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let failure = match self.attempt(&body, attempt).await {
+            let (error, advice) = match self.attempt(&body, attempt).await {
                 Ok(response) => return Ok((response, attempt)),
-                Err(f) => f,
-            };
-            let (error, advice) = match failure {
-                Failure::Final(e) => return Err(e),
-                Failure::Retry { error, advice } => (error, advice),
+                Err(Failure::Final(e)) => return Err(e),
+                Err(Failure::Retry { error, advice }) => (error, advice),
             };
             let retry = attempt - 1;
             if retry >= self.retry.max_retries {
@@ -185,14 +182,11 @@ impl Call<'_> {
 
 /// A reqwest error with its causes (keys travel in headers, never in the URL).
 pub(crate) fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    let chain = std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source());
+    chain
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// The provider's message from an error body: `error.message` (OpenAI, Anthropic, Gemini all

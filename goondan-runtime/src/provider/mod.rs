@@ -71,10 +71,12 @@ pub use self::retry::RetryPolicy;
 pub use self::sse::SseEvent;
 pub use self::table::{Provider, ProviderNameTaken, UnknownProvider};
 
-use crate::step::ModelError;
+use crate::dialect::ParseError;
 #[cfg(feature = "providers")]
 use crate::step::ModelRequest;
+use crate::step::{DeltaSink, ModelDelta, ModelError, ModelResponse, TokenUsage};
 use crate::tools::catalog::ToolChoice;
+use crate::tools::result::ToolCall;
 
 /// The default request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -357,9 +359,66 @@ fn count(value: &Value, pointer: &str) -> Option<u64> {
     value.pointer(pointer).and_then(Value::as_u64)
 }
 
-/// Text content, `None` when empty.
-fn non_empty(text: String) -> Option<String> {
-    (!text.is_empty()).then_some(text)
+/// The token usage at the pointers `input` and `output`, when the input count is there.
+fn usage(value: &Value, input: &str, output: &str) -> Option<TokenUsage> {
+    Some(TokenUsage {
+        input_tokens: count(value, input)?,
+        output_tokens: count(value, output).unwrap_or(0),
+    })
+}
+
+/// The text field `key` of `obj`, a part of the answer that an error calls `what`.
+fn text_field(
+    provider: Provider,
+    obj: &Value,
+    key: &str,
+    what: &str,
+) -> Result<String, ModelError> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| malformed(provider, format!("{what} has no `{key}`")))
+}
+
+/// Appends a piece of the answer's text, and sends it to `sink` as it comes.
+fn append_text(text: &mut String, piece: &str, sink: Option<&DeltaSink>) {
+    text.push_str(piece);
+    if let Some(s) = sink
+        && !piece.is_empty()
+    {
+        s.send(&ModelDelta::Text(piece.to_owned()));
+    }
+}
+
+/// Tells `sink` that the model calls `name` (its arguments may still be coming).
+fn announce(sink: Option<&DeltaSink>, id: &str, name: &str) {
+    if let Some(s) = sink {
+        s.send(&ModelDelta::ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+        });
+    }
+}
+
+/// An error the provider reported in its answer, with its message when it has one.
+fn reported(provider: Provider, message: Option<&Value>) -> ModelError {
+    let text = message.and_then(Value::as_str).unwrap_or("no message");
+    malformed(provider, format!("the provider reported an error: {text}"))
+}
+
+/// The answer: its text (`None` when empty), the calls its dialect read, and its usage.
+fn answer(
+    provider: Provider,
+    text: String,
+    calls: Result<Vec<ToolCall>, ParseError>,
+    usage: Option<TokenUsage>,
+) -> Result<ModelResponse, ModelError> {
+    Ok(ModelResponse {
+        content: (!text.is_empty()).then_some(text),
+        tool_calls: calls.map_err(|e| malformed(provider, e.to_string()))?,
+        usage,
+        metadata: serde_json::Map::new(),
+    })
 }
 
 #[cfg(test)]

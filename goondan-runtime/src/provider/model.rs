@@ -120,33 +120,31 @@ impl Model for ProviderModel {
                         chat.record("gen_ai.usage.input_tokens", count(usage.input_tokens));
                         chat.record("gen_ai.usage.output_tokens", count(usage.output_tokens));
                     }
+                    tracing::debug!(
+                        target: "goondan::provider",
+                        provider = self.config.provider.as_str(),
+                        model = %self.config.model,
+                        agent = %request.agent_name,
+                        step = request.step,
+                        calls = r.tool_calls.len(),
+                        input_tokens = r.usage.map(|u| u.input_tokens),
+                        output_tokens = r.usage.map(|u| u.output_tokens),
+                        "provider.answer"
+                    );
                 }
                 Err(e) => {
                     chat.record("error.type", error_type(e).as_str());
                     chat.record("otel.status_code", "ERROR");
+                    tracing::warn!(
+                        target: "goondan::provider",
+                        provider = self.config.provider.as_str(),
+                        model = %self.config.model,
+                        agent = %request.agent_name,
+                        step = request.step,
+                        error = %e,
+                        "provider.failed"
+                    );
                 }
-            }
-            match &answer {
-                Ok(r) => tracing::debug!(
-                    target: "goondan::provider",
-                    provider = self.config.provider.as_str(),
-                    model = %self.config.model,
-                    agent = %request.agent_name,
-                    step = request.step,
-                    calls = r.tool_calls.len(),
-                    input_tokens = r.usage.map(|u| u.input_tokens),
-                    output_tokens = r.usage.map(|u| u.output_tokens),
-                    "provider.answer"
-                ),
-                Err(e) => tracing::warn!(
-                    target: "goondan::provider",
-                    provider = self.config.provider.as_str(),
-                    model = %self.config.model,
-                    agent = %request.agent_name,
-                    step = request.step,
-                    error = %e,
-                    "provider.failed"
-                ),
             }
             answer
         };

@@ -29,7 +29,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, arguments_from_str, distribute, first_union,
+    DialectError, ParseError, Unsupported, arguments_from_str, distribute, each_tool, first_union,
     loose_parameters, parameters_of, require_object_root, split_null, str_field, string_enum,
     undistributable,
 };
@@ -83,12 +83,7 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as Chat Completions `tools`.
 pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    catalog
-        .items()
-        .iter()
-        .map(chat_tool)
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    each_tool(catalog, chat_tool).map(Value::Array)
 }
 
 /// One item of Chat Completions `tools`: `{type: "function", function: {...}}`.
@@ -99,12 +94,7 @@ pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Value, DialectError> {
 
 /// The catalog as Responses API `tools` (the flat form).
 pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    catalog
-        .items()
-        .iter()
-        .map(responses_tool)
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    each_tool(catalog, responses_tool).map(Value::Array)
 }
 
 /// One item of Responses API `tools`: `{type: "function", name, ...}`.
@@ -268,11 +258,7 @@ fn convert_object(
              use a list of key/value structs",
         ));
     }
-    let required: Vec<&str> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_of(obj);
     let mut properties = Map::new();
     for (name, prop) in obj
         .get("properties")
@@ -579,9 +565,7 @@ pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) ->
     let mut parts = Vec::new();
     for result in results {
         for part in &result.content {
-            if let (crate::tools::content::Content::Image(_), Some((url, _))) =
-                (part, crate::dialect::data_url(part))
-            {
+            if let Some(url) = crate::dialect::image_data_url(part) {
                 parts.push(json!({"type": "text", "text": format!(
                     "The image returned by the tool call `{}` ({}):",
                     result.tool_call_id, result.tool_name)}));
@@ -604,12 +588,10 @@ pub fn responses_result(result: &ToolCallResult) -> Value {
             items.push(json!({"type": "input_text", "text": crate::dialect::result_text(result)}));
         }
         for part in &result.content {
-            items.push(match (part, crate::dialect::data_url(part)) {
-                (crate::tools::content::Content::Image(_), Some((url, _))) => {
-                    json!({"type": "input_image", "image_url": url})
-                }
-                (other, _) => json!({"type": "input_text", "text": crate::dialect::part_text(other)
-                    .unwrap_or_else(|| other.note("the Responses API takes no such part here"))}),
+            items.push(match crate::dialect::image_data_url(part) {
+                Some(url) => json!({"type": "input_image", "image_url": url}),
+                None => json!({"type": "input_text", "text": crate::dialect::part_text(part)
+                    .unwrap_or_else(|| part.note("the Responses API takes no such part here"))}),
             });
         }
         Value::Array(items)

@@ -14,236 +14,19 @@ use super::conversation::{Turn, arguments_text, turns};
 use super::openai;
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
-use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
+use super::{
+    Provider, ProviderConfig, announce, answer, append_text, event_json, malformed, reported,
+    text_field, usage,
+};
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
-use crate::tools::catalog::ToolCatalog;
-use crate::tools::catalog::ToolChoice;
+use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::tools::catalog::{ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
 
 const P: Provider = Provider::OPENAI_RESPONSES;
 
-/// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "name"}`.
-pub(crate) fn tool_choice(choice: &crate::tools::catalog::ToolChoice) -> Value {
-    match choice.tool() {
-        Some(name) => json!({"type": "function", "name": name}),
-        None => Value::from(choice.to_string()),
-    }
-}
-
-/// The request body.
-pub(crate) fn body(
-    config: &ProviderConfig,
-    request: &ModelRequest,
-    stream: bool,
-) -> Result<Value, ModelError> {
-    let mut input = Vec::new();
-    for turn in turns(&request.messages) {
-        match turn {
-            Turn::User(text) => {
-                input.push(json!({"type": "message", "role": "user", "content": text}));
-            }
-            Turn::Assistant { text, calls, .. } => {
-                if let Some(t) = text {
-                    input.push(json!({"type": "message", "role": "assistant", "content": t}));
-                }
-                for c in calls {
-                    input.push(
-                        json!({"type": "function_call", "call_id": c.id, "name": c.name,
-                                      "arguments": arguments_text(c)}),
-                    );
-                }
-            }
-            Turn::Result(r) => input.push(openai::responses_result(&r)),
-        }
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(config.model.as_str()));
-    if let Some(system) = &request.system {
-        body.insert("instructions".into(), Value::from(system.as_str()));
-    }
-    body.insert("input".into(), Value::Array(input));
-    if let Some(t) = config.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(n) = config.token_limit(request) {
-        body.insert("max_output_tokens".into(), json!(n));
-    }
-    body.insert("stream".into(), Value::Bool(stream));
-    Ok(Value::Object(body))
-}
-
-fn usage(response: &Value) -> Option<TokenUsage> {
-    Some(TokenUsage {
-        input_tokens: count(response, "/usage/input_tokens")?,
-        output_tokens: count(response, "/usage/output_tokens").unwrap_or(0),
-    })
-}
-
-fn failure(message: Option<&Value>) -> ModelError {
-    let text = message.and_then(Value::as_str).unwrap_or("no message");
-    malformed(P, format!("the provider reported an error: {text}"))
-}
-
-/// An unstreamed answer.
-pub(crate) fn parse(value: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-    if let Some(e) = value.get("error").filter(|e| !e.is_null()) {
-        return Err(failure(e.get("message")));
-    }
-    let items = value
-        .get("output")
-        .and_then(Value::as_array)
-        .ok_or_else(|| malformed(P, "no `output` array in the answer"))?;
-    let text: String = items
-        .iter()
-        .filter(|i| i.get("type").and_then(Value::as_str) == Some("message"))
-        .filter_map(|i| i.get("content").and_then(Value::as_array))
-        .flatten()
-        .filter(|c| c.get("type").and_then(Value::as_str) == Some("output_text"))
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
-        .collect();
-    let tool_calls =
-        openai::parse_responses_calls(value, catalog).map_err(|e| malformed(P, e.to_string()))?;
-    Ok(ModelResponse {
-        content: non_empty(text),
-        tool_calls,
-        usage: usage(value),
-        metadata: Map::new(),
-    })
-}
-
-#[derive(Debug)]
-struct PartialCall {
-    call_id: String,
-    name: String,
-    arguments: String,
-}
-
-/// A streamed answer being assembled.
-#[derive(Debug, Default)]
-pub(crate) struct Stream {
-    text: String,
-    calls: BTreeMap<u64, PartialCall>,
-    usage: Option<TokenUsage>,
-    complete: bool,
-}
-
-impl Stream {
-    /// Takes one event; `true` at `response.completed`.
-    pub(crate) fn event(
-        &mut self,
-        e: &Event,
-        sink: Option<&DeltaSink>,
-    ) -> Result<bool, ModelError> {
-        let v = event_json(P, &e.data)?;
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .or(e.name.as_deref())
-            .unwrap_or_default();
-        let index = || {
-            v.get("output_index")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| malformed(P, format!("a `{kind}` event has no `output_index`")))
-        };
-        match kind {
-            "response.output_text.delta" => {
-                let piece = v.get("delta").and_then(Value::as_str).unwrap_or_default();
-                self.text.push_str(piece);
-                if let Some(s) = sink
-                    && !piece.is_empty()
-                {
-                    s.send(&ModelDelta::Text(piece.to_owned()));
-                }
-            }
-            "response.output_item.added" => {
-                let item = v.get("item").cloned().unwrap_or(Value::Null);
-                if item.get("type").and_then(Value::as_str) == Some("function_call") {
-                    let field = |k: &str| {
-                        item.get(k)
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                            .ok_or_else(|| {
-                                malformed(P, format!("a `function_call` item has no `{k}`"))
-                            })
-                    };
-                    let call = PartialCall {
-                        call_id: field("call_id")?,
-                        name: field("name")?,
-                        arguments: item
-                            .get("arguments")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    };
-                    if let Some(s) = sink {
-                        s.send(&ModelDelta::ToolCall {
-                            id: call.call_id.clone(),
-                            name: call.name.clone(),
-                        });
-                    }
-                    self.calls.insert(index()?, call);
-                }
-            }
-            "response.function_call_arguments.delta" => {
-                let i = index()?;
-                let call = self.calls.get_mut(&i).ok_or_else(|| {
-                    malformed(
-                        P,
-                        format!("arguments for output item {i}, which was never added"),
-                    )
-                })?;
-                call.arguments
-                    .push_str(v.get("delta").and_then(Value::as_str).unwrap_or_default());
-            }
-            "response.function_call_arguments.done" => {
-                if let (Some(call), Some(args)) = (
-                    self.calls.get_mut(&index()?),
-                    v.get("arguments").and_then(Value::as_str),
-                ) {
-                    call.arguments = args.to_owned();
-                }
-            }
-            "response.completed" => {
-                self.usage = v.get("response").and_then(usage);
-                self.complete = true;
-                return Ok(true);
-            }
-            "response.failed" | "response.incomplete" => {
-                return Err(failure(
-                    v.pointer("/response/error/message")
-                        .or(v.pointer("/response/incomplete_details/reason")),
-                ));
-            }
-            "error" => return Err(failure(v.get("message"))),
-            _ => {}
-        }
-        Ok(false)
-    }
-
-    /// The answer.
-    pub(crate) fn finish(self, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        if !self.complete {
-            return Err(malformed(P, "the stream ended before `response.completed`"));
-        }
-        let items: Vec<Value> = self
-            .calls
-            .into_values()
-            .map(|c| {
-                json!({"type": "function_call", "call_id": c.call_id, "name": c.name,
-                       "arguments": c.arguments})
-            })
-            .collect();
-        let tool_calls = openai::parse_responses_calls(&Value::Array(items), catalog)
-            .map_err(|e| malformed(P, e.to_string()))?;
-        Ok(ModelResponse {
-            content: non_empty(self.text),
-            tool_calls,
-            usage: self.usage,
-            metadata: Map::new(),
-        })
-    }
-}
+const INPUT_TOKENS: &str = "/usage/input_tokens";
+const OUTPUT_TOKENS: &str = "/usage/output_tokens";
 
 /// OpenAI Responses: the provider `openai-responses` and its tool dialect.
 pub(crate) struct OpenAiResponses;
@@ -264,10 +47,6 @@ impl ToolDialect for OpenAiResponses {
 
     fn tool(&self, item: &crate::tools::catalog::CatalogItem) -> Result<Value, DialectError> {
         openai::responses_tool(item)
-    }
-
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        openai::responses_tools(catalog)
     }
 
     fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
@@ -318,15 +97,69 @@ impl ProviderAdapter for OpenAiResponses {
         request: &ModelRequest,
         stream: bool,
     ) -> Result<Value, ModelError> {
-        body(config, request, stream)
+        let mut input = Vec::new();
+        for turn in turns(&request.messages) {
+            match turn {
+                Turn::User(text) => {
+                    input.push(json!({"type": "message", "role": "user", "content": text}));
+                }
+                Turn::Assistant { text, calls, .. } => {
+                    if let Some(t) = text {
+                        input.push(json!({"type": "message", "role": "assistant", "content": t}));
+                    }
+                    for c in calls {
+                        input.push(
+                            json!({"type": "function_call", "call_id": c.id, "name": c.name,
+                                          "arguments": arguments_text(c)}),
+                        );
+                    }
+                }
+                Turn::Result(r) => input.push(openai::responses_result(&r)),
+            }
+        }
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(config.model.as_str()));
+        if let Some(system) = &request.system {
+            body.insert("instructions".into(), Value::from(system.as_str()));
+        }
+        body.insert("input".into(), Value::Array(input));
+        if let Some(t) = config.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = config.token_limit(request) {
+            body.insert("max_output_tokens".into(), json!(n));
+        }
+        body.insert("stream".into(), Value::Bool(stream));
+        Ok(Value::Object(body))
     }
 
+    /// `tool_choice`: `"auto"`, `"required"`, `"none"` or `{"type": "function", "name"}`.
     fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
-        ("tool_choice", tool_choice(choice))
+        let value = match choice.tool() {
+            Some(name) => json!({"type": "function", "name": name}),
+            None => Value::from(choice.to_string()),
+        };
+        ("tool_choice", value)
     }
 
-    fn parse(&self, answer: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        parse(answer, catalog)
+    fn parse(&self, value: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if let Some(e) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(reported(P, e.get("message")));
+        }
+        let items = value
+            .get("output")
+            .and_then(Value::as_array)
+            .ok_or_else(|| malformed(P, "no `output` array in the answer"))?;
+        let text: String = items
+            .iter()
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("message"))
+            .filter_map(|i| i.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter(|c| c.get("type").and_then(Value::as_str) == Some("output_text"))
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect();
+        let calls = openai::parse_responses_calls(value, catalog);
+        answer(P, text, calls, usage(value, INPUT_TOKENS, OUTPUT_TOKENS))
     }
 
     fn stream(&self) -> Box<dyn AnswerStream> {
@@ -334,12 +167,110 @@ impl ProviderAdapter for OpenAiResponses {
     }
 }
 
+#[derive(Debug)]
+struct PartialCall {
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+/// A streamed answer being assembled.
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    text: String,
+    calls: BTreeMap<u64, PartialCall>,
+    usage: Option<TokenUsage>,
+    complete: bool,
+}
+
 impl AnswerStream for Stream {
-    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
-        Stream::event(self, event, sink)
+    /// `true` at `response.completed`.
+    fn event(&mut self, e: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        let v = event_json(P, &e.data)?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(e.name.as_deref())
+            .unwrap_or_default();
+        let index = || {
+            v.get("output_index")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| malformed(P, format!("a `{kind}` event has no `output_index`")))
+        };
+        match kind {
+            "response.output_text.delta" => {
+                let piece = v.get("delta").and_then(Value::as_str).unwrap_or_default();
+                append_text(&mut self.text, piece, sink);
+            }
+            "response.output_item.added" => {
+                let item = v.get("item").cloned().unwrap_or(Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("function_call") {
+                    let field = |k| text_field(P, &item, k, "a `function_call` item");
+                    let call = PartialCall {
+                        call_id: field("call_id")?,
+                        name: field("name")?,
+                        arguments: item
+                            .get("arguments")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    };
+                    announce(sink, &call.call_id, &call.name);
+                    self.calls.insert(index()?, call);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let i = index()?;
+                let call = self.calls.get_mut(&i).ok_or_else(|| {
+                    malformed(
+                        P,
+                        format!("arguments for output item {i}, which was never added"),
+                    )
+                })?;
+                call.arguments
+                    .push_str(v.get("delta").and_then(Value::as_str).unwrap_or_default());
+            }
+            "response.function_call_arguments.done" => {
+                if let (Some(call), Some(args)) = (
+                    self.calls.get_mut(&index()?),
+                    v.get("arguments").and_then(Value::as_str),
+                ) {
+                    call.arguments = args.to_owned();
+                }
+            }
+            "response.completed" => {
+                self.usage = v
+                    .get("response")
+                    .and_then(|r| usage(r, INPUT_TOKENS, OUTPUT_TOKENS));
+                self.complete = true;
+                return Ok(true);
+            }
+            "response.failed" | "response.incomplete" => {
+                return Err(reported(
+                    P,
+                    v.pointer("/response/error/message")
+                        .or(v.pointer("/response/incomplete_details/reason")),
+                ));
+            }
+            "error" => return Err(reported(P, v.get("message"))),
+            _ => {}
+        }
+        Ok(false)
     }
 
     fn finish(self: Box<Self>, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        Stream::finish(*self, catalog)
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before `response.completed`"));
+        }
+        let items: Vec<Value> = self
+            .calls
+            .into_values()
+            .map(|c| {
+                json!({"type": "function_call", "call_id": c.call_id, "name": c.name,
+                       "arguments": c.arguments})
+            })
+            .collect();
+        let calls = openai::parse_responses_calls(&Value::Array(items), catalog);
+        answer(P, self.text, calls, self.usage)
     }
 }

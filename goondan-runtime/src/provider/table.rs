@@ -56,6 +56,9 @@ impl Provider {
     /// `Provider`; from then on [`Provider::parse`] and bundles find it. Registering the same
     /// adapter again returns it again; a name another adapter has is an error.
     pub fn register(adapter: &'static dyn ProviderAdapter) -> Result<Provider, ProviderNameTaken> {
+        let provider = Provider {
+            name: adapter.name(),
+        };
         let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
         for name in std::iter::once(adapter.name()).chain(adapter.aliases().iter().copied()) {
             let holder = BUILT_IN
@@ -63,11 +66,7 @@ impl Provider {
                 .chain(registered.iter())
                 .find(|a| answers_to(**a, name));
             match holder {
-                Some(a) if std::ptr::addr_eq(*a, adapter) => {
-                    return Ok(Provider {
-                        name: adapter.name(),
-                    });
-                }
+                Some(a) if std::ptr::addr_eq(*a, adapter) => return Ok(provider),
                 Some(a) => {
                     return Err(ProviderNameTaken {
                         name: name.to_owned(),
@@ -80,9 +79,7 @@ impl Provider {
         registered.push(adapter);
         drop(registered);
         crate::bundle::accept_provider(adapter.name(), adapter.aliases());
-        Ok(Provider {
-            name: adapter.name(),
-        })
+        Ok(provider)
     }
 
     /// The provider named `name` or with the alias `name` (`google` is Gemini); `None` for

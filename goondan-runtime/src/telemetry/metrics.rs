@@ -23,23 +23,11 @@ const DURATION_BUCKETS: [f64; 14] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 ];
 
-/// The buckets the conventions advise for `gen_ai.client.token.usage`.
-const TOKEN_BUCKETS: [f64; 14] = [
-    1.0,
-    4.0,
-    16.0,
-    64.0,
-    256.0,
-    1024.0,
-    4096.0,
-    16384.0,
-    65536.0,
-    262_144.0,
-    1_048_576.0,
-    4_194_304.0,
-    16_777_216.0,
-    67_108_864.0,
-];
+/// The buckets the conventions advise for `gen_ai.client.token.usage`: the powers of 4, from
+/// 1 to 4^13.
+fn token_buckets() -> Vec<f64> {
+    (0..14).map(|i| 4f64.powi(i)).collect()
+}
 
 /// The layer that measures GenAI operations.
 pub(super) struct GenAiMetrics {
@@ -60,7 +48,7 @@ impl GenAiMetrics {
                 .u64_histogram("gen_ai.client.token.usage")
                 .with_unit("{token}")
                 .with_description("Number of input and output tokens used")
-                .with_boundaries(TOKEN_BUCKETS.to_vec())
+                .with_boundaries(token_buckets())
                 .build(),
         }
     }

@@ -399,19 +399,14 @@ async fn handle(
         serde_json::from_value::<DelegatePayload>(msg.payload.clone())
             .map_err(|e| protocol(format!("a delegate payload is malformed: {e}")))
     } else {
-        msg.payload
-            .get("event")
-            .cloned()
-            .ok_or_else(|| protocol("an event has no `event`"))
-            .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol))
-            .map(|event| DelegatePayload {
-                event,
-                chain: Vec::new(),
-                timeout_ms: 0,
-                trace_id: None,
-                turn_id: None,
-                traceparent: ipc::traceparent_of(&msg.payload),
-            })
+        ipc::event_of(&msg.payload).map(|event| DelegatePayload {
+            event,
+            chain: Vec::new(),
+            timeout_ms: 0,
+            trace_id: None,
+            turn_id: None,
+            traceparent: ipc::traceparent_of(&msg.payload),
+        })
     };
     let payload = match parsed {
         Ok(p) => p,

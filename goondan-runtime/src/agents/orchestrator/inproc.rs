@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_mode::serve;
-use super::link::{LaunchFuture, LaunchSpec, Launcher, Link, LinkControl};
+use super::link::{LaunchFuture, Launcher, Link, LinkControl};
 use super::{AgentIdentity, AgentWorker};
 
 type Build = dyn Fn(&AgentIdentity) -> Arc<dyn AgentWorker> + Send + Sync;
@@ -46,8 +46,8 @@ impl LinkControl for TaskControl {
 }
 
 impl Launcher for InProcess {
-    fn launch(&self, spec: LaunchSpec) -> LaunchFuture<'_> {
-        let worker = (self.build)(&spec.identity);
+    fn launch(&self, identity: AgentIdentity) -> LaunchFuture<'_> {
+        let worker = (self.build)(&identity);
         Box::pin(async move {
             let (to_agent, agent_rx) = mpsc::unbounded_channel();
             let (agent_tx, from_agent) = mpsc::unbounded_channel();
@@ -56,7 +56,7 @@ impl Launcher for InProcess {
             let guard = ended.clone().drop_guard();
             let task = tokio::spawn(async move {
                 let _guard = guard;
-                serve(Arc::new(spec.identity), worker, agent_rx, agent_tx).await;
+                serve(Arc::new(identity), worker, agent_rx, agent_tx).await;
             });
             Ok(Link {
                 tx: to_agent,

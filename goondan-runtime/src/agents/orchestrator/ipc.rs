@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, Encoder, FramedRead};
 
-use crate::tools::agent::{AgentEvent, SpawnOptions};
+use crate::tools::agent::{AgentEvent, RequestOptions, SpawnOptions};
 use crate::tools::error::ToolError;
 
 /// The protocol version every message carries; a message of another version is rejected.
@@ -105,6 +105,22 @@ pub struct DelegatePayload {
     pub traceparent: Option<String>,
 }
 
+impl DelegatePayload {
+    /// The payload of a request the instances of `chain` make with `options`: their timeout
+    /// (else [`DEFAULT_TIMEOUT_MS`](super::DEFAULT_TIMEOUT_MS)), the caller's Turn and Trace,
+    /// and the current span's trace context.
+    pub(crate) fn new(event: AgentEvent, chain: Vec<String>, options: RequestOptions) -> Self {
+        Self {
+            event,
+            chain,
+            timeout_ms: options.timeout_ms.unwrap_or(super::DEFAULT_TIMEOUT_MS),
+            trace_id: options.trace_id,
+            turn_id: options.turn_id,
+            traceparent: crate::telemetry::traceparent(),
+        }
+    }
+}
+
 /// The payload of a one-way `event`: the event, its id, and the sender's W3C trace context
 /// when its spans are exported ([`crate::telemetry`]).
 pub(crate) fn event_payload(
@@ -117,6 +133,13 @@ pub(crate) fn event_payload(
         body["traceparent"] = parent.into();
     }
     body
+}
+
+/// The event of a one-way `event`'s payload ([`event_payload`]).
+pub(crate) fn event_of(payload: &Value) -> Result<AgentEvent, ToolError> {
+    let event = payload.get("event").cloned();
+    let event = event.ok_or_else(|| super::protocol("an event has no `event`"))?;
+    serde_json::from_value(event).map_err(super::protocol)
 }
 
 /// The `traceparent` a payload carries, if any (text only; what it says is checked where a

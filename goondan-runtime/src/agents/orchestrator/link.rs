@@ -12,11 +12,6 @@ use serde_json::Value;
 use super::AgentIdentity;
 use super::ipc::IpcMessage;
 
-/// What a transport needs to start an instance.
-pub(crate) struct LaunchSpec {
-    pub(crate) identity: AgentIdentity,
-}
-
 /// A started instance: messages both ways and a handle on its process or task. `rx` ends when
 /// the instance is gone.
 pub(crate) struct Link {
@@ -40,7 +35,7 @@ pub(crate) type LaunchFuture<'a> = Pin<Box<dyn Future<Output = Result<Link, Stri
 
 /// Starts instances: as processes, or as tasks.
 pub(crate) trait Launcher: Send + Sync + 'static {
-    fn launch(&self, spec: LaunchSpec) -> LaunchFuture<'_>;
+    fn launch(&self, identity: AgentIdentity) -> LaunchFuture<'_>;
     fn socket_path(&self) -> Option<&Path> {
         None
     }

@@ -44,10 +44,10 @@ mod process;
 mod router;
 mod runtime;
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::tools::agent::AgentInstanceInfo;
 use crate::tools::error::ToolError;
 
 pub use self::agent_mode::{AgentContext, AgentIdentity, AgentWorker, worker_fn};
@@ -189,12 +189,19 @@ impl SwarmSpec {
             Some(AgentSpec {
                 callable: Some(list),
                 ..
-            }) => {
-                let allowed: BTreeSet<&String> = list.iter().collect();
-                names.into_iter().filter(|n| allowed.contains(n)).collect()
-            }
+            }) => names.into_iter().filter(|n| list.contains(n)).collect(),
         }
     }
+}
+
+/// The instance key a call names, else [`DEFAULT_INSTANCE_KEY`].
+pub(crate) fn instance_key(named: Option<&str>) -> String {
+    named.unwrap_or(DEFAULT_INSTANCE_KEY).to_owned()
+}
+
+/// The order of instance listings: by creation, then agent, then instance key.
+pub(crate) fn listing_order(i: &AgentInstanceInfo) -> (&str, &str, &str) {
+    (&i.created_at, &i.target, &i.instance_key)
 }
 
 /// The address of an instance in IPC messages: `agent/instanceKey`.

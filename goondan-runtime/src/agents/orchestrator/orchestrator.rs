@@ -20,8 +20,7 @@ use super::protocol;
 use super::router::{Caller, Core};
 use super::runtime::request_result;
 use super::{
-    AgentIdentity, AgentWorker, DEFAULT_TIMEOUT_MS, OrchestratorConfig, SwarmSpec, address,
-    disconnected, timed_out,
+    AgentIdentity, AgentWorker, OrchestratorConfig, SwarmSpec, address, disconnected, timed_out,
 };
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
@@ -167,12 +166,7 @@ impl Orchestrator {
     #[cfg(feature = "nats")]
     /// Serves a one-way `event` that came from another machine.
     pub(crate) fn serve_event(&self, msg: IpcMessage) -> Result<SendResult, ToolError> {
-        let event = msg
-            .payload
-            .get("event")
-            .cloned()
-            .ok_or_else(|| protocol("an event has no `event`"))
-            .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol))?;
+        let event = ipc::event_of(&msg.payload)?;
         let (target, _) = msg.to.split_once('/').unwrap_or((msg.to.as_str(), ""));
         let parent = ipc::traceparent_of(&msg.payload);
         self.core.send_event(&msg.from, target, event, parent)
@@ -231,17 +225,10 @@ impl AgentRuntime for Orchestrator {
         options: RequestOptions,
     ) -> AgentFuture<'a, RequestResult> {
         Box::pin(async move {
-            let timeout_ms = options.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+            let payload = DelegatePayload::new(event, Vec::new(), options);
+            let timeout_ms = payload.timeout_ms;
             let id = self.core.fresh(ORCHESTRATOR);
             let (tx, rx) = oneshot::channel();
-            let payload = DelegatePayload {
-                event,
-                chain: Vec::new(),
-                timeout_ms,
-                trace_id: options.trace_id,
-                turn_id: options.turn_id,
-                traceparent: crate::telemetry::traceparent(),
-            };
             self.core
                 .delegate(Caller::Host(tx), ORCHESTRATOR, target, payload, id.clone());
             let wait = Duration::from_millis(timeout_ms) + Duration::from_millis(500);

@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent_mode::{ENV_AGENT, ENV_INSTANCE, ENV_MAX_FRAME, ENV_SOCKET, ENV_TOKEN};
 use super::ipc::{self, Control, IpcMessage, MessageType};
-use super::link::{LaunchFuture, LaunchSpec, Launcher, Link, LinkControl};
-use super::{codes, error};
+use super::link::{LaunchFuture, Launcher, Link, LinkControl};
+use super::{AgentIdentity, codes, error};
 use crate::tools::context::fresh_id;
 
 /// How agent processes are started: the program (the host, re-executed), its arguments and
@@ -158,13 +158,10 @@ async fn handshake(stream: UnixStream, hellos: Hellos, max_frame_bytes: usize) {
         return;
     };
     let waiting = lock(&hellos).remove(&token);
-    match waiting {
-        Some(tx) => {
-            let _ = tx.send((reader, writer, pid));
-        }
-        None => {
-            tracing::warn!(target: "goondan::orchestrator", "a connection presented an unknown token; dropped");
-        }
+    if let Some(tx) = waiting {
+        let _ = tx.send((reader, writer, pid));
+    } else {
+        tracing::warn!(target: "goondan::orchestrator", "a connection presented an unknown token; dropped");
     }
 }
 
@@ -197,9 +194,8 @@ impl Launcher for ProcessLauncher {
         Some(&self.path)
     }
 
-    fn launch(&self, spec: LaunchSpec) -> LaunchFuture<'_> {
+    fn launch(&self, id: AgentIdentity) -> LaunchFuture<'_> {
         Box::pin(async move {
-            let id = spec.identity;
             let token = format!("{}-{}", fresh_id("spawn"), std::process::id());
             let (hello_tx, hello_rx) = oneshot::channel();
             lock(&self.hellos).insert(token.clone(), hello_tx);

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::ipc::{self, Control, DelegatePayload, IpcMessage, MessageType, ORCHESTRATOR};
-use super::{DEFAULT_TIMEOUT_MS, disconnected, protocol, timed_out};
+use super::{disconnected, protocol, timed_out};
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
@@ -143,15 +143,8 @@ impl AgentRuntime for LinkRuntime {
         options: RequestOptions,
     ) -> AgentFuture<'a, RequestResult> {
         Box::pin(async move {
-            let timeout_ms = options.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-            let payload = DelegatePayload {
-                event,
-                chain: self.chain.clone(),
-                timeout_ms,
-                trace_id: options.trace_id,
-                turn_id: options.turn_id,
-                traceparent: crate::telemetry::traceparent(),
-            };
+            let payload = DelegatePayload::new(event, self.chain.clone(), options);
+            let timeout_ms = payload.timeout_ms;
             let payload = serde_json::to_value(&payload).map_err(protocol)?;
             let id = self.conn.fresh_id();
             let wait = Duration::from_millis(timeout_ms) + TIMEOUT_MARGIN;

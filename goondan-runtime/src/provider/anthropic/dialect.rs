@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, parameters_of, require_object_root, str_field,
+    DialectError, ParseError, Unsupported, each_tool, parameters_of, require_object_root, str_field,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -12,12 +12,7 @@ const DIALECT: &str = "anthropic";
 
 /// The catalog as the Messages API `tools`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    catalog
-        .items()
-        .iter()
-        .map(tool)
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    each_tool(catalog, tool).map(Value::Array)
 }
 
 /// One item of the Messages API `tools`: `{name, description?, input_schema}`.

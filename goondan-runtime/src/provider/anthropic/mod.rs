@@ -23,314 +23,22 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::conversation::{Turn, turns};
+use super::conversation::{Turn, arguments_object, push, turns};
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
 use super::{
-    DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, count, event_json, malformed, non_empty,
+    DEFAULT_ANTHROPIC_MAX_TOKENS, Provider, ProviderConfig, announce, answer, append_text, count,
+    event_json, malformed, reported, text_field, usage,
 };
 use crate::dialect::arguments_from_str;
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
 use crate::tools::catalog::{CatalogItem, ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
 
 pub use self::dialect::{parse_calls, tool_result, tools, user_message};
 
 const P: Provider = Provider::ANTHROPIC;
-
-/// Appends content blocks to the conversation, merged into the last message when it has the
-/// same role (tool results and the next user text travel together).
-fn push(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
-    if let Some(last) = messages.last_mut()
-        && last.get("role").and_then(Value::as_str) == Some(role)
-        && let Some(Value::Array(content)) = last.get_mut("content")
-    {
-        content.extend(blocks);
-        return;
-    }
-    messages.push(json!({"role": role, "content": blocks}));
-}
-
-/// `tool_choice`: `{"type": "auto" | "any" | "none"}` or `{"type": "tool", "name"}`.
-pub(crate) fn tool_choice(choice: &crate::tools::catalog::ToolChoice) -> Value {
-    use crate::tools::catalog::ToolChoice;
-    match choice {
-        ToolChoice::Auto => json!({"type": "auto"}),
-        ToolChoice::Required => json!({"type": "any"}),
-        ToolChoice::None => json!({"type": "none"}),
-        ToolChoice::Tool(name) => json!({"type": "tool", "name": name.as_str()}),
-    }
-}
-
-/// The request body.
-pub(crate) fn body(
-    config: &ProviderConfig,
-    request: &ModelRequest,
-    stream: bool,
-) -> Result<Value, ModelError> {
-    let mut messages = Vec::new();
-    for turn in turns(&request.messages) {
-        match turn {
-            Turn::User(text) => push(
-                &mut messages,
-                "user",
-                vec![json!({"type": "text", "text": text})],
-            ),
-            Turn::Assistant { text, calls, .. } => {
-                let mut blocks = Vec::new();
-                if let Some(t) = text {
-                    blocks.push(json!({"type": "text", "text": t}));
-                }
-                for c in calls {
-                    let input = if c.args.is_object() {
-                        c.args.clone()
-                    } else {
-                        json!({})
-                    };
-                    blocks.push(
-                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
-                    );
-                }
-                if !blocks.is_empty() {
-                    push(&mut messages, "assistant", blocks);
-                }
-            }
-            Turn::Result(r) => push(&mut messages, "user", vec![dialect::tool_result(&r)]),
-        }
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), Value::from(config.model.as_str()));
-    body.insert(
-        "max_tokens".into(),
-        json!(
-            config
-                .token_limit(request)
-                .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS)
-        ),
-    );
-    if let Some(system) = &request.system {
-        body.insert("system".into(), Value::from(system.as_str()));
-    }
-    body.insert("messages".into(), Value::Array(messages));
-    if let Some(t) = config.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    body.insert("stream".into(), Value::Bool(stream));
-    Ok(Value::Object(body))
-}
-
-fn reported_error(value: &Value) -> Option<ModelError> {
-    if value.get("type").and_then(Value::as_str) != Some("error") {
-        return None;
-    }
-    let message = value
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or("no message");
-    Some(malformed(
-        P,
-        format!("the provider reported an error: {message}"),
-    ))
-}
-
-/// An unstreamed answer.
-pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
-    if let Some(e) = reported_error(value) {
-        return Err(e);
-    }
-    let blocks = value
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| malformed(P, "no `content` array in the answer"))?;
-    let text: String = blocks
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect();
-    let tool_calls = dialect::parse_calls(value).map_err(|e| malformed(P, e.to_string()))?;
-    let usage = count(value, "/usage/input_tokens").map(|input| TokenUsage {
-        input_tokens: input,
-        output_tokens: count(value, "/usage/output_tokens").unwrap_or(0),
-    });
-    Ok(ModelResponse {
-        content: non_empty(text),
-        tool_calls,
-        usage,
-        metadata: Map::new(),
-    })
-}
-
-#[derive(Debug)]
-enum Block {
-    Text(String),
-    ToolUse {
-        id: String,
-        name: String,
-        json: String,
-    },
-}
-
-/// A streamed answer being assembled.
-#[derive(Debug, Default)]
-pub(crate) struct Stream {
-    blocks: BTreeMap<u64, Block>,
-    usage: Option<TokenUsage>,
-    complete: bool,
-}
-
-impl Stream {
-    /// Takes one event; `true` at `message_stop`.
-    pub(crate) fn event(
-        &mut self,
-        e: &Event,
-        sink: Option<&DeltaSink>,
-    ) -> Result<bool, ModelError> {
-        let v = event_json(P, &e.data)?;
-        if let Some(err) = reported_error(&v) {
-            return Err(err);
-        }
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .or(e.name.as_deref())
-            .unwrap_or_default();
-        let index = || {
-            v.get("index")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| malformed(P, format!("a `{kind}` event has no `index`")))
-        };
-        match kind {
-            "message_start" => {
-                let input = count(&v, "/message/usage/input_tokens").unwrap_or(0);
-                let output = count(&v, "/message/usage/output_tokens").unwrap_or(0);
-                self.usage = Some(TokenUsage {
-                    input_tokens: input,
-                    output_tokens: output,
-                });
-            }
-            "content_block_start" => {
-                let i = index()?;
-                let block = v
-                    .get("content_block")
-                    .ok_or_else(|| malformed(P, "`content_block_start` has no `content_block`"))?;
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let text = block
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        self.blocks.insert(i, Block::Text(text.to_owned()));
-                    }
-                    Some("tool_use") => {
-                        let field = |k: &str| {
-                            block
-                                .get(k)
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                                .ok_or_else(|| {
-                                    malformed(P, format!("a `tool_use` block has no `{k}`"))
-                                })
-                        };
-                        let (id, name) = (field("id")?, field("name")?);
-                        if let Some(s) = sink {
-                            s.send(&ModelDelta::ToolCall {
-                                id: id.clone(),
-                                name: name.clone(),
-                            });
-                        }
-                        self.blocks.insert(
-                            i,
-                            Block::ToolUse {
-                                id,
-                                name,
-                                json: String::new(),
-                            },
-                        );
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_delta" => {
-                let i = index()?;
-                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
-                match (
-                    self.blocks.get_mut(&i),
-                    delta.get("type").and_then(Value::as_str),
-                ) {
-                    (Some(Block::Text(text)), Some("text_delta")) => {
-                        let piece = delta
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        text.push_str(piece);
-                        if let Some(s) = sink
-                            && !piece.is_empty()
-                        {
-                            s.send(&ModelDelta::Text(piece.to_owned()));
-                        }
-                    }
-                    (Some(Block::ToolUse { json, .. }), Some("input_json_delta")) => {
-                        let piece = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        json.push_str(piece);
-                    }
-                    (None, _) => {
-                        return Err(malformed(
-                            P,
-                            format!("a delta for block {i}, which was never started"),
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(out) = count(&v, "/usage/output_tokens") {
-                    let usage = self.usage.get_or_insert_default();
-                    usage.output_tokens = out;
-                    if let Some(input) = count(&v, "/usage/input_tokens") {
-                        usage.input_tokens = input;
-                    }
-                }
-            }
-            "message_stop" => {
-                self.complete = true;
-                return Ok(true);
-            }
-            _ => {}
-        }
-        Ok(false)
-    }
-
-    /// The answer.
-    pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
-        if !self.complete {
-            return Err(malformed(P, "the stream ended before `message_stop`"));
-        }
-        let mut text = String::new();
-        let mut content = Vec::new();
-        for block in self.blocks.into_values() {
-            match block {
-                Block::Text(t) => text.push_str(&t),
-                Block::ToolUse { id, name, json } => {
-                    let input = arguments_from_str(&json);
-                    content
-                        .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
-                }
-            }
-        }
-        let tool_calls = dialect::parse_calls(&json!({ "content": content }))
-            .map_err(|e| malformed(P, e.to_string()))?;
-        Ok(ModelResponse {
-            content: non_empty(text),
-            tool_calls,
-            usage: self.usage,
-            metadata: Map::new(),
-        })
-    }
-}
 
 /// Anthropic Messages: the provider `anthropic` and its tool dialect.
 pub(crate) struct Anthropic;
@@ -347,10 +55,6 @@ impl ToolDialect for Anthropic {
 
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
         dialect::tool(item)
-    }
-
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        dialect::tools(catalog)
     }
 
     fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
@@ -397,15 +101,72 @@ impl ProviderAdapter for Anthropic {
         request: &ModelRequest,
         stream: bool,
     ) -> Result<Value, ModelError> {
-        body(config, request, stream)
+        let mut messages = Vec::new();
+        let mut add = |role: &str, blocks| push(&mut messages, role, "content", blocks);
+        for turn in turns(&request.messages) {
+            match turn {
+                Turn::User(text) => add("user", vec![json!({"type": "text", "text": text})]),
+                Turn::Assistant { text, calls, .. } => {
+                    let mut blocks = Vec::new();
+                    if let Some(t) = text {
+                        blocks.push(json!({"type": "text", "text": t}));
+                    }
+                    for c in calls {
+                        let input = arguments_object(c);
+                        blocks.push(
+                            json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                        );
+                    }
+                    if !blocks.is_empty() {
+                        add("assistant", blocks);
+                    }
+                }
+                Turn::Result(r) => add("user", vec![dialect::tool_result(&r)]),
+            }
+        }
+        let max_tokens = config
+            .token_limit(request)
+            .unwrap_or(DEFAULT_ANTHROPIC_MAX_TOKENS);
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(config.model.as_str()));
+        body.insert("max_tokens".into(), json!(max_tokens));
+        if let Some(system) = &request.system {
+            body.insert("system".into(), Value::from(system.as_str()));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if let Some(t) = config.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        body.insert("stream".into(), Value::Bool(stream));
+        Ok(Value::Object(body))
     }
 
+    /// `tool_choice`: `{"type": "auto" | "any" | "none"}` or `{"type": "tool", "name"}`.
     fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
-        ("tool_choice", tool_choice(choice))
+        let value = match choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name.as_str()}),
+        };
+        ("tool_choice", value)
     }
 
-    fn parse(&self, answer: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        parse(answer)
+    fn parse(&self, value: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if let Some(e) = reported_error(value) {
+            return Err(e);
+        }
+        let blocks = value
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| malformed(P, "no `content` array in the answer"))?;
+        let text: String = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        let usage = usage(value, "/usage/input_tokens", "/usage/output_tokens");
+        answer(P, text, dialect::parse_calls(value), usage)
     }
 
     fn stream(&self) -> Box<dyn AnswerStream> {
@@ -413,12 +174,149 @@ impl ProviderAdapter for Anthropic {
     }
 }
 
+fn reported_error(value: &Value) -> Option<ModelError> {
+    (value.get("type").and_then(Value::as_str) == Some("error"))
+        .then(|| reported(P, value.pointer("/error/message")))
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+}
+
+/// A streamed answer being assembled.
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    blocks: BTreeMap<u64, Block>,
+    usage: Option<TokenUsage>,
+    complete: bool,
+}
+
 impl AnswerStream for Stream {
-    fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
-        Stream::event(self, event, sink)
+    /// `true` at `message_stop`.
+    fn event(&mut self, e: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
+        let v = event_json(P, &e.data)?;
+        if let Some(err) = reported_error(&v) {
+            return Err(err);
+        }
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(e.name.as_deref())
+            .unwrap_or_default();
+        let index = || {
+            v.get("index")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| malformed(P, format!("a `{kind}` event has no `index`")))
+        };
+        match kind {
+            "message_start" => {
+                let input = count(&v, "/message/usage/input_tokens").unwrap_or(0);
+                let output = count(&v, "/message/usage/output_tokens").unwrap_or(0);
+                self.usage = Some(TokenUsage {
+                    input_tokens: input,
+                    output_tokens: output,
+                });
+            }
+            "content_block_start" => {
+                let i = index()?;
+                let block = v
+                    .get("content_block")
+                    .ok_or_else(|| malformed(P, "`content_block_start` has no `content_block`"))?;
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let text = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        self.blocks.insert(i, Block::Text(text.to_owned()));
+                    }
+                    Some("tool_use") => {
+                        let field = |k| text_field(P, block, k, "a `tool_use` block");
+                        let (id, name) = (field("id")?, field("name")?);
+                        announce(sink, &id, &name);
+                        self.blocks.insert(
+                            i,
+                            Block::ToolUse {
+                                id,
+                                name,
+                                json: String::new(),
+                            },
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let i = index()?;
+                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
+                match (
+                    self.blocks.get_mut(&i),
+                    delta.get("type").and_then(Value::as_str),
+                ) {
+                    (Some(Block::Text(text)), Some("text_delta")) => {
+                        let piece = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        append_text(text, piece, sink);
+                    }
+                    (Some(Block::ToolUse { json, .. }), Some("input_json_delta")) => {
+                        let piece = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        json.push_str(piece);
+                    }
+                    (None, _) => {
+                        return Err(malformed(
+                            P,
+                            format!("a delta for block {i}, which was never started"),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(out) = count(&v, "/usage/output_tokens") {
+                    let usage = self.usage.get_or_insert_default();
+                    usage.output_tokens = out;
+                    if let Some(input) = count(&v, "/usage/input_tokens") {
+                        usage.input_tokens = input;
+                    }
+                }
+            }
+            "message_stop" => {
+                self.complete = true;
+                return Ok(true);
+            }
+            _ => {}
+        }
+        Ok(false)
     }
 
     fn finish(self: Box<Self>, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        Stream::finish(*self)
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before `message_stop`"));
+        }
+        let mut text = String::new();
+        let mut content = Vec::new();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(t) => text.push_str(&t),
+                Block::ToolUse { id, name, json } => {
+                    let input = arguments_from_str(&json);
+                    content
+                        .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                }
+            }
+        }
+        let calls = dialect::parse_calls(&json!({ "content": content }));
+        answer(P, text, calls, self.usage)
     }
 }

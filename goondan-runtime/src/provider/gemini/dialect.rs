@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, distribute, first_union, loose_parameters,
+    DialectError, ParseError, Unsupported, distribute, each_tool, first_union, loose_parameters,
     parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
@@ -37,11 +37,7 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as the request's `tools`: `[{functionDeclarations: [...]}]`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    let declarations = catalog
-        .items()
-        .iter()
-        .map(declaration)
-        .collect::<Result<Vec<_>, _>>()?;
+    let declarations = each_tool(catalog, declaration)?;
     Ok(json!([{"functionDeclarations": declarations}]))
 }
 
@@ -312,14 +308,13 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {
 /// `response` is `{output}`, `{error: {code, name, message, suggestion?, helpUrl?}}` or
 /// `{pending: {handle}}`.
 pub fn function_response(result: &ToolCallResult) -> Value {
-    let response = match result.status {
+    let mut response = match result.status {
         ToolStatus::Ok => json!({"output": result.output}),
         ToolStatus::Pending => json!({"pending": {"handle": result.handle}}),
         ToolStatus::Error => json!({
             "error": result.error.as_ref().map(crate::dialect::error_json),
         }),
     };
-    let mut response = response;
     let mut parts = Vec::new();
     let mut notes = Vec::new();
     for part in &result.content {

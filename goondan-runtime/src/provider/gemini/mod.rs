@@ -36,12 +36,14 @@ mod dialect;
 
 use serde_json::{Map, Value, json};
 
-use super::conversation::{Turn, turns};
+use super::conversation::{Turn, arguments_object, push, turns};
 use super::sse::SseEvent as Event;
 use super::{AnswerStream, ProviderAdapter};
-use super::{Provider, ProviderConfig, count, event_json, malformed, non_empty};
+use super::{
+    Provider, ProviderConfig, announce, answer, append_text, event_json, malformed, reported, usage,
+};
 use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
-use crate::step::{DeltaSink, ModelDelta, ModelError, ModelRequest, ModelResponse, TokenUsage};
+use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
 use crate::tools::catalog::{CatalogItem, ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
 
@@ -54,252 +56,8 @@ const P: Provider = Provider::GEMINI;
 /// `thoughtSignature`, which Gemini requires with thinking models).
 pub(crate) const PARTS: &str = "geminiParts";
 
-/// The endpoint for `model`.
-pub(crate) fn url(base: &str, model: &str, stream: bool) -> String {
-    let model = model.strip_prefix("models/").unwrap_or(model);
-    if stream {
-        format!("{base}/models/{model}:streamGenerateContent?alt=sse")
-    } else {
-        format!("{base}/models/{model}:generateContent")
-    }
-}
-
-fn push(contents: &mut Vec<Value>, role: &str, parts: Vec<Value>) {
-    if let Some(last) = contents.last_mut()
-        && last.get("role").and_then(Value::as_str) == Some(role)
-        && let Some(Value::Array(existing)) = last.get_mut("parts")
-    {
-        existing.extend(parts);
-        return;
-    }
-    contents.push(json!({"role": role, "parts": parts}));
-}
-
-/// `toolConfig.functionCallingConfig`: mode `AUTO`, `ANY` or `NONE`; one named tool is `ANY`
-/// with `allowedFunctionNames`.
-pub(crate) fn tool_config(choice: &crate::tools::catalog::ToolChoice) -> Value {
-    use crate::tools::catalog::ToolChoice;
-    let config = match choice {
-        ToolChoice::Auto => json!({"mode": "AUTO"}),
-        ToolChoice::Required => json!({"mode": "ANY"}),
-        ToolChoice::None => json!({"mode": "NONE"}),
-        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name.as_str()]}),
-    };
-    json!({ "functionCallingConfig": config })
-}
-
-/// The request body.
-pub(crate) fn body(config: &ProviderConfig, request: &ModelRequest) -> Result<Value, ModelError> {
-    let mut contents = Vec::new();
-    for turn in turns(&request.messages) {
-        match turn {
-            Turn::User(text) => push(&mut contents, "user", vec![json!({"text": text})]),
-            Turn::Assistant { metadata: m, .. } if m.get(PARTS).is_some_and(Value::is_array) => {
-                // The answer's own parts, thought signatures included, as Gemini asks.
-                let parts = m
-                    .get(PARTS)
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                push(&mut contents, "model", parts);
-            }
-            Turn::Assistant { text, calls, .. } => {
-                let mut parts = Vec::new();
-                if let Some(t) = text {
-                    parts.push(json!({"text": t}));
-                }
-                for c in calls {
-                    let mut call = Map::new();
-                    call.insert("name".into(), Value::from(c.name.as_str()));
-                    call.insert(
-                        "args".into(),
-                        if c.args.is_object() {
-                            c.args.clone()
-                        } else {
-                            json!({})
-                        },
-                    );
-                    if !c.id.starts_with(GENERATED_ID_PREFIX) {
-                        call.insert("id".into(), Value::from(c.id.as_str()));
-                    }
-                    parts.push(json!({ "functionCall": call }));
-                }
-                if !parts.is_empty() {
-                    push(&mut contents, "model", parts);
-                }
-            }
-            Turn::Result(r) => push(&mut contents, "user", vec![dialect::function_response(&r)]),
-        }
-    }
-    let mut body = Map::new();
-    body.insert("contents".into(), Value::Array(contents));
-    if let Some(system) = &request.system {
-        body.insert(
-            "systemInstruction".into(),
-            json!({"parts": [{"text": system}]}),
-        );
-    }
-    let mut generation = Map::new();
-    if let Some(t) = config.temperature {
-        generation.insert("temperature".into(), json!(t));
-    }
-    if let Some(n) = config.token_limit(request) {
-        generation.insert("maxOutputTokens".into(), json!(n));
-    }
-    if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
-    }
-    Ok(Value::Object(body))
-}
-
-fn reported_error(value: &Value) -> Option<ModelError> {
-    let e = value.get("error")?;
-    let message = e
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("no message");
-    Some(malformed(
-        P,
-        format!("the provider reported an error: {message}"),
-    ))
-}
-
-fn usage(value: &Value) -> Option<TokenUsage> {
-    Some(TokenUsage {
-        input_tokens: count(value, "/usageMetadata/promptTokenCount")?,
-        output_tokens: count(value, "/usageMetadata/candidatesTokenCount").unwrap_or(0),
-    })
-}
-
-/// A streamed or unstreamed answer being assembled: text and call parts, in order.
-#[derive(Debug, Default)]
-pub(crate) struct Stream {
-    text: String,
-    calls: Vec<Value>,
-    /// Every part, adjacent text parts merged.
-    parts: Vec<Value>,
-    usage: Option<TokenUsage>,
-    /// A `finishReason` arrived: the answer is whole.
-    complete: bool,
-}
-
-impl Stream {
-    /// Takes one response chunk.
-    pub(crate) fn event(&mut self, e: &Event, sink: Option<&DeltaSink>) -> Result<(), ModelError> {
-        let v = event_json(P, &e.data)?;
-        self.chunk(&v, sink)
-    }
-
-    fn chunk(&mut self, v: &Value, sink: Option<&DeltaSink>) -> Result<(), ModelError> {
-        if let Some(err) = reported_error(v) {
-            return Err(err);
-        }
-        if let Some(u) = usage(v) {
-            self.usage = Some(u);
-        }
-        if v.pointer("/candidates/0/finishReason")
-            .is_some_and(Value::is_string)
-        {
-            self.complete = true;
-        }
-        let parts = match v.pointer("/candidates/0/content/parts") {
-            None => return Ok(()),
-            Some(Value::Array(p)) => p,
-            Some(_) => {
-                return Err(malformed(
-                    P,
-                    "`candidates[0].content.parts` is not an array",
-                ));
-            }
-        };
-        for part in parts {
-            self.keep(part);
-            if let Some(call) = part.get("functionCall") {
-                if let Some(s) = sink {
-                    let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-                    let id = call.get("id").and_then(Value::as_str).map_or_else(
-                        || format!("{GENERATED_ID_PREFIX}{}", self.calls.len()),
-                        str::to_owned,
-                    );
-                    s.send(&ModelDelta::ToolCall {
-                        id,
-                        name: name.to_owned(),
-                    });
-                }
-                self.calls.push(part.clone());
-            } else if let Some(text) = part.get("text").and_then(Value::as_str)
-                && part.get("thought").and_then(Value::as_bool) != Some(true)
-            {
-                self.text.push_str(text);
-                if let Some(s) = sink
-                    && !text.is_empty()
-                {
-                    s.send(&ModelDelta::Text(text.to_owned()));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Keeps a part for the next request; a plain text part is joined to a plain text part
-    /// before it.
-    fn keep(&mut self, part: &Value) {
-        let plain = |p: &Value| {
-            p.as_object()
-                .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
-        };
-        if plain(part)
-            && let Some(last) = self.parts.last_mut()
-            && plain(last)
-        {
-            let joined = format!(
-                "{}{}",
-                last["text"].as_str().unwrap_or_default(),
-                part["text"].as_str().unwrap_or_default()
-            );
-            last["text"] = Value::String(joined);
-            return;
-        }
-        self.parts.push(part.clone());
-    }
-
-    /// The answer.
-    pub(crate) fn finish(self) -> Result<ModelResponse, ModelError> {
-        if !self.complete {
-            return Err(malformed(P, "the stream ended before a `finishReason`"));
-        }
-        let tool_calls = dialect::parse_calls(&Value::Array(self.calls))
-            .map_err(|e| malformed(P, e.to_string()))?;
-        let mut metadata = Map::new();
-        if !self.parts.is_empty() {
-            metadata.insert(PARTS.into(), Value::Array(self.parts));
-        }
-        Ok(ModelResponse {
-            content: non_empty(self.text),
-            tool_calls,
-            usage: self.usage,
-            metadata,
-        })
-    }
-}
-
-/// An unstreamed answer.
-pub(crate) fn parse(value: &Value) -> Result<ModelResponse, ModelError> {
-    if value.pointer("/candidates/0").is_none() && reported_error(value).is_none() {
-        let reason = value
-            .pointer("/promptFeedback/blockReason")
-            .and_then(Value::as_str)
-            .unwrap_or("no candidates");
-        return Err(malformed(
-            P,
-            format!("the answer has no candidate: {reason}"),
-        ));
-    }
-    let mut s = Stream::default();
-    s.chunk(value, None)?;
-    s.complete = true;
-    s.finish()
-}
+const PROMPT_TOKENS: &str = "/usageMetadata/promptTokenCount";
+const CANDIDATES_TOKENS: &str = "/usageMetadata/candidatesTokenCount";
 
 /// Google Gemini: the provider `gemini` (also `google`) and its tool dialect.
 pub(crate) struct Gemini;
@@ -363,7 +121,12 @@ impl ProviderAdapter for Gemini {
     }
 
     fn url(&self, base: &str, model: &str, stream: bool) -> String {
-        url(base, model, stream)
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        if stream {
+            format!("{base}/models/{model}:streamGenerateContent?alt=sse")
+        } else {
+            format!("{base}/models/{model}:generateContent")
+        }
     }
 
     fn body(
@@ -372,15 +135,91 @@ impl ProviderAdapter for Gemini {
         request: &ModelRequest,
         _stream: bool,
     ) -> Result<Value, ModelError> {
-        body(config, request)
+        let mut contents = Vec::new();
+        let mut add = |role: &str, parts| push(&mut contents, role, "parts", parts);
+        for turn in turns(&request.messages) {
+            match turn {
+                Turn::User(text) => add("user", vec![json!({"text": text})]),
+                Turn::Assistant { metadata: m, .. }
+                    if m.get(PARTS).is_some_and(Value::is_array) =>
+                {
+                    // The answer's own parts, thought signatures included, as Gemini asks.
+                    let parts = m
+                        .get(PARTS)
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    add("model", parts);
+                }
+                Turn::Assistant { text, calls, .. } => {
+                    let mut parts = Vec::new();
+                    if let Some(t) = text {
+                        parts.push(json!({"text": t}));
+                    }
+                    for c in calls {
+                        let mut call = json!({"name": c.name, "args": arguments_object(c)});
+                        if !c.id.starts_with(GENERATED_ID_PREFIX) {
+                            call["id"] = Value::from(c.id.as_str());
+                        }
+                        parts.push(json!({ "functionCall": call }));
+                    }
+                    if !parts.is_empty() {
+                        add("model", parts);
+                    }
+                }
+                Turn::Result(r) => add("user", vec![dialect::function_response(&r)]),
+            }
+        }
+        let mut body = Map::new();
+        body.insert("contents".into(), Value::Array(contents));
+        if let Some(system) = &request.system {
+            body.insert(
+                "systemInstruction".into(),
+                json!({"parts": [{"text": system}]}),
+            );
+        }
+        let mut generation = Map::new();
+        if let Some(t) = config.temperature {
+            generation.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = config.token_limit(request) {
+            generation.insert("maxOutputTokens".into(), json!(n));
+        }
+        if !generation.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(generation));
+        }
+        Ok(Value::Object(body))
     }
 
+    /// `toolConfig.functionCallingConfig`: mode `AUTO`, `ANY` or `NONE`; one named tool is `ANY`
+    /// with `allowedFunctionNames`.
     fn tool_choice(&self, choice: &ToolChoice) -> (&'static str, Value) {
-        ("toolConfig", tool_config(choice))
+        let config = match choice {
+            ToolChoice::Auto => json!({"mode": "AUTO"}),
+            ToolChoice::Required => json!({"mode": "ANY"}),
+            ToolChoice::None => json!({"mode": "NONE"}),
+            ToolChoice::Tool(name) => {
+                json!({"mode": "ANY", "allowedFunctionNames": [name.as_str()]})
+            }
+        };
+        ("toolConfig", json!({ "functionCallingConfig": config }))
     }
 
-    fn parse(&self, answer: &Value, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        parse(answer)
+    fn parse(&self, value: &Value, catalog: &ToolCatalog) -> Result<ModelResponse, ModelError> {
+        if value.pointer("/candidates/0").is_none() && value.get("error").is_none() {
+            let reason = value
+                .pointer("/promptFeedback/blockReason")
+                .and_then(Value::as_str)
+                .unwrap_or("no candidates");
+            return Err(malformed(
+                P,
+                format!("the answer has no candidate: {reason}"),
+            ));
+        }
+        let mut s = Box::new(Stream::default());
+        s.chunk(value, None)?;
+        s.complete = true;
+        s.finish(catalog)
     }
 
     fn stream(&self) -> Box<dyn AnswerStream> {
@@ -388,13 +227,102 @@ impl ProviderAdapter for Gemini {
     }
 }
 
+/// A streamed or unstreamed answer being assembled: text and call parts, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Stream {
+    text: String,
+    calls: Vec<Value>,
+    /// Every part, adjacent text parts merged.
+    parts: Vec<Value>,
+    usage: Option<TokenUsage>,
+    /// A `finishReason` arrived: the answer is whole.
+    complete: bool,
+}
+
+impl Stream {
+    /// Takes one response chunk.
+    fn chunk(&mut self, v: &Value, sink: Option<&DeltaSink>) -> Result<(), ModelError> {
+        if let Some(err) = v.get("error") {
+            return Err(reported(P, err.get("message")));
+        }
+        if let Some(u) = usage(v, PROMPT_TOKENS, CANDIDATES_TOKENS) {
+            self.usage = Some(u);
+        }
+        if v.pointer("/candidates/0/finishReason")
+            .is_some_and(Value::is_string)
+        {
+            self.complete = true;
+        }
+        let parts = match v.pointer("/candidates/0/content/parts") {
+            None => return Ok(()),
+            Some(Value::Array(p)) => p,
+            Some(_) => {
+                return Err(malformed(
+                    P,
+                    "`candidates[0].content.parts` is not an array",
+                ));
+            }
+        };
+        for part in parts {
+            self.keep(part);
+            if let Some(call) = part.get("functionCall") {
+                let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+                let id = call.get("id").and_then(Value::as_str).map_or_else(
+                    || format!("{GENERATED_ID_PREFIX}{}", self.calls.len()),
+                    str::to_owned,
+                );
+                announce(sink, &id, name);
+                self.calls.push(part.clone());
+            } else if let Some(text) = part.get("text").and_then(Value::as_str)
+                && part.get("thought").and_then(Value::as_bool) != Some(true)
+            {
+                append_text(&mut self.text, text, sink);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a part for the next request; a plain text part is joined to a plain text part
+    /// before it.
+    fn keep(&mut self, part: &Value) {
+        let plain = |p: &Value| {
+            p.as_object()
+                .is_some_and(|o| o.len() == 1 && o.contains_key("text"))
+        };
+        if plain(part)
+            && let Some(last) = self.parts.last_mut()
+            && plain(last)
+        {
+            let joined = format!(
+                "{}{}",
+                last["text"].as_str().unwrap_or_default(),
+                part["text"].as_str().unwrap_or_default()
+            );
+            last["text"] = Value::String(joined);
+            return;
+        }
+        self.parts.push(part.clone());
+    }
+}
+
 impl AnswerStream for Stream {
     /// Gemini has no closing event: the answer is whole when the stream ends.
     fn event(&mut self, event: &Event, sink: Option<&DeltaSink>) -> Result<bool, ModelError> {
-        Stream::event(self, event, sink).map(|()| false)
+        let v = event_json(P, &event.data)?;
+        self.chunk(&v, sink).map(|()| false)
     }
 
     fn finish(self: Box<Self>, _: &ToolCatalog) -> Result<ModelResponse, ModelError> {
-        Stream::finish(*self)
+        if !self.complete {
+            return Err(malformed(P, "the stream ended before a `finishReason`"));
+        }
+        let calls = dialect::parse_calls(&Value::Array(self.calls));
+        let mut response = answer(P, self.text, calls, self.usage)?;
+        if !self.parts.is_empty() {
+            response
+                .metadata
+                .insert(PARTS.into(), Value::Array(self.parts));
+        }
+        Ok(response)
     }
 }

@@ -13,8 +13,7 @@ use crate::agents::orchestrator::ipc::{
 };
 use crate::agents::orchestrator::runtime::request_result;
 use crate::agents::orchestrator::{
-    DEFAULT_INSTANCE_KEY, DEFAULT_TIMEOUT_MS, SwarmSpec, address, codes, disconnected, error,
-    unknown_target,
+    SwarmSpec, address, codes, disconnected, error, instance_key, listing_order, unknown_target,
 };
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
@@ -93,13 +92,7 @@ impl NatsSwarm {
                 Err(_) => break,
             }
         }
-        all.sort_by(|a, b| {
-            (&a.created_at, &a.target, &a.instance_key).cmp(&(
-                &b.created_at,
-                &b.target,
-                &b.instance_key,
-            ))
-        });
+        all.sort_by(|a, b| listing_order(a).cmp(&listing_order(b)));
         Ok(all)
     }
 
@@ -123,20 +116,9 @@ impl AgentRuntime for NatsSwarm {
             if !self.swarm.defines(target) {
                 return Err(unknown_target(target, &self.swarm));
             }
-            let timeout_ms = options.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-            let key = event
-                .instance_key
-                .clone()
-                .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+            let key = instance_key(event.instance_key.as_deref());
             let id = fresh_id(ORCHESTRATOR);
-            let payload = DelegatePayload {
-                event,
-                chain: Vec::new(),
-                timeout_ms,
-                trace_id: options.trace_id,
-                turn_id: options.turn_id,
-                traceparent: crate::telemetry::traceparent(),
-            };
+            let payload = DelegatePayload::new(event, Vec::new(), options);
             let body =
                 serde_json::to_value(&payload).map_err(crate::agents::orchestrator::protocol)?;
             let to = address(target, &key);
@@ -157,10 +139,7 @@ impl AgentRuntime for NatsSwarm {
             if !self.swarm.defines(target) {
                 return Err(unknown_target(target, &self.swarm));
             }
-            let key = event
-                .instance_key
-                .clone()
-                .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+            let key = instance_key(event.instance_key.as_deref());
             let event_id = fresh_id("evt");
             let parent = crate::telemetry::traceparent();
             let body = ipc::event_payload(&event, &event_id, parent.as_deref());

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::{Core, split};
 use crate::agents::orchestrator::ipc::Control;
-use crate::agents::orchestrator::{DEFAULT_INSTANCE_KEY, codes, error, protocol, unknown_target};
+use crate::agents::orchestrator::{
+    codes, error, instance_key, listing_order, protocol, unknown_target,
+};
 use crate::tools::agent::{AgentCatalog, AgentInstanceInfo, SpawnOptions, SpawnResult};
 use crate::tools::error::ToolError;
 
@@ -52,10 +54,7 @@ impl Core {
                 "just send it a request: the host serving it starts its instance on first use",
             ));
         }
-        let key = options
-            .instance_key
-            .clone()
-            .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+        let key = instance_key(options.instance_key.as_deref());
         let mut st = self.lock();
         let (addr, spawned) = self.ensure(&mut st, target, &key, from, options.cwd.as_deref())?;
         let cwd = st.instances.get(&addr).and_then(|i| i.info.cwd.clone());
@@ -82,13 +81,7 @@ impl Core {
             .map(|i| i.info.clone())
             .filter(|i| include_all || (i.owner_agent == agent && i.owner_instance_key == key))
             .collect();
-        out.sort_by(|a, b| {
-            (&a.created_at, &a.target, &a.instance_key).cmp(&(
-                &b.created_at,
-                &b.target,
-                &b.instance_key,
-            ))
-        });
+        out.sort_by(|a, b| listing_order(a).cmp(&listing_order(b)));
         out
     }
 

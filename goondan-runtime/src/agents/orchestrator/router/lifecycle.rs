@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{Core, take_waiting_on};
 use crate::agents::orchestrator::ipc::{self, IpcMessage, MessageType, ORCHESTRATOR};
-use crate::agents::orchestrator::link::{LaunchSpec, LinkControl};
+use crate::agents::orchestrator::link::LinkControl;
 use crate::agents::orchestrator::{AgentIdentity, codes, error};
 
 impl Core {
@@ -76,24 +76,22 @@ impl Core {
     pub(super) async fn run_instance(self: Arc<Self>, addr: String) {
         let mut failures = 0u32;
         loop {
-            let spec = {
+            let identity = {
                 let st = self.lock();
                 let Some(inst) = st.instances.get(&addr) else {
                     return;
                 };
-                LaunchSpec {
-                    identity: AgentIdentity {
-                        agent: inst.info.target.clone(),
-                        instance_key: inst.info.instance_key.clone(),
-                        workdir: inst.cwd.clone(),
-                    },
+                AgentIdentity {
+                    agent: inst.info.target.clone(),
+                    instance_key: inst.info.instance_key.clone(),
+                    workdir: inst.cwd.clone(),
                 }
             };
             if self.stopping.load(Ordering::SeqCst) && failures > 0 {
                 return;
             }
             let started = Instant::now();
-            match self.launcher.launch(spec).await {
+            match self.launcher.launch(identity).await {
                 Ok(mut link) => {
                     let control: Arc<dyn LinkControl> = Arc::from(link.control);
                     {

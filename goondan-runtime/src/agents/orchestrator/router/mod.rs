@@ -76,14 +76,8 @@ fn take_waiting_on(
     addr: &str,
     which: impl Fn(&str) -> bool,
 ) -> Vec<(String, Waiting)> {
-    let ids: Vec<String> = st
-        .waiting
-        .iter()
-        .filter(|(id, w)| w.target == addr && which(id))
-        .map(|(id, _)| id.clone())
-        .collect();
-    ids.into_iter()
-        .filter_map(|id| st.waiting.remove(&id).map(|w| (id, w)))
+    st.waiting
+        .extract_if(|id, w| w.target == addr && which(id))
         .collect()
 }
 

@@ -12,7 +12,7 @@ use crate::agents::orchestrator::ipc::{
     self, DelegatePayload, IpcMessage, MessageType, ORCHESTRATOR,
 };
 use crate::agents::orchestrator::{
-    DEFAULT_INSTANCE_KEY, address, codes, error, protocol, timed_out, unknown_target,
+    address, codes, error, instance_key, protocol, timed_out, unknown_target,
 };
 use crate::tools::agent::{AgentEvent, SendResult};
 use crate::tools::context::fresh_id;
@@ -51,12 +51,7 @@ impl Core {
                 let answer = if msg.to == ORCHESTRATOR {
                     self.control(from, msg.payload)
                 } else {
-                    let event = msg
-                        .payload
-                        .get("event")
-                        .cloned()
-                        .ok_or_else(|| protocol("an event has no `event`"))
-                        .and_then(|e| serde_json::from_value::<AgentEvent>(e).map_err(protocol));
+                    let event = ipc::event_of(&msg.payload);
                     let parent = ipc::traceparent_of(&msg.payload);
                     event.and_then(|e| self.send_event(from, &msg.to, e, parent).map(|r| json!(r)))
                 };
@@ -108,12 +103,8 @@ impl Core {
         id: String,
     ) {
         let (from_agent, _) = split(from);
-        let instance_key = payload
-            .event
-            .instance_key
-            .clone()
-            .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
-        let to = address(target, &instance_key);
+        let key = instance_key(payload.event.instance_key.as_deref());
+        let to = address(target, &key);
         let checked = (|| {
             if from == ORCHESTRATOR && self.stopping.load(Ordering::SeqCst) {
                 return Err(error(
@@ -168,7 +159,7 @@ impl Core {
             let e = protocol(format!("correlation id `{id}` is already in use"));
             return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&e));
         }
-        if let Err(e) = self.ensure(&mut st, target, &instance_key, from, None) {
+        if let Err(e) = self.ensure(&mut st, target, &key, from, None) {
             drop(st);
             return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&e));
         }
@@ -209,10 +200,7 @@ impl Core {
         traceparent: Option<String>,
     ) -> Result<SendResult, ToolError> {
         self.check_target(split(from).0, target)?;
-        let key = event
-            .instance_key
-            .clone()
-            .unwrap_or_else(|| DEFAULT_INSTANCE_KEY.to_owned());
+        let key = instance_key(event.instance_key.as_deref());
         let event_id = fresh_id("evt");
         if let Some(remote) = self.remote_for(target) {
             let to = address(target, &key);
