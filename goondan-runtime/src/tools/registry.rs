@@ -8,52 +8,10 @@ use serde_json::Value;
 
 use crate::tools::handler::Handler;
 use crate::tools::name::{NameError, ToolName};
+pub use crate::tools::tool::resource::ResourceInfo;
 use crate::tools::tool::{
     Export, IntoTool, SourceKind, Tool, ToolDefinitionError, ToolSource, linked_tools,
 };
-
-/// What the registry knows of a Tool resource besides its exports.
-#[derive(Debug, Clone)]
-pub struct ResourceInfo {
-    name: String,
-    description: Option<String>,
-    error_message_limit: usize,
-    help_url_base: Option<Arc<str>>,
-    source: ToolSource,
-    origin: String,
-}
-
-impl ResourceInfo {
-    /// The resource's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Its description.
-    pub fn description(&self) -> Option<&str> {
-        self.description.as_deref()
-    }
-
-    /// Its error message limit (SPEC-4).
-    pub fn error_message_limit(&self) -> usize {
-        self.error_message_limit
-    }
-
-    /// Where its own error codes are documented, if anywhere (RES-7).
-    pub fn help_url_base(&self) -> Option<&str> {
-        self.help_url_base.as_deref()
-    }
-
-    /// Where it comes from.
-    pub fn source(&self) -> &ToolSource {
-        &self.source
-    }
-
-    /// Where it was defined.
-    pub fn origin(&self) -> &str {
-        &self.origin
-    }
-}
 
 /// One executable endpoint: a full name, its resource and its export.
 #[derive(Debug)]
@@ -382,49 +340,40 @@ impl ToolRegistry {
 }
 
 fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryError> {
-    let parts = tool.into_parts();
+    let Tool { info, exports } = tool;
     // Check everything before changing anything.
-    let existing = inner.resources.get(&parts.name);
+    let existing = inner.resources.get(&info.name);
     if let Some(slot) = existing {
         let same_owner = dynamic
             && slot.info.source.kind != SourceKind::Config
-            && slot.info.source == parts.source;
+            && slot.info.source == info.source;
         if !same_owner {
             return Err(RegistryError::DuplicateTool {
-                name: parts.name,
+                name: info.name,
                 first: slot.info.origin.clone(),
-                second: parts.origin,
+                second: info.origin,
             });
         }
     }
-    for (full, _) in &parts.exports {
+    for (full, _) in &exports {
         if let Some(taken) = inner.entries.get(full) {
             return Err(RegistryError::DuplicateExport {
                 name: full.to_string(),
                 first: taken.resource.origin.clone(),
-                second: parts.origin,
+                second: info.origin,
             });
         }
     }
-    let info = match inner.resources.get(&parts.name) {
+    let name = info.name.clone();
+    let info = match inner.resources.get(&name) {
         Some(slot) => Arc::clone(&slot.info),
-        None => Arc::new(ResourceInfo {
-            name: parts.name.clone(),
-            description: parts.description,
-            error_message_limit: parts.error_message_limit,
-            help_url_base: parts.help_url_base,
-            source: parts.source,
-            origin: parts.origin,
-        }),
+        None => Arc::new(info),
     };
-    let slot = inner
-        .resources
-        .entry(parts.name)
-        .or_insert_with(|| ResourceSlot {
-            info: Arc::clone(&info),
-            exports: Vec::new(),
-        });
-    for (full, export) in parts.exports {
+    let slot = inner.resources.entry(name).or_insert_with(|| ResourceSlot {
+        info: Arc::clone(&info),
+        exports: Vec::new(),
+    });
+    for (full, export) in exports {
         let entry = Arc::new(RegisteredExport {
             name: full.clone(),
             resource: Arc::clone(&info),

@@ -32,13 +32,51 @@ use crate::tools::schema::check_parameters;
 /// ```
 #[derive(Clone)]
 pub struct Tool {
-    name: String,
+    pub(crate) info: ResourceInfo,
+    pub(crate) exports: Vec<(ToolName, Export)>,
+}
+
+/// What the registry knows of a Tool resource besides its exports.
+#[derive(Debug, Clone)]
+pub struct ResourceInfo {
+    pub(crate) name: String,
     description: Option<String>,
     error_message_limit: usize,
     help_url_base: Option<Arc<str>>,
-    exports: Vec<(ToolName, Export)>,
-    source: ToolSource,
-    origin: String,
+    pub(crate) source: ToolSource,
+    pub(crate) origin: String,
+}
+
+impl ResourceInfo {
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its description.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Its error message limit (SPEC-4).
+    pub fn error_message_limit(&self) -> usize {
+        self.error_message_limit
+    }
+
+    /// Where its own error codes are documented, if anywhere (RES-7).
+    pub fn help_url_base(&self) -> Option<&str> {
+        self.help_url_base.as_deref()
+    }
+
+    /// Where it comes from.
+    pub fn source(&self) -> &ToolSource {
+        &self.source
+    }
+
+    /// Where it was defined.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
 }
 
 impl Tool {
@@ -57,27 +95,27 @@ impl Tool {
 
     /// The resource's name (`metadata.name`).
     pub fn name(&self) -> &str {
-        &self.name
+        self.info.name()
     }
 
     /// The identity, `Tool/{name}` (REG-2).
     pub fn identity(&self) -> String {
-        format!("Tool/{}", self.name)
+        format!("Tool/{}", self.info.name)
     }
 
     /// The description.
     pub fn description(&self) -> Option<&str> {
-        self.description.as_deref()
+        self.info.description()
     }
 
     /// How many characters of an error message the model sees (SPEC-4).
     pub fn error_message_limit(&self) -> usize {
-        self.error_message_limit
+        self.info.error_message_limit
     }
 
     /// Where the resource's own error codes are documented, if anywhere (RES-7).
     pub fn help_url_base(&self) -> Option<&str> {
-        self.help_url_base.as_deref()
+        self.info.help_url_base()
     }
 
     /// The exports, in declaration order, with their full names.
@@ -92,47 +130,25 @@ impl Tool {
 
     /// Where the tool comes from.
     pub fn source(&self) -> &ToolSource {
-        &self.source
+        &self.info.source
     }
 
     /// Where the tool was defined, for error messages (a source location, an extension name).
     pub fn origin(&self) -> &str {
-        &self.origin
+        &self.info.origin
     }
-
-    pub(crate) fn into_parts(self) -> ToolParts {
-        ToolParts {
-            name: self.name,
-            description: self.description,
-            error_message_limit: self.error_message_limit,
-            help_url_base: self.help_url_base,
-            exports: self.exports,
-            source: self.source,
-            origin: self.origin,
-        }
-    }
-}
-
-pub(crate) struct ToolParts {
-    pub(crate) name: String,
-    pub(crate) description: Option<String>,
-    pub(crate) error_message_limit: usize,
-    pub(crate) help_url_base: Option<Arc<str>>,
-    pub(crate) exports: Vec<(ToolName, Export)>,
-    pub(crate) source: ToolSource,
-    pub(crate) origin: String,
 }
 
 impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tool")
-            .field("name", &self.name)
-            .field("description", &self.description)
-            .field("error_message_limit", &self.error_message_limit)
-            .field("help_url_base", &self.help_url_base)
+            .field("name", &self.info.name)
+            .field("description", &self.info.description)
+            .field("error_message_limit", &self.info.error_message_limit)
+            .field("help_url_base", &self.info.help_url_base)
             .field("exports", &self.exports)
-            .field("source", &self.source)
-            .field("origin", &self.origin)
+            .field("source", &self.info.source)
+            .field("origin", &self.info.origin)
             .finish()
     }
 }
@@ -246,7 +262,7 @@ impl ToolBuilder {
             })?;
             exports.push((full, export));
         }
-        Ok(Tool {
+        let info = ResourceInfo {
             source: self
                 .source
                 .unwrap_or_else(|| ToolSource::config(resource.clone())),
@@ -257,7 +273,7 @@ impl ToolBuilder {
                 .error_message_limit
                 .unwrap_or(DEFAULT_ERROR_MESSAGE_LIMIT),
             help_url_base: self.help_url_base,
-            exports,
-        })
+        };
+        Ok(Tool { info, exports })
     }
 }
