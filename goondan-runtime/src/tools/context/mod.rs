@@ -75,18 +75,18 @@ impl ToolContext {
     /// [`builder`](Self::builder) for a working directory already shared: a host that makes a
     /// context for every call (the MCP server) shares its directory instead of copying it.
     pub(crate) fn builder_in(workdir: Arc<Path>) -> ToolContextBuilder {
-        ToolContextBuilder {
+        ToolContextBuilder(Scope {
             workdir,
             agent_name: arcstr::literal!("agent"),
             instance_key: arcstr::literal!("default"),
-            turn_id: None,
-            trace_id: None,
-            message: None,
+            turn_id: OnceLock::new(),
+            trace_id: OnceLock::new(),
+            message: OnceLock::new(),
             runtime: None,
-            cancel: None,
+            cancel: OnceLock::new(),
             progress: None,
             caller: None,
-        }
+        })
     }
 
     /// The agent this call runs for.
@@ -374,99 +374,72 @@ impl fmt::Debug for ToolContext {
 
 /// Builds a [`ToolContext`]. Ids left unset are generated.
 #[must_use]
-pub struct ToolContextBuilder {
-    workdir: Arc<Path>,
-    agent_name: ArcStr,
-    instance_key: ArcStr,
-    turn_id: Option<String>,
-    trace_id: Option<String>,
-    message: Option<Message>,
-    runtime: Option<Arc<dyn AgentRuntime>>,
-    cancel: Option<CancellationToken>,
-    progress: Option<Arc<dyn ProgressSink>>,
-    caller: Option<Arc<dyn Caller>>,
-}
+pub struct ToolContextBuilder(Scope);
 
 impl ToolContextBuilder {
     /// The agent's name (default `agent`). An [`ArcStr`] is shared, not copied.
     pub fn agent_name(mut self, name: impl Into<ArcStr>) -> Self {
-        self.agent_name = name.into();
+        self.0.agent_name = name.into();
         self
     }
 
     /// The instance key (default `default`). An [`ArcStr`] is shared, not copied.
     pub fn instance_key(mut self, key: impl Into<ArcStr>) -> Self {
-        self.instance_key = key.into();
+        self.0.instance_key = key.into();
         self
     }
 
     /// The Turn id (generated when unset).
     pub fn turn_id(mut self, id: impl Into<String>) -> Self {
-        self.turn_id = Some(id.into());
+        self.0.turn_id = OnceLock::from(id.into());
         self
     }
 
     /// The trace id (generated when unset).
     pub fn trace_id(mut self, id: impl Into<String>) -> Self {
-        self.trace_id = Some(id.into());
+        self.0.trace_id = OnceLock::from(id.into());
         self
     }
 
     /// The assistant message that holds the calls (an empty one when unset).
     pub fn message(mut self, message: Message) -> Self {
-        self.message = Some(message);
+        self.0.message = OnceLock::from(message);
         self
     }
 
     /// The agent-to-agent API.
     pub fn runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
-        self.runtime = Some(runtime);
+        self.0.runtime = Some(runtime);
         self
     }
 
     /// The token whose cancellation stops the calls made with this context.
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
+        self.0.cancel = OnceLock::from(token);
         self
     }
 
     /// Where the calls' progress reports go.
     pub fn progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
-        self.progress = Some(sink);
+        self.0.progress = Some(sink);
         self
     }
 
     /// Whoever called: it answers the calls' questions and receives their log lines.
     pub fn caller(mut self, caller: Arc<dyn Caller>) -> Self {
-        self.caller = Some(caller);
+        self.0.caller = Some(caller);
         self
     }
 
     /// Finishes the context. Its call id is empty until the executor derives a call's context.
     pub fn build(self) -> ToolContext {
         ToolContext {
-            scope: Arc::new(Scope {
-                agent_name: self.agent_name,
-                instance_key: self.instance_key,
-                turn_id: once(self.turn_id),
-                trace_id: once(self.trace_id),
-                message: once(self.message),
-                workdir: self.workdir,
-                runtime: self.runtime,
-                cancel: once(self.cancel),
-                progress: self.progress,
-                caller: self.caller,
-            }),
+            scope: Arc::new(self.0),
             tool_call_id: ArcStr::new(),
             span: tracing::Span::none(),
             approved: false,
         }
     }
-}
-
-/// A value given now, or one to make when first read.
-fn once<T>(value: Option<T>) -> OnceLock<T> {
-    value.map_or_else(OnceLock::new, OnceLock::from)
 }
 
 #[cfg(test)]

@@ -225,22 +225,18 @@ impl ToolBuilder {
     /// are unique (SPEC-3) and that parameters are object schemas (SPEC-6).
     pub fn build(self) -> Result<Tool, ToolDefinitionError> {
         let resource = self.name;
-        validate_resource_name(&resource).map_err(|source| ToolDefinitionError::InvalidName {
+        let invalid_name = |source| ToolDefinitionError::InvalidName {
             resource: resource.clone(),
             source,
-        })?;
+        };
+        validate_resource_name(&resource).map_err(invalid_name)?;
         if self.exports.is_empty() {
             return Err(ToolDefinitionError::NoExports { resource });
         }
         let mut seen = HashSet::new();
         let mut exports = Vec::with_capacity(self.exports.len());
         for export in self.exports {
-            validate_export_name(export.name()).map_err(|source| {
-                ToolDefinitionError::InvalidName {
-                    resource: resource.clone(),
-                    source,
-                }
-            })?;
+            validate_export_name(export.name()).map_err(invalid_name)?;
             if !seen.insert(export.name().to_owned()) {
                 return Err(ToolDefinitionError::DuplicateExport {
                     resource,
@@ -254,12 +250,7 @@ impl ToolBuilder {
                     source,
                 }
             })?;
-            let full = ToolName::new(&resource, export.name()).map_err(|source| {
-                ToolDefinitionError::InvalidName {
-                    resource: resource.clone(),
-                    source,
-                }
-            })?;
+            let full = ToolName::new(&resource, export.name()).map_err(invalid_name)?;
             exports.push((full, export));
         }
         let info = ResourceInfo {
