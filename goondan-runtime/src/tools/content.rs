@@ -240,28 +240,26 @@ impl Content {
     /// Reads a content block written as MCP writes it (from a bridged server, a journal, a
     /// serialised result). Anything else is an error that says what is wrong.
     pub fn from_json(value: &Value) -> Result<Self, ContentError> {
-        let field = |v: &Value, k: &str| -> Result<String, ContentError> {
-            v.get(k)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| ContentError::Missing {
-                    field: k.to_owned(),
-                })
+        let optional = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let field = |v: &Value, k: &str| {
+            optional(v, k).ok_or_else(|| ContentError::Missing {
+                field: k.to_owned(),
+            })
         };
-        let data = |v: &Value| -> Result<Vec<u8>, ContentError> {
+        let decode = |b: &str| {
             STANDARD
-                .decode(field(v, "data")?)
+                .decode(b)
                 .map_err(|e| ContentError::Base64(e.to_string()))
         };
         match value.get("type").and_then(Value::as_str) {
             Some("text") => Ok(Content::Text(field(value, "text")?)),
             Some("image") => Ok(Content::Image(Binary {
                 mime_type: field(value, "mimeType")?,
-                data: data(value)?,
+                data: decode(&field(value, "data")?)?,
             })),
             Some("audio") => Ok(Content::Audio(Binary {
                 mime_type: field(value, "mimeType")?,
-                data: data(value)?,
+                data: decode(&field(value, "data")?)?,
             })),
             Some("resource") => {
                 let r = value.get("resource").ok_or(ContentError::Missing {
@@ -269,11 +267,7 @@ impl Content {
                 })?;
                 let body = match (r.get("text").and_then(Value::as_str), r.get("blob")) {
                     (Some(t), _) => ResourceBody::Text(t.to_owned()),
-                    (None, Some(Value::String(b))) => ResourceBody::Blob(
-                        STANDARD
-                            .decode(b)
-                            .map_err(|e| ContentError::Base64(e.to_string()))?,
-                    ),
+                    (None, Some(Value::String(b))) => ResourceBody::Blob(decode(b)?),
                     _ => {
                         return Err(ContentError::Missing {
                             field: "resource.text or resource.blob".into(),
@@ -282,21 +276,15 @@ impl Content {
                 };
                 Ok(Content::Resource(Resource {
                     uri: field(r, "uri")?,
-                    mime_type: r.get("mimeType").and_then(Value::as_str).map(str::to_owned),
+                    mime_type: optional(r, "mimeType"),
                     body,
                 }))
             }
             Some("resource_link") => Ok(Content::Link(ResourceLink {
                 uri: field(value, "uri")?,
                 name: field(value, "name")?,
-                description: value
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                mime_type: value
-                    .get("mimeType")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
+                description: optional(value, "description"),
+                mime_type: optional(value, "mimeType"),
             })),
             other => Err(ContentError::Kind(format!("{other:?}"))),
         }
