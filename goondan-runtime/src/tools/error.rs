@@ -279,10 +279,7 @@ pub fn truncate_message(message: &str, limit: usize) -> Cow<'_, str> {
         .char_indices()
         .nth(limit - suffix_len)
         .map_or(message.len(), |(i, _)| i);
-    let mut out = String::with_capacity(keep + TRUNCATION_SUFFIX.len());
-    out.push_str(&message[..keep]);
-    out.push_str(TRUNCATION_SUFFIX);
-    Cow::Owned(out)
+    Cow::Owned(format!("{}{TRUNCATION_SUFFIX}", &message[..keep]))
 }
 
 #[cfg(test)]

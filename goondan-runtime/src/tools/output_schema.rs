@@ -54,16 +54,11 @@ impl OutputSchema {
 
     /// An output schema from a JSON Schema, wrapped when its root is not `type: "object"`.
     pub fn from_schema(schema: Value) -> Self {
-        if is_object_schema(&schema) {
-            Self {
-                schema: Arc::new(schema),
-                wraps_result: false,
-            }
-        } else {
-            Self {
-                schema: Arc::new(wrap(schema)),
-                wraps_result: true,
-            }
+        let wraps_result = !is_object_schema(&schema);
+        let schema = if wraps_result { wrap(schema) } else { schema };
+        Self {
+            schema: Arc::new(schema),
+            wraps_result,
         }
     }
 
@@ -85,9 +80,7 @@ impl OutputSchema {
     /// The structured content of an output: the output itself, or `{"result": output}`.
     pub fn structured(&self, output: Value) -> Value {
         if self.wraps_result {
-            let mut map = Map::new();
-            map.insert(RESULT_PROPERTY.to_owned(), output);
-            Value::Object(map)
+            json!({ RESULT_PROPERTY: output })
         } else {
             output
         }

@@ -37,11 +37,7 @@ pub(crate) use harden::{escape_pointer, has_type, is_object_with_union};
 /// The schema of an export without parameters: `{type: object, properties: {},
 /// additionalProperties: false}`.
 pub fn empty_object_schema() -> Value {
-    let mut obj = Map::new();
-    obj.insert("type".into(), Value::from("object"));
-    obj.insert("properties".into(), Value::Object(Map::new()));
-    obj.insert("additionalProperties".into(), Value::Bool(false));
-    Value::Object(obj)
+    serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
 /// The neutral schema of `T`: JSON Schema 2020-12, inline (no `$ref` unless `T` is recursive),
