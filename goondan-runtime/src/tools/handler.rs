@@ -99,12 +99,7 @@ impl Pending {
         E: Into<ToolError>,
     {
         Pending {
-            future: Box::pin(async move {
-                match future.await {
-                    Ok(value) => to_output(value),
-                    Err(err) => Err(err.into()),
-                }
-            }),
+            future: Box::pin(async move { future.await.map_err(Into::into).and_then(to_output) }),
         }
     }
 }

@@ -61,10 +61,7 @@ impl Export {
         E: Into<ToolError>,
     {
         Self::typed_outcome(name, schema_for::<I>(), WholeInput, move |ctx, input| {
-            f(ctx, input).map(|result| match result {
-                Ok(v) => v.into_outcome(),
-                Err(e) => Err(e.into()),
-            })
+            f(ctx, input).map(|result| result.map_err(Into::into).and_then(T::into_outcome))
         })
     }
 
