@@ -229,19 +229,9 @@ impl<I: ToolInput> ReadInput<I> for WholeInput {
 
 /// A handler built from a typed closure, as `#[tool]` generates; `R` reads its input.
 pub(crate) struct TypedHandler<I, F, R> {
-    f: F,
-    read: R,
-    _input: PhantomData<fn() -> I>,
-}
-
-impl<I, F, R> TypedHandler<I, F, R> {
-    pub(crate) fn new(f: F, read: R) -> Self {
-        Self {
-            f,
-            read,
-            _input: PhantomData,
-        }
-    }
+    pub(crate) f: F,
+    pub(crate) read: R,
+    pub(crate) input: PhantomData<fn() -> I>,
 }
 
 impl<I, F, Fut, R> Handler for TypedHandler<I, F, R>
@@ -273,19 +263,9 @@ pub(crate) fn read_input<I: ToolInput>(args: JsonObject) -> Result<I, HandlerErr
 /// A handler built from a synchronous typed closure, as `#[tool]` generates for a plain `fn`:
 /// it answers without a future; `R` reads its input.
 pub(crate) struct TypedSyncHandler<I, F, R> {
-    f: F,
-    read: R,
-    _input: PhantomData<fn() -> I>,
-}
-
-impl<I, F, R> TypedSyncHandler<I, F, R> {
-    pub(crate) fn new(f: F, read: R) -> Self {
-        Self {
-            f,
-            read,
-            _input: PhantomData,
-        }
-    }
+    pub(crate) f: F,
+    pub(crate) read: R,
+    pub(crate) input: PhantomData<fn() -> I>,
 }
 
 impl<I, F, R> Handler for TypedSyncHandler<I, F, R>

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -79,7 +80,11 @@ impl Export {
         F: Fn(ToolContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Outcome, ToolError>> + Send + 'static,
     {
-        let handler = TypedHandler::<I, _, _>::new(f, read);
+        let handler = TypedHandler::<I, _, _> {
+            f,
+            read,
+            input: PhantomData,
+        };
         Self::from_parts(name.into(), parameters, Arc::new(handler))
     }
 
@@ -96,7 +101,11 @@ impl Export {
         R: ReadInput<I>,
         F: Fn(&ToolContext, I) -> Result<Outcome, ToolError> + Send + Sync + 'static,
     {
-        let handler = TypedSyncHandler::<I, _, _>::new(f, read);
+        let handler = TypedSyncHandler::<I, _, _> {
+            f,
+            read,
+            input: PhantomData,
+        };
         Self {
             blocks: true,
             ..Self::from_parts(name.into(), parameters, Arc::new(handler))
