@@ -188,12 +188,7 @@ impl ToolRegistry {
     /// Adds a whole resource (CAT-4 for resources). Fails, changing nothing, if the resource
     /// or any of its full names is taken (REG-3).
     pub fn register(&self, tool: impl IntoTool) -> Result<(), RegistryError> {
-        let tool = tool.into_tool()?;
-        let mut inner = self.write();
-        insert(&mut inner, tool, false)?;
-        drop(inner);
-        self.changed();
-        Ok(())
+        self.add(tool.into_tool()?, false)
     }
 
     /// Adds a tool at run time, the seeds' `api.tools.register(item, handler)` (CAT-4). The
@@ -249,9 +244,12 @@ impl ToolRegistry {
             .source(source)
             .origin(origin)
             .build()?;
-        let mut inner = self.write();
-        insert(&mut inner, tool, true)?;
-        drop(inner);
+        self.add(tool, true)
+    }
+
+    /// Inserts under the write lock, then tells the subscribers once the lock is released.
+    fn add(&self, tool: Tool, dynamic: bool) -> Result<(), RegistryError> {
+        insert(&mut self.write(), tool, dynamic)?;
         self.changed();
         Ok(())
     }
