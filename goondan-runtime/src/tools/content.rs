@@ -41,7 +41,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// How many bytes of parts one result may carry by default: 16 MiB.
 pub const DEFAULT_MAX_CONTENT_BYTES: usize = 16 * 1024 * 1024;
@@ -208,31 +208,25 @@ impl Content {
                 json!({"type": "audio", "mimeType": b.mime_type, "data": b.base64()})
             }
             Content::Resource(r) => {
-                let mut inner = Map::new();
-                inner.insert("uri".into(), Value::from(r.uri.as_str()));
+                let mut inner = json!({"uri": r.uri});
                 if let Some(m) = &r.mime_type {
-                    inner.insert("mimeType".into(), Value::from(m.as_str()));
+                    inner["mimeType"] = json!(m);
                 }
                 match &r.body {
-                    ResourceBody::Text(t) => inner.insert("text".into(), Value::from(t.as_str())),
-                    ResourceBody::Blob(b) => {
-                        inner.insert("blob".into(), Value::from(STANDARD.encode(b)))
-                    }
-                };
+                    ResourceBody::Text(t) => inner["text"] = json!(t),
+                    ResourceBody::Blob(b) => inner["blob"] = json!(STANDARD.encode(b)),
+                }
                 json!({"type": "resource", "resource": inner})
             }
             Content::Link(l) => {
-                let mut o = Map::new();
-                o.insert("type".into(), Value::from("resource_link"));
-                o.insert("uri".into(), Value::from(l.uri.as_str()));
-                o.insert("name".into(), Value::from(l.name.as_str()));
+                let mut o = json!({"type": "resource_link", "uri": l.uri, "name": l.name});
                 if let Some(d) = &l.description {
-                    o.insert("description".into(), Value::from(d.as_str()));
+                    o["description"] = json!(d);
                 }
                 if let Some(m) = &l.mime_type {
-                    o.insert("mimeType".into(), Value::from(m.as_str()));
+                    o["mimeType"] = json!(m);
                 }
-                Value::Object(o)
+                o
             }
         }
     }

@@ -305,8 +305,7 @@ pub fn validate_export_name(name: &str) -> Result<(), NameError> {
 /// assert_eq!(split_tool_name("bash"), None);
 /// ```
 pub fn split_tool_name(full: &str) -> Option<(&str, &str)> {
-    let idx = full.find(SEPARATOR)?;
-    Some((&full[..idx], &full[idx + SEPARATOR.len()..]))
+    full.split_once(SEPARATOR)
 }
 
 /// Checks a full `{resource}__{export}` name without building it: it splits at the first `__`
