@@ -555,19 +555,8 @@ mod tests {
             ["coder", "i1", "t1", "tr1", "c1"]
         );
 
-        // The builder can set nothing else either.
-        let ToolContextBuilder {
-            workdir: _,
-            agent_name: _,
-            instance_key: _,
-            turn_id: _,
-            trace_id: _,
-            message: _,
-            runtime: _,
-            cancel: _,
-            progress: _,
-            caller: _,
-        } = ToolContext::builder("/w");
+        // The builder can set nothing else either: it holds only the `Scope` pinned above.
+        let ToolContextBuilder(_): ToolContextBuilder = ToolContext::builder("/w");
     }
 
     /// The token is made when first asked for, by the Step's context or by any call's: they
