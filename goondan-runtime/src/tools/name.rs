@@ -319,11 +319,9 @@ pub fn split_tool_name(full: &str) -> Option<(&str, &str)> {
 /// # Ok::<(), goondan_runtime::tools::name::NameError>(())
 /// ```
 pub fn validate_tool_name(full: &str) -> Result<(&str, &str), NameError> {
-    let Some((resource, export)) = split_tool_name(full) else {
-        return Err(NameError::MissingSeparator {
-            name: full.to_owned(),
-        });
-    };
+    let (resource, export) = split_tool_name(full).ok_or_else(|| NameError::MissingSeparator {
+        name: full.to_owned(),
+    })?;
     validate_resource_name(resource)?;
     validate_export_name(export)?;
     check_joined_len(resource, export).map_err(|rule| rule.into_error(full))?;

@@ -301,17 +301,13 @@ fn format_keyword(
             check: !(has_min && has_max),
         });
     }
+    let bound = |v: &Value| v.as_number().and_then(integers::exact_integer).unwrap_or(0);
     let width = value.as_str().and_then(|f| {
         let (min, max) = integer_range(f)?;
         Some(IntegerWidth {
             format: f.to_owned(),
-            min: (!has_min).then(|| min.as_i64().map_or(0, i128::from)),
-            max: (!has_max).then(|| {
-                max.as_i64()
-                    .map(i128::from)
-                    .or_else(|| max.as_u64().map(i128::from))
-                    .unwrap_or(0)
-            }),
+            min: (!has_min).then(|| bound(&min)),
+            max: (!has_max).then(|| bound(&max)),
         })
     });
     match width {

@@ -149,16 +149,13 @@ impl ToolCatalog {
 
     /// The item named `name` and the registry entry behind it, if it was built from one.
     pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
-        match self.index.get(name) {
-            None => Lookup::Absent,
-            Some(&i) => {
-                let item = &self.items[i];
-                let shown = item.shown_parameters();
-                match item.entry() {
-                    Some(entry) => Lookup::Resolved(entry, shown),
-                    None => Lookup::Listed(shown),
-                }
-            }
+        let Some(item) = self.get(name) else {
+            return Lookup::Absent;
+        };
+        let shown = item.shown_parameters();
+        match item.entry() {
+            Some(entry) => Lookup::Resolved(entry, shown),
+            None => Lookup::Listed(shown),
         }
     }
 

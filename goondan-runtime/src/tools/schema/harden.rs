@@ -136,7 +136,7 @@ pub(crate) fn has_type(obj: &Map<String, Value>, ty: &str) -> bool {
 
 /// The range of the Rust integer type schemars names by `format`.
 pub(crate) fn integer_range(format: &str) -> Option<(Value, Value)> {
-    let range = match format {
+    Some(match format {
         "int8" => (i8::MIN.into(), i8::MAX.into()),
         "int16" => (i16::MIN.into(), i16::MAX.into()),
         "int32" => (i32::MIN.into(), i32::MAX.into()),
@@ -146,8 +146,7 @@ pub(crate) fn integer_range(format: &str) -> Option<(Value, Value)> {
         "uint32" => (0.into(), u32::MAX.into()),
         "uint64" | "uint" => (0.into(), u64::MAX.into()),
         _ => return None,
-    };
-    Some(range)
+    })
 }
 
 /// Keywords whose value is one subschema.
