@@ -340,8 +340,7 @@ impl ToolRegistry {
 fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryError> {
     let Tool { info, exports } = tool;
     // Check everything before changing anything.
-    let existing = inner.resources.get(&info.name);
-    if let Some(slot) = existing {
+    if let Some(slot) = inner.resources.get(&info.name) {
         let same_owner = dynamic
             && slot.info.source.kind != SourceKind::Config
             && slot.info.source == info.source;
@@ -362,15 +361,15 @@ fn insert(inner: &mut Inner, tool: Tool, dynamic: bool) -> Result<(), RegistryEr
             });
         }
     }
-    let name = info.name.clone();
-    let info = match inner.resources.get(&name) {
-        Some(slot) => Arc::clone(&slot.info),
-        None => Arc::new(info),
-    };
-    let slot = inner.resources.entry(name).or_insert_with(|| ResourceSlot {
-        info: Arc::clone(&info),
-        exports: Vec::new(),
-    });
+    // A resource already here (a dynamic one growing) keeps its first information.
+    let slot = inner
+        .resources
+        .entry(info.name.clone())
+        .or_insert_with(|| ResourceSlot {
+            info: Arc::new(info),
+            exports: Vec::new(),
+        });
+    let info = Arc::clone(&slot.info);
     for (full, export) in exports {
         let entry = Arc::new(RegisteredExport {
             name: full.clone(),

@@ -262,10 +262,7 @@ impl ArgValidator {
 
     /// Whether `args` fit.
     pub fn is_valid(&self, args: &Value) -> bool {
-        match &self.inner {
-            Ok(v) => v.is_valid(args),
-            Err(_) => false,
-        }
+        self.inner.as_ref().is_ok_and(|v| v.is_valid(args))
     }
 
     /// Every problem of `args`, in document order.
