@@ -17,9 +17,9 @@
 //! Each request carries the system prompt, the conversation (tool results rendered by the
 //! provider's [`Dialect`](crate::dialect::Dialect)) and the Step's catalog in that dialect. Answers are
 //! streamed by default (server-sent events, parsed by the `sse-stream` crate): text goes to
-//! the request's [`DeltaSink`](crate::step::DeltaSink) as it comes, tool-call arguments are
+//! the request's [`DeltaSink`] as it comes, tool-call arguments are
 //! assembled from their pieces, and the calls are read by the dialect. Token usage is reported
-//! in [`ModelResponse::usage`](crate::step::ModelResponse::usage).
+//! in [`ModelResponse::usage`].
 //!
 //! A request is retried ([`RetryPolicy`]) on 408, 409, 429, 5xx, timeouts and connection
 //! failures, waiting what the provider's `retry-after` says, or an exponential backoff;
