@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 #[cfg(feature = "host")]
+use crate::lock;
+#[cfg(feature = "host")]
 use crate::tools::error::{ToolError, codes};
 #[cfg(feature = "host")]
 use crate::tools::result::{ToolCallResult, ToolStatus};
@@ -152,19 +154,15 @@ pub(crate) struct Spent {
 
 #[cfg(feature = "host")]
 impl Failures {
-    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Starts a Turn, counting the failures of the results it already has (a Turn resumed after
     /// a crash).
     pub(crate) fn start<'a>(&self, earlier: impl IntoIterator<Item = &'a ToolCallResult>) {
-        let mut seen = Self::lock(&self.seen);
+        let mut seen = lock(&self.seen);
         seen.clear();
         for result in earlier.into_iter().filter(|r| counts(r)) {
             *seen.entry(result.tool_name.to_string()).or_default() += 1;
         }
-        *Self::lock(&self.spent) = None;
+        *lock(&self.spent) = None;
     }
 
     /// Counts `result` against `budget`: says in its suggestion how many tries are left, or,
@@ -177,7 +175,7 @@ impl Failures {
             return;
         };
         let failures = {
-            let mut seen = Self::lock(&self.seen);
+            let mut seen = lock(&self.seen);
             let n = seen.entry(result.tool_name.to_string()).or_default();
             *n += 1;
             *n
@@ -205,7 +203,7 @@ impl Failures {
         };
         let error = error.with_suggestion(suggestion);
         if failures > limit {
-            let mut spent = Self::lock(&self.spent);
+            let mut spent = lock(&self.spent);
             if spent.is_none() {
                 *spent = Some(Spent {
                     tool,
@@ -219,7 +217,7 @@ impl Failures {
 
     /// The tool that spent its budget in this Turn, if one did.
     pub(crate) fn spent(&self) -> Option<Spent> {
-        Self::lock(&self.spent).clone()
+        lock(&self.spent).clone()
     }
 }
 

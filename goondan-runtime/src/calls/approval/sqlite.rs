@@ -2,7 +2,7 @@
 //! by every process of the machine (feature `sqlite`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
@@ -12,6 +12,7 @@ use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
     from_stored, same_call, to_stored,
 };
+use crate::lock;
 
 /// The format of the questions' file; a newer one is refused.
 const FORMAT_VERSION: u32 = 1;
@@ -142,10 +143,6 @@ impl SqliteQuestions {
         &self.path
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn storage(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QuestionError {
         QuestionError::Storage {
             place: self.path.display().to_string(),
@@ -168,7 +165,7 @@ impl SqliteQuestions {
 
     fn ask_now(&self, question: &Question) -> Result<Question, QuestionError> {
         let body = self.encode(question)?;
-        let mut conn = self.conn();
+        let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.storage(e))?;
@@ -202,7 +199,7 @@ impl SqliteQuestions {
         by: &str,
         now_ms: u64,
     ) -> Result<AnswerOutcome, QuestionError> {
-        let mut conn = self.conn();
+        let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.storage(e))?;
@@ -230,8 +227,7 @@ impl SqliteQuestions {
     }
 
     fn get_now(&self, id: &str) -> Result<Option<Question>, QuestionError> {
-        let body: Option<String> = self
-            .conn()
+        let body: Option<String> = lock(&self.conn)
             .query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
                 row.get(0)
             })
@@ -245,7 +241,7 @@ impl SqliteQuestions {
             Listing::Waiting => "SELECT id, body FROM questions WHERE answered = 0 ORDER BY seq",
             Listing::All => "SELECT id, body FROM questions ORDER BY seq",
         };
-        let conn = self.conn();
+        let conn = lock(&self.conn);
         let mut statement = conn.prepare(sql).map_err(|e| self.storage(e))?;
         let rows = statement
             .query_map([], |row| {
@@ -384,8 +380,7 @@ mod tests {
         // A damaged row: get and answer say so, the list leaves it out.
         let damaged = question("c2", None);
         store.ask(damaged.clone()).await.unwrap();
-        store
-            .conn()
+        lock(&store.conn)
             .execute(
                 "UPDATE questions SET body = '{\"id\": 5' WHERE id = ?1",
                 [&damaged.id],
@@ -404,8 +399,7 @@ mod tests {
         let waiting = store.list(Listing::Waiting).await.unwrap();
         assert_eq!(waiting.iter().map(|q| &q.id).collect::<Vec<_>>(), [&q.id]);
         // A file written by a newer goondan is refused.
-        store
-            .conn()
+        lock(&store.conn)
             .pragma_update(None, "user_version", FORMAT_VERSION + 1)
             .unwrap();
         drop(store);
