@@ -169,15 +169,7 @@ impl SqliteQuestions {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.storage(e))?;
-        let kept: Option<String> = tx
-            .query_row(
-                "SELECT body FROM questions WHERE id = ?1",
-                [&question.id],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|e| self.storage(e))?;
-        if let Some(kept) = kept {
+        if let Some(kept) = self.body_of(&tx, &question.id)? {
             let kept = self.parse(&question.id, &kept)?;
             same_call(&kept, question)?;
             return Ok(kept);
@@ -203,13 +195,7 @@ impl SqliteQuestions {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.storage(e))?;
-        let body: Option<String> = tx
-            .query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(|e| self.storage(e))?;
-        let Some(body) = body else {
+        let Some(body) = self.body_of(&tx, id)? else {
             return Err(QuestionError::Unknown { id: id.to_owned() });
         };
         let outcome = apply_answer(self.parse(id, &body)?, agent, decision, by, now_ms)?;
@@ -227,13 +213,17 @@ impl SqliteQuestions {
     }
 
     fn get_now(&self, id: &str) -> Result<Option<Question>, QuestionError> {
-        let body: Option<String> = lock(&self.conn)
-            .query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(|e| self.storage(e))?;
+        let body = self.body_of(&lock(&self.conn), id)?;
         body.map(|b| self.parse(id, &b)).transpose()
+    }
+
+    /// The stored body of question `id`, if kept.
+    fn body_of(&self, conn: &Connection, id: &str) -> Result<Option<String>, QuestionError> {
+        conn.query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
+            row.get(0)
+        })
+        .optional()
+        .map_err(|e| self.storage(e))
     }
 
     fn list_now(&self, which: Listing) -> Result<Vec<Question>, QuestionError> {
