@@ -30,12 +30,9 @@ pub enum PendingState {
     Finished(ToolCallResult),
 }
 
-struct Slot {
-    done: watch::Receiver<Option<ToolCallResult>>,
-}
-
 struct State {
-    slots: HashMap<String, Slot>,
+    /// Each submitted call's result, `None` while it runs.
+    slots: HashMap<String, watch::Receiver<Option<ToolCallResult>>>,
     finished: VecDeque<String>,
 }
 
@@ -95,8 +92,7 @@ impl PendingResults {
     /// Where the call with `handle` stands; `None` for a handle never issued or already taken.
     pub fn poll(&self, handle: &str) -> Option<PendingState> {
         let state = self.lock();
-        let slot = state.slots.get(handle)?;
-        let done = slot.done.borrow();
+        let done = state.slots.get(handle)?.borrow();
         Some(match &*done {
             Some(r) => PendingState::Finished(r.clone()),
             None => PendingState::Running,
@@ -106,7 +102,7 @@ impl PendingResults {
     /// Removes and returns the result of a finished call.
     pub fn take(&self, handle: &str) -> Option<ToolCallResult> {
         let mut state = self.lock();
-        let finished = state.slots.get(handle)?.done.borrow().clone()?;
+        let finished = state.slots.get(handle)?.borrow().clone()?;
         state.slots.remove(handle);
         state.finished.retain(|h| h != handle);
         Some(finished)
@@ -115,7 +111,7 @@ impl PendingResults {
     /// Waits for the call with `handle` to finish and removes its result. `None` for an
     /// unknown handle.
     pub async fn wait(&self, handle: &str) -> Option<ToolCallResult> {
-        let mut rx = self.lock().slots.get(handle)?.done.clone();
+        let mut rx = self.lock().slots.get(handle)?.clone();
         let result = match rx.wait_for(Option::is_some).await {
             Ok(r) => r.clone(),
             Err(_) => None,
@@ -127,7 +123,7 @@ impl PendingResults {
     /// Returns once the call with `handle` has finished (at once for an unknown handle),
     /// leaving its result to [`take`](Self::take).
     pub async fn finished(&self, handle: &str) {
-        let rx = self.lock().slots.get(handle).map(|slot| slot.done.clone());
+        let rx = self.lock().slots.get(handle).cloned();
         if let Some(mut rx) = rx {
             let _ = rx.wait_for(Option::is_some).await;
         }
@@ -143,7 +139,7 @@ impl PendingResults {
         self.lock()
             .slots
             .values()
-            .filter(|s| s.done.borrow().is_none())
+            .filter(|done| done.borrow().is_none())
             .count()
     }
 
@@ -164,7 +160,7 @@ impl PendingResults {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let handle = format!("{}-{n}", self.inner.prefix);
         let (tx, rx) = watch::channel(None);
-        self.lock().slots.insert(handle.clone(), Slot { done: rx });
+        self.lock().slots.insert(handle.clone(), rx);
 
         let this = self.clone();
         let call_id = ctx.tool_call_id().to_owned();
