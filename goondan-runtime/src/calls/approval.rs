@@ -352,8 +352,7 @@ impl Approvals {
         let policy = self.policy_for(call.tool_name());
         if policy == Policy::Deny {
             let reason = format!("the approval policy denies `{}`", call.tool_name());
-            emit_denied(&call, &reason, "policy");
-            return denied(&call, &reason);
+            return denied(&call, &reason, "policy");
         }
         let escalation = call.args.get(ESCALATION_ARG).filter(|v| !v.is_null());
         if let Some(escalation) = escalation {
@@ -395,23 +394,25 @@ impl Approvals {
                 return ToolCallResult::error(call.tool_call_id(), call.tool_name(), err);
             }
         };
-        match decision {
-            Decision::Approve => {
-                emit_approved(&call, false);
-                call.context_mut().mark_approved();
-                next.run(call).await
-            }
+        let edited = match decision {
+            Decision::Approve => false,
             Decision::ApproveWith(args) => {
-                emit_approved(&call, true);
                 call.args = args;
-                call.context_mut().mark_approved();
-                next.run(call).await
+                true
             }
-            Decision::Deny { reason } => {
-                emit_denied(&call, &reason, "approver");
-                denied(&call, &reason)
-            }
-        }
+            Decision::Deny { reason } => return denied(&call, &reason, "approver"),
+        };
+        tracing::info!(
+            name: "approval.approved",
+            target: "goondan::approval",
+            trace_id = call.context().trace_id(),
+            tool = call.tool_name(),
+            tool_call_id = call.tool_call_id(),
+            edited,
+            "approval.approved"
+        );
+        call.context_mut().mark_approved();
+        next.run(call).await
     }
 }
 
@@ -421,32 +422,9 @@ impl Middleware for Approvals {
     }
 }
 
-fn denied(call: &CallContext, reason: &str) -> ToolCallResult {
-    let reason = if reason.trim().is_empty() {
-        "the call was not approved; do not retry it unchanged"
-    } else {
-        reason
-    };
-    let err = ToolError::new(format!("`{}` was not approved", call.tool_name()))
-        .with_code(DENIED)
-        .with_name("ToolDenied")
-        .with_suggestion(reason);
-    ToolCallResult::error(call.tool_call_id(), call.tool_name(), err)
-}
-
-fn emit_approved(call: &CallContext, edited: bool) {
-    tracing::info!(
-        name: "approval.approved",
-        target: "goondan::approval",
-        trace_id = call.context().trace_id(),
-        tool = call.tool_name(),
-        tool_call_id = call.tool_call_id(),
-        edited,
-        "approval.approved"
-    );
-}
-
-fn emit_denied(call: &CallContext, reason: &str, by: &'static str) {
+/// The result of a call `by` (the policy or the approver) denied, and the `approval.denied`
+/// event saying so.
+fn denied(call: &CallContext, reason: &str, by: &'static str) -> ToolCallResult {
     tracing::info!(
         name: "approval.denied",
         target: "goondan::approval",
@@ -457,6 +435,16 @@ fn emit_denied(call: &CallContext, reason: &str, by: &'static str) {
         reason,
         "approval.denied"
     );
+    let reason = if reason.trim().is_empty() {
+        "the call was not approved; do not retry it unchanged"
+    } else {
+        reason
+    };
+    let err = ToolError::new(format!("`{}` was not approved", call.tool_name()))
+        .with_code(DENIED)
+        .with_name("ToolDenied")
+        .with_suggestion(reason);
+    ToolCallResult::error(call.tool_call_id(), call.tool_name(), err)
 }
 
 #[cfg(test)]
