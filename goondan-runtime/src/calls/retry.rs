@@ -184,18 +184,14 @@ impl Failures {
             return;
         };
         let tool = result.tool_name.to_string();
-        let note = if failures <= limit {
-            let left = limit - failures;
-            match left {
-                0 => format!(
-                    "tries left for `{tool}` in this turn: 0 (one more failure ends the turn)"
-                ),
-                _ => format!("tries left for `{tool}` in this turn: {left}"),
+        let note = match limit.checked_sub(failures) {
+            Some(0) => {
+                format!("tries left for `{tool}` in this turn: 0 (one more failure ends the turn)")
             }
-        } else {
-            format!(
+            Some(left) => format!("tries left for `{tool}` in this turn: {left}"),
+            None => format!(
                 "`{tool}` failed {failures} times in this turn, more than its {limit}: the turn stopped"
-            )
+            ),
         };
         let suggestion = match error.suggestion() {
             Some(s) => format!("{s}; {note}"),
@@ -203,14 +199,11 @@ impl Failures {
         };
         let error = error.with_suggestion(suggestion);
         if failures > limit {
-            let mut spent = lock(&self.spent);
-            if spent.is_none() {
-                *spent = Some(Spent {
-                    tool,
-                    failures,
-                    error: error.clone(),
-                });
-            }
+            lock(&self.spent).get_or_insert_with(|| Spent {
+                tool,
+                failures,
+                error: error.clone(),
+            });
         }
         result.error = Some(error);
     }
@@ -237,19 +230,11 @@ mod tests {
         failures.start([]);
         let mut denied = failures_of("E_TOOL_DENIED", false);
         failures.count(&budget, &mut denied);
-        assert_eq!(
-            denied.error.as_ref().and_then(|e| e.suggestion()),
-            Some("fix it"),
-            "not counted, not changed"
-        );
+        assert_eq!(suggestion_of(&denied), "fix it", "not counted, not changed");
 
         let mut first = failures_of(codes::INVALID_ARGS, false);
         failures.count(&budget, &mut first);
-        let said = first
-            .error
-            .as_ref()
-            .and_then(|e| e.suggestion())
-            .unwrap_or_default();
+        let said = suggestion_of(&first);
         assert!(
             said.ends_with("tries left for `jobs__run` in this turn: 1"),
             "{said}"
@@ -267,12 +252,16 @@ mod tests {
         assert!(failures.spent().is_none());
         let mut again = failures_of(codes::INVALID_ARGS, false);
         failures.count(&budget, &mut again);
-        let said = again
+        let said = suggestion_of(&again);
+        assert!(said.contains("in this turn: 0"), "{said}");
+    }
+
+    fn suggestion_of(result: &ToolCallResult) -> &str {
+        result
             .error
             .as_ref()
             .and_then(|e| e.suggestion())
-            .unwrap_or_default();
-        assert!(said.contains("in this turn: 0"), "{said}");
+            .unwrap_or_default()
     }
 
     fn failures_of(code: &'static str, retryable: bool) -> ToolCallResult {

@@ -343,22 +343,19 @@ pub(super) fn apply_answer(
 /// The checks of [`QuestionStore::ask`] when a question with the id is kept: it must be the
 /// same call.
 pub(super) fn same_call(kept: &Question, asked: &Question) -> Result<(), QuestionError> {
-    let differs = if kept.agent != asked.agent || kept.instance_key != asked.instance_key {
-        Some("another agent instance")
+    let reason = if kept.agent != asked.agent || kept.instance_key != asked.instance_key {
+        "another agent instance"
     } else if kept.turn_id != asked.turn_id || kept.tool_call_id != asked.tool_call_id {
-        Some("another call")
+        "another call"
     } else if kept.tool_name != asked.tool_name {
-        Some("another tool")
+        "another tool"
     } else {
-        None
+        return Ok(());
     };
-    match differs {
-        Some(reason) => Err(QuestionError::Mismatch {
-            id: kept.id.clone(),
-            reason: reason.to_owned(),
-        }),
-        None => Ok(()),
-    }
+    Err(QuestionError::Mismatch {
+        id: kept.id.clone(),
+        reason: reason.to_owned(),
+    })
 }
 
 /// Milliseconds since the Unix epoch, now.
