@@ -71,6 +71,7 @@ use crate::calls::middleware::{CallContext, Middleware, MiddlewareFuture, Next};
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
+use crate::tools::name::glob_matches;
 use crate::tools::result::JsonObject;
 use crate::tools::result::ToolCallResult;
 
@@ -271,22 +272,13 @@ where
     FnApprover(f)
 }
 
-/// A name pattern: the full name, or `*` standing for any run of characters (`bash__*`,
-/// `*__write`, `*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Pattern(String);
-
-impl Pattern {
-    fn matches(&self, name: &str) -> bool {
-        crate::tools::name::glob_matches(&self.0, name)
-    }
-}
-
 /// The `toolCall` middleware that asks an [`Approver`] (see the [module](self)).
 #[derive(Clone)]
 pub struct Approvals {
     approver: Arc<dyn Approver>,
-    rules: Vec<(Pattern, Policy)>,
+    /// Name patterns, each the full name or with `*` standing for any run of characters
+    /// (`bash__*`, `*__write`, `*`), and their policies.
+    rules: Vec<(String, Policy)>,
     default: Policy,
 }
 
@@ -336,7 +328,7 @@ impl Approvals {
     /// ```
     #[must_use]
     pub fn policy(mut self, pattern: &str, policy: Policy) -> Self {
-        self.rules.push((Pattern(pattern.to_owned()), policy));
+        self.rules.push((pattern.to_owned(), policy));
         self
     }
 
@@ -344,7 +336,7 @@ impl Approvals {
     pub fn policy_for(&self, tool_name: &str) -> Policy {
         self.rules
             .iter()
-            .find(|(pattern, _)| pattern.matches(tool_name))
+            .find(|(pattern, _)| glob_matches(pattern, tool_name))
             .map_or(self.default, |(_, policy)| *policy)
     }
 
@@ -449,20 +441,19 @@ fn denied(call: &CallContext, reason: &str, by: &'static str) -> ToolCallResult 
 
 #[cfg(test)]
 mod tests {
-    use super::Pattern;
+    use super::glob_matches as matches;
 
     #[test]
     fn patterns_match_whole_names_and_stars() {
-        let p = |s: &str| Pattern(s.to_owned());
-        assert!(p("bash__exec").matches("bash__exec"));
-        assert!(!p("bash__exec").matches("bash__execute"));
-        assert!(p("bash__*").matches("bash__exec"));
-        assert!(!p("bash__*").matches("bash"));
-        assert!(p("*__write").matches("file-system__write"));
-        assert!(!p("*__write").matches("file-system__writeFile"));
-        assert!(p("*").matches("anything__at_all"));
-        assert!(p("f*__*e").matches("file-system__write"));
-        assert!(!p("a*a").matches("a"));
-        assert!(p("a*a").matches("aa"));
+        assert!(matches("bash__exec", "bash__exec"));
+        assert!(!matches("bash__exec", "bash__execute"));
+        assert!(matches("bash__*", "bash__exec"));
+        assert!(!matches("bash__*", "bash"));
+        assert!(matches("*__write", "file-system__write"));
+        assert!(!matches("*__write", "file-system__writeFile"));
+        assert!(matches("*", "anything__at_all"));
+        assert!(matches("f*__*e", "file-system__write"));
+        assert!(!matches("a*a", "a"));
+        assert!(matches("a*a", "aa"));
     }
 }
