@@ -60,18 +60,12 @@ impl NatsQuestions {
             None,
         )
         .await
-        .map_err(|source| QuestionError::Storage {
-            place: place.clone(),
-            source,
-        })?;
+        .map_err(|e| QuestionError::storage(&place, e))?;
         Ok(Self { store, place })
     }
 
     fn storage(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QuestionError {
-        QuestionError::Storage {
-            place: self.place.clone(),
-            source: e.into(),
-        }
+        QuestionError::storage(&self.place, e)
     }
 
     fn parse(&self, id: &str, body: &[u8]) -> Result<Question, QuestionError> {

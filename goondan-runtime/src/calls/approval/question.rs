@@ -220,6 +220,20 @@ pub enum QuestionError {
     },
 }
 
+impl QuestionError {
+    /// The [`Storage`](Self::Storage) error of the store at `place`.
+    #[cfg(any(feature = "sqlite", feature = "nats"))]
+    pub(super) fn storage(
+        place: impl std::fmt::Display,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Storage {
+            place: place.to_string(),
+            source: source.into(),
+        }
+    }
+}
+
 /// The future a [`QuestionStore`] returns.
 pub type QuestionFuture<'a, T> = BoxFuture<'a, Result<T, QuestionError>>;
 
@@ -258,19 +272,13 @@ pub(super) fn to_stored(
     question: &Question,
     max: usize,
 ) -> Result<String, QuestionError> {
-    let storage = |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::Storage {
-        place: place.to_owned(),
-        source: e,
-    };
-    let body = serde_json::to_string(question).map_err(|e| storage(e.into()))?;
+    let body = serde_json::to_string(question).map_err(|e| QuestionError::storage(place, e))?;
     if body.len() > max {
-        return Err(storage(
-            format!(
-                "the question is {} bytes; at most {max} are kept",
-                body.len()
-            )
-            .into(),
-        ));
+        let why = format!(
+            "the question is {} bytes; at most {max} are kept",
+            body.len()
+        );
+        return Err(QuestionError::storage(place, why));
     }
     Ok(body)
 }

@@ -87,10 +87,8 @@ impl SqliteQuestions {
     /// Fails when a newer goondan wrote it, or when it is not a questions' file.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, QuestionError> {
         let path = path.into();
-        let storage = |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::Storage {
-            place: path.display().to_string(),
-            source: e,
-        };
+        let storage =
+            |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::storage(path.display(), e);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| storage(e.into()))?;
         }
@@ -144,10 +142,7 @@ impl SqliteQuestions {
     }
 
     fn storage(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QuestionError {
-        QuestionError::Storage {
-            place: self.path.display().to_string(),
-            source: e.into(),
-        }
+        QuestionError::storage(self.path.display(), e)
     }
 
     fn parse(&self, id: &str, body: &str) -> Result<Question, QuestionError> {
