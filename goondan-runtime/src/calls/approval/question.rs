@@ -268,7 +268,7 @@ pub trait QuestionStore: Send + Sync + 'static {
 /// names the store in the error.
 #[cfg(any(feature = "sqlite", feature = "nats"))]
 pub(super) fn to_stored(
-    place: &str,
+    place: &dyn std::fmt::Display,
     question: &Question,
     max: usize,
 ) -> Result<String, QuestionError> {
@@ -287,13 +287,13 @@ pub(super) fn to_stored(
 /// it is longer than `max` bytes, or when it says it is another question.
 #[cfg(any(feature = "sqlite", feature = "nats"))]
 pub(super) fn from_stored(
-    place: &str,
+    place: &dyn std::fmt::Display,
     id: &str,
     body: &[u8],
     max: usize,
 ) -> Result<Question, QuestionError> {
     let corrupt = |reason: String| QuestionError::Corrupt {
-        place: place.to_owned(),
+        place: place.to_string(),
         id: id.to_owned(),
         reason,
     };

@@ -146,16 +146,12 @@ impl SqliteQuestions {
     }
 
     fn parse(&self, id: &str, body: &str) -> Result<Question, QuestionError> {
-        let place = self.path.display().to_string();
+        let place = self.path.display();
         from_stored(&place, id, body.as_bytes(), MAX_QUESTION_BYTES)
     }
 
     fn encode(&self, question: &Question) -> Result<String, QuestionError> {
-        to_stored(
-            &self.path.display().to_string(),
-            question,
-            MAX_QUESTION_BYTES,
-        )
+        to_stored(&self.path.display(), question, MAX_QUESTION_BYTES)
     }
 
     fn ask_now(&self, question: &Question) -> Result<Question, QuestionError> {
