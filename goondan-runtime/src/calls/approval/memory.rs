@@ -73,9 +73,7 @@ impl QuestionStore for MemoryQuestions {
             .cloned()
             .collect();
         found.sort_by_key(|(order, _)| *order);
-        Box::pin(std::future::ready(Ok(found
-            .into_iter()
-            .map(|(_, q)| q)
-            .collect())))
+        let found = found.into_iter().map(|(_, q)| q).collect();
+        Box::pin(std::future::ready(Ok(found)))
     }
 }

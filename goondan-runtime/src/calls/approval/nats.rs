@@ -83,11 +83,9 @@ impl NatsQuestions {
             && id
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
-        if valid {
-            Ok(id)
-        } else {
-            Err(QuestionError::Unknown { id: id.to_owned() })
-        }
+        valid
+            .then_some(id)
+            .ok_or_else(|| QuestionError::Unknown { id: id.to_owned() })
     }
 }
 
@@ -119,9 +117,7 @@ impl QuestionStore for NatsQuestions {
         now_ms: u64,
     ) -> QuestionFuture<'a, AnswerOutcome> {
         Box::pin(async move {
-            let Ok(key) = self.key(id) else {
-                return Err(QuestionError::Unknown { id: id.to_owned() });
-            };
+            let key = self.key(id)?;
             // Read, decide, write at that revision; another writer in between means read again.
             for _ in 0..16 {
                 let entry = self.store.entry(key).await.map_err(|e| self.storage(e))?;
