@@ -215,18 +215,16 @@ impl PipelineApi {
     }
 
     fn list_mut<C: Stage>(&mut self) -> &mut MiddlewareList<C> {
-        let at = match self.lists.iter().position(|l| l.stage == TypeId::of::<C>()) {
-            Some(at) => at,
-            None => {
-                self.lists.push(StageList {
-                    stage: TypeId::of::<C>(),
-                    name: C::NAME,
-                    list: Box::new(MiddlewareList::<C>::default()),
-                    len: len_of::<C>,
-                });
-                self.lists.len() - 1
-            }
-        };
+        let found = self.lists.iter().position(|l| l.stage == TypeId::of::<C>());
+        let at = found.unwrap_or_else(|| {
+            self.lists.push(StageList {
+                stage: TypeId::of::<C>(),
+                name: C::NAME,
+                list: Box::new(MiddlewareList::<C>::default()),
+                len: len_of::<C>,
+            });
+            self.lists.len() - 1
+        });
         match self.lists[at].list.downcast_mut::<MiddlewareList<C>>() {
             Some(list) => list,
             // Unreachable: the entry of `TypeId::of::<C>()` holds a `MiddlewareList<C>`.

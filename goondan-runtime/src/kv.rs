@@ -42,11 +42,11 @@ pub(crate) async fn bucket(
         ..stream::Config::default()
     };
     let created = jetstream.create_stream(config).await.err();
-    match jetstream.get_key_value(name).await {
-        Ok(store) => Ok(store),
-        Err(e) => Err(match created {
-            Some(created) => Box::new(created),
-            None => Box::new(e),
-        }),
-    }
+    jetstream
+        .get_key_value(name)
+        .await
+        .map_err(|e| match created {
+            Some(created) => created.into(),
+            None => e.into(),
+        })
 }

@@ -71,6 +71,12 @@ pub mod testing;
 pub mod tls;
 pub mod tools;
 
+/// The value behind `m`, even when a thread panicked holding it: a panicking tool leaves the
+/// state it touched (the step loop's, an MCP server's, a store's) usable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub use goondan_macros::export;
 /// `#[tool]`: typed Rust functions become a Goondan Tool, with a JSON Schema and a handler per
 /// export.

@@ -77,14 +77,7 @@ impl TestKit {
 
     /// Starts a kit.
     pub fn builder() -> TestKitBuilder {
-        TestKitBuilder {
-            tools: Vec::new(),
-            middlewares: Vec::new(),
-            policy: CallPolicy::CatalogOnly,
-            timeout: None,
-            catalog: None,
-            agent_name: None,
-        }
+        TestKitBuilder::default()
     }
 
     /// Calls `name` with `args` through the executor, with a fresh call id.
@@ -132,6 +125,7 @@ impl TestKit {
 
 /// Builds a [`TestKit`].
 #[must_use]
+#[derive(Default)]
 pub struct TestKitBuilder {
     /// Each tool as built; a failed build is reported by `build`.
     tools: Vec<Result<Tool, ToolDefinitionError>>,

@@ -71,6 +71,7 @@ use crate::calls::middleware::{CallContext, Middleware, MiddlewareFuture, Next};
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
+use crate::tools::name::glob_matches;
 use crate::tools::result::JsonObject;
 use crate::tools::result::ToolCallResult;
 
@@ -271,22 +272,13 @@ where
     FnApprover(f)
 }
 
-/// A name pattern: the full name, or `*` standing for any run of characters (`bash__*`,
-/// `*__write`, `*`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Pattern(String);
-
-impl Pattern {
-    fn matches(&self, name: &str) -> bool {
-        crate::tools::name::glob_matches(&self.0, name)
-    }
-}
-
 /// The `toolCall` middleware that asks an [`Approver`] (see the [module](self)).
 #[derive(Clone)]
 pub struct Approvals {
     approver: Arc<dyn Approver>,
-    rules: Vec<(Pattern, Policy)>,
+    /// Name patterns, each the full name or with `*` standing for any run of characters
+    /// (`bash__*`, `*__write`, `*`), and their policies.
+    rules: Vec<(String, Policy)>,
     default: Policy,
 }
 
@@ -336,7 +328,7 @@ impl Approvals {
     /// ```
     #[must_use]
     pub fn policy(mut self, pattern: &str, policy: Policy) -> Self {
-        self.rules.push((Pattern(pattern.to_owned()), policy));
+        self.rules.push((pattern.to_owned(), policy));
         self
     }
 
@@ -344,7 +336,7 @@ impl Approvals {
     pub fn policy_for(&self, tool_name: &str) -> Policy {
         self.rules
             .iter()
-            .find(|(pattern, _)| pattern.matches(tool_name))
+            .find(|(pattern, _)| glob_matches(pattern, tool_name))
             .map_or(self.default, |(_, policy)| *policy)
     }
 
@@ -352,8 +344,7 @@ impl Approvals {
         let policy = self.policy_for(call.tool_name());
         if policy == Policy::Deny {
             let reason = format!("the approval policy denies `{}`", call.tool_name());
-            emit_denied(&call, &reason, "policy");
-            return denied(&call, &reason);
+            return denied(&call, &reason, "policy");
         }
         let escalation = call.args.get(ESCALATION_ARG).filter(|v| !v.is_null());
         if let Some(escalation) = escalation {
@@ -395,23 +386,25 @@ impl Approvals {
                 return ToolCallResult::error(call.tool_call_id(), call.tool_name(), err);
             }
         };
-        match decision {
-            Decision::Approve => {
-                emit_approved(&call, false);
-                call.context_mut().mark_approved();
-                next.run(call).await
-            }
+        let edited = match decision {
+            Decision::Approve => false,
             Decision::ApproveWith(args) => {
-                emit_approved(&call, true);
                 call.args = args;
-                call.context_mut().mark_approved();
-                next.run(call).await
+                true
             }
-            Decision::Deny { reason } => {
-                emit_denied(&call, &reason, "approver");
-                denied(&call, &reason)
-            }
-        }
+            Decision::Deny { reason } => return denied(&call, &reason, "approver"),
+        };
+        tracing::info!(
+            name: "approval.approved",
+            target: "goondan::approval",
+            trace_id = call.context().trace_id(),
+            tool = call.tool_name(),
+            tool_call_id = call.tool_call_id(),
+            edited,
+            "approval.approved"
+        );
+        call.context_mut().mark_approved();
+        next.run(call).await
     }
 }
 
@@ -421,7 +414,19 @@ impl Middleware for Approvals {
     }
 }
 
-fn denied(call: &CallContext, reason: &str) -> ToolCallResult {
+/// The result of a call `by` (the policy or the approver) denied, and the `approval.denied`
+/// event saying so.
+fn denied(call: &CallContext, reason: &str, by: &'static str) -> ToolCallResult {
+    tracing::info!(
+        name: "approval.denied",
+        target: "goondan::approval",
+        trace_id = call.context().trace_id(),
+        tool = call.tool_name(),
+        tool_call_id = call.tool_call_id(),
+        by,
+        reason,
+        "approval.denied"
+    );
     let reason = if reason.trim().is_empty() {
         "the call was not approved; do not retry it unchanged"
     } else {
@@ -434,47 +439,21 @@ fn denied(call: &CallContext, reason: &str) -> ToolCallResult {
     ToolCallResult::error(call.tool_call_id(), call.tool_name(), err)
 }
 
-fn emit_approved(call: &CallContext, edited: bool) {
-    tracing::info!(
-        name: "approval.approved",
-        target: "goondan::approval",
-        trace_id = call.context().trace_id(),
-        tool = call.tool_name(),
-        tool_call_id = call.tool_call_id(),
-        edited,
-        "approval.approved"
-    );
-}
-
-fn emit_denied(call: &CallContext, reason: &str, by: &'static str) {
-    tracing::info!(
-        name: "approval.denied",
-        target: "goondan::approval",
-        trace_id = call.context().trace_id(),
-        tool = call.tool_name(),
-        tool_call_id = call.tool_call_id(),
-        by,
-        reason,
-        "approval.denied"
-    );
-}
-
 #[cfg(test)]
 mod tests {
-    use super::Pattern;
+    use super::glob_matches as matches;
 
     #[test]
     fn patterns_match_whole_names_and_stars() {
-        let p = |s: &str| Pattern(s.to_owned());
-        assert!(p("bash__exec").matches("bash__exec"));
-        assert!(!p("bash__exec").matches("bash__execute"));
-        assert!(p("bash__*").matches("bash__exec"));
-        assert!(!p("bash__*").matches("bash"));
-        assert!(p("*__write").matches("file-system__write"));
-        assert!(!p("*__write").matches("file-system__writeFile"));
-        assert!(p("*").matches("anything__at_all"));
-        assert!(p("f*__*e").matches("file-system__write"));
-        assert!(!p("a*a").matches("a"));
-        assert!(p("a*a").matches("aa"));
+        assert!(matches("bash__exec", "bash__exec"));
+        assert!(!matches("bash__exec", "bash__execute"));
+        assert!(matches("bash__*", "bash__exec"));
+        assert!(!matches("bash__*", "bash"));
+        assert!(matches("*__write", "file-system__write"));
+        assert!(!matches("*__write", "file-system__writeFile"));
+        assert!(matches("*", "anything__at_all"));
+        assert!(matches("f*__*e", "file-system__write"));
+        assert!(!matches("a*a", "a"));
+        assert!(matches("a*a", "aa"));
     }
 }

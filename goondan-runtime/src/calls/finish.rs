@@ -41,15 +41,10 @@ pub(crate) enum Announce<'a> {
 /// nothing: a cut message is short enough and a help URL is kept.
 pub(crate) fn finish(result: &mut ToolCallResult, rules: Rules<'_>, announce: Announce<'_>) {
     if let Some(err) = result.error.take() {
-        let process;
-        let help_base = match rules.help_base {
-            Some(base) => base,
-            None => {
-                process = help_url::help_url_base();
-                &process
-            }
-        };
-        result.error = Some(err.finish(rules.limit, help_base));
+        result.error = Some(match rules.help_base {
+            Some(base) => err.finish(rules.limit, base),
+            None => err.finish(rules.limit, &help_url::help_url_base()),
+        });
     }
     if let (Some(err), Announce::Call(_) | Announce::Pending { .. }) = (&result.error, announce) {
         // The call's span is the current one: its OpenTelemetry span says why it failed.

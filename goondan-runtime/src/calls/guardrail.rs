@@ -78,6 +78,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 
 use crate::calls::middleware::{CallContext, Middleware, MiddlewareFuture, Next};
+use crate::calls::refusal::panic_text;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::result::ToolCallResult;
@@ -230,15 +231,8 @@ impl Guardrails {
         for guardrail in &self.input {
             let verdict = run_check(&**guardrail, || guardrail.check_input(&call)).await;
             if let Verdict::Trip(reason) = verdict {
-                emit_tripped(
-                    call.context(),
-                    call.tool_name(),
-                    guardrail.name(),
-                    &reason,
-                    "input",
-                );
-                let err = tripped(guardrail.name(), call.tool_name(), &reason, false);
-                return ToolCallResult::error(call.tool_call_id(), call.tool_name(), err);
+                let (ctx, id) = (call.context(), call.tool_call_id());
+                return tripped(ctx, id, call.tool_name(), guardrail.name(), &reason, false);
             }
         }
         if self.output.is_empty() {
@@ -267,10 +261,8 @@ impl Guardrails {
             let verdict =
                 run_check(&**guardrail, || guardrail.check_output(&mut result, ctx)).await;
             if let Verdict::Trip(reason) = verdict {
-                let name = result.tool_name.clone();
-                emit_tripped(ctx, &name, guardrail.name(), &reason, "output");
-                let err = tripped(guardrail.name(), &name, &reason, true);
-                return ToolCallResult::error(result.tool_call_id.clone(), name, err);
+                let (id, tool) = (&result.tool_call_id, &result.tool_name);
+                return tripped(ctx, id, tool, guardrail.name(), &reason, true);
             }
         }
         result
@@ -304,11 +296,7 @@ async fn run_check<'a>(
 }
 
 fn panicked(payload: &(dyn Any + Send)) -> Verdict {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned());
+    let what = panic_text(payload, "a panic without a message");
     Verdict::Trip(format!("the guardrail failed: {what}"))
 }
 
@@ -320,8 +308,27 @@ fn humanize(d: Duration) -> String {
     }
 }
 
-/// The error of a call guardrail `name` stopped.
-fn tripped(name: &str, tool: &str, reason: &str, ran: bool) -> ToolError {
+/// The result of call `id` to `tool` that guardrail `name` stopped (`ran`: on its output), and
+/// the `guardrail.tripped` event saying so.
+fn tripped(
+    ctx: &ToolContext,
+    id: &str,
+    tool: &str,
+    name: &str,
+    reason: &str,
+    ran: bool,
+) -> ToolCallResult {
+    tracing::warn!(
+        name: "guardrail.tripped",
+        target: "goondan::guardrail",
+        trace_id = ctx.trace_id(),
+        tool,
+        tool_call_id = ctx.tool_call_id(),
+        guardrail = name,
+        on = if ran { "output" } else { "input" },
+        reason,
+        "guardrail.tripped"
+    );
     let (message, suggestion) = if ran {
         (
             format!("the guardrail `{name}` withheld the result of `{tool}`: {reason}"),
@@ -333,22 +340,9 @@ fn tripped(name: &str, tool: &str, reason: &str, ran: bool) -> ToolError {
             "change the arguments so the guardrail allows them, or use another tool",
         )
     };
-    ToolError::new(message)
+    let err = ToolError::new(message)
         .with_code(GUARDRAIL)
         .with_name("ToolGuardrailError")
-        .with_suggestion(suggestion)
-}
-
-fn emit_tripped(ctx: &ToolContext, tool: &str, guardrail: &str, reason: &str, on: &'static str) {
-    tracing::warn!(
-        name: "guardrail.tripped",
-        target: "goondan::guardrail",
-        trace_id = ctx.trace_id(),
-        tool,
-        tool_call_id = ctx.tool_call_id(),
-        guardrail,
-        on,
-        reason,
-        "guardrail.tripped"
-    );
+        .with_suggestion(suggestion);
+    ToolCallResult::error(id, tool, err)
 }

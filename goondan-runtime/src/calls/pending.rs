@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use tokio::sync::{broadcast, watch};
@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::calls::guardrail::Guardrails;
+use crate::lock;
 use crate::tools::context::ToolContext;
 use crate::tools::error::{ToolError, codes};
 use crate::tools::handler::Pending;
@@ -30,12 +31,9 @@ pub enum PendingState {
     Finished(ToolCallResult),
 }
 
-struct Slot {
-    done: watch::Receiver<Option<ToolCallResult>>,
-}
-
 struct State {
-    slots: HashMap<String, Slot>,
+    /// Each submitted call's result, `None` while it runs.
+    slots: HashMap<String, watch::Receiver<Option<ToolCallResult>>>,
     finished: VecDeque<String>,
 }
 
@@ -65,7 +63,7 @@ impl Default for PendingResults {
 impl std::fmt::Debug for PendingResults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingResults")
-            .field("tracked", &self.lock().slots.len())
+            .field("tracked", &lock(&self.inner.state).slots.len())
             .finish()
     }
 }
@@ -88,15 +86,10 @@ impl PendingResults {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Where the call with `handle` stands; `None` for a handle never issued or already taken.
     pub fn poll(&self, handle: &str) -> Option<PendingState> {
-        let state = self.lock();
-        let slot = state.slots.get(handle)?;
-        let done = slot.done.borrow();
+        let state = lock(&self.inner.state);
+        let done = state.slots.get(handle)?.borrow();
         Some(match &*done {
             Some(r) => PendingState::Finished(r.clone()),
             None => PendingState::Running,
@@ -105,8 +98,8 @@ impl PendingResults {
 
     /// Removes and returns the result of a finished call.
     pub fn take(&self, handle: &str) -> Option<ToolCallResult> {
-        let mut state = self.lock();
-        let finished = state.slots.get(handle)?.done.borrow().clone()?;
+        let mut state = lock(&self.inner.state);
+        let finished = state.slots.get(handle)?.borrow().clone()?;
         state.slots.remove(handle);
         state.finished.retain(|h| h != handle);
         Some(finished)
@@ -115,7 +108,7 @@ impl PendingResults {
     /// Waits for the call with `handle` to finish and removes its result. `None` for an
     /// unknown handle.
     pub async fn wait(&self, handle: &str) -> Option<ToolCallResult> {
-        let mut rx = self.lock().slots.get(handle)?.done.clone();
+        let mut rx = lock(&self.inner.state).slots.get(handle)?.clone();
         let result = match rx.wait_for(Option::is_some).await {
             Ok(r) => r.clone(),
             Err(_) => None,
@@ -127,7 +120,7 @@ impl PendingResults {
     /// Returns once the call with `handle` has finished (at once for an unknown handle),
     /// leaving its result to [`take`](Self::take).
     pub async fn finished(&self, handle: &str) {
-        let rx = self.lock().slots.get(handle).map(|slot| slot.done.clone());
+        let rx = lock(&self.inner.state).slots.get(handle).cloned();
         if let Some(mut rx) = rx {
             let _ = rx.wait_for(Option::is_some).await;
         }
@@ -140,10 +133,10 @@ impl PendingResults {
 
     /// How many submitted calls are still running.
     pub fn running(&self) -> usize {
-        self.lock()
+        lock(&self.inner.state)
             .slots
             .values()
-            .filter(|s| s.done.borrow().is_none())
+            .filter(|done| done.borrow().is_none())
             .count()
     }
 
@@ -164,7 +157,7 @@ impl PendingResults {
         let n = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let handle = format!("{}-{n}", self.inner.prefix);
         let (tx, rx) = watch::channel(None);
-        self.lock().slots.insert(handle.clone(), Slot { done: rx });
+        lock(&self.inner.state).slots.insert(handle.clone(), rx);
 
         let this = self.clone();
         let call_id = ctx.tool_call_id().to_owned();
@@ -221,7 +214,7 @@ impl PendingResults {
     ) {
         let _ = self.inner.events.send(result.clone());
         tx.send_replace(Some(result));
-        let mut state = self.lock();
+        let mut state = lock(&self.inner.state);
         state.finished.push_back(handle.to_owned());
         while state.finished.len() > self.inner.keep_finished {
             if let Some(old) = state.finished.pop_front() {

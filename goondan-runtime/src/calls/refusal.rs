@@ -201,19 +201,22 @@ pub(crate) fn cancelled() -> ToolError {
         .with_suggestion("the turn was stopped; do not retry unless asked to")
 }
 
-/// The text of a panic's payload.
-fn panic_text(payload: &(dyn Any + Send)) -> String {
+/// What the errors below say of a panic whose payload is not text.
+const NOT_TEXT: &str = "a non-text panic payload";
+
+/// The text of a panic's payload; `otherwise` when it is not text.
+pub(crate) fn panic_text(payload: &(dyn Any + Send), otherwise: &str) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic payload".to_owned())
+        .unwrap_or_else(|| otherwise.to_owned())
 }
 
 /// The error of a panicking `toolCall` middleware (RES-3: it still reaches the model as a
 /// result).
 pub(crate) fn middleware_panic_error(payload: &(dyn Any + Send)) -> ToolError {
-    let what = panic_text(payload);
+    let what = panic_text(payload, NOT_TEXT);
     ToolError::new(format!("a toolCall middleware panicked: {what}"))
         .with_code(codes::PANIC)
         .with_name("ToolPanicError")
@@ -222,7 +225,7 @@ pub(crate) fn middleware_panic_error(payload: &(dyn Any + Send)) -> ToolError {
 
 /// The error of a panicking handler.
 pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> ToolError {
-    let what = panic_text(payload);
+    let what = panic_text(payload, NOT_TEXT);
     ToolError::new(format!("the tool panicked: {what}"))
         .with_code(codes::PANIC)
         .with_name("ToolPanicError")

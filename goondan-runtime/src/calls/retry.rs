@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 #[cfg(feature = "host")]
+use crate::lock;
+#[cfg(feature = "host")]
 use crate::tools::error::{ToolError, codes};
 #[cfg(feature = "host")]
 use crate::tools::result::{ToolCallResult, ToolStatus};
@@ -152,19 +154,15 @@ pub(crate) struct Spent {
 
 #[cfg(feature = "host")]
 impl Failures {
-    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Starts a Turn, counting the failures of the results it already has (a Turn resumed after
     /// a crash).
     pub(crate) fn start<'a>(&self, earlier: impl IntoIterator<Item = &'a ToolCallResult>) {
-        let mut seen = Self::lock(&self.seen);
+        let mut seen = lock(&self.seen);
         seen.clear();
         for result in earlier.into_iter().filter(|r| counts(r)) {
             *seen.entry(result.tool_name.to_string()).or_default() += 1;
         }
-        *Self::lock(&self.spent) = None;
+        *lock(&self.spent) = None;
     }
 
     /// Counts `result` against `budget`: says in its suggestion how many tries are left, or,
@@ -177,7 +175,7 @@ impl Failures {
             return;
         };
         let failures = {
-            let mut seen = Self::lock(&self.seen);
+            let mut seen = lock(&self.seen);
             let n = seen.entry(result.tool_name.to_string()).or_default();
             *n += 1;
             *n
@@ -186,18 +184,14 @@ impl Failures {
             return;
         };
         let tool = result.tool_name.to_string();
-        let note = if failures <= limit {
-            let left = limit - failures;
-            match left {
-                0 => format!(
-                    "tries left for `{tool}` in this turn: 0 (one more failure ends the turn)"
-                ),
-                _ => format!("tries left for `{tool}` in this turn: {left}"),
+        let note = match limit.checked_sub(failures) {
+            Some(0) => {
+                format!("tries left for `{tool}` in this turn: 0 (one more failure ends the turn)")
             }
-        } else {
-            format!(
+            Some(left) => format!("tries left for `{tool}` in this turn: {left}"),
+            None => format!(
                 "`{tool}` failed {failures} times in this turn, more than its {limit}: the turn stopped"
-            )
+            ),
         };
         let suggestion = match error.suggestion() {
             Some(s) => format!("{s}; {note}"),
@@ -205,21 +199,18 @@ impl Failures {
         };
         let error = error.with_suggestion(suggestion);
         if failures > limit {
-            let mut spent = Self::lock(&self.spent);
-            if spent.is_none() {
-                *spent = Some(Spent {
-                    tool,
-                    failures,
-                    error: error.clone(),
-                });
-            }
+            lock(&self.spent).get_or_insert_with(|| Spent {
+                tool,
+                failures,
+                error: error.clone(),
+            });
         }
         result.error = Some(error);
     }
 
     /// The tool that spent its budget in this Turn, if one did.
     pub(crate) fn spent(&self) -> Option<Spent> {
-        Self::lock(&self.spent).clone()
+        lock(&self.spent).clone()
     }
 }
 
@@ -239,19 +230,11 @@ mod tests {
         failures.start([]);
         let mut denied = failures_of("E_TOOL_DENIED", false);
         failures.count(&budget, &mut denied);
-        assert_eq!(
-            denied.error.as_ref().and_then(|e| e.suggestion()),
-            Some("fix it"),
-            "not counted, not changed"
-        );
+        assert_eq!(suggestion_of(&denied), "fix it", "not counted, not changed");
 
         let mut first = failures_of(codes::INVALID_ARGS, false);
         failures.count(&budget, &mut first);
-        let said = first
-            .error
-            .as_ref()
-            .and_then(|e| e.suggestion())
-            .unwrap_or_default();
+        let said = suggestion_of(&first);
         assert!(
             said.ends_with("tries left for `jobs__run` in this turn: 1"),
             "{said}"
@@ -269,12 +252,16 @@ mod tests {
         assert!(failures.spent().is_none());
         let mut again = failures_of(codes::INVALID_ARGS, false);
         failures.count(&budget, &mut again);
-        let said = again
+        let said = suggestion_of(&again);
+        assert!(said.contains("in this turn: 0"), "{said}");
+    }
+
+    fn suggestion_of(result: &ToolCallResult) -> &str {
+        result
             .error
             .as_ref()
             .and_then(|e| e.suggestion())
-            .unwrap_or_default();
-        assert!(said.contains("in this turn: 0"), "{said}");
+            .unwrap_or_default()
     }
 
     fn failures_of(code: &'static str, retryable: bool) -> ToolCallResult {

@@ -7,9 +7,3 @@
 
 pub mod client;
 pub mod server;
-
-/// The value behind `m`, even when a thread panicked holding it: a panicking tool leaves the
-/// server's and the bridge's state usable.
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}

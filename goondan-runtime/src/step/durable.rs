@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 
 use super::journal::{INTERRUPTED, Journal, JournalError, JournalPoint, Record, reached};
-use super::lock;
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::calls::middleware::{CallContext, Middleware, MiddlewareFuture, Next};
+use crate::lock;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::registry::ToolRegistry;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use super::StepError;
 use super::caller::AgentCaller;
 use super::durable::{JournalStarts, Writer, interrupted, rerunnable};
 use super::journal::{
@@ -18,13 +19,13 @@ use super::pipeline::{
 };
 use super::submissions::{Submission, Submissions};
 use super::tool_message::{completion_message, tool_message, tool_message_at};
-use super::{StepError, lock};
 use crate::bundle::{Bundle, BundleError};
 use crate::calls::executor::ToolExecutor;
 use crate::calls::guardrail::{Guardrail, Guardrails};
 use crate::calls::middleware::{BoxFuture, Core, Middleware};
 use crate::calls::retry::{Failures, RetryBudget};
 use crate::extension::{Extension, ExtensionApi};
+use crate::lock;
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
 use crate::tools::context::{Caller, Message, ToolContext, fresh_id};

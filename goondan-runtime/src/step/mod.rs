@@ -84,12 +84,6 @@ pub enum StepError {
     },
 }
 
-/// The value behind `m`, even when a thread panicked holding it: the step loop's state stays
-/// usable after a panicking tool.
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Public types that cross tasks are `Send + Sync`; this fails to compile otherwise.
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}

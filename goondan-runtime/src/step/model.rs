@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::lock;
+use crate::lock;
 use crate::tools::catalog::ToolCatalog;
 use crate::tools::context::Message;
 use crate::tools::result::ToolCall;

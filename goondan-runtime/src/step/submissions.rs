@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use futures_util::future::select_all;
 
 use super::journal::Submitted;
-use super::lock;
 use crate::calls::pending::{PendingResults, PendingState};
+use crate::lock;
 use crate::tools::error::ToolError;
 use crate::tools::result::{ToolCall, ToolCallResult};
 

@@ -1,13 +1,14 @@
 //! [`MemoryQuestions`]: approval questions kept in this process only.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use super::Decision;
 use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
     same_call,
 };
+use crate::lock;
 
 /// A [`QuestionStore`] in memory: for tests, and for a process that answers its own questions
 /// (clones share the questions). Nothing outlives the process.
@@ -22,15 +23,11 @@ impl MemoryQuestions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, (u64, Question)>> {
-        self.questions.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 impl QuestionStore for MemoryQuestions {
     fn ask(&self, question: Question) -> QuestionFuture<'_, Question> {
-        let mut questions = self.lock();
+        let mut questions = lock(&self.questions);
         let result = match questions.get(&question.id) {
             Some((_, kept)) => same_call(kept, &question).map(|()| kept.clone()),
             None => {
@@ -50,7 +47,7 @@ impl QuestionStore for MemoryQuestions {
         by: &'a str,
         now_ms: u64,
     ) -> QuestionFuture<'a, AnswerOutcome> {
-        let mut questions = self.lock();
+        let mut questions = lock(&self.questions);
         let result = match questions.get_mut(id) {
             None => Err(QuestionError::Unknown { id: id.to_owned() }),
             Some((_, kept)) => {
@@ -65,21 +62,18 @@ impl QuestionStore for MemoryQuestions {
     }
 
     fn get<'a>(&'a self, id: &'a str) -> QuestionFuture<'a, Option<Question>> {
-        let found = self.lock().get(id).map(|(_, q)| q.clone());
+        let found = lock(&self.questions).get(id).map(|(_, q)| q.clone());
         Box::pin(std::future::ready(Ok(found)))
     }
 
     fn list(&self, which: Listing) -> QuestionFuture<'_, Vec<Question>> {
-        let mut found: Vec<(u64, Question)> = self
-            .lock()
+        let mut found: Vec<(u64, Question)> = lock(&self.questions)
             .values()
             .filter(|(_, q)| which == Listing::All || q.answer.is_none())
             .cloned()
             .collect();
         found.sort_by_key(|(order, _)| *order);
-        Box::pin(std::future::ready(Ok(found
-            .into_iter()
-            .map(|(_, q)| q)
-            .collect())))
+        let found = found.into_iter().map(|(_, q)| q).collect();
+        Box::pin(std::future::ready(Ok(found)))
     }
 }

@@ -60,18 +60,12 @@ impl NatsQuestions {
             None,
         )
         .await
-        .map_err(|source| QuestionError::Storage {
-            place: place.clone(),
-            source,
-        })?;
+        .map_err(|e| QuestionError::storage(&place, e))?;
         Ok(Self { store, place })
     }
 
     fn storage(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QuestionError {
-        QuestionError::Storage {
-            place: self.place.clone(),
-            source: e.into(),
-        }
+        QuestionError::storage(&self.place, e)
     }
 
     fn parse(&self, id: &str, body: &[u8]) -> Result<Question, QuestionError> {
@@ -89,105 +83,29 @@ impl NatsQuestions {
             && id
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
-        if valid {
-            Ok(id)
-        } else {
-            Err(QuestionError::Unknown { id: id.to_owned() })
-        }
-    }
-
-    async fn ask_now(&self, question: Question) -> Result<Question, QuestionError> {
-        let key = self.key(&question.id)?;
-        let body = self.encode(&question)?;
-        match self.store.create(key, body).await {
-            Ok(_) => Ok(question),
-            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
-                let kept = self.get_now(key).await?.ok_or_else(|| {
-                    self.storage(format!("question `{key}` was there and is gone"))
-                })?;
-                same_call(&kept, &question)?;
-                Ok(kept)
-            }
-            Err(e) => Err(self.storage(e)),
-        }
-    }
-
-    async fn answer_now(
-        &self,
-        id: &str,
-        agent: Option<&str>,
-        decision: Decision,
-        by: &str,
-        now_ms: u64,
-    ) -> Result<AnswerOutcome, QuestionError> {
-        let Ok(key) = self.key(id) else {
-            return Err(QuestionError::Unknown { id: id.to_owned() });
-        };
-        // Read, decide, write at that revision; another writer in between means read again.
-        for _ in 0..16 {
-            let entry = self.store.entry(key).await.map_err(|e| self.storage(e))?;
-            let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
-                return Err(QuestionError::Unknown { id: id.to_owned() });
-            };
-            let question = self.parse(id, &entry.value)?;
-            let outcome = apply_answer(question, agent, decision.clone(), by, now_ms)?;
-            if matches!(outcome, AnswerOutcome::AlreadyAnswered(_)) {
-                return Ok(outcome);
-            }
-            let body = self.encode(outcome.question())?;
-            match self.store.update(key, body, entry.revision).await {
-                Ok(_) => return Ok(outcome),
-                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => continue,
-                Err(e) => return Err(self.storage(e)),
-            }
-        }
-        Err(self.storage(format!(
-            "question `{id}` kept changing while it was answered"
-        )))
-    }
-
-    async fn get_now(&self, id: &str) -> Result<Option<Question>, QuestionError> {
-        let Ok(key) = self.key(id) else {
-            return Ok(None);
-        };
-        match self.store.get(key).await.map_err(|e| self.storage(e))? {
-            Some(body) => self.parse(id, &body).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    async fn list_now(&self, which: Listing) -> Result<Vec<Question>, QuestionError> {
-        let keys: Vec<String> = self
-            .store
-            .keys()
-            .await
-            .map_err(|e| self.storage(e))?
-            .try_collect()
-            .await
-            .map_err(|e| self.storage(e))?;
-        let mut questions = Vec::with_capacity(keys.len());
-        for key in keys {
-            match self.get_now(&key).await {
-                Ok(Some(question)) => {
-                    if which == Listing::All || question.answer.is_none() {
-                        questions.push(question);
-                    }
-                }
-                Ok(None) => {}
-                // One damaged question does not hide the others.
-                Err(e) => {
-                    tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out")
-                }
-            }
-        }
-        questions.sort_by(|a, b| (a.asked_at_ms, &a.id).cmp(&(b.asked_at_ms, &b.id)));
-        Ok(questions)
+        valid
+            .then_some(id)
+            .ok_or_else(|| QuestionError::Unknown { id: id.to_owned() })
     }
 }
 
 impl QuestionStore for NatsQuestions {
     fn ask(&self, question: Question) -> QuestionFuture<'_, Question> {
-        Box::pin(self.ask_now(question))
+        Box::pin(async move {
+            let key = self.key(&question.id)?;
+            let body = self.encode(&question)?;
+            match self.store.create(key, body).await {
+                Ok(_) => Ok(question),
+                Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                    let kept = self.get(key).await?.ok_or_else(|| {
+                        self.storage(format!("question `{key}` was there and is gone"))
+                    })?;
+                    same_call(&kept, &question)?;
+                    Ok(kept)
+                }
+                Err(e) => Err(self.storage(e)),
+            }
+        })
     }
 
     fn answer<'a>(
@@ -198,14 +116,71 @@ impl QuestionStore for NatsQuestions {
         by: &'a str,
         now_ms: u64,
     ) -> QuestionFuture<'a, AnswerOutcome> {
-        Box::pin(self.answer_now(id, agent, decision, by, now_ms))
+        Box::pin(async move {
+            let key = self.key(id)?;
+            // Read, decide, write at that revision; another writer in between means read again.
+            for _ in 0..16 {
+                let entry = self.store.entry(key).await.map_err(|e| self.storage(e))?;
+                let Some(entry) = entry.filter(|e| e.operation == kv::Operation::Put) else {
+                    return Err(QuestionError::Unknown { id: id.to_owned() });
+                };
+                let question = self.parse(id, &entry.value)?;
+                let outcome = apply_answer(question, agent, decision.clone(), by, now_ms)?;
+                if matches!(outcome, AnswerOutcome::AlreadyAnswered(_)) {
+                    return Ok(outcome);
+                }
+                let body = self.encode(outcome.question())?;
+                match self.store.update(key, body, entry.revision).await {
+                    Ok(_) => return Ok(outcome),
+                    Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => continue,
+                    Err(e) => return Err(self.storage(e)),
+                }
+            }
+            Err(self.storage(format!(
+                "question `{id}` kept changing while it was answered"
+            )))
+        })
     }
 
     fn get<'a>(&'a self, id: &'a str) -> QuestionFuture<'a, Option<Question>> {
-        Box::pin(self.get_now(id))
+        Box::pin(async move {
+            let Ok(key) = self.key(id) else {
+                return Ok(None);
+            };
+            match self.store.get(key).await.map_err(|e| self.storage(e))? {
+                Some(body) => self.parse(id, &body).map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     fn list(&self, which: Listing) -> QuestionFuture<'_, Vec<Question>> {
-        Box::pin(self.list_now(which))
+        Box::pin(async move {
+            let keys: Vec<String> = self
+                .store
+                .keys()
+                .await
+                .map_err(|e| self.storage(e))?
+                .try_collect()
+                .await
+                .map_err(|e| self.storage(e))?;
+            let mut questions = Vec::with_capacity(keys.len());
+            for key in keys {
+                match self.get(&key).await {
+                    Ok(Some(question)) => {
+                        if which == Listing::All || question.answer.is_none() {
+                            questions.push(question);
+                        }
+                    }
+                    Ok(None) => {}
+                    // One damaged question does not hide the others.
+                    Err(e) => {
+                        tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out")
+                    }
+                }
+            }
+            questions.sort_by(|a, b| (a.asked_at_ms, &a.id).cmp(&(b.asked_at_ms, &b.id)));
+            Ok(questions)
+        })
     }
 }

@@ -220,6 +220,20 @@ pub enum QuestionError {
     },
 }
 
+impl QuestionError {
+    /// The [`Storage`](Self::Storage) error of the store at `place`.
+    #[cfg(any(feature = "sqlite", feature = "nats"))]
+    pub(super) fn storage(
+        place: impl std::fmt::Display,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Storage {
+            place: place.to_string(),
+            source: source.into(),
+        }
+    }
+}
+
 /// The future a [`QuestionStore`] returns.
 pub type QuestionFuture<'a, T> = BoxFuture<'a, Result<T, QuestionError>>;
 
@@ -254,23 +268,17 @@ pub trait QuestionStore: Send + Sync + 'static {
 /// names the store in the error.
 #[cfg(any(feature = "sqlite", feature = "nats"))]
 pub(super) fn to_stored(
-    place: &str,
+    place: &dyn std::fmt::Display,
     question: &Question,
     max: usize,
 ) -> Result<String, QuestionError> {
-    let storage = |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::Storage {
-        place: place.to_owned(),
-        source: e,
-    };
-    let body = serde_json::to_string(question).map_err(|e| storage(e.into()))?;
+    let body = serde_json::to_string(question).map_err(|e| QuestionError::storage(place, e))?;
     if body.len() > max {
-        return Err(storage(
-            format!(
-                "the question is {} bytes; at most {max} are kept",
-                body.len()
-            )
-            .into(),
-        ));
+        let why = format!(
+            "the question is {} bytes; at most {max} are kept",
+            body.len()
+        );
+        return Err(QuestionError::storage(place, why));
     }
     Ok(body)
 }
@@ -279,13 +287,13 @@ pub(super) fn to_stored(
 /// it is longer than `max` bytes, or when it says it is another question.
 #[cfg(any(feature = "sqlite", feature = "nats"))]
 pub(super) fn from_stored(
-    place: &str,
+    place: &dyn std::fmt::Display,
     id: &str,
     body: &[u8],
     max: usize,
 ) -> Result<Question, QuestionError> {
     let corrupt = |reason: String| QuestionError::Corrupt {
-        place: place.to_owned(),
+        place: place.to_string(),
         id: id.to_owned(),
         reason,
     };
@@ -343,22 +351,19 @@ pub(super) fn apply_answer(
 /// The checks of [`QuestionStore::ask`] when a question with the id is kept: it must be the
 /// same call.
 pub(super) fn same_call(kept: &Question, asked: &Question) -> Result<(), QuestionError> {
-    let differs = if kept.agent != asked.agent || kept.instance_key != asked.instance_key {
-        Some("another agent instance")
+    let reason = if kept.agent != asked.agent || kept.instance_key != asked.instance_key {
+        "another agent instance"
     } else if kept.turn_id != asked.turn_id || kept.tool_call_id != asked.tool_call_id {
-        Some("another call")
+        "another call"
     } else if kept.tool_name != asked.tool_name {
-        Some("another tool")
+        "another tool"
     } else {
-        None
+        return Ok(());
     };
-    match differs {
-        Some(reason) => Err(QuestionError::Mismatch {
-            id: kept.id.clone(),
-            reason: reason.to_owned(),
-        }),
-        None => Ok(()),
-    }
+    Err(QuestionError::Mismatch {
+        id: kept.id.clone(),
+        reason: reason.to_owned(),
+    })
 }
 
 /// Milliseconds since the Unix epoch, now.

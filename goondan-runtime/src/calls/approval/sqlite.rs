@@ -2,7 +2,7 @@
 //! by every process of the machine (feature `sqlite`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
@@ -12,6 +12,7 @@ use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
     from_stored, same_call, to_stored,
 };
+use crate::lock;
 
 /// The format of the questions' file; a newer one is refused.
 const FORMAT_VERSION: u32 = 1;
@@ -86,10 +87,8 @@ impl SqliteQuestions {
     /// Fails when a newer goondan wrote it, or when it is not a questions' file.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, QuestionError> {
         let path = path.into();
-        let storage = |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::Storage {
-            place: path.display().to_string(),
-            source: e,
-        };
+        let storage =
+            |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::storage(path.display(), e);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| storage(e.into()))?;
         }
@@ -142,45 +141,26 @@ impl SqliteQuestions {
         &self.path
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn storage(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> QuestionError {
-        QuestionError::Storage {
-            place: self.path.display().to_string(),
-            source: e.into(),
-        }
+        QuestionError::storage(self.path.display(), e)
     }
 
     fn parse(&self, id: &str, body: &str) -> Result<Question, QuestionError> {
-        let place = self.path.display().to_string();
+        let place = self.path.display();
         from_stored(&place, id, body.as_bytes(), MAX_QUESTION_BYTES)
     }
 
     fn encode(&self, question: &Question) -> Result<String, QuestionError> {
-        to_stored(
-            &self.path.display().to_string(),
-            question,
-            MAX_QUESTION_BYTES,
-        )
+        to_stored(&self.path.display(), question, MAX_QUESTION_BYTES)
     }
 
     fn ask_now(&self, question: &Question) -> Result<Question, QuestionError> {
         let body = self.encode(question)?;
-        let mut conn = self.conn();
+        let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.storage(e))?;
-        let kept: Option<String> = tx
-            .query_row(
-                "SELECT body FROM questions WHERE id = ?1",
-                [&question.id],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(|e| self.storage(e))?;
-        if let Some(kept) = kept {
+        if let Some(kept) = self.body_of(&tx, &question.id)? {
             let kept = self.parse(&question.id, &kept)?;
             same_call(&kept, question)?;
             return Ok(kept);
@@ -202,17 +182,11 @@ impl SqliteQuestions {
         by: &str,
         now_ms: u64,
     ) -> Result<AnswerOutcome, QuestionError> {
-        let mut conn = self.conn();
+        let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.storage(e))?;
-        let body: Option<String> = tx
-            .query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(|e| self.storage(e))?;
-        let Some(body) = body else {
+        let Some(body) = self.body_of(&tx, id)? else {
             return Err(QuestionError::Unknown { id: id.to_owned() });
         };
         let outcome = apply_answer(self.parse(id, &body)?, agent, decision, by, now_ms)?;
@@ -230,14 +204,17 @@ impl SqliteQuestions {
     }
 
     fn get_now(&self, id: &str) -> Result<Option<Question>, QuestionError> {
-        let body: Option<String> = self
-            .conn()
-            .query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
-                row.get(0)
-            })
-            .optional()
-            .map_err(|e| self.storage(e))?;
+        let body = self.body_of(&lock(&self.conn), id)?;
         body.map(|b| self.parse(id, &b)).transpose()
+    }
+
+    /// The stored body of question `id`, if kept.
+    fn body_of(&self, conn: &Connection, id: &str) -> Result<Option<String>, QuestionError> {
+        conn.query_row("SELECT body FROM questions WHERE id = ?1", [id], |row| {
+            row.get(0)
+        })
+        .optional()
+        .map_err(|e| self.storage(e))
     }
 
     fn list_now(&self, which: Listing) -> Result<Vec<Question>, QuestionError> {
@@ -245,7 +222,7 @@ impl SqliteQuestions {
             Listing::Waiting => "SELECT id, body FROM questions WHERE answered = 0 ORDER BY seq",
             Listing::All => "SELECT id, body FROM questions ORDER BY seq",
         };
-        let conn = self.conn();
+        let conn = lock(&self.conn);
         let mut statement = conn.prepare(sql).map_err(|e| self.storage(e))?;
         let rows = statement
             .query_map([], |row| {
@@ -384,8 +361,7 @@ mod tests {
         // A damaged row: get and answer say so, the list leaves it out.
         let damaged = question("c2", None);
         store.ask(damaged.clone()).await.unwrap();
-        store
-            .conn()
+        lock(&store.conn)
             .execute(
                 "UPDATE questions SET body = '{\"id\": 5' WHERE id = ?1",
                 [&damaged.id],
@@ -404,8 +380,7 @@ mod tests {
         let waiting = store.list(Listing::Waiting).await.unwrap();
         assert_eq!(waiting.iter().map(|q| &q.id).collect::<Vec<_>>(), [&q.id]);
         // A file written by a newer goondan is refused.
-        store
-            .conn()
+        lock(&store.conn)
             .pragma_update(None, "user_version", FORMAT_VERSION + 1)
             .unwrap();
         drop(store);

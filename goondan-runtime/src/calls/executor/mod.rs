@@ -290,9 +290,8 @@ impl ExecutorBuilder {
     }
 
     /// Adds a middleware with a priority.
-    pub fn middleware_with_priority(mut self, priority: i32, mw: impl Middleware) -> Self {
-        self.middlewares.push(priority, Arc::new(mw));
-        self
+    pub fn middleware_with_priority(self, priority: i32, mw: impl Middleware) -> Self {
+        self.middleware_arc(priority, Arc::new(mw))
     }
 
     /// Adds a shared middleware.

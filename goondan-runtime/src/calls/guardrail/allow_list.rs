@@ -1,7 +1,7 @@
 //! [`AllowList`]: an input guardrail naming the paths and URLs a call may use.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use regex::Regex;
 use serde_json::Value;
@@ -9,6 +9,7 @@ use url::Url;
 
 use super::{CheckFuture, Guardrail, Verdict};
 use crate::calls::middleware::CallContext;
+use crate::lock;
 
 /// The argument names whose values are paths, unless [`AllowList::path_arguments`] says
 /// otherwise: those of the base tools (`file-system`, `bash`) and common spellings.
@@ -67,15 +68,11 @@ impl UrlRule {
         if entry.contains("://") {
             let url = Url::parse(entry).map_err(|e| error(&e.to_string()))?;
             let host = url.host_str().ok_or_else(|| error("it has no host"))?;
-            let mut path = url.path().to_owned();
-            if !path.ends_with('/') {
-                path.push('/');
-            }
             return Ok(UrlRule::Prefix {
                 scheme: url.scheme().to_owned(),
                 host: host.to_ascii_lowercase(),
                 port: url.port_or_known_default(),
-                path,
+                path: dir_path(&url),
             });
         }
         let (host, subdomains) = match entry.strip_prefix("*.") {
@@ -108,14 +105,10 @@ impl UrlRule {
                 port,
                 path,
             } => {
-                let mut candidate = url.path().to_owned();
-                if !candidate.ends_with('/') {
-                    candidate.push('/');
-                }
                 url.scheme() == scheme
                     && host == *allowed
                     && url.port_or_known_default() == *port
-                    && candidate.starts_with(path.as_str())
+                    && dir_path(url).starts_with(path.as_str())
             }
             UrlRule::Host {
                 host: allowed,
@@ -226,7 +219,7 @@ impl AllowList {
     /// The allowed roots, `..` resolved, relative ones under `workdir`: resolved again only
     /// when the workdir is not the last one's.
     fn roots(&self, workdir: &Path) -> Arc<[PathBuf]> {
-        let mut last = self.roots.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = lock(&self.roots.0);
         if let Some((dir, roots)) = &*last
             && dir == workdir
         {
@@ -300,6 +293,16 @@ impl Guardrail for AllowList {
     }
 }
 
+/// The path of `url`, ending with `/`: `/tokio` is under `/tokio/`, `/tokio-util` is not.
+fn dir_path(url: &Url) -> String {
+    let path = url.path();
+    if path.ends_with('/') {
+        path.to_owned()
+    } else {
+        format!("{path}/")
+    }
+}
+
 /// `path` with `.` dropped and `..` taking off the component before it (never above the root).
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -323,19 +326,17 @@ fn paths_in<'v>(
 ) {
     for (key, value) in map {
         let is_path = names.iter().any(|n| n == key);
-        match value {
-            Value::String(s) if is_path => found.push((key, s)),
-            Value::Array(items) => {
-                for item in items {
-                    match item {
-                        Value::String(s) if is_path => found.push((key, s)),
-                        Value::Object(inner) => paths_in(inner, names, found),
-                        _ => {}
-                    }
-                }
+        // A list's items count as the value itself (one level: no lists of lists).
+        let items = match value {
+            Value::Array(items) => items.as_slice(),
+            other => std::slice::from_ref(other),
+        };
+        for item in items {
+            match item {
+                Value::String(s) if is_path => found.push((key, s)),
+                Value::Object(inner) => paths_in(inner, names, found),
+                _ => {}
             }
-            Value::Object(inner) => paths_in(inner, names, found),
-            _ => {}
         }
     }
 }
@@ -372,10 +373,7 @@ mod tests {
     use super::*;
 
     fn args(v: Value) -> serde_json::Map<String, Value> {
-        match v {
-            Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        }
+        v.as_object().cloned().unwrap_or_default()
     }
 
     #[test]

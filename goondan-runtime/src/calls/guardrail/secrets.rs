@@ -107,20 +107,14 @@ impl SecretScanner {
         if !kebab {
             return Err(SecretPatternError::Name(name.to_owned()));
         }
+        let error = |why| SecretPatternError::Pattern {
+            name: name.to_owned(),
+            why,
+        };
         // Checked alone first, so that the error names the pattern.
-        compile(&[(name.to_owned(), pattern.to_owned())]).map_err(|why| {
-            SecretPatternError::Pattern {
-                name: name.to_owned(),
-                why,
-            }
-        })?;
+        compile(&[(name.to_owned(), pattern.to_owned())]).map_err(error)?;
         self.shapes.push((name.to_owned(), pattern.to_owned()));
-        self.regex = Some(
-            compile(&self.shapes).map_err(|why| SecretPatternError::Pattern {
-                name: name.to_owned(),
-                why,
-            })?,
-        );
+        self.regex = Some(compile(&self.shapes).map_err(error)?);
         Ok(self)
     }
 

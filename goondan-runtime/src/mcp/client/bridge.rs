@@ -10,7 +10,7 @@ use super::link::{ServerLink, ServerStatus, ToolsChanged};
 use super::token_store::TokenStore;
 use crate::calls::middleware::Middleware;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
-use crate::mcp::lock;
+use crate::lock;
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
 use crate::tools::context::ToolContext;
 use crate::tools::handler::{Handler, HandlerError, HandlerFuture};

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use std::sync::Mutex;
 
-use crate::mcp::lock;
+use crate::lock;
 use crate::tools::context::{AskError, Question, ToolContext};
 
 /// How many input-required rounds one call may take before the bridge gives up on it.

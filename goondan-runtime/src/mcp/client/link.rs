@@ -35,7 +35,7 @@ use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
 use super::task;
 use crate::calls::refusal;
-use crate::mcp::lock;
+use crate::lock;
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::Outcome;

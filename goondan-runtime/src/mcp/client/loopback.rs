@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::auth::{AuthorizeFuture, Authorizer};
-use crate::mcp::lock;
+use crate::lock;
 
 /// The path the redirect comes back to.
 const CALLBACK_PATH: &str = "/callback";

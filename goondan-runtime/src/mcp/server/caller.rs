@@ -36,7 +36,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::lock;
+use crate::lock;
 use crate::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
 
 /// The most answers a sealed state carries, and the most bytes of them: a client cannot grow

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::caller::{McpCaller, Rounds, log_level};
 use super::{McpServer, call, listing, progress};
 use crate::calls::finish::{Announce, Rules, finish};
-use crate::mcp::lock;
+use crate::lock;
 use crate::tools::context::{Caller, ToolContext};
 use crate::tools::result::{ArcStr, ToolCall, ToolCallResult};
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::call_tool_result;
 use super::caller::McpCaller;
 use crate::calls::pending::{PendingResults, PendingState};
-use crate::mcp::lock;
+use crate::lock;
 use crate::tools::output_schema::OutputSchema;
 use crate::tools::result::ToolCallResult;
 

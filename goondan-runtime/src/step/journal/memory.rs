@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{Journal, JournalFuture, Record, Recovered};
-use crate::step::lock;
+use crate::lock;
 
 /// A journal kept in memory: clones share it, so a second instance built on a clone sees what
 /// the first wrote, as a restarted process would see a file. It does not survive the process.

@@ -15,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::record::{FORMAT_VERSION, MAX_RECORD_BYTES, Record};
 use super::{Journal, JournalError, JournalFuture, Recovered, Replay};
-use crate::step::lock;
+use crate::lock;
 
 /// How durable a written record is, SQLite's `synchronous` setting in WAL mode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

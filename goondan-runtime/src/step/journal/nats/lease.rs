@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::kv::{self, CreateErrorKind, DeleteErrorKind, UpdateErrorKind};
 
 use super::super::JournalError;
-use crate::step::lock;
+use crate::lock;
 
 /// A held lease on one key of a lease bucket. Renewed in the background while it lives;
 /// [`release`](Self::release) lets go at once, dropping it lets go in the background (when

@@ -33,7 +33,7 @@ use self::message::{Decoded, FORMAT_HEADER, SKIPS_HEADER};
 use self::subject::Place;
 use super::record::FORMAT_VERSION;
 use super::{Journal, JournalError, JournalFuture, Record, Recovered};
-use crate::step::lock;
+use crate::lock;
 
 /// How long a read waits for the next message of a journal before it gives up.
 const READ_WAIT: Duration = Duration::from_secs(10);
