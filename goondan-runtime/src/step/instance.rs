@@ -28,7 +28,7 @@ use crate::extension::{Extension, ExtensionApi};
 use crate::lock;
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
-use crate::tools::context::{Caller, Message, ToolContext, fresh_id};
+use crate::tools::context::{Caller, Message, ToolContext, fresh_id, now_ms};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
 use crate::tools::toolset::{self, Toolset};
@@ -397,8 +397,14 @@ impl AgentInstance {
             });
         }
         let turn_id = fresh_id("turn");
-        let mut input = Message::assistant(fresh_id("msg"), Some(input.into()), Vec::new());
-        input.role = "user".to_owned();
+        let input = Message {
+            id: fresh_id("msg"),
+            role: "user".to_owned(),
+            content: Some(input.into()),
+            tool_calls: Vec::new(),
+            metadata: serde_json::Map::new(),
+            created_at: now_ms(),
+        };
         self.run_turn_of(input, turn_id, trace_id, cancellation)
             .await
     }
