@@ -95,7 +95,7 @@ impl Pending {
     pub fn new<F, T, E>(future: F) -> Self
     where
         F: Future<Output = Result<T, E>> + Send + 'static,
-        T: Serialize,
+        T: Serialize + 'static,
         E: Into<ToolError>,
     {
         Pending {
@@ -105,8 +105,13 @@ impl Pending {
 }
 
 /// The output as JSON. A float JSON cannot hold (infinity, NaN) is an error, never the `null`
-/// `serde_json` would write for it.
-fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
+/// `serde_json` would write for it. An output that is JSON already, or a string, is moved into
+/// the result: serialising it would copy it whole.
+fn to_output<T: Serialize + 'static>(value: T) -> Result<Value, ToolError> {
+    let value = match moved_json(value) {
+        Ok(json) => return Ok(json),
+        Err(value) => value,
+    };
     if let Err(what) = finite::check(&value) {
         return Err(ToolError::new(format!(
             "the tool's output holds a number JSON cannot represent ({what})"
@@ -127,6 +132,24 @@ fn to_output<T: Serialize>(value: T) -> Result<Value, ToolError> {
     })
 }
 
+/// `value` as JSON when it is JSON already or a string, moved; else `value` back.
+fn moved_json<T: 'static>(value: T) -> Result<Value, T> {
+    let mut slot = Some(value);
+    let any: &mut dyn std::any::Any = &mut slot;
+    let json = if let Some(json) = any.downcast_mut::<Option<Value>>() {
+        json.take()
+    } else if let Some(text) = any.downcast_mut::<Option<String>>() {
+        text.take().map(Value::String)
+    } else {
+        None
+    };
+    match (json, slot) {
+        (Some(json), _) => Ok(json),
+        (None, Some(value)) => Err(value),
+        (None, None) => unreachable!("the slot is emptied only by a move into `json`"),
+    }
+}
+
 /// What a handler may return: any `Serialize` value, a [`Pending`], or content parts
 /// ([`Content`](crate::tools::content::Content), [`ToolReturn`](crate::tools::content::ToolReturn)).
 #[diagnostic::on_unimplemented(
@@ -140,7 +163,7 @@ pub trait IntoOutcome {
 }
 
 #[diagnostic::do_not_recommend]
-impl<T: Serialize> IntoOutcome for T {
+impl<T: Serialize + 'static> IntoOutcome for T {
     fn into_outcome(self) -> Result<Outcome, ToolError> {
         to_output(self).map(Outcome::Output)
     }
@@ -322,4 +345,42 @@ where
     E: Into<ToolError>,
 {
     FnHandler(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_that_is_json_or_a_string_is_moved_not_copied() {
+        let text = "a long answer ".repeat(100);
+        let at = text.as_ptr();
+        let Ok(Outcome::Output(Value::String(out))) = text.into_outcome() else {
+            panic!("a string output is a JSON string");
+        };
+        assert_eq!(out.as_ptr(), at);
+
+        let json = serde_json::json!({"rows": [{"text": "x".repeat(100)}]});
+        let at = json["rows"][0]["text"].as_str().map(str::as_ptr);
+        let Ok(Outcome::Output(out)) = json.clone().into_outcome() else {
+            panic!("a JSON output is itself");
+        };
+        assert_eq!(out, json);
+        let Ok(Outcome::Output(moved)) = json.into_outcome() else {
+            panic!("a JSON output is itself");
+        };
+        assert_eq!(moved["rows"][0]["text"].as_str().map(str::as_ptr), at);
+    }
+
+    #[test]
+    fn any_other_output_is_serialised_and_a_non_finite_float_refused() {
+        let Ok(Outcome::Output(out)) = (1.5_f64, "b").into_outcome() else {
+            panic!("a tuple serialises");
+        };
+        assert_eq!(out, serde_json::json!([1.5, "b"]));
+        let Err(err) = f64::NAN.into_outcome() else {
+            panic!("NaN is no JSON");
+        };
+        assert_eq!(err.code(), codes::OUTPUT);
+    }
 }
