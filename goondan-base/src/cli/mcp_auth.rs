@@ -96,7 +96,10 @@ pub(crate) fn login(login: &Login<'_>, out: &mut dyn Write) -> Result<u8, McpAut
         .build()
         .map_err(McpAuthCliError::Runtime)?;
     // A person takes longer than a server's start: the wait for the browser bounds it.
-    let server = server.startup_timeout(login.wait + Duration::from_secs(30));
+    // A login that cannot reach the server, or is refused, fails: the server is required.
+    let server = server
+        .startup_timeout(login.wait + Duration::from_secs(30))
+        .required(true);
     let url = server.url().unwrap_or_default().to_owned();
     runtime.block_on(async {
         let browser = LoopbackAuthorizer::bind(login.port)

@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use goondan_runtime::bundle::Bundle;
-use goondan_runtime::mcp::client::{McpClientError, McpExtension, TokenStore};
+use goondan_runtime::mcp::client::{
+    McpClientError, McpExtension, McpExtensionConfig, ServerStatus, TokenStore,
+};
 use goondan_test_peers::mcp_peers::ProtectedServer;
 
 fn bundle(dir: &Path, url: &str) -> std::path::PathBuf {
@@ -202,23 +204,41 @@ fn mcp_login_keeps_the_tokens_in_the_user_s_store_a_run_uses_them_and_logout_for
     assert!(!mcp.tool_names("tracker").is_empty());
     mcp.shutdown();
 
-    // After logout, the same start is E_MCP_AUTH's refusal with the way back, at once.
+    // After logout, the same start leaves `tracker` out, unauthorized, with the way back in its
+    // status, at once; a required `tracker` fails the start with the same reason.
     let out = goondan(&state, &["mcp", "logout", "tracker"]);
     assert_eq!(text(&out.stdout), "logged out of `tracker`\n");
     assert!(!kept.exists());
     let started = Instant::now();
-    let refused = runtime.block_on(McpExtension::connect(config)).unwrap_err();
+    let mcp = runtime
+        .block_on(McpExtension::connect(config.clone()))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
-    match refused {
-        McpClientError::Unauthorized { server, reason, .. } => {
+    match mcp.status("tracker") {
+        Some(ServerStatus::Unauthorized { reason }) => {
+            assert!(reason.contains("goondan mcp login tracker"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(mcp.tool_names("tracker").is_empty());
+    mcp.shutdown();
+    let required = McpExtensionConfig::new("mcp")
+        .server(
+            loaded.mcp_extension("mcp").unwrap().servers()[0]
+                .clone()
+                .required(true),
+        )
+        .token_store(store.clone());
+    match runtime.block_on(McpExtension::connect(required)) {
+        Err(McpClientError::Unauthorized { server, reason, .. }) => {
             assert_eq!(server, "tracker");
             assert!(reason.contains("goondan mcp login tracker"), "{reason}");
         }
-        other => panic!("{other}"),
+        other => panic!("{other:?}"),
     }
     let out = goondan(&state, &["mcp", "logout", "tracker"]);
     assert_eq!(text(&out.stdout), "no tokens were kept for `tracker`\n");

@@ -18,8 +18,11 @@ use crate::headless::Headless;
 use crate::mcp_bridge::{Bridged, test_server};
 use crate::oauth_server::AuthServer;
 
+/// An OAuth server the extension cannot start without: the tests here read the start's
+/// refusals from `connect`.
 fn oauth(name: &str, url: &str) -> McpServerConfig {
     McpServerConfig::http(name, url)
+        .required(true)
         .auth(McpAuth::OAuth(OAuthClient::new()))
         .startup_timeout(Duration::from_secs(15))
         .call_timeout(Duration::from_secs(15))

@@ -377,11 +377,13 @@ async fn mcp_stdio_server_gets_its_env_and_cwd_and_include_limits_its_tools() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_server_that_cannot_start_fails_connect_with_its_name_and_reason_without_hanging() {
+async fn mcp_a_required_server_that_cannot_start_fails_connect_with_its_name_and_reason_without_hanging()
+ {
     let started = Instant::now();
     let config = McpExtensionConfig::new("t").server(
         McpServerConfig::stdio("ghost", "/nonexistent/mcp-server")
-            .startup_timeout(Duration::from_secs(5)),
+            .startup_timeout(Duration::from_secs(5))
+            .required(true),
     );
     let err = McpExtension::connect(config).await.unwrap_err();
     let text = err.to_string();
@@ -409,6 +411,9 @@ spec:
       - name: web
         url: http://127.0.0.1:1/mcp
         env: {A: b}
+      - name: strict
+        url: http://127.0.0.1:1/mcp
+        required: yes please
 "#;
     let bundle = Bundle::from_yaml(yaml, "goondan.yaml");
     let errors: Vec<_> = bundle
@@ -429,8 +434,52 @@ spec:
         "{errors:?}"
     );
     assert!(errors.iter().any(|(_, m)| m.contains("a__b")), "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .any(|(l, m)| *l == 18 && m.contains("`required` is `true` or `false`")),
+        "{errors:?}"
+    );
     assert!(bundle.mcp_extension("mcp").is_err());
     assert!(bundle.mcp_extension("other").is_err());
+}
+
+/// A bundle's `required: true` server that cannot be reached fails the start, naming it; the
+/// same server not required is left out and the extension starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_bundle_s_required_server_fails_the_start_and_one_not_required_is_left_out() {
+    let yaml = |required: bool| {
+        format!(
+            r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: srv
+        url: http://127.0.0.1:1/mcp
+        startupTimeoutMs: 5000
+        required: {required}
+"#
+        )
+    };
+    let strict = Bundle::from_yaml(&yaml(true), "goondan.yaml");
+    assert!(
+        strict.diagnostics().is_empty(),
+        "{:?}",
+        strict.diagnostics()
+    );
+    let err = McpExtension::connect(strict.mcp_extension("mcp").unwrap())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`srv`"), "{err}");
+    let lenient = Bundle::from_yaml(&yaml(false), "goondan.yaml");
+    let mcp = McpExtension::connect(lenient.mcp_extension("mcp").unwrap())
+        .await
+        .unwrap();
+    assert!(matches!(mcp.status("srv"), Some(ServerStatus::Down { .. })));
+    mcp.shutdown();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -502,55 +551,132 @@ async fn mcp_cancelling_the_context_of_a_remote_task_sends_tasks_cancel() {
 /// So it is ready when it said it listens and then neither reported the port taken nor exited
 /// for half a second; a port found taken is given up for another, a few times.
 async fn server_everything_over_http() -> (tokio::process::Child, u16) {
-    use tokio::io::AsyncBufReadExt;
     for _ in 0..5 {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut child = tokio::process::Command::new(mcp_peers::peer("node"))
-            .arg(mcp_peers::peer("mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let listening = format!("listening on port {port}");
-        let said = tokio::time::timeout(Duration::from_secs(30), async {
+        if let Some(child) = server_everything_on(port).await {
+            return (child, port);
+        }
+    }
+    panic!("server-everything found its port taken five times")
+}
+
+/// server-everything over Streamable HTTP on `port` of 127.0.0.1, once it listens; `None` when
+/// the port was taken.
+async fn server_everything_on(port: u16) -> Option<tokio::process::Child> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(mcp_peers::peer("node"))
+        .arg(mcp_peers::peer("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = format!("listening on port {port}");
+    let said = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match lines.next_line().await {
+                Ok(Some(line)) if line.contains(&listening) => return true,
+                Ok(Some(_)) => {}
+                _ => return false,
+            }
+        }
+    })
+    .await
+    .expect("server-everything said nothing within 30 s");
+    let taken = !said
+        || tokio::time::timeout(Duration::from_millis(500), async {
             loop {
                 match lines.next_line().await {
-                    Ok(Some(line)) if line.contains(&listening) => return true,
+                    Ok(Some(line)) if line.contains("already in use") => return true,
                     Ok(Some(_)) => {}
-                    _ => return false,
+                    _ => return true,
                 }
             }
         })
         .await
-        .expect("server-everything said nothing within 30 s");
-        let taken = !said
-            || tokio::time::timeout(Duration::from_millis(500), async {
-                loop {
-                    match lines.next_line().await {
-                        Ok(Some(line)) if line.contains("already in use") => return true,
-                        Ok(Some(_)) => {}
-                        _ => return true,
-                    }
-                }
-            })
-            .await
-            .unwrap_or(false);
-        if !taken {
-            // Keep reading its stderr, so that it never blocks on a full pipe.
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return (child, port);
-        }
+        .unwrap_or(false);
+    if taken {
         let _ = child.kill().await;
+        return None;
     }
-    panic!("server-everything found its port taken five times")
+    // Keep reading its stderr, so that it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Some(child)
+}
+
+/// A server that is not required and cannot be reached at start is left out: the extension
+/// starts with the others, the server's status says why, and once it answers (the supervisor
+/// tries again with backoff) its tools are registered and callable, with no restart of the
+/// agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_server_that_cannot_start_leaves_the_others_serving_and_its_tools_come_when_it_is_up()
+{
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = McpExtensionConfig::new("t")
+        .server(test_server("srv"))
+        .server(
+            McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+                .include(["echo"])
+                .startup_timeout(Duration::from_secs(5)),
+        )
+        .server(
+            McpServerConfig::stdio("ghost", "/nonexistent/mcp-server")
+                .startup_timeout(Duration::from_secs(5)),
+        );
+    let mcp = McpExtension::connect(config).await.unwrap();
+    assert!(!mcp.tool_names("srv").is_empty());
+    for server in ["web", "ghost"] {
+        let Some(ServerStatus::Down { reason }) = mcp.status(server) else {
+            panic!("{server}: {:?}", mcp.status(server));
+        };
+        assert!(
+            !reason.is_empty() && (server != "ghost" || reason.contains("/nonexistent/mcp-server")),
+            "{server}: {reason}"
+        );
+        assert!(mcp.tool_names(server).is_empty(), "{server}");
+    }
+    let bridged = Bridged::new(&mcp);
+    let catalog = bridged.agent.base_catalog().unwrap();
+    assert!(catalog.get("web__echo").is_none());
+    let refused = bridged.call("web__echo", json!({"message": "hi"})).await;
+    assert_eq!(
+        refused.error_code(),
+        Some("E_TOOL_NOT_IN_CATALOG"),
+        "{refused:?}"
+    );
+
+    let Some(mut server) = server_everything_on(port).await else {
+        panic!("port {port} was taken meanwhile");
+    };
+    let waited = Instant::now();
+    while !bridged.agent.registry().contains("web__echo") {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "web's tools did not come: {:?}",
+            mcp.status("web")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(matches!(mcp.status("web"), Some(ServerStatus::Up { .. })));
+    let echoed = bridged.call("web__echo", json!({"message": "late"})).await;
+    assert!(echoed.is_ok(), "{echoed:?}");
+    assert!(matches!(
+        mcp.status("ghost"),
+        Some(ServerStatus::Down { .. })
+    ));
+    mcp.shutdown();
+    server.kill().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -581,7 +707,8 @@ async fn mcp_streamable_http_server_everything_is_bridged_by_url() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_streamable_http_headers_go_with_the_requests_and_a_refusing_server_fails_connect() {
+async fn mcp_streamable_http_headers_go_with_the_requests_and_a_refusing_required_server_fails_connect()
+ {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -604,7 +731,8 @@ async fn mcp_streamable_http_headers_go_with_the_requests_and_a_refusing_server_
     let server = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
         .header("Authorization", "Bearer sesame")
         .header("X-Goondan-Test", "yes")
-        .startup_timeout(Duration::from_secs(5));
+        .startup_timeout(Duration::from_secs(5))
+        .required(true);
     let started = Instant::now();
     let err = McpExtension::connect(McpExtensionConfig::new("t").server(server))
         .await
@@ -1247,7 +1375,9 @@ async fn mcp_a_bridged_server_s_sampling_goes_to_the_agent_s_model_and_its_form_
 /// keeps serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_an_endless_tool_list_is_refused_and_an_oversized_result_is_bounded() {
-    let endless = test_server("srv").env("MCP_TEST_ENDLESS_LIST", "1");
+    let endless = test_server("srv")
+        .env("MCP_TEST_ENDLESS_LIST", "1")
+        .required(true);
     let started = Instant::now();
     let err = McpExtension::connect(McpExtensionConfig::new("t").server(endless))
         .await

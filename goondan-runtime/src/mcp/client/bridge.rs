@@ -51,7 +51,8 @@ pub enum McpClientError {
 ///
 /// [`connect`](Self::connect) starts every server and lists its tools; adding the extension
 /// to an agent instance registers them as `{server}__{tool}`, so they are in the registry
-/// before the first Step. Every call goes through the agent's executor like any other tool.
+/// before the first Step (those of a server that is not up yet come when it is). Every call
+/// goes through the agent's executor like any other tool.
 /// When a server announces `notifications/tools/list_changed`, its new tools are registered
 /// and the withdrawn ones are left out of the next Step's catalog. A stdio server that stops
 /// is started again with backoff; meanwhile its tools answer `E_MCP_UNAVAILABLE`.
@@ -100,8 +101,12 @@ impl std::fmt::Debug for McpExtension {
 }
 
 impl McpExtension {
-    /// Starts every server of `config` and waits, each at most its startup timeout, until
-    /// all are up and their tools listed. Fails, stopping them all, when one is not.
+    /// Starts every server of `config` and waits, each at most its startup timeout and all at
+    /// once, until each is up and its tools listed, or has failed. A server that is not up
+    /// then is left out with a `goondan::mcp` warning (its [`status`](Self::status) says why)
+    /// and keeps being started again with backoff; its tools are registered when it is up.
+    /// Fails, stopping them all, only when a [required](super::McpServerConfig::required) server is
+    /// not up.
     pub async fn connect(config: McpExtensionConfig) -> Result<Self, McpClientError> {
         config.check()?;
         let registrar = Arc::new(Registrar {
@@ -129,8 +134,13 @@ impl McpExtension {
                 ServerLink::start(&config.name, s, changed, access.clone())
             })
             .collect();
-        for link in links.iter() {
-            let status = link.settled(link.config.startup_timeout).await;
+        let settled = futures_util::future::join_all(
+            links
+                .iter()
+                .map(|link| link.settled(link.config.startup_timeout)),
+        )
+        .await;
+        for (link, status) in links.iter().zip(settled) {
             let unauthorized = matches!(status, ServerStatus::Unauthorized { .. });
             let reason = match status {
                 ServerStatus::Up { .. } => continue,
@@ -140,10 +150,21 @@ impl McpExtension {
                     link.config.startup_timeout.as_millis()
                 ),
             };
+            let server = link.config.name.clone();
+            if !link.config.required {
+                tracing::warn!(
+                    target: "goondan::mcp",
+                    extension = %config.name,
+                    server = %server,
+                    "MCP server `{server}` is {}: {reason}; its tools are left out until it is up",
+                    if unauthorized { "not authorized" } else { "unavailable" },
+                );
+                continue;
+            }
             for l in links.iter() {
                 l.shutdown();
             }
-            let (extension, server) = (config.name, link.config.name.clone());
+            let extension = config.name;
             return Err(if unauthorized {
                 McpClientError::Unauthorized {
                     extension,

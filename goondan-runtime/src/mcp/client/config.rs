@@ -77,6 +77,7 @@ pub struct McpServerConfig {
     pub(crate) sampling: bool,
     pub(crate) launcher: Shared<dyn Launcher>,
     pub(crate) sandbox: Option<serde_json::Value>,
+    pub(crate) required: bool,
 }
 
 impl McpServerConfig {
@@ -117,6 +118,7 @@ impl McpServerConfig {
             sampling: true,
             launcher: Shared::default(),
             sandbox: None,
+            required: false,
         }
     }
 
@@ -226,6 +228,18 @@ impl McpServerConfig {
     #[must_use]
     pub fn exclude<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
         self.exclude.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether the extension cannot start without this server (default `false`). A server that
+    /// is not required and is not up within its startup timeout (unreachable, refusing, not
+    /// authorized, too slow, answering something unusable) is left out with a warning, and
+    /// [`McpExtension::connect`](super::McpExtension::connect) succeeds with the others; it
+    /// keeps being started again with backoff, and its tools come when it is up. A required
+    /// one fails the whole start.
+    #[must_use]
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
         self
     }
 

@@ -34,6 +34,7 @@
 //!         protocolVersion: "2026-07-28"     # default: 2025-11-25's handshake
 //!         auth: oauth                       # or {oauth: {clientId, clientSecretEnv, scopes}}
 //!         sampling: false                   # it may not ask the agent's model mid-call
+//!         required: true                    # the agent does not start without it
 //!       - name: builds                      # a service account: no person involved
 //!         url: https://mcp.ci.example/mcp
 //!         auth:
@@ -69,6 +70,7 @@ const SERVER_KEYS: &[&str] = &[
     "auth",
     "sampling",
     "sandbox",
+    "required",
 ];
 
 const OAUTH_KEYS: &[&str] = &["clientId", "clientSecretEnv", "clientMetadataUrl", "scopes"];
@@ -350,6 +352,11 @@ fn server(
         None => {}
         Some(Value::Bool(allowed)) => server = server.sampling(*allowed),
         Some(_) => f.error("sampling", "`sampling` is `true` or `false`", out),
+    }
+    match map.get("required") {
+        None => {}
+        Some(Value::Bool(required)) => server = server.required(*required),
+        Some(_) => f.error("required", "`required` is `true` or `false`", out),
     }
     let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
     (!failed && name.is_some()).then_some(server)
