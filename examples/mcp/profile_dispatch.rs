@@ -8,6 +8,9 @@
 //! - `floor` / `floor-text`: the same serde work and function, without any dispatch;
 //! - `rmcp` / `rmcp-text`: rmcp's `ToolRouter::call` on the same two tools written with rmcp's
 //!   macros (`Json<T>` and `String`: the same return shapes);
+//! - `rmcp-checked` / `rmcp-text-checked`: the same, each call's arguments first checked against
+//!   the tool's input schema by the validator `execute` uses (`ArgValidator::check`): the work
+//!   the Goondan contract asks of every call and rmcp leaves to its users;
 //! - `mw [K]`: `execute` through K (default 3) pass-through `toolCall` middlewares;
 //! - `sync`: the struct tool written as a plain `fn`, which runs on the blocking pool;
 //! - `size`: prints the size of `execute`'s future.
@@ -18,6 +21,7 @@
     clippy::print_stdout
 )]
 use goondan_runtime::prelude::*;
+use goondan_runtime::tools::schema::ArgValidator;
 use goondan_runtime::{ToolCatalog, ToolExecutor};
 use rmcp::handler::server::tool::ToolCallContext as RmcpCall;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, NumberOrString};
@@ -79,9 +83,17 @@ fn main() {
                 }
             });
         }
-        "rmcp" | "rmcp-text" => {
-            let name = if mode == "rmcp" { "uppercase" } else { "shout" };
+        "rmcp" | "rmcp-text" | "rmcp-checked" | "rmcp-text-checked" => {
+            let name = if mode.starts_with("rmcp-text") {
+                "shout"
+            } else {
+                "uppercase"
+            };
             let router = RmcpTools::tool_router();
+            let checked = mode.ends_with("-checked").then(|| {
+                let tool = router.get(name).unwrap();
+                ArgValidator::new(&serde_json::Value::Object((*tool.input_schema).clone()))
+            });
             let service = RmcpTools {
                 tool_router: RmcpTools::tool_router(),
             };
@@ -96,9 +108,18 @@ fn main() {
                 .await;
                 for _ in 0..n {
                     let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
-                    let r = router
-                        .call(RmcpCall::new(&service, params.clone(), context))
-                        .await;
+                    let mut params = params.clone();
+                    if let Some(validator) = &checked {
+                        let mut args = serde_json::Value::Object(params.arguments.take().unwrap());
+                        if validator.check(&mut args).is_err() {
+                            continue;
+                        }
+                        let serde_json::Value::Object(args) = args else {
+                            unreachable!()
+                        };
+                        params.arguments = Some(args);
+                    }
+                    let r = router.call(RmcpCall::new(&service, params, context)).await;
                     ok += usize::from(matches!(r, Ok(CallToolResponse::Complete(_))));
                 }
             });
