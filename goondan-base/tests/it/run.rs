@@ -710,3 +710,87 @@ spec:
         results[1]
     );
 }
+
+/// A bridged server that never answers `initialize` (here `sleep`), whose startup timeout is
+/// longer than the agent process's start deadline (10 s), takes nothing else down: the agent
+/// process starts, the slow server is left out once its startup timeout has passed, with a
+/// warning naming it, and the other server's tool is called as the model asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_a_bridged_server_that_never_starts_is_left_out_and_the_others_serve() {
+    use goondan_test_peers::mcp_peers;
+
+    let server = ReplayServer::start([
+        call(
+            "call_e",
+            "everything__echo",
+            &json!({"message": "still here"}),
+        ),
+        text(&["The echo ", "answered."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut yaml = support::replayed_model(&server);
+    yaml.push_str(&format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: slow
+        command: sleep
+        args: ["600"]
+        startupTimeoutMs: 15000
+      - name: everything
+        command: "{node}"
+        args: ["{everything}", "stdio"]
+        include: [echo]
+        sandbox: {{read: ["{peers}"]}}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+        node = mcp_peers::peer("node").display(),
+        everything = mcp_peers::peer("mcp-server-everything").display(),
+        peers = mcp_peers::peers_dir()
+            .join("../..")
+            .canonicalize()
+            .unwrap()
+            .display(),
+    ));
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "echo something",
+            "--approve",
+            "never",
+        ],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "The echo answered.\n", "{stderr}");
+    assert!(
+        stderr.contains("slow"),
+        "the slow server is named: {stderr}"
+    );
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{stderr}");
+    let results = tool_results(&seen[1].body);
+    assert!(results[0].contains("still here"), "{results:?}");
+    // The model was shown the echo and nothing of the slow server.
+    assert!(seen[0].body.to_string().contains("everything__echo"));
+    assert!(!seen[0].body.to_string().contains("slow__"));
+}

@@ -38,7 +38,7 @@ use goondan_runtime::calls::approval::{
 };
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
-use goondan_runtime::mcp::client::McpExtension;
+use goondan_runtime::mcp::client::{McpExtension, ServerStatus};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
 use goondan_runtime::tools::context::{AnswerFuture, AskError, Caller, LogLevel};
@@ -175,7 +175,7 @@ impl RunWorker {
         };
         let mcp = bundle
             .as_ref()
-            .map(|b| mcp_extensions(b, &me.agent))
+            .map(|b| mcp_extensions(b, &me.agent, link.as_deref()))
             .unwrap_or_default();
         let callable = bundle
             .as_ref()
@@ -203,10 +203,16 @@ impl RunWorker {
 }
 
 /// The MCP Extensions the agent lists in `spec.extensions`, connected: their servers started
-/// and their tools listed before the first Step. One that cannot be read or connected becomes
-/// an extension that fails to register, so the agent's load fails with the reason
-/// (`E_AGENT_LOAD`) instead of running without the tools it was given.
-fn mcp_extensions(bundle: &Bundle, agent: &str) -> Vec<Arc<dyn Extension>> {
+/// and their tools listed before the first Step. A server that is not up is left out (its
+/// tools come when it is), and the terminal is told which and why. One that cannot be read,
+/// or whose required server is not up, becomes an extension that fails to register, so the
+/// agent's load fails with the reason (`E_AGENT_LOAD`) instead of running without the tools
+/// it was given.
+fn mcp_extensions(
+    bundle: &Bundle,
+    agent: &str,
+    link: Option<&AgentLink>,
+) -> Vec<Arc<dyn Extension>> {
     let configs = match bundle.agent_mcp_extensions(agent) {
         Ok(configs) => configs,
         Err(e) => return vec![Arc::new(Unavailable(e.to_string()))],
@@ -232,7 +238,26 @@ fn mcp_extensions(bundle: &Bundle, agent: &str) -> Vec<Arc<dyn Extension>> {
             );
             let name = config.name().to_owned();
             match runtime.block_on(McpExtension::connect(config)) {
-                Ok(mcp) => Arc::new(mcp) as Arc<dyn Extension>,
+                Ok(mcp) => {
+                    for (server, status) in mcp.statuses() {
+                        let why = match status {
+                            ServerStatus::Up { .. } => continue,
+                            ServerStatus::Starting => "it is still starting".to_owned(),
+                            ServerStatus::Down { reason } => reason,
+                            ServerStatus::Unauthorized { reason } => {
+                                format!("it is not authorized: {reason}")
+                            }
+                        };
+                        if let Some(link) = link {
+                            link.send(&Note::ServerLeftOut {
+                                extension: name.clone(),
+                                server,
+                                why,
+                            });
+                        }
+                    }
+                    Arc::new(mcp) as Arc<dyn Extension>
+                }
                 Err(e) => Arc::new(Unavailable(format!("MCP extension `{name}`: {e}"))),
             }
         })

@@ -48,6 +48,16 @@ pub(crate) enum Note {
         /// The text.
         text: String,
     },
+    /// A bridged MCP server is not up, and its tools are left out until it is.
+    #[serde(rename_all = "camelCase")]
+    ServerLeftOut {
+        /// The MCP extension.
+        extension: String,
+        /// The server.
+        server: String,
+        /// Why, as its status says.
+        why: String,
+    },
     /// A tool call started.
     #[serde(rename_all = "camelCase")]
     ToolStarted {

@@ -472,6 +472,13 @@ impl Session {
                         .err_line(&format!("↻ `{address}` restarted (pid {pid})"));
                 }
             }
+            Note::ServerLeftOut {
+                extension,
+                server,
+                why,
+            } => self.screen.err_line(&format!(
+                "! MCP server `{server}` of `{extension}` is left out until it is up: {why}"
+            )),
             Note::Delta { text } => self.screen.delta(&text),
             Note::TurnEnded { .. } => {}
             Note::ToolStarted {

@@ -222,27 +222,34 @@ where
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let max = std::env::var(ENV_MAX_FRAME)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ipc::DEFAULT_MAX_FRAME_BYTES);
+    // Hello first: the Orchestrator's start deadline covers the process's start, not what its
+    // worker then starts (MCP servers, each within its own startup timeout). Requests wait in
+    // the socket until the worker serves them.
+    let stream = rt.block_on(async {
+        let mut stream = tokio::net::UnixStream::connect(socket).await?;
+        say_hello(&mut stream, token, &identity, max).await?;
+        Ok::<_, std::io::Error>(stream)
+    })?;
     // The worker is built inside the runtime (not in a task): it may start what lives on it,
     // such as the child processes and sessions of MCP servers, with `Handle::current()`.
     let worker: Arc<dyn AgentWorker> = {
         let _inside = rt.enter();
         Arc::new(build(&identity))
     };
-    rt.block_on(async move {
-        let stream = tokio::net::UnixStream::connect(socket).await?;
-        serve_stream(stream, token, Arc::new(identity), worker).await
-    })
+    rt.block_on(serve_stream(stream, max, Arc::new(identity), worker))
 }
 
-/// Serves a worker over a connected socket until shutdown or EOF.
-async fn serve_stream(
-    stream: tokio::net::UnixStream,
+/// Tells the Orchestrator this process is the agent it started.
+async fn say_hello(
+    stream: &mut tokio::net::UnixStream,
     token: String,
-    identity: Arc<AgentIdentity>,
-    worker: Arc<dyn AgentWorker>,
+    identity: &AgentIdentity,
+    max: usize,
 ) -> std::io::Result<()> {
-    let (reader, mut writer) = stream.into_split();
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<IpcMessage>();
     let hello = Control::Hello {
         token,
         pid: std::process::id(),
@@ -255,13 +262,20 @@ async fn serve_stream(
         hello,
         None,
     );
-    let max = std::env::var(ENV_MAX_FRAME)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(ipc::DEFAULT_MAX_FRAME_BYTES);
-    ipc::write_frame(&mut writer, &hello, max)
+    ipc::write_frame(stream, &hello, max)
         .await
-        .map_err(std::io::Error::other)?;
+        .map_err(std::io::Error::other)
+}
+
+/// Serves a worker over a connected socket, after its hello, until shutdown or EOF.
+async fn serve_stream(
+    stream: tokio::net::UnixStream,
+    max: usize,
+    identity: Arc<AgentIdentity>,
+    worker: Arc<dyn AgentWorker>,
+) -> std::io::Result<()> {
+    let (reader, writer) = stream.into_split();
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<IpcMessage>();
     let write = tokio::spawn(ipc::pump_out(
         writer,
         out_rx,

@@ -191,6 +191,14 @@ impl McpExtension {
         self.link(server).map(|l| l.status())
     }
 
+    /// Each server, in the configuration's order, and where it stands.
+    pub fn statuses(&self) -> Vec<(String, ServerStatus)> {
+        self.links
+            .iter()
+            .map(|l| (l.config.name().to_owned(), l.status()))
+            .collect()
+    }
+
     /// The local names of the tools the server `server` lists now (after `include`/`exclude`),
     /// sorted.
     pub fn tool_names(&self, server: &str) -> Vec<String> {
