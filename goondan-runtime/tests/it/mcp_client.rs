@@ -1517,3 +1517,71 @@ async fn mcp_a_2026_07_28_listing_is_reused_within_its_ttl_and_listed_again_afte
     assert!(listings(&short) >= 2);
     mcp.shutdown();
 }
+
+/// A raw stdio MCP server in Python that answers `initialize` well and then `tools/list` with
+/// something no agent can use: `deep`, one tool whose schema nests 5,000 levels; `many`,
+/// 100,000 tools in one page.
+const HOSTILE_SERVER: &str = r#"
+import json, sys
+mode = sys.argv[1]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "hostile", "version": "1"}}
+    elif method == "tools/list" and mode == "deep":
+        schema = '{"type":"array","items":' * 5000 + '{}' + '}' * 5000
+        sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"deep",'
+                         '"inputSchema":{"type":"object","properties":{"x":%s}}}]}}\n'
+                         % (json.dumps(msg["id"]), schema))
+        sys.stdout.flush()
+        continue
+    elif method == "tools/list":
+        result = {"tools": [{"name": "t%d" % i, "inputSchema": {"type": "object"}}
+                            for i in range(100000)]}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// Two servers whose tool lists cannot be used (a schema nested 5,000 deep, 100,000 tools)
+/// are left out, each with why, and the extension starts with the third, whose tools work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_whose_tool_lists_cannot_be_used_are_left_out_and_the_others_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hostile.py");
+    std::fs::write(&script, HOSTILE_SERVER).unwrap();
+    let hostile = |name: &str, mode: &str| {
+        McpServerConfig::stdio(name, "python3")
+            .args([script.display().to_string(), mode.to_owned()])
+            .startup_timeout(Duration::from_secs(10))
+    };
+    let config = McpExtensionConfig::new("t")
+        .server(hostile("deep", "deep"))
+        .server(hostile("many", "many"))
+        .server(test_server("srv"));
+    let mcp = McpExtension::connect(config).await.unwrap();
+    for server in ["deep", "many"] {
+        assert!(
+            !matches!(mcp.status(server), Some(ServerStatus::Up { .. }) | None),
+            "{server}: {:?}",
+            mcp.status(server)
+        );
+        assert!(mcp.tool_names(server).is_empty(), "{server}");
+    }
+    let Some(ServerStatus::Down { reason }) = mcp.status("many") else {
+        panic!("{:?}", mcp.status("many"));
+    };
+    assert!(reason.contains("more than 4096 tools"), "{reason}");
+    let bridged = Bridged::new(&mcp);
+    let names = mcp.tool_names("srv");
+    let catalog = bridged.agent.base_catalog().unwrap();
+    assert!(names.iter().all(|n| catalog.get(n).is_some()), "{names:?}");
+    assert!(catalog.names().all(|n| n.starts_with("srv__")));
+    mcp.shutdown();
+}
