@@ -153,8 +153,8 @@ pub(crate) fn execute(
             Ok(super::mcp_auth::login(&login, out)?)
         }
         Command::Mcp(McpCommand::Logout { server }) => Ok(super::mcp_auth::logout(server, out)?),
-        Command::Mcp(McpCommand::Servers { bundle }) => {
-            Ok(super::mcp_auth::servers(bundle, cli.json, out)?)
+        Command::Mcp(McpCommand::Servers { bundle, check }) => {
+            Ok(super::mcp_auth::servers(bundle, *check, cli.json, out)?)
         }
         Command::Tools(ToolsCommand::Export { tools }) => {
             let mut chosen: Vec<_> = library

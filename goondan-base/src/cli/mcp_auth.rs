@@ -9,7 +9,7 @@ use std::time::Duration;
 use goondan_runtime::bundle::{Bundle, BundleError};
 use goondan_runtime::mcp::client::{
     AuthState, LoopbackAuthorizer, McpAuth, McpClientError, McpExtension, McpExtensionConfig,
-    McpServerConfig, TokenStore, TokenStoreError,
+    McpServerConfig, ServerStatus, TokenStore, TokenStoreError,
 };
 use serde_json::json;
 
@@ -150,14 +150,21 @@ pub(crate) fn logout(server: &str, out: &mut dyn Write) -> Result<u8, McpAuthCli
 
 /// Lists the bundle's MCP servers with their auth state.
 pub(crate) fn servers(
-    bundle: &Path,
+    path: &Path,
+    check: bool,
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<u8, McpAuthCliError> {
-    let bundle = Bundle::read(bundle)?;
+    let bundle = Bundle::read(path)?;
     let store = TokenStore::for_user();
+    let extensions = bundle.mcp_extensions()?;
+    let statuses = if check {
+        checked(path, &extensions)?
+    } else {
+        Vec::new()
+    };
     let mut rows = Vec::new();
-    for extension in bundle.mcp_extensions()? {
+    for extension in extensions {
         for server in extension.servers() {
             let auth = match server.authorization() {
                 McpAuth::OAuth(_) => "oauth",
@@ -190,6 +197,10 @@ pub(crate) fn servers(
                 (McpAuth::OAuth(_), Some(store)) => Some(store.location().to_string()),
                 _ => None,
             };
+            let status = statuses
+                .iter()
+                .find(|(e, s, _)| e == extension.name() && s == server.name())
+                .map(|(_, _, status)| status.clone());
             rows.push((
                 server.name().to_owned(),
                 extension.name().to_owned(),
@@ -197,16 +208,20 @@ pub(crate) fn servers(
                 auth,
                 state,
                 kept_in,
+                status,
             ));
         }
     }
     if as_json {
         let list: Vec<_> = rows
             .iter()
-            .map(|(name, extension, place, auth, state, kept_in)| {
+            .map(|(name, extension, place, auth, state, kept_in, status)| {
                 let mut row = json!({"name": name, "extension": extension, "at": place, "auth": auth, "state": state});
                 if let Some(kept_in) = kept_in {
                     row["tokens"] = json!(kept_in);
+                }
+                if let Some(status) = status {
+                    row["status"] = json!(status);
                 }
                 row
             })
@@ -215,11 +230,55 @@ pub(crate) fn servers(
         return Ok(EXIT_OK);
     }
     let kept_in = rows.iter().find_map(|row| row.5.clone());
-    for (name, extension, place, auth, state, _) in rows {
-        writeln!(out, "{name}\t{extension}\t{place}\t{auth}\t{state}")?;
+    for (name, extension, place, auth, state, _, status) in rows {
+        match status {
+            Some(status) => {
+                writeln!(
+                    out,
+                    "{name}\t{extension}\t{place}\t{auth}\t{state}\t{status}"
+                )?;
+            }
+            None => writeln!(out, "{name}\t{extension}\t{place}\t{auth}\t{state}")?,
+        }
     }
     if let Some(kept_in) = kept_in {
         writeln!(out, "tokens are kept in {kept_in}")?;
     }
     Ok(EXIT_OK)
+}
+
+/// Starts each extension's servers as `goondan run` does (stdio servers in their sandbox, the
+/// user's kept tokens, no browser), none of them required, and says where each stands once it
+/// is settled: `(extension, server, status)`.
+fn checked(
+    path: &Path,
+    extensions: &[McpExtensionConfig],
+) -> Result<Vec<(String, String, String)>, McpAuthCliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(McpAuthCliError::Runtime)?;
+    let mut statuses = Vec::new();
+    for config in extensions {
+        let extension = config.name().to_owned();
+        let config = super::run::sandbox::sandboxed_servers(
+            config.clone().map_servers(|s| s.required(false)),
+            Some(path),
+            None,
+            None,
+        );
+        let mcp = runtime.block_on(McpExtension::connect(config))?;
+        for (server, status) in mcp.statuses() {
+            let status = match status {
+                ServerStatus::Up { .. } => format!("up ({} tools)", mcp.tool_names(&server).len()),
+                ServerStatus::Starting => "starting".to_owned(),
+                ServerStatus::Down { reason } => format!("unavailable: {reason}"),
+                ServerStatus::Unauthorized { reason } => format!("not authorized: {reason}"),
+            };
+            statuses.push((extension.clone(), server, status));
+        }
+        mcp.shutdown();
+    }
+    Ok(statuses)
 }

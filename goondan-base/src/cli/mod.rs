@@ -177,6 +177,11 @@ pub enum McpCommand {
         /// The bundle file.
         #[arg(long, default_value = "goondan.yaml")]
         bundle: PathBuf,
+        /// Also start each server as `goondan run` does (in its sandbox, with the kept tokens,
+        /// each within its startup timeout) and say whether it is up, with how many tools, or
+        /// why not.
+        #[arg(long)]
+        check: bool,
     },
 }
 

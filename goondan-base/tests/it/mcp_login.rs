@@ -409,3 +409,77 @@ fn mcp_login_keeps_tokens_in_the_os_keyring_when_there_is_one() {
     assert_eq!(text(&out.stdout), "no tokens were kept for `tracker`\n");
     assert!(!state.exists());
 }
+
+/// `goondan mcp servers --check` starts each server as `goondan run` does and says where it
+/// stands: the one that answers is up with its tools counted; the one nothing listens for is
+/// unavailable, with why; a server that is not authorized says so and how to log in.
+#[test]
+fn mcp_servers_check_starts_each_server_and_says_whether_it_is_up_or_why_not() {
+    use goondan_test_peers::mcp_peers;
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let protected = ProtectedServer::start("auth/metadata-default");
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: everything
+        command: "{node}"
+        args: ["{everything}", "stdio"]
+        include: [echo, get-sum]
+        sandbox: {{read: ["{peers}"]}}
+      - name: gone
+        url: http://127.0.0.1:9/mcp
+        startupTimeoutMs: 3000
+      - name: tracker
+        url: "{tracker}"
+        auth: oauth
+        startupTimeoutMs: 15000
+"#,
+            node = mcp_peers::peer("node").display(),
+            everything = mcp_peers::peer("mcp-server-everything").display(),
+            peers = mcp_peers::peers_dir()
+                .join("../..")
+                .canonicalize()
+                .unwrap()
+                .display(),
+            tracker = protected.url(),
+        ),
+    )
+    .unwrap();
+    let b = file.to_str().unwrap();
+    let out = goondan(
+        &state,
+        &["mcp", "servers", "--bundle", b, "--check", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name)
+            .and_then(|row| row["status"].as_str())
+            .unwrap_or_else(|| panic!("no status of {name}: {listed}"))
+            .to_owned()
+    };
+    assert_eq!(status("everything"), "up (2 tools)", "{listed}");
+    assert!(status("gone").starts_with("unavailable: "), "{listed}");
+    let tracker = status("tracker");
+    assert!(
+        tracker.starts_with("not authorized: ") && tracker.contains("goondan mcp login tracker"),
+        "{listed}"
+    );
+    // Without --check nothing is started, and no status is given.
+    let out = goondan(&state, &["mcp", "servers", "--bundle", b, "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(listed[0].get("status").is_none(), "{listed}");
+}

@@ -44,7 +44,8 @@ use crate::tools::result::JsonObject;
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerStatus {
-    /// Being started (first start or restart).
+    /// Being started for the first time. A server started again after it failed or stopped
+    /// stands at that failure (`Down`, `Unauthorized`) until the start succeeds.
     Starting,
     /// Connected.
     Up {
@@ -115,6 +116,9 @@ pub(crate) struct ServerLink {
     pub(crate) config: McpServerConfig,
     pub(crate) extension: String,
     state: watch::Sender<State>,
+    /// Why the last start failed, or the last connection ended: what a server being started
+    /// again after a failure stands at, until a start succeeds.
+    failed: Mutex<Option<ServerStatus>>,
     listed: Mutex<Listed>,
     changed: Arc<dyn ToolsChanged>,
     access: Access,
@@ -140,6 +144,7 @@ impl ServerLink {
             config,
             extension: extension.to_owned(),
             state: watch::Sender::new(State::Starting),
+            failed: Mutex::new(None),
             listed: Mutex::new(Listed::default()),
             changed,
             access,
@@ -152,10 +157,33 @@ impl ServerLink {
         link
     }
 
-    /// Where the server stands.
+    /// Moves the server to `state`, and keeps why when it failed.
+    fn set(&self, state: State) {
+        {
+            let mut failed = lock(&self.failed);
+            match &state {
+                State::Starting => {}
+                State::Up { .. } => *failed = None,
+                State::Down { reason } => {
+                    *failed = Some(ServerStatus::Down {
+                        reason: reason.clone(),
+                    });
+                }
+                State::Unauthorized { reason } => {
+                    *failed = Some(ServerStatus::Unauthorized {
+                        reason: reason.clone(),
+                    });
+                }
+            }
+        }
+        self.state.send_replace(state);
+    }
+
+    /// Where the server stands. A server being started again after a failure stands at that
+    /// failure until the start succeeds.
     pub(crate) fn status(&self) -> ServerStatus {
         match &*self.state.borrow() {
-            State::Starting => ServerStatus::Starting,
+            State::Starting => lock(&self.failed).clone().unwrap_or(ServerStatus::Starting),
             State::Up { pid, .. } => ServerStatus::Up { pid: *pid },
             State::Down { reason } => ServerStatus::Down {
                 reason: reason.clone(),
@@ -410,7 +438,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
     let mut backoff = Backoff::default();
     loop {
         let Some(strong) = link.upgrade() else { return };
-        strong.state.send_replace(State::Starting);
+        strong.set(State::Starting);
         let started = tokio::select! {
             () = stop.cancelled() => return,
             r = tokio::time::timeout(strong.config.startup_timeout, start(&strong, &link)) => r,
@@ -424,16 +452,16 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             })) => {
                 let peer = running.peer().clone();
                 backoff = Backoff::default();
-                strong.state.send_replace(State::Up { peer, pid, auth });
+                strong.set(State::Up { peer, pid, auth });
                 strong.changed.tools_changed(&strong);
                 Some((running, keep))
             }
             Ok(Err(StartError::Down(reason))) => {
-                strong.state.send_replace(State::Down { reason });
+                strong.set(State::Down { reason });
                 None
             }
             Ok(Err(StartError::Unauthorized(reason))) => {
-                strong.state.send_replace(State::Unauthorized { reason });
+                strong.set(State::Unauthorized { reason });
                 None
             }
             Err(_) => {
@@ -441,7 +469,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                     "it did not start within {} ms",
                     strong.config.startup_timeout.as_millis()
                 );
-                strong.state.send_replace(State::Down { reason });
+                strong.set(State::Down { reason });
                 None
             }
         };
@@ -468,7 +496,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                 }
             }
             let Some(strong) = link.upgrade() else { return };
-            strong.state.send_replace(State::Down {
+            strong.set(State::Down {
                 reason: "the server stopped; it is being restarted".to_owned(),
             });
         }
