@@ -109,7 +109,7 @@ pub mod codes {
 }
 
 /// Code mode as an agent instance offers it
-/// ([`AgentInstanceBuilder::code_mode`](crate::step::AgentInstanceBuilder::code_mode)):
+/// (`AgentInstanceBuilder::code_mode` in the step loop):
 /// whether the tools stay callable directly beside the code tool, and the limits of one
 /// program.
 #[derive(Debug, Clone, PartialEq, Eq)]

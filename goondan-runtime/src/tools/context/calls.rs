@@ -1,5 +1,5 @@
 //! [`StepCalls`]: the route of the calls a call makes within its Step. The step loop gives it
-//! to the calls of a Step that offers code mode ([`crate::code`]): each call the program makes
+//! to the calls of a Step that offers code mode (the code tool): each call the program makes
 //! is a tool call of the Step through the Step's executor, checked against the catalog it
 //! carries, under the code call.
 
