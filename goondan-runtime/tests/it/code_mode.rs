@@ -446,3 +446,52 @@ async fn the_code_tool_called_outside_code_mode_s_step_is_refused() {
         Some("E_TOOL_NOT_IN_CATALOG")
     );
 }
+
+#[tokio::test]
+async fn with_a_journal_only_the_code_call_is_journaled_and_the_journal_reads_back_clean() {
+    use goondan_runtime::step::journal::{Journal, MemoryJournal, Record};
+    let journal = Arc::new(MemoryJournal::new());
+    let registry = Arc::new(ToolRegistry::builder().tool(shop::TOOL).build().unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let agent = |model: ScriptedModel| {
+        AgentInstance::builder("shopper", Arc::clone(&registry), Arc::new(model))
+            .tools(["shop"])
+            .code_mode(CodeMode::new())
+            .journal(journal.clone())
+            .state_dir(state.path())
+            .build()
+            .unwrap()
+    };
+    let first = agent(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new(
+            "c1",
+            "code__run",
+            json!({"code": "[shop.price(name=n) for n in shop.items()]"}),
+        )]),
+        ModelResponse::text("done"),
+    ]));
+    let turn = first.run_turn("prices?").await.unwrap();
+    let output = turn.steps[0].results[0].output.clone().unwrap();
+    assert_eq!(output["value"], json!([30, 45, 250, 80]));
+    let started: Vec<String> = journal
+        .read()
+        .await
+        .unwrap()
+        .records
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::CallStarted { call_id, .. } => Some(call_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["c1"]);
+    // A new process reads the journal back: nothing unfinished, nothing left over.
+    let again = agent(ScriptedModel::new([]));
+    assert!(again.resume().await.unwrap().is_none());
+    assert!(
+        again.journal_warnings().is_empty(),
+        "{:?}",
+        again.journal_warnings()
+    );
+    assert_eq!(again.conversation().len(), first.conversation().len());
+}
