@@ -91,7 +91,6 @@ mod values;
 use std::time::Duration;
 
 use self::program::Limits;
-pub use self::tool::CodeModeError;
 pub(crate) use self::tool::CodeOffer;
 
 /// The name of the code tool.

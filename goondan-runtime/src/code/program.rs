@@ -15,7 +15,7 @@
 //! its time limit.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -205,8 +205,8 @@ impl Interpreter {
 struct Inputs {
     names: Vec<String>,
     values: Vec<MontyObject>,
-    /// Function name (the catalog name) to itself, for the calls the program makes.
-    tools: HashMap<String, ()>,
+    /// The functions' names (their catalog names), for the calls the program makes.
+    tools: HashSet<String>,
     /// Resource object id to the resource's name (in the catalog), for a call of a function
     /// the object does not have.
     objects: HashMap<MontyUuid, String>,
@@ -217,7 +217,7 @@ impl Inputs {
         let mut inputs = Self {
             names: Vec::new(),
             values: Vec::new(),
-            tools: HashMap::new(),
+            tools: HashSet::new(),
             objects: HashMap::new(),
         };
         for (n, (object, list)) in (1u128..).zip(functions.iter()) {
@@ -225,7 +225,7 @@ impl Inputs {
                 .iter()
                 .map(|f| {
                     let tool = f.item.name().as_str().to_owned();
-                    inputs.tools.insert(tool.clone(), ());
+                    inputs.tools.insert(tool.clone());
                     (
                         MontyObject::String(f.attribute.clone()),
                         MontyObject::Function {
@@ -272,12 +272,12 @@ struct Run {
 }
 
 impl Run {
-    fn drive(&mut self, code: String, inputs: Inputs) -> Result<Value, Failure> {
+    fn drive(&mut self, code: String, mut inputs: Inputs) -> Result<Value, Failure> {
         let source = format!("{PRELUDE}{code}");
         let runner = MontyRun::new(
             source,
             SCRIPT_NAME,
-            inputs.names.clone(),
+            std::mem::take(&mut inputs.names),
             CompileOptions::default(),
         )
         .map_err(|e| self.failure(&e))?;
@@ -291,7 +291,7 @@ impl Run {
         });
         let mut progress = runner
             .start(
-                inputs.values.clone(),
+                std::mem::take(&mut inputs.values),
                 tracker,
                 PrintWriter::Callback(&mut self.printed),
             )
@@ -349,7 +349,7 @@ impl Run {
                     );
                 }
             },
-            None if inputs.tools.contains_key(&call.function_name) => call.function_name.clone(),
+            None if inputs.tools.contains(&call.function_name) => call.function_name.clone(),
             None => {
                 return raise(
                     ExcType::NameError,
@@ -558,13 +558,12 @@ impl PrintWriterCallback for Printed {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
     use crate::tools::catalog::{CatalogItem, ToolCatalog};
     use crate::tools::name::ToolName;
-    use serde_json::json;
 
-    fn functions() -> Functions {
+    pub(super) fn functions() -> Functions {
         let mut catalog = ToolCatalog::new();
         for name in ["notes__list", "notes__add", "file-system__read"] {
             catalog.push(CatalogItem::new(ToolName::parse(name).unwrap()));
@@ -572,7 +571,7 @@ mod tests {
         Functions::of(&catalog, "code__run")
     }
 
-    fn limits() -> Limits {
+    pub(super) fn limits() -> Limits {
         Limits {
             time: Duration::from_secs(5),
             memory: 1 << 20,
@@ -584,7 +583,7 @@ mod tests {
     }
 
     /// Runs `code`, answering each call with `answer(tool, args)`; the calls and the outcome.
-    async fn run(
+    pub(super) async fn run(
         code: &str,
         answer: impl Fn(&str, &Map<String, Value>) -> Reply,
     ) -> (Vec<(String, Value)>, Outcome) {
@@ -600,6 +599,13 @@ mod tests {
             }
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+    use serde_json::json;
 
     #[tokio::test]
     async fn a_function_call_is_a_request_with_the_catalog_name_and_the_keyword_arguments() {
@@ -657,5 +663,33 @@ mod tests {
             failure.report
         );
         assert_eq!(outcome.printed, "a\n");
+    }
+
+    #[tokio::test]
+    async fn a_value_nested_a_hundred_thousand_deep_fails_without_harming_the_host() {
+        let (calls, outcome) = run(
+            "a = []\nfor i in range(100000):\n    a = [a]\nnotes.list(x=a)\na",
+            |_, _| Reply::Value(Value::Null),
+        )
+        .await;
+        assert!(calls.is_empty(), "the argument could not cross: {calls:?}");
+        let failure = outcome.result.unwrap_err();
+        assert!(
+            failure.report.contains("ValueError: argument `x`"),
+            "{}",
+            failure.report
+        );
+    }
+
+    #[tokio::test]
+    async fn a_list_that_holds_itself_is_not_a_value_the_program_can_return() {
+        let (_, outcome) = run("a = [1]\na.append(a)\na", |_, _| Reply::Value(Value::Null)).await;
+        let failure = outcome.result.unwrap_err();
+        assert_eq!(failure.kind, FailureKind::Uncaught);
+        assert!(
+            failure.report.contains("cannot leave the program"),
+            "{}",
+            failure.report
+        );
     }
 }

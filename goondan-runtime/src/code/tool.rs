@@ -31,10 +31,10 @@ const KEPT_PRINTED_CHARS: usize = 2000;
 /// How many of a failed program's calls its error lists.
 const LISTED_CALLS: usize = 40;
 
-/// Why code mode could not be set up.
+/// Why the code tool could not be built.
 #[derive(Debug, thiserror::Error)]
 #[error("the code tool cannot be built: {reason}")]
-pub struct CodeModeError {
+pub(crate) struct CodeModeError {
     reason: String,
 }
 

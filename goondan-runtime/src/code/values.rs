@@ -16,6 +16,12 @@ pub(crate) enum ValueError {
     /// Nested deeper than [`MAX_DEPTH`].
     #[error("the value nests deeper than {MAX_DEPTH} levels")]
     TooDeep,
+    /// The interpreter could only describe the value (nested too deep for it, say).
+    #[error("the value cannot leave the program: {repr}")]
+    Opaque {
+        /// What the interpreter said of it.
+        repr: String,
+    },
 }
 
 /// The JSON of a Python value: `None` is null, numbers stay numbers (an int beyond 64 bits, a
@@ -70,6 +76,9 @@ fn to_json_at(value: &MontyObject, depth: usize) -> Result<Value, ValueError> {
                 object.insert(key, to_json_at(v, depth + 1)?);
             }
             Value::Object(object)
+        }
+        MontyObject::Repr(repr) | MontyObject::Cycle(_, repr) => {
+            return Err(ValueError::Opaque { repr: repr.clone() });
         }
         other => Value::String(other.to_string()),
     })
