@@ -692,4 +692,14 @@ mod tests {
             failure.report
         );
     }
+
+    #[tokio::test]
+    async fn the_modules_the_description_names_can_be_imported() {
+        let (_, outcome) = run(
+            "import json, re, math, datetime, collections, itertools, functools\njson.dumps(notes.list())",
+            |_, _| Reply::Value(json!({"n": 1})),
+        )
+        .await;
+        assert_eq!(outcome.result, Ok(json!("{\"n\": 1}")));
+    }
 }

@@ -194,8 +194,8 @@ fn stub(out: &mut String, function: &Function) {
 /// The code tool's description: how to write the program, then the stubs of `functions`.
 pub(crate) fn describe(functions: &Functions, max_calls: usize) -> String {
     let mut out = String::from(
-        "Runs a short Python program (a subset of Python 3: no imports but `json`, `re`, `math` \
-         and the like, no files, no network). The functions below are the tools: call them with \
+        "Runs a short Python program (a subset of Python 3; the modules are `json`, `re`, `math`, \
+         `datetime`, `collections`, `itertools` and `functools`; no files, no network). The functions below are the tools: call them with \
          keyword arguments, loop and filter in code, and end with an expression (its value is the \
          result) or print what matters. A tool's result is a plain value (dict, list, str); a \
          failed call raises `ToolError` (str(e) starts with the error code) which the program \
