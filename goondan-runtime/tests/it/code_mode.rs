@@ -495,3 +495,29 @@ async fn with_a_journal_only_the_code_call_is_journaled_and_the_journal_reads_ba
     );
     assert_eq!(again.conversation().len(), first.conversation().len());
 }
+
+#[tokio::test]
+async fn the_inner_calls_failures_count_against_the_retry_budget() {
+    use goondan_runtime::calls::retry::RetryBudget;
+    use goondan_runtime::step::StepError;
+    let program = "for i in range(3):\n    try:\n        shop.price(nme='fig')\n    except ToolError:\n        pass";
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new("c1", "code__run", json!({ "code": program }))]),
+        ModelResponse::text("done"),
+    ]));
+    let registry = Arc::new(ToolRegistry::builder().tool(shop::TOOL).build().unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("shopper", registry, model)
+        .tools(["shop"])
+        .code_mode(CodeMode::new())
+        .retry_budget(RetryBudget::per_tool(1))
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    // The second failure is one more than the budget: the Turn stops after the Step.
+    let stopped = agent.run_turn("go").await;
+    assert!(
+        matches!(&stopped, Err(StepError::RetryBudget { tool, failures: 2, .. }) if tool == "shop__price"),
+        "{stopped:?}"
+    );
+}
