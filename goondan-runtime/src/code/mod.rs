@@ -27,9 +27,11 @@
 //! # Values and errors
 //!
 //! A call's result comes back as a plain value (a JSON object is a dict, an array a list,
-//! text a str, content parts a list of their JSON). A failed call raises `ToolError` (the
-//! program's name for Python's `RuntimeError`; Monty has no user-defined exception classes)
-//! whose `str()` is `CODE: message (suggestion: ...)`, which the program may catch.
+//! text a str, content parts a list of their JSON with binary data described by its type and
+//! size). A failed call raises `ToolError`, whose `str()` is `CODE: message (suggestion:
+//! ...)` and which the program may catch. `ToolError` is the program's name for Python's
+//! `RuntimeError`: Monty's classes cannot have base classes, so there is no exception class
+//! of its own.
 //!
 //! The code tool answers `{value, printed, calls}`: the value of the program's last
 //! expression, what it printed, and how many calls it made. A program that fails answers a

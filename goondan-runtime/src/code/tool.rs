@@ -12,7 +12,7 @@ use super::program::{Failure, FailureKind, Interpreter, Limits, Outcome, Reply, 
 use super::stubs::describe;
 use super::{CodeMode, TOOL_NAME, codes};
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
-use crate::tools::content::Content;
+use crate::tools::content::{Content, ResourceBody};
 use crate::tools::context::ToolContext;
 use crate::tools::error::ToolError;
 use crate::tools::handler::handler_fn;
@@ -175,10 +175,30 @@ fn reply(result: ToolCallResult) -> Reply {
     }
     match (result.output, result.content.is_empty()) {
         (Some(output), _) => Reply::Value(output),
-        (None, false) => Reply::Value(Value::Array(
-            result.content.iter().map(Content::to_json).collect(),
-        )),
+        (None, false) => Reply::Value(Value::Array(result.content.iter().map(described).collect())),
         (None, true) => Reply::Value(Value::Null),
+    }
+}
+
+/// A content part as a program sees it: text as text, binary data described by its type
+/// and size (a program has no use for base64; the model asks for the part itself).
+fn described(part: &Content) -> Value {
+    match part {
+        Content::Image(b) => {
+            json!({"type": "image", "mimeType": b.mime_type, "bytes": b.data.len()})
+        }
+        Content::Audio(b) => {
+            json!({"type": "audio", "mimeType": b.mime_type, "bytes": b.data.len()})
+        }
+        Content::Resource(r) => match &r.body {
+            ResourceBody::Text(text) => {
+                json!({"type": "resource", "uri": r.uri, "mimeType": r.mime_type, "text": text})
+            }
+            ResourceBody::Blob(b) => {
+                json!({"type": "resource", "uri": r.uri, "mimeType": r.mime_type, "bytes": b.len()})
+            }
+        },
+        other => other.to_json(),
     }
 }
 
@@ -281,6 +301,22 @@ mod tests {
         assert_eq!(
             text,
             "E_TOOL_INVALID_ARGS: missing `path` (suggestion: pass path)"
+        );
+    }
+
+    #[test]
+    fn content_parts_reach_the_program_as_text_or_a_description_of_their_bytes() {
+        let result = ToolCallResult {
+            output: None,
+            ..ToolCallResult::ok("c", "a__b", Value::Null)
+        }
+        .with_content(vec![Content::text("hi"), Content::image_png(vec![0; 10])]);
+        let Reply::Value(value) = reply(result) else {
+            panic!("content is a value")
+        };
+        assert_eq!(
+            value,
+            json!([{"type": "text", "text": "hi"}, {"type": "image", "mimeType": "image/png", "bytes": 10}])
         );
     }
 }
