@@ -52,6 +52,8 @@ pub mod agents;
 #[cfg(feature = "host")]
 pub mod bundle;
 pub mod calls;
+#[cfg(feature = "code-mode")]
+pub mod code;
 #[cfg(feature = "host")]
 pub mod dialect;
 #[cfg(feature = "host")]

@@ -84,4 +84,77 @@ async fn every_call_emits_called_and_completed_or_failed_with_ids() {
         assert_eq!(get("tool"), Some("shell__run"), "{fields:?}");
         assert!(get("reason").is_some_and(|r| !r.is_empty()), "{fields:?}");
     }
+
+    #[cfg(feature = "code-mode")]
+    code_mode_calls_nest_under_the_code_call(&captured).await;
+}
+
+/// A code call's program makes its calls inside the code call: each inner call's events are
+/// in its own `tool_call` span, inside the code call's.
+#[cfg(feature = "code-mode")]
+async fn code_mode_calls_nest_under_the_code_call(captured: &captured_events::Captured) {
+    use goondan_runtime::ToolCall;
+    use goondan_runtime::ToolRegistry;
+    use goondan_runtime::code::CodeMode;
+    use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+    use std::sync::Arc;
+
+    let program = "text.upper(text='a')['result']";
+    let model = ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new(
+            "code-1",
+            "code__run",
+            json!({"code": program}),
+        )]),
+        ModelResponse::text("A"),
+    ]);
+    let registry = Arc::new(
+        ToolRegistry::builder()
+            .tool(common::text_tool(None))
+            .build()
+            .unwrap(),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("writer", registry, Arc::new(model))
+        .tools(["text"])
+        .code_mode(CodeMode::new())
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("shout a").await.unwrap();
+    let output = turn.steps[0].results[0].output.clone().unwrap();
+    assert_eq!(output["value"], "A");
+    let events = captured.events();
+    let of = |id: &str| -> Vec<(String, Vec<String>)> {
+        events
+            .iter()
+            .filter(|(n, f)| n.starts_with("tool.") && field(f, "tool_call_id") == Some(id))
+            .map(|(n, f)| {
+                let spans = f
+                    .iter()
+                    .filter(|(k, _)| k == "in_span")
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                (n.clone(), spans)
+            })
+            .collect()
+    };
+    let outer = of("code-1");
+    let inner = of("code-1.1");
+    let names = |e: &[(String, Vec<String>)]| e.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&outer),
+        ["tool.called", "tool.completed"],
+        "{outer:?}"
+    );
+    assert_eq!(
+        names(&inner),
+        ["tool.called", "tool.completed"],
+        "{inner:?}"
+    );
+    let depth = |spans: &[String]| spans.iter().filter(|s| *s == "tool_call").count();
+    assert_eq!(depth(&outer[0].1), 1, "{outer:?}");
+    // The inner call's span, then the code call's.
+    assert_eq!(depth(&inner[0].1), 2, "{inner:?}");
+    assert_eq!(depth(&inner[1].1), 2, "{inner:?}");
 }

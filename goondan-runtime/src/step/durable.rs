@@ -178,6 +178,19 @@ pub(crate) struct JournalStarts(pub(crate) Writer);
 impl Middleware for JournalStarts {
     fn handle(self: Arc<Self>, cx: CallContext, next: Next) -> MiddlewareFuture {
         Box::pin(async move {
+            // A call a code call's program makes is not one of the model's: the code call's
+            // own start stands for it, so that a crash answers `E_TOOL_INTERRUPTED` for the
+            // program rather than leaving records of calls the message does not hold.
+            #[cfg(feature = "code-mode")]
+            if !cx
+                .context()
+                .message()
+                .tool_calls
+                .iter()
+                .any(|c| c.id == cx.tool_call_id())
+            {
+                return next.run(cx).await;
+            }
             let start = || Record::CallStarted {
                 turn_id: cx.context().turn_id().to_owned(),
                 message_id: cx.context().message().id.clone(),

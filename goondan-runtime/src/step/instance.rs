@@ -71,6 +71,9 @@ struct Shared {
     open_step: Mutex<Option<OpenStep>>,
     /// Calls whose result was `pending`, until their completion is in the conversation.
     submissions: Submissions,
+    /// The code tool, when the instance offers code mode.
+    #[cfg(feature = "code-mode")]
+    code: Option<crate::code::CodeOffer>,
 }
 
 impl Shared {
@@ -200,6 +203,8 @@ impl AgentInstance {
             guardrails: Guardrails::new(),
             toolsets: Vec::new(),
             person: None,
+            #[cfg(feature = "code-mode")]
+            code_mode: None,
         }
     }
 
@@ -463,6 +468,8 @@ pub struct AgentInstanceBuilder {
     guardrails: Guardrails,
     toolsets: Vec<Toolset>,
     person: Option<Arc<dyn Caller>>,
+    #[cfg(feature = "code-mode")]
+    code_mode: Option<crate::code::CodeMode>,
 }
 
 impl AgentInstanceBuilder {
@@ -693,6 +700,16 @@ impl AgentInstanceBuilder {
         self
     }
 
+    /// Offers code mode ([`crate::code`]): every Step shows the code tool, whose program calls
+    /// the Step's tools as functions, each call through the executor like the model's own.
+    /// Whether the tools also stay callable directly is [`CodeMode`](crate::code::CodeMode)'s
+    /// choice.
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode(mut self, mode: crate::code::CodeMode) -> Self {
+        self.code_mode = Some(mode);
+        self
+    }
+
     /// The agent-to-agent API every call of this instance gets as `ctx.runtime()`.
     pub fn agent_runtime(mut self, runtime: Arc<dyn AgentRuntime>) -> Self {
         self.runtime = Some(runtime);
@@ -737,6 +754,16 @@ impl AgentInstanceBuilder {
             // Added last at the highest priority: the innermost, after approvals.
             executor = executor.middleware_arc(i32::MAX, Arc::new(JournalStarts(writer.clone())));
         }
+        #[cfg(feature = "code-mode")]
+        let code = match &self.code_mode {
+            Some(mode) => Some(crate::code::CodeOffer::new(mode).map_err(|e| {
+                crate::extension::ExtensionError::Failed {
+                    extension: "code-mode".into(),
+                    message: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
         let caller: Arc<dyn Caller> = Arc::new(AgentCaller {
             agent: self.agent_name.clone(),
             model: Arc::clone(&self.model),
@@ -770,6 +797,8 @@ impl AgentInstanceBuilder {
                 unfinished: Mutex::new(None),
                 open_step: Mutex::new(None),
                 submissions: Submissions::default(),
+                #[cfg(feature = "code-mode")]
+                code,
             }),
         })
     }
@@ -987,10 +1016,20 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
 /// The context of the calls of the assistant message `message` (CTX-5).
 fn call_context(
     shared: &Shared,
-    (turn_id, trace_id): (&str, &str),
+    ids: (&str, &str),
     cancellation: &CancellationToken,
     message: Message,
 ) -> ToolContext {
+    call_context_builder(shared, ids, cancellation, message).build()
+}
+
+/// [`call_context`], before it is built.
+fn call_context_builder(
+    shared: &Shared,
+    (turn_id, trace_id): (&str, &str),
+    cancellation: &CancellationToken,
+    message: Message,
+) -> crate::tools::context::ToolContextBuilder {
     let mut ctx = ToolContext::builder(shared.workdir.clone())
         .agent_name(shared.agent_name.clone())
         .instance_key(shared.instance_key.clone())
@@ -1002,7 +1041,7 @@ fn call_context(
     if let Some(runtime) = &shared.runtime {
         ctx = ctx.runtime(Arc::clone(runtime));
     }
-    ctx.build()
+    ctx
 }
 
 /// The results a resumed Turn already has: those in the conversation after its input, and
@@ -1040,6 +1079,18 @@ impl Core<StepContext> for StepRunner {
     ) -> BoxFuture<'static, Result<StepResult, StepError>> {
         let shared = Arc::clone(&self.0);
         Box::pin(async move {
+            // Code mode: the model is shown the code tool; the program's calls are checked
+            // against the Step's catalog.
+            #[cfg(feature = "code-mode")]
+            let (step, inner) = match &shared.code {
+                Some(code) => {
+                    let mut step = step;
+                    let offered = code.offer(std::mem::take(&mut step.tool_catalog));
+                    step.tool_catalog = offered.shown;
+                    (step, Some(offered.inner))
+                }
+                None => (step, None),
+            };
             let resumed = lock(&shared.open_step).take_if(|o| o.step == step.step);
             let catalog;
             let (assistant, usage, progress, answered_now) = match resumed {
@@ -1099,12 +1150,21 @@ impl Core<StepContext> for StepRunner {
                 })
                 .await?;
             // CTX-5: every call of this Step sees the assistant message that holds it.
-            let ctx = call_context(
+            let ctx = call_context_builder(
                 &shared,
                 (&step.turn_id, &step.trace_id),
                 &step.cancellation,
                 assistant.clone(),
             );
+            #[cfg(feature = "code-mode")]
+            let ctx = match inner {
+                Some(catalog) => ctx.step_calls(Arc::new(StepRoute {
+                    shared: Arc::downgrade(&shared),
+                    catalog,
+                })),
+                None => ctx,
+            };
+            let ctx = ctx.build();
             let calls = assistant.tool_calls.clone().into_iter().zip(progress);
             let run = |(call, progress)| run_call(&shared, &ctx, &catalog, call, progress);
             // At most `concurrency` calls at once (one: one after another), in call order.
@@ -1126,6 +1186,43 @@ impl Core<StepContext> for StepRunner {
                 tool_messages,
                 usage,
             })
+        })
+    }
+}
+
+/// The route of the calls a code call's program makes: each is a call of the Step through the
+/// instance's executor, checked against the Step's catalog and counted against the retry
+/// budget like the model's own.
+#[cfg(feature = "code-mode")]
+struct StepRoute {
+    /// Weak: a call's context can outlive the Step in a pending result the executor keeps.
+    shared: std::sync::Weak<Shared>,
+    catalog: Arc<ToolCatalog>,
+}
+
+#[cfg(feature = "code-mode")]
+impl crate::tools::context::StepCalls for StepRoute {
+    fn catalog(&self) -> &ToolCatalog {
+        &self.catalog
+    }
+
+    fn call(
+        &self,
+        call: crate::tools::result::ToolCall,
+        parent: &ToolContext,
+    ) -> crate::tools::context::CallFuture {
+        let shared = self.shared.upgrade();
+        let catalog = Arc::clone(&self.catalog);
+        let parent = parent.clone();
+        Box::pin(async move {
+            let Some(shared) = shared else {
+                let gone = crate::tools::error::ToolError::new("the agent instance has stopped")
+                    .with_code(crate::tools::error::codes::CANCELLED);
+                return ToolCallResult::error(call.id, call.name, gone);
+            };
+            let mut result = shared.executor.execute(call, &parent, &catalog).await;
+            shared.failures.count(&shared.retry, &mut result);
+            result
         })
     }
 }

@@ -30,6 +30,8 @@ mod orchestration;
 // are reachable, not dead code.
 pub mod bundle;
 pub mod bundle_model;
+#[cfg(feature = "code-mode")]
+pub mod code_mode;
 pub mod dialect_anthropic;
 pub mod dialect_catalog;
 pub mod dialect_gemini;

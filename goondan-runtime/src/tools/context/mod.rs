@@ -6,6 +6,8 @@
 //! - `id`: process-unique ids and the clock.
 
 mod caller;
+#[cfg(feature = "code-mode")]
+mod calls;
 mod id;
 mod message;
 mod progress;
@@ -21,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 pub use self::caller::{
     AnswerFuture, AskError, Caller, ElicitAction, Elicitation, LogLevel, Question,
 };
+#[cfg(feature = "code-mode")]
+pub(crate) use self::calls::{CallFuture, StepCalls};
 pub(crate) use self::id::fresh_id;
 #[cfg(feature = "host")]
 pub(crate) use self::id::now_ms;
@@ -41,6 +45,9 @@ struct Scope {
     cancel: OnceLock<CancellationToken>,
     progress: Option<Arc<dyn ProgressSink>>,
     caller: Option<Arc<dyn Caller>>,
+    /// The route of the calls a call makes within its Step (code mode).
+    #[cfg(feature = "code-mode")]
+    step_calls: Option<Arc<dyn StepCalls>>,
 }
 
 /// What a handler gets besides its arguments (CTX-1): who is calling, from which Turn and
@@ -86,6 +93,8 @@ impl ToolContext {
             cancel: OnceLock::new(),
             progress: None,
             caller: None,
+            #[cfg(feature = "code-mode")]
+            step_calls: None,
         })
     }
 
@@ -326,6 +335,13 @@ impl ToolContext {
         }
     }
 
+    /// The route of the calls this call may make within its Step, when the Step offers code
+    /// mode.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn step_calls(&self) -> Option<&Arc<dyn StepCalls>> {
+        self.scope.step_calls.as_ref()
+    }
+
     /// The context of one call: same scope and cancellation token, this call's id, and a span
     /// for it.
     pub fn for_call(&self, tool_call_id: impl Into<ArcStr>, tool_name: &str) -> ToolContext {
@@ -431,6 +447,13 @@ impl ToolContextBuilder {
         self
     }
 
+    /// The route of the calls a call may make within its Step (code mode).
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn step_calls(mut self, calls: Arc<dyn StepCalls>) -> Self {
+        self.0.step_calls = Some(calls);
+        self
+    }
+
     /// Finishes the context. Its call id is empty until the executor derives a call's context.
     pub fn build(self) -> ToolContext {
         ToolContext {
@@ -530,6 +553,8 @@ mod tests {
             cancel,
             progress,
             caller,
+            #[cfg(feature = "code-mode")]
+            step_calls,
         } = scope.as_ref();
         let _: (&str, &str, &str) = (agent_name, instance_key, tool_call_id);
         // Ids given, or made when first read.
@@ -544,6 +569,10 @@ mod tests {
         // Whoever called: the tool may ask it questions (the user, its model, its
         // roots) and write log lines to it; it holds nothing of the host's.
         let _: &Option<Arc<dyn Caller>> = caller;
+        // The route of the calls a call makes within its Step: private to the crate, used by
+        // the code tool alone; every such call is checked against the Step's catalog.
+        #[cfg(feature = "code-mode")]
+        let _: &Option<Arc<dyn StepCalls>> = step_calls;
         assert_eq!(
             [
                 &**agent_name,

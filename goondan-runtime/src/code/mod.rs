@@ -1,0 +1,199 @@
+//! Code mode: the model writes one short Python program that calls the Step's tools as
+//! functions, instead of one model round trip per call.
+//!
+//! A Step that offers code mode shows the model the code tool, [`TOOL_NAME`] (`code__run`,
+//! parameters `{code: string}`), whose description holds a Python stub for every tool of the
+//! Step's catalog. The program runs in [Monty](https://github.com/pydantic/monty), an
+//! interpreter of a subset of Python with no file system, network or environment: the tools
+//! are the only way out. Each call the program makes is a tool call of the same Step through
+//! its executor, under the code call: the Step's catalog is the allow-list
+//! (`E_TOOL_NOT_IN_CATALOG`), the arguments are checked against the schema the Step shows
+//! (`E_TOOL_INVALID_ARGS`), and middleware, approvals, guardrails and the retry budget apply
+//! as they do to the model's own calls; `tool.called` and the call's span nest under the code
+//! call's.
+//!
+//! # Names
+//!
+//! The catalog item `{resource}__{export}` is the function `{resource}.{export}` of the
+//! program, called with keyword arguments: `file-system__read` is
+//! `file_system.read(path="notes.txt")`. Each part becomes a Python identifier: `-` is `_`, a
+//! leading digit gets a `_` before it, a Python keyword a `_` after it (`import_`), and a
+//! resource named like a builtin the program needs (`print`, `len`, `json`, `ToolError`, ...)
+//! a `_` after it. Of two items that would get the same function, the first in catalog order
+//! has it and the other is named in the description as not callable from code. Attributes
+//! of a resource object were chosen over flat `resource__export` names: the model reads
+//! related functions together, and `_`/`-` stay distinct from the `__` separator.
+//!
+//! # Values and errors
+//!
+//! A call's result comes back as a plain value (a JSON object is a dict, an array a list,
+//! text a str, content parts a list of their JSON with binary data described by its type and
+//! size). A failed call raises `ToolError`, whose `str()` is `CODE: message (suggestion:
+//! ...)` and which the program may catch. `ToolError` is the program's name for Python's
+//! `RuntimeError`: Monty's classes cannot have base classes, so there is no exception class
+//! of its own.
+//!
+//! The code tool answers `{value, printed, calls}`: the value of the program's last
+//! expression, what it printed, and how many calls it made. A program that fails answers a
+//! [`ToolError`](crate::ToolError) that keeps the traceback, what the program printed, and
+//! the calls it made: [`codes::SYNTAX`] (with the line), [`codes::ERROR`] (an exception it
+//! did not catch; an `import os`, an unknown name, an `open()`), or [`codes::LIMIT`] (time,
+//! memory, recursion depth, output, number of tool calls; [`CodeMode`] sets them).
+//!
+//! # Where it runs
+//!
+//! The interpreter runs on a thread of its own in the agent's process and speaks with the
+//! host in two messages (a call of a tool, the answer to it), the shape a worker process
+//! would carry. Memory is bounded per allocation (a `[0] * 10**10` is refused before it is
+//! made) and in total only by the time limit; the worker process, which can hold the
+//! interpreter to a memory limit of the kernel's, is for a later step, as is resuming a
+//! program after a crash.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use goondan_runtime::code::CodeMode;
+//! use goondan_runtime::prelude::*;
+//! use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+//!
+//! /// Looks up the temperature of a city.
+//! #[tool(name = "weather")]
+//! pub fn celsius(city: String) -> i64 { if city == "Oslo" { 3 } else { 21 } }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let program = "[c for c in ['Oslo', 'Rome', 'Lima'] if weather.celsius(city=c) > 10]";
+//! let model = Arc::new(ScriptedModel::new([
+//!     ModelResponse::calls([ToolCall::new("c1", "code__run", serde_json::json!({"code": program}))]),
+//!     ModelResponse::text("Rome and Lima are warm."),
+//! ]));
+//! let registry = Arc::new(ToolRegistry::builder().tool(celsius::TOOL).build()?);
+//! let state = tempfile::tempdir()?;
+//! let agent = AgentInstance::builder("helper", registry, model.clone())
+//!     .tools(["weather"])
+//!     .code_mode(CodeMode::new().tools_callable_directly(false))
+//!     .state_dir(state.path())
+//!     .build()?;
+//! let turn = agent.run_turn("Which of Oslo, Rome and Lima are warm?").await?;
+//! let result = &turn.steps[0].results[0];
+//! assert_eq!(result.output.as_ref().map(|o| &o["value"]), Some(&serde_json::json!(["Rome", "Lima"])));
+//! // The model was shown the code tool alone, with the tools as Python functions.
+//! let shown = &model.requests()[0].catalog;
+//! assert_eq!(shown.names().collect::<Vec<_>>(), ["code__run"]);
+//! assert!(shown.items()[0].description().unwrap_or("").contains("def celsius(*, city: str)"));
+//! # Ok(())
+//! # }
+//! ```
+
+mod names;
+mod program;
+mod stubs;
+mod tool;
+mod values;
+
+use std::time::Duration;
+
+use self::program::Limits;
+pub(crate) use self::tool::CodeOffer;
+
+/// The name of the code tool.
+pub const TOOL_NAME: &str = "code__run";
+
+/// The error codes of a program that failed.
+pub mod codes {
+    /// The program does not parse, or uses syntax the interpreter does not have.
+    pub const SYNTAX: &str = "E_CODE_SYNTAX";
+    /// The program raised an exception it did not catch (the error has the traceback).
+    pub const ERROR: &str = "E_CODE_ERROR";
+    /// The program reached one of its limits (time, memory, recursion depth, output, tool
+    /// calls).
+    pub const LIMIT: &str = "E_CODE_LIMIT";
+}
+
+/// Code mode as an agent instance offers it
+/// (`AgentInstanceBuilder::code_mode` in the step loop):
+/// whether the tools stay callable directly beside the code tool, and the limits of one
+/// program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeMode {
+    limits: Limits,
+    direct: bool,
+}
+
+impl Default for CodeMode {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CodeMode {
+    /// Code mode with the tools also callable directly, and these limits per program: 5 s of
+    /// running time (time spent in its tool calls not counted), 64 MiB per allocation,
+    /// recursion 200 deep, 64 KiB of printed output (and of its value as JSON), 50 tool calls,
+    /// 1 MiB of JSON per call's result.
+    pub fn new() -> Self {
+        Self {
+            limits: Limits {
+                time: Duration::from_secs(5),
+                memory: 64 * 1024 * 1024,
+                recursion: 200,
+                output: 64 * 1024,
+                calls: 50,
+                result: 1024 * 1024,
+            },
+            direct: true,
+        }
+    }
+
+    /// Whether the model also sees the Step's tools beside the code tool (default: yes). With
+    /// `false` it sees the code tool alone; the tools are still the program's functions, and
+    /// the Step's catalog is still their allow-list.
+    #[must_use]
+    pub fn tools_callable_directly(mut self, direct: bool) -> Self {
+        self.direct = direct;
+        self
+    }
+
+    /// How long a program's own code may run; time spent waiting for its tool calls does not
+    /// count.
+    #[must_use]
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.limits.time = limit;
+        self
+    }
+
+    /// How many bytes one allocation of a program may ask for (a string, a list, a number).
+    #[must_use]
+    pub fn memory_limit(mut self, bytes: usize) -> Self {
+        self.limits.memory = bytes;
+        self
+    }
+
+    /// How deep a program's functions may recurse.
+    #[must_use]
+    pub fn recursion_limit(mut self, depth: usize) -> Self {
+        self.limits.recursion = depth;
+        self
+    }
+
+    /// How many bytes a program may print, and its value may take as JSON.
+    #[must_use]
+    pub fn output_limit(mut self, bytes: usize) -> Self {
+        self.limits.output = bytes;
+        self
+    }
+
+    /// How many tool calls one program may make.
+    #[must_use]
+    pub fn max_calls(mut self, calls: usize) -> Self {
+        self.limits.calls = calls;
+        self
+    }
+
+    /// How many bytes of JSON one call's result may bring into a program; a larger result
+    /// raises `ToolError` (`E_CODE_LIMIT`) in the program instead.
+    #[must_use]
+    pub fn result_limit(mut self, bytes: usize) -> Self {
+        self.limits.result = bytes;
+        self
+    }
+}

@@ -1,0 +1,705 @@
+//! One program's run: Monty on a thread of its own, which speaks with the host in messages.
+//!
+//! The host [`start`](Interpreter::start)s a program and reads [`Request`]s: each
+//! [`Request::Call`] is a call of a catalog item that the host answers with a [`Reply`] (the
+//! program waits for it), and [`Request::Finished`] ends the run with its [`Outcome`]. Nothing
+//! else crosses: the program has no file system, network or environment (an `open()` or an
+//! `os` call raises `PermissionError`), and every limit ends it with a [`Failure`] that keeps
+//! what it printed. The messages are what a worker process would carry, so that the
+//! interpreter can move out of the agent's process without the host changing.
+//!
+//! The thread has a stack of its own ([`STACK_BYTES`]): what the interpreter does with the
+//! native stack is bounded by its own limits (nesting of the source, recursion), not by the
+//! stack of whatever thread the host runs on. If the host stops listening (the call was
+//! cancelled), the program is ended at its next call, and a program that never calls ends at
+//! its time limit.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use monty::{MontyRun, RunProgress};
+use monty_types::{
+    CompileOptions, DictPairs, ExcType, MontyClassInstance, MontyClassType, MontyException,
+    MontyObject, MontyUuid, NameLookupResult, PrintWriter, PrintWriterCallback, ResourceLimits,
+    ResourceTracker, StackFrame,
+};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc as async_mpsc;
+
+use super::names::Functions;
+use super::values::{from_json, to_json};
+
+/// The native stack of the interpreter's thread.
+pub(crate) const STACK_BYTES: usize = 16 * 1024 * 1024;
+
+/// The file name tracebacks show.
+pub(crate) const SCRIPT_NAME: &str = "program.py";
+
+/// The line before every program: `ToolError` names the exception a failed call raises (an
+/// input cannot be an exception class the program catches). Tracebacks are renumbered so
+/// that the program's own lines keep their numbers.
+const PRELUDE: &str = "ToolError = RuntimeError\n";
+
+/// What one program may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Time spent running the program's own code (not waiting for its calls).
+    pub(crate) time: Duration,
+    /// Bytes one allocation of the program may ask for.
+    pub(crate) memory: usize,
+    /// How deep its functions may recurse.
+    pub(crate) recursion: usize,
+    /// Bytes it may print, and bytes of its final value as JSON.
+    pub(crate) output: usize,
+    /// How many tool calls it may make.
+    pub(crate) calls: usize,
+    /// Bytes of one call's result, as JSON, that the program may take in.
+    pub(crate) result: usize,
+}
+
+/// A limit a program reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// [`Limits::time`].
+    Time,
+    /// [`Limits::memory`].
+    Memory,
+    /// [`Limits::recursion`].
+    Recursion,
+    /// [`Limits::output`].
+    Output,
+    /// [`Limits::calls`].
+    Calls,
+}
+
+impl Limit {
+    /// The limit's name, as errors show it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Limit::Time => "time",
+            Limit::Memory => "memory",
+            Limit::Recursion => "recursion depth",
+            Limit::Output => "output",
+            Limit::Calls => "tool calls",
+        }
+    }
+}
+
+/// Why a program did not finish with a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FailureKind {
+    /// It does not parse (or uses syntax Monty does not have).
+    Syntax,
+    /// An exception nobody caught.
+    Uncaught,
+    /// A limit.
+    Limit(Limit),
+}
+
+/// A program that failed: why, and the traceback (or what stands for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub(crate) kind: FailureKind,
+    /// The traceback and the exception, as Python prints them.
+    pub(crate) report: String,
+    /// The line the failure points at, when it points at one.
+    pub(crate) line: Option<u32>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Outcome {
+    /// The program's final value (of its last expression; `None` is null), or why there is none.
+    pub(crate) result: Result<Value, Failure>,
+    /// What it printed, at most [`Limits::output`] bytes.
+    pub(crate) printed: String,
+}
+
+/// What the program asks of the host.
+#[derive(Debug)]
+pub(crate) enum Request {
+    /// Call the catalog item `tool` with `args`, then [`Interpreter::reply`].
+    Call {
+        /// The catalog name (`resource__export`).
+        tool: String,
+        /// The keyword arguments.
+        args: Map<String, Value>,
+    },
+    /// The run ended.
+    Finished(Outcome),
+}
+
+/// The host's answer to a [`Request::Call`].
+#[derive(Debug, Clone)]
+pub(crate) enum Reply {
+    /// The call's result.
+    Value(Value),
+    /// The call failed: the program gets a `ToolError` with this text.
+    Error(String),
+}
+
+/// A running program, seen from the host.
+pub(crate) struct Interpreter {
+    requests: async_mpsc::UnboundedReceiver<Request>,
+    replies: mpsc::Sender<Reply>,
+}
+
+impl Interpreter {
+    /// Starts `code` with `functions` under `limits` on a thread of its own.
+    pub(crate) fn start(
+        code: String,
+        functions: &Functions,
+        limits: Limits,
+    ) -> std::io::Result<Self> {
+        let (request_tx, requests) = async_mpsc::unbounded_channel();
+        let (replies, reply_rx) = mpsc::channel();
+        let inputs = Inputs::of(functions);
+        std::thread::Builder::new()
+            .name("goondan-code".into())
+            .stack_size(STACK_BYTES)
+            .spawn(move || {
+                let mut run = Run {
+                    printed: Printed::new(limits.output),
+                    requests: request_tx,
+                    replies: reply_rx,
+                    limits,
+                    calls: 0,
+                    reached: None,
+                };
+                let result = run.drive(code, inputs);
+                let outcome = Outcome {
+                    result,
+                    printed: run.printed.text,
+                };
+                let _ = run.requests.send(Request::Finished(outcome));
+            })?;
+        Ok(Self { requests, replies })
+    }
+
+    /// The program's next request. A thread that ended without a word (a panic inside the
+    /// interpreter) finishes the run with an uncaught failure.
+    pub(crate) async fn next(&mut self) -> Request {
+        match self.requests.recv().await {
+            Some(request) => request,
+            None => Request::Finished(Outcome {
+                result: Err(Failure {
+                    kind: FailureKind::Uncaught,
+                    report: "the interpreter stopped without an answer (an internal error of the interpreter)".into(),
+                    line: None,
+                }),
+                printed: String::new(),
+            }),
+        }
+    }
+
+    /// Answers the program's pending call.
+    pub(crate) fn reply(&self, reply: Reply) {
+        // A program that ended meanwhile has nobody to answer.
+        let _ = self.replies.send(reply);
+    }
+}
+
+/// The program's inputs: one object per resource.
+struct Inputs {
+    names: Vec<String>,
+    values: Vec<MontyObject>,
+    /// The functions' names (their catalog names), for the calls the program makes.
+    tools: HashSet<String>,
+    /// Resource object id to the resource's name (in the catalog), for a call of a function
+    /// the object does not have.
+    objects: HashMap<MontyUuid, String>,
+}
+
+impl Inputs {
+    fn of(functions: &Functions) -> Self {
+        let mut inputs = Self {
+            names: Vec::new(),
+            values: Vec::new(),
+            tools: HashSet::new(),
+            objects: HashMap::new(),
+        };
+        for (n, (object, list)) in (1u128..).zip(functions.iter()) {
+            let attrs: DictPairs = list
+                .iter()
+                .map(|f| {
+                    let tool = f.item.name().as_str().to_owned();
+                    inputs.tools.insert(tool.clone());
+                    (
+                        MontyObject::String(f.attribute.clone()),
+                        MontyObject::Function {
+                            name: tool,
+                            docstring: f.item.description().map(str::to_owned),
+                        },
+                    )
+                })
+                .collect();
+            let instance_id = MontyUuid::from_u128(u128::MAX - n);
+            if let Some(first) = list.first() {
+                inputs
+                    .objects
+                    .insert(instance_id, first.item.name().resource().to_owned());
+            }
+            inputs.names.push(object.to_owned());
+            inputs
+                .values
+                .push(MontyObject::ClassInstance(Box::new(MontyClassInstance {
+                    class_type: MontyClassType {
+                        name: object.to_owned(),
+                        id: MontyUuid::from_u128(n),
+                        host_defined: true,
+                        is_dataclass: false,
+                        attrs: DictPairs::default(),
+                    },
+                    instance_id,
+                    attrs,
+                })));
+        }
+        inputs
+    }
+}
+
+/// The interpreter's side of a run.
+struct Run {
+    printed: Printed,
+    requests: async_mpsc::UnboundedSender<Request>,
+    replies: mpsc::Receiver<Reply>,
+    limits: Limits,
+    calls: usize,
+    /// The limit the host enforced (calls), if it did.
+    reached: Option<Limit>,
+}
+
+impl Run {
+    fn drive(&mut self, code: String, mut inputs: Inputs) -> Result<Value, Failure> {
+        let source = format!("{PRELUDE}{code}");
+        let runner = MontyRun::new(
+            source,
+            SCRIPT_NAME,
+            std::mem::take(&mut inputs.names),
+            CompileOptions::default(),
+        )
+        .map_err(|e| self.failure(&e))?;
+        let tracker = ResourceTracker::new(ResourceLimits {
+            max_duration: Some(self.limits.time),
+            max_memory: Some(self.limits.memory),
+            gc_interval: None,
+            max_recursion_depth: self.limits.recursion,
+            // One more than the calls: the host ends the program at the first call too many.
+            max_suspensions: self.limits.calls.saturating_add(1),
+        });
+        let mut progress = runner
+            .start(
+                std::mem::take(&mut inputs.values),
+                tracker,
+                PrintWriter::Callback(&mut self.printed),
+            )
+            .map_err(|e| self.failure(&e))?;
+        loop {
+            let next = match progress {
+                RunProgress::Complete(value) => return self.value(&value),
+                RunProgress::FunctionCall(call) => {
+                    let answer = self.answer(&inputs, &call);
+                    let print = PrintWriter::Callback(&mut self.printed);
+                    match answer {
+                        Answer::Return(value) => call.resume(value, print),
+                        Answer::Raise(exception) => call.resume(exception, print),
+                        Answer::End(exception) => call.abort(exception, print),
+                    }
+                }
+                RunProgress::OsCall(call) => {
+                    let refused = MontyException::new(
+                        ExcType::PermissionError,
+                        Some(format!(
+                            "`{}` is not available: a program reaches files, the network and the environment only through the tools",
+                            call.function_call.name()
+                        )),
+                    );
+                    call.resume(refused, PrintWriter::Callback(&mut self.printed))
+                }
+                RunProgress::NameLookup(lookup) => lookup.resume(
+                    NameLookupResult::Undefined,
+                    PrintWriter::Callback(&mut self.printed),
+                ),
+                RunProgress::ResolveFutures(waiting) => {
+                    let refused = MontyException::new(
+                        ExcType::NotImplementedError,
+                        Some("a program cannot await: call the tools directly".into()),
+                    );
+                    waiting.abort(refused, PrintWriter::Callback(&mut self.printed))
+                }
+            };
+            progress = next.map_err(|e| self.failure(&e))?;
+        }
+    }
+
+    /// What a call of the program gets: the tool's answer, an exception, or the end.
+    fn answer(&mut self, inputs: &Inputs, call: &monty::FunctionCall) -> Answer {
+        let raise = |kind, message: String| Answer::Raise(MontyException::new(kind, Some(message)));
+        // A function its resource object does not have is still a call of the Step: the
+        // catalog decides (`E_TOOL_NOT_IN_CATALOG` for a tool the Step does not offer).
+        let tool = match call.object_id {
+            Some(id) => match inputs.objects.get(&id) {
+                Some(resource) => format!("{resource}__{}", call.function_name),
+                None => {
+                    return raise(
+                        ExcType::AttributeError,
+                        format!("no function `{}`", call.function_name),
+                    );
+                }
+            },
+            None if inputs.tools.contains(&call.function_name) => call.function_name.clone(),
+            None => {
+                return raise(
+                    ExcType::NameError,
+                    format!("name '{}' is not defined", call.function_name),
+                );
+            }
+        };
+        if !call.args.is_empty() {
+            return raise(
+                ExcType::TypeError,
+                format!("`{tool}` takes keyword arguments only, as its stub shows (name=value)"),
+            );
+        }
+        let mut args = Map::new();
+        for (key, value) in &call.kwargs {
+            let MontyObject::String(key) = key else {
+                return raise(
+                    ExcType::TypeError,
+                    "keyword argument names must be strings".into(),
+                );
+            };
+            match to_json(value) {
+                Ok(value) => args.insert(key.clone(), value),
+                Err(e) => return raise(ExcType::ValueError, format!("argument `{key}`: {e}")),
+            };
+        }
+        if self.calls >= self.limits.calls {
+            self.reached = Some(Limit::Calls);
+            return Answer::End(MontyException::new(
+                ExcType::RuntimeError,
+                Some(format!(
+                    "too many tool calls: a program may make {}",
+                    self.limits.calls
+                )),
+            ));
+        }
+        self.calls += 1;
+        let stopped = || {
+            Answer::End(MontyException::new(
+                ExcType::RuntimeError,
+                Some("the call running the program was stopped".into()),
+            ))
+        };
+        if self.requests.send(Request::Call { tool, args }).is_err() {
+            return stopped();
+        }
+        match self.replies.recv() {
+            Ok(Reply::Value(value)) => {
+                let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
+                if size > self.limits.result {
+                    return raise(
+                        ExcType::RuntimeError,
+                        format!(
+                            "E_CODE_LIMIT: the result is {size} bytes, more than the {} a program may take from one call; ask the tool for less",
+                            self.limits.result
+                        ),
+                    );
+                }
+                match from_json(&value) {
+                    Ok(value) => Answer::Return(value),
+                    Err(e) => raise(
+                        ExcType::ValueError,
+                        format!("the result cannot be read: {e}"),
+                    ),
+                }
+            }
+            Ok(Reply::Error(text)) => raise(ExcType::RuntimeError, text),
+            Err(_) => stopped(),
+        }
+    }
+
+    /// The program's final value, as JSON within the output limit.
+    fn value(&self, value: &MontyObject) -> Result<Value, Failure> {
+        if self.printed.overflowed {
+            return Err(self.limit(
+                Limit::Output,
+                "the program printed more than it may".into(),
+                None,
+            ));
+        }
+        let value = to_json(value).map_err(|e| Failure {
+            kind: FailureKind::Uncaught,
+            report: format!("the program's value cannot be read: {e}"),
+            line: None,
+        })?;
+        let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
+        if size > self.limits.output {
+            return Err(self.limit(
+                Limit::Output,
+                format!(
+                    "the program's value is {size} bytes as JSON, more than {}",
+                    self.limits.output
+                ),
+                None,
+            ));
+        }
+        Ok(value)
+    }
+
+    fn limit(&self, limit: Limit, report: String, line: Option<u32>) -> Failure {
+        Failure {
+            kind: FailureKind::Limit(limit),
+            report,
+            line,
+        }
+    }
+
+    /// The failure an exception that ended the program stands for, with the program's own
+    /// line numbers.
+    fn failure(&self, e: &MontyException) -> Failure {
+        let frames: Vec<StackFrame> = e
+            .traceback()
+            .iter()
+            .map(|frame| {
+                let mut frame = frame.clone();
+                if frame.filename == SCRIPT_NAME {
+                    frame.start.line = frame.start.line.saturating_sub(1).max(1);
+                    frame.end.line = frame.end.line.saturating_sub(1).max(1);
+                }
+                frame
+            })
+            .collect();
+        let line = frames.last().map(|f| f.start.line);
+        let report =
+            MontyException::with_traceback(e.exc_type(), e.message().map(str::to_owned), frames)
+                .to_string();
+        let message = e.message().unwrap_or_default();
+        let kind = if let Some(limit) = self.reached {
+            FailureKind::Limit(limit)
+        } else if self.printed.overflowed {
+            FailureKind::Limit(Limit::Output)
+        } else {
+            match e.exc_type() {
+                ExcType::SyntaxError => FailureKind::Syntax,
+                ExcType::TimeoutError if message.starts_with("time limit exceeded") => {
+                    FailureKind::Limit(Limit::Time)
+                }
+                ExcType::MemoryError if message.starts_with("memory limit exceeded") => {
+                    FailureKind::Limit(Limit::Memory)
+                }
+                ExcType::RecursionError => FailureKind::Limit(Limit::Recursion),
+                _ => FailureKind::Uncaught,
+            }
+        };
+        Failure { kind, report, line }
+    }
+}
+
+/// What the interpreter does with a call of the program.
+enum Answer {
+    /// Returns this value.
+    Return(MontyObject),
+    /// Raises this exception, which the program may catch.
+    Raise(MontyException),
+    /// Ends the program with this exception, which it cannot catch.
+    End(MontyException),
+}
+
+/// What the program printed, up to the output limit. Past it, `print` raises, and the run
+/// fails with the output limit even if the program catches that.
+struct Printed {
+    text: String,
+    max: usize,
+    overflowed: bool,
+}
+
+impl Printed {
+    fn new(max: usize) -> Self {
+        Self {
+            text: String::new(),
+            max,
+            overflowed: false,
+        }
+    }
+
+    fn push(&mut self, text: &str) -> Result<(), MontyException> {
+        if self.text.len().saturating_add(text.len()) > self.max {
+            self.overflowed = true;
+            let room = self.max.saturating_sub(self.text.len());
+            let mut cut = room.min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.push_str(&text[..cut]);
+            return Err(MontyException::new(
+                ExcType::MemoryError,
+                Some(format!(
+                    "output limit exceeded: a program may print {} bytes",
+                    self.max
+                )),
+            ));
+        }
+        self.text.push_str(text);
+        Ok(())
+    }
+}
+
+impl PrintWriterCallback for Printed {
+    fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
+        self.push(&output)
+    }
+
+    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
+        self.push(end.encode_utf8(&mut [0; 4]))
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use super::*;
+    use crate::tools::catalog::{CatalogItem, ToolCatalog};
+    use crate::tools::name::ToolName;
+
+    pub(super) fn functions() -> Functions {
+        let mut catalog = ToolCatalog::new();
+        for name in ["notes__list", "notes__add", "file-system__read"] {
+            catalog.push(CatalogItem::new(ToolName::parse(name).unwrap()));
+        }
+        Functions::of(&catalog, "code__run")
+    }
+
+    pub(super) fn limits() -> Limits {
+        Limits {
+            time: Duration::from_secs(5),
+            memory: 1 << 20,
+            recursion: 50,
+            output: 1000,
+            calls: 5,
+            result: 1000,
+        }
+    }
+
+    /// Runs `code`, answering each call with `answer(tool, args)`; the calls and the outcome.
+    pub(super) async fn run(
+        code: &str,
+        answer: impl Fn(&str, &Map<String, Value>) -> Reply,
+    ) -> (Vec<(String, Value)>, Outcome) {
+        let mut interpreter = Interpreter::start(code.into(), &functions(), limits()).unwrap();
+        let mut calls = Vec::new();
+        loop {
+            match interpreter.next().await {
+                Request::Call { tool, args } => {
+                    interpreter.reply(answer(&tool, &args));
+                    calls.push((tool, Value::Object(args)));
+                }
+                Request::Finished(outcome) => return (calls, outcome),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_function_call_is_a_request_with_the_catalog_name_and_the_keyword_arguments() {
+        let (calls, outcome) = run(
+            "n = notes.list(tag='a')['n']\nfile_system.read(path='x')\nprint('n is', n)\nn + 1",
+            |tool, _| match tool {
+                "notes__list" => Reply::Value(json!({"n": 41})),
+                _ => Reply::Value(json!("text")),
+            },
+        )
+        .await;
+        assert_eq!(
+            calls,
+            [
+                ("notes__list".to_owned(), json!({"tag": "a"})),
+                ("file-system__read".to_owned(), json!({"path": "x"})),
+            ]
+        );
+        assert_eq!(outcome.result, Ok(json!(42)));
+        assert_eq!(outcome.printed, "n is 41\n");
+    }
+
+    #[tokio::test]
+    async fn a_method_the_object_lacks_is_still_a_call_for_the_catalog_to_decide() {
+        let (calls, _) = run("notes.remove(id=1)", |_, _| Reply::Value(Value::Null)).await;
+        assert_eq!(calls, [("notes__remove".to_owned(), json!({"id": 1}))]);
+    }
+
+    #[tokio::test]
+    async fn positional_arguments_and_failed_calls_raise_exceptions_the_program_catches() {
+        let (calls, outcome) = run(
+            "out = []\ntry:\n    notes.add('x')\nexcept TypeError as e:\n    out.append('type')\ntry:\n    notes.add(text='x')\nexcept ToolError as e:\n    out.append(str(e))\nout",
+            |_, _| Reply::Error("E_NOTES_FULL: no room".into()),
+        )
+        .await;
+        assert_eq!(calls.len(), 1, "the positional call never reached the host");
+        assert_eq!(outcome.result, Ok(json!(["type", "E_NOTES_FULL: no room"])));
+    }
+
+    #[tokio::test]
+    async fn a_syntax_error_fails_with_its_line_and_an_uncaught_exception_with_its_traceback() {
+        let (_, outcome) = run("x = (1,\ny = 2", |_, _| Reply::Value(Value::Null)).await;
+        let failure = outcome.result.unwrap_err();
+        assert_eq!(failure.kind, FailureKind::Syntax);
+        assert!(failure.report.contains("SyntaxError"), "{}", failure.report);
+        let (_, outcome) = run("print('a')\n1 / 0", |_, _| Reply::Value(Value::Null)).await;
+        let failure = outcome.result.unwrap_err();
+        assert_eq!(
+            (failure.kind, failure.line),
+            (FailureKind::Uncaught, Some(2))
+        );
+        assert!(
+            failure.report.contains("ZeroDivisionError"),
+            "{}",
+            failure.report
+        );
+        assert_eq!(outcome.printed, "a\n");
+    }
+
+    #[tokio::test]
+    async fn a_value_nested_a_hundred_thousand_deep_fails_without_harming_the_host() {
+        let (calls, outcome) = run(
+            "a = []\nfor i in range(100000):\n    a = [a]\nnotes.list(x=a)\na",
+            |_, _| Reply::Value(Value::Null),
+        )
+        .await;
+        assert!(calls.is_empty(), "the argument could not cross: {calls:?}");
+        let failure = outcome.result.unwrap_err();
+        assert!(
+            failure.report.contains("ValueError: argument `x`"),
+            "{}",
+            failure.report
+        );
+    }
+
+    #[tokio::test]
+    async fn a_list_that_holds_itself_is_not_a_value_the_program_can_return() {
+        let (_, outcome) = run("a = [1]\na.append(a)\na", |_, _| Reply::Value(Value::Null)).await;
+        let failure = outcome.result.unwrap_err();
+        assert_eq!(failure.kind, FailureKind::Uncaught);
+        assert!(
+            failure.report.contains("cannot leave the program"),
+            "{}",
+            failure.report
+        );
+    }
+
+    #[tokio::test]
+    async fn the_modules_the_description_names_can_be_imported() {
+        let (_, outcome) = run(
+            "import json, re, math, datetime, collections, itertools, functools\njson.dumps(notes.list())",
+            |_, _| Reply::Value(json!({"n": 1})),
+        )
+        .await;
+        assert_eq!(outcome.result, Ok(json!("{\"n\": 1}")));
+    }
+}

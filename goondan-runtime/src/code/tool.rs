@@ -1,0 +1,322 @@
+//! The code tool: its registry entry, the catalogs of a Step that offers it, and its handler,
+//! which runs the program and makes each of its calls through the Step's route
+//! ([`StepCalls`]).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::names::Functions;
+use super::program::{Failure, FailureKind, Interpreter, Limits, Outcome, Reply, Request};
+use super::stubs::describe;
+use super::{CodeMode, TOOL_NAME, codes};
+use crate::tools::catalog::{CatalogItem, ToolCatalog};
+use crate::tools::content::{Content, ResourceBody};
+use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
+use crate::tools::handler::handler_fn;
+use crate::tools::registry::{RegisteredExport, ToolRegistry};
+use crate::tools::result::{JsonObject, ToolCall, ToolCallResult};
+use crate::tools::tool::{Export, Tool, ToolSource};
+
+/// The longest program, in characters.
+const MAX_CODE_CHARS: u64 = 64 * 1024;
+/// The error message limit of the code tool: room for a traceback, what was printed, and the
+/// calls made.
+const ERROR_MESSAGE_LIMIT: usize = 8000;
+/// How much of a failed program's report and prints its error keeps.
+const KEPT_REPORT_CHARS: usize = 3000;
+const KEPT_PRINTED_CHARS: usize = 2000;
+/// How many of a failed program's calls its error lists.
+const LISTED_CALLS: usize = 40;
+
+/// Why the code tool could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("the code tool cannot be built: {reason}")]
+pub(crate) struct CodeModeError {
+    reason: String,
+}
+
+/// Code mode, ready for an agent instance: the code tool's registry entry (its handler holds
+/// the limits) and whether the tools stay callable directly.
+pub(crate) struct CodeOffer {
+    entry: Arc<RegisteredExport>,
+    direct: bool,
+    max_calls: usize,
+}
+
+/// What one Step shows and allows.
+pub(crate) struct Offered {
+    /// What the model is shown, and what its own calls are checked against.
+    pub(crate) shown: ToolCatalog,
+    /// What the program's calls are checked against: the Step's catalog without the code tool.
+    pub(crate) inner: Arc<ToolCatalog>,
+}
+
+impl CodeOffer {
+    /// Builds the code tool for `mode`.
+    pub(crate) fn new(mode: &CodeMode) -> Result<Self, CodeModeError> {
+        let failed = |reason: String| CodeModeError { reason };
+        let limits = mode.limits;
+        let parameters = json!({
+            "type": "object",
+            "properties": {
+                "code": {
+                    "type": "string",
+                    "description": "The Python program. Its last expression is its result.",
+                    "maxLength": MAX_CODE_CHARS,
+                }
+            },
+            "required": ["code"],
+            "additionalProperties": false,
+        });
+        let handler = handler_fn(move |ctx, args| run(ctx, args, limits));
+        let (resource, export) = TOOL_NAME.split_once("__").unwrap_or(("code", "run"));
+        let tool = Tool::builder(resource)
+            .description("Code mode: one program calls the Step's tools")
+            .error_message_limit(ERROR_MESSAGE_LIMIT)
+            .source(ToolSource::extension("code-mode"))
+            .export(Export::new(export, parameters, handler))
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        let registry = ToolRegistry::builder()
+            .tool(tool)
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        let entry = registry
+            .get(TOOL_NAME)
+            .ok_or_else(|| failed(format!("`{TOOL_NAME}` is not in its own registry")))?;
+        Ok(Self {
+            entry,
+            direct: mode.direct,
+            max_calls: limits.calls,
+        })
+    }
+
+    /// The catalogs of a Step whose catalog (after step middleware) is `catalog`: the code
+    /// tool, described with the stubs of the Step's tools, beside them or alone.
+    pub(crate) fn offer(&self, catalog: ToolCatalog) -> Offered {
+        let mut inner = catalog;
+        inner.remove(TOOL_NAME);
+        let description = describe(&Functions::of(&inner, TOOL_NAME), self.max_calls);
+        let item = CatalogItem::from_entry(&self.entry).with_description(description);
+        let mut shown = if self.direct {
+            inner.clone()
+        } else {
+            ToolCatalog::new()
+        };
+        shown.push(item);
+        Offered {
+            shown,
+            inner: Arc::new(inner),
+        }
+    }
+}
+
+/// One call the program made, for the error of a program that failed.
+struct Made {
+    tool: String,
+    code: Option<String>,
+}
+
+/// The handler of the code tool.
+async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value, ToolError> {
+    let Some(code) = args.get("code").and_then(Value::as_str) else {
+        return Err(ToolError::new("`code` must be a string")
+            .with_code(crate::tools::error::codes::INVALID_ARGS));
+    };
+    let Some(calls) = ctx.step_calls().cloned() else {
+        return Err(ToolError::new(format!(
+            "`{TOOL_NAME}` runs only in a Step that offers code mode"
+        ))
+        .with_code(codes::ERROR)
+        .with_suggestion("call the tools directly"));
+    };
+    let functions = Functions::of(calls.catalog(), TOOL_NAME);
+    let mut interpreter = Interpreter::start(code.to_owned(), &functions, limits).map_err(|e| {
+        ToolError::new(format!("the interpreter cannot start: {e}"))
+            .with_code(codes::ERROR)
+            .retryable()
+    })?;
+    let mut made = Vec::new();
+    loop {
+        match interpreter.next().await {
+            Request::Call { tool, args } => {
+                let id = format!("{}.{}", ctx.tool_call_id(), made.len() + 1);
+                let call = ToolCall::new(id, tool.clone(), Value::Object(args));
+                let result = calls.call(call, &ctx).await;
+                made.push(Made {
+                    tool,
+                    code: result.error_code().map(str::to_owned),
+                });
+                interpreter.reply(reply(result));
+            }
+            Request::Finished(outcome) => return finish(outcome, &made),
+        }
+    }
+}
+
+/// What the program gets for a call's result.
+fn reply(result: ToolCallResult) -> Reply {
+    if let Some(err) = &result.error {
+        let mut text = format!("{}: {}", err.code(), err.message());
+        if let Some(s) = err.suggestion() {
+            let _ = write!(text, " (suggestion: {s})");
+        }
+        return Reply::Error(text);
+    }
+    if result.is_pending() {
+        return Reply::Error(format!(
+            "{}: `{}` answers later (a pending result), which a program cannot wait for; call it directly",
+            codes::ERROR,
+            result.tool_name
+        ));
+    }
+    match (result.output, result.content.is_empty()) {
+        (Some(output), _) => Reply::Value(output),
+        (None, false) => Reply::Value(Value::Array(result.content.iter().map(described).collect())),
+        (None, true) => Reply::Value(Value::Null),
+    }
+}
+
+/// A content part as a program sees it: text as text, binary data described by its type
+/// and size (a program has no use for base64; the model asks for the part itself).
+fn described(part: &Content) -> Value {
+    match part {
+        Content::Image(b) => {
+            json!({"type": "image", "mimeType": b.mime_type, "bytes": b.data.len()})
+        }
+        Content::Audio(b) => {
+            json!({"type": "audio", "mimeType": b.mime_type, "bytes": b.data.len()})
+        }
+        Content::Resource(r) => match &r.body {
+            ResourceBody::Text(text) => {
+                json!({"type": "resource", "uri": r.uri, "mimeType": r.mime_type, "text": text})
+            }
+            ResourceBody::Blob(b) => {
+                json!({"type": "resource", "uri": r.uri, "mimeType": r.mime_type, "bytes": b.len()})
+            }
+        },
+        other => other.to_json(),
+    }
+}
+
+/// The code tool's answer for a finished run.
+fn finish(outcome: Outcome, made: &[Made]) -> Result<Value, ToolError> {
+    let Outcome { result, printed } = outcome;
+    match result {
+        Ok(value) => Ok(json!({"value": value, "printed": printed, "calls": made.len()})),
+        Err(failure) => Err(failure_error(&failure, &printed, made)),
+    }
+}
+
+/// The structured error of a failed program: what failed and where, what it printed, and the
+/// calls it made.
+fn failure_error(failure: &Failure, printed: &str, made: &[Made]) -> ToolError {
+    let (code, headline, suggestion) = match &failure.kind {
+        FailureKind::Syntax => (
+            codes::SYNTAX,
+            "the program does not parse".to_owned(),
+            "fix the line the error points at; the interpreter runs a subset of Python 3",
+        ),
+        FailureKind::Uncaught => (
+            codes::ERROR,
+            "the program raised an exception it did not catch".to_owned(),
+            "fix the line the traceback ends at, or catch the exception (a failed tool call raises ToolError)",
+        ),
+        FailureKind::Limit(limit) => (
+            codes::LIMIT,
+            format!("the program reached its {} limit", limit.name()),
+            "do less in one program: fewer calls, smaller values, no unbounded loops or recursion",
+        ),
+    };
+    let mut message = headline;
+    if let Some(line) = failure.line {
+        let _ = write!(message, " (line {line})");
+    }
+    let _ = write!(message, ":\n{}", head(&failure.report, KEPT_REPORT_CHARS));
+    if !printed.is_empty() {
+        let _ = write!(
+            message,
+            "\nprinted before it stopped:\n{}",
+            tail(printed, KEPT_PRINTED_CHARS)
+        );
+    }
+    let listed: Vec<String> = made
+        .iter()
+        .take(LISTED_CALLS)
+        .map(|m| format!("{} {}", m.tool, m.code.as_deref().unwrap_or("ok")))
+        .collect();
+    let _ = write!(message, "\ntool calls made: {}", made.len());
+    if !listed.is_empty() {
+        let more = if made.len() > LISTED_CALLS {
+            ", ..."
+        } else {
+            ""
+        };
+        let _ = write!(message, " ({}{more})", listed.join(", "));
+    }
+    ToolError::new(message)
+        .with_code(code)
+        .with_suggestion(suggestion)
+}
+
+/// The first `max` characters of `text`.
+fn head(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+/// The last `max` characters of `text`.
+fn tail(text: &str, max: usize) -> &str {
+    let count = text.chars().count();
+    match text.char_indices().nth(count.saturating_sub(max)) {
+        Some((at, _)) => &text[at..],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_and_tail_cut_on_characters() {
+        assert_eq!(head("héllo", 2), "hé");
+        assert_eq!(tail("héllo", 4), "éllo");
+        assert_eq!(tail("ab", 5), "ab");
+    }
+
+    #[test]
+    fn a_failed_call_reaches_the_program_as_its_code_message_and_suggestion() {
+        let err = ToolError::new("missing `path`")
+            .with_code("E_TOOL_INVALID_ARGS")
+            .with_suggestion("pass path");
+        let Reply::Error(text) = reply(ToolCallResult::error("c", "a__b", err)) else {
+            panic!("an error is an error")
+        };
+        assert_eq!(
+            text,
+            "E_TOOL_INVALID_ARGS: missing `path` (suggestion: pass path)"
+        );
+    }
+
+    #[test]
+    fn content_parts_reach_the_program_as_text_or_a_description_of_their_bytes() {
+        let result = ToolCallResult {
+            output: None,
+            ..ToolCallResult::ok("c", "a__b", Value::Null)
+        }
+        .with_content(vec![Content::text("hi"), Content::image_png(vec![0; 10])]);
+        let Reply::Value(value) = reply(result) else {
+            panic!("content is a value")
+        };
+        assert_eq!(
+            value,
+            json!([{"type": "text", "text": "hi"}, {"type": "image", "mimeType": "image/png", "bytes": 10}])
+        );
+    }
+}
