@@ -415,8 +415,6 @@ fn mcp_login_keeps_tokens_in_the_os_keyring_when_there_is_one() {
 /// unavailable, with why; a server that is not authorized says so and how to log in.
 #[test]
 fn mcp_servers_check_starts_each_server_and_says_whether_it_is_up_or_why_not() {
-    use goondan_test_peers::mcp_peers;
-
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let protected = ProtectedServer::start("auth/metadata-default");
@@ -430,12 +428,7 @@ metadata: {{name: mcp}}
 spec:
   mcp:
     servers:
-      - name: everything
-        command: "{node}"
-        args: ["{everything}", "stdio"]
-        include: [echo, get-sum]
-        sandbox: {{read: ["{peers}"]}}
-      - name: gone
+{everything}      - name: gone
         url: http://127.0.0.1:9/mcp
         startupTimeoutMs: 3000
       - name: tracker
@@ -443,13 +436,7 @@ spec:
         auth: oauth
         startupTimeoutMs: 15000
 "#,
-            node = mcp_peers::peer("node").display(),
-            everything = mcp_peers::peer("mcp-server-everything").display(),
-            peers = mcp_peers::peers_dir()
-                .join("../..")
-                .canonicalize()
-                .unwrap()
-                .display(),
+            everything = crate::run_support::everything_server("echo, get-sum", ""),
             tracker = protected.url(),
         ),
     )

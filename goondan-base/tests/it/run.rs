@@ -561,7 +561,6 @@ fn run_approve_tool_refuses_a_malformed_rule() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_asks_the_person_at_the_terminal_to_fill_a_bridged_server_s_form() {
     use expectrl::Session;
-    use goondan_test_peers::mcp_peers;
 
     let form = "everything__trigger-elicitation-request";
     let server = ReplayServer::start([
@@ -580,14 +579,7 @@ metadata: {{name: mcp}}
 spec:
   mcp:
     servers:
-      - name: everything
-        command: "{node}"
-        args: ["{everything}", "stdio"]
-        include: [trigger-elicitation-request]
-        callTimeoutMs: 60000
-        # In the sandbox, as every bridged server by default; it reads its own files.
-        sandbox: {{read: ["{peers}"]}}
----
+{everything}---
 apiVersion: goondan.ai/v1
 kind: Agent
 metadata: {{name: assistant}}
@@ -596,13 +588,10 @@ spec:
   tools: []
   extensions: ["Extension/mcp"]
 "#,
-        node = mcp_peers::peer("node").display(),
-        everything = mcp_peers::peer("mcp-server-everything").display(),
-        peers = mcp_peers::peers_dir()
-            .join("../..")
-            .canonicalize()
-            .unwrap()
-            .display(),
+        everything = support::everything_server(
+            "trigger-elicitation-request",
+            "        callTimeoutMs: 60000\n"
+        ),
     ));
     let file = dir.path().join("goondan.yaml");
     std::fs::write(&file, yaml).unwrap();
@@ -717,8 +706,6 @@ spec:
 /// warning naming it, and the other server's tool is called as the model asked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_a_bridged_server_that_never_starts_is_left_out_and_the_others_serve() {
-    use goondan_test_peers::mcp_peers;
-
     let server = ReplayServer::start([
         call(
             "call_e",
@@ -741,12 +728,7 @@ spec:
         command: sleep
         args: ["600"]
         startupTimeoutMs: 15000
-      - name: everything
-        command: "{node}"
-        args: ["{everything}", "stdio"]
-        include: [echo]
-        sandbox: {{read: ["{peers}"]}}
----
+{everything}---
 apiVersion: goondan.ai/v1
 kind: Agent
 metadata: {{name: assistant}}
@@ -755,13 +737,7 @@ spec:
   tools: []
   extensions: ["Extension/mcp"]
 "#,
-        node = mcp_peers::peer("node").display(),
-        everything = mcp_peers::peer("mcp-server-everything").display(),
-        peers = mcp_peers::peers_dir()
-            .join("../..")
-            .canonicalize()
-            .unwrap()
-            .display(),
+        everything = support::everything_server("echo", ""),
     ));
     let file = dir.path().join("goondan.yaml");
     std::fs::write(&file, yaml).unwrap();

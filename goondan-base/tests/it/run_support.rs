@@ -175,3 +175,26 @@ pub fn peer_folder(script: &str, env: &str) -> PathBuf {
     );
     PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
 }
+
+/// The entry of `spec.mcp.servers` for server-everything over stdio, named `everything`, with
+/// `include` as its tool list and `more` (lines indented like its keys) after it: run in the
+/// sandbox, as every bridged server by default, reading its own files. Indented for
+/// `servers:` at four spaces.
+pub fn everything_server(include: &str, more: &str) -> String {
+    use goondan_test_peers::mcp_peers;
+    let peers = mcp_peers::peers_dir()
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("the peers' directory: {e}"));
+    format!(
+        r#"      - name: everything
+        command: "{node}"
+        args: ["{everything}", "stdio"]
+        include: [{include}]
+        sandbox: {{read: ["{peers}"]}}
+{more}"#,
+        node = mcp_peers::peer("node").display(),
+        everything = mcp_peers::peer("mcp-server-everything").display(),
+        peers = peers.display(),
+    )
+}
