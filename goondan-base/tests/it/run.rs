@@ -770,3 +770,87 @@ spec:
     assert!(seen[0].body.to_string().contains("everything__echo"));
     assert!(!seen[0].body.to_string().contains("slow__"));
 }
+
+/// An Agent's `spec.codeMode` in a bundle: the model is shown the code tool alone
+/// (`callable: false`), its program calls the agent's tools as functions, each call is shown
+/// at the terminal like the model's own and works in the agent's workspace, and the model
+/// reads what the program printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tools() {
+    let program = "file_system.write(path=\"notes/a.txt\", content=\"from code\")\n\
+                   print(file_system.read(path=\"notes/a.txt\"))";
+    let server = ReplayServer::start([
+        call("call_c", "code__run", &json!({"code": program})),
+        text(&["Done."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = support::bundle_with(dir.path(), &server, &["file-system"], None);
+    let mut yaml = std::fs::read_to_string(&file).unwrap();
+    yaml.push_str("  codeMode: {callable: false}\n");
+    std::fs::write(&file, yaml).unwrap();
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "keep a note",
+            "--approve",
+            "never",
+        ],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "Done.\n", "{stderr}");
+    let written = dir.path().join(".goondan/workspace/notes/a.txt");
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "from code");
+    // The program's calls were shown at the terminal like the model's own.
+    assert!(stderr.contains("code__run"), "{stderr}");
+    assert!(stderr.contains("file-system__write"), "{stderr}");
+    assert!(stderr.contains("file-system__read"), "{stderr}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{stderr}");
+    let shown: Vec<_> = seen[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(shown, ["code__run"]);
+    let described = seen[0].body["tools"][0]["function"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        described.contains("class file_system:") && described.contains("def read(*, path: str"),
+        "{described}"
+    );
+    let results = tool_results(&seen[1].body);
+    assert!(results[0].contains("from code"), "{results:?}");
+}
+
+/// A wrong `spec.codeMode` is a problem of the bundle, on its line.
+#[test]
+fn run_validate_reports_a_wrong_code_mode_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  codeMode: {maxCals: 3}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{report}");
+    assert!(
+        report.contains(":5") && report.contains("`codeMode` has no `maxCals`"),
+        "{report}"
+    );
+}

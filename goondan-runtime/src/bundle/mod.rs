@@ -210,6 +210,15 @@ impl Bundle {
             .and_then(|v| crate::calls::guardrail::Guardrails::from_policy(v).ok())
     }
 
+    /// The Agent's `spec.codeMode` ([`CodeMode::from_spec`](crate::code::CodeMode::from_spec)):
+    /// `None` when it says nothing or `false`, or when the setting is wrong (loading the bundle
+    /// reports that, with its line).
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode(&self, agent: &str) -> Option<crate::code::CodeMode> {
+        let spec = self.get(&Kind::Agent, agent)?.spec()?.get("codeMode")?;
+        crate::code::CodeMode::from_spec(spec).ok().flatten()
+    }
+
     /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm
     /// (for settings the runtime does not read itself, such as the base tools' `sandbox`).
     pub fn policy(&self, agent: &str, key: &str) -> Option<&serde_json::Value> {

@@ -254,6 +254,13 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
 fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagnostic>) {
     let spec = r.spec();
     check_policy(r, out);
+    #[cfg(feature = "code-mode")]
+    if let Some(Err(why)) = spec
+        .and_then(|s| s.get("codeMode"))
+        .map(crate::code::CodeMode::from_spec)
+    {
+        out.push(r.locus_of("/spec/codeMode").error(why));
+    }
     if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {

@@ -196,4 +196,53 @@ impl CodeMode {
         self.limits.result = bytes;
         self
     }
+
+    /// Code mode as an Agent's `spec.codeMode` in a bundle says: `true` or `false`, or a map
+    /// of `callable` (the tools stay callable directly, default `true`), `timeLimitMs`,
+    /// `memoryLimitBytes`, `recursionLimit`, `outputLimitBytes`, `maxCalls` and
+    /// `resultLimitBytes`, each optional. `None` for `false`; the error says what is wrong.
+    ///
+    /// ```
+    /// use goondan_runtime::code::CodeMode;
+    /// let spec = serde_json::json!({"callable": false, "maxCalls": 20});
+    /// let mode = CodeMode::from_spec(&spec).unwrap().unwrap();
+    /// assert_eq!(mode, CodeMode::new().tools_callable_directly(false).max_calls(20));
+    /// assert_eq!(CodeMode::from_spec(&serde_json::json!(false)).unwrap(), None);
+    /// assert!(CodeMode::from_spec(&serde_json::json!({"maxCals": 20})).is_err());
+    /// ```
+    pub fn from_spec(spec: &serde_json::Value) -> Result<Option<Self>, String> {
+        const KEYS: &str = "`callable`, `timeLimitMs`, `memoryLimitBytes`, `recursionLimit`, `outputLimitBytes`, `maxCalls`, `resultLimitBytes`";
+        let map = match spec {
+            serde_json::Value::Bool(false) => return Ok(None),
+            serde_json::Value::Bool(true) => return Ok(Some(Self::new())),
+            serde_json::Value::Object(map) => map,
+            _ => return Err(format!("`codeMode` is `true`, `false` or a map of {KEYS}")),
+        };
+        let count = |key: &str, v: &serde_json::Value| {
+            v.as_u64()
+                .filter(|n| *n > 0)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| format!("`codeMode.{key}` is a whole number above 0"))
+        };
+        let mut mode = Self::new();
+        for (key, value) in map {
+            mode = match key.as_str() {
+                "callable" => match value {
+                    serde_json::Value::Bool(direct) => mode.tools_callable_directly(*direct),
+                    _ => return Err("`codeMode.callable` is `true` or `false`".to_owned()),
+                },
+                "timeLimitMs" => match value.as_u64().filter(|ms| *ms > 0) {
+                    Some(ms) => mode.time_limit(Duration::from_millis(ms)),
+                    None => return Err(format!("`codeMode.{key}` is a whole number above 0")),
+                },
+                "memoryLimitBytes" => mode.memory_limit(count(key, value)?),
+                "recursionLimit" => mode.recursion_limit(count(key, value)?),
+                "outputLimitBytes" => mode.output_limit(count(key, value)?),
+                "maxCalls" => mode.max_calls(count(key, value)?),
+                "resultLimitBytes" => mode.result_limit(count(key, value)?),
+                other => return Err(format!("`codeMode` has no `{other}`; its keys: {KEYS}")),
+            };
+        }
+        Ok(Some(mode))
+    }
 }

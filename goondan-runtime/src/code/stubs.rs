@@ -136,6 +136,8 @@ fn stub(out: &mut String, function: &Function) {
             unnamed.push(name.as_str());
         } else if is_required {
             params.push(format!("{name}: {kind}"));
+        } else if kind.ends_with("| None") || kind == "Any" {
+            params.push(format!("{name}: {kind} = None"));
         } else {
             params.push(format!("{name}: {kind} | None = None"));
         }
@@ -237,6 +239,14 @@ mod tests {
             python_type(&json!({"type": ["integer", "null"]})),
             "int | None"
         );
+        // An optional property that may be null already says `None` once.
+        let item = CatalogItem::new(ToolName::parse("fs__read").unwrap()).with_parameters(
+            json!({"type": "object", "properties": {"max": {"type": ["integer", "null"]}}}),
+        );
+        let mut catalog = ToolCatalog::new();
+        catalog.push(item);
+        let described = describe(&Functions::of(&catalog, "code__run"), 50);
+        assert!(described.contains("max: int | None = None)"), "{described}");
         assert_eq!(
             python_type(&json!({"enum": ["a", "b"]})),
             "Literal[\"a\", \"b\"]"

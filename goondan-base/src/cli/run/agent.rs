@@ -181,11 +181,15 @@ impl RunWorker {
             .as_ref()
             .map(|b| callable_agents(b, &me.agent))
             .unwrap_or_default();
+        let code_mode = bundle.as_ref().and_then(|b| b.code_mode(&me.agent));
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             for extension in &mcp {
                 builder = builder.extension_arc(Arc::clone(extension));
             }
             builder = builder.extension(crate::agents::targets(callable.clone()));
+            if let Some(mode) = &code_mode {
+                builder = builder.code_mode(mode.clone());
+            }
             customize(builder)
         };
         let mut inner = StepWorker::from_env_with(me, library, &models, &customize);
