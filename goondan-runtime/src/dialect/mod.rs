@@ -472,6 +472,17 @@ pub(crate) fn parameters_of(item: &CatalogItem) -> &Value {
     item.parameters().map_or(&*EMPTY, |p| &**p)
 }
 
+/// The value of `key` in a schema node. A node has a handful of keys and a dialect asks each
+/// node for many: scanning them costs less than hashing every name asked for.
+pub(crate) fn field<'a>(node: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    node.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+/// Whether a schema node has `key` (see [`field`]).
+pub(crate) fn has_field(node: &Map<String, Value>, key: &str) -> bool {
+    field(node, key).is_some()
+}
+
 /// Fails unless the root of a parameter schema is a plain object schema.
 pub(crate) fn require_object_root(schema: &Value) -> Result<(), Unsupported> {
     let is_object = schema
@@ -518,17 +529,17 @@ pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Json<'_>>, Vec
         if obj.keys().any(|k| !allowed.contains(&k.as_str())) {
             return None;
         }
-        if obj.get("type").is_some_and(|t| t != "string") {
+        if field(obj, "type").is_some_and(|t| t != "string") {
             return None;
         }
-        let consts: Vec<&Value> = match (obj.get("const"), obj.get("enum")) {
+        let consts: Vec<&Value> = match (field(obj, "const"), field(obj, "enum")) {
             (Some(c), None) => vec![c],
             (None, Some(Value::Array(e))) => e.iter().collect(),
             _ => return None,
         };
         for c in consts {
             let s = c.as_str()?;
-            if let Some(d) = obj.get("description").and_then(Value::as_str) {
+            if let Some(d) = field(obj, "description").and_then(Value::as_str) {
                 docs.push(format!("`{s}`: {d}"));
             }
             values.push(Json::from(s));
@@ -544,7 +555,7 @@ pub(crate) fn first_union<'a>(
     path: &Pointer<'_>,
 ) -> Result<Option<(&'static str, &'a [Value])>, Unsupported> {
     for key in ["oneOf", "anyOf"] {
-        let Some(branches) = obj.get(key).and_then(Value::as_array) else {
+        let Some(branches) = field(obj, key).and_then(Value::as_array) else {
             continue;
         };
         if branches.is_empty() {
@@ -575,7 +586,7 @@ pub(crate) fn string_enum<'a>(
         out.insert(k, v);
     }
     out.insert("enum", Json::Array(values));
-    if let Some(d) = join_docs(obj.get("description"), &docs) {
+    if let Some(d) = join_docs(field(obj, "description"), &docs) {
         out.insert("description", Json::Str(Cow::Owned(d)));
     }
     true
@@ -640,7 +651,7 @@ pub(crate) fn undistributable(path: &Pointer<'_>) -> Unsupported {
 /// Returns the node without null (the node itself when it allows no null) and whether null
 /// was allowed.
 pub(crate) fn split_null(node: &Map<String, Value>) -> (Cow<'_, Map<String, Value>>, bool) {
-    if let Some(Value::Array(types)) = node.get("type")
+    if let Some(Value::Array(types)) = field(node, "type")
         && types.iter().any(|t| t == "null")
     {
         let mut out = node.clone();
@@ -656,7 +667,7 @@ pub(crate) fn split_null(node: &Map<String, Value>) -> (Cow<'_, Map<String, Valu
         return (Cow::Owned(out), true);
     }
     for key in ["anyOf", "oneOf"] {
-        let Some(Value::Array(branches)) = node.get(key) else {
+        let Some(Value::Array(branches)) = field(node, key) else {
             continue;
         };
         let is_null = |b: &Value| {

@@ -30,8 +30,8 @@ use serde_json::{Map, Value, json};
 
 use crate::dialect::{
     DialectError, Json, Object, ParseError, Pointer, Unsupported, arguments_from_str, distribute,
-    each_tool, first_union, loose_parameters, parameters_of, require_object_root, split_null,
-    str_field, string_enum, undistributable,
+    each_tool, field, first_union, has_field, loose_parameters, parameters_of, require_object_root,
+    split_null, str_field, string_enum, undistributable,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::result::{ToolCall, ToolCallResult};
@@ -181,15 +181,15 @@ fn convert<'a>(node: &'a Value, path: &Pointer<'_>, depth: usize) -> Result<Json
         return convert(&union, path, depth).map(Json::into_owned);
     }
     let mut out = Object::with_capacity(8);
-    if let Some(d) = obj.get("description") {
+    if let Some(d) = field(obj, "description") {
         out.push("description", d);
     }
-    if let Some(r) = obj.get("$ref") {
+    if let Some(r) = field(obj, "$ref") {
         out.insert("$ref", r);
         return Ok(out.into());
     }
     for k in ["allOf", "not", "prefixItems", "if"] {
-        if obj.contains_key(k) {
+        if has_field(obj, k) {
             return Err(Unsupported::at(
                 path.key(k),
                 format!("`{k}` is not supported in strict mode"),
@@ -209,22 +209,22 @@ fn convert<'a>(node: &'a Value, path: &Pointer<'_>, depth: usize) -> Result<Json
         out.insert("anyOf", Json::Array(converted));
         return Ok(out.into());
     }
-    let Some(ty) = obj.get("type") else {
-        if let Some(c) = obj.get("const") {
+    let Some(ty) = field(obj, "type") else {
+        if let Some(c) = field(obj, "const") {
             out.insert("enum", Json::Array(vec![Json::from(c)]));
             return Ok(out.into());
         }
-        if let Some(e) = obj.get("enum") {
+        if let Some(e) = field(obj, "enum") {
             out.insert("enum", e);
             return Ok(out.into());
         }
         return Err(any_value(path));
     };
     out.insert("type", ty);
-    if let Some(c) = obj.get("const") {
+    if let Some(c) = field(obj, "const") {
         out.insert("enum", Json::Array(vec![Json::from(c)]));
     }
-    if let Some(e) = obj.get("enum") {
+    if let Some(e) = field(obj, "enum") {
         out.insert("enum", e);
     }
     let has = |t: &str| crate::tools::schema::has_type(obj, t);
@@ -242,7 +242,7 @@ fn convert<'a>(node: &'a Value, path: &Pointer<'_>, depth: usize) -> Result<Json
     }
     if has("string") {
         copy(obj, &mut out, "pattern");
-        if let Some(f) = obj.get("format").and_then(Value::as_str)
+        if let Some(f) = field(obj, "format").and_then(Value::as_str)
             && FORMATS.contains(&f)
         {
             out.insert("format", f);
@@ -262,7 +262,7 @@ fn convert_object<'a>(
     depth: usize,
     out: &mut Object<'a>,
 ) -> Result<(), Unsupported> {
-    if let Some(extra) = obj.get("additionalProperties")
+    if let Some(extra) = field(obj, "additionalProperties")
         && extra != &Value::Bool(false)
     {
         return Err(Unsupported::at(
@@ -272,7 +272,7 @@ fn convert_object<'a>(
         ));
     }
     let required = required_of(obj);
-    let props = obj.get("properties").and_then(Value::as_object);
+    let props = field(obj, "properties").and_then(Value::as_object);
     let mut properties = Object::with_capacity(props.map_or(0, Map::len));
     let at_properties = path.key("properties");
     for (name, prop) in props.into_iter().flatten() {
@@ -346,7 +346,7 @@ fn nullable(schema: Json<'_>) -> Json<'_> {
 }
 
 fn copy<'a>(from: &'a Map<String, Value>, to: &mut Object<'a>, key: &'static str) {
-    if let Some(v) = from.get(key) {
+    if let Some(v) = field(from, key) {
         to.insert(key, v);
     }
 }
@@ -453,7 +453,7 @@ fn branch_matches(branch: &Value, args: &Value) -> bool {
 }
 
 fn required_of(obj: &Map<String, Value>) -> Vec<&str> {
-    obj.get("required")
+    field(obj, "required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()

@@ -5,9 +5,9 @@ use std::borrow::Cow;
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, Json, Object, ParseError, Pointer, Unsupported, distribute, each_tool,
-    first_union, loose_parameters, parameters_of, require_object_root, split_null, str_field,
-    string_enum, undistributable,
+    DialectError, Json, Object, ParseError, Pointer, Unsupported, distribute, each_tool, field,
+    first_union, has_field, loose_parameters, parameters_of, require_object_root, split_null,
+    str_field, string_enum, undistributable,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -120,14 +120,14 @@ fn convert<'a>(node: &'a Value, path: &Pointer<'_>, root: bool) -> Result<Json<'
         let union = distribute(obj).ok_or_else(|| undistributable(path))?;
         return convert(&union, path, root).map(Json::into_owned);
     }
-    if obj.contains_key("$ref") {
+    if has_field(obj, "$ref") {
         return Err(Unsupported::at(
             path.key("$ref"),
             "a recursive type cannot be expressed: Gemini has no `$ref`/`$defs`",
         ));
     }
     for k in ["allOf", "not", "prefixItems", "if"] {
-        if obj.contains_key(k) {
+        if has_field(obj, k) {
             return Err(Unsupported::at(path.key(k), format!("Gemini has no `{k}`")));
         }
     }
@@ -147,7 +147,7 @@ fn convert_node<'a>(
     root: bool,
 ) -> Result<Json<'a>, Unsupported> {
     let mut out = Object::with_capacity(8);
-    if let Some(d) = obj.get("description") {
+    if let Some(d) = field(obj, "description") {
         out.push("description", d);
     }
     if nullable {
@@ -175,7 +175,7 @@ fn convert_node<'a>(
         out.insert("anyOf", Json::Array(converted));
         return Ok(out.into());
     }
-    let ty = match obj.get("type") {
+    let ty = match field(obj, "type") {
         Some(Value::String(t)) => t.as_str(),
         Some(Value::Array(_)) => {
             return Err(Unsupported::at(
@@ -183,7 +183,7 @@ fn convert_node<'a>(
                 "a value of several types cannot be expressed: Gemini takes one `type` per node",
             ));
         }
-        _ => match (obj.get("const"), obj.get("enum")) {
+        _ => match (field(obj, "const"), field(obj, "enum")) {
             (Some(Value::String(_)), _) => "string",
             (None, Some(Value::Array(e))) if e.iter().all(Value::is_string) => "string",
             _ => return Err(any_value(path)),
@@ -204,7 +204,7 @@ fn convert_node<'a>(
         }
     };
     out.insert("type", gemini_type);
-    match (obj.get("const"), obj.get("enum")) {
+    match (field(obj, "const"), field(obj, "enum")) {
         (Some(c), _) => {
             out.insert("enum", Json::Array(vec![Json::from(c)]));
         }
@@ -221,20 +221,20 @@ fn convert_node<'a>(
             ));
         }
         out.insert("format", "enum");
-    } else if let Some(f) = obj.get("format").and_then(Value::as_str)
+    } else if let Some(f) = field(obj, "format").and_then(Value::as_str)
         && FORMATS.contains(&f)
     {
         out.insert("format", f);
     }
     for k in KEPT {
-        if let Some(v) = obj.get(*k) {
+        if let Some(v) = field(obj, *k) {
             out.insert(*k, v);
         }
     }
     match gemini_type {
         "OBJECT" => convert_object(obj, path, root, &mut out)?,
         "ARRAY" => {
-            let items = obj.get("items").ok_or_else(|| {
+            let items = field(obj, "items").ok_or_else(|| {
                 Unsupported::at(path, "an array needs `items`: Gemini types every node")
             })?;
             out.insert("items", convert(items, &path.key("items"), false)?);
@@ -250,7 +250,7 @@ fn convert_object<'a>(
     root: bool,
     out: &mut Object<'a>,
 ) -> Result<(), Unsupported> {
-    if let Some(extra) = obj.get("additionalProperties")
+    if let Some(extra) = field(obj, "additionalProperties")
         && extra != &Value::Bool(false)
     {
         return Err(Unsupported::at(
@@ -259,7 +259,7 @@ fn convert_object<'a>(
              `additionalProperties`; use a list of key/value structs",
         ));
     }
-    let props = obj.get("properties").and_then(Value::as_object);
+    let props = field(obj, "properties").and_then(Value::as_object);
     if props.is_none_or(Map::is_empty) && !root {
         return Err(Unsupported::at(
             path,
@@ -272,7 +272,7 @@ fn convert_object<'a>(
         properties.push(name, convert(prop, &at_properties.key(name), false)?);
     }
     out.insert("properties", properties);
-    if let Some(r) = obj.get("required")
+    if let Some(r) = field(obj, "required")
         && r.as_array().is_some_and(|r| !r.is_empty())
     {
         out.insert("required", r);
