@@ -487,7 +487,7 @@ pub(crate) fn has_field(node: &Map<String, Value>, key: &str) -> bool {
 pub(crate) fn require_object_root(schema: &Value) -> Result<(), Unsupported> {
     let is_object = schema
         .as_object()
-        .is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
+        .is_some_and(|o| field(o, "type").and_then(Value::as_str) == Some("object"));
     if !is_object {
         return Err(Unsupported::at(
             "",

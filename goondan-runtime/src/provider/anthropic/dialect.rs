@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, Json, Object, ParseError, Unsupported, each_tool, parameters_of,
+    DialectError, Json, Object, ParseError, Unsupported, each_tool, has_field, parameters_of,
     require_object_root, str_field,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
@@ -36,9 +36,10 @@ pub(crate) fn tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
 
 fn check_input_schema(schema: &Value) -> Result<(), Unsupported> {
     require_object_root(schema)?;
+    let node = schema.as_object();
     if let Some(k) = ["oneOf", "anyOf", "allOf"]
         .into_iter()
-        .find(|k| schema.get(*k).is_some())
+        .find(|k| node.is_some_and(|node| has_field(node, k)))
     {
         return Err(Unsupported::at(
             format!("/{k}"),
