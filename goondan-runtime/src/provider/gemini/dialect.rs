@@ -226,9 +226,9 @@ fn convert_node<'a>(
     {
         out.insert("format", f);
     }
-    for k in KEPT {
-        if let Some(v) = field(obj, *k) {
-            out.insert(*k, v);
+    for &k in KEPT {
+        if let Some(v) = field(obj, k) {
+            out.insert(k, v);
         }
     }
     match gemini_type {
