@@ -11,7 +11,10 @@ use std::borrow::Cow;
 use arcstr::ArcStr;
 use serde_json::{Map, Value, json};
 
-use super::{DialectError, ParseError, parameters_of, require_object_root, str_field};
+use super::{
+    DialectError, Json, Object, ParseError, each_tool, parameters_of, require_object_root,
+    str_field,
+};
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::content::Content;
 use crate::tools::output_schema::OutputSchema;
@@ -22,45 +25,54 @@ const DIALECT: &str = "mcp";
 /// The catalog as a `tools/list` result: `{tools: [{name, title?, description?, inputSchema,
 /// outputSchema?, annotations?}]}`.
 pub fn tools_list(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    Ok(json!({"tools": super::each_tool(catalog, tool)?}))
+    list(catalog).map(|list| list.to_value())
+}
+
+/// The `tools/list` result, as [`tools_list`] says.
+pub(crate) fn list(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
+    let mut list = Object::with_capacity(1);
+    list.push("tools", each_tool(catalog, tool)?);
+    Ok(list.into())
 }
 
 /// One entry of `tools/list`: `{name, title?, description?, inputSchema, outputSchema?,
-/// annotations?}`, as [`listed`] makes it.
-pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
-    let entry = listed(item, item.name().as_str());
-    if let Some(schema) = entry.get("inputSchema") {
-        require_object_root(schema).map_err(|e| e.for_tool(item, DIALECT))?;
-    }
-    Ok(Value::Object(entry))
+/// annotations?}`, as [`entry`] makes it.
+pub(crate) fn tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
+    require_object_root(parameters_of(item)).map_err(|e| e.for_tool(item, DIALECT))?;
+    Ok(entry(item, item.name().as_str()).into())
+}
+
+/// The `tools/list` entry of `item` published as `name`, as a map (see [`entry`]).
+pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
+    entry(item, name).to_map()
 }
 
 /// The `tools/list` entry of `item` published as `name`: the one listing, which the MCP server
-/// serves too. The name as it is (NAME-2), the title, the description, the input schema whole,
-/// the output schema when the export publishes one, and the annotations as MCP's hints
-/// (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) when the export says
-/// anything about itself.
-pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
-    let mut tool = Map::new();
-    tool.insert("name".into(), Value::from(name));
+/// serves too ([`listed`]). The name as it is (NAME-2), the title, the description, the input
+/// schema whole, the output schema when the export publishes one, and the annotations as MCP's
+/// hints (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) when the export
+/// says anything about itself.
+fn entry<'a>(item: &'a CatalogItem, name: &'a str) -> Object<'a> {
+    let mut tool = Object::with_capacity(6);
+    tool.push("name", name);
     let annotations = item.annotations();
     if let Some(title) = annotations.and_then(|a| a.title.as_deref()) {
-        tool.insert("title".into(), Value::from(title));
+        tool.push("title", title);
     }
     if let Some(d) = item.description() {
-        tool.insert("description".into(), Value::from(d));
+        tool.push("description", d);
     }
-    tool.insert("inputSchema".into(), parameters_of(item));
+    tool.push("inputSchema", parameters_of(item));
     if let Some(schema) = item.output_schema().map(|s| s.schema())
         && schema.is_object()
     {
-        tool.insert("outputSchema".into(), schema.clone());
+        tool.push("outputSchema", schema);
     }
     if let Some(a) = annotations.filter(|a| !a.is_empty()) {
-        let mut hints = Map::new();
-        let mut hint = |key: &str, value: Option<bool>| {
+        let mut hints = Object::with_capacity(5);
+        let mut hint = |key: &'static str, value: Option<bool>| {
             if let Some(value) = value {
-                hints.insert(key.into(), Value::Bool(value));
+                hints.push(key, Json::Bool(value));
             }
         };
         hint("readOnlyHint", a.read_only);
@@ -68,9 +80,9 @@ pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
         hint("idempotentHint", a.idempotent);
         hint("openWorldHint", a.open_world);
         if let Some(title) = &a.title {
-            hints.insert("title".into(), Value::from(title.as_str()));
+            hints.push("title", title.as_str());
         }
-        tool.insert("annotations".into(), Value::Object(hints));
+        tool.push("annotations", hints);
     }
     tool
 }
@@ -220,11 +232,15 @@ impl super::ToolDialect for Mcp {
     }
 
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
-        tool(item)
+        tool(item).map(|tool| tool.to_value())
     }
 
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        tools_list(catalog)
+        list(catalog).map(|list| list.to_value())
+    }
+
+    fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        list(catalog).map(|list| list.to_text())
     }
 
     fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {

@@ -5,7 +5,10 @@
 //! provider owns its dialect, in its own module under `provider` (OpenAI Chat Completions and
 //! Responses, Anthropic Messages, Gemini `generateContent`); the Model Context Protocol's
 //! dialect, which belongs to no provider, is [`mcp`]. This module holds what they share: the
-//! [`Dialect`] handle (with [`Dialect::tools_json`]), the errors, and the schema helpers.
+//! [`Dialect`] handle (with [`Dialect::tools_json`]), the errors, the schema helpers, and the
+//! JSON a built-in dialect renders a catalog into: built from the catalog's own names,
+//! descriptions and schemas by reference, then written as a request's `tools` text or turned
+//! into a [`Value`], one rendering for both.
 //!
 //! Every dialect is derived at send time from the neutral schema of each export
 //! ([`crate::tools::schema`]).
@@ -48,10 +51,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod json;
 pub mod mcp;
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use serde_json::Map;
 use serde_json::{Value, json};
+
+pub(crate) use self::json::{Json, Object};
 
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::error::ToolError;
@@ -61,8 +70,9 @@ use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
 /// read back, and a result written as its tool-result message.
 ///
 /// Implement it for the dialect of a provider of your own (see `provider::ProviderAdapter`),
-/// and wrap it in a [`Dialect`] with [`Dialect::new`]: the handle adds the rendering as JSON
-/// text ([`Dialect::tools_json`]).
+/// and wrap it in a [`Dialect`] with [`Dialect::new`]. A dialect renders a tool once, in
+/// [`tool`](Self::tool); the catalog's array ([`tools`](Self::tools)) and its JSON text
+/// ([`tools_json`](Self::tools_json)) follow from it unless the dialect writes them itself.
 ///
 /// ```
 /// use goondan_runtime::dialect::{Dialect, DialectError, ParseError, ToolDialect};
@@ -116,7 +126,20 @@ pub trait ToolDialect: Send + Sync + 'static {
     /// The catalog as the value of the request's tool field: by default the array of the
     /// items of [`tool`](Self::tool), in catalog order.
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        each_tool(catalog, |item| self.tool(item)).map(Value::Array)
+        catalog
+            .items()
+            .iter()
+            .map(|item| self.tool(item))
+            .collect::<Result<_, _>>()
+            .map(Value::Array)
+    }
+
+    /// The catalog's tool field as JSON text, the bytes a request carries: exactly
+    /// `serde_json::to_string(&self.tools(catalog)?)`; by default written from
+    /// [`tools`](Self::tools). The built-in dialects write it from the catalog's own names,
+    /// descriptions and schemas, without copying them into a [`Value`] first.
+    fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        Ok(self.tools(catalog)?.to_string())
     }
 
     /// The tools of `catalog` this dialect sends in a looser form, because its strict form
@@ -196,7 +219,7 @@ impl Dialect {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tools_json(self, catalog: &ToolCatalog) -> Result<String, DialectError> {
-        Ok(self.tools(catalog)?.to_string())
+        self.imp.tools_json(catalog)
     }
 
     /// The tools of `catalog` this dialect sends in its looser form, because its strict form
@@ -319,9 +342,9 @@ pub(crate) struct Unsupported {
 }
 
 impl Unsupported {
-    pub(crate) fn at(path: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn at(path: impl std::fmt::Display, reason: impl Into<String>) -> Self {
         Self {
-            path: path.to_owned(),
+            path: path.to_string(),
             reason: reason.into(),
         }
     }
@@ -336,12 +359,53 @@ impl Unsupported {
     }
 }
 
+/// Where a node of a parameter schema is: a JSON pointer into the neutral schema, written out
+/// only when a problem is found there.
+#[derive(Clone, Copy)]
+pub(crate) enum Pointer<'p> {
+    /// The schema itself (`""`).
+    Root,
+    /// A key under a node (written escaped).
+    Key(&'p Pointer<'p>, &'p str),
+    /// An item of an array under a node.
+    Index(&'p Pointer<'p>, usize),
+}
+
+impl<'p> Pointer<'p> {
+    /// The node under `key`.
+    pub(crate) fn key(&'p self, key: &'p str) -> Pointer<'p> {
+        Pointer::Key(self, key)
+    }
+
+    /// The item `index` of the array under this node.
+    pub(crate) fn index(&'p self, index: usize) -> Pointer<'p> {
+        Pointer::Index(self, index)
+    }
+}
+
+impl std::fmt::Display for Pointer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pointer::Root => Ok(()),
+            Pointer::Key(parent, key) => {
+                write!(f, "{parent}/{}", crate::tools::schema::escape_pointer(key))
+            }
+            Pointer::Index(parent, index) => write!(f, "{parent}/{index}"),
+        }
+    }
+}
+
 /// Every item of `catalog` in a dialect's tool form (`tool`), in catalog order.
-pub(crate) fn each_tool(
-    catalog: &ToolCatalog,
-    tool: impl Fn(&CatalogItem) -> Result<Value, DialectError>,
-) -> Result<Vec<Value>, DialectError> {
-    catalog.items().iter().map(tool).collect()
+pub(crate) fn each_tool<'a>(
+    catalog: &'a ToolCatalog,
+    tool: impl Fn(&'a CatalogItem) -> Result<Json<'a>, DialectError>,
+) -> Result<Json<'a>, DialectError> {
+    catalog
+        .items()
+        .iter()
+        .map(tool)
+        .collect::<Result<_, _>>()
+        .map(Json::Array)
 }
 
 /// The tools of `catalog` whose parameters `check` refuses, as errors of `dialect`.
@@ -354,7 +418,7 @@ pub(crate) fn strict_problems_by(
         .items()
         .iter()
         .filter_map(|item| {
-            check(&parameters_of(item))
+            check(parameters_of(item))
                 .err()
                 .map(|e| e.for_tool(item, dialect))
         })
@@ -383,33 +447,47 @@ pub(crate) fn note_fallback(dialect: &'static str, item: &CatalogItem, why: &Uns
 /// The parameters of the looser form, for a tool whose strict form failed with `why`: its
 /// neutral schema without the `$schema` marker, said once per process
 /// ([`note_fallback`]). A schema that is not an object at all has no looser form either.
-pub(crate) fn loose_parameters(
+pub(crate) fn loose_parameters<'a>(
     dialect: &'static str,
     item: &CatalogItem,
-    neutral: &Value,
+    neutral: &'a Value,
     why: &Unsupported,
-) -> Result<Value, DialectError> {
+) -> Result<Json<'a>, DialectError> {
     require_object_root(neutral).map_err(|e| e.for_tool(item, dialect))?;
     note_fallback(dialect, item, why);
+    if neutral.get("$schema").is_none() {
+        return Ok(Json::from(neutral));
+    }
     let mut loose = neutral.clone();
     if let Some(obj) = loose.as_object_mut() {
         obj.remove("$schema");
     }
-    Ok(loose)
+    Ok(Json::Value(Cow::Owned(loose)))
 }
 
 /// The parameters of an item, or the empty object schema when it has none.
-pub(crate) fn parameters_of(item: &CatalogItem) -> Value {
-    item.parameters()
-        .map(|p| (**p).clone())
-        .unwrap_or_else(crate::tools::schema::empty_object_schema)
+pub(crate) fn parameters_of(item: &CatalogItem) -> &Value {
+    // What an item without parameters shows: a constant of the schema, not of any catalog.
+    static EMPTY: LazyLock<Value> = LazyLock::new(crate::tools::schema::empty_object_schema);
+    item.parameters().map_or(&*EMPTY, |p| &**p)
+}
+
+/// The value of `key` in a schema node. A node has a handful of keys and a dialect asks each
+/// node for many: scanning them costs less than hashing every name asked for.
+pub(crate) fn field<'a>(node: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    node.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+/// Whether a schema node has `key` (see [`field`]).
+pub(crate) fn has_field(node: &Map<String, Value>, key: &str) -> bool {
+    field(node, key).is_some()
 }
 
 /// Fails unless the root of a parameter schema is a plain object schema.
 pub(crate) fn require_object_root(schema: &Value) -> Result<(), Unsupported> {
     let is_object = schema
         .as_object()
-        .is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
+        .is_some_and(|o| field(o, "type").and_then(Value::as_str) == Some("object"));
     if !is_object {
         return Err(Unsupported::at(
             "",
@@ -442,7 +520,7 @@ pub(crate) fn str_field<'a>(
 
 /// If every branch is a string constant (`{type: string, const}` or a string `enum`), the values
 /// and the branch descriptions as `value: description` lines.
-pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<String>)> {
+pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Json<'_>>, Vec<String>)> {
     let mut values = Vec::new();
     let mut docs = Vec::new();
     for b in branches {
@@ -451,20 +529,20 @@ pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<St
         if obj.keys().any(|k| !allowed.contains(&k.as_str())) {
             return None;
         }
-        if obj.get("type").is_some_and(|t| t != "string") {
+        if field(obj, "type").is_some_and(|t| t != "string") {
             return None;
         }
-        let consts: Vec<&Value> = match (obj.get("const"), obj.get("enum")) {
+        let consts: Vec<&Value> = match (field(obj, "const"), field(obj, "enum")) {
             (Some(c), None) => vec![c],
             (None, Some(Value::Array(e))) => e.iter().collect(),
             _ => return None,
         };
         for c in consts {
             let s = c.as_str()?;
-            if let Some(d) = obj.get("description").and_then(Value::as_str) {
+            if let Some(d) = field(obj, "description").and_then(Value::as_str) {
                 docs.push(format!("`{s}`: {d}"));
             }
-            values.push(Value::from(s));
+            values.push(Json::from(s));
         }
     }
     Some((values, docs))
@@ -474,15 +552,15 @@ pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Value>, Vec<St
 /// and is refused.
 pub(crate) fn first_union<'a>(
     obj: &'a Map<String, Value>,
-    path: &str,
+    path: &Pointer<'_>,
 ) -> Result<Option<(&'static str, &'a [Value])>, Unsupported> {
     for key in ["oneOf", "anyOf"] {
-        let Some(branches) = obj.get(key).and_then(Value::as_array) else {
+        let Some(branches) = field(obj, key).and_then(Value::as_array) else {
             continue;
         };
         if branches.is_empty() {
             return Err(Unsupported::at(
-                &format!("{path}/{key}"),
+                path.key(key),
                 "an empty union accepts nothing",
             ));
         }
@@ -495,27 +573,27 @@ pub(crate) fn first_union<'a>(
 /// spelling of the type, and any more), the values, and the node's description followed by the
 /// values' descriptions, written into `out`. `false`, leaving `out` as it was, for any other
 /// union.
-pub(crate) fn string_enum(
-    out: &mut Map<String, Value>,
-    obj: &Map<String, Value>,
-    branches: &[Value],
-    fields: &[(&str, &str)],
+pub(crate) fn string_enum<'a>(
+    out: &mut Object<'a>,
+    obj: &'a Map<String, Value>,
+    branches: &'a [Value],
+    fields: &[(&'static str, &'static str)],
 ) -> bool {
     let Some((values, docs)) = string_constants(branches) else {
         return false;
     };
-    for (k, v) in fields {
-        out.insert((*k).into(), Value::from(*v));
+    for &(k, v) in fields {
+        out.insert(k, v);
     }
-    out.insert("enum".into(), Value::Array(values));
-    if let Some(d) = join_docs(obj.get("description"), &docs) {
-        out.insert("description".into(), d);
+    out.insert("enum", Json::Array(values));
+    if let Some(d) = join_docs(field(obj, "description"), &docs) {
+        out.insert("description", Json::Str(Cow::Owned(d)));
     }
     true
 }
 
 /// A description followed by the descriptions of enum values.
-pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<Value> {
+pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<String> {
     let lead = description
         .and_then(Value::as_str)
         .filter(|d| !d.is_empty());
@@ -523,7 +601,7 @@ pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<
         .into_iter()
         .chain(docs.iter().map(String::as_str))
         .collect();
-    (!lines.is_empty()).then(|| Value::from(lines.join("\n")))
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
@@ -562,7 +640,7 @@ pub(crate) fn distribute(obj: &Map<String, Value>) -> Option<Value> {
 }
 
 /// The error for a union next to properties whose branches cannot take them.
-pub(crate) fn undistributable(path: &str) -> Unsupported {
+pub(crate) fn undistributable(path: &Pointer<'_>) -> Unsupported {
     Unsupported::at(
         path,
         "a struct with a flattened enum whose variants are not all structs cannot be expressed",
@@ -570,12 +648,13 @@ pub(crate) fn undistributable(path: &str) -> Unsupported {
 }
 
 /// Splits `null` off a node: `type: [T, "null"]` or an `anyOf` with a `{type: "null"}` branch.
-/// Returns the node without null and whether null was allowed.
-pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool) {
-    let mut out = node.clone();
-    if let Some(Value::Array(types)) = node.get("type")
+/// Returns the node without null (the node itself when it allows no null) and whether null
+/// was allowed.
+pub(crate) fn split_null(node: &Map<String, Value>) -> (Cow<'_, Map<String, Value>>, bool) {
+    if let Some(Value::Array(types)) = field(node, "type")
         && types.iter().any(|t| t == "null")
     {
+        let mut out = node.clone();
         let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
         let ty = match rest.as_slice() {
             [one] => one.clone(),
@@ -585,10 +664,10 @@ pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool
         if let Some(Value::Array(values)) = out.get_mut("enum") {
             values.retain(|v| !v.is_null());
         }
-        return (out, true);
+        return (Cow::Owned(out), true);
     }
     for key in ["anyOf", "oneOf"] {
-        let Some(Value::Array(branches)) = node.get(key) else {
+        let Some(Value::Array(branches)) = field(node, key) else {
             continue;
         };
         let is_null = |b: &Value| {
@@ -599,6 +678,7 @@ pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool
             continue;
         }
         let rest: Vec<Value> = branches.iter().filter(|b| !is_null(b)).cloned().collect();
+        let mut out = node.clone();
         out.remove(key);
         if let [Value::Object(only)] = rest.as_slice() {
             let description = out.remove("description");
@@ -609,9 +689,9 @@ pub(crate) fn split_null(node: &Map<String, Value>) -> (Map<String, Value>, bool
         } else {
             out.insert(key.into(), Value::Array(rest));
         }
-        return (out, true);
+        return (Cow::Owned(out), true);
     }
-    (out, false)
+    (Cow::Borrowed(node), false)
 }
 
 /// The text a model reads for a result: the output (a string as is, anything else as JSON),

@@ -29,9 +29,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, arguments_from_str, distribute, each_tool, first_union,
-    loose_parameters, parameters_of, require_object_root, split_null, str_field, string_enum,
-    undistributable,
+    DialectError, Json, Object, ParseError, Pointer, Unsupported, arguments_from_str, distribute,
+    each_tool, field, first_union, has_field, loose_parameters, parameters_of, require_object_root,
+    split_null, str_field, string_enum, undistributable,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::result::{ToolCall, ToolCallResult};
@@ -83,75 +83,90 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as Chat Completions `tools`.
 pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    each_tool(catalog, chat_tool).map(Value::Array)
+    chat_tools_form(catalog).map(|tools| tools.to_value())
+}
+
+/// The catalog as Chat Completions `tools`, to write.
+pub(crate) fn chat_tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
+    each_tool(catalog, chat_tool)
 }
 
 /// One item of Chat Completions `tools`: `{type: "function", function: {...}}`.
-pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Value, DialectError> {
-    let function = Value::Object(function_fields(item)?);
-    Ok(json!({"type": "function", "function": function}))
+pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
+    let mut function = Object::with_capacity(4);
+    function_fields(item, &mut function)?;
+    let mut tool = Object::with_capacity(2);
+    tool.push("type", "function");
+    tool.push("function", function);
+    Ok(tool.into())
 }
 
 /// The catalog as Responses API `tools` (the flat form).
 pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    each_tool(catalog, responses_tool).map(Value::Array)
+    responses_tools_form(catalog).map(|tools| tools.to_value())
+}
+
+/// The catalog as Responses API `tools`, to write.
+pub(crate) fn responses_tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
+    each_tool(catalog, responses_tool)
 }
 
 /// One item of Responses API `tools`: `{type: "function", name, ...}`.
-pub(crate) fn responses_tool(item: &CatalogItem) -> Result<Value, DialectError> {
-    let mut tool = Map::new();
-    tool.insert("type".into(), Value::from("function"));
-    tool.extend(function_fields(item)?);
-    Ok(Value::Object(tool))
+pub(crate) fn responses_tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
+    let mut tool = Object::with_capacity(5);
+    tool.push("type", "function");
+    function_fields(item, &mut tool)?;
+    Ok(tool.into())
 }
 
-fn function_fields(item: &CatalogItem) -> Result<Map<String, Value>, DialectError> {
-    let mut f = Map::new();
-    f.insert("name".into(), Value::from(item.name().as_str()));
+/// `name`, `description`, `parameters` and `strict`, added to `f`.
+fn function_fields<'a>(item: &'a CatalogItem, f: &mut Object<'a>) -> Result<(), DialectError> {
+    f.push("name", item.name().as_str());
     if let Some(d) = item.description() {
-        f.insert("description".into(), Value::from(d));
+        f.push("description", d);
     }
     let neutral = parameters_of(item);
-    match strict_schema(&neutral) {
+    match strict_schema(neutral) {
         Ok(parameters) => {
-            f.insert("parameters".into(), parameters);
-            f.insert("strict".into(), Value::Bool(true));
+            f.push("parameters", parameters);
+            f.push("strict", Json::Bool(true));
         }
         Err(why) => {
-            let parameters = loose_parameters(DIALECT, item, &neutral, &why)?;
-            f.insert("parameters".into(), parameters);
-            f.insert("strict".into(), Value::Bool(false));
+            let parameters = loose_parameters(DIALECT, item, neutral, &why)?;
+            f.push("parameters", parameters);
+            f.push("strict", Json::Bool(false));
         }
     }
-    Ok(f)
+    Ok(())
 }
 
 /// The strict-mode form of a neutral parameter schema.
-pub(crate) fn strict_schema(neutral: &Value) -> Result<Value, Unsupported> {
+pub(crate) fn strict_schema(neutral: &Value) -> Result<Json<'_>, Unsupported> {
     require_object_root(neutral)?;
     if let Some(k) = ["anyOf", "oneOf", "allOf"]
         .into_iter()
         .find(|k| neutral.get(*k).is_some())
     {
         return Err(Unsupported::at(
-            &format!("/{k}"),
+            format!("/{k}"),
             "the top level is a union (an enum input, or a struct with a flattened enum); \
              strict mode needs an object with properties at the top (make the enum a field)",
         ));
     }
-    let mut root = convert(neutral, "", 0)?;
-    if let (Some(defs), Value::Object(out)) = (neutral.get("$defs"), &mut root) {
-        let mut converted = Map::new();
-        for (name, def) in defs.as_object().into_iter().flatten() {
-            let path = format!("/$defs/{}", crate::tools::schema::escape_pointer(name));
-            converted.insert(name.clone(), convert(def, &path, 1)?);
+    let mut root = convert(neutral, &Pointer::Root, 0)?;
+    if let (Some(defs), Json::Object(out)) = (neutral.get("$defs"), &mut root) {
+        let at_defs = Pointer::Key(&Pointer::Root, "$defs");
+        let defs = defs.as_object();
+        let mut converted = Object::with_capacity(defs.map_or(0, Map::len));
+        for (name, def) in defs.into_iter().flatten() {
+            converted.push(name, convert(def, &at_defs.key(name), 1)?);
         }
-        out.insert("$defs".into(), Value::Object(converted));
+        out.insert("$defs", converted);
     }
     Ok(root)
 }
 
-fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported> {
+fn convert<'a>(node: &'a Value, path: &Pointer<'_>, depth: usize) -> Result<Json<'a>, Unsupported> {
     if depth > MAX_DEPTH {
         return Err(Unsupported::at(
             path,
@@ -163,53 +178,54 @@ fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported>
     };
     if crate::tools::schema::is_object_with_union(obj) {
         let union = distribute(obj).ok_or_else(|| undistributable(path))?;
-        return convert(&union, path, depth);
+        return convert(&union, path, depth).map(Json::into_owned);
     }
-    let mut out = Map::new();
-    if let Some(d) = obj.get("description") {
-        out.insert("description".into(), d.clone());
+    let mut out = Object::with_capacity(8);
+    if let Some(d) = field(obj, "description") {
+        out.push("description", d);
     }
-    if let Some(r) = obj.get("$ref") {
-        out.insert("$ref".into(), r.clone());
-        return Ok(Value::Object(out));
+    if let Some(r) = field(obj, "$ref") {
+        out.insert("$ref", r);
+        return Ok(out.into());
     }
     for k in ["allOf", "not", "prefixItems", "if"] {
-        if obj.contains_key(k) {
+        if has_field(obj, k) {
             return Err(Unsupported::at(
-                &format!("{path}/{k}"),
+                path.key(k),
                 format!("`{k}` is not supported in strict mode"),
             ));
         }
     }
     if let Some((key, branches)) = first_union(obj, path)? {
         if string_enum(&mut out, obj, branches, &[("type", "string")]) {
-            return Ok(Value::Object(out));
+            return Ok(out.into());
         }
+        let at_union = path.key(key);
         let converted = branches
             .iter()
             .enumerate()
-            .map(|(i, b)| convert(b, &format!("{path}/{key}/{i}"), depth))
+            .map(|(i, b)| convert(b, &at_union.index(i), depth))
             .collect::<Result<Vec<_>, _>>()?;
-        out.insert("anyOf".into(), Value::Array(converted));
-        return Ok(Value::Object(out));
+        out.insert("anyOf", Json::Array(converted));
+        return Ok(out.into());
     }
-    let Some(ty) = obj.get("type") else {
-        if let Some(c) = obj.get("const") {
-            out.insert("enum".into(), json!([c]));
-            return Ok(Value::Object(out));
+    let Some(ty) = field(obj, "type") else {
+        if let Some(c) = field(obj, "const") {
+            out.insert("enum", Json::Array(vec![Json::from(c)]));
+            return Ok(out.into());
         }
-        if let Some(e) = obj.get("enum") {
-            out.insert("enum".into(), e.clone());
-            return Ok(Value::Object(out));
+        if let Some(e) = field(obj, "enum") {
+            out.insert("enum", e);
+            return Ok(out.into());
         }
         return Err(any_value(path));
     };
-    out.insert("type".into(), ty.clone());
-    if let Some(c) = obj.get("const") {
-        out.insert("enum".into(), json!([c]));
+    out.insert("type", ty);
+    if let Some(c) = field(obj, "const") {
+        out.insert("enum", Json::Array(vec![Json::from(c)]));
     }
-    if let Some(e) = obj.get("enum") {
-        out.insert("enum".into(), e.clone());
+    if let Some(e) = field(obj, "enum") {
+        out.insert("enum", e);
     }
     let has = |t: &str| crate::tools::schema::has_type(obj, t);
     if has("object") {
@@ -219,20 +235,17 @@ fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported>
         let items = obj
             .get("items")
             .ok_or_else(|| Unsupported::at(path, "an array needs `items` in strict mode"))?;
-        out.insert(
-            "items".into(),
-            convert(items, &format!("{path}/items"), depth + 1)?,
-        );
+        out.insert("items", convert(items, &path.key("items"), depth + 1)?);
         for k in ["minItems", "maxItems"] {
             copy(obj, &mut out, k);
         }
     }
     if has("string") {
         copy(obj, &mut out, "pattern");
-        if let Some(f) = obj.get("format").and_then(Value::as_str)
+        if let Some(f) = field(obj, "format").and_then(Value::as_str)
             && FORMATS.contains(&f)
         {
-            out.insert("format".into(), Value::from(f));
+            out.insert("format", f);
         }
     }
     if has("integer") || has("number") {
@@ -240,99 +253,105 @@ fn convert(node: &Value, path: &str, depth: usize) -> Result<Value, Unsupported>
             copy(obj, &mut out, k);
         }
     }
-    Ok(Value::Object(out))
+    Ok(out.into())
 }
 
-fn convert_object(
-    obj: &Map<String, Value>,
-    path: &str,
+fn convert_object<'a>(
+    obj: &'a Map<String, Value>,
+    path: &Pointer<'_>,
     depth: usize,
-    out: &mut Map<String, Value>,
+    out: &mut Object<'a>,
 ) -> Result<(), Unsupported> {
-    if let Some(extra) = obj.get("additionalProperties")
+    if let Some(extra) = field(obj, "additionalProperties")
         && extra != &Value::Bool(false)
     {
         return Err(Unsupported::at(
-            &format!("{path}/additionalProperties"),
+            path.key("additionalProperties"),
             "a map with free keys (`HashMap`, `BTreeMap`) cannot be expressed in strict mode; \
              use a list of key/value structs",
         ));
     }
     let required = required_of(obj);
-    let mut properties = Map::new();
-    for (name, prop) in obj
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let prop_path = format!(
-            "{path}/properties/{}",
-            crate::tools::schema::escape_pointer(name)
-        );
-        let mut converted = convert(prop, &prop_path, depth + 1)?;
+    let props = field(obj, "properties").and_then(Value::as_object);
+    let mut properties = Object::with_capacity(props.map_or(0, Map::len));
+    let at_properties = path.key("properties");
+    for (name, prop) in props.into_iter().flatten() {
+        let mut converted = convert(prop, &at_properties.key(name), depth + 1)?;
         if !required.contains(&name.as_str()) {
             converted = nullable(converted);
         }
-        properties.insert(name.clone(), converted);
+        properties.push(name, converted);
     }
-    let all: Vec<Value> = properties.keys().map(|k| Value::from(k.as_str())).collect();
-    out.insert("properties".into(), Value::Object(properties));
-    out.insert("required".into(), Value::Array(all));
-    out.insert("additionalProperties".into(), Value::Bool(false));
+    let all = properties.keys().cloned().map(Json::Str).collect();
+    out.insert("properties", properties);
+    out.insert("required", Json::Array(all));
+    out.insert("additionalProperties", Json::Bool(false));
     Ok(())
 }
 
+/// `{type: "null"}`.
+fn null_schema<'a>() -> Json<'a> {
+    let mut null = Object::with_capacity(1);
+    null.push("type", "null");
+    null.into()
+}
+
 /// Makes a strict schema also accept `null`.
-fn nullable(schema: Value) -> Value {
-    let Value::Object(mut obj) = schema else {
+fn nullable(schema: Json<'_>) -> Json<'_> {
+    let Json::Object(mut obj) = schema else {
         return schema;
     };
-    let accepts_null = |obj: &Map<String, Value>| {
-        crate::tools::schema::has_type(obj, "null")
-            || obj
-                .get("anyOf")
-                .and_then(Value::as_array)
-                .is_some_and(|b| b.iter().any(|b| b.get("type").is_some_and(|t| t == "null")))
+    let accepts_null = |obj: &Object<'_>| {
+        obj.get("type").is_some_and(|t| t.names_type("null"))
+            || match obj.get("anyOf") {
+                Some(Json::Array(b)) => b
+                    .iter()
+                    .any(|b| b.get("type").is_some_and(|t| t.as_str() == Some("null"))),
+                Some(Json::Value(b)) => b
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b.get("type").is_some_and(|t| t == "null"))),
+                _ => false,
+            }
     };
     if accepts_null(&obj) {
-        return Value::Object(obj);
+        return obj.into();
     }
-    if let Some(Value::Array(branches)) = obj.get_mut("anyOf") {
-        branches.push(json!({"type": "null"}));
-        return Value::Object(obj);
+    if let Some(branches) = obj.get_mut("anyOf")
+        && branches.push_item(null_schema())
+    {
+        return obj.into();
     }
-    match obj.get("type").cloned() {
-        Some(Value::String(t)) => {
-            obj.insert("type".into(), json!([t, "null"]));
+    let typed = match obj.get_mut("type") {
+        Some(ty) if ty.as_str().is_some() => {
+            let t = std::mem::replace(ty, Json::Null);
+            *ty = Json::Array(vec![t, Json::from("null")]);
+            true
         }
-        Some(Value::Array(mut ts)) => {
-            ts.push(Value::from("null"));
-            obj.insert("type".into(), Value::Array(ts));
+        Some(ty) => ty.push_item(Json::from("null")),
+        None => false,
+    };
+    if !typed {
+        let description = obj.remove("description");
+        let mut wrapped = Object::with_capacity(2);
+        if let Some(d) = description {
+            wrapped.push("description", d);
         }
-        _ => {
-            let description = obj.remove("description");
-            let mut wrapped = Map::new();
-            if let Some(d) = description {
-                wrapped.insert("description".into(), d);
-            }
-            wrapped.insert("anyOf".into(), json!([obj, {"type": "null"}]));
-            return Value::Object(wrapped);
-        }
+        wrapped.push("anyOf", Json::Array(vec![obj.into(), null_schema()]));
+        return wrapped.into();
     }
-    if let Some(Value::Array(values)) = obj.get_mut("enum") {
-        values.push(Value::Null);
+    if let Some(values) = obj.get_mut("enum") {
+        values.push_item(Json::Null);
     }
-    Value::Object(obj)
+    obj.into()
 }
 
-fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, key: &str) {
-    if let Some(v) = from.get(key) {
-        to.insert(key.to_owned(), v.clone());
+fn copy<'a>(from: &'a Map<String, Value>, to: &mut Object<'a>, key: &'static str) {
+    if let Some(v) = field(from, key) {
+        to.insert(key, v);
     }
 }
 
-fn any_value(path: &str) -> Unsupported {
+fn any_value(path: &Pointer<'_>) -> Unsupported {
     Unsupported::at(
         path,
         "a value of any type (`serde_json::Value`) cannot be expressed in strict mode; \
@@ -434,7 +453,7 @@ fn branch_matches(branch: &Value, args: &Value) -> bool {
 }
 
 fn required_of(obj: &Map<String, Value>) -> Vec<&str> {
-    obj.get("required")
+    field(obj, "required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default()
@@ -611,7 +630,9 @@ mod tests {
     fn optional_enum_gets_null_in_its_values() {
         let schema = json!({"type": "object", "properties": {
             "c": {"type": "string", "enum": ["a", "b"]}}});
-        let strict = strict_schema(&schema).unwrap_or_default();
+        let strict = strict_schema(&schema)
+            .map(|s| s.to_value())
+            .unwrap_or_default();
         assert_eq!(strict["properties"]["c"]["type"], json!(["string", "null"]));
         assert_eq!(strict["properties"]["c"]["enum"], json!(["a", "b", null]));
         assert_eq!(strict["required"], json!(["c"]));
@@ -620,7 +641,9 @@ mod tests {
     #[test]
     fn optional_reference_is_wrapped_in_any_of_with_null() {
         let schema = json!({"type": "object", "properties": {"next": {"$ref": "#"}}});
-        let strict = strict_schema(&schema).unwrap_or_default();
+        let strict = strict_schema(&schema)
+            .map(|s| s.to_value())
+            .unwrap_or_default();
         assert_eq!(
             strict["properties"]["next"],
             json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]})

@@ -39,7 +39,15 @@ impl ToolDialect for OpenAiChat {
     }
 
     fn tool(&self, item: &crate::tools::catalog::CatalogItem) -> Result<Value, DialectError> {
-        openai::chat_tool(item)
+        openai::chat_tool(item).map(|tool| tool.to_value())
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        openai::chat_tools_form(catalog).map(|tools| tools.to_value())
+    }
+
+    fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        openai::chat_tools_form(catalog).map(|tools| tools.to_text())
     }
 
     fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {

@@ -46,7 +46,15 @@ impl ToolDialect for OpenAiResponses {
     }
 
     fn tool(&self, item: &crate::tools::catalog::CatalogItem) -> Result<Value, DialectError> {
-        openai::responses_tool(item)
+        openai::responses_tool(item).map(|tool| tool.to_value())
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        openai::responses_tools_form(catalog).map(|tools| tools.to_value())
+    }
+
+    fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        openai::responses_tools_form(catalog).map(|tools| tools.to_text())
     }
 
     fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {

@@ -96,3 +96,67 @@ fn cat_3_an_item_edited_after_the_build_is_rendered_from_its_edit() {
         assert_eq!(dialect.tools_json(&fresh).unwrap(), before, "{dialect}");
     }
 }
+
+/// Every tool of [`registry`], and a few items made by hand (no description, no parameters, a
+/// title, hints and an output schema), each alone as the catalog of a dialect: one line each,
+/// the JSON text or the error.
+fn rendering(dialect: Dialect) -> String {
+    use goondan_runtime::CatalogItem;
+    use goondan_runtime::tools::annotations::ExportAnnotations;
+    use goondan_runtime::tools::output_schema::OutputSchema;
+
+    let mut catalog = ToolCatalog::all(&registry());
+    let name = |s: &str| goondan_runtime::ToolName::parse(s).unwrap();
+    catalog.push(CatalogItem::new(name("bare__tool")));
+    let annotations = ExportAnnotations {
+        title: Some("Reads notes".into()),
+        read_only: Some(true),
+        open_world: Some(false),
+        ..ExportAnnotations::default()
+    };
+    catalog.push(
+        CatalogItem::new(name("notes__read"))
+            .with_description("Reads a note.")
+            .with_parameters(
+                json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object", "properties": {"id": {"type": "integer"},
+                "tags": {"type": "object", "additionalProperties": {"type": "string"}}},
+                "required": ["id"]}),
+            )
+            .with_annotations(annotations)
+            .with_output_schema(OutputSchema::from_schema(json!({"type": "object",
+                "properties": {"text": {"type": "string"}}}))),
+    );
+    let mut lines = String::new();
+    let mut line = |catalog: &ToolCatalog| {
+        lines += &dialect
+            .tools_json(catalog)
+            .unwrap_or_else(|e| format!("error: {e}"));
+        lines.push('\n');
+    };
+    for item in catalog.items() {
+        let mut one = ToolCatalog::new();
+        one.push(item.clone());
+        line(&one);
+    }
+    lines
+}
+
+#[test]
+fn every_dialect_renders_the_corpus_byte_for_byte_as_recorded() {
+    // `tests/fixtures/dialects/{dialect}.jsonl`; `GOONDAN_BLESS=1` records them again.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dialects");
+    for dialect in Dialect::ALL {
+        let path = dir.join(format!("{dialect}.jsonl"));
+        let text = rendering(dialect);
+        if std::env::var_os("GOONDAN_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        }
+        let recorded = std::fs::read_to_string(&path).unwrap();
+        for (i, (got, want)) in text.lines().zip(recorded.lines()).enumerate() {
+            assert_eq!(got, want, "{dialect}, line {}", i + 1);
+        }
+        assert_eq!(text.lines().count(), recorded.lines().count(), "{dialect}");
+    }
+}

@@ -3,7 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, each_tool, parameters_of, require_object_root, str_field,
+    DialectError, Json, Object, ParseError, Unsupported, each_tool, has_field, parameters_of,
+    require_object_root, str_field,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -12,30 +13,36 @@ const DIALECT: &str = "anthropic";
 
 /// The catalog as the Messages API `tools`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    each_tool(catalog, tool).map(Value::Array)
+    tools_form(catalog).map(|tools| tools.to_value())
+}
+
+/// The catalog as the Messages API `tools`, to write.
+pub(crate) fn tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
+    each_tool(catalog, tool)
 }
 
 /// One item of the Messages API `tools`: `{name, description?, input_schema}`.
-pub(crate) fn tool(item: &CatalogItem) -> Result<Value, DialectError> {
+pub(crate) fn tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
     let schema = parameters_of(item);
-    check_input_schema(&schema).map_err(|e| e.for_tool(item, DIALECT))?;
-    let mut tool = Map::new();
-    tool.insert("name".into(), Value::from(item.name().as_str()));
+    check_input_schema(schema).map_err(|e| e.for_tool(item, DIALECT))?;
+    let mut tool = Object::with_capacity(3);
+    tool.push("name", item.name().as_str());
     if let Some(d) = item.description() {
-        tool.insert("description".into(), Value::from(d));
+        tool.push("description", d);
     }
-    tool.insert("input_schema".into(), schema);
-    Ok(Value::Object(tool))
+    tool.push("input_schema", schema);
+    Ok(tool.into())
 }
 
 fn check_input_schema(schema: &Value) -> Result<(), Unsupported> {
     require_object_root(schema)?;
+    let node = schema.as_object();
     if let Some(k) = ["oneOf", "anyOf", "allOf"]
         .into_iter()
-        .find(|k| schema.get(*k).is_some())
+        .find(|k| node.is_some_and(|node| has_field(node, k)))
     {
         return Err(Unsupported::at(
-            &format!("/{k}"),
+            format!("/{k}"),
             format!(
                 "Anthropic refuses `{k}` at the top of `input_schema` (an enum input, or a \
                  struct with a flattened enum); make the enum a field"

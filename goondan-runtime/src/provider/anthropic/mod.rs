@@ -54,7 +54,15 @@ impl ToolDialect for Anthropic {
     }
 
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
-        dialect::tool(item)
+        dialect::tool(item).map(|tool| tool.to_value())
+    }
+
+    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
+        dialect::tools(catalog)
+    }
+
+    fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        dialect::tools_form(catalog).map(|tools| tools.to_text())
     }
 
     fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {

@@ -1,10 +1,13 @@
 //! The tool dialect of Google Gemini (see the module above for its rules).
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use crate::dialect::{
-    DialectError, ParseError, Unsupported, distribute, each_tool, first_union, loose_parameters,
-    parameters_of, require_object_root, split_null, str_field, string_enum, undistributable,
+    DialectError, Json, Object, ParseError, Pointer, Unsupported, distribute, each_tool, field,
+    first_union, has_field, loose_parameters, parameters_of, require_object_root, split_null,
+    str_field, string_enum, undistributable,
 };
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::result::{ToolCall, ToolCallResult, ToolStatus};
@@ -37,33 +40,39 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as the request's `tools`: `[{functionDeclarations: [...]}]`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    let declarations = each_tool(catalog, declaration)?;
-    Ok(json!([{"functionDeclarations": declarations}]))
+    tools_form(catalog).map(|tools| tools.to_value())
+}
+
+/// The catalog as the request's `tools`, to write.
+pub(crate) fn tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
+    let mut tool = Object::with_capacity(1);
+    tool.push("functionDeclarations", each_tool(catalog, declaration)?);
+    Ok(Json::Array(vec![tool.into()]))
 }
 
 /// One function declaration: `{name, description?, parameters? | parametersJsonSchema}`.
-pub(crate) fn declaration(item: &CatalogItem) -> Result<Value, DialectError> {
-    let mut decl = Map::new();
-    decl.insert("name".into(), Value::from(item.name().as_str()));
+pub(crate) fn declaration(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
+    let mut decl = Object::with_capacity(3);
+    decl.push("name", item.name().as_str());
     if let Some(d) = item.description() {
-        decl.insert("description".into(), Value::from(d));
+        decl.push("description", d);
     }
     let neutral = parameters_of(item);
-    match gemini_parameters(&neutral) {
+    match gemini_parameters(neutral) {
         Ok(Some(p)) => {
-            decl.insert("parameters".into(), p);
+            decl.push("parameters", p);
         }
         Ok(None) => {}
         Err(why) => {
-            let parameters = loose_parameters(DIALECT, item, &neutral, &why)?;
-            decl.insert("parametersJsonSchema".into(), parameters);
+            let parameters = loose_parameters(DIALECT, item, neutral, &why)?;
+            decl.push("parametersJsonSchema", parameters);
         }
     }
-    Ok(Value::Object(decl))
+    Ok(decl.into())
 }
 
 /// The Gemini form of a neutral parameter schema; `None` for a tool without parameters.
-pub(crate) fn gemini_parameters(neutral: &Value) -> Result<Option<Value>, Unsupported> {
+pub(crate) fn gemini_parameters(neutral: &Value) -> Result<Option<Json<'_>>, Unsupported> {
     require_object_root(neutral)?;
     let empty = neutral
         .get("properties")
@@ -83,7 +92,7 @@ pub(crate) fn gemini_parameters(neutral: &Value) -> Result<Option<Value>, Unsupp
     {
         if !is_parameter_name(name) {
             return Err(Unsupported::at(
-                &format!("/properties/{}", crate::tools::schema::escape_pointer(name)),
+                Pointer::Root.key("properties").key(name),
                 format!(
                     "Gemini parameter names match `[A-Za-z_][A-Za-z0-9_]*` (at most 64); \
                      rename `{name}` (`#[serde(rename = \"...\")]`)"
@@ -91,7 +100,7 @@ pub(crate) fn gemini_parameters(neutral: &Value) -> Result<Option<Value>, Unsupp
             ));
         }
     }
-    convert(neutral, "", true).map(Some)
+    convert(neutral, &Pointer::Root, true).map(Some)
 }
 
 fn is_parameter_name(name: &str) -> bool {
@@ -103,64 +112,78 @@ fn is_parameter_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn convert(node: &Value, path: &str, root: bool) -> Result<Value, Unsupported> {
+fn convert<'a>(node: &'a Value, path: &Pointer<'_>, root: bool) -> Result<Json<'a>, Unsupported> {
     let Some(obj) = node.as_object() else {
         return Err(any_value(path));
     };
     if crate::tools::schema::is_object_with_union(obj) {
         let union = distribute(obj).ok_or_else(|| undistributable(path))?;
-        return convert(&union, path, root);
+        return convert(&union, path, root).map(Json::into_owned);
     }
-    if obj.contains_key("$ref") {
+    if has_field(obj, "$ref") {
         return Err(Unsupported::at(
-            &format!("{path}/$ref"),
+            path.key("$ref"),
             "a recursive type cannot be expressed: Gemini has no `$ref`/`$defs`",
         ));
     }
     for k in ["allOf", "not", "prefixItems", "if"] {
-        if obj.contains_key(k) {
-            return Err(Unsupported::at(
-                &format!("{path}/{k}"),
-                format!("Gemini has no `{k}`"),
-            ));
+        if has_field(obj, k) {
+            return Err(Unsupported::at(path.key(k), format!("Gemini has no `{k}`")));
         }
     }
-    let (obj, nullable) = split_null(obj);
-    let mut out = Map::new();
-    if let Some(d) = obj.get("description") {
-        out.insert("description".into(), d.clone());
+    match split_null(obj) {
+        (Cow::Borrowed(obj), nullable) => convert_node(obj, nullable, path, root),
+        (Cow::Owned(obj), nullable) => {
+            convert_node(&obj, nullable, path, root).map(Json::into_owned)
+        }
+    }
+}
+
+/// A node without `null` in its type, said `nullable` when it allowed null.
+fn convert_node<'a>(
+    obj: &'a Map<String, Value>,
+    nullable: bool,
+    path: &Pointer<'_>,
+    root: bool,
+) -> Result<Json<'a>, Unsupported> {
+    let mut out = Object::with_capacity(8);
+    if let Some(d) = field(obj, "description") {
+        out.push("description", d);
     }
     if nullable {
-        out.insert("nullable".into(), Value::Bool(true));
+        out.insert("nullable", Json::Bool(true));
     }
-    if let Some((key, branches)) = first_union(&obj, path)? {
+    if let Some((key, branches)) = first_union(obj, path)? {
         let fields = [("type", "STRING"), ("format", "enum")];
-        if string_enum(&mut out, &obj, branches, &fields) {
-            return Ok(Value::Object(out));
+        if string_enum(&mut out, obj, branches, &fields) {
+            return Ok(out.into());
         }
+        let at_union = path.key(key);
         let converted = branches
             .iter()
             .enumerate()
-            .map(|(i, b)| convert(b, &format!("{path}/{key}/{i}"), false))
+            .map(|(i, b)| convert(b, &at_union.index(i), false))
             .collect::<Result<Vec<_>, _>>()?;
         let first = converted.first().and_then(|b| b.get("type")).cloned();
         if let Some(t) = first
-            && converted.iter().all(|b| b.get("type") == Some(&t))
+            && converted
+                .iter()
+                .all(|b| b.get("type").and_then(Json::as_str) == t.as_str())
         {
-            out.insert("type".into(), t);
+            out.insert("type", t);
         }
-        out.insert("anyOf".into(), Value::Array(converted));
-        return Ok(Value::Object(out));
+        out.insert("anyOf", Json::Array(converted));
+        return Ok(out.into());
     }
-    let ty = match obj.get("type") {
+    let ty = match field(obj, "type") {
         Some(Value::String(t)) => t.as_str(),
         Some(Value::Array(_)) => {
             return Err(Unsupported::at(
-                &format!("{path}/type"),
+                path.key("type"),
                 "a value of several types cannot be expressed: Gemini takes one `type` per node",
             ));
         }
-        _ => match (obj.get("const"), obj.get("enum")) {
+        _ => match (field(obj, "const"), field(obj, "enum")) {
             (Some(Value::String(_)), _) => "string",
             (None, Some(Value::Array(e))) if e.iter().all(Value::is_string) => "string",
             _ => return Err(any_value(path)),
@@ -175,95 +198,89 @@ fn convert(node: &Value, path: &str, root: bool) -> Result<Value, Unsupported> {
         "object" => "OBJECT",
         _ => {
             return Err(Unsupported::at(
-                &format!("{path}/type"),
+                path.key("type"),
                 format!("Gemini has no type `{ty}`"),
             ));
         }
     };
-    out.insert("type".into(), Value::from(gemini_type));
-    match (obj.get("const"), obj.get("enum")) {
+    out.insert("type", gemini_type);
+    match (field(obj, "const"), field(obj, "enum")) {
         (Some(c), _) => {
-            out.insert("enum".into(), json!([c]));
+            out.insert("enum", Json::Array(vec![Json::from(c)]));
         }
         (None, Some(e)) => {
-            out.insert("enum".into(), e.clone());
+            out.insert("enum", e);
         }
         _ => {}
     }
     if out.contains_key("enum") {
         if gemini_type != "STRING" {
             return Err(Unsupported::at(
-                &format!("{path}/enum"),
+                path.key("enum"),
                 "Gemini enums hold strings only",
             ));
         }
-        out.insert("format".into(), Value::from("enum"));
-    } else if let Some(f) = obj.get("format").and_then(Value::as_str)
+        out.insert("format", "enum");
+    } else if let Some(f) = field(obj, "format").and_then(Value::as_str)
         && FORMATS.contains(&f)
     {
-        out.insert("format".into(), Value::from(f));
+        out.insert("format", f);
     }
-    for k in KEPT {
-        if let Some(v) = obj.get(*k) {
-            out.insert((*k).to_owned(), v.clone());
+    for &k in KEPT {
+        if let Some(v) = field(obj, k) {
+            out.insert(k, v);
         }
     }
     match gemini_type {
-        "OBJECT" => convert_object(&obj, path, root, &mut out)?,
+        "OBJECT" => convert_object(obj, path, root, &mut out)?,
         "ARRAY" => {
-            let items = obj.get("items").ok_or_else(|| {
+            let items = field(obj, "items").ok_or_else(|| {
                 Unsupported::at(path, "an array needs `items`: Gemini types every node")
             })?;
-            out.insert(
-                "items".into(),
-                convert(items, &format!("{path}/items"), false)?,
-            );
+            out.insert("items", convert(items, &path.key("items"), false)?);
         }
         _ => {}
     }
-    Ok(Value::Object(out))
+    Ok(out.into())
 }
 
-fn convert_object(
-    obj: &Map<String, Value>,
-    path: &str,
+fn convert_object<'a>(
+    obj: &'a Map<String, Value>,
+    path: &Pointer<'_>,
     root: bool,
-    out: &mut Map<String, Value>,
+    out: &mut Object<'a>,
 ) -> Result<(), Unsupported> {
-    if let Some(extra) = obj.get("additionalProperties")
+    if let Some(extra) = field(obj, "additionalProperties")
         && extra != &Value::Bool(false)
     {
         return Err(Unsupported::at(
-            &format!("{path}/additionalProperties"),
+            path.key("additionalProperties"),
             "a map with free keys (`HashMap`, `BTreeMap`) cannot be expressed: Gemini has no \
              `additionalProperties`; use a list of key/value structs",
         ));
     }
-    let props = obj.get("properties").and_then(Value::as_object);
+    let props = field(obj, "properties").and_then(Value::as_object);
     if props.is_none_or(Map::is_empty) && !root {
         return Err(Unsupported::at(
             path,
             "an object without properties cannot be expressed: Gemini needs at least one",
         ));
     }
-    let mut properties = Map::new();
+    let mut properties = Object::with_capacity(props.map_or(0, Map::len));
+    let at_properties = path.key("properties");
     for (name, prop) in props.into_iter().flatten() {
-        let p = format!(
-            "{path}/properties/{}",
-            crate::tools::schema::escape_pointer(name)
-        );
-        properties.insert(name.clone(), convert(prop, &p, false)?);
+        properties.push(name, convert(prop, &at_properties.key(name), false)?);
     }
-    out.insert("properties".into(), Value::Object(properties));
-    if let Some(r) = obj.get("required").and_then(Value::as_array)
-        && !r.is_empty()
+    out.insert("properties", properties);
+    if let Some(r) = field(obj, "required")
+        && r.as_array().is_some_and(|r| !r.is_empty())
     {
-        out.insert("required".into(), Value::Array(r.clone()));
+        out.insert("required", r);
     }
     Ok(())
 }
 
-fn any_value(path: &str) -> Unsupported {
+fn any_value(path: &Pointer<'_>) -> Unsupported {
     Unsupported::at(
         path,
         "a value of any type (`serde_json::Value`) cannot be expressed: Gemini types every node",

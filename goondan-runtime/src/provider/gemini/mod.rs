@@ -73,11 +73,15 @@ impl ToolDialect for Gemini {
     }
 
     fn tool(&self, item: &CatalogItem) -> Result<Value, DialectError> {
-        dialect::declaration(item)
+        dialect::declaration(item).map(|tool| tool.to_value())
     }
 
     fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
         dialect::tools(catalog)
+    }
+
+    fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
+        dialect::tools_form(catalog).map(|tools| tools.to_text())
     }
 
     fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
