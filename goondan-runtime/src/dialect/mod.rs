@@ -472,11 +472,7 @@ pub(crate) fn parameters_of(item: &CatalogItem) -> &Value {
     item.parameters().map_or(&*EMPTY, |p| &**p)
 }
 
-/// The value of `key` in a schema node. A node has a handful of keys and a dialect asks each
-/// node for many: scanning them costs less than hashing every name asked for.
-pub(crate) fn field<'a>(node: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    node.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
-}
+pub(crate) use crate::tools::schema::field;
 
 /// Whether a schema node has `key` (see [`field`]).
 pub(crate) fn has_field(node: &Map<String, Value>, key: &str) -> bool {

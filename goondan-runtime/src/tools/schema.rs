@@ -32,7 +32,7 @@ mod integers;
 pub use harden::harden;
 pub(crate) use harden::integer_range;
 #[cfg(feature = "host")]
-pub(crate) use harden::{escape_pointer, has_type, is_object_with_union};
+pub(crate) use harden::{escape_pointer, field, has_type, is_object_with_union};
 
 /// The schema of an export without parameters: `{type: object, properties: {},
 /// additionalProperties: false}`.

@@ -60,13 +60,18 @@ fn applies_in_place(keyword: &str) -> bool {
 /// Whether a node is an object with properties of its own next to `oneOf`/`anyOf`/`allOf`
 /// (what schemars writes for a struct with a flattened enum).
 pub(crate) fn is_object_with_union(obj: &Map<String, Value>) -> bool {
-    let own = obj
-        .get("properties")
+    let own = field(obj, "properties")
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty());
-    own && ["oneOf", "anyOf", "allOf"]
-        .iter()
-        .any(|k| obj.contains_key(*k))
+    own && obj
+        .keys()
+        .any(|k| matches!(k.as_str(), "oneOf" | "anyOf" | "allOf"))
+}
+
+/// The value of `key` in a schema node. A node has a handful of keys and the dialects ask each
+/// node for many: scanning them costs less than hashing every name asked for.
+pub(crate) fn field<'a>(node: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    node.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
 fn type_enum_root(schema: &mut Value) {
@@ -127,7 +132,7 @@ fn harden_node(obj: &mut Map<String, Value>) {
 
 /// Whether a schema node's `type` is or includes `ty`.
 pub(crate) fn has_type(obj: &Map<String, Value>, ty: &str) -> bool {
-    match obj.get("type") {
+    match field(obj, "type") {
         Some(Value::String(t)) => t == ty,
         Some(Value::Array(ts)) => ts.iter().any(|t| t.as_str() == Some(ty)),
         _ => false,
