@@ -43,6 +43,7 @@ pub(crate) fn tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
 }
 
 /// The `tools/list` entry of `item` published as `name`, as a map (see [`entry`]).
+#[cfg(feature = "mcp")]
 pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
     entry(item, name).to_map()
 }
