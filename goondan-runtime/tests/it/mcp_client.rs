@@ -552,11 +552,7 @@ async fn mcp_cancelling_the_context_of_a_remote_task_sends_tasks_cancel() {
 /// for half a second; a port found taken is given up for another, a few times.
 async fn server_everything_over_http() -> (tokio::process::Child, u16) {
     for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = goondan_test_peers::nats::free_port("127.0.0.1");
         if let Some(child) = server_everything_on(port).await {
             return (child, port);
         }
@@ -618,11 +614,7 @@ async fn server_everything_on(port: u16) -> Option<tokio::process::Child> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_a_server_that_cannot_start_leaves_the_others_serving_and_its_tools_come_when_it_is_up()
 {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = goondan_test_peers::nats::free_port("127.0.0.1");
     let config = McpExtensionConfig::new("t")
         .server(test_server("srv"))
         .server(
