@@ -389,13 +389,13 @@ impl Middleware for Reporter {
                 (Some(e), _) => format!("{}: {}", e.code(), e.message()),
                 // A program's answer: what it printed goes above, its value on the line.
                 (None, Some(output)) if tool == goondan_runtime::code::TOOL_NAME => {
-                    if let Some(text) = output.get("printed").and_then(Value::as_str) {
-                        if !text.is_empty() {
-                            link.send(&Note::ToolPrinted {
-                                call_id: call_id.clone(),
-                                text: text.to_owned(),
-                            });
-                        }
+                    if let Some(text) = output.get("printed").and_then(Value::as_str)
+                        && !text.is_empty()
+                    {
+                        link.send(&Note::ToolPrinted {
+                            call_id: call_id.clone(),
+                            text: text.to_owned(),
+                        });
                     }
                     short(output.get("value").unwrap_or(&Value::Null), 120)
                 }

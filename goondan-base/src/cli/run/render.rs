@@ -128,7 +128,7 @@ impl Screen {
             None => short_args(args),
         };
         if !self.tty {
-            self.err_line(&format!("{indent}→ {tool} {args}").trim_end().to_owned());
+            self.err_line(format!("{indent}→ {tool} {args}").trim_end());
         }
         if let Some(program) = program {
             self.block(program, &format!("{indent}  │ "));

@@ -556,6 +556,7 @@ mod tests {
         let ToolContext {
             scope,
             tool_call_id,
+            within,
             span,
             approved,
         } = &ctx;
@@ -575,7 +576,8 @@ mod tests {
             #[cfg(feature = "code-mode")]
             step_calls,
         } = scope.as_ref();
-        let _: (&str, &str, &str) = (agent_name, instance_key, tool_call_id);
+        // The call's id, and the id of the call it is made in.
+        let _: (&str, &str, &str, &str) = (agent_name, instance_key, tool_call_id, within);
         // Ids given, or made when first read.
         let _: (&OnceLock<String>, &OnceLock<String>, &OnceLock<Message>) =
             (turn_id, trace_id, message);
