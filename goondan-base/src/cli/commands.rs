@@ -125,6 +125,7 @@ pub(crate) fn execute(
             workdir,
             approve,
             code_mode,
+            skills,
         }) => {
             let serve = super::mcp::Serve {
                 bundle: bundle.as_deref(),
@@ -137,6 +138,7 @@ pub(crate) fn execute(
                 workdir: workdir.as_deref(),
                 approve: *approve,
                 code_mode: *code_mode,
+                skills: skills.as_deref(),
             };
             Ok(super::mcp::serve(&serve, library, out)?)
         }

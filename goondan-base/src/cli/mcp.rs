@@ -45,6 +45,8 @@ pub(crate) struct Serve<'a> {
     pub(crate) approve: Policy,
     /// Serve code mode (`--code-mode`).
     pub(crate) code_mode: bool,
+    /// The skills folder to serve (`--skills`).
+    pub(crate) skills: Option<&'a Path>,
 }
 
 /// Serves until the client disconnects (stdio) or the process is interrupted (HTTP).
@@ -53,8 +55,9 @@ pub(crate) fn serve(
     library: &ToolLibrary,
     out: &mut dyn Write,
 ) -> Result<u8, McpCliError> {
-    // The bundle Agent's code mode, for its limits.
+    // The bundle Agent's code mode, for its limits, and its skills folder.
     let mut agent_code_mode = None;
+    let mut skills = serve.skills.map(Path::to_path_buf);
     let mut builder = match serve.bundle {
         Some(path) => {
             let bundle = Bundle::read(path)?;
@@ -65,6 +68,9 @@ pub(crate) fn serve(
                 })?,
             };
             agent_code_mode = bundle.code_mode(&agent);
+            if skills.is_none() {
+                skills = bundle.skills(&agent);
+            }
             McpServer::for_agent(&bundle, library, &agent)?
         }
         None => {
@@ -89,6 +95,9 @@ pub(crate) fn serve(
             .middleware(approvals)
             .build();
         builder = builder.executor(executor);
+    }
+    if let Some(folder) = skills {
+        builder = builder.skills(folder);
     }
     if serve.code_mode {
         // A client shown the code tool alone finds the functions with the search.

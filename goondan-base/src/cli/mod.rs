@@ -155,6 +155,11 @@ pub enum McpCommand {
         /// one.
         #[arg(long)]
         code_mode: bool,
+        /// Serve the skills of this folder (the MCP Skills extension): each folder below it
+        /// that holds a `SKILL.md` is a skill. Default: the bundle Agent's `spec.skills`, a
+        /// folder relative to the bundle.
+        #[arg(long, value_name = "DIR")]
+        skills: Option<PathBuf>,
     },
     /// Authorize the bundle's MCP server SERVER (`auth: oauth`) once: prints the URL to open
     /// in a browser, waits for the redirect on 127.0.0.1, and keeps the tokens in your token

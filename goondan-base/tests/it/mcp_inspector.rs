@@ -138,6 +138,37 @@ fn mcp_inspector_sees_goondan_mcp_serve_code_mode_as_the_code_tool_and_its_searc
     assert_eq!(output["calls"], 1, "{output}");
 }
 
+/// `goondan mcp serve --skills DIR`: the inspector lists the skill's `SKILL.md` among the
+/// resources and reads it back as it is on disk.
+#[test]
+fn mcp_inspector_reads_the_skills_goondan_mcp_serve_serves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let skill = "---\nname: tidy-imports\ndescription: Sorts and groups a file's imports.\n---\n\nSort them.\n";
+    std::fs::create_dir_all(dir.path().join("tidy-imports")).expect("folder");
+    std::fs::write(dir.path().join("tidy-imports/SKILL.md"), skill).expect("SKILL.md");
+    let folder = dir.path().to_str().expect("a UTF-8 path");
+    let (listed, ok) = inspect(&["--skills", folder, "--method", "resources/list"]);
+    assert!(ok, "{listed}");
+    let uris: Vec<&str> = listed["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(uris, ["skill://tidy-imports/SKILL.md"], "{listed}");
+    let (read, ok) = inspect(&[
+        "--skills",
+        folder,
+        "--method",
+        "resources/read",
+        "--uri",
+        "skill://tidy-imports/SKILL.md",
+    ]);
+    assert!(ok, "{read}");
+    assert_eq!(read["contents"][0]["text"], skill, "{read}");
+    assert_eq!(read["contents"][0]["mimeType"], "text/markdown", "{read}");
+}
+
 /// The status line of a raw `initialize` POST to `addr` (no session: it opens one).
 fn initialize_status(addr: &str) -> String {
     use std::io::{Read, Write};

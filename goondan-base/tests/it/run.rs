@@ -856,6 +856,37 @@ async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tool
     assert!(results[0].contains("from code"), "{results:?}");
 }
 
+/// An Agent's `spec.skills` that names no folder is a problem of the bundle, on its line.
+#[test]
+fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  skills: ./no-skills\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{report}");
+    assert!(
+        report.contains(":5") && report.contains("`./no-skills`, which is not a folder"),
+        "{report}"
+    );
+    std::fs::create_dir(dir.path().join("no-skills")).unwrap();
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!report.contains("spec.skills"), "{report}");
+}
+
 /// A wrong `spec.codeMode` is a problem of the bundle, on its line.
 #[test]
 fn run_validate_reports_a_wrong_code_mode_on_its_line() {

@@ -90,6 +90,10 @@ pub enum McpServerError {
     /// The code tool could not be built.
     #[error("{0}")]
     CodeMode(String),
+    /// The skills folder could not be read.
+    #[cfg(feature = "skills")]
+    #[error("the skills cannot be served: {0}")]
+    Skills(#[from] rmcp::handler::server::skill_catalog::SkillCatalogError),
     /// The executor runs over another registry than the one served.
     #[error(
         "the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`"
@@ -204,6 +208,9 @@ impl Renames {
 
 struct Shared {
     executor: ToolExecutor,
+    /// The skills served (SEP-2640), when a folder was given.
+    #[cfg(feature = "skills")]
+    skills: Option<rmcp::handler::server::skill_catalog::SkillCatalog>,
     /// Code mode: the code tool (and its search) instead of, or beside, the tools.
     code: Option<Code>,
     selection: Selection,
@@ -270,6 +277,8 @@ impl McpServer {
             http_limits: HttpLimits::default(),
             #[cfg(feature = "code-mode")]
             code: None,
+            #[cfg(feature = "skills")]
+            skills: None,
         }
     }
 
@@ -410,9 +419,24 @@ pub struct McpServerBuilder {
     http_limits: HttpLimits,
     #[cfg(feature = "code-mode")]
     code: Option<crate::code::CodeMode>,
+    #[cfg(feature = "skills")]
+    skills: Option<PathBuf>,
 }
 
 impl McpServerBuilder {
+    /// Serves the skills of `folder` (the MCP Skills extension, SEP-2640): each folder below it
+    /// that holds a `SKILL.md` is a skill, listed by `skills/list` and `skills/get` with each
+    /// file's size and sha256 digest, its files read by `resources/read` and its folders by
+    /// `resources/directory/read`. rmcp's `SkillCatalog` reads the folder when the server is
+    /// built: without following links, hidden entries left out, a skill past the extension's
+    /// limits (512 files, 16 MiB) left out. A `skill://` resource is the skills'; every other
+    /// resource stays [`others`](Self::others)'.
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, folder: impl Into<PathBuf>) -> Self {
+        self.skills = Some(folder.into());
+        self
+    }
+
     /// Offers code mode: the client is shown the code tool (`code__run`, one Python program
     /// that calls the served tools as functions), its search when `mode` has one, and the
     /// tools themselves only when `mode` keeps them callable directly. Each call a program
@@ -580,6 +604,13 @@ impl McpServerBuilder {
         #[cfg(not(feature = "code-mode"))]
         let code: Option<Code> = None;
         let view = View::new(catalog, code.as_ref());
+        #[cfg(feature = "skills")]
+        let skills = match &self.skills {
+            Some(folder) => {
+                Some(rmcp::handler::server::skill_catalog::SkillCatalog::from_dir(folder)?)
+            }
+            None => None,
+        };
         let mut renames = Renames::default();
         for (goondan, published) in self.renames {
             if renames.goondan.contains_key(&published) {
@@ -591,6 +622,8 @@ impl McpServerBuilder {
         Ok(McpServer {
             shared: Arc::new(Shared {
                 executor,
+                #[cfg(feature = "skills")]
+                skills,
                 code,
                 selection: self.selection,
                 served: RwLock::new(Served {

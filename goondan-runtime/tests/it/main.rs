@@ -55,6 +55,8 @@ pub mod mcp_conformance;
 pub mod mcp_conformance_client;
 pub mod mcp_name_report;
 pub mod mcp_server;
+#[cfg(feature = "skills")]
+pub mod mcp_skills;
 pub mod middleware;
 pub mod orchestrator;
 pub mod orchestrator_nats;
