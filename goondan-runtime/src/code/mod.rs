@@ -50,19 +50,18 @@
 //!
 //! # Durable runs
 //!
-//! With a run journal ([`crate::step::journal`]), each call a program makes is journaled as
-//! the program's (its start with the arguments the program gave, then its result), under the
-//! code call's start. A process killed in the middle of a program resumes it at the next
-//! start without asking the model again: the program runs again from the start (it has no
-//! clock, randomness, files or network, so given the same results it makes the same calls),
-//! and each of its calls is answered in order from the journal. A call whose result is
-//! journaled does not run again; a call that had started without a result runs again when its
-//! export is idempotent or read-only, and otherwise raises `ToolError`
-//! (`E_TOOL_INTERRUPTED`) in the program, as it answers the model outside code mode; the
-//! calls after run. A program that now asks for another call than the journal has at that
-//! place (another tool, other arguments), or ends before the calls the journal has, is not
-//! trusted further: the code call answers `E_TOOL_INTERRUPTED`, naming the difference and the
-//! calls that may have taken effect.
+//! With a run journal (`AgentInstanceBuilder::journal`), each call a program makes is journaled
+//! as the program's (its start with the arguments the program gave, then its result), under the
+//! code call's start. A process killed in the middle of a program resumes it at the next start
+//! without asking the model again: the program runs again from the start (it has no clock,
+//! randomness, files or network, so given the same results it makes the same calls), and each
+//! of its calls is answered in order from the journal. A call whose result is journaled does
+//! not run again; a call that had started without a result runs again when its export is
+//! idempotent or read-only, and otherwise raises `ToolError` (`E_TOOL_INTERRUPTED`) in the
+//! program, as it answers the model outside code mode; the calls after run. A program that now
+//! asks for another call than the journal has at that place (another tool, other arguments), or
+//! ends before the calls the journal has, is not trusted further: the code call answers
+//! `E_TOOL_INTERRUPTED`, naming the difference and the calls that may have taken effect.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -30,8 +30,10 @@ pub(crate) use self::calls::{CallFuture, StepCalls};
 pub(crate) use self::id::fresh_id;
 #[cfg(feature = "host")]
 pub(crate) use self::id::now_ms;
+#[cfg(feature = "code-mode")]
+pub(crate) use self::journaled::InnerOf;
 #[cfg(feature = "host")]
-pub(crate) use self::journaled::{InnerOf, Journaled};
+pub(crate) use self::journaled::Journaled;
 pub use self::message::Message;
 pub use self::progress::{Progress, ProgressSink};
 use crate::tools::agent::AgentRuntime;
