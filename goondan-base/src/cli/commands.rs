@@ -124,6 +124,7 @@ pub(crate) fn execute(
             session_idle_secs,
             workdir,
             approve,
+            code_mode,
         }) => {
             let serve = super::mcp::Serve {
                 bundle: bundle.as_deref(),
@@ -135,6 +136,7 @@ pub(crate) fn execute(
                     .idle_timeout(std::time::Duration::from_secs(*session_idle_secs)),
                 workdir: workdir.as_deref(),
                 approve: *approve,
+                code_mode: *code_mode,
             };
             Ok(super::mcp::serve(&serve, library, out)?)
         }

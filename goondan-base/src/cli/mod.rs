@@ -149,6 +149,12 @@ pub enum McpCommand {
         /// them). A client without elicitation cannot be asked: its asked calls are denied.
         #[arg(long, value_name = "POLICY", default_value = "never")]
         approve: goondan_runtime::calls::approval::Policy,
+        /// Serve code mode: the client sees `code__run` (one Python program that calls the
+        /// tools as functions) and `code__search` (finds the functions it needs), not the
+        /// tools themselves. The limits are the bundle Agent's `spec.codeMode` when it has
+        /// one.
+        #[arg(long)]
+        code_mode: bool,
     },
     /// Authorize the bundle's MCP server SERVER (`auth: oauth`) once: prints the URL to open
     /// in a browser, waits for the redirect on 127.0.0.1, and keeps the tokens in your token

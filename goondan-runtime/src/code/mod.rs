@@ -100,14 +100,18 @@
 
 mod names;
 mod program;
+mod search;
 mod stubs;
 mod tool;
 mod values;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use self::program::Limits;
+pub use self::search::SEARCH_NAME;
 pub(crate) use self::tool::CodeOffer;
+use crate::tools::search::Ranker;
 
 /// The name of the code tool.
 pub const TOOL_NAME: &str = "code__run";
@@ -123,15 +127,41 @@ pub mod codes {
     pub const LIMIT: &str = "E_CODE_LIMIT";
 }
 
-/// Code mode as an agent instance offers it
-/// (`AgentInstanceBuilder::code_mode` in the step loop):
-/// whether the tools stay callable directly beside the code tool, and the limits of one
-/// program.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Code mode as an agent instance or an MCP server offers it
+/// (`AgentInstanceBuilder::code_mode` in the step loop, `McpServerBuilder::code_mode`):
+/// whether the tools stay callable directly beside the code tool, the search of the functions
+/// if there is one, and the limits of one program.
+#[derive(Clone)]
 pub struct CodeMode {
     limits: Limits,
     direct: bool,
+    search: Option<Arc<dyn Ranker>>,
 }
+
+impl std::fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("limits", &self.limits)
+            .field("direct", &self.direct)
+            .field("search", &self.search.is_some())
+            .finish()
+    }
+}
+
+/// Two modes are equal when their limits and choices are, and they search with the same
+/// ranker (or neither searches).
+impl PartialEq for CodeMode {
+    fn eq(&self, other: &Self) -> bool {
+        self.limits == other.limits
+            && self.direct == other.direct
+            && match (&self.search, &other.search) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+    }
+}
+
+impl Eq for CodeMode {}
 
 impl Default for CodeMode {
     fn default() -> Self {
@@ -155,7 +185,19 @@ impl CodeMode {
                 result: 1024 * 1024,
             },
             direct: true,
+            search: None,
         }
+    }
+
+    /// Offers [`SEARCH_NAME`] (`code__search {query, limit?}`) beside the code tool: it ranks
+    /// the program's functions with `ranker` and answers the stubs of the best ones. With more
+    /// than 30 functions, the code tool's description then names their objects and points to
+    /// the search instead of listing every stub, so a big catalog costs the model no more
+    /// than a small one. The base tools' `Bm25Ranker` is one ranker.
+    #[must_use]
+    pub fn search(mut self, ranker: impl Ranker) -> Self {
+        self.search = Some(Arc::new(ranker));
+        self
     }
 
     /// Whether the model also sees the Step's tools beside the code tool (default: yes). With

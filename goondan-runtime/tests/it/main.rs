@@ -32,6 +32,8 @@ pub mod bundle;
 pub mod bundle_model;
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
+#[cfg(feature = "code-mode")]
+pub mod code_mode_server;
 pub mod dialect_anthropic;
 pub mod dialect_catalog;
 pub mod dialect_gemini;

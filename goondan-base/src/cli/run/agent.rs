@@ -381,11 +381,24 @@ impl Middleware for Reporter {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 args: call.args.clone(),
+                within: call.context().within().map(str::to_owned),
             });
             let started = Instant::now();
             let result = next.run(call).await;
             let summary = match (&result.error, &result.output) {
                 (Some(e), _) => format!("{}: {}", e.code(), e.message()),
+                // A program's answer: what it printed goes above, its value on the line.
+                (None, Some(output)) if tool == goondan_runtime::code::TOOL_NAME => {
+                    if let Some(text) = output.get("printed").and_then(Value::as_str)
+                        && !text.is_empty()
+                    {
+                        link.send(&Note::ToolPrinted {
+                            call_id: call_id.clone(),
+                            text: text.to_owned(),
+                        });
+                    }
+                    short(output.get("value").unwrap_or(&Value::Null), 120)
+                }
                 (None, Some(output)) => short(output, 120),
                 (None, None) => result.handle.clone().unwrap_or_default(),
             };

@@ -199,6 +199,34 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// The route of the calls a code call's program makes on a server: each is a call through
+/// the server's executor, checked against the served tools.
+#[cfg(feature = "code-mode")]
+struct ServedCalls {
+    executor: crate::calls::executor::ToolExecutor,
+    catalog: Arc<crate::tools::catalog::ToolCatalog>,
+}
+
+#[cfg(feature = "code-mode")]
+impl crate::tools::context::StepCalls for ServedCalls {
+    fn catalog(&self) -> &crate::tools::catalog::ToolCatalog {
+        &self.catalog
+    }
+
+    fn call(
+        &self,
+        call: crate::tools::result::ToolCall,
+        parent: &ToolContext,
+    ) -> crate::tools::context::CallFuture {
+        let (executor, catalog, parent) = (
+            self.executor.clone(),
+            Arc::clone(&self.catalog),
+            parent.clone(),
+        );
+        Box::pin(async move { executor.execute(call, &parent, &catalog).await })
+    }
+}
+
 impl McpServer {
     /// One `tools/call`: what it needs before it runs, the executor, then the result as MCP
     /// sees it. Refuses a call that must run as a task for a client without tasks, and a
@@ -250,6 +278,13 @@ impl McpServer {
             state.as_deref(),
             responses,
         )?);
+        #[cfg(feature = "code-mode")]
+        if shared.code.is_some() {
+            builder = builder.step_calls(Arc::new(ServedCalls {
+                executor: self.executor().clone(),
+                catalog: Arc::clone(&self.current().inner),
+            }));
+        }
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
         let served = served_span(&call, &context);
         // Only the client and the cancellation are kept of the request from here on.

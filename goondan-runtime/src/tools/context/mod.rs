@@ -73,6 +73,9 @@ struct Scope {
 pub struct ToolContext {
     scope: Arc<Scope>,
     tool_call_id: ArcStr,
+    /// The id of the call this call is made in (a code mode program's code call); empty for
+    /// a call of its own.
+    within: ArcStr,
     span: tracing::Span,
     /// A person approved this very call (its arguments as they run), through the agent's
     /// approvals middleware.
@@ -130,6 +133,20 @@ impl ToolContext {
     /// The id of this tool call.
     pub fn tool_call_id(&self) -> &str {
         &self.tool_call_id
+    }
+
+    /// The id of the call this call is made in, when it is made in one: each call a code mode
+    /// program makes is made in the program's code call. `None` for the model's own calls.
+    ///
+    /// ```
+    /// use goondan_runtime::ToolContext;
+    /// let step = ToolContext::builder("/tmp").build();
+    /// let code = step.for_call("c1", "code__run");
+    /// assert_eq!(code.within(), None);
+    /// assert_eq!(code.for_call("c1.1", "weather__celsius").within(), Some("c1"));
+    /// ```
+    pub fn within(&self) -> Option<&str> {
+        Some(self.within.as_str()).filter(|id| !id.is_empty())
     }
 
     /// Whether a person approved this call, with the arguments it runs with, through the
@@ -393,6 +410,7 @@ impl ToolContext {
         ToolContext {
             scope: Arc::clone(&self.scope),
             tool_call_id,
+            within: self.tool_call_id.clone(),
             span,
             approved: false,
             #[cfg(feature = "host")]
@@ -486,6 +504,7 @@ impl ToolContextBuilder {
         ToolContext {
             scope: Arc::new(self.0),
             tool_call_id: ArcStr::new(),
+            within: ArcStr::new(),
             span: tracing::Span::none(),
             approved: false,
             #[cfg(feature = "host")]
@@ -566,6 +585,7 @@ mod tests {
         let ToolContext {
             scope,
             tool_call_id,
+            within,
             span,
             approved,
             #[cfg(feature = "host")]
@@ -591,7 +611,8 @@ mod tests {
             #[cfg(feature = "code-mode")]
             step_calls,
         } = scope.as_ref();
-        let _: (&str, &str, &str) = (agent_name, instance_key, tool_call_id);
+        // The call's id, and the id of the call it is made in.
+        let _: (&str, &str, &str, &str) = (agent_name, instance_key, tool_call_id, within);
         // Ids given, or made when first read.
         let _: (&OnceLock<String>, &OnceLock<String>, &OnceLock<Message>) =
             (turn_id, trace_id, message);
