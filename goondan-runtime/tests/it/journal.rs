@@ -637,10 +637,35 @@ fn code_matrix(nats: Option<&str>) {
         // The program's last result, with the code call's own.
         ("after-inner-result:3", 2, 1, &completed),
     ];
+    // Killed twice: first while the payment runs, then while the resumed program's second
+    // mark runs (its start written with the interrupted payment's result). The third process
+    // answers both from the journal the two before wrote, and runs the mark again.
+    let twice = || {
+        let state = tempfile::tempdir().unwrap();
+        in_code(state.path());
+        run_and_kill(state.path(), nats, "after-inner-start:2");
+        run_and_kill(state.path(), nats, "after-inner-start:1");
+        let conversation = run_to_end(state.path(), nats);
+        assert_eq!(counts(state.path()), (2, 0), "runs after two crashes");
+        let result: ToolCallResult =
+            serde_json::from_str(conversation[2].content.as_deref().unwrap_or_default()).unwrap();
+        let output = result
+            .output
+            .unwrap_or_else(|| panic!("{:?}", result.error));
+        assert_eq!(output["value"], interrupted, "after two crashes");
+        let asked = std::fs::read_to_string(state.path().join(ASKED)).unwrap();
+        assert_eq!(
+            asked.lines().collect::<Vec<_>>(),
+            ["0", "1"],
+            "after two crashes"
+        );
+        journaled_once(state.path(), nats, "two crashes");
+    };
     std::thread::scope(|scope| {
         for (halt, marked, paid, value) in rows {
             scope.spawn(move || row(halt, marked, paid, value));
         }
+        scope.spawn(twice);
     });
 }
 
