@@ -200,7 +200,7 @@ impl Middleware for JournalStarts {
                     Some(of) => Record::InnerCallStarted {
                         turn_id,
                         message_id,
-                        call_id: of.outer.to_string(),
+                        call_id: cx.context().within().unwrap_or_default().to_owned(),
                         index: of.index,
                         tool: cx.tool_name().to_owned(),
                         args: of.args.clone(),

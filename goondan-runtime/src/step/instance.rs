@@ -1252,7 +1252,6 @@ impl crate::tools::context::StepCalls for StepRoute {
                 let journaled = shared.journal.journal().is_some().then(|| Journaled {
                     started,
                     inner: Some(InnerOf {
-                        outer: outer.as_str().into(),
                         index,
                         args: call.args.clone(),
                     }),

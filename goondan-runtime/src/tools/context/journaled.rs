@@ -1,7 +1,6 @@
 //! [`Journaled`]: what the run journal already holds of a call, and which program made it,
 //! for the step loop's journal middleware.
 
-use arcstr::ArcStr;
 use serde_json::Value;
 
 /// Where a call stands in the run journal. The step loop sets it on the context it runs a
@@ -15,11 +14,10 @@ pub(crate) struct Journaled {
     pub(crate) inner: Option<InnerOf>,
 }
 
-/// A call that a code call's program made: which, and what the program asked for.
+/// A call that a code call's program made (the code call is the context's
+/// [`within`](super::ToolContext::within)): its place, and what the program asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct InnerOf {
-    /// The code call's id.
-    pub(crate) outer: ArcStr,
     /// The call's position in the program, from 1.
     pub(crate) index: usize,
     /// The arguments as the program gave them (middleware may change the call's own).
