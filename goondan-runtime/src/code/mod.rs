@@ -46,8 +46,22 @@
 //! host in two messages (a call of a tool, the answer to it), the shape a worker process
 //! would carry. Memory is bounded per allocation (a `[0] * 10**10` is refused before it is
 //! made) and in total only by the time limit; the worker process, which can hold the
-//! interpreter to a memory limit of the kernel's, is for a later step, as is resuming a
-//! program after a crash.
+//! interpreter to a memory limit of the kernel's, is for a later step.
+//!
+//! # Durable runs
+//!
+//! With a run journal (`AgentInstanceBuilder::journal`), each call a program makes is journaled
+//! as the program's (its start with the arguments the program gave, then its result), under the
+//! code call's start. A process killed in the middle of a program resumes it at the next start
+//! without asking the model again: the program runs again from the start (it has no clock,
+//! randomness, files or network, so given the same results it makes the same calls), and each
+//! of its calls is answered in order from the journal. A call whose result is journaled does
+//! not run again; a call that had started without a result runs again when its export is
+//! idempotent or read-only, and otherwise raises `ToolError` (`E_TOOL_INTERRUPTED`) in the
+//! program, as it answers the model outside code mode; the calls after run. A program that now
+//! asks for another call than the journal has at that place (another tool, other arguments), or
+//! ends before the calls the journal has, is not trusted further: the code call answers
+//! `E_TOOL_INTERRUPTED`, naming the difference and the calls that may have taken effect.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -174,16 +174,22 @@ async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value
     loop {
         match interpreter.next().await {
             Request::Call { tool, args } => {
-                let id = format!("{}.{}", ctx.tool_call_id(), made.len() + 1);
+                let index = made.len() + 1;
+                let id = format!("{}.{index}", ctx.tool_call_id());
                 let call = ToolCall::new(id, tool.clone(), Value::Object(args));
-                let result = calls.call(call, &ctx).await;
+                // An error: the program, run again after a crash, does not match its journal;
+                // dropping the interpreter stops it.
+                let result = calls.call(call, index, &ctx).await?;
                 made.push(Made {
                     tool,
                     code: result.error_code().map(str::to_owned),
                 });
                 interpreter.reply(reply(result));
             }
-            Request::Finished(outcome) => return finish(outcome, &made),
+            Request::Finished(outcome) => {
+                calls.ended(&ctx, made.len())?;
+                return finish(outcome, &made);
+            }
         }
     }
 }

@@ -314,6 +314,7 @@ impl crate::tools::context::StepCalls for ServedCalls {
     fn call(
         &self,
         call: crate::tools::result::ToolCall,
+        _index: usize,
         parent: &ToolContext,
     ) -> crate::tools::context::CallFuture {
         let (executor, catalog, parent) = (
@@ -321,7 +322,16 @@ impl crate::tools::context::StepCalls for ServedCalls {
             Arc::clone(&self.catalog),
             parent.clone(),
         );
-        Box::pin(async move { executor.execute(call, &parent, &catalog).await })
+        Box::pin(async move { Ok(executor.execute(call, &parent, &catalog).await) })
+    }
+
+    /// A served program is not journaled: nothing of it is left to match.
+    fn ended(
+        &self,
+        _parent: &ToolContext,
+        _made: usize,
+    ) -> Result<(), crate::tools::error::ToolError> {
+        Ok(())
     }
 }
 

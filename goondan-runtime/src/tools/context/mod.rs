@@ -9,6 +9,8 @@ mod caller;
 #[cfg(feature = "code-mode")]
 mod calls;
 mod id;
+#[cfg(feature = "host")]
+mod journaled;
 mod message;
 mod progress;
 
@@ -28,6 +30,10 @@ pub(crate) use self::calls::{CallFuture, StepCalls};
 pub(crate) use self::id::fresh_id;
 #[cfg(feature = "host")]
 pub(crate) use self::id::now_ms;
+#[cfg(feature = "code-mode")]
+pub(crate) use self::journaled::InnerOf;
+#[cfg(feature = "host")]
+pub(crate) use self::journaled::Journaled;
 pub use self::message::Message;
 pub use self::progress::{Progress, ProgressSink};
 use crate::tools::agent::AgentRuntime;
@@ -74,6 +80,9 @@ pub struct ToolContext {
     /// A person approved this very call (its arguments as they run), through the agent's
     /// approvals middleware.
     approved: bool,
+    /// What the run journal already holds of this call (the step loop's; `None` outside it).
+    #[cfg(feature = "host")]
+    journaled: Option<Arc<Journaled>>,
 }
 
 impl ToolContext {
@@ -157,6 +166,22 @@ impl ToolContext {
     /// Marks the call approved by a person (the approvals middleware, nothing else).
     pub(crate) fn mark_approved(&mut self) {
         self.approved = true;
+    }
+
+    /// What the run journal already holds of this call, when the step loop said.
+    #[cfg(feature = "host")]
+    pub(crate) fn journaled(&self) -> Option<&Journaled> {
+        self.journaled.as_deref()
+    }
+
+    /// This context, for running a call of which the run journal holds `journaled`: the
+    /// executor's context of the call keeps it ([`for_call`](Self::for_call)).
+    #[cfg(feature = "host")]
+    pub(crate) fn with_journaled(&self, journaled: Option<Journaled>) -> Self {
+        Self {
+            journaled: journaled.map(Arc::new),
+            ..self.clone()
+        }
     }
 
     /// The assistant message that contains this call (CTX-5).
@@ -388,6 +413,8 @@ impl ToolContext {
             within: self.tool_call_id.clone(),
             span,
             approved: false,
+            #[cfg(feature = "host")]
+            journaled: self.journaled.clone(),
         }
     }
 }
@@ -480,6 +507,8 @@ impl ToolContextBuilder {
             within: ArcStr::new(),
             span: tracing::Span::none(),
             approved: false,
+            #[cfg(feature = "host")]
+            journaled: None,
         }
     }
 }
@@ -559,9 +588,15 @@ mod tests {
             within,
             span,
             approved,
+            #[cfg(feature = "host")]
+            journaled,
         } = &ctx;
         // Whether a person approved this call: a fact about the call, no interface.
         let _: &bool = approved;
+        // What the run journal holds of this call: facts about the call (started already,
+        // which program made it), private to the crate; no interface.
+        #[cfg(feature = "host")]
+        let _: &Option<Arc<Journaled>> = journaled;
         let Scope {
             agent_name,
             instance_key,
