@@ -49,7 +49,7 @@ mod parameters;
 mod resource;
 mod toolsets;
 mod validate;
-mod yaml;
+pub(crate) mod yaml;
 
 use std::path::{Path, PathBuf};
 

@@ -170,3 +170,73 @@ fn mcp_server_with_a_skills_folder_that_is_missing_does_not_build() {
         "{error}"
     );
 }
+
+/// The bridge reads a server's skills as a host must: listed without a file read, a skill's
+/// `SKILL.md` and each file read when asked and checked against the listing, and only files
+/// the skill lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_bridge_lists_loads_and_reads_a_server_s_skills_checked_against_its_listing() {
+    use goondan_runtime::mcp::client::{
+        McpExtension, McpExtensionConfig, McpServerConfig, SkillContent,
+    };
+    let root = tempfile::tempdir().unwrap();
+    let notes = skill_md("release-notes", "Writes a release's notes.");
+    write(&root.path().join("release-notes/SKILL.md"), &notes);
+    write(
+        &root.path().join("release-notes/templates/entry.md"),
+        "- {title}\n",
+    );
+    let server = McpServer::builder(Arc::new(ToolRegistry::new()))
+        .skills(root.path())
+        .build()
+        .unwrap();
+    let http = server
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let config = McpExtensionConfig::new("docs").server(McpServerConfig::http("team", http.url()));
+    let mcp = McpExtension::connect(config).await.unwrap();
+
+    let skills = mcp.skills().await;
+    assert_eq!(skills.len(), 1, "{skills:?}");
+    let skill = &skills[0];
+    assert_eq!(
+        (
+            skill.server.as_str(),
+            skill.name.as_str(),
+            skill.uri.as_str()
+        ),
+        ("team", "release-notes", "skill://release-notes/SKILL.md")
+    );
+    assert_eq!(skill.description, "Writes a release's notes.");
+    assert_eq!(skill.files.len(), 2, "{skill:?}");
+
+    let loaded = mcp.load_skill("team", &skill.uri).await.unwrap();
+    assert_eq!(loaded, notes);
+    let file = mcp
+        .read_skill_file(
+            "team",
+            &skill.uri,
+            "skill://release-notes/templates/entry.md",
+        )
+        .await
+        .unwrap();
+    assert_eq!(file, SkillContent::Text("- {title}\n".into()));
+    let outside = mcp
+        .read_skill_file("team", &skill.uri, "skill://release-notes/../secret")
+        .await
+        .unwrap_err();
+    assert_eq!(outside.code(), "E_TOOL_INVALID_ARGS", "{outside:?}");
+    let unknown = mcp
+        .load_skill("team", "skill://nothing/SKILL.md")
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), "E_TOOL_INVALID_ARGS", "{unknown:?}");
+    let no_server = mcp.load_skill("nobody", &skill.uri).await.unwrap_err();
+    assert!(
+        no_server.message().contains("no server `nobody`"),
+        "{no_server:?}"
+    );
+    mcp.shutdown();
+    http.shutdown().await.unwrap();
+}
