@@ -42,12 +42,20 @@
 //!
 //! # Where it runs
 //!
-//! The interpreter runs on a thread of its own in the agent's process and speaks with the
-//! host in two messages (a call of a tool, the answer to it), the shape a worker process
-//! would carry. Memory is bounded per allocation (a `[0] * 10**10` is refused before it is
-//! made) and in total only by the time limit; the worker process, which can hold the
-//! interpreter to a memory limit of the kernel's, is for a later step, as is resuming a
-//! program after a crash.
+//! By default the interpreter runs on a thread of its own in the agent's process. Memory is
+//! then bounded per allocation (a `[0] * 10**10` is refused before it is made) and in total
+//! only by the time limit, and a crash of the interpreter is a crash of the agent.
+//!
+//! With [`CodeMode::worker`], each program runs in a worker process of its own
+//! ([`worker`]): the same run, speaking the same messages (a call of a tool, the answer to
+//! it, what it printed, its end) as JSON lines over the worker's stdin and stdout. A worker
+//! that crashes, is killed, or says what does not read ends the code call with a
+//! [`codes::ERROR`] (or [`codes::LIMIT`] where a limit ended it) that keeps what the program
+//! printed and the calls it made, and the agent goes on. The launcher decides where the
+//! worker runs: the `goondan` program starts it in the kernel sandbox, with no file system
+//! writes, no network, and a memory limit the kernel holds it to (`goondan_base`'s
+//! `CodeSandbox`); [`worker::Unconfined`] starts it as it is. Resuming a program after a
+//! crash is for a later step.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -84,16 +92,21 @@
 //! # }
 //! ```
 
+mod interpreter;
 mod names;
 mod program;
 mod stubs;
 mod tool;
 mod values;
+pub mod worker;
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use self::program::Limits;
 pub(crate) use self::tool::CodeOffer;
+use self::worker::WorkerLauncher;
 
 /// The name of the code tool.
 pub const TOOL_NAME: &str = "code__run";
@@ -111,13 +124,40 @@ pub mod codes {
 
 /// Code mode as an agent instance offers it
 /// (`AgentInstanceBuilder::code_mode` in the step loop):
-/// whether the tools stay callable directly beside the code tool, and the limits of one
-/// program.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// whether the tools stay callable directly beside the code tool, the limits of one
+/// program, and where programs run.
+///
+/// Two modes are equal when their settings are and they start workers with the same
+/// launcher (or both run programs on a thread).
+#[derive(Clone)]
 pub struct CodeMode {
     limits: Limits,
     direct: bool,
+    worker: Option<Arc<dyn WorkerLauncher>>,
 }
+
+impl fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("limits", &self.limits)
+            .field("direct", &self.direct)
+            .field("worker", &self.worker.is_some())
+            .finish()
+    }
+}
+
+impl PartialEq for CodeMode {
+    fn eq(&self, other: &Self) -> bool {
+        let same_worker = match (&self.worker, &other.worker) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        self.limits == other.limits && self.direct == other.direct && same_worker
+    }
+}
+
+impl Eq for CodeMode {}
 
 impl Default for CodeMode {
     fn default() -> Self {
@@ -141,7 +181,23 @@ impl CodeMode {
                 result: 1024 * 1024,
             },
             direct: true,
+            worker: None,
         }
+    }
+
+    /// Runs each program in a worker process of its own that `launcher` starts (see
+    /// [`worker`]), instead of on a thread of the agent's process: a crash or a kill of the
+    /// interpreter then ends the code call, not the agent. The program that runs the agent
+    /// must call [`worker::serve_if_asked`] first in `main`.
+    #[must_use]
+    pub fn worker(mut self, launcher: impl WorkerLauncher) -> Self {
+        self.worker = Some(Arc::new(launcher));
+        self
+    }
+
+    /// Whether programs run in worker processes ([`CodeMode::worker`]).
+    pub fn runs_in_workers(&self) -> bool {
+        self.worker.is_some()
     }
 
     /// Whether the model also sees the Step's tools beside the code tool (default: yes). With

@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::interpreter::{Interpreter, Request};
 use super::names::Functions;
-use super::program::{Failure, FailureKind, Interpreter, Limits, Outcome, Reply, Request};
+use super::program::{Failure, FailureKind, Limits, Outcome, Program, Reply};
 use super::stubs::describe;
+use super::worker::WorkerLauncher;
 use super::{CodeMode, TOOL_NAME, codes};
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::content::{Content, ResourceBody};
@@ -71,7 +73,8 @@ impl CodeOffer {
             "required": ["code"],
             "additionalProperties": false,
         });
-        let handler = handler_fn(move |ctx, args| run(ctx, args, limits));
+        let worker = mode.worker.clone();
+        let handler = handler_fn(move |ctx, args| run(ctx, args, limits, worker.clone()));
         let (resource, export) = TOOL_NAME.split_once("__").unwrap_or(("code", "run"));
         let tool = Tool::builder(resource)
             .description("Code mode: one program calls the Step's tools")
@@ -121,7 +124,12 @@ struct Made {
 }
 
 /// The handler of the code tool.
-async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value, ToolError> {
+async fn run(
+    ctx: ToolContext,
+    args: JsonObject,
+    limits: Limits,
+    worker: Option<Arc<dyn WorkerLauncher>>,
+) -> Result<Value, ToolError> {
     let Some(code) = args.get("code").and_then(Value::as_str) else {
         return Err(ToolError::new("`code` must be a string")
             .with_code(crate::tools::error::codes::INVALID_ARGS));
@@ -134,11 +142,14 @@ async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value
         .with_suggestion("call the tools directly"));
     };
     let functions = Functions::of(calls.catalog(), TOOL_NAME);
-    let mut interpreter = Interpreter::start(code.to_owned(), &functions, limits).map_err(|e| {
-        ToolError::new(format!("the interpreter cannot start: {e}"))
-            .with_code(codes::ERROR)
-            .retryable()
-    })?;
+    let program = Program::new(code.to_owned(), &functions, limits);
+    let mut interpreter = Interpreter::start(program, worker.as_ref())
+        .await
+        .map_err(|e| {
+            ToolError::new(format!("the interpreter cannot start: {e}"))
+                .with_code(codes::ERROR)
+                .retryable()
+        })?;
     let mut made = Vec::new();
     loop {
         match interpreter.next().await {
