@@ -173,7 +173,7 @@ pub(crate) fn prepare(
 
 /// Prepares `program args` to run under `policy` (which must be on) in a sandbox of its own
 /// that writes nowhere, not even a `TMPDIR`, with an empty environment, its stdin and stdout
-/// the host's: a code worker's (`crate::code_worker`). Its workdir is an empty directory of
+/// the host's: a code worker's (`CodeSandbox`). Its workdir is an empty directory of
 /// the call's private one.
 #[cfg(feature = "code-mode")]
 pub(crate) fn prepare_sealed(

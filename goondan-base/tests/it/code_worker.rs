@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goondan_base::code_worker::CodeSandbox;
-use goondan_runtime::code::worker::{LaunchedWorker, WorkerCommand, WorkerLauncher};
+use goondan_runtime::code::worker::{LaunchedWorker, Unconfined, WorkerCommand, WorkerLauncher};
 use goondan_runtime::code::{CodeMode, codes};
 use goondan_runtime::prelude::*;
 use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, TurnOutcome};
@@ -55,6 +55,16 @@ impl WorkerLauncher for Marked {
     fn launch(&self, mut worker: WorkerCommand) -> Result<LaunchedWorker, String> {
         worker.args.push(self.marker.clone().into());
         self.sandbox.launch(worker)
+    }
+}
+
+/// The `goondan` program as the worker, unconfined.
+struct Goondan;
+
+impl WorkerLauncher for Goondan {
+    fn launch(&self, mut worker: WorkerCommand) -> Result<LaunchedWorker, String> {
+        worker.program = env!("CARGO_BIN_EXE_goondan").into();
+        Unconfined.launch(worker)
     }
 }
 
@@ -209,6 +219,7 @@ async fn code_worker_start_up_cost_per_program() {
     let mut figures = Vec::new();
     for (route, mode) in [
         ("thread", CodeMode::new()),
+        ("unconfined worker", CodeMode::new().worker(Goondan)),
         ("sandboxed worker", CodeMode::new().worker(sandbox())),
     ] {
         let started = Instant::now();

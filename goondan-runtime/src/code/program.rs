@@ -6,7 +6,7 @@
 //! Nothing else crosses: the program has no file system, network or environment (an `open()`
 //! or an `os` call raises `PermissionError`), and every limit ends it with a [`Failure`]. The
 //! program and the messages are plain data (serde), so that the same run serves the thread
-//! in the agent's process and the worker process (`super::worker`), which carries them as
+//! in the agent's process and the worker process (the `worker` module), which carries them as
 //! JSON lines.
 //!
 //! The thread has a stack of its own ([`STACK_BYTES`]): what the interpreter does with the
@@ -98,6 +98,8 @@ pub(crate) enum FailureKind {
     Uncaught,
     /// A limit.
     Limit(Limit),
+    /// Its worker process broke off, or said what does not read.
+    Worker,
 }
 
 /// A program that failed: why, and the traceback (or what stands for it).
@@ -217,22 +219,33 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// The program's next message. A thread that ended without a word (a panic inside the
-    /// interpreter) ends the run with an uncaught failure.
+    /// The program's next message.
     pub(crate) async fn next(&mut self) -> Message {
-        self.messages.recv().await.unwrap_or_else(|| Message::End {
-            result: Err(Failure {
-                kind: FailureKind::Uncaught,
-                report: "the interpreter stopped without an answer (an internal error of the interpreter)".into(),
-                line: None,
-            }),
-        })
+        self.messages.recv().await.unwrap_or_else(lost)
+    }
+
+    /// The program's next message, for a thread outside any async runtime (the worker's).
+    pub(crate) fn next_blocking(&mut self) -> Message {
+        self.messages.blocking_recv().unwrap_or_else(lost)
     }
 
     /// Answers the program's pending call; a program that ended meanwhile has nobody to
     /// answer.
     pub(crate) fn reply(&self, reply: Reply) {
         let _ = self.replies.send(reply);
+    }
+}
+
+/// The end of a run whose thread ended without a word (a panic inside the interpreter).
+fn lost() -> Message {
+    Message::End {
+        result: Err(Failure {
+            kind: FailureKind::Uncaught,
+            report:
+                "the interpreter stopped without an answer (an internal error of the interpreter)"
+                    .into(),
+            line: None,
+        }),
     }
 }
 

@@ -236,6 +236,11 @@ fn failure_error(failure: &Failure, printed: &str, made: &[Made]) -> ToolError {
             "the program raised an exception it did not catch".to_owned(),
             "fix the line the traceback ends at, or catch the exception (a failed tool call raises ToolError)",
         ),
+        FailureKind::Worker => (
+            codes::ERROR,
+            "the program's worker process failed".to_owned(),
+            "run the program again; if it fails the same way, do less in one program",
+        ),
         FailureKind::Limit(limit) => (
             codes::LIMIT,
             format!("the program reached its {} limit", limit.name()),

@@ -106,20 +106,15 @@ fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
         }
     };
     loop {
-        let message = running.messages.blocking_recv().unwrap_or_else(|| Message::End {
-            result: Err(Failure {
-                kind: FailureKind::Uncaught,
-                report: "the interpreter stopped without an answer (an internal error of the interpreter)".into(),
-                line: None,
-            }),
-        });
+        let message = running.next_blocking();
         if send(&mut output, &message).is_err() {
             return 1;
         }
         match message {
             Message::Call { .. } => match read() {
                 Some(ToWorker::Reply { reply }) => running.reply(reply),
-                // The host is gone: dropping the replies ends the program at this call.
+                // The host is gone, or said what does not read: the worker ends, and the
+                // program with it.
                 _ => return 1,
             },
             Message::Print { .. } => {}
@@ -289,7 +284,11 @@ impl Connection {
             // A worker that died meanwhile is found out by the read.
             let _ = self.write(&ToWorker::Reply { reply }).await;
         }
-        let budget = (self.limits.time + TIME_GRACE).saturating_sub(self.ran);
+        let budget = self
+            .limits
+            .time
+            .saturating_add(TIME_GRACE)
+            .saturating_sub(self.ran);
         let started = Instant::now();
         let read = tokio::time::timeout(budget, read_frame(&mut self.stdout)).await;
         self.ran += started.elapsed();
@@ -297,7 +296,7 @@ impl Connection {
             Ok(Ok(Frame::Line(line))) => match serde_json::from_slice(&line) {
                 Ok(message) => return message,
                 Err(e) => failure(
-                    FailureKind::Uncaught,
+                    FailureKind::Worker,
                     format!(
                         "the worker process sent a message that does not read ({e}); it was stopped"
                     ),
@@ -311,7 +310,7 @@ impl Connection {
             ),
             Ok(Ok(Frame::Closed)) => return self.ended().await,
             Ok(Err(e)) => failure(
-                FailureKind::Uncaught,
+                FailureKind::Worker,
                 format!("the worker process cannot be read: {e}"),
             ),
             Err(_) => failure(
@@ -348,7 +347,7 @@ impl Connection {
             )
         } else {
             failure(
-                FailureKind::Uncaught,
+                FailureKind::Worker,
                 format!("the program's worker process ended before the program did ({status})"),
             )
         };
