@@ -27,7 +27,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::program::{Failure, FailureKind, Limit, Limits, Message, Program, Reply, start};
@@ -387,9 +387,7 @@ enum Frame {
     Closed,
 }
 
-async fn read_frame(
-    from: &mut (impl AsyncRead + tokio::io::AsyncBufRead + Unpin),
-) -> std::io::Result<Frame> {
+async fn read_frame(from: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Frame> {
     let mut line = Vec::new();
     let read = from
         .take(MAX_FRAME as u64 + 1)
