@@ -121,8 +121,24 @@ impl Interpreter {
         }
     }
 
-    /// Answers the program's pending call.
+    /// Answers the program's pending call. A result larger than the program may take in
+    /// raises a `ToolError` (`E_CODE_LIMIT`) in the program instead, which it may catch.
     pub(crate) fn reply(&mut self, reply: Reply) {
+        let reply = match reply {
+            Reply::Value(value) => {
+                let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
+                if size > self.limits.result {
+                    Reply::Error(format!(
+                        "{}: the result is {size} bytes, more than the {} a program may take from one call; ask the tool for less",
+                        super::codes::LIMIT,
+                        self.limits.result
+                    ))
+                } else {
+                    Reply::Value(value)
+                }
+            }
+            error @ Reply::Error(_) => error,
+        };
         match &mut self.route {
             Route::Thread(running) => running.reply(reply),
             Route::Worker(worker) => worker.reply(reply),

@@ -218,6 +218,8 @@ impl CodeMode {
     }
 
     /// How many bytes one allocation of a program may ask for (a string, a list, a number).
+    /// The whole program's memory is bounded only in a worker process
+    /// ([`CodeMode::worker`]) whose launcher sets a limit (the `goondan` program's does).
     #[must_use]
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.limits.memory = bytes;

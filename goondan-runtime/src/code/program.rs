@@ -57,7 +57,8 @@ pub(crate) struct Limits {
     pub(crate) output: usize,
     /// How many tool calls it may make.
     pub(crate) calls: usize,
-    /// Bytes of one call's result, as JSON, that the program may take in.
+    /// Bytes of one call's result, as JSON, that the program may take in (the host holds
+    /// results to it).
     pub(crate) result: usize,
 }
 
@@ -469,25 +470,14 @@ impl Run {
             return stopped();
         }
         match self.replies.recv() {
-            Ok(Reply::Value(value)) => {
-                let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
-                if size > self.limits.result {
-                    return raise(
-                        ExcType::RuntimeError,
-                        format!(
-                            "E_CODE_LIMIT: the result is {size} bytes, more than the {} a program may take from one call; ask the tool for less",
-                            self.limits.result
-                        ),
-                    );
-                }
-                match from_json(&value) {
-                    Ok(value) => Answer::Return(value),
-                    Err(e) => raise(
-                        ExcType::ValueError,
-                        format!("the result cannot be read: {e}"),
-                    ),
-                }
-            }
+            // The host held the result to `Limits::result` before it replied.
+            Ok(Reply::Value(value)) => match from_json(&value) {
+                Ok(value) => Answer::Return(value),
+                Err(e) => raise(
+                    ExcType::ValueError,
+                    format!("the result cannot be read: {e}"),
+                ),
+            },
             Ok(Reply::Error(text)) => raise(ExcType::RuntimeError, text),
             Err(_) => stopped(),
         }

@@ -79,15 +79,17 @@ pub fn serve_if_asked() {
 /// 0 when the program's end was sent, 1 when the host went or did not speak our messages.
 fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
     let mut input = input.take(0);
-    let mut read = move || -> Option<ToWorker> {
+    let mut read = move |max: usize| -> Option<ToWorker> {
         let mut line = Vec::new();
-        input.set_limit(MAX_FRAME as u64 + 1);
+        input.set_limit(u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1));
         input.read_until(b'\n', &mut line).ok()?;
         serde_json::from_slice(&line).ok()
     };
-    let Some(ToWorker::Start { program }) = read() else {
+    let Some(ToWorker::Start { program }) = read(MAX_FRAME) else {
         return 1;
     };
+    // A reply holds a result of up to the program's result limit.
+    let max_reply = program.limits.result.saturating_add(MAX_FRAME);
     let mut running = match start(program) {
         Ok(running) => running,
         Err(e) => {
@@ -111,7 +113,7 @@ fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
             return 1;
         }
         match message {
-            Message::Call { .. } => match read() {
+            Message::Call { .. } => match read(max_reply) {
                 Some(ToWorker::Reply { reply }) => running.reply(reply),
                 // The host is gone, or said what does not read: the worker ends, and the
                 // program with it.
