@@ -46,6 +46,10 @@ const TIME_GRACE: Duration = Duration::from_secs(2);
 /// How long the host waits for a worker that closed its stdout to end.
 const END_WAIT: Duration = Duration::from_secs(2);
 
+/// How much of what a worker wrote on its stderr the host keeps, from the start: a panic's
+/// message, or what its sandbox could not set up.
+const STDERR_KEPT: usize = 2048;
+
 /// What the host sends a worker: the program first, then a reply to each call.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -227,6 +231,8 @@ pub(crate) struct Connection {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// The start of what the worker wrote on its stderr, once it closed it.
+    stderr: tokio::task::JoinHandle<Vec<u8>>,
     guard: Box<dyn WorkerGuard>,
     limits: Limits,
     /// Time spent waiting for the worker's messages, the time it ran.
@@ -250,17 +256,20 @@ impl Connection {
             .envs(command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("{}: {e}", command.program.display()))?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err("the worker's pipes were not made".into());
         };
         let mut connection = Self {
             child,
             stdin,
             stdout: BufReader::new(stdout),
+            stderr: tokio::spawn(kept_start(stderr)),
             guard,
             limits: program.limits,
             ran: Duration::ZERO,
@@ -340,6 +349,15 @@ impl Connection {
                 "closed its output and was stopped".to_owned()
             }
         };
+        let said = match tokio::time::timeout(END_WAIT, &mut self.stderr).await {
+            Ok(Ok(said)) => String::from_utf8_lossy(&said).trim().to_owned(),
+            _ => String::new(),
+        };
+        let status = if said.is_empty() {
+            status
+        } else {
+            format!("{status}; it said: {said}")
+        };
         let failure = if self.guard.memory_exceeded() {
             failure(
                 FailureKind::Limit(Limit::Memory),
@@ -370,6 +388,17 @@ impl Connection {
         self.stdin.write_all(&line).await?;
         self.stdin.flush().await
     }
+}
+
+/// The first [`STDERR_KEPT`] bytes `stderr` gives until it closes.
+async fn kept_start(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while let Ok(n @ 1..) = stderr.read(&mut buffer).await {
+        let room = STDERR_KEPT.saturating_sub(kept.len());
+        kept.extend_from_slice(&buffer[..n.min(room)]);
+    }
+    kept
 }
 
 fn failure(kind: FailureKind, report: String) -> Failure {

@@ -571,7 +571,8 @@ async fn a_worker_that_sends_an_endless_line_is_e_code_limit() {
 
 #[tokio::test]
 async fn a_worker_that_dies_mid_program_is_e_code_error_with_how_it_ended() {
-    let script = Script(r#"echo '{"type":"print","text":"partial"}'; kill -9 $$"#);
+    let script =
+        Script(r#"echo '{"type":"print","text":"partial"}'; echo 'last words' >&2; kill -9 $$"#);
     let run = run_in(script, CodeMode::new()).await;
     let message = error(&run, codes::ERROR);
     assert!(
@@ -579,6 +580,7 @@ async fn a_worker_that_dies_mid_program_is_e_code_error_with_how_it_ended() {
         "{message}"
     );
     assert!(message.contains("signal: 9"), "{message}");
+    assert!(message.contains("it said: last words"), "{message}");
     assert!(message.contains("partial"), "{message}");
 }
 
