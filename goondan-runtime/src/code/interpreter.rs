@@ -42,15 +42,14 @@ pub(crate) struct Interpreter {
 impl Interpreter {
     /// Starts `program`: in a worker process `launcher` starts, or on a thread of this
     /// process without one.
-    pub(crate) async fn start(
+    pub(crate) fn start(
         program: Program,
         launcher: Option<&Arc<dyn WorkerLauncher>>,
     ) -> Result<Self, String> {
         let limits = program.limits;
         let route = match launcher {
             Some(launcher) => Route::Worker(Box::new(
-                Connection::start(launcher.as_ref(), &program)
-                    .await
+                Connection::start(launcher.as_ref(), program)
                     .map_err(|e| format!("its worker process cannot start: {e}"))?,
             )),
             None => Route::Thread(program::start(program).map_err(|e| e.to_string())?),

@@ -143,13 +143,11 @@ async fn run(
     };
     let functions = Functions::of(calls.catalog(), TOOL_NAME);
     let program = Program::new(code.to_owned(), &functions, limits);
-    let mut interpreter = Interpreter::start(program, worker.as_ref())
-        .await
-        .map_err(|e| {
-            ToolError::new(format!("the interpreter cannot start: {e}"))
-                .with_code(codes::ERROR)
-                .retryable()
-        })?;
+    let mut interpreter = Interpreter::start(program, worker.as_ref()).map_err(|e| {
+        ToolError::new(format!("the interpreter cannot start: {e}"))
+            .with_code(codes::ERROR)
+            .retryable()
+    })?;
     let mut made = Vec::new();
     loop {
         match interpreter.next().await {

@@ -2,18 +2,18 @@
 //! interpreter, or a kill of it, ends the code call and not the agent.
 //!
 //! A worker is this program started with [`WORKER_FLAG`]: [`serve_if_asked`], called first
-//! in `main`, makes it one. It reads the program from its stdin, runs it on the same thread
-//! as the agent's process would (`super::program`), and speaks the same messages, one JSON
-//! object a line: on its stdout the program's calls, prints and end, on its stdin the host's
-//! replies. It then exits; each program gets a worker of its own.
+//! in `main`, makes it one. It reads the program from its stdin, runs it as the agent's
+//! process would, on a thread of its own (`super::program`), and speaks the same messages,
+//! one JSON object a line: on its stdout the program's calls, prints and end, on its stdin
+//! the host's replies. It then exits; each program gets a worker of its own.
 //!
 //! The host reads what a worker says as untrusted: a line longer than [`MAX_FRAME`] ends the
 //! program at the output limit, a line that does not read ends it as an error, and so does a
 //! worker that ends before the program did, unless the [`WorkerGuard`] says the kernel ended
 //! it for its memory (the memory limit). A worker that runs longer than the program's time
-//! limit, and a grace period, without a word is killed (the time limit). The calls it asks
-//! for are counted against the program's limit, and what it prints against its output limit,
-//! on the host's side too.
+//! limit, and a grace period, without a word (or without reading what the host sends) is
+//! killed (the time limit). The calls it asks for are counted against the program's limit,
+//! and what it prints against its output limit, on the host's side too.
 //!
 //! Where a worker runs is its [`WorkerLauncher`]'s choice: the `goondan` program starts it in
 //! the kernel sandbox with a memory limit of the kernel's (`goondan_base`'s `CodeSandbox`);
@@ -235,18 +235,16 @@ pub(crate) struct Connection {
     stderr: tokio::task::JoinHandle<Vec<u8>>,
     guard: Box<dyn WorkerGuard>,
     limits: Limits,
-    /// Time spent waiting for the worker's messages, the time it ran.
+    /// Time spent sending to the worker and waiting for its messages, the time it ran.
     ran: Duration,
-    /// The reply to send before the next message is read.
-    pending: Option<Reply>,
+    /// What to send before the next message is read: the program, then each reply.
+    pending: Option<ToWorker>,
 }
 
 impl Connection {
-    /// Starts a worker through `launcher` and sends it `program`.
-    pub(crate) async fn start(
-        launcher: &dyn WorkerLauncher,
-        program: &Program,
-    ) -> Result<Self, String> {
+    /// Starts a worker through `launcher`, for `program` (sent when its first message is
+    /// asked for).
+    pub(crate) fn start(launcher: &dyn WorkerLauncher, program: Program) -> Result<Self, String> {
         let worker = WorkerCommand::this_program()
             .map_err(|e| format!("this program's path cannot be read: {e}"))?;
         let LaunchedWorker { command, guard } = launcher.launch(worker)?;
@@ -265,7 +263,7 @@ impl Connection {
         else {
             return Err("the worker's pipes were not made".into());
         };
-        let mut connection = Self {
+        Ok(Self {
             child,
             stdin,
             stdout: BufReader::new(stdout),
@@ -273,35 +271,33 @@ impl Connection {
             guard,
             limits: program.limits,
             ran: Duration::ZERO,
-            pending: None,
-        };
-        let start = ToWorker::Start {
-            program: program.clone(),
-        };
-        // A worker that is already gone says so when it is read.
-        let _ = connection.write(&start).await;
-        Ok(connection)
+            pending: Some(ToWorker::Start { program }),
+        })
     }
 
     /// Answers the pending call, when the next message is asked for.
     pub(crate) fn reply(&mut self, reply: Reply) {
-        self.pending = Some(reply);
+        self.pending = Some(ToWorker::Reply { reply });
     }
 
     /// The worker's next message; a worker that broke off, or said what does not read, ends
     /// the run with a failure (it is killed).
     pub(crate) async fn next(&mut self) -> Message {
-        if let Some(reply) = self.pending.take() {
-            // A worker that died meanwhile is found out by the read.
-            let _ = self.write(&ToWorker::Reply { reply }).await;
-        }
+        let pending = self.pending.take();
         let budget = self
             .limits
             .time
             .saturating_add(TIME_GRACE)
             .saturating_sub(self.ran);
         let started = Instant::now();
-        let read = tokio::time::timeout(budget, read_frame(&mut self.stdout)).await;
+        let exchange = async {
+            if let Some(message) = &pending {
+                // A worker that died meanwhile is found out by the read.
+                let _ = self.write(message).await;
+            }
+            read_frame(&mut self.stdout).await
+        };
+        let read = tokio::time::timeout(budget, exchange).await;
         self.ran += started.elapsed();
         let failure = match read {
             Ok(Ok(Frame::Line(line))) => match serde_json::from_slice(&line) {

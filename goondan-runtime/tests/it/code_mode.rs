@@ -632,3 +632,18 @@ async fn a_worker_that_cannot_start_is_e_code_error_and_nothing_runs_in_its_plac
     assert!(message.contains("no sandbox here"), "{message}");
     assert!(run.seen.calls().iter().all(|(tool, _)| tool == "code__run"));
 }
+
+#[tokio::test]
+async fn a_worker_that_stops_reading_is_stopped_at_its_time_limit() {
+    let script =
+        Script(r#"echo '{"type":"call","tool":"shop__catalogue","args":{}}'; exec sleep 30"#);
+    // The catalogue's megabytes fill the pipe the worker no longer reads.
+    let mode = CodeMode::new()
+        .time_limit(Duration::from_millis(100))
+        .result_limit(8 << 20)
+        .worker(script);
+    let run = run_program("shop.catalogue()", mode, harness(), true).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("time limit"), "{message}");
+    assert!(message.contains("tool calls made: 1"), "{message}");
+}
