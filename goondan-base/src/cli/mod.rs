@@ -273,6 +273,8 @@ pub fn run() -> ExitCode {
 pub fn run_with(library: ToolLibrary) -> ExitCode {
     // Started as the sandbox's helper, this program does the helper's work and exits here.
     crate::sandbox::serve_if_asked();
+    // Started as a code worker, this program runs one program of code mode and exits here.
+    goondan_runtime::code::worker::serve_if_asked();
     let mut stderr = std::io::stderr();
     telemetry::start(&mut stderr);
     // In an agent process started by `goondan run`'s Orchestrator: serve the agent and exit.

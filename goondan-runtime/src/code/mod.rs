@@ -42,11 +42,19 @@
 //!
 //! # Where it runs
 //!
-//! The interpreter runs on a thread of its own in the agent's process and speaks with the
-//! host in two messages (a call of a tool, the answer to it), the shape a worker process
-//! would carry. Memory is bounded per allocation (a `[0] * 10**10` is refused before it is
-//! made) and in total only by the time limit; the worker process, which can hold the
-//! interpreter to a memory limit of the kernel's, is for a later step.
+//! By default the interpreter runs on a thread of its own in the agent's process. Memory is
+//! then bounded per allocation (a `[0] * 10**10` is refused before it is made) and in total
+//! only by the time limit, and a crash of the interpreter is a crash of the agent.
+//!
+//! With [`CodeMode::worker`], each program runs in a worker process of its own
+//! ([`worker`]): the same run, speaking the same messages (a call of a tool, the answer to
+//! it, what it printed, its end) as JSON lines over the worker's stdin and stdout. A worker
+//! that crashes, is killed, or says what does not read ends the code call with a
+//! [`codes::ERROR`] (or [`codes::LIMIT`] where a limit ended it) that keeps what the program
+//! printed and the calls it made, and the agent goes on. The launcher decides where the
+//! worker runs: the `goondan` program starts it in the kernel sandbox, with no file system
+//! writes, no network, and a memory limit the kernel holds it to (`goondan_base`'s
+//! `CodeSandbox`); [`worker::Unconfined`] starts it as it is.
 //!
 //! # Durable runs
 //!
@@ -98,19 +106,23 @@
 //! # }
 //! ```
 
+mod interpreter;
 mod names;
 mod program;
 mod search;
 mod stubs;
 mod tool;
 mod values;
+pub mod worker;
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use self::program::Limits;
 pub use self::search::SEARCH_NAME;
 pub(crate) use self::tool::CodeOffer;
+use self::worker::WorkerLauncher;
 use crate::tools::search::Ranker;
 
 /// The name of the code tool.
@@ -130,34 +142,41 @@ pub mod codes {
 /// Code mode as an agent instance or an MCP server offers it
 /// (`AgentInstanceBuilder::code_mode` in the step loop, `McpServerBuilder::code_mode`):
 /// whether the tools stay callable directly beside the code tool, the search of the functions
-/// if there is one, and the limits of one program.
+/// if there is one, the limits of one program, and where programs run.
 #[derive(Clone)]
 pub struct CodeMode {
     limits: Limits,
     direct: bool,
     search: Option<Arc<dyn Ranker>>,
+    worker: Option<Arc<dyn WorkerLauncher>>,
 }
 
-impl std::fmt::Debug for CodeMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CodeMode")
             .field("limits", &self.limits)
             .field("direct", &self.direct)
             .field("search", &self.search.is_some())
+            .field("worker", &self.worker.is_some())
             .finish()
     }
 }
 
-/// Two modes are equal when their limits and choices are, and they search with the same
-/// ranker (or neither searches).
+/// Two modes are equal when their limits and choices are, they search with the same ranker
+/// (or neither searches), and they start workers with the same launcher (or both run
+/// programs on a thread).
 impl PartialEq for CodeMode {
     fn eq(&self, other: &Self) -> bool {
-        self.limits == other.limits
-            && self.direct == other.direct
-            && match (&self.search, &other.search) {
+        fn same<T: ?Sized>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+            match (a, b) {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                 (a, b) => a.is_none() && b.is_none(),
             }
+        }
+        self.limits == other.limits
+            && self.direct == other.direct
+            && same(&self.search, &other.search)
+            && same(&self.worker, &other.worker)
     }
 }
 
@@ -186,6 +205,7 @@ impl CodeMode {
             },
             direct: true,
             search: None,
+            worker: None,
         }
     }
 
@@ -198,6 +218,21 @@ impl CodeMode {
     pub fn search(mut self, ranker: impl Ranker) -> Self {
         self.search = Some(Arc::new(ranker));
         self
+    }
+
+    /// Runs each program in a worker process of its own that `launcher` starts (see
+    /// [`worker`]), instead of on a thread of the agent's process: a crash or a kill of the
+    /// interpreter then ends the code call, not the agent. The program that runs the agent
+    /// must call [`worker::serve_if_asked`] first in `main`.
+    #[must_use]
+    pub fn worker(mut self, launcher: impl WorkerLauncher) -> Self {
+        self.worker = Some(Arc::new(launcher));
+        self
+    }
+
+    /// Whether programs run in worker processes ([`CodeMode::worker`]).
+    pub fn runs_in_workers(&self) -> bool {
+        self.worker.is_some()
     }
 
     /// Whether the model also sees the Step's tools beside the code tool (default: yes). With
@@ -218,6 +253,8 @@ impl CodeMode {
     }
 
     /// How many bytes one allocation of a program may ask for (a string, a list, a number).
+    /// The whole program's memory is bounded only in a worker process
+    /// ([`CodeMode::worker`]) whose launcher sets a limit (the `goondan` program's does).
     #[must_use]
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.limits.memory = bytes;

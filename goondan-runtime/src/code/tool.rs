@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::interpreter::{Interpreter, Request};
 use super::names::Functions;
-use super::program::{Failure, FailureKind, Interpreter, Limits, Outcome, Reply, Request};
+use super::program::{Failure, FailureKind, Limits, Outcome, Program, Reply};
 use super::search::{SEARCH_NAME, parameters as search_parameters, search};
 use super::stubs::describe;
+use super::worker::WorkerLauncher;
 use super::{CodeMode, TOOL_NAME, codes};
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
@@ -76,7 +78,8 @@ impl CodeOffer {
             "required": ["code"],
             "additionalProperties": false,
         });
-        let handler = handler_fn(move |ctx, args| run(ctx, args, limits));
+        let worker = mode.worker.clone();
+        let handler = handler_fn(move |ctx, args| run(ctx, args, limits, worker.clone()));
         let (resource, export) = TOOL_NAME.split_once("__").unwrap_or(("code", "run"));
         let mut tool = Tool::builder(resource)
             .description("Code mode: one program calls the Step's tools")
@@ -152,7 +155,12 @@ struct Made {
 }
 
 /// The handler of the code tool.
-async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value, ToolError> {
+async fn run(
+    ctx: ToolContext,
+    args: JsonObject,
+    limits: Limits,
+    worker: Option<Arc<dyn WorkerLauncher>>,
+) -> Result<Value, ToolError> {
     let Some(code) = args.get("code").and_then(Value::as_str) else {
         return Err(ToolError::new("`code` must be a string")
             .with_code(crate::tools::error::codes::INVALID_ARGS));
@@ -165,7 +173,8 @@ async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value
         .with_suggestion("call the tools directly"));
     };
     let functions = Functions::of(calls.catalog(), TOOL_NAME);
-    let mut interpreter = Interpreter::start(code.to_owned(), &functions, limits).map_err(|e| {
+    let program = Program::new(code.to_owned(), &functions, limits);
+    let mut interpreter = Interpreter::start(program, worker.as_ref()).map_err(|e| {
         ToolError::new(format!("the interpreter cannot start: {e}"))
             .with_code(codes::ERROR)
             .retryable()
@@ -261,6 +270,11 @@ fn failure_error(failure: &Failure, printed: &str, made: &[Made]) -> ToolError {
             codes::ERROR,
             "the program raised an exception it did not catch".to_owned(),
             "fix the line the traceback ends at, or catch the exception (a failed tool call raises ToolError)",
+        ),
+        FailureKind::Worker => (
+            codes::ERROR,
+            "the program's worker process failed".to_owned(),
+            "run the program again; if it fails the same way, do less in one program",
         ),
         FailureKind::Limit(limit) => (
             codes::LIMIT,

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use goondan_runtime::calls::approval::{Approvals, Decision, Policy, approver_fn};
+use goondan_runtime::code::worker::{LaunchedWorker, WorkerCommand, WorkerLauncher};
 use goondan_runtime::code::{CodeMode, codes};
 use goondan_runtime::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use goondan_runtime::prelude::*;
@@ -750,4 +751,129 @@ async fn the_inner_calls_failures_count_against_the_retry_budget() {
         matches!(&stopped, Err(StepError::RetryBudget { tool, failures: 2, .. }) if tool == "shop__price"),
         "{stopped:?}"
     );
+}
+
+/// A worker that is a shell script (as if the worker process broke): it reads the program's
+/// line, then says what the script says.
+struct Script(&'static str);
+
+impl WorkerLauncher for Script {
+    fn launch(&self, _worker: WorkerCommand) -> Result<LaunchedWorker, String> {
+        Ok(LaunchedWorker {
+            command: WorkerCommand {
+                program: "/bin/sh".into(),
+                args: vec!["-c".into(), format!("read _; {}", self.0).into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            },
+            guard: Box::new(()),
+        })
+    }
+}
+
+async fn run_in(worker: Script, mode: CodeMode) -> Run {
+    run_program("shop.items()", mode.worker(worker), harness(), false).await
+}
+
+#[tokio::test]
+async fn a_worker_that_sends_garbage_is_e_code_error_that_keeps_what_was_printed_and_called() {
+    let script = Script(
+        r#"echo '{"type":"print","text":"hello"}'; echo '{"type":"call","tool":"shop__items","args":{}}'; read _; echo 'not a message'; exec sleep 30"#,
+    );
+    let run = run_in(script, CodeMode::new()).await;
+    let message = error(&run, codes::ERROR);
+    assert!(message.contains("does not read"), "{message}");
+    assert!(message.contains("hello"), "{message}");
+    assert!(
+        message.contains("tool calls made: 1 (shop__items ok)"),
+        "{message}"
+    );
+    // The agent went on: the model got the error and answered.
+    assert_eq!(run.model.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_worker_that_sends_an_endless_line_is_e_code_limit() {
+    let script = Script("head -c 20000000 /dev/zero | tr '\\0' x; sleep 30");
+    let run = run_in(script, CodeMode::new()).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("more than"), "{message}");
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_mid_program_is_e_code_error_with_how_it_ended() {
+    let script =
+        Script(r#"echo '{"type":"print","text":"partial"}'; echo 'last words' >&2; kill -9 $$"#);
+    let run = run_in(script, CodeMode::new()).await;
+    let message = error(&run, codes::ERROR);
+    assert!(
+        message.contains("ended before the program did"),
+        "{message}"
+    );
+    assert!(message.contains("signal: 9"), "{message}");
+    assert!(message.contains("it said: last words"), "{message}");
+    assert!(message.contains("partial"), "{message}");
+}
+
+#[tokio::test]
+async fn a_worker_is_held_to_the_calls_output_and_time_limits_on_the_host_s_side() {
+    let calls = Script(
+        r#"while true; do echo '{"type":"call","tool":"shop__items","args":{}}'; read _ || exit; done"#,
+    );
+    let run = run_in(calls, CodeMode::new().max_calls(2)).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("tool calls limit"), "{message}");
+    assert!(message.contains("tool calls made: 2"), "{message}");
+
+    let prints =
+        Script(r#"while true; do echo '{"type":"print","text":"0123456789"}' || exit; done"#);
+    let run = run_in(prints, CodeMode::new().output_limit(100)).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("output limit"), "{message}");
+    assert!(message.contains(&"0123456789".repeat(10)), "{message}");
+
+    let silent = Script("exec sleep 30");
+    let started = std::time::Instant::now();
+    let run = run_in(
+        silent,
+        CodeMode::new().time_limit(Duration::from_millis(100)),
+    )
+    .await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("time limit"), "{message}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn a_worker_that_cannot_start_is_e_code_error_and_nothing_runs_in_its_place() {
+    struct Refuses;
+    impl WorkerLauncher for Refuses {
+        fn launch(&self, _worker: WorkerCommand) -> Result<LaunchedWorker, String> {
+            Err("no sandbox here".into())
+        }
+    }
+    let run = run_program(
+        "shop.items()",
+        CodeMode::new().worker(Refuses),
+        harness(),
+        false,
+    )
+    .await;
+    let message = error(&run, codes::ERROR);
+    assert!(message.contains("no sandbox here"), "{message}");
+    assert!(run.seen.calls().iter().all(|(tool, _)| tool == "code__run"));
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_reading_is_stopped_at_its_time_limit() {
+    let script =
+        Script(r#"echo '{"type":"call","tool":"shop__catalogue","args":{}}'; exec sleep 30"#);
+    // The catalogue's megabytes fill the pipe the worker no longer reads.
+    let mode = CodeMode::new()
+        .time_limit(Duration::from_millis(100))
+        .result_limit(8 << 20)
+        .worker(script);
+    let run = run_program("shop.catalogue()", mode, harness(), true).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("time limit"), "{message}");
+    assert!(message.contains("tool calls made: 1"), "{message}");
 }
