@@ -773,11 +773,12 @@ spec:
 
 /// An Agent's `spec.codeMode` in a bundle: the model is shown the code tool alone
 /// (`callable: false`), its program calls the agent's tools as functions in the agent's
-/// workspace, the terminal shows the program, each of its calls under it and what it printed,
-/// and the model reads what the program printed.
+/// workspace, the terminal shows the program, then each of its calls and what it prints as
+/// they happen, and the model reads what the program printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tools() {
-    let program = "file_system.write(path=\"notes/a.txt\", content=\"from code\")\n\
+    let program = "print(\"writing\")\n\
+                   file_system.write(path=\"notes/a.txt\", content=\"from code\")\n\
                    text = file_system.read(path=\"notes/a.txt\")[\"content\"]\n\
                    print(text)\n\
                    text.upper()";
@@ -820,10 +821,13 @@ async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tool
     };
     let started = at("  → code__run");
     let program = at("    │ file_system.write(path=\"notes/a.txt\", content=\"from code\")");
+    let writing = at("    ┆ writing");
     let write = at("    → file-system__write path=notes/a.txt content=from code");
     let read = at("    → file-system__read path=notes/a.txt");
     let printed = at("    ┆ from code");
-    assert!(started < program && program < write && write < read && read < printed);
+    // Each line as it happened: a print before the calls is shown before them.
+    assert!(started < program && program < writing && writing < write);
+    assert!(write < read && read < printed);
     assert!(
         lines
             .iter()

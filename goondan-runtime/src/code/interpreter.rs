@@ -14,6 +14,8 @@ use super::worker::{Connection, WorkerLauncher};
 /// What the program asks of the host.
 #[derive(Debug)]
 pub(crate) enum Request {
+    /// The program printed `text` (within its output limit); its next request follows.
+    Printed(String),
     /// Call the catalog item `tool` with `args`, then [`Interpreter::reply`].
     Call {
         /// The catalog name (`resource__export`).
@@ -74,7 +76,7 @@ impl Interpreter {
                     let room = self.limits.output.saturating_sub(self.printed.len());
                     if text.len() <= room {
                         self.printed.push_str(&text);
-                        continue;
+                        return Request::Printed(text);
                     }
                     let mut cut = room;
                     while !text.is_char_boundary(cut) {

@@ -180,8 +180,12 @@ async fn run(
             .retryable()
     })?;
     let mut made = Vec::new();
+    // What the program prints goes to the host as progress as it happens (an MCP client that
+    // asked for progress, `goondan run`'s terminal), one report per line.
+    let mut lines = Lines::default();
     loop {
         match interpreter.next().await {
+            Request::Printed(text) => lines.add(&text, &ctx),
             Request::Call { tool, args } => {
                 let index = made.len() + 1;
                 let id = format!("{}.{index}", ctx.tool_call_id());
@@ -196,10 +200,43 @@ async fn run(
                 interpreter.reply(reply(result));
             }
             Request::Finished(outcome) => {
+                lines.flush(&ctx);
                 calls.ended(&ctx, made.len())?;
                 return finish(outcome, &made);
             }
         }
+    }
+}
+
+/// What a program printed, reported as progress one line at a time (the interpreter hands
+/// over each piece of a `print`: its arguments, their separators, its end).
+#[derive(Default)]
+struct Lines {
+    partial: String,
+    reported: u32,
+}
+
+impl Lines {
+    /// Takes `text`, and reports each line it completes.
+    fn add(&mut self, text: &str, ctx: &ToolContext) {
+        self.partial.push_str(text);
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            self.report(line.trim_end_matches(['\n', '\r']), ctx);
+        }
+    }
+
+    /// Reports the line the program left unfinished, if any.
+    fn flush(&mut self, ctx: &ToolContext) {
+        let rest = std::mem::take(&mut self.partial);
+        if !rest.is_empty() {
+            self.report(&rest, ctx);
+        }
+    }
+
+    fn report(&mut self, line: &str, ctx: &ToolContext) {
+        self.reported += 1;
+        ctx.progress(f64::from(self.reported), None, Some(line));
     }
 }
 

@@ -28,7 +28,9 @@ use crate::extension::{Extension, ExtensionApi};
 use crate::lock;
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
-use crate::tools::context::{Caller, Journaled, Message, ToolContext, fresh_id, now_ms};
+use crate::tools::context::{
+    Caller, Journaled, Message, ProgressSink, ToolContext, fresh_id, now_ms,
+};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
 use crate::tools::toolset::{self, Toolset};
@@ -39,6 +41,8 @@ pub const DEFAULT_MAX_STEPS_PER_TURN: usize = 16;
 struct Shared {
     /// Whoever called, for the calls' questions.
     caller: Arc<dyn Caller>,
+    /// Where the calls' progress goes.
+    progress: Option<Arc<dyn ProgressSink>>,
     agent_name: String,
     instance_key: String,
     registry: Arc<ToolRegistry>,
@@ -203,6 +207,7 @@ impl AgentInstance {
             guardrails: Guardrails::new(),
             toolsets: Vec::new(),
             person: None,
+            progress: None,
             #[cfg(feature = "code-mode")]
             code_mode: None,
         }
@@ -468,11 +473,20 @@ pub struct AgentInstanceBuilder {
     guardrails: Guardrails,
     toolsets: Vec<Toolset>,
     person: Option<Arc<dyn Caller>>,
+    progress: Option<Arc<dyn ProgressSink>>,
     #[cfg(feature = "code-mode")]
     code_mode: Option<crate::code::CodeMode>,
 }
 
 impl AgentInstanceBuilder {
+    /// Where the calls' progress reports go ([`ToolContext::progress`]), each with its call's
+    /// id: `goondan run` shows them under the running call, and a code call reports each
+    /// line its program prints as it prints it. Default: nowhere.
+    pub fn progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
     /// The person a tool's form goes to (MCP elicitation, asked by a tool or by a bridged
     /// server mid-call): `goondan run` gives its terminal. Sampling requests go to the agent's
     /// own model and the roots are its working directory, with or without a person.
@@ -773,6 +787,7 @@ impl AgentInstanceBuilder {
         Ok(AgentInstance {
             shared: Arc::new(Shared {
                 caller,
+                progress: self.progress,
                 agent_name: self.agent_name,
                 instance_key: self.instance_key,
                 registry: self.registry,
@@ -1040,6 +1055,9 @@ fn call_context_builder(
         .message(message);
     if let Some(runtime) = &shared.runtime {
         ctx = ctx.runtime(Arc::clone(runtime));
+    }
+    if let Some(sink) = &shared.progress {
+        ctx = ctx.progress(Arc::clone(sink));
     }
     ctx
 }

@@ -877,3 +877,55 @@ async fn a_worker_that_stops_reading_is_stopped_at_its_time_limit() {
     assert!(message.contains("time limit"), "{message}");
     assert!(message.contains("tool calls made: 1"), "{message}");
 }
+
+/// What a program prints goes to the instance's progress sink as it prints it, under the
+/// code call's id, one report per line, between its calls.
+#[tokio::test]
+async fn a_program_s_prints_are_reported_as_progress_as_they_happen() {
+    use goondan_runtime::tools::context::{Progress, ProgressSink};
+
+    /// Every report, and how many calls the harness had seen when it came.
+    struct Reports(Seen, Mutex<Vec<(String, String, usize)>>);
+    impl ProgressSink for Reports {
+        fn report(&self, call: &str, progress: Progress) {
+            let calls = self.0.calls().len();
+            self.1.lock().unwrap().push((
+                call.to_owned(),
+                progress.message.unwrap_or_default(),
+                calls,
+            ));
+        }
+    }
+
+    let program = "print('first')\nn = len(shop.items())\nprint('items:', n)\nn";
+    let model = Arc::new(ScriptedModel::new([
+        ModelResponse::calls([ToolCall::new("c1", "code__run", json!({ "code": program }))]),
+        ModelResponse::text("done"),
+    ]));
+    let registry = Arc::new(ToolRegistry::builder().tool(shop::TOOL).build().unwrap());
+    let harness = harness();
+    let reports = Arc::new(Reports(harness.seen.clone(), Mutex::new(Vec::new())));
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("shopper", registry, model)
+        .tools(["shop"])
+        .code_mode(CodeMode::new())
+        .extension(harness)
+        .progress(reports.clone())
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("go").await.unwrap();
+    assert_eq!(
+        turn.steps[0].results[0].output.as_ref().unwrap()["value"],
+        4
+    );
+    let reports = reports.1.lock().unwrap().clone();
+    assert_eq!(
+        reports,
+        [
+            // Before the program's call (the code call alone was seen), then after it.
+            ("c1".to_owned(), "first".to_owned(), 1),
+            ("c1".to_owned(), "items: 4".to_owned(), 2),
+        ]
+    );
+}

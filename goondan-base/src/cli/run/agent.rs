@@ -41,7 +41,9 @@ use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::{McpExtension, ServerStatus};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
-use goondan_runtime::tools::context::{AnswerFuture, AskError, Caller, LogLevel};
+use goondan_runtime::tools::context::{
+    AnswerFuture, AskError, Caller, LogLevel, Progress, ProgressSink,
+};
 use goondan_runtime::{CallContext, Extension, ExtensionApi, Middleware, Next};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -158,6 +160,7 @@ impl RunWorker {
                 let sink = Arc::clone(link);
                 builder = builder
                     .person(Arc::new(LinkPerson(Arc::clone(link))))
+                    .progress(Arc::new(LinkProgress(Arc::clone(link))))
                     .deltas(DeltaSink::new(move |d| {
                         if let ModelDelta::Text(text) = d {
                             sink.send(&Note::Delta { text: text.clone() });
@@ -381,6 +384,20 @@ impl Extension for Terminal {
     }
 }
 
+/// Tells the terminal what a running call reports (a code call: each line its program prints).
+struct LinkProgress(Arc<AgentLink>);
+
+impl ProgressSink for LinkProgress {
+    fn report(&self, call: &str, progress: Progress) {
+        if let Some(message) = progress.message {
+            self.0.send(&Note::ToolProgress {
+                call_id: call.to_owned(),
+                message,
+            });
+        }
+    }
+}
+
 /// Tells the terminal when a call starts and how it ended.
 struct Reporter(Arc<AgentLink>);
 
@@ -399,16 +416,9 @@ impl Middleware for Reporter {
             let result = next.run(call).await;
             let summary = match (&result.error, &result.output) {
                 (Some(e), _) => format!("{}: {}", e.code(), e.message()),
-                // A program's answer: what it printed goes above, its value on the line.
+                // A program's answer: what it printed was shown as it printed it (its
+                // progress), its value goes on the line.
                 (None, Some(output)) if tool == goondan_runtime::code::TOOL_NAME => {
-                    if let Some(text) = output.get("printed").and_then(Value::as_str)
-                        && !text.is_empty()
-                    {
-                        link.send(&Note::ToolPrinted {
-                            call_id: call_id.clone(),
-                            text: text.to_owned(),
-                        });
-                    }
                     short(output.get("value").unwrap_or(&Value::Null), 120)
                 }
                 (None, Some(output)) => short(output, 120),

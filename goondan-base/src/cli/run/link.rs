@@ -71,13 +71,13 @@ pub(crate) enum Note {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         within: Option<String>,
     },
-    /// What a code mode program printed.
+    /// What a running call reports of its progress (a code call: a line its program printed).
     #[serde(rename_all = "camelCase")]
-    ToolPrinted {
-        /// The code call's id.
+    ToolProgress {
+        /// The call's id.
         call_id: String,
-        /// The text.
-        text: String,
+        /// The report.
+        message: String,
     },
     /// A tool call ended.
     #[serde(rename_all = "camelCase")]

@@ -145,8 +145,8 @@ impl Screen {
         self.tick();
     }
 
-    /// What a code call's program printed, under it.
-    pub(crate) fn printed(&mut self, call_id: &str, text: &str) {
+    /// What a running call reports, under it (a code call: what its program printed).
+    pub(crate) fn progress(&mut self, call_id: &str, text: &str) {
         let indent = self.running.get(call_id).map_or("  ", |r| r.indent);
         self.block(text, &format!("{indent}  ┆ "));
         self.tick();

@@ -489,7 +489,7 @@ impl Session {
             } => self
                 .screen
                 .tool_started(&call_id, &tool, &args, within.is_some()),
-            Note::ToolPrinted { call_id, text } => self.screen.printed(&call_id, &text),
+            Note::ToolProgress { call_id, message } => self.screen.progress(&call_id, &message),
             Note::ToolFinished {
                 call_id,
                 tool,
