@@ -66,60 +66,58 @@ impl Interpreter {
 
     /// The program's next request.
     pub(crate) async fn next(&mut self) -> Request {
-        loop {
-            let message = match &mut self.route {
-                Route::Thread(running) => running.next().await,
-                Route::Worker(worker) => worker.next().await,
-            };
-            let reached = match message {
-                Message::Print { text } => {
-                    let room = self.limits.output.saturating_sub(self.printed.len());
-                    if text.len() <= room {
-                        self.printed.push_str(&text);
-                        return Request::Printed(text);
-                    }
-                    let mut cut = room;
-                    while !text.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    self.printed.push_str(&text[..cut]);
-                    (
-                        Limit::Output,
-                        "the program printed more than it may".to_owned(),
-                    )
+        let message = match &mut self.route {
+            Route::Thread(running) => running.next().await,
+            Route::Worker(worker) => worker.next().await,
+        };
+        let reached = match message {
+            Message::Print { text } => {
+                let room = self.limits.output.saturating_sub(self.printed.len());
+                if text.len() <= room {
+                    self.printed.push_str(&text);
+                    return Request::Printed(text);
                 }
-                Message::Call { tool, args } if self.calls < self.limits.calls => {
-                    self.calls += 1;
-                    return Request::Call { tool, args };
+                let mut cut = room;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
                 }
-                Message::Call { .. } => (
-                    Limit::Calls,
-                    format!(
-                        "too many tool calls: a program may make {}",
-                        self.limits.calls
-                    ),
-                ),
-                Message::End { result } => {
-                    return Request::Finished(Outcome {
-                        result,
-                        printed: std::mem::take(&mut self.printed),
-                    });
-                }
-            };
-            // Only a worker goes past a limit the interpreter holds it to.
-            if let Route::Worker(worker) = &mut self.route {
-                worker.stop().await;
+                self.printed.push_str(&text[..cut]);
+                (
+                    Limit::Output,
+                    "the program printed more than it may".to_owned(),
+                )
             }
-            let (limit, report) = reached;
-            return Request::Finished(Outcome {
-                result: Err(Failure {
-                    kind: FailureKind::Limit(limit),
-                    report,
-                    line: None,
-                }),
-                printed: std::mem::take(&mut self.printed),
-            });
+            Message::Call { tool, args } if self.calls < self.limits.calls => {
+                self.calls += 1;
+                return Request::Call { tool, args };
+            }
+            Message::Call { .. } => (
+                Limit::Calls,
+                format!(
+                    "too many tool calls: a program may make {}",
+                    self.limits.calls
+                ),
+            ),
+            Message::End { result } => {
+                return Request::Finished(Outcome {
+                    result,
+                    printed: std::mem::take(&mut self.printed),
+                });
+            }
+        };
+        // Only a worker goes past a limit the interpreter holds it to.
+        if let Route::Worker(worker) = &mut self.route {
+            worker.stop().await;
         }
+        let (limit, report) = reached;
+        Request::Finished(Outcome {
+            result: Err(Failure {
+                kind: FailureKind::Limit(limit),
+                report,
+                line: None,
+            }),
+            printed: std::mem::take(&mut self.printed),
+        })
     }
 
     /// Answers the program's pending call. A result larger than the program may take in
