@@ -771,6 +771,170 @@ spec:
     assert!(!seen[0].body.to_string().contains("slow__"));
 }
 
+/// A bundle whose MCP Extension bridges `goondan mcp serve --skills` (over stdio) with one
+/// skill, `tidy-imports`, and shows its skills as `shown` (`spec.mcp.skills`).
+fn skills_bundle(dir: &std::path::Path, server: &ReplayServer, shown: &str) -> std::path::PathBuf {
+    let skills = dir.join("skills");
+    std::fs::create_dir_all(skills.join("tidy-imports/examples")).unwrap();
+    std::fs::write(skills.join("tidy-imports/SKILL.md"), TIDY_SKILL).unwrap();
+    std::fs::write(
+        skills.join("tidy-imports/examples/before.rs"),
+        "use b;\nuse a;\n",
+    )
+    .unwrap();
+    let bin = std::path::Path::new(goondan()).parent().unwrap();
+    let mut yaml = support::replayed_model(server);
+    yaml.push_str(&format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: docs
+        command: "{goondan}"
+        args: [mcp, serve, --tools, json-query, --skills, "{skills}"]
+        sandbox: {{read: ["{skills}", "{bin}"]}}
+    skills: {shown}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  systemPrompt: "You are a careful assistant."
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+        goondan = goondan(),
+        skills = skills.display(),
+        bin = bin.display(),
+    ));
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
+const TIDY_SKILL: &str =
+    "---\nname: tidy-imports\ndescription: Sorts and groups a file's imports.\n---\n\nSort them.\n";
+
+/// The names of the tools a model request shows.
+fn shown_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// An MCP Extension's `spec.mcp.skills: prompt`: the system prompt lists the skills its
+/// server serves (here `goondan mcp serve --skills`, bridged over stdio), the model loads one
+/// with `skills__load` and reads its checked `SKILL.md`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_shows_a_bridged_server_s_skills_in_the_system_prompt_and_the_model_loads_one() {
+    let server = ReplayServer::start([
+        call(
+            "call_s",
+            "skills__load",
+            &json!({"server": "docs", "uri": "skill://tidy-imports/SKILL.md"}),
+        ),
+        text(&["Loaded."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = skills_bundle(dir.path(), &server, "prompt");
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "tidy my imports",
+            "--approve",
+            "never",
+        ],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "Loaded.\n", "{stderr}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{stderr}");
+    let system = seen[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        system.starts_with("You are a careful assistant.")
+            && system.contains(
+                "- tidy-imports (server `docs`, uri `skill://tidy-imports/SKILL.md`): Sorts and groups a file's imports."
+            ),
+        "{system}"
+    );
+    let shown = shown_tools(&seen[0].body);
+    assert!(shown.contains(&"skills__load".to_owned()), "{shown:?}");
+    assert!(!shown.contains(&"skills__list".to_owned()), "{shown:?}");
+    let results = tool_results(&seen[1].body);
+    assert!(results[0].contains("Sort them."), "{results:?}");
+}
+
+/// `spec.mcp.skills: tool`: the model lists the skills with `skills__list` (nothing in the
+/// system prompt), then reads one of a skill's files with `skills__read`; a file the skill
+/// does not list is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_shows_a_bridged_server_s_skills_as_a_tool_and_the_model_reads_a_skill_s_file() {
+    let skill = "skill://tidy-imports/SKILL.md";
+    let server = ReplayServer::start([
+        call("call_l", "skills__list", &json!({})),
+        call(
+            "call_r",
+            "skills__read",
+            &json!({"server": "docs", "skill": skill, "file": "skill://tidy-imports/examples/before.rs"}),
+        ),
+        call(
+            "call_x",
+            "skills__read",
+            &json!({"server": "docs", "skill": skill, "file": "skill://tidy-imports/../secret"}),
+        ),
+        text(&["Read."]),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = skills_bundle(dir.path(), &server, "tool");
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "show me the example",
+            "--approve",
+            "never",
+        ],
+        dir.path(),
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4, "{stderr}");
+    let system = seen[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(system, "You are a careful assistant.");
+    assert!(shown_tools(&seen[0].body).contains(&"skills__list".to_owned()));
+    let listed = tool_results(&seen[1].body);
+    assert!(
+        listed[0].contains("tidy-imports") && listed[0].contains("examples/before.rs"),
+        "{listed:?}"
+    );
+    let read = tool_results(&seen[2].body);
+    assert!(read[1].contains("use b;"), "{read:?}");
+    let refused = tool_results(&seen[3].body);
+    assert!(refused[2].contains("E_TOOL_INVALID_ARGS"), "{refused:?}");
+}
+
 /// An Agent's `spec.codeMode` in a bundle: the model is shown the code tool alone
 /// (`callable: false`), its program calls the agent's tools as functions in the agent's
 /// workspace, the terminal shows the program, then each of its calls and what it prints as
@@ -889,6 +1053,30 @@ fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(!report.contains("spec.skills"), "{report}");
+}
+
+/// A `spec.mcp.skills` that is neither `tool` nor `prompt` is a problem of the bundle, on its
+/// line.
+#[test]
+fn run_validate_reports_a_wrong_way_of_showing_skills_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: goondan.ai/v1\nkind: Extension\nmetadata: {name: mcp}\nspec:\n  mcp:\n    servers: [{name: docs, url: \"http://127.0.0.1:9/mcp\"}]\n    skills: sometimes\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{report}");
+    assert!(
+        report.contains(":7") && report.contains("`spec.mcp.skills` is `tool`"),
+        "{report}"
+    );
 }
 
 /// A wrong `spec.codeMode` is a problem of the bundle, on its line.

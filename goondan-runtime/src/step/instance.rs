@@ -902,6 +902,7 @@ async fn run_steps(
         let catalog = shared.catalog()?;
         let step = StepContext {
             tool_catalog: catalog,
+            system: shared.system.clone(),
             tool_choice: None,
             metadata: serde_json::Map::new(),
             agent_name: shared.agent_name.clone(),
@@ -1130,7 +1131,7 @@ impl Core<StepContext> for StepRunner {
                 }
                 None => {
                     let request = ModelRequest {
-                        system: shared.system.clone(),
+                        system: step.system,
                         agent_name: step.agent_name.clone(),
                         turn_id: step.turn_id.clone(),
                         step: step.step,

@@ -24,6 +24,9 @@ pub type StepFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StepError>> +
 pub struct StepContext {
     /// The tools the model will be shown, and the allow-list of this Step's calls.
     pub tool_catalog: ToolCatalog,
+    /// The system prompt the model is sent in this Step (the agent's, which a middleware may
+    /// add to: the base tools' skills extension lists the skills a model can load).
+    pub system: Option<String>,
     /// Whether the model must, may or must not call a tool in this Step, or which one; `None`
     /// (the default) leaves it to the Model's configuration. A named tool must stay in
     /// [`StepContext::tool_catalog`].

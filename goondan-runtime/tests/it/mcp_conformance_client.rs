@@ -136,7 +136,11 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
     let readme = std::fs::read_to_string(goondan_test_peers::workspace_root().join("README.md"))
         .unwrap()
         .replace('\n', " ");
-    let claim = format!("suite: {}, authorization included", counts.join(" and "));
+    let claim = format!(
+        "suite: {}, authorization included, and the Skills extension's {}",
+        counts.join(" and "),
+        SKILLS.len()
+    );
     assert!(readme.contains(&claim), "the README should say `{claim}`");
 }
 

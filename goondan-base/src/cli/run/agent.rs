@@ -38,6 +38,7 @@ use goondan_runtime::calls::approval::{
 };
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
+use goondan_runtime::mcp::client::SkillsShown;
 use goondan_runtime::mcp::client::{McpExtension, ServerStatus};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
@@ -246,7 +247,8 @@ fn mcp_extensions(
     let flag = std::env::var(super::link::ENV_SANDBOX)
         .ok()
         .and_then(|mode| mode.parse().ok());
-    configs
+    let mut showing = Vec::new();
+    let mut extensions = configs
         .into_iter()
         .map(|config| {
             let config = super::sandbox::sandboxed_servers(
@@ -256,6 +258,7 @@ fn mcp_extensions(
                 flag,
             );
             let name = config.name().to_owned();
+            let skills = config.skills_shown();
             match runtime.block_on(McpExtension::connect(config)) {
                 Ok(mcp) => {
                     for (server, status) in mcp.statuses() {
@@ -275,12 +278,29 @@ fn mcp_extensions(
                             });
                         }
                     }
+                    if let Some(shown) = skills {
+                        showing.push((mcp.clone(), shown));
+                    }
                     Arc::new(mcp) as Arc<dyn Extension>
                 }
                 Err(e) => Arc::new(Unavailable(format!("MCP extension `{name}`: {e}"))),
             }
         })
-        .collect()
+        .collect::<Vec<_>>();
+    // One extension shows the skills of every MCP extension that asks (`spec.mcp.skills`): in
+    // the system prompt when one asks for it, else by a tool.
+    let mut showing = showing.into_iter();
+    if let Some((first, shown)) = showing.next() {
+        let mut skills = crate::extensions::Skills::new(first).shown(shown);
+        for (mcp, also) in showing {
+            skills = skills.and(mcp);
+            if also == SkillsShown::Prompt {
+                skills = skills.shown(SkillsShown::Prompt);
+            }
+        }
+        extensions.push(Arc::new(skills));
+    }
+    extensions
 }
 
 /// An extension that could not be had: registering it fails with the reason.

@@ -309,6 +309,7 @@ pub struct McpExtensionConfig {
     pub(crate) servers: Vec<McpServerConfig>,
     pub(crate) tokens: Option<TokenStore>,
     pub(crate) authorizer: Shared<dyn Authorizer>,
+    pub(crate) skills: Option<super::SkillsShown>,
 }
 
 /// A shared object of a configuration (an extension's authorizer, a server's launcher), if
@@ -393,7 +394,21 @@ impl McpExtensionConfig {
             servers: Vec::new(),
             tokens: None,
             authorizer: Shared::default(),
+            skills: None,
         }
+    }
+
+    /// Shows the skills of this extension's servers to the agent's model (`spec.mcp.skills`:
+    /// `tool` or `prompt`); the base tools' `Skills` extension does it. Default: not shown.
+    #[must_use]
+    pub fn show_skills(mut self, shown: super::SkillsShown) -> Self {
+        self.skills = Some(shown);
+        self
+    }
+
+    /// How this extension's skills are shown to the model, if they are.
+    pub fn skills_shown(&self) -> Option<super::SkillsShown> {
+        self.skills
     }
 
     /// Where the OAuth tokens of this extension's servers are kept (default:

@@ -39,6 +39,7 @@
 //!         url: https://mcp.ci.example/mcp
 //!         auth:
 //!           clientCredentials: {clientId: goondan-ci, clientSecretEnv: CI_MCP_SECRET}
+//!     skills: prompt                        # the servers' skills, in the system prompt (or `tool`)
 //! ```
 //!
 //! A bundle never holds a secret: `clientSecretEnv` names an environment variable and
@@ -52,6 +53,7 @@ use serde_json::{Map, Value};
 
 use super::auth::{ClientCredentials, JwtAlgorithm, McpAuth, OAuthClient, Secret};
 use super::config::{McpExtensionConfig, McpServerConfig};
+use super::skills::SkillsShown;
 use crate::bundle::{Bundle, BundleError, Diagnostic, Kind, Resource, Severity, SpecCheck};
 
 const SERVER_KEYS: &[&str] = &[
@@ -184,6 +186,16 @@ fn read(r: &Resource, dir: &Path, out: &mut Vec<Diagnostic>) -> McpExtensionConf
     }
     if let Err(e) = config.check() {
         out.push(r.locus_of("/spec/mcp/servers").error(e.to_string()));
+    }
+    match mcp_spec(r).and_then(|m| m.get("skills")) {
+        None => {}
+        Some(Value::String(s)) if s == "tool" => config = config.show_skills(SkillsShown::Tool),
+        Some(Value::String(s)) if s == "prompt" => {
+            config = config.show_skills(SkillsShown::Prompt);
+        }
+        Some(_) => out.push(r.locus_of("/spec/mcp/skills").error(
+            "`spec.mcp.skills` is `tool` (a tool lists the servers' skills) or `prompt` (the system prompt does)",
+        )),
     }
     config
 }

@@ -52,6 +52,7 @@ pub use self::naming::{LocalName, local_name};
 pub use self::outcome::{E_MCP_AUTH, E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};
 pub use self::skills::{
     BridgedSkill, E_MCP_SKILL_MISMATCH, MAX_SKILL_FILE_BYTES, MAX_SKILLS, SkillContent, SkillFile,
+    SkillsShown,
 };
 #[cfg(feature = "keyring")]
 pub use self::token_store::KeyringUnavailable;

@@ -19,6 +19,15 @@ use crate::tools::error::ToolError;
 /// listing a host cannot check.
 pub const E_MCP_SKILL_MISMATCH: &str = "E_MCP_SKILL_MISMATCH";
 
+/// Where a model learns which skills its bridged servers serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillsShown {
+    /// A tool, `skills__list`, answers them when the model asks.
+    Tool,
+    /// The system prompt lists them (name, description, server, URI) in every Step.
+    Prompt,
+}
+
 /// The most skills taken of one server's listing.
 pub const MAX_SKILLS: usize = 256;
 /// The largest skill file read, in bytes: the extension's limit of one skill's total size.
