@@ -1024,6 +1024,17 @@ async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tool
     assert!(results[0].contains("from code"), "{results:?}");
 }
 
+/// `goondan validate FILE`: whether the bundle is valid, and the report.
+fn validate(file: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success(), report)
+}
+
 /// An Agent's `spec.skills` that names no folder is a problem of the bundle, on its line.
 #[test]
 fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
@@ -1034,24 +1045,14 @@ fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
         "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  skills: ./no-skills\n",
     )
     .unwrap();
-    let out = std::process::Command::new(goondan())
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{report}");
+    let (valid, report) = validate(&file);
+    assert!(!valid, "{report}");
     assert!(
         report.contains(":5") && report.contains("`./no-skills`, which is not a folder"),
         "{report}"
     );
     std::fs::create_dir(dir.path().join("no-skills")).unwrap();
-    let out = std::process::Command::new(goondan())
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
+    let (_, report) = validate(&file);
     assert!(!report.contains("spec.skills"), "{report}");
 }
 
@@ -1066,13 +1067,8 @@ fn run_validate_reports_a_wrong_way_of_showing_skills_on_its_line() {
         "apiVersion: goondan.ai/v1\nkind: Extension\nmetadata: {name: mcp}\nspec:\n  mcp:\n    servers: [{name: docs, url: \"http://127.0.0.1:9/mcp\"}]\n    skills: sometimes\n",
     )
     .unwrap();
-    let out = std::process::Command::new(goondan())
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{report}");
+    let (valid, report) = validate(&file);
+    assert!(!valid, "{report}");
     assert!(
         report.contains(":7") && report.contains("`spec.mcp.skills` is `tool`"),
         "{report}"
@@ -1089,13 +1085,8 @@ fn run_validate_reports_a_wrong_code_mode_on_its_line() {
         "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  codeMode: {maxCals: 3}\n",
     )
     .unwrap();
-    let out = std::process::Command::new(goondan())
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{report}");
+    let (valid, report) = validate(&file);
+    assert!(!valid, "{report}");
     assert!(
         report.contains(":5") && report.contains("`codeMode` has no `maxCals`"),
         "{report}"
