@@ -1577,3 +1577,64 @@ async fn mcp_servers_whose_tool_lists_cannot_be_used_are_left_out_and_the_others
     assert!(catalog.names().all(|n| n.starts_with("srv__")));
     mcp.shutdown();
 }
+
+/// A stdio server that answers until it is asked `hang`; then it stops reading and answering
+/// (a ping included), as a server stuck in a loop does.
+const HANGING_SERVER: &str = r#"
+import json, sys, time
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "hanging", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("hang", "echo")]}
+    elif method == "tools/call" and msg["params"]["name"] == "hang":
+        time.sleep(3600)
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "still here"}]}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// A server that hangs during a run: the call in flight ends at its timeout, the server, which
+/// no longer answers a ping, is restarted (another process), and its tools work again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_server_that_hangs_during_a_run_is_restarted_and_its_tools_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hanging.py");
+    std::fs::write(&script, HANGING_SERVER).unwrap();
+    let server = McpServerConfig::stdio("stuck", "python3")
+        .args([script.display().to_string()])
+        .call_timeout(Duration::from_secs(1));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(server))
+        .await
+        .unwrap();
+    let Some(ServerStatus::Up { pid: Some(first) }) = mcp.status("stuck") else {
+        panic!("{:?}", mcp.status("stuck"));
+    };
+    let bridged = Bridged::new(&mcp);
+    let hung = bridged.call("stuck__hang", json!({})).await;
+    assert_eq!(hung.error_code(), Some("E_TOOL_TIMEOUT"), "{hung:?}");
+    // The ping goes unanswered (5 s), then the server is started again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let second = loop {
+        if let Some(ServerStatus::Up { pid: Some(pid) }) = mcp.status("stuck")
+            && pid != first
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "{:?}", mcp.status("stuck"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_ne!(second, first);
+    let echoed = bridged.call("stuck__echo", json!({})).await;
+    assert_eq!(echoed.output, Some(json!("still here")), "{echoed:?}");
+    mcp.shutdown();
+}

@@ -84,6 +84,9 @@ enum State {
     },
 }
 
+/// How long a server that let a call time out has to answer a ping before it is restarted.
+pub(crate) const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// One remote tool the extension bridges.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RemoteTool {
@@ -127,6 +130,9 @@ pub(crate) struct ServerLink {
     granting: tokio::sync::Mutex<()>,
     /// The calls running now, for the server's own questions.
     asking: Asking,
+    /// Told when the server is found hung (a call timed out and a ping went unanswered): its
+    /// supervisor then restarts it.
+    hung: Arc<tokio::sync::Notify>,
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
 }
@@ -150,6 +156,7 @@ impl ServerLink {
             access,
             granting: tokio::sync::Mutex::new(()),
             asking: Asking::default(),
+            hung: Arc::new(tokio::sync::Notify::new()),
             stop: stop.clone(),
             _stop_on_drop: stop.clone().drop_guard(),
         });
@@ -319,6 +326,25 @@ impl ServerLink {
         Ok(())
     }
 
+    /// Asks a server that let a call time out whether it still answers: one that does not
+    /// answer a ping within [`PING_TIMEOUT`] is hung, and its supervisor restarts it (its
+    /// calls in flight end with the connection).
+    fn probe(&self, peer: Peer<RoleClient>) {
+        let hung = Arc::clone(&self.hung);
+        let server = self.config.name.clone();
+        tokio::spawn(async move {
+            let ping = rmcp::model::ClientRequest::PingRequest(rmcp::model::PingRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            });
+            let answered = tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await;
+            if !matches!(answered, Ok(Ok(_))) {
+                tracing::warn!(target: "goondan::mcp", server = %server, "MCP server `{server}` let a call time out and does not answer a ping; restarting it");
+                hung.notify_waiters();
+            }
+        });
+    }
+
     /// Calls the remote tool `remote` with `args`. The call is bounded by the call timeout and
     /// by `ctx`'s cancellation; either drops the request, which sends `notifications/cancelled`.
     /// The server's questions meanwhile go to `ctx` ([`input`]).
@@ -342,10 +368,14 @@ impl ServerLink {
         let send = |peer: Peer<RoleClient>, params: CallToolRequestParams| {
             let ctx = &ctx;
             async move {
+                let probe = peer.clone();
                 tokio::select! {
                     answer = peer.call_tool_once(params) => Ok(answer),
                     () = ctx.cancellation().cancelled() => Err(refusal::cancelled()),
-                    () = tokio::time::sleep_until(deadline) => Err(refusal::timed_out(limit)),
+                    () = tokio::time::sleep_until(deadline) => {
+                        self.probe(probe);
+                        Err(refusal::timed_out(limit))
+                    }
                 }
             }
         };
@@ -475,6 +505,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
         };
         let server = strong.config.name.clone();
         let stateless = stateless(&strong.config);
+        let hung = Arc::clone(&strong.hung);
         drop(strong);
         if let Some((running, _keep)) = running {
             let token = running.cancellation_token();
@@ -494,6 +525,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                 quit = running.waiting() => {
                     tracing::warn!(target: "goondan::mcp", server = %server, ?quit, "MCP server stopped; restarting");
                 }
+                () = hung.notified() => token.cancel(),
             }
             let Some(strong) = link.upgrade() else { return };
             strong.set(State::Down {
