@@ -20,7 +20,11 @@ async fn bfcl_tasks_give_the_same_calls_and_state_both_ways_in_fewer_round_trips
         .filter(|t| t.min_calls() >= 3)
         .take(3)
         .collect();
-    assert_eq!(tasks.len(), 3, "BFCL has tasks of three or more calls a turn");
+    assert_eq!(
+        tasks.len(),
+        3,
+        "BFCL has tasks of three or more calls a turn"
+    );
     for task in &tasks {
         let mut outcomes = Vec::new();
         for way in [Way::Classic, Way::Code] {
@@ -37,7 +41,10 @@ async fn bfcl_tasks_give_the_same_calls_and_state_both_ways_in_fewer_round_trips
         }
         let (classic, code) = (&outcomes[0], &outcomes[1]);
         let calls: usize = task.turns.iter().map(|t| t.calls.len()).sum();
-        assert_eq!(classic.record["calls"].as_array().map(Vec::len), Some(calls));
+        assert_eq!(
+            classic.record["calls"].as_array().map(Vec::len),
+            Some(calls)
+        );
         assert_eq!(classic.record, code.record, "{}", task.id);
         assert_eq!(classic.round_trips, calls + task.turns.len(), "{}", task.id);
         assert_eq!(code.round_trips, 2 * task.turns.len(), "{}", task.id);
