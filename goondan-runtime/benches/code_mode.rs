@@ -6,8 +6,9 @@
 //!   script (the provider client renders and sends every request for real). For each turn of
 //!   each way: its calls, model round trips, tokens sent (each request body) and received
 //!   (each answer's message), counted by the local model peer's tokenizer (`scripts/llm-peer`,
-//!   SmolLM2's), and wall time; and per task whether both ways left the same calls, results
-//!   and state. Written to the file as JSON, which `scripts/code-mode-table` reads.
+//!   SmolLM2's), and wall time (of a second run with the script as an in-process model, so
+//!   the loopback HTTP is left out); and per task whether all four runs left the same calls,
+//!   results and state. Written to the file as JSON, which `scripts/code-mode-table` reads.
 //! - Criterion, group `code_mode_call`: one call of a trivial tool made directly through the
 //!   executor; Turns whose one model response makes 1 or 11 such calls directly; Turns whose
 //!   one program makes 1 or 11 such calls. The difference between 11 and 1, over 10, is the
@@ -141,9 +142,19 @@ fn measure_tasks(rt: &tokio::runtime::Runtime) -> Value {
                 (outcome, sent)
             });
             assert_eq!(sent.len(), script.len(), "{} ({way:?})", task.id);
+            // The wall time with the model in process: the loop's and the tools' time alone.
+            let timed = rt.block_on(bfcl::run(
+                &data,
+                &task,
+                way,
+                Arc::new(ScriptedModel::new(script)),
+            ));
             let mut at = 0;
-            for (i, (turn, (round_trips, wall))) in
-                task.turns.iter().zip(&outcome.turns).enumerate()
+            for (i, (turn, ((round_trips, _), (_, wall)))) in task
+                .turns
+                .iter()
+                .zip(outcome.turns.iter().zip(&timed.turns))
+                .enumerate()
             {
                 let range = at..at + round_trips;
                 at += round_trips;
@@ -160,8 +171,10 @@ fn measure_tasks(rt: &tokio::runtime::Runtime) -> Value {
                 );
             }
             records.push(outcome.record);
+            records.push(timed.record);
         }
-        rows.push(json!({"task": task.id, "equal": records[0] == records[1]}));
+        let equal = records.iter().all(|r| *r == records[0]);
+        rows.push(json!({"task": task.id, "equal": equal}));
     }
     Value::Array(rows)
 }
