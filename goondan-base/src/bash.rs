@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use self::cgroup::CgroupPool;
+pub(crate) use self::cgroup::CgroupPool;
 pub use self::cgroup::{CgroupVersion, enforcement};
 use self::containment::Containment;
 pub use self::containment::{ContainmentKind, end_own_calls, end_stale_calls};

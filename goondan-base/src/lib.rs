@@ -46,6 +46,8 @@ pub mod agents;
 pub mod bash;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "code-mode")]
+pub mod code_worker;
 pub mod extensions;
 pub mod file_system;
 #[doc = include_str!("guide.md")]

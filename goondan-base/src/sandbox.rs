@@ -75,6 +75,8 @@ pub use self::helper::serve_if_asked;
 pub use self::host::{AlreadySet, host_policy, set_host_policy};
 pub(crate) use self::launch::Target;
 pub use self::launch::{HELPER_VAR, SandboxError, sandbox_env};
+#[cfg(feature = "code-mode")]
+pub(crate) use self::launch::{PrivateDir, prepare_sealed};
 pub use self::limits::{
     CgroupVersion, DEFAULT_MEMORY, DEFAULT_PROCESSES, LimitError, Limits, LimitsInput, Resource,
     Size,

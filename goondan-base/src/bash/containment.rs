@@ -210,39 +210,39 @@ impl Containment {
     /// A command that runs `program args` inside: through the wrapper when there are cgroups
     /// to enter, in its own process group in any case.
     pub(crate) fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        let (program, args) = self.argv(program, args);
+        let mut command = Command::new(program);
+        command.args(args).process_group(0);
+        command
+    }
+
+    /// The program and arguments that run `program args` inside: the wrapper's when there are
+    /// cgroups to enter, else `program args` themselves.
+    pub(crate) fn argv(&self, program: &OsStr, args: &[OsString]) -> (OsString, Vec<OsString>) {
         let procs = self
             .cgroup
             .as_ref()
             .map(|c| c.procs_files(&self.limits))
             .unwrap_or_default();
-        let mut command = match args {
-            _ if procs.is_empty() => {
-                let mut c = Command::new(program);
-                c.args(args);
-                c
-            }
+        let procs = procs.iter().map(|p| p.as_os_str().to_owned());
+        match args {
+            _ if procs.len() == 0 => (program.to_owned(), args.to_vec()),
             [dash_c, script] if program == WRAPPER_SHELL && dash_c == "-c" => {
-                let mut c = Command::new(WRAPPER_SHELL);
-                c.arg("-c")
-                    .arg(wrapper_script(procs.len(), true))
-                    .arg(program)
-                    .args(&procs)
-                    .arg(script);
-                c
+                let mut argv = vec!["-c".into(), wrapper_script(procs.len(), true).into()];
+                argv.push(program.to_owned());
+                argv.extend(procs);
+                argv.push(script.clone());
+                (WRAPPER_SHELL.into(), argv)
             }
             _ => {
-                let mut c = Command::new(WRAPPER_SHELL);
-                c.arg("-c")
-                    .arg(wrapper_script(procs.len(), false))
-                    .arg(WRAPPER_SHELL)
-                    .args(&procs)
-                    .arg(program)
-                    .args(args);
-                c
+                let mut argv = vec!["-c".into(), wrapper_script(procs.len(), false).into()];
+                argv.push(WRAPPER_SHELL.into());
+                argv.extend(procs);
+                argv.push(program.to_owned());
+                argv.extend(args.iter().cloned());
+                (WRAPPER_SHELL.into(), argv)
             }
-        };
-        command.process_group(0);
-        command
+        }
     }
 
     /// Adds the environment marker (fallback only); call after the environment is set.

@@ -124,6 +124,8 @@ pub(crate) fn execute(
             session_idle_secs,
             workdir,
             approve,
+            code_mode,
+            skills,
         }) => {
             let serve = super::mcp::Serve {
                 bundle: bundle.as_deref(),
@@ -135,6 +137,8 @@ pub(crate) fn execute(
                     .idle_timeout(std::time::Duration::from_secs(*session_idle_secs)),
                 workdir: workdir.as_deref(),
                 approve: *approve,
+                code_mode: *code_mode,
+                skills: skills.as_deref(),
             };
             Ok(super::mcp::serve(&serve, library, out)?)
         }

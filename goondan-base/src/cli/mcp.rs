@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use goondan_runtime::bundle::{Bundle, BundleError, ToolLibrary};
 use goondan_runtime::calls::approval::{Approvals, Policy};
+use goondan_runtime::code::CodeMode;
 use goondan_runtime::mcp::server::{ElicitationApprover, McpServer, McpServerError, ServeError};
 use goondan_runtime::tools::registry::RegistryError;
 use goondan_runtime::{ToolExecutor, ToolRegistry};
 
 use super::EXIT_OK;
+use crate::extensions::Bm25Ranker;
 
 /// Why `goondan mcp serve` could not serve.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +43,10 @@ pub(crate) struct Serve<'a> {
     pub(crate) limits: goondan_runtime::mcp::server::HttpLimits,
     pub(crate) workdir: Option<&'a Path>,
     pub(crate) approve: Policy,
+    /// Serve code mode (`--code-mode`).
+    pub(crate) code_mode: bool,
+    /// The skills folder to serve (`--skills`).
+    pub(crate) skills: Option<&'a Path>,
 }
 
 /// Serves until the client disconnects (stdio) or the process is interrupted (HTTP).
@@ -49,6 +55,9 @@ pub(crate) fn serve(
     library: &ToolLibrary,
     out: &mut dyn Write,
 ) -> Result<u8, McpCliError> {
+    // The bundle Agent's code mode, for its limits, and its skills folder.
+    let mut agent_code_mode = None;
+    let mut skills = serve.skills.map(Path::to_path_buf);
     let mut builder = match serve.bundle {
         Some(path) => {
             let bundle = Bundle::read(path)?;
@@ -58,6 +67,10 @@ pub(crate) fn serve(
                     path: path.to_path_buf(),
                 })?,
             };
+            agent_code_mode = bundle.code_mode(&agent);
+            if skills.is_none() {
+                skills = bundle.skills(&agent);
+            }
             McpServer::for_agent(&bundle, library, &agent)?
         }
         None => {
@@ -82,6 +95,19 @@ pub(crate) fn serve(
             .middleware(approvals)
             .build();
         builder = builder.executor(executor);
+    }
+    if let Some(folder) = skills {
+        builder = builder.skills(folder);
+    }
+    if serve.code_mode {
+        // A client shown the code tool alone finds the functions with the search.
+        let mut mode =
+            agent_code_mode.unwrap_or_else(|| CodeMode::new().tools_callable_directly(false));
+        // As in `goondan run`: with the sandbox on, each program runs in a sandboxed worker.
+        if crate::sandbox::host_policy().is_none_or(|p| p.is_on()) {
+            mode = mode.worker(crate::code_worker::CodeSandbox::new());
+        }
+        builder = builder.code_mode(mode.search(Bm25Ranker::new()));
     }
     let server = builder.build()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -149,6 +149,17 @@ pub enum McpCommand {
         /// them). A client without elicitation cannot be asked: its asked calls are denied.
         #[arg(long, value_name = "POLICY", default_value = "never")]
         approve: goondan_runtime::calls::approval::Policy,
+        /// Serve code mode: the client sees `code__run` (one Python program that calls the
+        /// tools as functions) and `code__search` (finds the functions it needs), not the
+        /// tools themselves. The limits are the bundle Agent's `spec.codeMode` when it has
+        /// one.
+        #[arg(long)]
+        code_mode: bool,
+        /// Serve the skills of this folder (the MCP Skills extension): each folder below it
+        /// that holds a `SKILL.md` is a skill. Default: the bundle Agent's `spec.skills`, a
+        /// folder relative to the bundle.
+        #[arg(long, value_name = "DIR")]
+        skills: Option<PathBuf>,
     },
     /// Authorize the bundle's MCP server SERVER (`auth: oauth`) once: prints the URL to open
     /// in a browser, waits for the redirect on 127.0.0.1, and keeps the tokens in your token
@@ -262,6 +273,8 @@ pub fn run() -> ExitCode {
 pub fn run_with(library: ToolLibrary) -> ExitCode {
     // Started as the sandbox's helper, this program does the helper's work and exits here.
     crate::sandbox::serve_if_asked();
+    // Started as a code worker, this program runs one program of code mode and exits here.
+    goondan_runtime::code::worker::serve_if_asked();
     let mut stderr = std::io::stderr();
     telemetry::start(&mut stderr);
     // In an agent process started by `goondan run`'s Orchestrator: serve the agent and exit.

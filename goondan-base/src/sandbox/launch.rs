@@ -171,6 +171,40 @@ pub(crate) fn prepare(
     })
 }
 
+/// Prepares `program args` to run under `policy` (which must be on) in a sandbox of its own
+/// that writes nowhere, not even a `TMPDIR`, with an empty environment, its stdin and stdout
+/// the host's: a code worker's (`CodeSandbox`). Its workdir is an empty directory of
+/// the call's private one.
+#[cfg(feature = "code-mode")]
+pub(crate) fn prepare_sealed(
+    policy: &SandboxPolicy,
+    program: &OsStr,
+    args: &[OsString],
+) -> Result<Prepared, SandboxError> {
+    let helper = locate_helper(policy)?;
+    let private = PrivateDir::new(None)?;
+    let workdir = private.dir.path().join("work");
+    std::fs::create_dir(&workdir)
+        .map_err(|e| SandboxError::Unavailable(format!("a private workdir: {e}")))?;
+    let target = Target {
+        program,
+        args,
+        cwd: &workdir,
+        env: Vec::new(),
+        workdir: &workdir,
+        stdin: true,
+    };
+    let mut launch = launch_spec(policy, target, &private)?;
+    launch.write.clear();
+    launch.env.clear();
+    Ok(Prepared {
+        program: helper,
+        args: vec![helper::HELPER_FLAG.into()],
+        env: vec![(SPEC_VAR.into(), spec_json(&launch)?.into())],
+        private,
+    })
+}
+
 /// The spec of a sandbox of its own for `target` under `policy`, in `private`.
 pub(super) fn launch_spec(
     policy: &SandboxPolicy,

@@ -84,6 +84,91 @@ fn mcp_inspector_lists_and_calls_goondan_mcp_serve_over_stdio() {
     assert!(text.contains("suggestion: "), "{text}");
 }
 
+/// `goondan mcp serve --code-mode` seen by the inspector: the code tool and its search
+/// alone; the search (BM25) answers the stub of the function a query needs, and a program
+/// calls the served tools as functions.
+#[test]
+fn mcp_inspector_sees_goondan_mcp_serve_code_mode_as_the_code_tool_and_its_search() {
+    let (listed, ok) = inspect(&["--code-mode", "--method", "tools/list"]);
+    assert!(ok, "{listed}");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["code__run", "code__search"]);
+    let run = listed["tools"][0]["description"]
+        .as_str()
+        .expect("description");
+    assert!(run.contains("class json_query:"), "{run}");
+
+    let (found, ok) = inspect(&[
+        "--code-mode",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "code__search",
+        "--tool-arg",
+        "query=\"count the elements of an array\"",
+        "--tool-arg",
+        "limit=1",
+    ]);
+    assert!(ok, "{found}");
+    let stubs = found["content"][0]["text"].as_str().expect("text");
+    assert!(
+        stubs.contains("class json_query:") && stubs.contains("def count("),
+        "{stubs}"
+    );
+    assert_eq!(stubs.matches("def ").count(), 1, "{stubs}");
+
+    let (ran, ok) = inspect(&[
+        "--code-mode",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "code__run",
+        "--tool-arg",
+        "code=\"json_query.count(data='[1,2,3]')['count'] * 10\"",
+    ]);
+    assert!(ok, "{ran}");
+    let text = ran["content"][0]["text"].as_str().expect("text");
+    let output: Value = serde_json::from_str(text).expect("the program's answer is JSON");
+    assert_eq!(output["value"], 30, "{output}");
+    assert_eq!(output["calls"], 1, "{output}");
+}
+
+/// `goondan mcp serve --skills DIR`: the inspector lists the skill's `SKILL.md` among the
+/// resources and reads it back as it is on disk.
+#[test]
+fn mcp_inspector_reads_the_skills_goondan_mcp_serve_serves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let skill = "---\nname: tidy-imports\ndescription: Sorts and groups a file's imports.\n---\n\nSort them.\n";
+    std::fs::create_dir_all(dir.path().join("tidy-imports")).expect("folder");
+    std::fs::write(dir.path().join("tidy-imports/SKILL.md"), skill).expect("SKILL.md");
+    let folder = dir.path().to_str().expect("a UTF-8 path");
+    let (listed, ok) = inspect(&["--skills", folder, "--method", "resources/list"]);
+    assert!(ok, "{listed}");
+    let uris: Vec<&str> = listed["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(uris, ["skill://tidy-imports/SKILL.md"], "{listed}");
+    let (read, ok) = inspect(&[
+        "--skills",
+        folder,
+        "--method",
+        "resources/read",
+        "--uri",
+        "skill://tidy-imports/SKILL.md",
+    ]);
+    assert!(ok, "{read}");
+    assert_eq!(read["contents"][0]["text"], skill, "{read}");
+    assert_eq!(read["contents"][0]["mimeType"], "text/markdown", "{read}");
+}
+
 /// The status line of a raw `initialize` POST to `addr` (no session: it opens one).
 fn initialize_status(addr: &str) -> String {
     use std::io::{Read, Write};

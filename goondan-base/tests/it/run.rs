@@ -772,13 +772,15 @@ spec:
 }
 
 /// An Agent's `spec.codeMode` in a bundle: the model is shown the code tool alone
-/// (`callable: false`), its program calls the agent's tools as functions, each call is shown
-/// at the terminal like the model's own and works in the agent's workspace, and the model
-/// reads what the program printed.
+/// (`callable: false`), its program calls the agent's tools as functions in the agent's
+/// workspace, the terminal shows the program, each of its calls under it and what it printed,
+/// and the model reads what the program printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tools() {
     let program = "file_system.write(path=\"notes/a.txt\", content=\"from code\")\n\
-                   print(file_system.read(path=\"notes/a.txt\"))";
+                   text = file_system.read(path=\"notes/a.txt\")[\"content\"]\n\
+                   print(text)\n\
+                   text.upper()";
     let server = ReplayServer::start([
         call("call_c", "code__run", &json!({"code": program})),
         text(&["Done."]),
@@ -808,10 +810,32 @@ async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tool
     assert_eq!(stdout, "Done.\n", "{stderr}");
     let written = dir.path().join(".goondan/workspace/notes/a.txt");
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "from code");
-    // The program's calls were shown at the terminal like the model's own.
-    assert!(stderr.contains("code__run"), "{stderr}");
-    assert!(stderr.contains("file-system__write"), "{stderr}");
-    assert!(stderr.contains("file-system__read"), "{stderr}");
+    // The terminal showed the program, each of its calls under it, and what it printed.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let at = |text: &str| {
+        lines
+            .iter()
+            .position(|l| *l == text)
+            .unwrap_or_else(|| panic!("no line {text:?} in:\n{stderr}"))
+    };
+    let started = at("  → code__run");
+    let program = at("    │ file_system.write(path=\"notes/a.txt\", content=\"from code\")");
+    let write = at("    → file-system__write path=notes/a.txt content=from code");
+    let read = at("    → file-system__read path=notes/a.txt");
+    let printed = at("    ┆ from code");
+    assert!(started < program && program < write && write < read && read < printed);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("    ✓ file-system__read path=notes/a.txt (")),
+        "{stderr}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  ✓ code__run (") && l.ends_with("→ FROM CODE")),
+        "{stderr}"
+    );
     let seen = server.requests();
     assert_eq!(seen.len(), 2, "{stderr}");
     let shown: Vec<_> = seen[0].body["tools"]
@@ -830,6 +854,37 @@ async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tool
     );
     let results = tool_results(&seen[1].body);
     assert!(results[0].contains("from code"), "{results:?}");
+}
+
+/// An Agent's `spec.skills` that names no folder is a problem of the bundle, on its line.
+#[test]
+fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  skills: ./no-skills\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{report}");
+    assert!(
+        report.contains(":5") && report.contains("`./no-skills`, which is not a folder"),
+        "{report}"
+    );
+    std::fs::create_dir(dir.path().join("no-skills")).unwrap();
+    let out = std::process::Command::new(goondan())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!report.contains("spec.skills"), "{report}");
 }
 
 /// A wrong `spec.codeMode` is a problem of the bundle, on its line.

@@ -49,7 +49,7 @@ mod parameters;
 mod resource;
 mod toolsets;
 mod validate;
-mod yaml;
+pub(crate) mod yaml;
 
 use std::path::{Path, PathBuf};
 
@@ -217,6 +217,20 @@ impl Bundle {
     pub fn code_mode(&self, agent: &str) -> Option<crate::code::CodeMode> {
         let spec = self.get(&Kind::Agent, agent)?.spec()?.get("codeMode")?;
         crate::code::CodeMode::from_spec(spec).ok().flatten()
+    }
+
+    /// The Agent's `spec.skills`: the folder of skills its MCP server serves
+    /// (`McpServerBuilder::skills`), relative to
+    /// the bundle's folder. `None` when it says nothing, or when it is not a string (loading the
+    /// bundle reports that, with its line).
+    pub fn skills(&self, agent: &str) -> Option<PathBuf> {
+        let folder = self
+            .get(&Kind::Agent, agent)?
+            .spec()?
+            .get("skills")?
+            .as_str()?;
+        let dir = self.file.parent().unwrap_or_else(|| Path::new("."));
+        Some(dir.join(folder))
     }
 
     /// `policy.{key}` of the Agent, else of a Swarm that lists it, else of the first Swarm

@@ -261,6 +261,20 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
     {
         out.push(r.locus_of("/spec/codeMode").error(why));
     }
+    if let Some(v) = spec.and_then(|s| s.get("skills")) {
+        match v.as_str() {
+            Some(folder) if !dir.join(folder).is_dir() => {
+                out.push(r.locus_of("/spec/skills").error(format!(
+                    "`spec.skills` names `{folder}`, which is not a folder"
+                )))
+            }
+            Some(_) => {}
+            None => out.push(
+                r.locus_of("/spec/skills")
+                    .error("`spec.skills` must be a folder of skills, relative to the bundle"),
+            ),
+        }
+    }
     if let Some(v) = spec.and_then(|s| s.get("tools"))
         && !v.is_array()
     {

@@ -42,12 +42,34 @@
 //!
 //! # Where it runs
 //!
-//! The interpreter runs on a thread of its own in the agent's process and speaks with the
-//! host in two messages (a call of a tool, the answer to it), the shape a worker process
-//! would carry. Memory is bounded per allocation (a `[0] * 10**10` is refused before it is
-//! made) and in total only by the time limit; the worker process, which can hold the
-//! interpreter to a memory limit of the kernel's, is for a later step, as is resuming a
-//! program after a crash.
+//! By default the interpreter runs on a thread of its own in the agent's process. Memory is
+//! then bounded per allocation (a `[0] * 10**10` is refused before it is made) and in total
+//! only by the time limit, and a crash of the interpreter is a crash of the agent.
+//!
+//! With [`CodeMode::worker`], each program runs in a worker process of its own
+//! ([`worker`]): the same run, speaking the same messages (a call of a tool, the answer to
+//! it, what it printed, its end) as JSON lines over the worker's stdin and stdout. A worker
+//! that crashes, is killed, or says what does not read ends the code call with a
+//! [`codes::ERROR`] (or [`codes::LIMIT`] where a limit ended it) that keeps what the program
+//! printed and the calls it made, and the agent goes on. The launcher decides where the
+//! worker runs: the `goondan` program starts it in the kernel sandbox, with no file system
+//! writes, no network, and a memory limit the kernel holds it to (`goondan_base`'s
+//! `CodeSandbox`); [`worker::Unconfined`] starts it as it is.
+//!
+//! # Durable runs
+//!
+//! With a run journal (`AgentInstanceBuilder::journal`), each call a program makes is journaled
+//! as the program's (its start with the arguments the program gave, then its result), under the
+//! code call's start. A process killed in the middle of a program resumes it at the next start
+//! without asking the model again: the program runs again from the start (it has no clock,
+//! randomness, files or network, so given the same results it makes the same calls), and each
+//! of its calls is answered in order from the journal. A call whose result is journaled does
+//! not run again; a call that had started without a result runs again when its export is
+//! idempotent or read-only, and otherwise raises `ToolError` (`E_TOOL_INTERRUPTED`) in the
+//! program, as it answers the model outside code mode; the calls after run. A program that now
+//! asks for another call than the journal has at that place (another tool, other arguments), or
+//! ends before the calls the journal has, is not trusted further: the code call answers
+//! `E_TOOL_INTERRUPTED`, naming the difference and the calls that may have taken effect.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -84,16 +106,24 @@
 //! # }
 //! ```
 
+mod interpreter;
 mod names;
 mod program;
+mod search;
 mod stubs;
 mod tool;
 mod values;
+pub mod worker;
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use self::program::Limits;
+pub use self::search::SEARCH_NAME;
 pub(crate) use self::tool::CodeOffer;
+use self::worker::WorkerLauncher;
+use crate::tools::search::Ranker;
 
 /// The name of the code tool.
 pub const TOOL_NAME: &str = "code__run";
@@ -109,15 +139,48 @@ pub mod codes {
     pub const LIMIT: &str = "E_CODE_LIMIT";
 }
 
-/// Code mode as an agent instance offers it
-/// (`AgentInstanceBuilder::code_mode` in the step loop):
-/// whether the tools stay callable directly beside the code tool, and the limits of one
-/// program.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Code mode as an agent instance or an MCP server offers it
+/// (`AgentInstanceBuilder::code_mode` in the step loop, `McpServerBuilder::code_mode`):
+/// whether the tools stay callable directly beside the code tool, the search of the functions
+/// if there is one, the limits of one program, and where programs run.
+#[derive(Clone)]
 pub struct CodeMode {
     limits: Limits,
     direct: bool,
+    search: Option<Arc<dyn Ranker>>,
+    worker: Option<Arc<dyn WorkerLauncher>>,
 }
+
+impl fmt::Debug for CodeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeMode")
+            .field("limits", &self.limits)
+            .field("direct", &self.direct)
+            .field("search", &self.search.is_some())
+            .field("worker", &self.worker.is_some())
+            .finish()
+    }
+}
+
+/// Two modes are equal when their limits and choices are, they search with the same ranker
+/// (or neither searches), and they start workers with the same launcher (or both run
+/// programs on a thread).
+impl PartialEq for CodeMode {
+    fn eq(&self, other: &Self) -> bool {
+        fn same<T: ?Sized>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+            match (a, b) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+        }
+        self.limits == other.limits
+            && self.direct == other.direct
+            && same(&self.search, &other.search)
+            && same(&self.worker, &other.worker)
+    }
+}
+
+impl Eq for CodeMode {}
 
 impl Default for CodeMode {
     fn default() -> Self {
@@ -141,7 +204,35 @@ impl CodeMode {
                 result: 1024 * 1024,
             },
             direct: true,
+            search: None,
+            worker: None,
         }
+    }
+
+    /// Offers [`SEARCH_NAME`] (`code__search {query, limit?}`) beside the code tool: it ranks
+    /// the program's functions with `ranker` and answers the stubs of the best ones. With more
+    /// than 30 functions, the code tool's description then names their objects and points to
+    /// the search instead of listing every stub, so a big catalog costs the model no more
+    /// than a small one. The base tools' `Bm25Ranker` is one ranker.
+    #[must_use]
+    pub fn search(mut self, ranker: impl Ranker) -> Self {
+        self.search = Some(Arc::new(ranker));
+        self
+    }
+
+    /// Runs each program in a worker process of its own that `launcher` starts (see
+    /// [`worker`]), instead of on a thread of the agent's process: a crash or a kill of the
+    /// interpreter then ends the code call, not the agent. The program that runs the agent
+    /// must call [`worker::serve_if_asked`] first in `main`.
+    #[must_use]
+    pub fn worker(mut self, launcher: impl WorkerLauncher) -> Self {
+        self.worker = Some(Arc::new(launcher));
+        self
+    }
+
+    /// Whether programs run in worker processes ([`CodeMode::worker`]).
+    pub fn runs_in_workers(&self) -> bool {
+        self.worker.is_some()
     }
 
     /// Whether the model also sees the Step's tools beside the code tool (default: yes). With
@@ -162,6 +253,8 @@ impl CodeMode {
     }
 
     /// How many bytes one allocation of a program may ask for (a string, a list, a number).
+    /// The whole program's memory is bounded only in a worker process
+    /// ([`CodeMode::worker`]) whose launcher sets a limit (the `goondan` program's does).
     #[must_use]
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.limits.memory = bytes;

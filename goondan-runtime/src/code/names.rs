@@ -155,9 +155,20 @@ impl Functions {
     }
 
     /// How many functions there are.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.objects.values().map(Vec::len).sum()
+    }
+
+    /// Every function, resource objects in catalog order.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Function> {
+        self.iter().flat_map(|(_, list)| list)
+    }
+
+    /// The resource object `function` is on.
+    pub(crate) fn object_of(&self, function: &Function) -> Option<&str> {
+        self.iter()
+            .find(|(_, list)| list.iter().any(|f| std::ptr::eq(f, function)))
+            .map(|(object, _)| object)
     }
 }
 

@@ -1,12 +1,13 @@
 //! One program's run: Monty on a thread of its own, which speaks with the host in messages.
 //!
-//! The host [`start`](Interpreter::start)s a program and reads [`Request`]s: each
-//! [`Request::Call`] is a call of a catalog item that the host answers with a [`Reply`] (the
-//! program waits for it), and [`Request::Finished`] ends the run with its [`Outcome`]. Nothing
-//! else crosses: the program has no file system, network or environment (an `open()` or an
-//! `os` call raises `PermissionError`), and every limit ends it with a [`Failure`] that keeps
-//! what it printed. The messages are what a worker process would carry, so that the
-//! interpreter can move out of the agent's process without the host changing.
+//! [`start`] runs a [`Program`] and gives its [`Message`]s: each [`Message::Call`] is a call
+//! of a catalog item that the host answers with a [`Reply`] (the program waits for it),
+//! [`Message::Print`] is what it printed, as it prints it, and [`Message::End`] ends the run.
+//! Nothing else crosses: the program has no file system, network or environment (an `open()`
+//! or an `os` call raises `PermissionError`), and every limit ends it with a [`Failure`]. The
+//! program and the messages are plain data (serde), so that the same run serves the thread
+//! in the agent's process and the worker process (the `worker` module), which carries them as
+//! JSON lines.
 //!
 //! The thread has a stack of its own ([`STACK_BYTES`]): what the interpreter does with the
 //! native stack is bounded by its own limits (nesting of the source, recursion), not by the
@@ -25,6 +26,7 @@ use monty_types::{
     MontyObject, MontyUuid, NameLookupResult, PrintWriter, PrintWriterCallback, ResourceLimits,
     ResourceTracker, StackFrame,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc as async_mpsc;
 
@@ -43,7 +45,7 @@ pub(crate) const SCRIPT_NAME: &str = "program.py";
 const PRELUDE: &str = "ToolError = RuntimeError\n";
 
 /// What one program may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Limits {
     /// Time spent running the program's own code (not waiting for its calls).
     pub(crate) time: Duration,
@@ -55,12 +57,13 @@ pub(crate) struct Limits {
     pub(crate) output: usize,
     /// How many tool calls it may make.
     pub(crate) calls: usize,
-    /// Bytes of one call's result, as JSON, that the program may take in.
+    /// Bytes of one call's result, as JSON, that the program may take in (the host holds
+    /// results to it).
     pub(crate) result: usize,
 }
 
 /// A limit a program reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Limit {
     /// [`Limits::time`].
     Time,
@@ -88,7 +91,7 @@ impl Limit {
 }
 
 /// Why a program did not finish with a value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum FailureKind {
     /// It does not parse (or uses syntax Monty does not have).
     Syntax,
@@ -96,10 +99,12 @@ pub(crate) enum FailureKind {
     Uncaught,
     /// A limit.
     Limit(Limit),
+    /// Its worker process broke off, or said what does not read.
+    Worker,
 }
 
 /// A program that failed: why, and the traceback (or what stands for it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Failure {
     pub(crate) kind: FailureKind,
     /// The traceback and the exception, as Python prints them.
@@ -108,7 +113,7 @@ pub(crate) struct Failure {
     pub(crate) line: Option<u32>,
 }
 
-/// How a run ended.
+/// How a run ended, as the host hands it on.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outcome {
     /// The program's final value (of its last expression; `None` is null), or why there is none.
@@ -117,22 +122,32 @@ pub(crate) struct Outcome {
     pub(crate) printed: String,
 }
 
-/// What the program asks of the host.
-#[derive(Debug)]
-pub(crate) enum Request {
-    /// Call the catalog item `tool` with `args`, then [`Interpreter::reply`].
+/// What the program tells the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub(crate) enum Message {
+    /// Call the catalog item `tool` with `args`, and send the [`Reply`].
     Call {
         /// The catalog name (`resource__export`).
         tool: String,
         /// The keyword arguments.
         args: Map<String, Value>,
     },
-    /// The run ended.
-    Finished(Outcome),
+    /// The program printed `text` (within its output limit).
+    Print {
+        /// What it printed.
+        text: String,
+    },
+    /// The run ended: the program's final value, or why there is none.
+    End {
+        /// The value or the failure.
+        result: Result<Value, Failure>,
+    },
 }
 
-/// The host's answer to a [`Request::Call`].
-#[derive(Debug, Clone)]
+/// The host's answer to a [`Message::Call`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) enum Reply {
     /// The call's result.
     Value(Value),
@@ -140,65 +155,127 @@ pub(crate) enum Reply {
     Error(String),
 }
 
-/// A running program, seen from the host.
-pub(crate) struct Interpreter {
-    requests: async_mpsc::UnboundedReceiver<Request>,
-    replies: mpsc::Sender<Reply>,
+/// One function of a resource object, as it crosses to the interpreter.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Callable {
+    /// The attribute of the resource object.
+    attribute: String,
+    /// The catalog name it calls.
+    tool: String,
+    /// Its docstring.
+    doc: Option<String>,
 }
 
-impl Interpreter {
-    /// Starts `code` with `functions` under `limits` on a thread of its own.
-    pub(crate) fn start(
-        code: String,
-        functions: &Functions,
-        limits: Limits,
-    ) -> std::io::Result<Self> {
-        let (request_tx, requests) = async_mpsc::unbounded_channel();
-        let (replies, reply_rx) = mpsc::channel();
-        let inputs = Inputs::of(functions);
-        std::thread::Builder::new()
-            .name("goondan-code".into())
-            .stack_size(STACK_BYTES)
-            .spawn(move || {
-                let mut run = Run {
-                    printed: Printed::new(limits.output),
-                    requests: request_tx,
-                    replies: reply_rx,
-                    limits,
-                    calls: 0,
-                    reached: None,
-                };
-                let result = run.drive(code, inputs);
-                let outcome = Outcome {
-                    result,
-                    printed: run.printed.text,
-                };
-                let _ = run.requests.send(Request::Finished(outcome));
-            })?;
-        Ok(Self { requests, replies })
-    }
+/// One resource object of a program.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Object {
+    /// Its Python name.
+    name: String,
+    /// The resource's name in the catalog.
+    resource: String,
+    functions: Vec<Callable>,
+}
 
-    /// The program's next request. A thread that ended without a word (a panic inside the
-    /// interpreter) finishes the run with an uncaught failure.
-    pub(crate) async fn next(&mut self) -> Request {
-        match self.requests.recv().await {
-            Some(request) => request,
-            None => Request::Finished(Outcome {
-                result: Err(Failure {
-                    kind: FailureKind::Uncaught,
-                    report: "the interpreter stopped without an answer (an internal error of the interpreter)".into(),
-                    line: None,
-                }),
-                printed: String::new(),
-            }),
+/// A program to run: its code, its limits, and the functions it may call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Program {
+    pub(crate) code: String,
+    pub(crate) limits: Limits,
+    objects: Vec<Object>,
+}
+
+impl Program {
+    /// `code` under `limits`, calling `functions`.
+    pub(crate) fn new(code: String, functions: &Functions, limits: Limits) -> Self {
+        let objects = functions
+            .iter()
+            .filter_map(|(object, list)| {
+                let first = list.first()?;
+                Some(Object {
+                    name: object.to_owned(),
+                    resource: first.item.name().resource().to_owned(),
+                    functions: list
+                        .iter()
+                        .map(|f| Callable {
+                            attribute: f.attribute.clone(),
+                            tool: f.item.name().as_str().to_owned(),
+                            doc: f.item.description().map(str::to_owned),
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        Self {
+            code,
+            limits,
+            objects,
         }
     }
+}
 
-    /// Answers the program's pending call.
+/// A program running on its thread, seen from the host: its messages, and where replies go.
+pub(crate) struct Running {
+    pub(crate) messages: async_mpsc::UnboundedReceiver<Message>,
+    pub(crate) replies: mpsc::Sender<Reply>,
+}
+
+impl Running {
+    /// The program's next message.
+    pub(crate) async fn next(&mut self) -> Message {
+        self.messages.recv().await.unwrap_or_else(lost)
+    }
+
+    /// The program's next message, for a thread outside any async runtime (the worker's).
+    pub(crate) fn next_blocking(&mut self) -> Message {
+        self.messages.blocking_recv().unwrap_or_else(lost)
+    }
+
+    /// Answers the program's pending call; a program that ended meanwhile has nobody to
+    /// answer.
     pub(crate) fn reply(&self, reply: Reply) {
-        // A program that ended meanwhile has nobody to answer.
         let _ = self.replies.send(reply);
     }
+}
+
+/// The end of a run whose thread ended without a word (a panic inside the interpreter).
+fn lost() -> Message {
+    Message::End {
+        result: Err(Failure {
+            kind: FailureKind::Uncaught,
+            report:
+                "the interpreter stopped without an answer (an internal error of the interpreter)"
+                    .into(),
+            line: None,
+        }),
+    }
+}
+
+/// Starts `program` on a thread of its own.
+pub(crate) fn start(program: Program) -> std::io::Result<Running> {
+    let (request_tx, messages) = async_mpsc::unbounded_channel();
+    let (replies, reply_rx) = mpsc::channel();
+    let Program {
+        code,
+        limits,
+        objects,
+    } = program;
+    std::thread::Builder::new()
+        .name("goondan-code".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            let inputs = Inputs::of(&objects);
+            let mut run = Run {
+                printed: Printed::new(limits.output, request_tx.clone()),
+                requests: request_tx,
+                replies: reply_rx,
+                limits,
+                calls: 0,
+                reached: None,
+            };
+            let result = run.drive(code, inputs);
+            let _ = run.requests.send(Message::End { result });
+        })?;
+    Ok(Running { messages, replies })
 }
 
 /// The program's inputs: one object per resource.
@@ -213,40 +290,36 @@ struct Inputs {
 }
 
 impl Inputs {
-    fn of(functions: &Functions) -> Self {
+    fn of(objects: &[Object]) -> Self {
         let mut inputs = Self {
             names: Vec::new(),
             values: Vec::new(),
             tools: HashSet::new(),
             objects: HashMap::new(),
         };
-        for (n, (object, list)) in (1u128..).zip(functions.iter()) {
-            let attrs: DictPairs = list
+        for (n, object) in (1u128..).zip(objects) {
+            let attrs: DictPairs = object
+                .functions
                 .iter()
                 .map(|f| {
-                    let tool = f.item.name().as_str().to_owned();
-                    inputs.tools.insert(tool.clone());
+                    inputs.tools.insert(f.tool.clone());
                     (
                         MontyObject::String(f.attribute.clone()),
                         MontyObject::Function {
-                            name: tool,
-                            docstring: f.item.description().map(str::to_owned),
+                            name: f.tool.clone(),
+                            docstring: f.doc.clone(),
                         },
                     )
                 })
                 .collect();
             let instance_id = MontyUuid::from_u128(u128::MAX - n);
-            if let Some(first) = list.first() {
-                inputs
-                    .objects
-                    .insert(instance_id, first.item.name().resource().to_owned());
-            }
-            inputs.names.push(object.to_owned());
+            inputs.objects.insert(instance_id, object.resource.clone());
+            inputs.names.push(object.name.clone());
             inputs
                 .values
                 .push(MontyObject::ClassInstance(Box::new(MontyClassInstance {
                     class_type: MontyClassType {
-                        name: object.to_owned(),
+                        name: object.name.clone(),
                         id: MontyUuid::from_u128(n),
                         host_defined: true,
                         is_dataclass: false,
@@ -263,7 +336,7 @@ impl Inputs {
 /// The interpreter's side of a run.
 struct Run {
     printed: Printed,
-    requests: async_mpsc::UnboundedSender<Request>,
+    requests: async_mpsc::UnboundedSender<Message>,
     replies: mpsc::Receiver<Reply>,
     limits: Limits,
     calls: usize,
@@ -393,29 +466,18 @@ impl Run {
                 Some("the call running the program was stopped".into()),
             ))
         };
-        if self.requests.send(Request::Call { tool, args }).is_err() {
+        if self.requests.send(Message::Call { tool, args }).is_err() {
             return stopped();
         }
         match self.replies.recv() {
-            Ok(Reply::Value(value)) => {
-                let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
-                if size > self.limits.result {
-                    return raise(
-                        ExcType::RuntimeError,
-                        format!(
-                            "E_CODE_LIMIT: the result is {size} bytes, more than the {} a program may take from one call; ask the tool for less",
-                            self.limits.result
-                        ),
-                    );
-                }
-                match from_json(&value) {
-                    Ok(value) => Answer::Return(value),
-                    Err(e) => raise(
-                        ExcType::ValueError,
-                        format!("the result cannot be read: {e}"),
-                    ),
-                }
-            }
+            // The host held the result to `Limits::result` before it replied.
+            Ok(Reply::Value(value)) => match from_json(&value) {
+                Ok(value) => Answer::Return(value),
+                Err(e) => raise(
+                    ExcType::ValueError,
+                    format!("the result cannot be read: {e}"),
+                ),
+            },
             Ok(Reply::Error(text)) => raise(ExcType::RuntimeError, text),
             Err(_) => stopped(),
         }
@@ -508,32 +570,43 @@ enum Answer {
     End(MontyException),
 }
 
-/// What the program printed, up to the output limit. Past it, `print` raises, and the run
-/// fails with the output limit even if the program catches that.
+/// What the program printed, sent to the host as it prints, up to the output limit. Past
+/// it, `print` raises, and the run fails with the output limit even if the program catches
+/// that.
 struct Printed {
-    text: String,
+    len: usize,
     max: usize,
     overflowed: bool,
+    host: async_mpsc::UnboundedSender<Message>,
 }
 
 impl Printed {
-    fn new(max: usize) -> Self {
+    fn new(max: usize, host: async_mpsc::UnboundedSender<Message>) -> Self {
         Self {
-            text: String::new(),
+            len: 0,
             max,
             overflowed: false,
+            host,
         }
     }
 
     fn push(&mut self, text: &str) -> Result<(), MontyException> {
-        if self.text.len().saturating_add(text.len()) > self.max {
+        let mut cut = text.len();
+        if self.len.saturating_add(text.len()) > self.max {
             self.overflowed = true;
-            let room = self.max.saturating_sub(self.text.len());
-            let mut cut = room.min(text.len());
+            cut = self.max.saturating_sub(self.len).min(text.len());
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            self.text.push_str(&text[..cut]);
+        }
+        if cut > 0 {
+            self.len += cut;
+            // A host that stopped listening ends the program at its next call.
+            let _ = self.host.send(Message::Print {
+                text: text[..cut].to_owned(),
+            });
+        }
+        if self.overflowed {
             return Err(MontyException::new(
                 ExcType::MemoryError,
                 Some(format!(
@@ -542,7 +615,6 @@ impl Printed {
                 )),
             ));
         }
-        self.text.push_str(text);
         Ok(())
     }
 }
@@ -558,12 +630,12 @@ impl PrintWriterCallback for Printed {
 }
 
 #[cfg(test)]
-mod tests_support {
+pub(super) mod tests_support {
     use super::*;
     use crate::tools::catalog::{CatalogItem, ToolCatalog};
     use crate::tools::name::ToolName;
 
-    pub(super) fn functions() -> Functions {
+    pub(crate) fn functions() -> Functions {
         let mut catalog = ToolCatalog::new();
         for name in ["notes__list", "notes__add", "file-system__read"] {
             catalog.push(CatalogItem::new(ToolName::parse(name).unwrap()));
@@ -571,7 +643,7 @@ mod tests_support {
         Functions::of(&catalog, "code__run")
     }
 
-    pub(super) fn limits() -> Limits {
+    pub(crate) fn limits() -> Limits {
         Limits {
             time: Duration::from_secs(5),
             memory: 1 << 20,
@@ -587,15 +659,17 @@ mod tests_support {
         code: &str,
         answer: impl Fn(&str, &Map<String, Value>) -> Reply,
     ) -> (Vec<(String, Value)>, Outcome) {
-        let mut interpreter = Interpreter::start(code.into(), &functions(), limits()).unwrap();
+        let mut running = start(Program::new(code.into(), &functions(), limits())).unwrap();
         let mut calls = Vec::new();
+        let mut printed = String::new();
         loop {
-            match interpreter.next().await {
-                Request::Call { tool, args } => {
-                    interpreter.reply(answer(&tool, &args));
+            match running.next().await {
+                Message::Call { tool, args } => {
+                    running.reply(answer(&tool, &args));
                     calls.push((tool, Value::Object(args)));
                 }
-                Request::Finished(outcome) => return (calls, outcome),
+                Message::Print { text } => printed.push_str(&text),
+                Message::End { result } => return (calls, Outcome { result, printed }),
             }
         }
     }

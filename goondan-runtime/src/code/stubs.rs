@@ -193,8 +193,14 @@ fn stub(out: &mut String, function: &Function) {
     let _ = writeln!(out, "        \"\"\"{indented}\"\"\"");
 }
 
-/// The code tool's description: how to write the program, then the stubs of `functions`.
-pub(crate) fn describe(functions: &Functions, max_calls: usize) -> String {
+/// How many functions the code tool's description lists when the Step also offers
+/// `code__search`: a catalog of more has the model search for the ones it needs.
+pub(crate) const LISTED_WITH_SEARCH: usize = 30;
+
+/// The code tool's description: how to write the program, then the stubs of `functions`, or,
+/// when `search` is offered and there are more than [`LISTED_WITH_SEARCH`] of them, where to
+/// find them.
+pub(crate) fn describe(functions: &Functions, max_calls: usize, search: Option<&str>) -> String {
     let mut out = String::from(
         "Runs a short Python program (a subset of Python 3; the modules are `json`, `re`, `math`, \
          `datetime`, `collections`, `itertools` and `functools`; no files, no network). The functions below are the tools: call them with \
@@ -203,18 +209,26 @@ pub(crate) fn describe(functions: &Functions, max_calls: usize) -> String {
          failed call raises `ToolError` (str(e) starts with the error code) which the program \
          can catch.",
     );
-    let _ = write!(
-        out,
-        " At most {max_calls} tool calls per program.\n\n```python\n"
-    );
-    for (object, list) in functions.iter() {
-        let _ = writeln!(out, "class {object}:");
-        for function in list {
-            stub(&mut out, function);
+    let _ = write!(out, " At most {max_calls} tool calls per program.");
+    match search {
+        Some(search) if functions.len() > LISTED_WITH_SEARCH => {
+            let objects: Vec<&str> = functions.iter().map(|(object, _)| object).collect();
+            let _ = write!(
+                out,
+                "\n\nThere are {} functions, on the objects {}. Call `{search}` first: it \
+                 answers the stubs of the functions that match what you need.",
+                functions.len(),
+                objects.join(", ")
+            );
         }
-        out.push('\n');
+        _ => {
+            out.push_str("\n\n");
+            classes(
+                &mut out,
+                functions.iter().map(|(o, list)| (o, list.iter().collect())),
+            );
+        }
     }
-    out.push_str("```");
     if !functions.left_out.is_empty() {
         let _ = write!(
             out,
@@ -223,6 +237,37 @@ pub(crate) fn describe(functions: &Functions, max_calls: usize) -> String {
         );
     }
     out
+}
+
+/// The stubs of `found` (functions of `functions`, in the order given), each under its
+/// object's `class`, objects in the order they first appear.
+pub(crate) fn stubs_of(found: &[&Function], functions: &Functions) -> String {
+    let mut objects: Vec<(&str, Vec<&Function>)> = Vec::new();
+    for function in found {
+        let Some(object) = functions.object_of(function) else {
+            continue;
+        };
+        match objects.iter_mut().find(|(o, _)| *o == object) {
+            Some((_, list)) => list.push(function),
+            None => objects.push((object, vec![function])),
+        }
+    }
+    let mut out = String::new();
+    classes(&mut out, objects.into_iter());
+    out
+}
+
+/// A fenced Python block of `class object:` with the stubs of its functions, per object.
+fn classes<'a>(out: &mut String, objects: impl Iterator<Item = (&'a str, Vec<&'a Function>)>) {
+    out.push_str("```python\n");
+    for (object, list) in objects {
+        let _ = writeln!(out, "class {object}:");
+        for function in list {
+            stub(out, function);
+        }
+        out.push('\n');
+    }
+    out.push_str("```");
 }
 
 #[cfg(test)]
@@ -245,7 +290,7 @@ mod tests {
         );
         let mut catalog = ToolCatalog::new();
         catalog.push(item);
-        let described = describe(&Functions::of(&catalog, "code__run"), 50);
+        let described = describe(&Functions::of(&catalog, "code__run"), 50, None);
         assert!(described.contains("max: int | None = None)"), "{described}");
         assert_eq!(
             python_type(&json!({"enum": ["a", "b"]})),
@@ -285,7 +330,7 @@ mod tests {
             ));
         let mut catalog = ToolCatalog::new();
         catalog.push(item);
-        let text = describe(&Functions::of(&catalog, "code__run"), 50);
+        let text = describe(&Functions::of(&catalog, "code__run"), 50, None);
         assert!(text.contains("class file_system:"), "{text}");
         assert!(
             text.contains(

@@ -7,10 +7,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::interpreter::{Interpreter, Request};
 use super::names::Functions;
-use super::program::{Failure, FailureKind, Interpreter, Limits, Outcome, Reply, Request};
+use super::program::{Failure, FailureKind, Limits, Outcome, Program, Reply};
+use super::search::{SEARCH_NAME, parameters as search_parameters, search};
 use super::stubs::describe;
+use super::worker::WorkerLauncher;
 use super::{CodeMode, TOOL_NAME, codes};
+use crate::tools::annotations::ExportAnnotations;
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::content::{Content, ResourceBody};
 use crate::tools::context::ToolContext;
@@ -38,10 +42,12 @@ pub(crate) struct CodeModeError {
     reason: String,
 }
 
-/// Code mode, ready for an agent instance: the code tool's registry entry (its handler holds
-/// the limits) and whether the tools stay callable directly.
+/// Code mode, ready for an agent instance or a server: the code tool's registry entry (its
+/// handler holds the limits), the search tool's if it is offered, and whether the tools stay
+/// callable directly.
 pub(crate) struct CodeOffer {
     entry: Arc<RegisteredExport>,
+    search: Option<Arc<RegisteredExport>>,
     direct: bool,
     max_calls: usize,
 }
@@ -50,12 +56,13 @@ pub(crate) struct CodeOffer {
 pub(crate) struct Offered {
     /// What the model is shown, and what its own calls are checked against.
     pub(crate) shown: ToolCatalog,
-    /// What the program's calls are checked against: the Step's catalog without the code tool.
+    /// What the program's calls are checked against: the Step's catalog without the code
+    /// mode's own tools.
     pub(crate) inner: Arc<ToolCatalog>,
 }
 
 impl CodeOffer {
-    /// Builds the code tool for `mode`.
+    /// Builds the code tool for `mode`, and its search when `mode` has one.
     pub(crate) fn new(mode: &CodeMode) -> Result<Self, CodeModeError> {
         let failed = |reason: String| CodeModeError { reason };
         let limits = mode.limits;
@@ -71,15 +78,28 @@ impl CodeOffer {
             "required": ["code"],
             "additionalProperties": false,
         });
-        let handler = handler_fn(move |ctx, args| run(ctx, args, limits));
+        let worker = mode.worker.clone();
+        let handler = handler_fn(move |ctx, args| run(ctx, args, limits, worker.clone()));
         let (resource, export) = TOOL_NAME.split_once("__").unwrap_or(("code", "run"));
-        let tool = Tool::builder(resource)
+        let mut tool = Tool::builder(resource)
             .description("Code mode: one program calls the Step's tools")
             .error_message_limit(ERROR_MESSAGE_LIMIT)
             .source(ToolSource::extension("code-mode"))
-            .export(Export::new(export, parameters, handler))
-            .build()
-            .map_err(|e| failed(e.to_string()))?;
+            .export(Export::new(export, parameters, handler));
+        if let Some(ranker) = &mode.search {
+            let ranker = Arc::clone(ranker);
+            let handler = handler_fn(move |ctx, args| search(ctx, args, Arc::clone(&ranker)));
+            let export = SEARCH_NAME.split_once("__").map_or("search", |(_, e)| e);
+            tool = tool.export(
+                Export::new(export, search_parameters(), handler)
+                    .with_description(
+                        "Finds the code tool's functions for what you need: answers the Python \
+                         stubs of the best matches, best first.",
+                    )
+                    .with_annotations(ExportAnnotations::default().read_only(true)),
+            );
+        }
+        let tool = tool.build().map_err(|e| failed(e.to_string()))?;
         let registry = ToolRegistry::builder()
             .tool(tool)
             .build()
@@ -87,19 +107,30 @@ impl CodeOffer {
         let entry = registry
             .get(TOOL_NAME)
             .ok_or_else(|| failed(format!("`{TOOL_NAME}` is not in its own registry")))?;
+        let search =
+            match mode.search {
+                Some(_) => Some(registry.get(SEARCH_NAME).ok_or_else(|| {
+                    failed(format!("`{SEARCH_NAME}` is not in its own registry"))
+                })?),
+                None => None,
+            };
         Ok(Self {
             entry,
+            search,
             direct: mode.direct,
             max_calls: limits.calls,
         })
     }
 
     /// The catalogs of a Step whose catalog (after step middleware) is `catalog`: the code
-    /// tool, described with the stubs of the Step's tools, beside them or alone.
+    /// tool, described with the stubs of the Step's tools (or, with a search and a big
+    /// catalog, pointing to it), and the search, beside the tools or alone.
     pub(crate) fn offer(&self, catalog: ToolCatalog) -> Offered {
         let mut inner = catalog;
         inner.remove(TOOL_NAME);
-        let description = describe(&Functions::of(&inner, TOOL_NAME), self.max_calls);
+        inner.remove(SEARCH_NAME);
+        let search = self.search.as_ref().map(|_| SEARCH_NAME);
+        let description = describe(&Functions::of(&inner, TOOL_NAME), self.max_calls, search);
         let item = CatalogItem::from_entry(&self.entry).with_description(description);
         let mut shown = if self.direct {
             inner.clone()
@@ -107,6 +138,9 @@ impl CodeOffer {
             ToolCatalog::new()
         };
         shown.push(item);
+        if let Some(entry) = &self.search {
+            shown.push(CatalogItem::from_entry(entry));
+        }
         Offered {
             shown,
             inner: Arc::new(inner),
@@ -121,7 +155,12 @@ struct Made {
 }
 
 /// The handler of the code tool.
-async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value, ToolError> {
+async fn run(
+    ctx: ToolContext,
+    args: JsonObject,
+    limits: Limits,
+    worker: Option<Arc<dyn WorkerLauncher>>,
+) -> Result<Value, ToolError> {
     let Some(code) = args.get("code").and_then(Value::as_str) else {
         return Err(ToolError::new("`code` must be a string")
             .with_code(crate::tools::error::codes::INVALID_ARGS));
@@ -134,7 +173,8 @@ async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value
         .with_suggestion("call the tools directly"));
     };
     let functions = Functions::of(calls.catalog(), TOOL_NAME);
-    let mut interpreter = Interpreter::start(code.to_owned(), &functions, limits).map_err(|e| {
+    let program = Program::new(code.to_owned(), &functions, limits);
+    let mut interpreter = Interpreter::start(program, worker.as_ref()).map_err(|e| {
         ToolError::new(format!("the interpreter cannot start: {e}"))
             .with_code(codes::ERROR)
             .retryable()
@@ -143,16 +183,22 @@ async fn run(ctx: ToolContext, args: JsonObject, limits: Limits) -> Result<Value
     loop {
         match interpreter.next().await {
             Request::Call { tool, args } => {
-                let id = format!("{}.{}", ctx.tool_call_id(), made.len() + 1);
+                let index = made.len() + 1;
+                let id = format!("{}.{index}", ctx.tool_call_id());
                 let call = ToolCall::new(id, tool.clone(), Value::Object(args));
-                let result = calls.call(call, &ctx).await;
+                // An error: the program, run again after a crash, does not match its journal;
+                // dropping the interpreter stops it.
+                let result = calls.call(call, index, &ctx).await?;
                 made.push(Made {
                     tool,
                     code: result.error_code().map(str::to_owned),
                 });
                 interpreter.reply(reply(result));
             }
-            Request::Finished(outcome) => return finish(outcome, &made),
+            Request::Finished(outcome) => {
+                calls.ended(&ctx, made.len())?;
+                return finish(outcome, &made);
+            }
         }
     }
 }
@@ -224,6 +270,11 @@ fn failure_error(failure: &Failure, printed: &str, made: &[Made]) -> ToolError {
             codes::ERROR,
             "the program raised an exception it did not catch".to_owned(),
             "fix the line the traceback ends at, or catch the exception (a failed tool call raises ToolError)",
+        ),
+        FailureKind::Worker => (
+            codes::ERROR,
+            "the program's worker process failed".to_owned(),
+            "run the program again; if it fails the same way, do less in one program",
         ),
         FailureKind::Limit(limit) => (
             codes::LIMIT,

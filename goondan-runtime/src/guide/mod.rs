@@ -13,8 +13,9 @@
 //! 9. [`agents`]: agents in their own processes, handoff, swarms across machines.
 //! 10. [`durable`]: durable runs: the run journal, resuming after a crash.
 //! 11. [`mcp`]: serving tools over MCP, and using tools from MCP servers.
-//! 12. [`features`]: the workspace's crates, and which cargo features to pick.
-//! 13. [`errors`]: failures as data, error codes and their `helpUrl`.
+//! 12. [`code_mode`]: the model writes one program that calls the Step's tools.
+//! 13. [`features`]: the workspace's crates, and which cargo features to pick.
+//! 14. [`errors`]: failures as data, error codes and their `helpUrl`.
 //!
 //! # Nine nouns
 //!
@@ -141,6 +142,13 @@ pub mod durable {}
     doc = "MCP both ways (this page needs the `mcp` feature)."
 )]
 pub mod mcp {}
+
+#[cfg_attr(feature = "code-mode", doc = include_str!("code_mode.md"))]
+#[cfg_attr(
+    not(feature = "code-mode"),
+    doc = "Code mode: one program calls the Step's tools (this page needs the `code-mode` feature)."
+)]
+pub mod code_mode {}
 
 #[doc = include_str!("features.md")]
 pub mod features {}

@@ -87,6 +87,13 @@ pub enum McpServerError {
     /// The toolsets to serve do not make a catalog.
     #[error(transparent)]
     Toolset(#[from] ToolsetError),
+    /// The code tool could not be built.
+    #[error("{0}")]
+    CodeMode(String),
+    /// The skills folder could not be read.
+    #[cfg(feature = "skills")]
+    #[error("the skills cannot be served: {0}")]
+    Skills(#[from] rmcp::handler::server::skill_catalog::SkillCatalogError),
     /// The executor runs over another registry than the one served.
     #[error(
         "the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`"
@@ -124,12 +131,37 @@ struct Served {
 /// One generation of the served catalog, and its tools as MCP sees them, made the first time
 /// a client lists them and shared by every `tools/list` until the catalog changes.
 pub(super) struct View {
+    /// What clients are shown, and what their calls are checked against.
     pub(super) catalog: Arc<ToolCatalog>,
+    /// What a code mode program's calls are checked against: the selected tools, without the
+    /// code mode's own.
+    #[cfg(feature = "code-mode")]
+    pub(super) inner: Arc<ToolCatalog>,
     tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
 }
 
 impl View {
-    fn new(catalog: ToolCatalog) -> Self {
+    #[cfg(feature = "code-mode")]
+    fn new(catalog: ToolCatalog, code: Option<&Code>) -> Self {
+        let (catalog, inner) = match code {
+            Some(code) => {
+                let offered = code.offer(catalog);
+                (Arc::new(offered.shown), offered.inner)
+            }
+            None => {
+                let catalog = Arc::new(catalog);
+                (Arc::clone(&catalog), catalog)
+            }
+        };
+        Self {
+            catalog,
+            inner,
+            tools: std::sync::OnceLock::new(),
+        }
+    }
+
+    #[cfg(not(feature = "code-mode"))]
+    fn new(catalog: ToolCatalog, _code: Option<&Code>) -> Self {
         Self {
             catalog: Arc::new(catalog),
             tools: std::sync::OnceLock::new(),
@@ -142,6 +174,13 @@ impl View {
             .get_or_init(|| listing::tools_of(&self.catalog, renames))
     }
 }
+
+/// The server's code mode, when it offers one.
+#[cfg(feature = "code-mode")]
+type Code = crate::code::CodeOffer;
+/// Without the `code-mode` feature there is none.
+#[cfg(not(feature = "code-mode"))]
+enum Code {}
 
 /// Goondan names published under other names, both ways. Empty unless
 /// [`McpServerBuilder::publish_as`] is used.
@@ -169,6 +208,11 @@ impl Renames {
 
 struct Shared {
     executor: ToolExecutor,
+    /// The skills served (SEP-2640), when a folder was given.
+    #[cfg(feature = "skills")]
+    skills: Option<rmcp::handler::server::skill_catalog::SkillCatalog>,
+    /// Code mode: the code tool (and its search) instead of, or beside, the tools.
+    code: Option<Code>,
     selection: Selection,
     served: RwLock<Served>,
     renames: Renames,
@@ -231,6 +275,10 @@ impl McpServer {
             renames: Vec::new(),
             others: None,
             http_limits: HttpLimits::default(),
+            #[cfg(feature = "code-mode")]
+            code: None,
+            #[cfg(feature = "skills")]
+            skills: None,
         }
     }
 
@@ -325,7 +373,7 @@ impl McpServer {
             .unwrap_or_else(|_| (*served.view.catalog).clone());
         *served = Served {
             generation,
-            view: Arc::new(View::new(fresh)),
+            view: Arc::new(View::new(fresh, self.shared.code.as_ref())),
         };
         Arc::clone(&served.view)
     }
@@ -369,9 +417,37 @@ pub struct McpServerBuilder {
     renames: Vec<(String, String)>,
     others: Option<Arc<dyn others::Others>>,
     http_limits: HttpLimits,
+    #[cfg(feature = "code-mode")]
+    code: Option<crate::code::CodeMode>,
+    #[cfg(feature = "skills")]
+    skills: Option<PathBuf>,
 }
 
 impl McpServerBuilder {
+    /// Serves the skills of `folder` (the MCP Skills extension, SEP-2640): each folder below it
+    /// that holds a `SKILL.md` is a skill, listed by `skills/list` and `skills/get` with each
+    /// file's size and sha256 digest, its files read by `resources/read` and its folders by
+    /// `resources/directory/read`. rmcp's `SkillCatalog` reads the folder when the server is
+    /// built: without following links, hidden entries left out, a skill past the extension's
+    /// limits (512 files, 16 MiB) left out. A `skill://` resource is the skills'; every other
+    /// resource stays [`others`](Self::others)'.
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, folder: impl Into<PathBuf>) -> Self {
+        self.skills = Some(folder.into());
+        self
+    }
+
+    /// Offers code mode: the client is shown the code tool (`code__run`, one Python program
+    /// that calls the served tools as functions), its search when `mode` has one, and the
+    /// tools themselves only when `mode` keeps them callable directly. Each call a program
+    /// makes goes through the executor like a client's own, checked against the served
+    /// catalog; the client answers its approvals and questions as for any call.
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode(mut self, mode: crate::code::CodeMode) -> Self {
+        self.code = Some(mode);
+        self
+    }
+
     /// The limits of [`serve_http`](McpServer::serve_http): idle session expiry, the session
     /// cap and the body cap (default [`HttpLimits::default`]).
     pub fn http_limits(mut self, limits: HttpLimits) -> Self {
@@ -517,6 +593,24 @@ impl McpServerBuilder {
         };
         let generation = self.registry.generation();
         let catalog = build_catalog(&self.registry, &self.selection)?;
+        #[cfg(feature = "code-mode")]
+        let code = match &self.code {
+            Some(mode) => Some(
+                crate::code::CodeOffer::new(mode)
+                    .map_err(|e| McpServerError::CodeMode(e.to_string()))?,
+            ),
+            None => None,
+        };
+        #[cfg(not(feature = "code-mode"))]
+        let code: Option<Code> = None;
+        let view = View::new(catalog, code.as_ref());
+        #[cfg(feature = "skills")]
+        let skills = match &self.skills {
+            Some(folder) => {
+                Some(rmcp::handler::server::skill_catalog::SkillCatalog::from_dir(folder)?)
+            }
+            None => None,
+        };
         let mut renames = Renames::default();
         for (goondan, published) in self.renames {
             if renames.goondan.contains_key(&published) {
@@ -528,10 +622,13 @@ impl McpServerBuilder {
         Ok(McpServer {
             shared: Arc::new(Shared {
                 executor,
+                #[cfg(feature = "skills")]
+                skills,
+                code,
                 selection: self.selection,
                 served: RwLock::new(Served {
                     generation,
-                    view: Arc::new(View::new(catalog)),
+                    view: Arc::new(view),
                 }),
                 renames,
                 workdir: Arc::from(

@@ -33,8 +33,9 @@ struct Queue {
     /// Records for the next write: call results and rerunnable starts deferred to it, and
     /// the records of writers waiting for it.
     records: Vec<Record>,
-    /// How many of `records` are call results (for the `after-result` points).
-    results: usize,
+    /// The point each of the call results among `records` reaches once written
+    /// (`after-result`, or `after-inner-result` for a call a program made).
+    results: Vec<JournalPoint>,
     /// How many of those are results of calls that would not run again after a crash: a
     /// rerunnable call's start does not wait for the next write while there are any.
     precious: usize,
@@ -59,8 +60,8 @@ impl Writer {
 
     /// Writes the deferred records and those `build` makes (built only when there is a
     /// journal), with the records of writers waiting at the same time, as one unit; then
-    /// marks the points reached: `after-result` once per result the write carried, then
-    /// `points`.
+    /// marks the points reached: each result's (`after-result`, `after-inner-result`) for
+    /// the results the write carried, then `points`.
     pub(crate) async fn write(
         &self,
         points: &[JournalPoint],
@@ -101,8 +102,8 @@ impl Writer {
         match appended {
             Ok(()) => {
                 drop(queue);
-                for _ in 0..results {
-                    reached(JournalPoint::AfterResult);
+                for point in results {
+                    reached(point);
                 }
                 for &point in points {
                     reached(point);
@@ -136,13 +137,14 @@ impl Writer {
     }
 
     /// Keeps the call result `build` makes for the next write ([`write`](Self::write)), with
-    /// whether its call may run again after a crash. Built only when there is a journal.
-    pub(crate) fn defer(&self, build: impl FnOnce() -> (Record, bool)) {
+    /// whether its call may run again after a crash; the write reaches `point` for it. Built
+    /// only when there is a journal.
+    pub(crate) fn defer(&self, point: JournalPoint, build: impl FnOnce() -> (Record, bool)) {
         if let Some(inner) = &self.0 {
             let (record, rerunnable) = build();
             let mut queue = lock(&inner.queue);
             queue.records.push(record);
-            queue.results += 1;
+            queue.results.push(point);
             queue.precious += usize::from(!rerunnable);
         }
     }
@@ -172,38 +174,49 @@ impl Writer {
 /// every other middleware (approvals included) let it through, just before the handler. When
 /// the start cannot be written, the call does not run. The start of a call marked idempotent
 /// or read-only goes with the next write instead: such a call runs again on resume whether or
-/// not its start was written.
+/// not its start was written. A call whose start the journal holds already (one resumed after
+/// a crash) is not written again. A call that a code call's program makes is written as the
+/// program's call ([`Record::InnerCallStarted`]), with the arguments the program gave.
 pub(crate) struct JournalStarts(pub(crate) Writer);
 
 impl Middleware for JournalStarts {
     fn handle(self: Arc<Self>, cx: CallContext, next: Next) -> MiddlewareFuture {
         Box::pin(async move {
-            // A call a code call's program makes is not one of the model's: the code call's
-            // own start stands for it, so that a crash answers `E_TOOL_INTERRUPTED` for the
-            // program rather than leaving records of calls the message does not hold.
-            #[cfg(feature = "code-mode")]
-            if !cx
-                .context()
-                .message()
-                .tool_calls
-                .iter()
-                .any(|c| c.id == cx.tool_call_id())
-            {
+            let journaled = cx.context().journaled();
+            if journaled.is_some_and(|j| j.started) {
                 return next.run(cx).await;
             }
-            let start = || Record::CallStarted {
-                turn_id: cx.context().turn_id().to_owned(),
-                message_id: cx.context().message().id.clone(),
-                call_id: cx.tool_call_id().to_owned(),
+            let inner = journaled.and_then(|j| j.inner.as_ref());
+            let point = match inner {
+                Some(_) => JournalPoint::AfterInnerStart,
+                None => JournalPoint::AfterStart,
+            };
+            let start = || {
+                let (turn_id, message_id) = (
+                    cx.context().turn_id().to_owned(),
+                    cx.context().message().id.clone(),
+                );
+                match inner {
+                    Some(of) => Record::InnerCallStarted {
+                        turn_id,
+                        message_id,
+                        call_id: cx.context().within().unwrap_or_default().to_owned(),
+                        index: of.index,
+                        tool: cx.tool_name().to_owned(),
+                        args: of.args.clone(),
+                    },
+                    None => Record::CallStarted {
+                        turn_id,
+                        message_id,
+                        call_id: cx.tool_call_id().to_owned(),
+                    },
+                }
             };
             if cx.annotations().rerunnable() && self.0.defer_start(start) {
-                reached(JournalPoint::AfterStart);
+                reached(point);
                 return next.run(cx).await;
             }
-            let written = self
-                .0
-                .write(&[JournalPoint::AfterStart], || vec![start()])
-                .await;
+            let written = self.0.write(&[point], || vec![start()]).await;
             if let Err(e) = written {
                 let error = ToolError::new(format!(
                     "the run journal cannot record the call's start, so it did not run: {e}"
@@ -321,7 +334,9 @@ mod tests {
                     .map_err(|e| e.to_string())?;
                 // The handler runs now: its start must be in the journal already.
                 let durable = journal.inner.records().contains(&record("started", i));
-                writer.defer(|| (record("admitted", 100 + i), false));
+                writer.defer(JournalPoint::AfterResult, || {
+                    (record("admitted", 100 + i), false)
+                });
                 Ok(durable)
             })
             .buffered(10)
@@ -389,11 +404,15 @@ mod tests {
         // a write; the Step's flush writes them all.
         for i in 0..5 {
             assert!(writer.defer_start(|| record("started", i)));
-            writer.defer(|| (record("admitted", 100 + i), true));
+            writer.defer(JournalPoint::AfterResult, || {
+                (record("admitted", 100 + i), true)
+            });
         }
         assert_eq!(journal.appends.load(Ordering::SeqCst), 0);
         // The result of a call that would not run again must not wait on a rerunnable start.
-        writer.defer(|| (record("admitted", 200), false));
+        writer.defer(JournalPoint::AfterResult, || {
+            (record("admitted", 200), false)
+        });
         assert!(!writer.defer_start(|| record("started", 9)));
         writer.flush().await.unwrap();
         assert_eq!(journal.appends.load(Ordering::SeqCst), 1);

@@ -28,7 +28,7 @@ use crate::extension::{Extension, ExtensionApi};
 use crate::lock;
 use crate::tools::agent::AgentRuntime;
 use crate::tools::catalog::ToolCatalog;
-use crate::tools::context::{Caller, Message, ToolContext, fresh_id, now_ms};
+use crate::tools::context::{Caller, Journaled, Message, ToolContext, fresh_id, now_ms};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::ToolCallResult;
 use crate::tools::toolset::{self, Toolset};
@@ -1066,6 +1066,10 @@ fn earlier_results(
             CallProgress::Finished(f) => Some(f.result.clone()),
             _ => None,
         }));
+        // The journaled results of the calls the Step's programs made count too: a resumed
+        // program is answered them again, not counted again.
+        let inner = open.programs.iter().flatten();
+        results.extend(inner.filter_map(|c| c.result.clone()));
     }
     results
 }
@@ -1092,6 +1096,14 @@ impl Core<StepContext> for StepRunner {
                 None => (step, None),
             };
             let resumed = lock(&shared.open_step).take_if(|o| o.step == step.step);
+            // What the programs of the resumed Step's started code calls did before.
+            #[cfg(feature = "code-mode")]
+            let programs = Arc::new(
+                resumed
+                    .as_ref()
+                    .map(super::resumed::Programs::of)
+                    .unwrap_or_default(),
+            );
             let catalog;
             let (assistant, usage, progress, answered_now) = match resumed {
                 Some(open) => {
@@ -1161,6 +1173,7 @@ impl Core<StepContext> for StepRunner {
                 Some(catalog) => ctx.step_calls(Arc::new(StepRoute {
                     shared: Arc::downgrade(&shared),
                     catalog,
+                    programs,
                 })),
                 None => ctx,
             };
@@ -1192,12 +1205,14 @@ impl Core<StepContext> for StepRunner {
 
 /// The route of the calls a code call's program makes: each is a call of the Step through the
 /// instance's executor, checked against the Step's catalog and counted against the retry
-/// budget like the model's own.
+/// budget like the model's own, and journaled as the program's; or, for a program that a
+/// resumed Step runs again, answered from the journal ([`super::resumed`]).
 #[cfg(feature = "code-mode")]
 struct StepRoute {
     /// Weak: a call's context can outlive the Step in a pending result the executor keeps.
     shared: std::sync::Weak<Shared>,
     catalog: Arc<ToolCatalog>,
+    programs: Arc<super::resumed::Programs>,
 }
 
 #[cfg(feature = "code-mode")]
@@ -1209,21 +1224,64 @@ impl crate::tools::context::StepCalls for StepRoute {
     fn call(
         &self,
         call: crate::tools::result::ToolCall,
+        index: usize,
         parent: &ToolContext,
     ) -> crate::tools::context::CallFuture {
+        use super::resumed::Replayed;
+        use crate::tools::context::{InnerOf, Journaled};
+
         let shared = self.shared.upgrade();
         let catalog = Arc::clone(&self.catalog);
+        let programs = Arc::clone(&self.programs);
         let parent = parent.clone();
         Box::pin(async move {
             let Some(shared) = shared else {
                 let gone = crate::tools::error::ToolError::new("the agent instance has stopped")
                     .with_code(crate::tools::error::codes::CANCELLED);
-                return ToolCallResult::error(call.id, call.name, gone);
+                return Ok(ToolCallResult::error(call.id, call.name, gone));
             };
-            let mut result = shared.executor.execute(call, &parent, &catalog).await;
-            shared.failures.count(&shared.retry, &mut result);
-            result
+            let outer = parent.tool_call_id().to_owned();
+            let started = match programs.replay(&outer, index, &call.name, &call.args)? {
+                Replayed::Finished(result) => return Ok(result),
+                Replayed::Started => true,
+                Replayed::New => false,
+            };
+            let result = if started && !rerunnable(&shared.registry, &call.name) {
+                interrupted(&call, &parent, &shared.registry)
+            } else {
+                let journaled = shared.journal.journal().is_some().then(|| Journaled {
+                    started,
+                    inner: Some(InnerOf {
+                        index,
+                        args: call.args.clone(),
+                    }),
+                });
+                let ctx = parent.with_journaled(journaled);
+                let mut result = shared.executor.execute(call, &ctx, &catalog).await;
+                shared.failures.count(&shared.retry, &mut result);
+                result
+            };
+            // Written with the next write: the program's next call's start, or the Step's end.
+            shared.journal.defer(JournalPoint::AfterInnerResult, || {
+                let record = Record::InnerCallFinished {
+                    turn_id: parent.turn_id().to_owned(),
+                    message_id: parent.message().id.clone(),
+                    call_id: outer,
+                    index,
+                    result: result.clone(),
+                };
+                (record, rerunnable(&shared.registry, &result.tool_name))
+            });
+            Ok(result)
         })
+    }
+
+    fn ended(
+        &self,
+        parent: &ToolContext,
+        made: usize,
+    ) -> Result<(), crate::tools::error::ToolError> {
+        self.programs.ended(parent.tool_call_id(), made)
     }
 }
 
@@ -1235,26 +1293,36 @@ async fn run_call(
     call: crate::tools::result::ToolCall,
     progress: CallProgress,
 ) -> Result<(ToolCallResult, Message), StepError> {
-    let result = match progress {
+    let started = match progress {
         CallProgress::Finished(f) => {
             let message = tool_message_at(&f.result, f.tool_message_id, f.at);
             return Ok((f.result, message));
         }
-        CallProgress::Started if !rerunnable(&shared.registry, &call.name) => {
-            interrupted(&call, ctx, &shared.registry)
+        CallProgress::Started => true,
+        CallProgress::Admitted | CallProgress::Waiting => false,
+    };
+    let result = if started && !rerunnable(&shared.registry, &call.name) && !resumes(shared, &call)
+    {
+        interrupted(&call, ctx, &shared.registry)
+    } else {
+        // A call that runs again after a crash has its start journaled already.
+        let resumed = started.then(|| {
+            ctx.with_journaled(Some(Journaled {
+                started: true,
+                inner: None,
+            }))
+        });
+        let ctx = resumed.as_ref().unwrap_or(ctx);
+        let mut result = shared.executor.execute(call.clone(), ctx, catalog).await;
+        shared.failures.count(&shared.retry, &mut result);
+        if let Some(handle) = result.handle.as_deref().filter(|_| result.is_pending()) {
+            shared.submissions.track(&ctx.message().id, &call, handle);
         }
-        CallProgress::Started | CallProgress::Admitted | CallProgress::Waiting => {
-            let mut result = shared.executor.execute(call.clone(), ctx, catalog).await;
-            shared.failures.count(&shared.retry, &mut result);
-            if let Some(handle) = result.handle.as_deref().filter(|_| result.is_pending()) {
-                shared.submissions.track(&ctx.message().id, &call, handle);
-            }
-            result
-        }
+        result
     };
     let message = tool_message(&result);
     // Written with the next write: the next call's start, or the end of the Step.
-    shared.journal.defer(|| {
+    shared.journal.defer(JournalPoint::AfterResult, || {
         let record = Record::CallFinished {
             turn_id: ctx.turn_id().to_owned(),
             message_id: ctx.message().id.clone(),
@@ -1265,4 +1333,15 @@ async fn run_call(
         (record, rerunnable(&shared.registry, &result.tool_name))
     });
     Ok((result, message))
+}
+
+/// Whether `call`, started when the process stopped, resumes rather than being interrupted:
+/// a code call runs its program again, answered from the journal ([`super::resumed`]).
+fn resumes(shared: &Shared, call: &crate::tools::result::ToolCall) -> bool {
+    #[cfg(feature = "code-mode")]
+    if shared.code.is_some() && call.name == crate::code::TOOL_NAME {
+        return true;
+    }
+    let _ = (shared, call);
+    false
 }

@@ -12,6 +12,8 @@ mod instance;
 pub mod journal;
 mod model;
 mod pipeline;
+#[cfg(feature = "code-mode")]
+mod resumed;
 mod submissions;
 mod tool_message;
 

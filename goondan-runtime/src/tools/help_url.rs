@@ -81,6 +81,7 @@ pub const DOCUMENTED_CODES: &[&str] = &[
     "E_JSON_SHAPE",
     "E_MCP_AUTH",
     "E_MCP_REMOTE",
+    "E_MCP_SKILL_MISMATCH",
     "E_MCP_TOOL_ERROR",
     "E_MCP_UNAVAILABLE",
     "E_PATH_HARDLINK",

@@ -20,5 +20,6 @@ pub mod output_schema;
 pub mod registry;
 pub mod result;
 pub mod schema;
+pub mod search;
 pub mod tool;
 pub mod toolset;

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use goondan_runtime::calls::approval::{Approvals, Decision, Policy, approver_fn};
+use goondan_runtime::code::worker::{LaunchedWorker, WorkerCommand, WorkerLauncher};
 use goondan_runtime::code::{CodeMode, codes};
 use goondan_runtime::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use goondan_runtime::prelude::*;
 use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel, step_fn};
-use goondan_runtime::{CallContext, Middleware, from_fn};
+use goondan_runtime::{CallContext, Middleware, ToolStatus, from_fn};
 use serde_json::{Value, json};
 
 /// A shop's stock.
@@ -448,7 +449,7 @@ async fn the_code_tool_called_outside_code_mode_s_step_is_refused() {
 }
 
 #[tokio::test]
-async fn with_a_journal_only_the_code_call_is_journaled_and_the_journal_reads_back_clean() {
+async fn with_a_journal_the_code_call_and_each_inner_call_are_journaled_once_and_read_back_clean() {
     use goondan_runtime::step::journal::{Journal, MemoryJournal, Record};
     let journal = Arc::new(MemoryJournal::new());
     let registry = Arc::new(ToolRegistry::builder().tool(shop::TOOL).build().unwrap());
@@ -473,18 +474,53 @@ async fn with_a_journal_only_the_code_call_is_journaled_and_the_journal_reads_ba
     let turn = first.run_turn("prices?").await.unwrap();
     let output = turn.steps[0].results[0].output.clone().unwrap();
     assert_eq!(output["value"], json!([30, 45, 250, 80]));
-    let started: Vec<String> = journal
-        .read()
-        .await
-        .unwrap()
-        .records
-        .into_iter()
+    let records = journal.read().await.unwrap().records;
+    let started: Vec<&str> = records
+        .iter()
         .filter_map(|r| match r {
-            Record::CallStarted { call_id, .. } => Some(call_id),
+            Record::CallStarted { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
     assert_eq!(started, ["c1"]);
+    // Each inner call once: its start with the program's arguments, then its result.
+    let inner: Vec<(&str, usize, &str)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::InnerCallStarted { index, tool, .. } => {
+                Some(("started", *index, tool.as_str()))
+            }
+            Record::InnerCallFinished {
+                call_id,
+                index,
+                result,
+                ..
+            } if call_id == "c1" && result.status == ToolStatus::Ok => {
+                Some(("finished", *index, &*result.tool_name))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut want = Vec::new();
+    for (i, tool) in [
+        "shop__items",
+        "shop__price",
+        "shop__price",
+        "shop__price",
+        "shop__price",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        want.push(("started", i + 1, tool));
+        want.push(("finished", i + 1, tool));
+    }
+    assert_eq!(inner, want);
+    let pear = records.iter().find_map(|r| match r {
+        Record::InnerCallStarted { index: 3, args, .. } => Some(args.clone()),
+        _ => None,
+    });
+    assert_eq!(pear, Some(json!({"name": "pear"})));
     // A new process reads the journal back: nothing unfinished, nothing left over.
     let again = agent(ScriptedModel::new([]));
     assert!(again.resume().await.unwrap().is_none());
@@ -494,6 +530,201 @@ async fn with_a_journal_only_the_code_call_is_journaled_and_the_journal_reads_ba
         again.journal_warnings()
     );
     assert_eq!(again.conversation().len(), first.conversation().len());
+}
+
+/// A journal left by a process that stopped in the middle of the code call `c1` running
+/// `program`: the Turn's input, the model's answer, the code call's start, then `inner`.
+async fn stopped_in(
+    program: &str,
+    inner: Vec<goondan_runtime::step::journal::Record>,
+) -> goondan_runtime::step::journal::MemoryJournal {
+    use goondan_runtime::Message;
+    use goondan_runtime::step::journal::{MemoryJournal, Record};
+    let mut input = Message::assistant("u1", Some("go".into()), Vec::new());
+    input.role = "user".into();
+    let call = ToolCall::new("c1", "code__run", json!({ "code": program }));
+    let (turn_id, message_id) = ("t1".to_owned(), "a1".to_owned());
+    let mut records = vec![
+        Record::TurnStarted {
+            turn_id: turn_id.clone(),
+            trace_id: "trace-1".into(),
+            input,
+        },
+        Record::ModelAnswered {
+            turn_id: turn_id.clone(),
+            step: 0,
+            assistant: Message::assistant(message_id.clone(), None, vec![call]),
+            usage: None,
+        },
+        Record::CallAdmitted {
+            turn_id: turn_id.clone(),
+            message_id: message_id.clone(),
+            call_id: "c1".into(),
+        },
+        Record::CallStarted {
+            turn_id,
+            message_id,
+            call_id: "c1".into(),
+        },
+    ];
+    records.extend(inner);
+    let journal = MemoryJournal::new();
+    goondan_runtime::step::journal::Journal::append(&journal, &records)
+        .await
+        .unwrap();
+    journal
+}
+
+fn inner_started(index: usize, tool: &str, args: Value) -> goondan_runtime::step::journal::Record {
+    goondan_runtime::step::journal::Record::InnerCallStarted {
+        turn_id: "t1".into(),
+        message_id: "a1".into(),
+        call_id: "c1".into(),
+        index,
+        tool: tool.into(),
+        args,
+    }
+}
+
+fn inner_finished(
+    index: usize,
+    tool: &str,
+    value: Value,
+) -> goondan_runtime::step::journal::Record {
+    goondan_runtime::step::journal::Record::InnerCallFinished {
+        turn_id: "t1".into(),
+        message_id: "a1".into(),
+        call_id: "c1".into(),
+        index,
+        result: ToolCallResult::ok(format!("c1.{index}"), tool, value),
+    }
+}
+
+/// Resumes the Turn `journal` left, with every `shop` tool and the harness's record of the
+/// calls the executor ran; the model has only its final answer.
+async fn resume(journal: &goondan_runtime::step::journal::MemoryJournal) -> Run {
+    let model = Arc::new(ScriptedModel::new([ModelResponse::text("done")]));
+    let registry = Arc::new(ToolRegistry::builder().tool(shop::TOOL).build().unwrap());
+    let h = harness();
+    let seen = h.seen.clone();
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("shopper", registry, model.clone())
+        .tools(["shop"])
+        .code_mode(CodeMode::new())
+        .extension(h)
+        .journal(Arc::new(journal.clone()))
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    let turn = agent
+        .resume()
+        .await
+        .unwrap()
+        .expect("the Turn was unfinished");
+    assert!(
+        agent.journal_warnings().is_empty(),
+        "{:?}",
+        agent.journal_warnings()
+    );
+    // The model was asked for the Step after the code call's, never for its own again.
+    let steps: Vec<usize> = model.requests().iter().map(|r| r.step).collect();
+    assert_eq!(steps, [1]);
+    let result = turn.steps[0].results[0].clone();
+    Run {
+        model,
+        result,
+        seen,
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_program_gets_journaled_results_without_running_them_and_an_interrupted_call_it_can_catch()
+ {
+    use goondan_runtime::step::journal::Record;
+    let program = "out = [shop.price(name='fig')]\ntry:\n    out.append(shop.remove(name='fig'))\nexcept ToolError as e:\n    out.append(str(e).split(':')[0])\nout.append(shop.price(name='apple'))\nout";
+    let journal = stopped_in(
+        program,
+        vec![
+            inner_started(1, "shop__price", json!({"name": "fig"})),
+            // Not what the tool answers today: the journal's answer is the one the program gets.
+            inner_finished(1, "shop__price", json!(99)),
+            inner_started(2, "shop__remove", json!({"name": "fig"})),
+        ],
+    )
+    .await;
+    let run = resume(&journal).await;
+    assert_eq!(value(&run), &json!([99, "E_TOOL_INTERRUPTED", 30]));
+    assert_eq!(run.result.output.as_ref().unwrap()["calls"], 3);
+    // Only the call the journal did not have ran; the code call ran again under its own id.
+    let seen: Vec<(String, String)> = run.seen.calls();
+    assert_eq!(
+        seen,
+        [
+            ("code__run".to_owned(), "c1".to_owned()),
+            ("shop__price".to_owned(), "c1.3".to_owned())
+        ]
+    );
+    // Nothing journaled twice: the code call's start and the first two inner starts are the
+    // first process's; the interrupted call's result and the third call are new.
+    let records = journal.records();
+    let count = |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
+    assert_eq!(count(&|r| matches!(r, Record::CallStarted { .. })), 1);
+    for index in 1..=3 {
+        assert_eq!(
+            count(&|r| matches!(r, Record::InnerCallStarted { index: i, .. } if *i == index)),
+            1,
+            "the start of call {index}"
+        );
+        assert_eq!(
+            count(&|r| matches!(r, Record::InnerCallFinished { index: i, .. } if *i == index)),
+            1,
+            "the result of call {index}"
+        );
+    }
+    let interrupted = records.iter().find_map(|r| match r {
+        Record::InnerCallFinished {
+            index: 2, result, ..
+        } => result.error_code(),
+        _ => None,
+    });
+    assert_eq!(interrupted, Some("E_TOOL_INTERRUPTED"));
+}
+
+#[tokio::test]
+async fn a_resumed_program_asking_another_call_than_its_journal_stops_as_interrupted_and_runs_nothing()
+ {
+    for (inner, says) in [
+        (
+            vec![
+                inner_started(1, "shop__price", json!({"name": "pear"})),
+                inner_finished(1, "shop__price", json!(45)),
+            ],
+            "call 1 is now `shop__price` with other arguments",
+        ),
+        (
+            vec![inner_started(1, "shop__remove", json!({"name": "fig"}))],
+            "call 1 is now `shop__price`, where the journal has `shop__remove`",
+        ),
+        (
+            vec![
+                inner_started(1, "shop__price", json!({"name": "fig"})),
+                inner_finished(1, "shop__price", json!(80)),
+                inner_started(2, "shop__remove", json!({"name": "fig"})),
+            ],
+            "it now ends after 1 calls, where the journal has 2",
+        ),
+    ] {
+        let journal = stopped_in("shop.price(name='fig')", inner).await;
+        let run = resume(&journal).await;
+        let message = error(&run, "E_TOOL_INTERRUPTED");
+        assert!(message.contains(says), "{message}");
+        assert!(
+            message.contains("may or may not have taken effect"),
+            "{message}"
+        );
+        let names: Vec<String> = run.seen.calls().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["code__run"], "no inner call ran");
+    }
 }
 
 #[tokio::test]
@@ -520,4 +751,129 @@ async fn the_inner_calls_failures_count_against_the_retry_budget() {
         matches!(&stopped, Err(StepError::RetryBudget { tool, failures: 2, .. }) if tool == "shop__price"),
         "{stopped:?}"
     );
+}
+
+/// A worker that is a shell script (as if the worker process broke): it reads the program's
+/// line, then says what the script says.
+struct Script(&'static str);
+
+impl WorkerLauncher for Script {
+    fn launch(&self, _worker: WorkerCommand) -> Result<LaunchedWorker, String> {
+        Ok(LaunchedWorker {
+            command: WorkerCommand {
+                program: "/bin/sh".into(),
+                args: vec!["-c".into(), format!("read _; {}", self.0).into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            },
+            guard: Box::new(()),
+        })
+    }
+}
+
+async fn run_in(worker: Script, mode: CodeMode) -> Run {
+    run_program("shop.items()", mode.worker(worker), harness(), false).await
+}
+
+#[tokio::test]
+async fn a_worker_that_sends_garbage_is_e_code_error_that_keeps_what_was_printed_and_called() {
+    let script = Script(
+        r#"echo '{"type":"print","text":"hello"}'; echo '{"type":"call","tool":"shop__items","args":{}}'; read _; echo 'not a message'; exec sleep 30"#,
+    );
+    let run = run_in(script, CodeMode::new()).await;
+    let message = error(&run, codes::ERROR);
+    assert!(message.contains("does not read"), "{message}");
+    assert!(message.contains("hello"), "{message}");
+    assert!(
+        message.contains("tool calls made: 1 (shop__items ok)"),
+        "{message}"
+    );
+    // The agent went on: the model got the error and answered.
+    assert_eq!(run.model.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_worker_that_sends_an_endless_line_is_e_code_limit() {
+    let script = Script("head -c 20000000 /dev/zero | tr '\\0' x; sleep 30");
+    let run = run_in(script, CodeMode::new()).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("more than"), "{message}");
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_mid_program_is_e_code_error_with_how_it_ended() {
+    let script =
+        Script(r#"echo '{"type":"print","text":"partial"}'; echo 'last words' >&2; kill -9 $$"#);
+    let run = run_in(script, CodeMode::new()).await;
+    let message = error(&run, codes::ERROR);
+    assert!(
+        message.contains("ended before the program did"),
+        "{message}"
+    );
+    assert!(message.contains("signal: 9"), "{message}");
+    assert!(message.contains("it said: last words"), "{message}");
+    assert!(message.contains("partial"), "{message}");
+}
+
+#[tokio::test]
+async fn a_worker_is_held_to_the_calls_output_and_time_limits_on_the_host_s_side() {
+    let calls = Script(
+        r#"while true; do echo '{"type":"call","tool":"shop__items","args":{}}'; read _ || exit; done"#,
+    );
+    let run = run_in(calls, CodeMode::new().max_calls(2)).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("tool calls limit"), "{message}");
+    assert!(message.contains("tool calls made: 2"), "{message}");
+
+    let prints =
+        Script(r#"while true; do echo '{"type":"print","text":"0123456789"}' || exit; done"#);
+    let run = run_in(prints, CodeMode::new().output_limit(100)).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("output limit"), "{message}");
+    assert!(message.contains(&"0123456789".repeat(10)), "{message}");
+
+    let silent = Script("exec sleep 30");
+    let started = std::time::Instant::now();
+    let run = run_in(
+        silent,
+        CodeMode::new().time_limit(Duration::from_millis(100)),
+    )
+    .await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("time limit"), "{message}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn a_worker_that_cannot_start_is_e_code_error_and_nothing_runs_in_its_place() {
+    struct Refuses;
+    impl WorkerLauncher for Refuses {
+        fn launch(&self, _worker: WorkerCommand) -> Result<LaunchedWorker, String> {
+            Err("no sandbox here".into())
+        }
+    }
+    let run = run_program(
+        "shop.items()",
+        CodeMode::new().worker(Refuses),
+        harness(),
+        false,
+    )
+    .await;
+    let message = error(&run, codes::ERROR);
+    assert!(message.contains("no sandbox here"), "{message}");
+    assert!(run.seen.calls().iter().all(|(tool, _)| tool == "code__run"));
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_reading_is_stopped_at_its_time_limit() {
+    let script =
+        Script(r#"echo '{"type":"call","tool":"shop__catalogue","args":{}}'; exec sleep 30"#);
+    // The catalogue's megabytes fill the pipe the worker no longer reads.
+    let mode = CodeMode::new()
+        .time_limit(Duration::from_millis(100))
+        .result_limit(8 << 20)
+        .worker(script);
+    let run = run_program("shop.catalogue()", mode, harness(), true).await;
+    let message = error(&run, codes::LIMIT);
+    assert!(message.contains("time limit"), "{message}");
+    assert!(message.contains("tool calls made: 1"), "{message}");
 }

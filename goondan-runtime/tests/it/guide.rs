@@ -65,7 +65,7 @@ fn every_guide_chapter_is_in_the_readme_and_has_its_page() {
         .filter_map(|rest| rest.strip_suffix(" {}"))
         .map(str::to_owned)
         .collect();
-    assert_eq!(modules.len(), 13, "{modules:?}");
+    assert_eq!(modules.len(), 14, "{modules:?}");
     for module in &modules {
         assert!(guide.join(format!("{module}.md")).is_file(), "{module}.md");
     }

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use goondan_runtime::code::CodeMode;
 use goondan_runtime::prelude::*;
 use goondan_runtime::step::journal::{
     Durability, Journal, JournalError, JournalPoint, NatsJournal, NatsJournalOptions,
@@ -99,35 +100,77 @@ const PENDING_FOR: Duration = Duration::from_millis(700);
 /// The Turn's input that asks for background work instead of a payment.
 const SETTLE: &str = "settle up";
 
+/// The Turn's input that asks for one program (code mode) that marks, pays and marks again.
+const IN_CODE: &str = "pay rent in code";
+
+/// The program of [`IN_CODE`]: an idempotent call, one that is not (whose failure the
+/// program catches), and another idempotent one.
+const PROGRAM: &str = "out = [ledger.mark(entry='rent')]\ntry:\n    out.append(ledger.pay(amount=5))\nexcept ToolError as e:\n    out.append(str(e).split(':')[0])\nout.append(ledger.mark(entry='water'))\nout";
+
 /// Answers by the Step's index, so a process that resumes mid-Turn gets the same answer
 /// the first process would have. For `pay rent`: Step 0 pays and marks, Step 1 answers. For
 /// [`SETTLE`]: Step 0 settles in the background, Step 1 waits for it, Step 2 tallies in the
-/// background, Step 3 waits, Step 4 answers.
-struct ByStep;
+/// background, Step 3 waits, Step 4 answers. For [`IN_CODE`]: Step 0 runs [`PROGRAM`], Step 1
+/// answers. Each request leaves the Step's index as a line in [`ASKED`] under the state
+/// directory, so the test counts how often the model was asked for each Step, across
+/// processes.
+struct ByStep {
+    asked: PathBuf,
+}
 
-impl Model for ByStep {
-    fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
-        let settling = request.messages.first().and_then(|m| m.content.as_deref()) == Some(SETTLE);
-        let response = match (settling, request.step) {
-            (false, 0) => ModelResponse::calls([
-                ToolCall::new("c1", "ledger__pay", json!({"amount": 5})),
-                ToolCall::new("c2", "ledger__mark", json!({"entry": "rent"})),
-            ]),
-            (true, 0) => ModelResponse::calls([ToolCall::new("s1", "ledger__settle", json!({}))]),
-            (true, 2) => ModelResponse::calls([ToolCall::new("s2", "ledger__tally", json!({}))]),
-            (true, 1 | 3) => ModelResponse::text("waiting for it"),
-            _ => ModelResponse::text("done"),
-        };
-        Box::pin(async move { Ok(response) })
+/// The file of the Steps the model was asked for.
+const ASKED: &str = "asked.txt";
+
+impl ByStep {
+    fn new(state: &Path) -> Arc<Self> {
+        Arc::new(Self {
+            asked: state.join(ASKED),
+        })
     }
 }
 
-fn agent(state: &Path) -> Result<AgentInstance, Box<dyn std::error::Error>> {
+impl Model for ByStep {
+    fn respond<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
+        use std::io::Write;
+        let noted = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.asked)
+            .and_then(|mut f| writeln!(f, "{}", request.step));
+        let input = request.messages.first().and_then(|m| m.content.as_deref());
+        let response = match (input, request.step) {
+            (Some(SETTLE), 0) => {
+                ModelResponse::calls([ToolCall::new("s1", "ledger__settle", json!({}))])
+            }
+            (Some(SETTLE), 2) => {
+                ModelResponse::calls([ToolCall::new("s2", "ledger__tally", json!({}))])
+            }
+            (Some(SETTLE), 1 | 3) => ModelResponse::text("waiting for it"),
+            (Some(IN_CODE), 0) => {
+                ModelResponse::calls([ToolCall::new("p1", "code__run", json!({"code": PROGRAM}))])
+            }
+            (Some(SETTLE | IN_CODE), _) => ModelResponse::text("done"),
+            (_, 0) => ModelResponse::calls([
+                ToolCall::new("c1", "ledger__pay", json!({"amount": 5})),
+                ToolCall::new("c2", "ledger__mark", json!({"entry": "rent"})),
+            ]),
+            _ => ModelResponse::text("done"),
+        };
+        Box::pin(async move {
+            noted.map_err(|e| goondan_runtime::step::ModelError::Failed {
+                message: e.to_string(),
+            })?;
+            Ok(response)
+        })
+    }
+}
+
+fn agent(state: &Path, code: bool) -> Result<AgentInstance, Box<dyn std::error::Error>> {
     let journal = SqliteJournal::open(
         SqliteJournal::file_in(state, "payer", "default"),
         Durability::Normal,
     )?;
-    agent_on(state, Arc::new(journal))
+    payer(state, Arc::new(journal), code)
 }
 
 /// The payer agent with its workdir under `state`, on `journal`.
@@ -135,12 +178,25 @@ pub(crate) fn agent_on(
     state: &Path,
     journal: Arc<dyn Journal>,
 ) -> Result<AgentInstance, Box<dyn std::error::Error>> {
+    payer(state, journal, false)
+}
+
+/// The payer agent with its workdir under `state`, on `journal`, offering code mode when
+/// `code`.
+fn payer(
+    state: &Path,
+    journal: Arc<dyn Journal>,
+    code: bool,
+) -> Result<AgentInstance, Box<dyn std::error::Error>> {
     let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build()?);
-    Ok(AgentInstance::builder("payer", registry, Arc::new(ByStep))
+    let mut builder = AgentInstance::builder("payer", registry, ByStep::new(state))
         .tools(["ledger"])
         .state_dir(state)
-        .journal(journal)
-        .build()?)
+        .journal(journal);
+    if code {
+        builder = builder.code_mode(CodeMode::new());
+    }
+    Ok(builder.build()?)
 }
 
 /// The options of every JetStream journal of these tests: leases of [`LEASE_TTL`], this host
@@ -224,6 +280,9 @@ async fn crash_child() {
         let point = JournalPoint::from_name(name).unwrap();
         halt_at(point, nth.parse().unwrap());
     }
+    let input =
+        std::fs::read_to_string(state.join(INPUT_FILE)).unwrap_or_else(|_| "pay rent".to_owned());
+    let code = input == IN_CODE;
     let nats = match std::env::var(ENV_NATS) {
         // A host taking over from one killed waits for its lease to expire.
         Ok(url) => Some(Arc::new(
@@ -239,13 +298,11 @@ async fn crash_child() {
         Err(_) => None,
     };
     let agent = match &nats {
-        Some(journal) => agent_on(&state, Arc::clone(journal) as Arc<dyn Journal>).unwrap(),
-        None => agent(&state).unwrap(),
+        Some(journal) => payer(&state, Arc::clone(journal) as Arc<dyn Journal>, code).unwrap(),
+        None => agent(&state, code).unwrap(),
     };
     let resumed = agent.resume().await.unwrap();
     if resumed.is_none() && agent.conversation().is_empty() {
-        let input = std::fs::read_to_string(state.join(INPUT_FILE))
-            .unwrap_or_else(|_| "pay rent".to_owned());
         let turn = agent.run_turn(input).await.unwrap();
         assert_eq!(turn.end, TurnEnd::Answered);
     }
@@ -412,6 +469,7 @@ fn crash_matrix(nats: Option<&str>) {
             rows.spawn(move || crash_row(nats, halt, (paid, marked), same, expected));
         }
         rows.spawn(|| pending_matrix(nats));
+        rows.spawn(|| code_matrix(nats));
     });
 }
 
@@ -512,6 +570,147 @@ fn pending_matrix(nats: Option<&str>) {
     });
 }
 
+/// Killed at each journal point inside a code call's program (its calls' starts and results),
+/// then resumed by a new process: the program runs again, each of its calls whose result is
+/// journaled is answered from the journal without running again, the started payment (not
+/// idempotent) answers `E_TOOL_INTERRUPTED` inside the program, which catches it, and the
+/// model is not asked again for the code call's Step. The journal holds every call of the
+/// program once.
+fn code_matrix(nats: Option<&str>) {
+    let in_code = |state: &Path| std::fs::write(state.join(INPUT_FILE), IN_CODE).unwrap();
+    let reference = tempfile::tempdir().unwrap();
+    in_code(reference.path());
+    let expected = shape(&run_to_end(reference.path(), nats));
+    assert_eq!(
+        expected.len(),
+        4,
+        "question, code call, its result, answer: {expected:?}"
+    );
+    let counts = |state: &Path| (lines(state, "marked.txt"), lines(state, "paid.txt"));
+    assert_eq!(counts(reference.path()), (2, 1));
+    let completed = json!(["marked rent", "paid 5", "marked water"]);
+    let interrupted = json!(["marked rent", "E_TOOL_INTERRUPTED", "marked water"]);
+
+    // A row: (point, marks run, payments run, the program's value). The program's calls are
+    // mark (idempotent), pay (not), mark; a start of a call that is not idempotent is written
+    // with the results before it, so an `after-inner-result` shares its write with the next
+    // call's start.
+    let row = |halt: &str, marked: usize, paid: usize, value: &Value| {
+        let state = tempfile::tempdir().unwrap();
+        in_code(state.path());
+        let (conversation, got) = crash_and_resume(state.path(), nats, halt);
+        assert_eq!(
+            counts(state.path()),
+            (marked, paid),
+            "runs after a crash at {halt}"
+        );
+        let asked = std::fs::read_to_string(state.path().join(ASKED)).unwrap();
+        assert_eq!(
+            asked.lines().collect::<Vec<_>>(),
+            ["0", "1"],
+            "{halt}: the model is asked for each Step once"
+        );
+        assert_eq!(got.len(), expected.len(), "{halt}: {got:?}");
+        for i in [0, 1, 3] {
+            assert_eq!(got[i], expected[i], "{halt}: message {i}");
+        }
+        let result: ToolCallResult =
+            serde_json::from_str(conversation[2].content.as_deref().unwrap_or_default()).unwrap();
+        let output = result
+            .output
+            .unwrap_or_else(|| panic!("{halt}: {:?}", result.error));
+        assert_eq!(&output["value"], value, "{halt}");
+        assert_eq!(output["calls"], 3, "{halt}");
+        journaled_once(state.path(), nats, halt);
+    };
+    let rows: [(&str, usize, usize, &Value); 7] = [
+        // The code call started, none of its calls: the program runs them all.
+        ("after-start:1", 2, 1, &completed),
+        // The first mark's start is not durable yet (it may run again): it runs.
+        ("after-inner-start:1", 2, 1, &completed),
+        // The payment started: the program gets E_TOOL_INTERRUPTED and catches it.
+        ("after-inner-result:1", 2, 0, &interrupted),
+        ("after-inner-start:2", 2, 0, &interrupted),
+        // The payment's result is journaled: it is not paid again; the second mark runs again.
+        ("after-inner-result:2", 2, 1, &completed),
+        ("after-inner-start:3", 2, 1, &completed),
+        // The program's last result, with the code call's own.
+        ("after-inner-result:3", 2, 1, &completed),
+    ];
+    // Killed twice: first while the payment runs, then while the resumed program's second
+    // mark runs (its start written with the interrupted payment's result). The third process
+    // answers both from the journal the two before wrote, and runs the mark again.
+    let twice = || {
+        let state = tempfile::tempdir().unwrap();
+        in_code(state.path());
+        run_and_kill(state.path(), nats, "after-inner-start:2");
+        run_and_kill(state.path(), nats, "after-inner-start:1");
+        let conversation = run_to_end(state.path(), nats);
+        assert_eq!(counts(state.path()), (2, 0), "runs after two crashes");
+        let result: ToolCallResult =
+            serde_json::from_str(conversation[2].content.as_deref().unwrap_or_default()).unwrap();
+        let output = result
+            .output
+            .unwrap_or_else(|| panic!("{:?}", result.error));
+        assert_eq!(output["value"], interrupted, "after two crashes");
+        let asked = std::fs::read_to_string(state.path().join(ASKED)).unwrap();
+        assert_eq!(
+            asked.lines().collect::<Vec<_>>(),
+            ["0", "1"],
+            "after two crashes"
+        );
+        journaled_once(state.path(), nats, "two crashes");
+    };
+    std::thread::scope(|scope| {
+        for (halt, marked, paid, value) in rows {
+            scope.spawn(move || row(halt, marked, paid, value));
+        }
+        scope.spawn(twice);
+    });
+}
+
+/// Checks the journal of `state` after a resumed code call: its start once, and each of its
+/// program's three calls started once and finished once.
+fn journaled_once(state: &Path, nats: Option<&str>, halt: &str) {
+    use goondan_runtime::step::journal::Record;
+    let records = block_on(async {
+        match nats {
+            Some(url) => {
+                let journal = open_nats(url, state, "checker", Duration::from_secs(30))
+                    .await
+                    .unwrap();
+                let records = journal.read().await.unwrap().records;
+                journal.release().await.unwrap();
+                records
+            }
+            None => {
+                let file = SqliteJournal::file_in(state, "payer", "default");
+                let journal = SqliteJournal::open(&file, Durability::Normal).unwrap();
+                journal.read().await.unwrap().records
+            }
+        }
+    });
+    let count = |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
+    assert_eq!(
+        count(&|r| matches!(r, Record::CallStarted { call_id, .. } if call_id == "p1")),
+        1,
+        "{halt}: the code call's start"
+    );
+    for index in 1..=3 {
+        let started = count(
+            &|r| matches!(r, Record::InnerCallStarted { call_id, index: i, .. } if call_id == "p1" && *i == index),
+        );
+        let finished = count(
+            &|r| matches!(r, Record::InnerCallFinished { call_id, index: i, .. } if call_id == "p1" && *i == index),
+        );
+        assert_eq!(
+            (started, finished),
+            (1, 1),
+            "{halt}: call {index} of the program"
+        );
+    }
+}
+
 /// A journal whose write-ahead log was cut in the middle of a write (a crash, a full disk)
 /// goes on from its last complete write, with a warning; the Turn resumes from there.
 #[test]
@@ -534,7 +733,7 @@ fn a_torn_write_ahead_log_recovers_to_the_last_complete_record_with_a_warning() 
         .build()
         .unwrap();
     runtime.block_on(async {
-        let agent = agent(state.path()).unwrap();
+        let agent = agent(state.path(), false).unwrap();
         let turn = agent
             .resume()
             .await
@@ -570,7 +769,7 @@ async fn a_new_turn_waits_for_the_unfinished_one_to_be_resumed() {
         .unwrap();
     let state = tempfile::tempdir().unwrap();
     let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build().unwrap());
-    let agent = AgentInstance::builder("payer", registry, Arc::new(ByStep))
+    let agent = AgentInstance::builder("payer", registry, ByStep::new(state.path()))
         .tools(["ledger"])
         .state_dir(state.path())
         .journal(Arc::new(journal.clone()))
@@ -629,7 +828,7 @@ async fn a_journal_that_cannot_be_written_stops_the_turn_before_any_call_runs() 
 
     let state = tempfile::tempdir().unwrap();
     let registry = Arc::new(ToolRegistry::builder().tool(ledger::TOOL).build().unwrap());
-    let agent = AgentInstance::builder("payer", registry, Arc::new(ByStep))
+    let agent = AgentInstance::builder("payer", registry, ByStep::new(state.path()))
         .tools(["ledger"])
         .state_dir(state.path())
         .journal(Arc::new(Full(Default::default())))

@@ -37,6 +37,8 @@ pub mod bundle_model;
 pub mod code_mode;
 #[cfg(feature = "code-mode")]
 pub mod code_mode_bfcl;
+#[cfg(feature = "code-mode")]
+pub mod code_mode_server;
 pub mod dialect_anthropic;
 pub mod dialect_catalog;
 pub mod dialect_gemini;
@@ -58,6 +60,8 @@ pub mod mcp_conformance;
 pub mod mcp_conformance_client;
 pub mod mcp_name_report;
 pub mod mcp_server;
+#[cfg(feature = "skills")]
+pub mod mcp_skills;
 pub mod middleware;
 pub mod orchestrator;
 pub mod orchestrator_nats;

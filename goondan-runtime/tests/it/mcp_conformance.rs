@@ -5,7 +5,7 @@
 //! `McpServerBuilder::others`.
 //!
 //! Every server scenario of the suite runs, for `--spec-version 2025-11-25` and for
-//! `2026-07-28`, and so does every scenario of the tasks extension (`--force`). The suite
+//! `2026-07-28`, and so does every scenario of the tasks and Skills extensions (`--force`). The suite
 //! itself judges the run against `tests/mcp_conformance_baseline.yml`, the scenarios we do
 //! not pass yet, each with why: a failure outside it fails the test, and so does a scenario
 //! in it that passes (the list must be kept true).
@@ -31,6 +31,13 @@ const TASK_SCENARIOS: &[&str] = &[
     "tasks-status-notifications",
     "tasks-required-task-error",
     "tasks-mrtr-composition",
+];
+
+/// The scenarios of the Skills extension (SEP-2640), not part of a revision's suite either.
+const SKILL_SCENARIOS: &[&str] = &[
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
+    "sep-2640-skills-directory",
 ];
 
 /// The fixture server; killed when dropped.
@@ -92,7 +99,7 @@ fn mcp_conformance_every_server_scenario_of_both_revisions_and_the_tasks_extensi
         let run = suite(&url, &["--suite", "all", "--spec-version", revision]);
         report.push((revision.to_owned(), run));
     }
-    for scenario in TASK_SCENARIOS {
+    for scenario in TASK_SCENARIOS.iter().chain(SKILL_SCENARIOS) {
         let run = suite(
             &url,
             &[
@@ -132,9 +139,10 @@ fn mcp_conformance_every_server_scenario_of_both_revisions_and_the_tasks_extensi
         .unwrap()
         .replace('\n', " ");
     let claim = format!(
-        "server scenario of the MCP conformance suite: {}, and the tasks extension's {}",
+        "server scenario of the MCP conformance suite: {}, the tasks extension's {} and the Skills extension's {}",
         counts.join(" and "),
-        TASK_SCENARIOS.len()
+        TASK_SCENARIOS.len(),
+        SKILL_SCENARIOS.len()
     );
     assert!(readme.contains(&claim), "the README should say `{claim}`");
 }

@@ -5,13 +5,13 @@
 //!
 //! Every client scenario the suite lists for `--spec-version 2025-11-25` and for `2026-07-28`
 //! runs, the authorization ones included, and so do the client-credentials scenarios of the
-//! OAuth extension (`--force`, at both revisions). None may fail: there is no baseline.
+//! OAuth extension and the Skills extension's client scenarios (`--force`, at both
+//! revisions). None may fail: there is no baseline.
 //!
 //! Not run, each an extension this bridge does not implement (not part of either revision):
 //! - `auth/dpop`, `auth/dpop-nonce`: DPoP-bound tokens (RFC 9449);
 //! - `auth/enterprise-managed-authorization`: identity-provider-issued ID-JAG grants;
-//! - `auth/wif-jwt-bearer`: workload identity federation;
-//! - `sep-2640-*`: skills served as resources, which a tool bridge does not read.
+//! - `auth/wif-jwt-bearer`: workload identity federation.
 #![cfg(feature = "mcp")]
 
 use std::process::Command;
@@ -22,6 +22,15 @@ use goondan_test_peers::mcp_peers;
 const CLIENT_CREDENTIALS: &[&str] = &[
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
+];
+
+/// The Skills extension's client scenarios (SEP-2640): a host lists skills without reading
+/// them, and refuses a skill file that does not match its listing.
+const SKILLS: &[&str] = &[
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-frontmatter",
+    "sep-2640-client-verify-size",
 ];
 
 /// Runs the suite's client mode with `args`: its exit status and its whole output.
@@ -108,7 +117,7 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
             passed.len(),
             scenarios.len()
         ));
-        for scenario in CLIENT_CREDENTIALS {
+        for scenario in CLIENT_CREDENTIALS.iter().chain(SKILLS) {
             let (ok, text) = client_suite(&[
                 "--scenario",
                 scenario,

@@ -1,7 +1,8 @@
 //! The fixture server of `tests/it/mcp_conformance.rs`: our Streamable HTTP server with the tools
 //! the MCP conformance suite's server scenarios call, written with `#[tool]`. The suite expects
 //! fixed names (`test_simple_text`) that are not Goondan names, so they are published under
-//! those names with `publish_as`; every call still runs through the executor. Prints its URL
+//! those names with `publish_as`; every call still runs through the executor. It serves the
+//! skills of `tests/fixtures/skills` for the Skills extension's scenarios. Prints its URL
 //! on the first line of stdout, then serves until stdin closes. Built only for the tests.
 
 #[path = "conformance_others.rs"]
@@ -588,8 +589,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .build()?,
     );
     let _ = REGISTRY.set(Arc::downgrade(&registry));
+    let skills = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills");
     let mut server = McpServer::builder(registry)
         .others(others::Others::default())
+        .skills(skills)
         .publish_as("json-schema__tool_2020_12", "json_schema_2020_12_tool")
         .publish_as("headers__custom_headers", "test_custom_headers")
         .publish_as("tasks__tool_with_task", "test_tool_with_task");

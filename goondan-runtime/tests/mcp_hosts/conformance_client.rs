@@ -19,8 +19,8 @@ mod headless;
 use headless::Headless;
 
 use goondan_runtime::mcp::client::{
-    ClientCredentials, JwtAlgorithm, McpAuth, McpExtension, McpExtensionConfig, McpServerConfig,
-    OAuthClient, Secret, TokenStore,
+    ClientCredentials, E_MCP_SKILL_MISMATCH, JwtAlgorithm, McpAuth, McpExtension,
+    McpExtensionConfig, McpServerConfig, OAuthClient, Secret, TokenStore,
 };
 use goondan_runtime::step::{AgentInstance, ScriptedModel};
 use goondan_runtime::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
@@ -164,6 +164,11 @@ async fn run(scenario: &str, url: &str, context: &Context) -> Result<(), String>
     let mcp = McpExtension::connect(config)
         .await
         .map_err(|e| e.to_string())?;
+    if scenario.starts_with("sep-2640-client-") {
+        let outcome = skills(scenario, &mcp).await;
+        mcp.shutdown();
+        return outcome;
+    }
     let registry = Arc::new(ToolRegistry::new());
     let agent = AgentInstance::builder(
         "client",
@@ -236,6 +241,31 @@ async fn run(scenario: &str, url: &str, context: &Context) -> Result<(), String>
         Ok(())
     } else {
         Err(failures.join("; "))
+    }
+}
+
+/// The Skills scenarios: what a host does with a server's skills. It lists them (no file
+/// read); in the `verify` scenarios it loads the first one, whose `SKILL.md` the server has
+/// tampered with, and must refuse it, reading nothing more.
+async fn skills(scenario: &str, mcp: &McpExtension) -> Result<(), String> {
+    let listed = mcp.skills().await;
+    eprintln!("skills: {listed:?}");
+    let Some(skill) = listed.first() else {
+        return Err("the server listed no skill".into());
+    };
+    if scenario == "sep-2640-client-no-prefetch" {
+        return Ok(());
+    }
+    match mcp.load_skill(&skill.server, &skill.uri).await {
+        Err(e) if e.code() == E_MCP_SKILL_MISMATCH => {
+            eprintln!("refused: {}", e.message());
+            Ok(())
+        }
+        Err(e) => Err(format!("loading {} failed otherwise: {e:?}", skill.uri)),
+        Ok(_) => Err(format!(
+            "{} was loaded although it was tampered with",
+            skill.uri
+        )),
     }
 }
 

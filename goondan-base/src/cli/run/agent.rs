@@ -181,7 +181,19 @@ impl RunWorker {
             .as_ref()
             .map(|b| callable_agents(b, &me.agent))
             .unwrap_or_default();
-        let code_mode = bundle.as_ref().and_then(|b| b.code_mode(&me.agent));
+        // With the sandbox on, each program runs in a sandboxed worker process; a person who
+        // turned the sandbox off gets the interpreter on a thread of the agent's process.
+        let sandboxed = crate::sandbox::host_policy().is_none_or(|p| p.is_on());
+        let code_mode = bundle
+            .as_ref()
+            .and_then(|b| b.code_mode(&me.agent))
+            .map(|mode| {
+                if sandboxed {
+                    mode.worker(crate::code_worker::CodeSandbox::new())
+                } else {
+                    mode
+                }
+            });
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             for extension in &mcp {
                 builder = builder.extension_arc(Arc::clone(extension));
@@ -381,11 +393,24 @@ impl Middleware for Reporter {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 args: call.args.clone(),
+                within: call.context().within().map(str::to_owned),
             });
             let started = Instant::now();
             let result = next.run(call).await;
             let summary = match (&result.error, &result.output) {
                 (Some(e), _) => format!("{}: {}", e.code(), e.message()),
+                // A program's answer: what it printed goes above, its value on the line.
+                (None, Some(output)) if tool == goondan_runtime::code::TOOL_NAME => {
+                    if let Some(text) = output.get("printed").and_then(Value::as_str)
+                        && !text.is_empty()
+                    {
+                        link.send(&Note::ToolPrinted {
+                            call_id: call_id.clone(),
+                            text: text.to_owned(),
+                        });
+                    }
+                    short(output.get("value").unwrap_or(&Value::Null), 120)
+                }
                 (None, Some(output)) => short(output, 120),
                 (None, None) => result.handle.clone().unwrap_or_default(),
             };

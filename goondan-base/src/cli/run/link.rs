@@ -67,6 +67,17 @@ pub(crate) enum Note {
         tool: String,
         /// The arguments.
         args: JsonObject,
+        /// The call it is made in (a code mode program's code call), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        within: Option<String>,
+    },
+    /// What a code mode program printed.
+    #[serde(rename_all = "camelCase")]
+    ToolPrinted {
+        /// The code call's id.
+        call_id: String,
+        /// The text.
+        text: String,
     },
     /// A tool call ended.
     #[serde(rename_all = "camelCase")]
@@ -208,6 +219,7 @@ mod tests {
             call_id: "c1".into(),
             tool: "file-system__write".into(),
             args: serde_json::Map::from_iter([("path".to_owned(), Value::from("a.txt"))]),
+            within: Some("c0".into()),
         };
         let text = line(&note);
         assert!(text.ends_with('\n') && text.matches('\n').count() == 1);

@@ -1,7 +1,8 @@
 //! What the terminal shows of a Turn: the answer's text as it streams, and each tool call
 //! while it runs (name, short arguments, a spinner and the time so far on a terminal), then
-//! on one line its duration and its result or error. Tool lines go to stderr, so that the
-//! answer alone is on stdout. Also the approval prompt and how its answer is read.
+//! on one line its duration and its result or error. A code mode call shows its program, the
+//! calls the program makes indented under it, and what it printed. Tool lines go to stderr,
+//! so that the answer alone is on stdout. Also the approval prompt and how its answer is read.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -39,7 +40,12 @@ struct Running {
     tool: String,
     args: String,
     started: Instant,
+    /// How its lines start: a call made in a program's code call is indented under it.
+    indent: &'static str,
 }
+
+/// The most lines of a program, or of what it printed, shown at the terminal.
+const SHOWN_LINES: usize = 30;
 
 /// The terminal: stdout for the answer, stderr for the rest.
 pub(crate) struct Screen {
@@ -103,12 +109,29 @@ impl Screen {
         }
     }
 
-    /// A call started.
-    pub(crate) fn tool_started(&mut self, call_id: &str, tool: &str, args: &JsonObject) {
+    /// A call started; `inner` when it is made in a code mode program's code call. A code
+    /// call shows its program, one line after another.
+    pub(crate) fn tool_started(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        args: &JsonObject,
+        inner: bool,
+    ) {
         self.end_text_line();
-        let args = short_args(args);
+        let indent = if inner { "    " } else { "  " };
+        let program = (tool == goondan_runtime::code::TOOL_NAME)
+            .then(|| args.get("code").and_then(serde_json::Value::as_str))
+            .flatten();
+        let args = match program {
+            Some(_) => String::new(),
+            None => short_args(args),
+        };
         if !self.tty {
-            self.err_line(&format!("  → {tool} {args}"));
+            self.err_line(format!("{indent}→ {tool} {args}").trim_end());
+        }
+        if let Some(program) = program {
+            self.block(program, &format!("{indent}  │ "));
         }
         self.running.insert(
             call_id.to_owned(),
@@ -116,9 +139,29 @@ impl Screen {
                 tool: tool.to_owned(),
                 args,
                 started: Instant::now(),
+                indent,
             },
         );
         self.tick();
+    }
+
+    /// What a code call's program printed, under it.
+    pub(crate) fn printed(&mut self, call_id: &str, text: &str) {
+        let indent = self.running.get(call_id).map_or("  ", |r| r.indent);
+        self.block(text, &format!("{indent}  ┆ "));
+        self.tick();
+    }
+
+    /// `text`'s lines on stderr, each after `prefix`, at most [`SHOWN_LINES`] of them.
+    fn block(&mut self, text: &str, prefix: &str) {
+        let lines: Vec<&str> = text.trim_end().lines().collect();
+        for line in lines.iter().take(SHOWN_LINES) {
+            self.err_line(&format!("{prefix}{line}"));
+        }
+        if lines.len() > SHOWN_LINES {
+            let more = lines.len() - SHOWN_LINES;
+            self.err_line(&format!("{prefix}… {more} more lines"));
+        }
     }
 
     /// A call ended: one line with its duration and result.
@@ -130,11 +173,10 @@ impl Screen {
         summary: &str,
         ms: u64,
     ) {
-        let args = self
+        let (args, indent) = self
             .running
             .remove(call_id)
-            .map(|r| r.args)
-            .unwrap_or_default();
+            .map_or((String::new(), "  "), |r| (r.args, r.indent));
         let mark = match status {
             "ok" => '✓',
             "pending" => '…',
@@ -142,7 +184,11 @@ impl Screen {
         };
         let took = duration(Duration::from_millis(ms));
         self.clear_spinner();
-        self.err_line(&format!("  {mark} {tool} {args} ({took}) → {summary}"));
+        let head = format!("{tool} {args}");
+        self.err_line(&format!(
+            "{indent}{mark} {} ({took}) → {summary}",
+            head.trim_end()
+        ));
         self.tick();
     }
 
@@ -157,7 +203,8 @@ impl Screen {
         };
         self.frame = (self.frame + 1) % SPINNER.len();
         let line = format!(
-            "\r\x1b[2K  {} {} {} {}",
+            "\r\x1b[2K{}{} {} {} {}",
+            r.indent,
             SPINNER[self.frame],
             r.tool,
             r.args,

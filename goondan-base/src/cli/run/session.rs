@@ -485,7 +485,11 @@ impl Session {
                 call_id,
                 tool,
                 args,
-            } => self.screen.tool_started(&call_id, &tool, &args),
+                within,
+            } => self
+                .screen
+                .tool_started(&call_id, &tool, &args, within.is_some()),
+            Note::ToolPrinted { call_id, text } => self.screen.printed(&call_id, &text),
             Note::ToolFinished {
                 call_id,
                 tool,

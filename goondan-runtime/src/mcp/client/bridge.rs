@@ -7,12 +7,15 @@ use super::access::Access;
 use super::auth::McpAuth;
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
+use super::skills::{self, BridgedSkill, SkillContent};
 use super::token_store::TokenStore;
 use crate::calls::middleware::Middleware;
+use crate::calls::refusal;
 use crate::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use crate::lock;
 use crate::step::{StepContext, StepFuture, StepNext, StepResult};
 use crate::tools::context::ToolContext;
+use crate::tools::error::ToolError;
 use crate::tools::handler::{Handler, HandlerError, HandlerFuture};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::result::JsonObject;
@@ -207,6 +210,71 @@ impl McpExtension {
             .unwrap_or_default()
     }
 
+    /// The skills of every server that is up and serves the Skills extension, in the
+    /// configuration's order, listed now (`skills/list`, at most [`MAX_SKILLS`](super::MAX_SKILLS)
+    /// per server). No file is read. A server whose listing fails is left out with a warning.
+    pub async fn skills(&self) -> Vec<BridgedSkill> {
+        let mut all = Vec::new();
+        for link in self.links.iter() {
+            if !matches!(link.status(), ServerStatus::Up { .. }) {
+                continue;
+            }
+            let Ok((peer, _)) = link.peer().await else {
+                continue;
+            };
+            let serves = peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.supports_skills());
+            if !serves {
+                continue;
+            }
+            let server = link.config.name();
+            match tokio::time::timeout(link.config.call_timeout, skills::list(server, &peer)).await
+            {
+                Ok(Ok(listed)) => all.extend(listed),
+                Ok(Err(e)) => {
+                    tracing::warn!(target: "goondan::mcp", server, "its skills are left out: {}", e.message());
+                }
+                Err(_) => {
+                    tracing::warn!(target: "goondan::mcp", server, "its skills are left out: `skills/list` timed out");
+                }
+            }
+        }
+        all
+    }
+
+    /// Loads the skill `uri` of `server`: its `SKILL.md`, read now and checked against the
+    /// skill's entry in the server's listing: its size, its sha256 digest and its front
+    /// matter. A file that does not match is [`E_MCP_SKILL_MISMATCH`](super::E_MCP_SKILL_MISMATCH).
+    pub async fn load_skill(&self, server: &str, uri: &str) -> Result<String, ToolError> {
+        let link = self.skill_server(server)?;
+        let (peer, _) = link.peer().await?;
+        bounded(&link.config, skills::load(server, &peer, uri)).await
+    }
+
+    /// Reads the file `file` of the skill `skill` of `server`, checked against the listing
+    /// (size and sha256 digest). Only a file the skill lists can be read.
+    pub async fn read_skill_file(
+        &self,
+        server: &str,
+        skill: &str,
+        file: &str,
+    ) -> Result<SkillContent, ToolError> {
+        let link = self.skill_server(server)?;
+        let (peer, _) = link.peer().await?;
+        bounded(&link.config, skills::read(server, &peer, skill, file)).await
+    }
+
+    fn skill_server(&self, server: &str) -> Result<&Arc<ServerLink>, ToolError> {
+        self.link(server).ok_or_else(|| {
+            ToolError::new(format!(
+                "the extension `{}` has no server `{server}`",
+                self.name
+            ))
+            .with_code(crate::tools::error::codes::INVALID_ARGS)
+        })
+    }
+
     /// Stops every server; their tools answer `E_MCP_UNAVAILABLE` from now on.
     pub fn shutdown(&self) {
         for l in self.links.iter() {
@@ -241,6 +309,17 @@ impl Extension for McpExtension {
         );
         Ok(())
     }
+}
+
+/// `work`, bounded by the server's call timeout.
+async fn bounded<T>(
+    config: &super::McpServerConfig,
+    work: impl std::future::Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    let limit = config.call_timeout;
+    tokio::time::timeout(limit, work)
+        .await
+        .unwrap_or_else(|_| Err(refusal::timed_out(limit)))
 }
 
 /// The registries the extension registered into; a new tool list registers its new tools in

@@ -275,7 +275,7 @@ impl ServerLink {
     }
 
     /// Waits, at most the startup timeout, for the server to be up.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, Option<SharedAuth>), ToolError> {
+    pub(crate) async fn peer(&self) -> Result<(Peer<RoleClient>, Option<SharedAuth>), ToolError> {
         let limit = self.config.startup_timeout;
         let mut rx = self.state.subscribe();
         // A peer whose transport closed is a server that just stopped: its supervisor is about

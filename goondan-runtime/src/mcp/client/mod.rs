@@ -12,6 +12,11 @@
 //! - Errors: a remote `isError` is [`E_MCP_TOOL_ERROR`], a protocol error [`E_MCP_REMOTE`], a
 //!   server that is not running [`E_MCP_UNAVAILABLE`]; a timeout or a cancelled context sends
 //!   `notifications/cancelled` to the server and answers `E_TOOL_TIMEOUT`/`E_TOOL_CANCELLED`.
+//! - Skills (the MCP Skills extension): [`McpExtension::skills`] lists the skills of the servers
+//!   that serve them, [`McpExtension::load_skill`] reads a skill's `SKILL.md` and
+//!   [`McpExtension::read_skill_file`] one of its files, each checked against the listing
+//!   (size, sha256 digest, front matter; [`E_MCP_SKILL_MISMATCH`] when it does not match), and
+//!   nothing read before it is asked for.
 //! - A server that answers a call with a task (the SEP-2663 tasks extension, which this client
 //!   announces) gives a pending result; its completion comes from polling `tasks/get`, and a
 //!   cancelled context sends `tasks/cancel`.
@@ -28,6 +33,7 @@ mod listing;
 mod loopback;
 mod naming;
 mod outcome;
+mod skills;
 mod task;
 mod token_store;
 
@@ -44,6 +50,9 @@ pub use self::link::ServerStatus;
 pub use self::loopback::{LoopbackAuthorizer, ShowUrl};
 pub use self::naming::{LocalName, local_name};
 pub use self::outcome::{E_MCP_AUTH, E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};
+pub use self::skills::{
+    BridgedSkill, E_MCP_SKILL_MISMATCH, MAX_SKILL_FILE_BYTES, MAX_SKILLS, SkillContent, SkillFile,
+};
 #[cfg(feature = "keyring")]
 pub use self::token_store::KeyringUnavailable;
 pub use self::token_store::{

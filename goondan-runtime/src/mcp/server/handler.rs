@@ -1,6 +1,6 @@
 //! rmcp's `ServerHandler` over the served catalog and the executor: `tools/list`,
 //! `tools/call`, `tasks/get`, `tasks/cancel`, `logging/setLevel`, `subscriptions/listen`, and
-//! `list_changed` announcements.
+//! `list_changed` announcements; the skills' methods and files when a skills folder is served.
 
 // MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
 #![allow(deprecated)]
@@ -22,6 +22,12 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter,
     Tool, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskParams,
+};
+#[cfg(feature = "skills")]
+use rmcp::model::{
+    GetSkillRequestMethod, GetSkillRequestParams, GetSkillResult, ListSkillsRequestMethod,
+    ListSkillsResult, ReadResourceDirectoryRequestMethod, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -55,17 +61,27 @@ macro_rules! answered_by_others {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder()
+        let builder = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_tasks()
-            .enable_logging()
-            .build();
+            .enable_logging();
+        #[cfg(feature = "skills")]
+        let builder = match &self.shared.skills {
+            Some(_) => builder.enable_skills_with_directory_read(),
+            None => builder,
+        };
+        let mut capabilities = builder.build();
         if let Some(others) = &self.shared.others {
             let theirs = others.capabilities();
             capabilities.resources = theirs.resources;
             capabilities.prompts = theirs.prompts;
             capabilities.completions = theirs.completions;
+        }
+        // Skills ride on resources: their files are read with `resources/read`.
+        #[cfg(feature = "skills")]
+        if self.shared.skills.is_some() && capabilities.resources.is_none() {
+            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
         }
         let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
         if let Some(text) = &self.shared.instructions {
@@ -148,13 +164,95 @@ impl ServerHandler for McpServer {
         complete(CompleteRequestParams) -> CompleteResult, CompleteRequestMethod;
         get_prompt(GetPromptRequestParams) -> GetPromptResponse, GetPromptRequestMethod;
         list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult, ListPromptsRequestMethod;
-        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult,
-            ListResourcesRequestMethod;
         list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult,
             ListResourceTemplatesRequestMethod;
-        read_resource(ReadResourceRequestParams) -> ReadResourceResponse, ReadResourceRequestMethod;
         subscribe(SubscribeRequestParams) -> (), SubscribeRequestMethod;
         unsubscribe(UnsubscribeRequestParams) -> (), UnsubscribeRequestMethod;
+    }
+
+    /// The skills' `SKILL.md` files first (on the first page), then the user's resources.
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        #[cfg(feature = "skills")]
+        if let Some(skills) = &self.shared.skills {
+            let first_page = request.as_ref().and_then(|r| r.cursor.as_ref()).is_none();
+            let mut listed = match &self.shared.others {
+                Some(o) => o.list_resources(request, context).await?,
+                None => ListResourcesResult::default(),
+            };
+            if first_page {
+                let mut resources = skills.resources();
+                resources.append(&mut listed.resources);
+                listed.resources = resources;
+            }
+            return Ok(listed);
+        }
+        match &self.shared.others {
+            Some(o) => o.list_resources(request, context).await,
+            None => Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
+        }
+    }
+
+    /// A `skill://` file from the skills, any other resource from the user's handler.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        #[cfg(feature = "skills")]
+        if let Some(skills) = &self.shared.skills
+            && request.uri.starts_with("skill://")
+        {
+            return skills
+                .read_resource(&request.uri)
+                .map(Into::into)
+                .ok_or_else(|| ErrorData::resource_not_found(request.uri, None));
+        }
+        match &self.shared.others {
+            Some(o) => o.read_resource(request, context).await,
+            None => Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()),
+        }
+    }
+
+    #[cfg(feature = "skills")]
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        match &self.shared.skills {
+            Some(skills) => Ok(skills.list_skills()),
+            None => Err(ErrorData::method_not_found::<ListSkillsRequestMethod>()),
+        }
+    }
+
+    #[cfg(feature = "skills")]
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        match &self.shared.skills {
+            Some(skills) => skills.get_skill(&request.uri),
+            None => Err(ErrorData::method_not_found::<GetSkillRequestMethod>()),
+        }
+    }
+
+    #[cfg(feature = "skills")]
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        match &self.shared.skills {
+            Some(skills) => skills.read_resource_directory(&request.uri),
+            None => Err(ErrorData::method_not_found::<
+                ReadResourceDirectoryRequestMethod,
+            >()),
+        }
     }
 
     async fn set_level(
@@ -196,6 +294,44 @@ impl ServerHandler for McpServer {
                 }
             }
         }
+    }
+}
+
+/// The route of the calls a code call's program makes on a server: each is a call through
+/// the server's executor, checked against the served tools.
+#[cfg(feature = "code-mode")]
+struct ServedCalls {
+    executor: crate::calls::executor::ToolExecutor,
+    catalog: Arc<crate::tools::catalog::ToolCatalog>,
+}
+
+#[cfg(feature = "code-mode")]
+impl crate::tools::context::StepCalls for ServedCalls {
+    fn catalog(&self) -> &crate::tools::catalog::ToolCatalog {
+        &self.catalog
+    }
+
+    fn call(
+        &self,
+        call: crate::tools::result::ToolCall,
+        _index: usize,
+        parent: &ToolContext,
+    ) -> crate::tools::context::CallFuture {
+        let (executor, catalog, parent) = (
+            self.executor.clone(),
+            Arc::clone(&self.catalog),
+            parent.clone(),
+        );
+        Box::pin(async move { Ok(executor.execute(call, &parent, &catalog).await) })
+    }
+
+    /// A served program is not journaled: nothing of it is left to match.
+    fn ended(
+        &self,
+        _parent: &ToolContext,
+        _made: usize,
+    ) -> Result<(), crate::tools::error::ToolError> {
+        Ok(())
     }
 }
 
@@ -250,6 +386,13 @@ impl McpServer {
             state.as_deref(),
             responses,
         )?);
+        #[cfg(feature = "code-mode")]
+        if shared.code.is_some() {
+            builder = builder.step_calls(Arc::new(ServedCalls {
+                executor: self.executor().clone(),
+                catalog: Arc::clone(&self.current().inner),
+            }));
+        }
         let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
         let served = served_span(&call, &context);
         // Only the client and the cancellation are kept of the request from here on.

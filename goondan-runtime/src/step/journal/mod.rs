@@ -13,7 +13,10 @@
 //! - a call that started and has no result runs again only when its export is marked
 //!   idempotent (`#[export(idempotent)]`, MCP's `idempotentHint`); otherwise the model gets
 //!   [`E_TOOL_INTERRUPTED`](INTERRUPTED) and decides;
-//! - a call admitted but not started runs.
+//! - a call admitted but not started runs;
+//! - a code call that started runs its program again, whose calls the journal answers in
+//!   order by the same rules ([`Record::InnerCallStarted`], [`Record::InnerCallFinished`];
+//!   see [`crate::code`]).
 //!
 //! Backends: [`SqliteJournal`] (feature `sqlite`, the default: one file per instance under the
 //! state directory), `NatsJournal` (feature `nats`: one subject per instance in a JetStream
@@ -77,7 +80,9 @@ pub use self::nats::{Lease, NatsJournal, NatsJournalOptions};
 pub(crate) use self::point::reached;
 pub use self::point::{JournalPoint, halt_at};
 pub use self::record::{FORMAT_VERSION, MAX_RECORD_BYTES, Record, TurnEnding};
-pub use self::replay::{CallProgress, FinishedCall, OpenStep, Replay, Submitted, UnfinishedTurn};
+pub use self::replay::{
+    CallProgress, FinishedCall, InnerCall, OpenStep, Replay, Submitted, UnfinishedTurn,
+};
 #[cfg(feature = "sqlite")]
 pub use self::sqlite::{Durability, SqliteJournal};
 

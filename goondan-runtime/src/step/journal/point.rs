@@ -16,6 +16,11 @@ pub enum JournalPoint {
     AfterAdmission,
     /// A call's start is written; its handler has not run yet.
     AfterStart,
+    /// The start of a call that a code call's program makes is written (or, for a call that
+    /// may run again, queued for the next write); its handler has not run yet.
+    AfterInnerStart,
+    /// The result of a call that a code call's program made is written.
+    AfterInnerResult,
     /// A call's result is written.
     AfterResult,
     /// A call's result is `pending`, everything before is written, and the Turn waits for
@@ -27,11 +32,13 @@ pub enum JournalPoint {
 
 impl JournalPoint {
     /// Every point, in the order a Turn reaches them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::AfterInput,
         Self::AfterModelAnswer,
         Self::AfterAdmission,
         Self::AfterStart,
+        Self::AfterInnerStart,
+        Self::AfterInnerResult,
         Self::AfterResult,
         Self::WhilePending,
         Self::AfterTurnEnd,
@@ -44,6 +51,8 @@ impl JournalPoint {
             Self::AfterModelAnswer => "after-model-answer",
             Self::AfterAdmission => "after-admission",
             Self::AfterStart => "after-start",
+            Self::AfterInnerStart => "after-inner-start",
+            Self::AfterInnerResult => "after-inner-result",
             Self::AfterResult => "after-result",
             Self::WhilePending => "while-pending",
             Self::AfterTurnEnd => "after-turn-end",

@@ -8,7 +8,10 @@ use crate::tools::result::ToolCallResult;
 
 /// The journal format this build writes and reads. A journal written by a newer format is
 /// refused ([`JournalError::NewerFormat`](super::JournalError::NewerFormat)), never guessed at.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format 2 adds the records of the calls a code call's program makes
+/// ([`Record::InnerCallStarted`], [`Record::InnerCallFinished`]); a journal of format 1 reads
+/// as it was.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The largest record a journal reads back, in bytes of JSON. A larger one is refused as
 /// corrupt instead of being loaded into memory.
@@ -96,6 +99,39 @@ pub enum Record {
         /// The result.
         result: ToolCallResult,
     },
+    /// A call that a code call's program made passed every middleware (approvals included) and
+    /// its handler is about to run (code mode). It is the program's `index`th call (from 1),
+    /// with the tool and the arguments the program gave, so that a program run again after a
+    /// crash is checked against what it asked before.
+    #[serde(rename_all = "camelCase")]
+    InnerCallStarted {
+        /// The Turn.
+        turn_id: String,
+        /// The assistant message holding the code call.
+        message_id: String,
+        /// The model's id of the code call.
+        call_id: String,
+        /// The call's position in the program, from 1.
+        index: usize,
+        /// The called tool, as the program named it (`resource__export`).
+        tool: String,
+        /// The arguments, as the program gave them.
+        args: serde_json::Value,
+    },
+    /// The result of a call that a code call's program made, as the program got it.
+    #[serde(rename_all = "camelCase")]
+    InnerCallFinished {
+        /// The Turn.
+        turn_id: String,
+        /// The assistant message holding the code call.
+        message_id: String,
+        /// The model's id of the code call.
+        call_id: String,
+        /// The call's position in the program, from 1.
+        index: usize,
+        /// The result.
+        result: ToolCallResult,
+    },
     /// The completion of a call whose result was `pending` (RES-2), and the message that
     /// brings it into the conversation between two Steps of the Turn `turn_id`.
     #[serde(rename_all = "camelCase")]
@@ -145,6 +181,8 @@ impl Record {
             | Self::CallAdmitted { turn_id, .. }
             | Self::CallStarted { turn_id, .. }
             | Self::CallFinished { turn_id, .. }
+            | Self::InnerCallStarted { turn_id, .. }
+            | Self::InnerCallFinished { turn_id, .. }
             | Self::SubmissionCompleted { turn_id, .. }
             | Self::TurnEnded { turn_id, .. } => turn_id,
         }
@@ -159,6 +197,8 @@ impl Record {
             Self::CallAdmitted { .. } => "callAdmitted",
             Self::CallStarted { .. } => "callStarted",
             Self::CallFinished { .. } => "callFinished",
+            Self::InnerCallStarted { .. } => "innerCallStarted",
+            Self::InnerCallFinished { .. } => "innerCallFinished",
             Self::SubmissionCompleted { .. } => "submissionCompleted",
             Self::TurnEnded { .. } => "turnEnded",
         }

@@ -45,6 +45,20 @@ pub struct OpenStep {
     pub usage: Option<TokenUsage>,
     /// Each call's progress, in call order.
     pub calls: Vec<CallProgress>,
+    /// For each call, in call order, the calls its program made as far as the journal has
+    /// them, oldest first: empty but for a started code call (code mode).
+    pub programs: Vec<Vec<InnerCall>>,
+}
+
+/// A call that a code call's program made, as the journal has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InnerCall {
+    /// The called tool, as the program named it.
+    pub tool: String,
+    /// The arguments, as the program gave them.
+    pub args: serde_json::Value,
+    /// Its result, once journaled; `None` when its handler started and no result was written.
+    pub result: Option<ToolCallResult>,
 }
 
 /// A Turn that started and did not end: the process stopped in the middle of it.
@@ -185,12 +199,14 @@ impl Replay {
                 ..
             } => {
                 let calls = vec![CallProgress::Waiting; assistant.tool_calls.len()];
+                let programs = vec![Vec::new(); calls.len()];
                 if let Some(turn) = self.unfinished.as_mut() {
                     turn.open = Some(OpenStep {
                         step,
                         assistant,
                         usage,
                         calls,
+                        programs,
                     });
                 }
                 self.close_step_if_done();
@@ -227,6 +243,34 @@ impl Replay {
                     self.submit(message_id, &result.tool_call_id);
                 }
                 self.close_step_if_done();
+            }
+            Record::InnerCallStarted {
+                ref message_id,
+                ref call_id,
+                index,
+                ref tool,
+                ref args,
+                ..
+            } => {
+                let call = InnerCall {
+                    tool: tool.clone(),
+                    args: args.clone(),
+                    result: None,
+                };
+                if let Err(why) = self.inner_started(message_id, call_id, index, call) {
+                    self.warn(&record, &why);
+                }
+            }
+            Record::InnerCallFinished {
+                ref message_id,
+                ref call_id,
+                index,
+                ref result,
+                ..
+            } => {
+                if let Err(why) = self.inner_finished(message_id, call_id, index, result) {
+                    self.warn(&record, &why);
+                }
             }
             Record::SubmissionCompleted { .. } if has_open => {
                 self.warn(&record, "a completion comes only between steps");
@@ -327,6 +371,74 @@ impl Replay {
                 false
             }
         }
+    }
+
+    /// The program of the open Step's started call `call_id` (of the message `message_id`).
+    fn program(&mut self, message_id: &str, call_id: &str) -> Result<&mut Vec<InnerCall>, String> {
+        let open = self
+            .unfinished
+            .as_mut()
+            .and_then(|t| t.open.as_mut())
+            .filter(|o| o.assistant.id == message_id)
+            .ok_or_else(|| "no such step is running".to_owned())?;
+        open.assistant
+            .tool_calls
+            .iter()
+            .zip(&open.calls)
+            .zip(open.programs.iter_mut())
+            .find(|((call, progress), _)| {
+                call.id == call_id && matches!(progress, CallProgress::Started)
+            })
+            .map(|(_, program)| program)
+            .ok_or_else(|| "no such call is running (started, without a result)".to_owned())
+    }
+
+    /// Adds the `index`th call to the program of a started call; the calls of a program come
+    /// one after another, each once.
+    fn inner_started(
+        &mut self,
+        message_id: &str,
+        call_id: &str,
+        index: usize,
+        call: InnerCall,
+    ) -> Result<(), String> {
+        let program = self.program(message_id, call_id)?;
+        if index != program.len() + 1 {
+            return Err(format!(
+                "call {index} of the program started after {} calls",
+                program.len()
+            ));
+        }
+        program.push(call);
+        Ok(())
+    }
+
+    /// Gives the `index`th call of a started call's program its result, once.
+    fn inner_finished(
+        &mut self,
+        message_id: &str,
+        call_id: &str,
+        index: usize,
+        result: &ToolCallResult,
+    ) -> Result<(), String> {
+        let program = self.program(message_id, call_id)?;
+        let call = index
+            .checked_sub(1)
+            .and_then(|i| program.get_mut(i))
+            .ok_or_else(|| format!("call {index} of the program did not start"))?;
+        if call.result.is_some() {
+            return Err(format!(
+                "call {index} of the program has its result already"
+            ));
+        }
+        if result.tool_name.as_str() != call.tool {
+            return Err(format!(
+                "call {index} of the program is of `{}`, the result of `{}`",
+                call.tool, result.tool_name
+            ));
+        }
+        call.result = Some(result.clone());
+        Ok(())
     }
 
     /// Appends the open Step to the conversation when every call has its result.
@@ -518,5 +630,107 @@ mod tests {
         assert!(replay.submitted.is_empty());
         let ids: Vec<_> = replay.conversation.iter().map(|m| m.id.as_str()).collect();
         assert_eq!(ids, ["u1", "a1", "r-c1", "r-c2", "u1"]);
+    }
+
+    fn inner_started(call: &str, index: usize, tool: &str) -> Record {
+        Record::InnerCallStarted {
+            turn_id: "t1".into(),
+            message_id: "a1".into(),
+            call_id: call.into(),
+            index,
+            tool: tool.into(),
+            args: serde_json::json!({"n": index}),
+        }
+    }
+
+    fn inner_finished(call: &str, index: usize, tool: &str) -> Record {
+        Record::InnerCallFinished {
+            turn_id: "t1".into(),
+            message_id: "a1".into(),
+            call_id: call.into(),
+            index,
+            result: ToolCallResult::ok(format!("{call}.{index}"), tool, serde_json::json!(index)),
+        }
+    }
+
+    fn programs(replay: &Replay) -> Vec<Vec<(String, bool)>> {
+        let open = replay.unfinished.as_ref().and_then(|t| t.open.as_ref());
+        open.map(|o| {
+            o.programs
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .map(|c| (c.tool.clone(), c.result.is_some()))
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_calls_of_a_started_code_call_s_program_are_kept_in_order_with_their_results() {
+        let replay = Replay::from_records([
+            turn(),
+            answered(&["c1", "c2"]),
+            finished("c1"),
+            started("c2"),
+            inner_started("c2", 1, "shop__price"),
+            inner_finished("c2", 1, "shop__price"),
+            inner_started("c2", 2, "ledger__pay"),
+        ]);
+        assert!(replay.warnings.is_empty(), "{:?}", replay.warnings);
+        assert_eq!(
+            programs(&replay),
+            [
+                vec![],
+                vec![
+                    ("shop__price".to_owned(), true),
+                    ("ledger__pay".to_owned(), false)
+                ]
+            ]
+        );
+        let open = replay.unfinished.and_then(|t| t.open);
+        let first = open.as_ref().map(|o| o.programs[1][0].clone());
+        assert_eq!(first.map(|c| c.args), Some(serde_json::json!({"n": 1})));
+    }
+
+    #[test]
+    fn inner_records_that_do_not_fit_are_warnings_and_change_nothing() {
+        let stray_turn = Record::InnerCallStarted {
+            turn_id: "t9".into(),
+            message_id: "a1".into(),
+            call_id: "c2".into(),
+            index: 1,
+            tool: "a__b".into(),
+            args: serde_json::Value::Null,
+        };
+        let replay = Replay::from_records([
+            turn(),
+            answered(&["c1", "c2"]),
+            inner_started("c1", 1, "a__b"), // c1 has not started
+            started("c2"),
+            stray_turn,                      // no such turn
+            inner_started("c9", 1, "a__b"),  // no such call
+            inner_started("c2", 2, "a__b"),  // a gap: call 1 never started
+            inner_started("c2", 0, "a__b"),  // no call 0
+            inner_finished("c2", 1, "a__b"), // call 1 did not start
+            inner_started("c2", 1, "a__b"),
+            inner_started("c2", 1, "a__b"),  // twice
+            inner_finished("c2", 1, "x__y"), // the result of another tool
+            inner_finished("c2", usize::MAX, "a__b"),
+            inner_finished("c2", 1, "a__b"),
+            inner_finished("c2", 1, "a__b"), // twice
+        ]);
+        assert_eq!(replay.warnings.len(), 10, "{:#?}", replay.warnings);
+        assert_eq!(programs(&replay), [vec![], vec![("a__b".to_owned(), true)]]);
+        // Inner records of a call with its result are warnings: its program is over.
+        let replay = Replay::from_records([
+            turn(),
+            answered(&["c1", "c2"]),
+            finished("c1"),
+            inner_started("c1", 1, "a__b"),
+        ]);
+        assert_eq!(replay.warnings.len(), 1, "{:?}", replay.warnings);
     }
 }

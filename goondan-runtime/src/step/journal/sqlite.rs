@@ -182,6 +182,11 @@ impl SqliteJournal {
                  COMMIT;"
             ))
             .map_err(storage)?;
+        } else if version < FORMAT_VERSION {
+            // An older format's records read as they are; the records written from now on
+            // may be of this format, which an older build must refuse rather than misread.
+            conn.pragma_update(None, "user_version", FORMAT_VERSION)
+                .map_err(storage)?;
         }
         Ok(Self {
             path,
@@ -370,6 +375,32 @@ mod tests {
         );
         let message = err.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(message.contains("upgrade goondan"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_journal_of_format_1_reads_as_it_was_and_is_marked_with_this_format() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("j.sqlite3");
+        let old = imported("old");
+        let journal = open(&path);
+        journal
+            .append(std::slice::from_ref(&old))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(journal);
+        raw(&path, "PRAGMA user_version = 1;");
+        let journal = open(&path);
+        let read = journal.read().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.records, [old]);
+        drop(journal);
+        let conn = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let version: u32 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            version, FORMAT_VERSION,
+            "an older build refuses it from now on"
+        );
     }
 
     #[tokio::test]

@@ -9,6 +9,8 @@ mod caller;
 #[cfg(feature = "code-mode")]
 mod calls;
 mod id;
+#[cfg(feature = "host")]
+mod journaled;
 mod message;
 mod progress;
 
@@ -28,6 +30,10 @@ pub(crate) use self::calls::{CallFuture, StepCalls};
 pub(crate) use self::id::fresh_id;
 #[cfg(feature = "host")]
 pub(crate) use self::id::now_ms;
+#[cfg(feature = "code-mode")]
+pub(crate) use self::journaled::InnerOf;
+#[cfg(feature = "host")]
+pub(crate) use self::journaled::Journaled;
 pub use self::message::Message;
 pub use self::progress::{Progress, ProgressSink};
 use crate::tools::agent::AgentRuntime;
@@ -67,10 +73,16 @@ struct Scope {
 pub struct ToolContext {
     scope: Arc<Scope>,
     tool_call_id: ArcStr,
+    /// The id of the call this call is made in (a code mode program's code call); empty for
+    /// a call of its own.
+    within: ArcStr,
     span: tracing::Span,
     /// A person approved this very call (its arguments as they run), through the agent's
     /// approvals middleware.
     approved: bool,
+    /// What the run journal already holds of this call (the step loop's; `None` outside it).
+    #[cfg(feature = "host")]
+    journaled: Option<Arc<Journaled>>,
 }
 
 impl ToolContext {
@@ -123,6 +135,20 @@ impl ToolContext {
         &self.tool_call_id
     }
 
+    /// The id of the call this call is made in, when it is made in one: each call a code mode
+    /// program makes is made in the program's code call. `None` for the model's own calls.
+    ///
+    /// ```
+    /// use goondan_runtime::ToolContext;
+    /// let step = ToolContext::builder("/tmp").build();
+    /// let code = step.for_call("c1", "code__run");
+    /// assert_eq!(code.within(), None);
+    /// assert_eq!(code.for_call("c1.1", "weather__celsius").within(), Some("c1"));
+    /// ```
+    pub fn within(&self) -> Option<&str> {
+        Some(self.within.as_str()).filter(|id| !id.is_empty())
+    }
+
     /// Whether a person approved this call, with the arguments it runs with, through the
     /// agent's approvals (the `Approvals` middleware). Nothing but that middleware
     /// sets it, so a tool can let an approved call do what it refuses otherwise (`bash` running
@@ -140,6 +166,22 @@ impl ToolContext {
     /// Marks the call approved by a person (the approvals middleware, nothing else).
     pub(crate) fn mark_approved(&mut self) {
         self.approved = true;
+    }
+
+    /// What the run journal already holds of this call, when the step loop said.
+    #[cfg(feature = "host")]
+    pub(crate) fn journaled(&self) -> Option<&Journaled> {
+        self.journaled.as_deref()
+    }
+
+    /// This context, for running a call of which the run journal holds `journaled`: the
+    /// executor's context of the call keeps it ([`for_call`](Self::for_call)).
+    #[cfg(feature = "host")]
+    pub(crate) fn with_journaled(&self, journaled: Option<Journaled>) -> Self {
+        Self {
+            journaled: journaled.map(Arc::new),
+            ..self.clone()
+        }
     }
 
     /// The assistant message that contains this call (CTX-5).
@@ -368,8 +410,11 @@ impl ToolContext {
         ToolContext {
             scope: Arc::clone(&self.scope),
             tool_call_id,
+            within: self.tool_call_id.clone(),
             span,
             approved: false,
+            #[cfg(feature = "host")]
+            journaled: self.journaled.clone(),
         }
     }
 }
@@ -459,8 +504,11 @@ impl ToolContextBuilder {
         ToolContext {
             scope: Arc::new(self.0),
             tool_call_id: ArcStr::new(),
+            within: ArcStr::new(),
             span: tracing::Span::none(),
             approved: false,
+            #[cfg(feature = "host")]
+            journaled: None,
         }
     }
 }
@@ -537,11 +585,18 @@ mod tests {
         let ToolContext {
             scope,
             tool_call_id,
+            within,
             span,
             approved,
+            #[cfg(feature = "host")]
+            journaled,
         } = &ctx;
         // Whether a person approved this call: a fact about the call, no interface.
         let _: &bool = approved;
+        // What the run journal holds of this call: facts about the call (started already,
+        // which program made it), private to the crate; no interface.
+        #[cfg(feature = "host")]
+        let _: &Option<Arc<Journaled>> = journaled;
         let Scope {
             agent_name,
             instance_key,
@@ -556,7 +611,8 @@ mod tests {
             #[cfg(feature = "code-mode")]
             step_calls,
         } = scope.as_ref();
-        let _: (&str, &str, &str) = (agent_name, instance_key, tool_call_id);
+        // The call's id, and the id of the call it is made in.
+        let _: (&str, &str, &str, &str) = (agent_name, instance_key, tool_call_id, within);
         // Ids given, or made when first read.
         let _: (&OnceLock<String>, &OnceLock<String>, &OnceLock<Message>) =
             (turn_id, trace_id, message);
