@@ -15,6 +15,9 @@ mod common;
 #[path = "../../fuzz/src/lib.rs"]
 mod fuzz_entry;
 use fuzz_entry::corpus;
+#[cfg(feature = "code-mode")]
+#[path = "../support/bfcl_tasks.rs"]
+mod bfcl;
 #[path = "../support/headless.rs"]
 mod headless;
 #[path = "../kit/mod.rs"]
@@ -32,6 +35,8 @@ pub mod bundle;
 pub mod bundle_model;
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
+#[cfg(feature = "code-mode")]
+pub mod code_mode_bfcl;
 #[cfg(feature = "code-mode")]
 pub mod code_mode_server;
 pub mod dialect_anthropic;

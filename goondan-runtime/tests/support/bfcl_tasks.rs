@@ -1,0 +1,253 @@
+//! BFCL's multi-turn base tasks, run two ways: the classic loop (one model round trip per
+//! ground-truth call, then the answer) and code mode (the turn's calls as one program, then
+//! the answer). The APIs are BFCL's own Python classes behind a stdio MCP server
+//! (`bfcl_peer.py`) that the agent bridges, so every call of either way goes through the
+//! executor and reaches the same code; each run records its calls and the APIs' final state,
+//! which the two ways must share. Included with `#[path]` by `tests/it/code_mode_bfcl.rs` and
+//! `benches/code_mode.rs`; the data comes from `scripts/bfcl-data`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goondan_runtime::code::{CodeMode, TOOL_NAME};
+use goondan_runtime::mcp::client::{McpExtension, McpExtensionConfig, McpServerConfig};
+use goondan_runtime::step::{AgentInstance, Model, ModelResponse};
+use goondan_runtime::{ToolCall, ToolRegistry};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The MCP server's name: the tools are `bfcl__{function}`, and `bfcl.{function}` in a program.
+pub(crate) const SERVER: &str = "bfcl";
+
+/// One ground-truth call: a function of the task's APIs and its keyword arguments.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Call {
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
+}
+
+/// One turn: what the user says, and the calls that answer it.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Turn {
+    pub(crate) user: String,
+    pub(crate) calls: Vec<Call>,
+}
+
+/// A task whose every turn has at least one ground-truth call.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Task {
+    pub(crate) id: String,
+    pub(crate) turns: Vec<Turn>,
+}
+
+impl Task {
+    /// The fewest calls of any of its turns.
+    pub(crate) fn min_calls(&self) -> usize {
+        self.turns.iter().map(|t| t.calls.len()).min().unwrap_or(0)
+    }
+}
+
+/// How the model answers a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    /// Each call in a response of its own (a call may need the one before), then the answer.
+    Classic,
+    /// One `code__run` whose program makes the calls in order, then the answer.
+    Code,
+}
+
+/// The peer script, beside this file.
+pub(crate) fn peer_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/bfcl_peer.py")
+}
+
+/// The data's folder: `GOONDAN_BFCL_DATA`, else what `scripts/bfcl-data` fetches and prints.
+/// Panics with the reason when it cannot be had.
+pub(crate) fn data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GOONDAN_BFCL_DATA") {
+        return PathBuf::from(dir);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/bfcl-data");
+    let out = Command::new(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Every multi-turn base task whose every turn has a ground-truth call, in BFCL's order.
+pub(crate) fn tasks(data: &Path) -> Vec<Task> {
+    let out = Command::new("python3")
+        .arg(peer_script())
+        .arg("tasks")
+        .arg(data)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3: {e}"));
+    assert!(
+        out.status.success(),
+        "bfcl_peer.py tasks failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("a task line: {e}: {line}"))
+        })
+        .collect()
+}
+
+/// A value as a Python literal (JSON's strings are Python's, with the same escapes).
+fn literal(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_owned(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::Number(_) | Value::String(_) => value.to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) => {
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), literal(v)))
+                .collect();
+            format!("{{{}}}", pairs.join(", "))
+        }
+    }
+}
+
+/// The turn's calls as one program: `bfcl.cd(folder='document')` for `cd(folder='document')`,
+/// one a line, in order.
+pub(crate) fn program(calls: &[Call]) -> String {
+    calls
+        .iter()
+        .map(|call| {
+            let args: Vec<String> = call
+                .arguments
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={}", literal(v)))
+                .collect();
+            format!("{SERVER}.{}({})", call.name, args.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What the model answers to the turn's requests, in order.
+pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
+    let mut out = match way {
+        Way::Classic => turn
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                ModelResponse::calls([ToolCall::new(
+                    format!("t{turn_index}c{i}"),
+                    format!("{SERVER}__{}", call.name),
+                    call.arguments.clone(),
+                )])
+            })
+            .collect(),
+        Way::Code => vec![ModelResponse::calls([ToolCall::new(
+            format!("t{turn_index}code"),
+            TOOL_NAME,
+            json!({ "code": program(&turn.calls) }),
+        )])],
+    };
+    out.push(ModelResponse::text("Done."));
+    out
+}
+
+/// What the model answers to every request of the task, in order.
+pub(crate) fn script(task: &Task, way: Way) -> Vec<ModelResponse> {
+    task.turns
+        .iter()
+        .enumerate()
+        .flat_map(|(i, turn)| responses(turn, way, i))
+        .collect()
+}
+
+/// One run of a task.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// Every call the APIs served (name, arguments, result) and their state after the last.
+    pub(crate) record: Value,
+    /// Model round trips, over all turns.
+    pub(crate) round_trips: usize,
+    /// Model round trips and wall time of each turn.
+    pub(crate) turns: Vec<(usize, Duration)>,
+    /// The failed tool results the model was given (a program's error included).
+    pub(crate) failures: Vec<String>,
+    /// From the first turn's start to the last turn's end (the peer's start left out).
+    pub(crate) wall: Duration,
+}
+
+/// Runs every turn of `task` the `way` given, with `model` answering (it must answer as
+/// [`script`] does), against a fresh peer loaded with the task's initial state.
+pub(crate) async fn run(data: &Path, task: &Task, way: Way, model: Arc<dyn Model>) -> Outcome {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary folder: {e}"));
+    let record = dir.path().join("record.json");
+    let server = McpServerConfig::stdio(SERVER, "python3")
+        .args([
+            peer_script().display().to_string(),
+            "serve".to_owned(),
+            data.display().to_string(),
+            task.id.clone(),
+            record.display().to_string(),
+        ])
+        .startup_timeout(Duration::from_secs(30));
+    let mcp = McpExtension::connect(McpExtensionConfig::new("bfcl").server(server))
+        .await
+        .unwrap_or_else(|e| panic!("the BFCL peer of {}: {e}", task.id));
+    let mut builder = AgentInstance::builder("bfcl", Arc::new(ToolRegistry::new()), model)
+        .state_dir(dir.path())
+        .extension(mcp.clone());
+    if way == Way::Code {
+        builder = builder.code_mode(CodeMode::new().tools_callable_directly(false));
+    }
+    let agent = builder
+        .build()
+        .unwrap_or_else(|e| panic!("the agent of {}: {e}", task.id));
+    let mut turns = Vec::new();
+    let mut failures = Vec::new();
+    let start = Instant::now();
+    for turn in &task.turns {
+        let turn_start = Instant::now();
+        let outcome = agent
+            .run_turn(turn.user.as_str())
+            .await
+            .unwrap_or_else(|e| panic!("a turn of {} ({way:?}): {e}", task.id));
+        turns.push((outcome.steps.len(), turn_start.elapsed()));
+        for step in &outcome.steps {
+            for result in &step.results {
+                if let Some(error) = &result.error {
+                    failures.push(format!("{}: {}", result.tool_name, error.message()));
+                }
+            }
+        }
+    }
+    let wall = start.elapsed();
+    mcp.shutdown();
+    let text = std::fs::read_to_string(&record)
+        .unwrap_or_else(|e| panic!("the record of {} ({way:?}): {e}", task.id));
+    let record = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("the record of {} ({way:?}): {e}", task.id));
+    Outcome {
+        record,
+        round_trips: turns.iter().map(|t| t.0).sum(),
+        turns,
+        failures,
+        wall,
+    }
+}
