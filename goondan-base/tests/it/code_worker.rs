@@ -212,8 +212,11 @@ fn code_the_worker_s_sandbox_shows_no_host_file_and_writes_nowhere() {
     drop(launched);
 }
 
+/// The three routes of a program (a thread, an unconfined worker, a sandboxed worker) give the
+/// same answers; it prints what a program costs on each (`--nocapture`), the figures of
+/// `docs/benchmarks.md` ("Where a program runs").
 #[tokio::test]
-async fn code_worker_start_up_cost_per_program() {
+async fn code_every_route_gives_the_same_answers_and_prints_what_a_program_costs() {
     const PROGRAMS: usize = 10;
     let programs = vec!["probe.hello(name='x')"; PROGRAMS];
     let mut figures = Vec::new();
