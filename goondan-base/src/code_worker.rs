@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use goondan_runtime::code::CodeMode;
 use goondan_runtime::code::worker::{LaunchedWorker, WorkerCommand, WorkerGuard, WorkerLauncher};
 
 use crate::bash::CgroupPool;
@@ -15,6 +16,17 @@ use crate::sandbox::{
 /// The memory a worker may use when none is set: the interpreter, the program's values and
 /// the messages of its largest call, with room to spare.
 pub const DEFAULT_WORKER_MEMORY: u64 = 256 << 20;
+
+/// `mode` as the `goondan` program runs it: with the host's sandbox on, each program runs in
+/// a sandboxed worker process ([`CodeSandbox`]); a person who turned the sandbox off gets the
+/// interpreter on a thread of the process.
+pub(crate) fn as_this_host_runs_it(mode: CodeMode) -> CodeMode {
+    if crate::sandbox::host_policy().is_none_or(SandboxPolicy::is_on) {
+        mode.worker(CodeSandbox::new())
+    } else {
+        mode
+    }
+}
 
 /// Starts each code worker in a sandbox of its own: it reads the system's libraries and its
 /// program, writes nowhere (not even a `TMPDIR`), has no network and sees only its own

@@ -101,12 +101,9 @@ pub(crate) fn serve(
     }
     if serve.code_mode {
         // A client shown the code tool alone finds the functions with the search.
-        let mut mode =
+        let mode =
             agent_code_mode.unwrap_or_else(|| CodeMode::new().tools_callable_directly(false));
-        // As in `goondan run`: with the sandbox on, each program runs in a sandboxed worker.
-        if crate::sandbox::host_policy().is_none_or(|p| p.is_on()) {
-            mode = mode.worker(crate::code_worker::CodeSandbox::new());
-        }
+        let mode = crate::code_worker::as_this_host_runs_it(mode);
         builder = builder.code_mode(mode.search(Bm25Ranker::new()));
     }
     let server = builder.build()?;

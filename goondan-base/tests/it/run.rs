@@ -810,9 +810,7 @@ spec:
         skills = skills.display(),
         bin = bin.display(),
     ));
-    let file = dir.join("goondan.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    file
+    bundle_file(dir, &yaml)
 }
 
 const TIDY_SKILL: &str =
@@ -1024,6 +1022,13 @@ async fn run_code_mode_runs_the_model_s_program_whose_calls_are_the_agent_s_tool
     assert!(results[0].contains("from code"), "{results:?}");
 }
 
+/// `yaml` written as `goondan.yaml` in `dir`.
+fn bundle_file(dir: &std::path::Path, yaml: &str) -> std::path::PathBuf {
+    let file = dir.join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    file
+}
+
 /// `goondan validate FILE`: whether the bundle is valid, and the report.
 fn validate(file: &std::path::Path) -> (bool, String) {
     let out = std::process::Command::new(goondan())
@@ -1039,12 +1044,10 @@ fn validate(file: &std::path::Path) -> (bool, String) {
 #[test]
 fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("goondan.yaml");
-    std::fs::write(
-        &file,
+    let file = bundle_file(
+        dir.path(),
         "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  skills: ./no-skills\n",
-    )
-    .unwrap();
+    );
     let (valid, report) = validate(&file);
     assert!(!valid, "{report}");
     assert!(
@@ -1061,12 +1064,10 @@ fn run_validate_reports_a_skills_folder_that_is_not_there_on_its_line() {
 #[test]
 fn run_validate_reports_a_wrong_way_of_showing_skills_on_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("goondan.yaml");
-    std::fs::write(
-        &file,
+    let file = bundle_file(
+        dir.path(),
         "apiVersion: goondan.ai/v1\nkind: Extension\nmetadata: {name: mcp}\nspec:\n  mcp:\n    servers: [{name: docs, url: \"http://127.0.0.1:9/mcp\"}]\n    skills: sometimes\n",
-    )
-    .unwrap();
+    );
     let (valid, report) = validate(&file);
     assert!(!valid, "{report}");
     assert!(
@@ -1079,12 +1080,10 @@ fn run_validate_reports_a_wrong_way_of_showing_skills_on_its_line() {
 #[test]
 fn run_validate_reports_a_wrong_code_mode_on_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("goondan.yaml");
-    std::fs::write(
-        &file,
+    let file = bundle_file(
+        dir.path(),
         "apiVersion: goondan.ai/v1\nkind: Agent\nmetadata: {name: assistant}\nspec:\n  codeMode: {maxCals: 3}\n",
-    )
-    .unwrap();
+    );
     let (valid, report) = validate(&file);
     assert!(!valid, "{report}");
     assert!(

@@ -185,19 +185,10 @@ impl RunWorker {
             .as_ref()
             .map(|b| callable_agents(b, &me.agent))
             .unwrap_or_default();
-        // With the sandbox on, each program runs in a sandboxed worker process; a person who
-        // turned the sandbox off gets the interpreter on a thread of the agent's process.
-        let sandboxed = crate::sandbox::host_policy().is_none_or(|p| p.is_on());
         let code_mode = bundle
             .as_ref()
             .and_then(|b| b.code_mode(&me.agent))
-            .map(|mode| {
-                if sandboxed {
-                    mode.worker(crate::code_worker::CodeSandbox::new())
-                } else {
-                    mode
-                }
-            });
+            .map(crate::code_worker::as_this_host_runs_it);
         let customize = |mut builder: goondan_runtime::step::AgentInstanceBuilder| {
             for extension in &mcp {
                 builder = builder.extension_arc(Arc::clone(extension));
