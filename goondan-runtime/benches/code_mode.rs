@@ -2,13 +2,10 @@
 //!
 //! - With `GOONDAN_CODE_MODE_TASKS=<file>`: every BFCL multi-turn base task whose every turn
 //!   has a ground-truth call (`tests/support/bfcl_tasks.rs`), run both ways against BFCL's own
-//!   API classes, with the model an OpenAI chat server on 127.0.0.1 that answers from the
-//!   script (the provider client renders and sends every request for real). For each turn of
-//!   each way: its calls, model round trips, tokens sent (each request body) and received
-//!   (each answer's message), counted by the local model peer's tokenizer (`scripts/llm-peer`,
-//!   SmolLM2's), and wall time (of a second run with the script as an in-process model, so
-//!   the loopback HTTP is left out); and per task whether all four runs left the same calls,
-//!   results and state. Written to the file as JSON, which `scripts/code-mode-table` reads.
+//!   API classes (`common/code_mode_measure.rs` says what is counted and how). For each turn
+//!   of each way: its calls, model round trips, tokens sent and received, and wall time; and
+//!   per task whether all four runs left the same calls, results and state. Written to the
+//!   file as JSON, which `scripts/code-mode-table` reads.
 //! - Criterion, group `code_mode_call`: one call of a trivial tool made directly through the
 //!   executor; Turns whose one model response makes 1 or 11 such calls directly; Turns whose
 //!   one program makes 1 or 11 such calls. The difference between 11 and 1, over 10, is the
@@ -23,18 +20,17 @@
 #[path = "../tests/support/bfcl_tasks.rs"]
 mod bfcl;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::Arc;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 
 use criterion::{BatchSize, Criterion};
 use goondan_runtime::code::{CodeMode, TOOL_NAME};
 use goondan_runtime::prelude::*;
-use goondan_runtime::provider::{ApiKey, Provider, ProviderConfig, ProviderModel};
-use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+use goondan_runtime::step::{AgentInstance, Model, ModelResponse, ScriptedModel};
 use goondan_runtime::{ToolCatalog, ToolContext, ToolExecutor};
-use goondan_test_peers::replay::{ReplayServer, Reply};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Adds two numbers: the trivial tool of the per-call measurements.
 #[tool(name = "calc")]
@@ -42,141 +38,48 @@ pub fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
-/// The local model peer's tokenizer, one process for every count.
-struct Tokenizer {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
+#[path = "common/code_mode_measure.rs"]
+mod measure;
+
+/// BFCL's multi-turn base tasks, from `scripts/bfcl-data`.
+struct Bfcl;
+
+fn data() -> &'static Path {
+    static DATA: OnceLock<PathBuf> = OnceLock::new();
+    DATA.get_or_init(bfcl::data_dir)
 }
 
-const TOKENIZE: &str = r#"
-import json, sys, llama_cpp
-m = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
-for line in sys.stdin:
-    print(len(m.tokenize(json.loads(line).encode(), add_bos=False)), flush=True)
-"#;
+impl measure::TaskSet for Bfcl {
+    type Task = bfcl::Task;
+    type Way = bfcl::Way;
+    const WAYS: [bfcl::Way; 2] = [bfcl::Way::Classic, bfcl::Way::Code];
 
-impl Tokenizer {
-    fn start() -> Self {
-        let peer = goondan_test_peers::llm::peer();
-        let mut child = Command::new(&peer.python)
-            .args(["-c", TOKENIZE])
-            .arg(&peer.model)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::new(child.stdout.take().unwrap());
-        Self {
-            child,
-            input,
-            output,
-        }
+    fn id(task: &bfcl::Task) -> String {
+        task.id.clone()
     }
 
-    fn count(&mut self, text: &str) -> u64 {
-        writeln!(self.input, "{}", Value::from(text)).unwrap();
-        let mut line = String::new();
-        self.output.read_line(&mut line).unwrap();
-        line.trim().parse().unwrap()
+    fn calls(task: &bfcl::Task) -> Vec<usize> {
+        task.turns.iter().map(|t| t.calls.len()).collect()
     }
-}
 
-impl Drop for Tokenizer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn script(task: &bfcl::Task, way: bfcl::Way) -> Vec<ModelResponse> {
+        bfcl::script(task, way)
     }
-}
 
-/// A scripted response as an OpenAI chat completion: its `message` and the reply.
-fn completion(response: &ModelResponse) -> (Value, Reply) {
-    let message = if response.tool_calls.is_empty() {
-        json!({"role": "assistant", "content": response.content})
-    } else {
-        let calls: Vec<Value> = response
-            .tool_calls
-            .iter()
-            .map(|c| {
-                json!({"id": c.id.as_str(), "type": "function", "function": {
-                    "name": c.name.as_str(), "arguments": c.args.to_string()}})
-            })
-            .collect();
-        json!({"role": "assistant", "content": null, "tool_calls": calls})
-    };
-    let finish = if response.tool_calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
-    let body = json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
-        "model": "gpt-bench", "choices": [{"index": 0, "finish_reason": finish, "message": message}]});
-    (message, Reply::json(200, &body))
-}
-
-/// Every task both ways, per turn, as JSON.
-fn measure_tasks(rt: &tokio::runtime::Runtime) -> Value {
-    let data = bfcl::data_dir();
-    let mut tokenizer = Tokenizer::start();
-    let mut rows = Vec::new();
-    for task in bfcl::tasks(&data) {
-        let mut records = Vec::new();
-        for way in [bfcl::Way::Classic, bfcl::Way::Code] {
-            let script = bfcl::script(&task, way);
-            let (messages, replies): (Vec<Value>, Vec<Reply>) =
-                script.iter().map(completion).unzip();
-            let (outcome, sent) = rt.block_on(async {
-                let server = ReplayServer::start(replies).await;
-                let config = ProviderConfig::new(Provider::OPENAI_CHAT, "gpt-bench")
-                    .base_url(server.url("/v1"))
-                    .api_key(ApiKey::new("sk-bench"))
-                    .stream(false);
-                let model = Arc::new(ProviderModel::new(config).unwrap());
-                let outcome = bfcl::run(&data, &task, way, model).await;
-                let sent: Vec<String> = server
-                    .requests()
-                    .iter()
-                    .map(|r| r.body.to_string())
-                    .collect();
-                (outcome, sent)
-            });
-            assert_eq!(sent.len(), script.len(), "{} ({way:?})", task.id);
-            // The wall time with the model in process: the loop's and the tools' time alone.
-            let timed = rt.block_on(bfcl::run(
-                &data,
-                &task,
-                way,
-                Arc::new(ScriptedModel::new(script)),
-            ));
-            let mut at = 0;
-            for (i, (turn, ((round_trips, _), (_, wall)))) in task
-                .turns
-                .iter()
-                .zip(outcome.turns.iter().zip(&timed.turns))
-                .enumerate()
-            {
-                let range = at..at + round_trips;
-                at += round_trips;
-                let sent: u64 = sent[range.clone()].iter().map(|b| tokenizer.count(b)).sum();
-                let received: u64 = messages[range]
-                    .iter()
-                    .map(|m| tokenizer.count(&m.to_string()))
-                    .sum();
-                rows.push(
-                    json!({"task": task.id, "turn": i, "calls": turn.calls.len(),
-                    "way": format!("{way:?}").to_lowercase(), "round_trips": round_trips,
-                    "sent": sent, "received": received, "wall_us": wall.as_micros() as u64,
-                    "failures": outcome.failures.len()}),
-                );
+    fn run<'a>(
+        task: &'a bfcl::Task,
+        way: bfcl::Way,
+        model: Arc<dyn Model>,
+    ) -> Pin<Box<dyn Future<Output = measure::Ran> + 'a>> {
+        Box::pin(async move {
+            let outcome = bfcl::run(data(), task, way, model).await;
+            measure::Ran {
+                record: outcome.record,
+                turns: outcome.turns,
+                failures: outcome.failures.len(),
             }
-            records.push(outcome.record);
-            records.push(timed.record);
-        }
-        let equal = records.iter().all(|r| *r == records[0]);
-        rows.push(json!({"task": task.id, "equal": equal}));
+        })
     }
-    Value::Array(rows)
 }
 
 /// A Turn whose first response is `response`, then an answer, on an agent with code mode.
@@ -253,7 +156,7 @@ fn main() {
         .build()
         .unwrap();
     if let Some(path) = std::env::var_os("GOONDAN_CODE_MODE_TASKS") {
-        let rows = measure_tasks(&rt);
+        let rows = measure::measure::<Bfcl>(&rt, &bfcl::tasks(data()));
         std::fs::write(&path, serde_json::to_string_pretty(&rows).unwrap()).unwrap();
     }
     let mut c = Criterion::default().configure_from_args();

@@ -15,6 +15,7 @@ pub mod bash;
 pub mod bundle_agents;
 pub mod catalog_json;
 pub mod cli;
+pub mod code_mode_tasks;
 pub mod code_worker;
 pub mod extensions;
 pub mod file_system;

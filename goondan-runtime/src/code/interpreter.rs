@@ -1,5 +1,5 @@
-//! A running program, seen from the host, on either route: a thread of the agent's process
-//! (`super::program`) or a worker process (`super::worker`).
+//! A running program, seen from the host, on either route: in the agent's process, on the
+//! thread that drives it (`super::program`), or in a worker process (`super::worker`).
 //!
 //! Whatever the route, the host gathers what the program prints, and holds it to its output
 //! limit and its calls to their limit: a worker is not trusted to.
@@ -39,11 +39,13 @@ pub(crate) struct Interpreter {
     limits: Limits,
     printed: String,
     calls: usize,
+    /// The answer the program gave, until its end.
+    answer: Option<String>,
 }
 
 impl Interpreter {
-    /// Starts `program`: in a worker process `launcher` starts, or on a thread of this
-    /// process without one.
+    /// Starts `program`: in a worker process `launcher` starts, or in this process, on the
+    /// calling thread (which needs the interpreter's stack), without one.
     pub(crate) fn start(
         program: Program,
         launcher: Option<&Arc<dyn WorkerLauncher>>,
@@ -54,62 +56,87 @@ impl Interpreter {
                 Connection::start(launcher.as_ref(), program)
                     .map_err(|e| format!("its worker process cannot start: {e}"))?,
             )),
-            None => Route::Thread(program::start(program).map_err(|e| e.to_string())?),
+            None => Route::Thread(program::start(program)),
         };
         Ok(Self {
             route,
             limits,
             printed: String::new(),
             calls: 0,
+            answer: None,
         })
     }
 
     /// The program's next request.
     pub(crate) async fn next(&mut self) -> Request {
-        let message = match &mut self.route {
-            Route::Thread(running) => running.next().await,
+        let (limit, report) = loop {
+            match self.message().await {
+                // Held until the end that follows it.
+                Message::Answer { text }
+                    if text.len() <= self.limits.output && self.answer.is_none() =>
+                {
+                    self.answer = Some(text);
+                }
+                Message::Answer { .. } => {
+                    break (
+                        Limit::Output,
+                        "the program gave a second answer, or one larger than it may".to_owned(),
+                    );
+                }
+                Message::Print { text } => {
+                    let room = self.limits.output.saturating_sub(self.printed.len());
+                    if text.len() <= room {
+                        self.printed.push_str(&text);
+                        return Request::Printed(text);
+                    }
+                    let mut cut = room;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    self.printed.push_str(&text[..cut]);
+                    break (
+                        Limit::Output,
+                        "the program printed more than it may".to_owned(),
+                    );
+                }
+                Message::Call { tool, args } if self.calls < self.limits.calls => {
+                    self.calls += 1;
+                    return Request::Call { tool, args };
+                }
+                Message::Call { .. } => {
+                    break (
+                        Limit::Calls,
+                        format!(
+                            "too many tool calls: a program may make {}",
+                            self.limits.calls
+                        ),
+                    );
+                }
+                Message::End { result } => {
+                    return Request::Finished(Outcome {
+                        result,
+                        printed: std::mem::take(&mut self.printed),
+                        answer: self.answer.take(),
+                    });
+                }
+            }
+        };
+        self.reached(limit, report).await
+    }
+
+    /// The program's next message, from where it runs.
+    async fn message(&mut self) -> Message {
+        match &mut self.route {
+            Route::Thread(running) => running.next(),
             Route::Worker(worker) => worker.next().await,
-        };
-        let reached = match message {
-            Message::Print { text } => {
-                let room = self.limits.output.saturating_sub(self.printed.len());
-                if text.len() <= room {
-                    self.printed.push_str(&text);
-                    return Request::Printed(text);
-                }
-                let mut cut = room;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                self.printed.push_str(&text[..cut]);
-                (
-                    Limit::Output,
-                    "the program printed more than it may".to_owned(),
-                )
-            }
-            Message::Call { tool, args } if self.calls < self.limits.calls => {
-                self.calls += 1;
-                return Request::Call { tool, args };
-            }
-            Message::Call { .. } => (
-                Limit::Calls,
-                format!(
-                    "too many tool calls: a program may make {}",
-                    self.limits.calls
-                ),
-            ),
-            Message::End { result } => {
-                return Request::Finished(Outcome {
-                    result,
-                    printed: std::mem::take(&mut self.printed),
-                });
-            }
-        };
-        // Only a worker goes past a limit the interpreter holds it to.
+        }
+    }
+
+    /// The end of a program that went past `limit`: only a worker can, and it is stopped.
+    async fn reached(&mut self, limit: Limit, report: String) -> Request {
         if let Route::Worker(worker) = &mut self.route {
             worker.stop().await;
         }
-        let (limit, report) = reached;
         Request::Finished(Outcome {
             result: Err(Failure {
                 kind: FailureKind::Limit(limit),
@@ -117,6 +144,7 @@ impl Interpreter {
                 line: None,
             }),
             printed: std::mem::take(&mut self.printed),
+            answer: None,
         })
     }
 

@@ -121,7 +121,7 @@ use std::time::Duration;
 
 use self::program::Limits;
 pub use self::search::SEARCH_NAME;
-pub(crate) use self::tool::CodeOffer;
+pub(crate) use self::tool::{CodeOffer, given_answer};
 use self::worker::WorkerLauncher;
 use crate::tools::search::Ranker;
 
@@ -147,6 +147,7 @@ pub mod codes {
 pub struct CodeMode {
     limits: Limits,
     direct: bool,
+    answers: bool,
     search: Option<Arc<dyn Ranker>>,
     worker: Option<Arc<dyn WorkerLauncher>>,
 }
@@ -156,6 +157,7 @@ impl fmt::Debug for CodeMode {
         f.debug_struct("CodeMode")
             .field("limits", &self.limits)
             .field("direct", &self.direct)
+            .field("answers", &self.answers)
             .field("search", &self.search.is_some())
             .field("worker", &self.worker.is_some())
             .finish()
@@ -175,6 +177,7 @@ impl PartialEq for CodeMode {
         }
         self.limits == other.limits
             && self.direct == other.direct
+            && self.answers == other.answers
             && same(&self.search, &other.search)
             && same(&self.worker, &other.worker)
     }
@@ -204,6 +207,7 @@ impl CodeMode {
                 result: 1024 * 1024,
             },
             direct: true,
+            answers: true,
             search: None,
             worker: None,
         }
@@ -241,6 +245,17 @@ impl CodeMode {
     #[must_use]
     pub fn tools_callable_directly(mut self, direct: bool) -> Self {
         self.direct = direct;
+        self
+    }
+
+    /// Whether an agent's program may end the Turn with `final_answer(text)` (default: yes):
+    /// `text` is then the Turn's answer, given as the model's own would be (its last Step's
+    /// assistant message, journaled alike), without another request to the model. A turn of
+    /// `n` tool calls then takes one model round trip in code mode where the classic loop
+    /// takes `n + 1`. An MCP server's code tool never offers it: its caller's model answers.
+    #[must_use]
+    pub fn final_answer(mut self, answers: bool) -> Self {
+        self.answers = answers;
         self
     }
 
@@ -291,7 +306,8 @@ impl CodeMode {
     }
 
     /// Code mode as an Agent's `spec.codeMode` in a bundle says: `true` or `false`, or a map
-    /// of `callable` (the tools stay callable directly, default `true`), `timeLimitMs`,
+    /// of `callable` (the tools stay callable directly, default `true`), `finalAnswer`
+    /// ([`CodeMode::final_answer`], default `true`), `timeLimitMs`,
     /// `memoryLimitBytes`, `recursionLimit`, `outputLimitBytes`, `maxCalls` and
     /// `resultLimitBytes`, each optional. `None` for `false`; the error says what is wrong.
     ///
@@ -304,7 +320,7 @@ impl CodeMode {
     /// assert!(CodeMode::from_spec(&serde_json::json!({"maxCals": 20})).is_err());
     /// ```
     pub fn from_spec(spec: &serde_json::Value) -> Result<Option<Self>, String> {
-        const KEYS: &str = "`callable`, `timeLimitMs`, `memoryLimitBytes`, `recursionLimit`, `outputLimitBytes`, `maxCalls`, `resultLimitBytes`";
+        const KEYS: &str = "`callable`, `finalAnswer`, `timeLimitMs`, `memoryLimitBytes`, `recursionLimit`, `outputLimitBytes`, `maxCalls`, `resultLimitBytes`";
         let map = match spec {
             serde_json::Value::Bool(false) => return Ok(None),
             serde_json::Value::Bool(true) => return Ok(Some(Self::new())),
@@ -323,6 +339,10 @@ impl CodeMode {
                 "callable" => match value {
                     serde_json::Value::Bool(direct) => mode.tools_callable_directly(*direct),
                     _ => return Err("`codeMode.callable` is `true` or `false`".to_owned()),
+                },
+                "finalAnswer" => match value {
+                    serde_json::Value::Bool(answers) => mode.final_answer(*answers),
+                    _ => return Err("`codeMode.finalAnswer` is `true` or `false`".to_owned()),
                 },
                 "timeLimitMs" => match value.as_u64().filter(|ms| *ms > 0) {
                     Some(ms) => mode.time_limit(Duration::from_millis(ms)),

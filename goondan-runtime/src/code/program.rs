@@ -1,23 +1,22 @@
-//! One program's run: Monty on a thread of its own, which speaks with the host in messages.
+//! One program's run: Monty, advanced by the host, which it speaks with in messages.
 //!
-//! [`start`] runs a [`Program`] and gives its [`Message`]s: each [`Message::Call`] is a call
-//! of a catalog item that the host answers with a [`Reply`] (the program waits for it),
-//! [`Message::Print`] is what it printed, as it prints it, and [`Message::End`] ends the run.
-//! Nothing else crosses: the program has no file system, network or environment (an `open()`
-//! or an `os` call raises `PermissionError`), and every limit ends it with a [`Failure`]. The
-//! program and the messages are plain data (serde), so that the same run serves the thread
-//! in the agent's process and the worker process (the `worker` module), which carries them as
-//! JSON lines.
+//! [`start`] compiles a [`Program`]; [`Running::next`] runs it until its next [`Message`]:
+//! each [`Message::Call`] is a call of a catalog item that the host answers with a [`Reply`]
+//! (the program stays paused until its next `next`), [`Message::Print`] is what it printed
+//! since its last message, and [`Message::End`] ends the run. Nothing else crosses: the
+//! program has no file system, network or environment (an `open()` or an `os` call raises
+//! `PermissionError`), and every limit ends it with a [`Failure`]. The program and the
+//! messages are plain data (serde), so that the same run serves the agent's process and the
+//! worker process (the `worker` module), which carries them as JSON lines.
 //!
-//! The thread has a stack of its own ([`STACK_BYTES`]): what the interpreter does with the
-//! native stack is bounded by its own limits (nesting of the source, recursion), not by the
-//! stack of whatever thread the host runs on. If the host stops listening (the call was
-//! cancelled), the program is ended at its next call, and a program that never calls ends at
-//! its time limit.
+//! The program runs on the thread that calls `next`, which has a stack of its own
+//! ([`STACK_BYTES`]): what the interpreter does with the native stack is bounded by its own
+//! limits (nesting of the source, recursion), not by the stack of whatever thread the host
+//! runs its tasks on. A host that stops asking ends the program (it is dropped where it
+//! paused), and a program that never calls ends at its time limit.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
-use std::sync::mpsc;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use monty::{MontyRun, RunProgress};
@@ -28,13 +27,15 @@ use monty_types::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::sync::mpsc as async_mpsc;
 
 use super::names::Functions;
 use super::values::{from_json, to_json};
 
 /// The native stack of the interpreter's thread.
 pub(crate) const STACK_BYTES: usize = 16 * 1024 * 1024;
+
+/// The function that ends a program with the Turn's answer, when the program may give one.
+pub(crate) const ANSWER_FUNCTION: &str = "final_answer";
 
 /// The file name tracebacks show.
 pub(crate) const SCRIPT_NAME: &str = "program.py";
@@ -120,6 +121,9 @@ pub(crate) struct Outcome {
     pub(crate) result: Result<Value, Failure>,
     /// What it printed, at most [`Limits::output`] bytes.
     pub(crate) printed: String,
+    /// The answer it gave with `final_answer(text)`, which ended it (the result is then
+    /// null).
+    pub(crate) answer: Option<String>,
 }
 
 /// What the program tells the host.
@@ -136,6 +140,12 @@ pub(crate) enum Message {
     /// The program printed `text` (within its output limit).
     Print {
         /// What it printed.
+        text: String,
+    },
+    /// The program called `final_answer(text)`: `text` is the Turn's answer. Its end
+    /// follows.
+    Answer {
+        /// The answer.
         text: String,
     },
     /// The run ended: the program's final value, or why there is none.
@@ -182,6 +192,9 @@ pub(crate) struct Program {
     pub(crate) code: String,
     pub(crate) limits: Limits,
     objects: Vec<Object>,
+    /// Whether it has [`ANSWER_FUNCTION`].
+    #[serde(default)]
+    answers: bool,
 }
 
 impl Program {
@@ -209,73 +222,134 @@ impl Program {
             code,
             limits,
             objects,
+            answers: false,
+        }
+    }
+
+    /// The program may end with `final_answer(text)`, which gives the Turn's answer.
+    pub(crate) fn answering(mut self, answers: bool) -> Self {
+        self.answers = answers;
+        self
+    }
+}
+
+/// A running program, advanced by the host: [`next`](Running::next) runs it on the calling
+/// thread until it prints, calls a function or ends, and [`reply`](Running::reply) answers
+/// the call it paused at. The thread needs [`STACK_BYTES`] of stack.
+pub(crate) struct Running {
+    run: Run,
+    state: State,
+    inputs: Inputs,
+    /// The call or the end that follows the prints still queued.
+    after: Option<Message>,
+}
+
+/// Where a run stands between two [`Running::next`]s.
+enum State {
+    /// Compiled, not started: the runner and its inputs' values.
+    Ready(Box<MontyRun>, Vec<MontyObject>),
+    /// Paused at a call of the host, answered by the reply (none: the host never answered).
+    Paused(Box<monty::FunctionCall>, Option<Reply>),
+    /// Its answer was given; its end comes next.
+    Answering(Box<Message>),
+    /// Ended (its end was given).
+    Ended,
+}
+
+impl Running {
+    /// The program's next message; after its end, the end again.
+    pub(crate) fn next(&mut self) -> Message {
+        loop {
+            if let Some(text) = self.run.printed.queue.pop_front() {
+                return Message::Print { text };
+            }
+            if let Some(message) = self.after.take() {
+                return message;
+            }
+            let progress = match std::mem::replace(&mut self.state, State::Ended) {
+                State::Ready(runner, values) => {
+                    let tracker = self.run.tracker();
+                    runner.start(
+                        values,
+                        tracker,
+                        PrintWriter::Callback(&mut self.run.printed),
+                    )
+                }
+                State::Paused(call, reply) => {
+                    let print = PrintWriter::Callback(&mut self.run.printed);
+                    match Run::answer(reply) {
+                        Answer::Return(value) => call.resume(value, print),
+                        Answer::Raise(exception) => call.resume(exception, print),
+                        Answer::End(exception) => call.abort(exception, print),
+                    }
+                }
+                State::Answering(end) => return *end,
+                State::Ended => return lost(),
+            };
+            let (state, message) = self.run.advance(progress, &self.inputs);
+            self.state = state;
+            self.after = Some(message);
+        }
+    }
+
+    /// Answers the call the program paused at; a program that is not paused has nothing to
+    /// answer.
+    pub(crate) fn reply(&mut self, reply: Reply) {
+        if let State::Paused(_, answer) = &mut self.state {
+            *answer = Some(reply);
         }
     }
 }
 
-/// A program running on its thread, seen from the host: its messages, and where replies go.
-pub(crate) struct Running {
-    pub(crate) messages: async_mpsc::UnboundedReceiver<Message>,
-    pub(crate) replies: mpsc::Sender<Reply>,
-}
-
-impl Running {
-    /// The program's next message.
-    pub(crate) async fn next(&mut self) -> Message {
-        self.messages.recv().await.unwrap_or_else(lost)
-    }
-
-    /// The program's next message, for a thread outside any async runtime (the worker's).
-    pub(crate) fn next_blocking(&mut self) -> Message {
-        self.messages.blocking_recv().unwrap_or_else(lost)
-    }
-
-    /// Answers the program's pending call; a program that ended meanwhile has nobody to
-    /// answer.
-    pub(crate) fn reply(&self, reply: Reply) {
-        let _ = self.replies.send(reply);
-    }
-}
-
-/// The end of a run whose thread ended without a word (a panic inside the interpreter).
+/// The end of a run asked for its next message after its end.
 fn lost() -> Message {
     Message::End {
         result: Err(Failure {
             kind: FailureKind::Uncaught,
-            report:
-                "the interpreter stopped without an answer (an internal error of the interpreter)"
-                    .into(),
+            report: "the program has ended".into(),
             line: None,
         }),
     }
 }
 
-/// Starts `program` on a thread of its own.
-pub(crate) fn start(program: Program) -> std::io::Result<Running> {
-    let (request_tx, messages) = async_mpsc::unbounded_channel();
-    let (replies, reply_rx) = mpsc::channel();
+/// Compiles `program`: the run, ready for its first [`Running::next`]. A program that does
+/// not compile ends at once, with its syntax error.
+pub(crate) fn start(program: Program) -> Running {
     let Program {
         code,
         limits,
         objects,
+        answers,
     } = program;
-    std::thread::Builder::new()
-        .name("goondan-code".into())
-        .stack_size(STACK_BYTES)
-        .spawn(move || {
-            let inputs = Inputs::of(&objects);
-            let mut run = Run {
-                printed: Printed::new(limits.output, request_tx.clone()),
-                requests: request_tx,
-                replies: reply_rx,
-                limits,
-                calls: 0,
-                reached: None,
-            };
-            let result = run.drive(code, inputs);
-            let _ = run.requests.send(Message::End { result });
-        })?;
-    Ok(Running { messages, replies })
+    let mut inputs = Inputs::of(&objects, answers);
+    let run = Run {
+        printed: Printed::new(limits.output),
+        limits,
+        calls: 0,
+        reached: None,
+        answer: None,
+    };
+    let source = format!("{PRELUDE}{code}");
+    let names = std::mem::take(&mut inputs.names);
+    let (state, after) = match MontyRun::new(source, SCRIPT_NAME, names, CompileOptions::default())
+    {
+        Ok(runner) => (
+            State::Ready(Box::new(runner), std::mem::take(&mut inputs.values)),
+            None,
+        ),
+        Err(e) => (
+            State::Ended,
+            Some(Message::End {
+                result: Err(run.failure(&e)),
+            }),
+        ),
+    };
+    Running {
+        run,
+        state,
+        inputs,
+        after,
+    }
 }
 
 /// The program's inputs: one object per resource.
@@ -287,15 +361,18 @@ struct Inputs {
     /// Resource object id to the resource's name (in the catalog), for a call of a function
     /// the object does not have.
     objects: HashMap<MontyUuid, String>,
+    /// Whether [`ANSWER_FUNCTION`] is one of them.
+    answers: bool,
 }
 
 impl Inputs {
-    fn of(objects: &[Object]) -> Self {
+    fn of(objects: &[Object], answers: bool) -> Self {
         let mut inputs = Self {
             names: Vec::new(),
             values: Vec::new(),
             tools: HashSet::new(),
             objects: HashMap::new(),
+            answers: false,
         };
         for (n, object) in (1u128..).zip(objects) {
             let attrs: DictPairs = object
@@ -329,6 +406,14 @@ impl Inputs {
                     attrs,
                 })));
         }
+        if answers {
+            inputs.names.push(ANSWER_FUNCTION.to_owned());
+            inputs.values.push(MontyObject::Function {
+                name: ANSWER_FUNCTION.to_owned(),
+                docstring: Some("Ends the program: `text` is the answer to the user.".to_owned()),
+            });
+            inputs.answers = true;
+        }
         inputs
     }
 }
@@ -336,52 +421,68 @@ impl Inputs {
 /// The interpreter's side of a run.
 struct Run {
     printed: Printed,
-    requests: async_mpsc::UnboundedSender<Message>,
-    replies: mpsc::Receiver<Reply>,
     limits: Limits,
     calls: usize,
     /// The limit the host enforced (calls), if it did.
     reached: Option<Limit>,
+    /// The answer `final_answer` gave, which ended the program.
+    answer: Option<String>,
 }
 
 impl Run {
-    fn drive(&mut self, code: String, mut inputs: Inputs) -> Result<Value, Failure> {
-        let source = format!("{PRELUDE}{code}");
-        let runner = MontyRun::new(
-            source,
-            SCRIPT_NAME,
-            std::mem::take(&mut inputs.names),
-            CompileOptions::default(),
-        )
-        .map_err(|e| self.failure(&e))?;
-        let tracker = ResourceTracker::new(ResourceLimits {
+    /// The resource limits of a run.
+    fn tracker(&self) -> ResourceTracker {
+        ResourceTracker::new(ResourceLimits {
             max_duration: Some(self.limits.time),
             max_memory: Some(self.limits.memory),
             gc_interval: None,
             max_recursion_depth: self.limits.recursion,
             // One more than the calls: the host ends the program at the first call too many.
             max_suspensions: self.limits.calls.saturating_add(1),
-        });
-        let mut progress = runner
-            .start(
-                std::mem::take(&mut inputs.values),
-                tracker,
-                PrintWriter::Callback(&mut self.printed),
-            )
-            .map_err(|e| self.failure(&e))?;
+        })
+    }
+
+    /// Runs the program on from `progress` until it calls the host or ends: where it then
+    /// stands, and the message that says so. Whatever it may not do (files, the network,
+    /// awaiting, a call it cannot make) is answered here without the host.
+    fn advance(
+        &mut self,
+        mut progress: Result<RunProgress, MontyException>,
+        inputs: &Inputs,
+    ) -> (State, Message) {
         loop {
             let next = match progress {
-                RunProgress::Complete(value) => return self.value(&value),
-                RunProgress::FunctionCall(call) => {
-                    let answer = self.answer(&inputs, &call);
-                    let print = PrintWriter::Callback(&mut self.printed);
-                    match answer {
-                        Answer::Return(value) => call.resume(value, print),
-                        Answer::Raise(exception) => call.resume(exception, print),
-                        Answer::End(exception) => call.abort(exception, print),
+                Err(e) => {
+                    if let Some(text) = self.answer.take() {
+                        let end = Message::End {
+                            result: Ok(Value::Null),
+                        };
+                        return (State::Answering(Box::new(end)), Message::Answer { text });
                     }
+                    let result = Err(self.failure(&e));
+                    return (State::Ended, Message::End { result });
                 }
-                RunProgress::OsCall(call) => {
+                Ok(RunProgress::Complete(value)) => {
+                    let result = self.value(&value);
+                    return (State::Ended, Message::End { result });
+                }
+                Ok(RunProgress::FunctionCall(call)) => match self.request(inputs, &call) {
+                    Ok((tool, args)) => {
+                        return (
+                            State::Paused(Box::new(call), None),
+                            Message::Call { tool, args },
+                        );
+                    }
+                    Err(answer) => {
+                        let print = PrintWriter::Callback(&mut self.printed);
+                        match answer {
+                            Answer::Return(value) => call.resume(value, print),
+                            Answer::Raise(exception) => call.resume(exception, print),
+                            Answer::End(exception) => call.abort(exception, print),
+                        }
+                    }
+                },
+                Ok(RunProgress::OsCall(call)) => {
                     let refused = MontyException::new(
                         ExcType::PermissionError,
                         Some(format!(
@@ -391,11 +492,11 @@ impl Run {
                     );
                     call.resume(refused, PrintWriter::Callback(&mut self.printed))
                 }
-                RunProgress::NameLookup(lookup) => lookup.resume(
+                Ok(RunProgress::NameLookup(lookup)) => lookup.resume(
                     NameLookupResult::Undefined,
                     PrintWriter::Callback(&mut self.printed),
                 ),
-                RunProgress::ResolveFutures(waiting) => {
+                Ok(RunProgress::ResolveFutures(waiting)) => {
                     let refused = MontyException::new(
                         ExcType::NotImplementedError,
                         Some("a program cannot await: call the tools directly".into()),
@@ -403,12 +504,17 @@ impl Run {
                     waiting.abort(refused, PrintWriter::Callback(&mut self.printed))
                 }
             };
-            progress = next.map_err(|e| self.failure(&e))?;
+            progress = next;
         }
     }
 
-    /// What a call of the program gets: the tool's answer, an exception, or the end.
-    fn answer(&mut self, inputs: &Inputs, call: &monty::FunctionCall) -> Answer {
+    /// A call of the program as the host's call: the catalog name and the keyword arguments;
+    /// or what the program gets without the host (an exception, or the end).
+    fn request(
+        &mut self,
+        inputs: &Inputs,
+        call: &monty::FunctionCall,
+    ) -> Result<(String, Map<String, Value>), Answer> {
         let raise = |kind, message: String| Answer::Raise(MontyException::new(kind, Some(message)));
         // A function its resource object does not have is still a call of the Step: the
         // catalog decides (`E_TOOL_NOT_IN_CATALOG` for a tool the Step does not offer).
@@ -416,70 +522,121 @@ impl Run {
             Some(id) => match inputs.objects.get(&id) {
                 Some(resource) => format!("{resource}__{}", call.function_name),
                 None => {
-                    return raise(
+                    return Err(raise(
                         ExcType::AttributeError,
                         format!("no function `{}`", call.function_name),
-                    );
+                    ));
                 }
             },
             None if inputs.tools.contains(&call.function_name) => call.function_name.clone(),
+            None if inputs.answers && call.function_name == ANSWER_FUNCTION => {
+                return Err(self.final_answer(call));
+            }
             None => {
-                return raise(
+                return Err(raise(
                     ExcType::NameError,
                     format!("name '{}' is not defined", call.function_name),
-                );
+                ));
             }
         };
         if !call.args.is_empty() {
-            return raise(
+            return Err(raise(
                 ExcType::TypeError,
                 format!("`{tool}` takes keyword arguments only, as its stub shows (name=value)"),
-            );
+            ));
         }
         let mut args = Map::new();
         for (key, value) in &call.kwargs {
             let MontyObject::String(key) = key else {
-                return raise(
+                return Err(raise(
                     ExcType::TypeError,
                     "keyword argument names must be strings".into(),
-                );
+                ));
             };
             match to_json(value) {
                 Ok(value) => args.insert(key.clone(), value),
-                Err(e) => return raise(ExcType::ValueError, format!("argument `{key}`: {e}")),
+                Err(e) => {
+                    return Err(raise(ExcType::ValueError, format!("argument `{key}`: {e}")));
+                }
             };
         }
         if self.calls >= self.limits.calls {
             self.reached = Some(Limit::Calls);
-            return Answer::End(MontyException::new(
+            return Err(Answer::End(MontyException::new(
                 ExcType::RuntimeError,
                 Some(format!(
                     "too many tool calls: a program may make {}",
                     self.limits.calls
                 )),
-            ));
+            )));
         }
         self.calls += 1;
-        let stopped = || {
-            Answer::End(MontyException::new(
+        Ok((tool, args))
+    }
+
+    /// `final_answer(text)`: the answer is kept and the program ends where it stands (it
+    /// cannot catch that). A text that is not a string is given as its JSON.
+    fn final_answer(&mut self, call: &monty::FunctionCall) -> Answer {
+        let given = match (call.args.as_slice(), call.kwargs.as_slice()) {
+            ([text], []) => text,
+            ([], [(MontyObject::String(key), text)]) if key == "text" => text,
+            _ => {
+                return Answer::Raise(MontyException::new(
+                    ExcType::TypeError,
+                    Some(format!(
+                        "`{ANSWER_FUNCTION}` takes one argument, the answer's text"
+                    )),
+                ));
+            }
+        };
+        let text = match given {
+            MontyObject::String(text) => text.clone(),
+            other => match to_json(other) {
+                Ok(value) => value.to_string(),
+                Err(e) => {
+                    return Answer::Raise(MontyException::new(
+                        ExcType::ValueError,
+                        Some(format!("the answer cannot be read: {e}")),
+                    ));
+                }
+            },
+        };
+        if text.len() > self.limits.output {
+            self.reached = Some(Limit::Output);
+            return Answer::End(MontyException::new(
+                ExcType::MemoryError,
+                Some(format!(
+                    "the answer is {} bytes, more than the {} a program may give",
+                    text.len(),
+                    self.limits.output
+                )),
+            ));
+        }
+        self.answer = Some(text);
+        Answer::End(MontyException::new(
+            ExcType::SystemExit,
+            Some("the program gave its answer".into()),
+        ))
+    }
+
+    /// What the program gets for the host's reply to its call.
+    fn answer(reply: Option<Reply>) -> Answer {
+        match reply {
+            // The host held the result to `Limits::result` before it replied.
+            Some(Reply::Value(value)) => match from_json(&value) {
+                Ok(value) => Answer::Return(value),
+                Err(e) => Answer::Raise(MontyException::new(
+                    ExcType::ValueError,
+                    Some(format!("the result cannot be read: {e}")),
+                )),
+            },
+            Some(Reply::Error(text)) => {
+                Answer::Raise(MontyException::new(ExcType::RuntimeError, Some(text)))
+            }
+            None => Answer::End(MontyException::new(
                 ExcType::RuntimeError,
                 Some("the call running the program was stopped".into()),
-            ))
-        };
-        if self.requests.send(Message::Call { tool, args }).is_err() {
-            return stopped();
-        }
-        match self.replies.recv() {
-            // The host held the result to `Limits::result` before it replied.
-            Ok(Reply::Value(value)) => match from_json(&value) {
-                Ok(value) => Answer::Return(value),
-                Err(e) => raise(
-                    ExcType::ValueError,
-                    format!("the result cannot be read: {e}"),
-                ),
-            },
-            Ok(Reply::Error(text)) => raise(ExcType::RuntimeError, text),
-            Err(_) => stopped(),
+            )),
         }
     }
 
@@ -570,23 +727,23 @@ enum Answer {
     End(MontyException),
 }
 
-/// What the program printed, sent to the host as it prints, up to the output limit. Past
-/// it, `print` raises, and the run fails with the output limit even if the program catches
-/// that.
+/// What the program printed, queued for the host up to the output limit: the host takes it
+/// before the call or the end that follows. Past the limit, `print` raises, and the run fails
+/// with the output limit even if the program catches that.
 struct Printed {
     len: usize,
     max: usize,
     overflowed: bool,
-    host: async_mpsc::UnboundedSender<Message>,
+    queue: VecDeque<String>,
 }
 
 impl Printed {
-    fn new(max: usize, host: async_mpsc::UnboundedSender<Message>) -> Self {
+    fn new(max: usize) -> Self {
         Self {
             len: 0,
             max,
             overflowed: false,
-            host,
+            queue: VecDeque::new(),
         }
     }
 
@@ -601,10 +758,7 @@ impl Printed {
         }
         if cut > 0 {
             self.len += cut;
-            // A host that stopped listening ends the program at its next call.
-            let _ = self.host.send(Message::Print {
-                text: text[..cut].to_owned(),
-            });
+            self.queue.push_back(text[..cut].to_owned());
         }
         if self.overflowed {
             return Err(MontyException::new(
@@ -654,24 +808,46 @@ pub(super) mod tests_support {
         }
     }
 
-    /// Runs `code`, answering each call with `answer(tool, args)`; the calls and the outcome.
+    /// Runs `code` on a thread with the interpreter's stack, answering each call with
+    /// `answer(tool, args)`; the calls and the outcome.
     pub(super) async fn run(
         code: &str,
-        answer: impl Fn(&str, &Map<String, Value>) -> Reply,
+        answer: impl Fn(&str, &Map<String, Value>) -> Reply + Send + 'static,
     ) -> (Vec<(String, Value)>, Outcome) {
-        let mut running = start(Program::new(code.into(), &functions(), limits())).unwrap();
-        let mut calls = Vec::new();
-        let mut printed = String::new();
-        loop {
-            match running.next().await {
-                Message::Call { tool, args } => {
-                    running.reply(answer(&tool, &args));
-                    calls.push((tool, Value::Object(args)));
+        run_program(Program::new(code.into(), &functions(), limits()), answer).await
+    }
+
+    /// [`run`] for a program made by the test.
+    pub(super) async fn run_program(
+        program: Program,
+        answer: impl Fn(&str, &Map<String, Value>) -> Reply + Send + 'static,
+    ) -> (Vec<(String, Value)>, Outcome) {
+        let thread = std::thread::Builder::new().stack_size(STACK_BYTES);
+        let run = move || {
+            let mut running = start(program);
+            let mut calls = Vec::new();
+            let mut printed = String::new();
+            let mut given = None;
+            loop {
+                match running.next() {
+                    Message::Call { tool, args } => {
+                        running.reply(answer(&tool, &args));
+                        calls.push((tool, Value::Object(args)));
+                    }
+                    Message::Print { text } => printed.push_str(&text),
+                    Message::Answer { text } => given = Some(text),
+                    Message::End { result } => {
+                        let outcome = Outcome {
+                            result,
+                            printed,
+                            answer: given,
+                        };
+                        return (calls, outcome);
+                    }
                 }
-                Message::Print { text } => printed.push_str(&text),
-                Message::End { result } => return (calls, Outcome { result, printed }),
             }
-        }
+        };
+        thread.spawn(run).unwrap().join().unwrap()
     }
 }
 
@@ -700,6 +876,51 @@ mod tests {
         );
         assert_eq!(outcome.result, Ok(json!(42)));
         assert_eq!(outcome.printed, "n is 41\n");
+    }
+
+    #[tokio::test]
+    async fn final_answer_ends_the_program_with_its_text_and_takes_one_argument() {
+        let answering =
+            |code: &str| Program::new(code.into(), &functions(), limits()).answering(true);
+        let (calls, outcome) = run_program(
+            answering(
+                "n = notes.list()['n']\nfinal_answer('there are ' + str(n))\nnotes.add(text='x')",
+            ),
+            |_, _| Reply::Value(json!({"n": 3})),
+        )
+        .await;
+        assert_eq!(calls.len(), 1, "the program ended at its answer: {calls:?}");
+        assert_eq!(outcome.result, Ok(Value::Null));
+        assert_eq!(outcome.answer.as_deref(), Some("there are 3"));
+        // Not a string: its JSON. Two arguments: a TypeError the program may catch.
+        let (_, outcome) = run_program(answering("final_answer({'n': 1})"), |_, _| {
+            Reply::Value(Value::Null)
+        })
+        .await;
+        assert_eq!(outcome.answer.as_deref(), Some("{\"n\":1}"));
+        let (_, outcome) = run_program(
+            answering("out = 'x'\ntry:\n    final_answer('a', 'b')\nexcept TypeError:\n    out = 'caught'\nout"),
+            |_, _| Reply::Value(Value::Null),
+        )
+        .await;
+        assert_eq!(
+            (outcome.result, outcome.answer),
+            (Ok(json!("caught")), None)
+        );
+        // Larger than the output limit: the output limit.
+        let (_, outcome) = run_program(answering("final_answer('x' * 5000)"), |_, _| {
+            Reply::Value(Value::Null)
+        })
+        .await;
+        assert_eq!(
+            outcome.result.unwrap_err().kind,
+            FailureKind::Limit(Limit::Output)
+        );
+        // Without it, the name is not defined.
+        let (_, outcome) = run("final_answer('hi')", |_, _| Reply::Value(Value::Null)).await;
+        let failure = outcome.result.unwrap_err();
+        assert!(failure.report.contains("NameError"), "{}", failure.report);
+        assert_eq!(outcome.answer, None);
     }
 
     #[tokio::test]

@@ -200,7 +200,12 @@ pub(crate) const LISTED_WITH_SEARCH: usize = 30;
 /// The code tool's description: how to write the program, then the stubs of `functions`, or,
 /// when `search` is offered and there are more than [`LISTED_WITH_SEARCH`] of them, where to
 /// find them.
-pub(crate) fn describe(functions: &Functions, max_calls: usize, search: Option<&str>) -> String {
+pub(crate) fn describe(
+    functions: &Functions,
+    max_calls: usize,
+    search: Option<&str>,
+    answers: bool,
+) -> String {
     let mut out = String::from(
         "Runs a short Python program (a subset of Python 3; the modules are `json`, `re`, `math`, \
          `datetime`, `collections`, `itertools` and `functools`; no files, no network). The functions below are the tools: call them with \
@@ -210,6 +215,14 @@ pub(crate) fn describe(functions: &Functions, max_calls: usize, search: Option<&
          can catch.",
     );
     let _ = write!(out, " At most {max_calls} tool calls per program.");
+    if answers {
+        out.push_str(
+            " When the program has what the user asked for, end it with \
+             `final_answer(text)`: `text` is then your answer to the user, and the turn ends \
+             without another request to you (do so only when the text needs nothing more from \
+             you than the program computes).",
+        );
+    }
     match search {
         Some(search) if functions.len() > LISTED_WITH_SEARCH => {
             let objects: Vec<&str> = functions.iter().map(|(object, _)| object).collect();
@@ -290,7 +303,7 @@ mod tests {
         );
         let mut catalog = ToolCatalog::new();
         catalog.push(item);
-        let described = describe(&Functions::of(&catalog, "code__run"), 50, None);
+        let described = describe(&Functions::of(&catalog, "code__run"), 50, None, false);
         assert!(described.contains("max: int | None = None)"), "{described}");
         assert_eq!(
             python_type(&json!({"enum": ["a", "b"]})),
@@ -330,7 +343,7 @@ mod tests {
             ));
         let mut catalog = ToolCatalog::new();
         catalog.push(item);
-        let text = describe(&Functions::of(&catalog, "code__run"), 50, None);
+        let text = describe(&Functions::of(&catalog, "code__run"), 50, None, false);
         assert!(text.contains("class file_system:"), "{text}");
         assert!(
             text.contains(

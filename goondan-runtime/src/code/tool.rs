@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::interpreter::{Interpreter, Request};
 use super::names::Functions;
-use super::program::{Failure, FailureKind, Limits, Outcome, Program, Reply};
+use super::program::{Failure, FailureKind, Limits, Outcome, Program, Reply, STACK_BYTES};
 use super::search::{SEARCH_NAME, parameters as search_parameters, search};
 use super::stubs::describe;
 use super::worker::WorkerLauncher;
@@ -17,12 +17,32 @@ use super::{CodeMode, TOOL_NAME, codes};
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::catalog::{CatalogItem, ToolCatalog};
 use crate::tools::content::{Content, ResourceBody};
-use crate::tools::context::ToolContext;
+use crate::tools::context::{Message, StepCalls, ToolContext};
 use crate::tools::error::ToolError;
 use crate::tools::handler::handler_fn;
 use crate::tools::registry::{RegisteredExport, ToolRegistry};
 use crate::tools::result::{JsonObject, ToolCall, ToolCallResult};
 use crate::tools::tool::{Export, Tool, ToolSource};
+
+/// Where a code call's output holds the answer its program gave (`final_answer`).
+const ANSWER_KEY: &str = "answer";
+
+/// The answer that ends a Turn whose last Step's calls were all code calls and one of whose
+/// programs gave one (the last of them), from `messages`, the conversation so far: the
+/// assistant message with the calls, then their tool messages.
+pub(crate) fn given_answer(messages: &[Message]) -> Option<String> {
+    let at = messages.iter().rposition(|m| m.role == "assistant")?;
+    let assistant = &messages[at];
+    if assistant.tool_calls.is_empty() || assistant.tool_calls.iter().any(|c| c.name != TOOL_NAME) {
+        return None;
+    }
+    messages[at + 1..]
+        .iter()
+        .filter(|m| m.role == "tool")
+        .filter_map(|m| serde_json::from_str::<ToolCallResult>(m.content.as_deref()?).ok())
+        .filter_map(|r| r.output?.get(ANSWER_KEY)?.as_str().map(str::to_owned))
+        .last()
+}
 
 /// The longest program, in characters.
 const MAX_CODE_CHARS: u64 = 64 * 1024;
@@ -50,6 +70,8 @@ pub(crate) struct CodeOffer {
     search: Option<Arc<RegisteredExport>>,
     direct: bool,
     max_calls: usize,
+    /// Whether a program may end the Turn with its answer.
+    answers: bool,
 }
 
 /// What one Step shows and allows.
@@ -62,10 +84,13 @@ pub(crate) struct Offered {
 }
 
 impl CodeOffer {
-    /// Builds the code tool for `mode`, and its search when `mode` has one.
-    pub(crate) fn new(mode: &CodeMode) -> Result<Self, CodeModeError> {
+    /// Builds the code tool for `mode`, and its search when `mode` has one. With `turns` (an
+    /// agent's Steps, not a server's calls), a program may end the Turn with its answer when
+    /// `mode` lets it ([`CodeMode::final_answer`]).
+    pub(crate) fn new(mode: &CodeMode, turns: bool) -> Result<Self, CodeModeError> {
         let failed = |reason: String| CodeModeError { reason };
         let limits = mode.limits;
+        let answers = turns && mode.answers;
         let parameters = json!({
             "type": "object",
             "properties": {
@@ -79,7 +104,7 @@ impl CodeOffer {
             "additionalProperties": false,
         });
         let worker = mode.worker.clone();
-        let handler = handler_fn(move |ctx, args| run(ctx, args, limits, worker.clone()));
+        let handler = handler_fn(move |ctx, args| run(ctx, args, limits, answers, worker.clone()));
         let (resource, export) = TOOL_NAME.split_once("__").unwrap_or(("code", "run"));
         let mut tool = Tool::builder(resource)
             .description("Code mode: one program calls the Step's tools")
@@ -119,6 +144,7 @@ impl CodeOffer {
             search,
             direct: mode.direct,
             max_calls: limits.calls,
+            answers,
         })
     }
 
@@ -130,7 +156,12 @@ impl CodeOffer {
         inner.remove(TOOL_NAME);
         inner.remove(SEARCH_NAME);
         let search = self.search.as_ref().map(|_| SEARCH_NAME);
-        let description = describe(&Functions::of(&inner, TOOL_NAME), self.max_calls, search);
+        let description = describe(
+            &Functions::of(&inner, TOOL_NAME),
+            self.max_calls,
+            search,
+            self.answers,
+        );
         let item = CatalogItem::from_entry(&self.entry).with_description(description);
         let mut shown = if self.direct {
             inner.clone()
@@ -154,11 +185,15 @@ struct Made {
     code: Option<String>,
 }
 
-/// The handler of the code tool.
+/// The handler of the code tool. The program and its calls run on a thread of their own,
+/// with the interpreter's stack: each call the program makes is made from there, with nothing
+/// to hand over between the program and the executor. Dropping the handler (the code call
+/// was cancelled or timed out) drops the call in flight and ends the program where it stands.
 async fn run(
     ctx: ToolContext,
     args: JsonObject,
     limits: Limits,
+    answers: bool,
     worker: Option<Arc<dyn WorkerLauncher>>,
 ) -> Result<Value, ToolError> {
     let Some(code) = args.get("code").and_then(Value::as_str) else {
@@ -173,15 +208,54 @@ async fn run(
         .with_suggestion("call the tools directly"));
     };
     let functions = Functions::of(calls.catalog(), TOOL_NAME);
-    let program = Program::new(code.to_owned(), &functions, limits);
+    let program = Program::new(code.to_owned(), &functions, limits).answering(answers);
+    let cannot_start = |e: String| {
+        ToolError::new(format!("the interpreter cannot start: {e}"))
+            .with_code(codes::ERROR)
+            .retryable()
+    };
+    let handle = tokio::runtime::Handle::try_current().map_err(|e| cannot_start(e.to_string()))?;
+    let span = tracing::Span::current();
+    let (done, answer) = tokio::sync::oneshot::channel();
+    let thread = move || {
+        let mut done = done;
+        let ran = handle.block_on(async {
+            tokio::select! {
+                biased;
+                () = done.closed() => None,
+                result = tracing::Instrument::instrument(
+                    drive(ctx, calls, program, worker), span) => Some(result),
+            }
+        });
+        if let Some(result) = ran {
+            let _ = done.send(result);
+        }
+    };
+    std::thread::Builder::new()
+        .name("goondan-code".into())
+        .stack_size(STACK_BYTES)
+        .spawn(thread)
+        .map_err(|e| cannot_start(e.to_string()))?;
+    answer.await.unwrap_or_else(|_| {
+        Err(ToolError::new("the program's thread ended without an answer").with_code(codes::ERROR))
+    })
+}
+
+/// Runs `program` to its end, making each of its calls through `calls`.
+async fn drive(
+    ctx: ToolContext,
+    calls: Arc<dyn StepCalls>,
+    program: Program,
+    worker: Option<Arc<dyn WorkerLauncher>>,
+) -> Result<Value, ToolError> {
     let mut interpreter = Interpreter::start(program, worker.as_ref()).map_err(|e| {
         ToolError::new(format!("the interpreter cannot start: {e}"))
             .with_code(codes::ERROR)
             .retryable()
     })?;
     let mut made = Vec::new();
-    // What the program prints goes to the host as progress as it happens (an MCP client that
-    // asked for progress, `goondan run`'s terminal), one report per line.
+    // What the program prints goes to the host as progress (an MCP client that asked for
+    // progress, `goondan run`'s terminal), one report per line.
     let mut lines = Lines::default();
     loop {
         match interpreter.next().await {
@@ -287,9 +361,19 @@ fn described(part: &Content) -> Value {
 
 /// The code tool's answer for a finished run.
 fn finish(outcome: Outcome, made: &[Made]) -> Result<Value, ToolError> {
-    let Outcome { result, printed } = outcome;
+    let Outcome {
+        result,
+        printed,
+        answer,
+    } = outcome;
     match result {
-        Ok(value) => Ok(json!({"value": value, "printed": printed, "calls": made.len()})),
+        Ok(value) => {
+            let mut output = json!({"value": value, "printed": printed, "calls": made.len()});
+            if let Some(answer) = answer {
+                output[ANSWER_KEY] = Value::String(answer);
+            }
+            Ok(output)
+        }
         Err(failure) => Err(failure_error(&failure, &printed, made)),
     }
 }

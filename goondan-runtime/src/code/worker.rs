@@ -30,7 +30,9 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::program::{Failure, FailureKind, Limit, Limits, Message, Program, Reply, start};
+use super::program::{
+    Failure, FailureKind, Limit, Limits, Message, Program, Reply, STACK_BYTES, start,
+};
 
 /// The first argument that makes a program a code worker.
 pub const WORKER_FLAG: &str = "--goondan-code-worker";
@@ -75,7 +77,13 @@ pub fn serve_if_asked() {
         .nth(1)
         .is_some_and(|arg| arg == WORKER_FLAG)
     {
-        std::process::exit(serve(std::io::stdin().lock(), std::io::stdout().lock()));
+        // The program runs on a thread with the interpreter's stack.
+        let served = std::thread::Builder::new()
+            .name("goondan-code".into())
+            .stack_size(STACK_BYTES)
+            .spawn(|| serve(std::io::stdin().lock(), std::io::stdout().lock()))
+            .map_or(1, |thread| thread.join().unwrap_or(1));
+        std::process::exit(served);
     }
 }
 
@@ -94,25 +102,9 @@ fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
     };
     // A reply holds a result of up to the program's result limit.
     let max_reply = program.limits.result.saturating_add(MAX_FRAME);
-    let mut running = match start(program) {
-        Ok(running) => running,
-        Err(e) => {
-            let failure = Failure {
-                kind: FailureKind::Uncaught,
-                report: format!("the interpreter cannot start: {e}"),
-                line: None,
-            };
-            let _ = send(
-                &mut output,
-                &Message::End {
-                    result: Err(failure),
-                },
-            );
-            return 1;
-        }
-    };
+    let mut running = start(program);
     loop {
-        let message = running.next_blocking();
+        let message = running.next();
         if send(&mut output, &message).is_err() {
             return 1;
         }
@@ -123,7 +115,7 @@ fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
                 // program with it.
                 _ => return 1,
             },
-            Message::Print { .. } => {}
+            Message::Print { .. } | Message::Answer { .. } => {}
             Message::End { .. } => return 0,
         }
     }

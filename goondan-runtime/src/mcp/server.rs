@@ -596,7 +596,7 @@ impl McpServerBuilder {
         #[cfg(feature = "code-mode")]
         let code = match &self.code {
             Some(mode) => Some(
-                crate::code::CodeOffer::new(mode)
+                crate::code::CodeOffer::new(mode, false)
                     .map_err(|e| McpServerError::CodeMode(e.to_string()))?,
             ),
             None => None,

@@ -770,7 +770,7 @@ impl AgentInstanceBuilder {
         }
         #[cfg(feature = "code-mode")]
         let code = match &self.code_mode {
-            Some(mode) => Some(crate::code::CodeOffer::new(mode).map_err(|e| {
+            Some(mode) => Some(crate::code::CodeOffer::new(mode, true).map_err(|e| {
                 crate::extension::ExtensionError::Failed {
                     extension: "code-mode".into(),
                     message: e.to_string(),
@@ -1142,7 +1142,25 @@ impl Core<StepContext> for StepRunner {
                         deltas: shared.deltas.clone(),
                         cancellation: step.cancellation.clone(),
                     };
-                    let response = shared.model.respond(&request).await?;
+                    // A program that gave the Turn's answer (`final_answer`) answers this Step
+                    // in the model's place.
+                    #[cfg(feature = "code-mode")]
+                    let given = shared
+                        .code
+                        .as_ref()
+                        .and_then(|_| crate::code::given_answer(&request.messages));
+                    #[cfg(not(feature = "code-mode"))]
+                    let given: Option<String> = None;
+                    let response = match given {
+                        Some(answer) => {
+                            let mut response = super::ModelResponse::text(answer);
+                            response
+                                .metadata
+                                .insert(super::ANSWERED_BY.into(), crate::code::TOOL_NAME.into());
+                            response
+                        }
+                        None => shared.model.respond(&request).await?,
+                    };
                     catalog = request.catalog;
                     let mut assistant =
                         Message::assistant(fresh_id("msg"), response.content, response.tool_calls);

@@ -25,8 +25,8 @@ pub use self::model::{
     ModelResponse, ScriptedModel, TokenUsage,
 };
 pub use self::pipeline::{
-    StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext, TurnEnd,
-    TurnMiddleware, TurnNext, TurnOutcome, step_fn, turn_fn,
+    ANSWERED_BY, StepContext, StepFuture, StepMiddleware, StepNext, StepResult, TurnContext,
+    TurnEnd, TurnMiddleware, TurnNext, TurnOutcome, step_fn, turn_fn,
 };
 pub use self::tool_message::tool_message;
 

@@ -176,6 +176,10 @@ pub enum TurnEnd {
     MaxSteps,
 }
 
+/// The metadata key of an assistant message that no model wrote: its value names what did
+/// (`code__run`: a program that gave the Turn's answer with `final_answer`).
+pub const ANSWERED_BY: &str = "answeredBy";
+
 /// What one Turn did.
 #[derive(Debug, Clone)]
 pub struct TurnOutcome {
@@ -193,6 +197,15 @@ impl TurnOutcome {
     /// The text of the last assistant message.
     pub fn answer(&self) -> Option<&str> {
         self.steps.last()?.assistant.content.as_deref()
+    }
+
+    /// How many times the model was asked: every Step but those a program answered
+    /// ([`ANSWERED_BY`]).
+    pub fn model_requests(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| !s.assistant.metadata.contains_key(ANSWERED_BY))
+            .count()
     }
 
     /// The tokens of every Step added up; `None` when no Step's provider reported any.

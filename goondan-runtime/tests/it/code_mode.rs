@@ -532,6 +532,79 @@ async fn with_a_journal_the_code_call_and_each_inner_call_are_journaled_once_and
     assert_eq!(again.conversation().len(), first.conversation().len());
 }
 
+/// The code tool's description, as the model was first shown it.
+fn code_description(model: &ScriptedModel) -> String {
+    let requests = model.requests();
+    let item = requests[0]
+        .catalog
+        .get("code__run")
+        .expect("the code tool is shown");
+    item.description().unwrap_or("").to_owned()
+}
+
+/// `final_answer(text)` ends the program and the Turn: `text` is the Turn's answer, given
+/// in the model's place without another request, journaled as an answer, and read back as
+/// one; without `final_answer` offered, the name is not defined.
+#[tokio::test]
+async fn a_program_s_final_answer_ends_the_turn_without_asking_the_model_again() {
+    use goondan_runtime::step::TurnEnd;
+    use goondan_runtime::step::journal::{Journal, MemoryJournal, Record};
+    let journal = Arc::new(MemoryJournal::new());
+    let registry = Arc::new(ToolRegistry::builder().tool(shop::TOOL).build().unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let agent = |model: Arc<ScriptedModel>, mode: CodeMode| {
+        AgentInstance::builder("shopper", Arc::clone(&registry), model)
+            .tools(["shop"])
+            .code_mode(mode)
+            .journal(journal.clone())
+            .state_dir(state.path())
+            .build()
+            .unwrap()
+    };
+    let program =
+        "n = len(shop.items())\nfinal_answer(str(n) + ' items in stock')\nshop.remove(name='fig')";
+    let code_call =
+        || ModelResponse::calls([ToolCall::new("c1", "code__run", json!({ "code": program }))]);
+    let model = Arc::new(ScriptedModel::new([code_call()]));
+    let first = agent(model.clone(), CodeMode::new());
+    let shown = first.run_turn("how many?").await.unwrap();
+    assert_eq!(shown.answer(), Some("4 items in stock"));
+    assert_eq!(shown.end, TurnEnd::Answered);
+    assert_eq!(model.requests().len(), 1, "the model was asked once");
+    assert_eq!(shown.model_requests(), 1);
+    let by = &shown.steps[1].assistant.metadata[goondan_runtime::step::ANSWERED_BY];
+    assert_eq!(by, "code__run");
+    let description = code_description(&model);
+    assert!(description.contains("final_answer(text)"), "{description}");
+    // The program stopped at its answer: `shop.remove` never ran.
+    let output = shown.steps[0].results[0].output.clone().unwrap();
+    assert_eq!(output["answer"], "4 items in stock");
+    assert_eq!(output["calls"], 1);
+    let records = journal.read().await.unwrap().records;
+    let answered = records.iter().any(|r| {
+        matches!(r, Record::ModelAnswered { assistant, .. }
+            if assistant.content.as_deref() == Some("4 items in stock"))
+    });
+    assert!(answered, "{records:?}");
+    // A new process reads the Turn back, answer included; nothing is left to resume.
+    let again = agent(Arc::new(ScriptedModel::new([])), CodeMode::new());
+    assert!(again.resume().await.unwrap().is_none());
+    assert_eq!(again.conversation(), first.conversation());
+
+    // Turned off, the model is not told of it and the name is not defined.
+    let model = Arc::new(ScriptedModel::new([
+        code_call(),
+        ModelResponse::text("the program failed"),
+    ]));
+    let off = agent(model.clone(), CodeMode::new().final_answer(false));
+    let turn = off.run_turn("how many?").await.unwrap();
+    assert_eq!(turn.answer(), Some("the program failed"));
+    let result = &turn.steps[0].results[0];
+    assert_eq!(result.error_code(), Some(codes::ERROR), "{result:?}");
+    let description = code_description(&model);
+    assert!(!description.contains("final_answer"), "{description}");
+}
+
 /// A journal left by a process that stopped in the middle of the code call `c1` running
 /// `program`: the Turn's input, the model's answer, the code call's start, then `inner`.
 async fn stopped_in(

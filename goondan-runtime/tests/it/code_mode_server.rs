@@ -152,6 +152,8 @@ async fn mcp_server_code_mode_serves_the_code_tool_and_its_search_and_programs_c
         "{run}"
     );
     assert!(!run.contains("vault"), "{run}");
+    // A server has no Turn to end: its client's model answers.
+    assert!(!run.contains("final_answer"), "{run}");
 
     let found = call(&client, SEARCH_NAME, json!({"query": "price of an item"})).await;
     assert_ne!(found.is_error, Some(true), "{found:?}");

@@ -1,6 +1,6 @@
 //! BFCL's multi-turn base tasks, run two ways: the classic loop (one model round trip per
-//! ground-truth call, then the answer) and code mode (the turn's calls as one program, then
-//! the answer). The APIs are BFCL's own Python classes behind a stdio MCP server
+//! ground-truth call, then the answer) and code mode (the turn's calls as one program that
+//! ends with the answer, `final_answer`). The APIs are BFCL's own Python classes behind a stdio MCP server
 //! (`bfcl_peer.py`) that the agent bridges, so every call of either way goes through the
 //! executor and reaches the same code; each run records its calls and the APIs' final state,
 //! which the two ways must share. Included with `#[path]` by `tests/it/code_mode_bfcl.rs` and
@@ -55,7 +55,8 @@ impl Task {
 pub(crate) enum Way {
     /// Each call in a response of its own (a call may need the one before), then the answer.
     Classic,
-    /// One `code__run` whose program makes the calls in order, then the answer.
+    /// One `code__run` whose program makes the calls in order and ends with the answer
+    /// (`final_answer`).
     Code,
 }
 
@@ -144,9 +145,10 @@ pub(crate) fn program(calls: &[Call]) -> String {
         .join("\n")
 }
 
-/// What the model answers to the turn's requests, in order.
+/// What the model answers to the turn's requests, in order: the classic loop's calls one a
+/// response, then its answer; or one program that makes the calls and gives the answer.
 pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
-    let mut out = match way {
+    let mut out: Vec<ModelResponse> = match way {
         Way::Classic => turn
             .calls
             .iter()
@@ -159,15 +161,23 @@ pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelRe
                 )])
             })
             .collect(),
-        Way::Code => vec![ModelResponse::calls([ToolCall::new(
-            format!("t{turn_index}code"),
-            TOOL_NAME,
-            json!({ "code": program(&turn.calls) }),
-        )])],
+        // The program gives the answer itself (`final_answer`): the turn ends with it.
+        Way::Code => {
+            let answer = literal(&Value::from(ANSWER));
+            let code = format!("{}\nfinal_answer({answer})", program(&turn.calls));
+            return vec![ModelResponse::calls([ToolCall::new(
+                format!("t{turn_index}code"),
+                TOOL_NAME,
+                json!({ "code": code }),
+            )])];
+        }
     };
-    out.push(ModelResponse::text("Done."));
+    out.push(ModelResponse::text(ANSWER));
     out
 }
+
+/// The answer that ends every turn, either way.
+pub(crate) const ANSWER: &str = "Done.";
 
 /// What the model answers to every request of the task, in order.
 pub(crate) fn script(task: &Task, way: Way) -> Vec<ModelResponse> {
@@ -228,7 +238,7 @@ pub(crate) async fn run(data: &Path, task: &Task, way: Way, model: Arc<dyn Model
             .run_turn(turn.user.as_str())
             .await
             .unwrap_or_else(|e| panic!("a turn of {} ({way:?}): {e}", task.id));
-        turns.push((outcome.steps.len(), turn_start.elapsed()));
+        turns.push((outcome.model_requests(), turn_start.elapsed()));
         for step in &outcome.steps {
             for result in &step.results {
                 if let Some(error) = &result.error {
