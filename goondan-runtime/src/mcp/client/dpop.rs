@@ -38,8 +38,8 @@ pub(crate) const MAX_NONCE_RETRIES: usize = 2;
 const MAX_NONCE: usize = 512;
 
 /// The header of a DPoP proof, and of a server's nonce.
-const DPOP: HeaderName = HeaderName::from_static("dpop");
-const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
+const DPOP: &str = "dpop";
+const DPOP_NONCE: &str = "dpop-nonce";
 
 /// Why a request could not carry its proof, or its nonce could not be agreed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -191,7 +191,9 @@ impl Dpop {
 }
 
 /// rmcp's OAuth requests, with a proof on each token request (a form posted) and the
-/// authorization server's nonce followed.
+/// authorization server's nonce followed. rmcp's own client resolves the hosts of discovered
+/// metadata through an address filter it does not export; this one follows at most five
+/// redirects where rmcp asks it to, and rmcp still checks the host names it discovers.
 pub(crate) struct ProvingOAuthClient {
     dpop: Arc<Dpop>,
     follow: reqwest::Client,
@@ -250,13 +252,14 @@ impl OAuthHttpClient for ProvingOAuthClient {
                 let answer = read_bounded(response, MAX_TOKEN_RESPONSE)
                     .await
                     .map_err(OAuthHttpClientError::from)?;
+                // Past the bound (or for a nonce that is not new), the refusal goes to rmcp as
+                // the token endpoint's answer, which it reports with its error code.
                 if token_request
                     && status == http::StatusCode::BAD_REQUEST
+                    && fresh
+                    && retries < MAX_NONCE_RETRIES
                     && oauth_error(&answer).0 == "use_dpop_nonce"
                 {
-                    if !fresh || retries == MAX_NONCE_RETRIES {
-                        return Err(Box::new(DpopError::NonceLoop) as OAuthHttpClientError);
-                    }
                     retries += 1;
                     continue;
                 }
@@ -379,7 +382,7 @@ fn proof_headers(
     let proof = dpop.proof(method, uri, Some(token), nonce)?;
     Ok(HashMap::from([
         (http::header::AUTHORIZATION, value(format!("DPoP {token}"))?),
-        (DPOP, value(proof)?),
+        (HeaderName::from_static(DPOP), value(proof)?),
     ]))
 }
 
