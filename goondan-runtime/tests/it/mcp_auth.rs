@@ -38,6 +38,15 @@ fn refused_tracker(err: &McpClientError) -> &str {
     reason
 }
 
+/// The line and message of each of `bundle`'s diagnostics.
+fn problems(bundle: &Bundle) -> Vec<(usize, String)> {
+    bundle
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect()
+}
+
 /// Nothing was written to the token store in `dir`.
 fn assert_nothing_kept(dir: &std::path::Path) {
     assert_eq!(
@@ -393,11 +402,7 @@ spec:
         auth: password
 "#;
     let bundle = Bundle::from_yaml(bad, "goondan.yaml");
-    let problems: Vec<_> = bundle
-        .diagnostics()
-        .iter()
-        .map(|d| (d.line, d.message.clone()))
-        .collect();
+    let problems = problems(&bundle);
     let has =
         |line: usize, text: &str| problems.iter().any(|(l, m)| *l == line && m.contains(text));
     assert!(has(10, "does not hold secrets"), "{problems:?}");
@@ -529,11 +534,7 @@ spec:
         auth: {oauth: {dpop: yes please}}
 "#;
     let bundle = Bundle::from_yaml(bad, "goondan.yaml");
-    let problems: Vec<_> = bundle
-        .diagnostics()
-        .iter()
-        .map(|d| (d.line, d.message.clone()))
-        .collect();
+    let problems = problems(&bundle);
     let has =
         |line: usize, text: &str| problems.iter().any(|(l, m)| *l == line && m.contains(text));
     assert!(has(10, "does not hold secrets"), "{problems:?}");
