@@ -169,6 +169,8 @@ pub(crate) fn servers(
             let auth = match server.authorization() {
                 McpAuth::OAuth(_) => "oauth",
                 McpAuth::ClientCredentials(_) => "client-credentials",
+                McpAuth::WorkloadIdentity(_) => "workload-identity",
+                McpAuth::Enterprise(_) => "enterprise",
                 _ => "none",
             };
             let state = match (server.authorization(), server.url(), &store) {
@@ -185,7 +187,12 @@ pub(crate) fn servers(
                     }
                 }
                 (McpAuth::OAuth(_), _, None) => "no token store (set HOME)".to_owned(),
-                (McpAuth::ClientCredentials(_), ..) => "authorized when started".to_owned(),
+                (
+                    McpAuth::ClientCredentials(_)
+                    | McpAuth::WorkloadIdentity(_)
+                    | McpAuth::Enterprise(_),
+                    ..,
+                ) => "authorized when started".to_owned(),
                 _ => "-".to_owned(),
             };
             let place = server

@@ -8,15 +8,16 @@ use std::time::{Duration, Instant};
 
 use goondan_runtime::bundle::Bundle;
 use goondan_runtime::mcp::client::{
-    AuthState, ClientCredentials, JwtAlgorithm, McpAuth, McpClientError, McpExtension,
-    McpExtensionConfig, McpServerConfig, OAuthClient, Secret, TokenStore,
+    AuthState, ClientCredentials, EnterpriseGrant, IdentityProvider, JwtAlgorithm, McpAuth,
+    McpClientError, McpExtension, McpExtensionConfig, McpServerConfig, OAuthClient, Secret,
+    TokenStore, WorkloadIdentity,
 };
 use goondan_test_peers::mcp_peers::ProtectedServer;
 use serde_json::json;
 
 use crate::headless::Headless;
 use crate::mcp_bridge::{Bridged, test_server};
-use crate::oauth_server::AuthServer;
+use crate::oauth_server::{AuthServer, NonceDemand};
 
 /// An OAuth server the extension cannot start without: the tests here read the start's
 /// refusals from `connect`.
@@ -35,6 +36,15 @@ fn refused_tracker(err: &McpClientError) -> &str {
     };
     assert_eq!(server, "tracker");
     reason
+}
+
+/// The line and message of each of `bundle`'s diagnostics.
+fn problems(bundle: &Bundle) -> Vec<(usize, String)> {
+    bundle
+        .diagnostics()
+        .iter()
+        .map(|d| (d.line, d.message.clone()))
+        .collect()
 }
 
 /// Nothing was written to the token store in `dir`.
@@ -392,11 +402,7 @@ spec:
         auth: password
 "#;
     let bundle = Bundle::from_yaml(bad, "goondan.yaml");
-    let problems: Vec<_> = bundle
-        .diagnostics()
-        .iter()
-        .map(|d| (d.line, d.message.clone()))
-        .collect();
+    let problems = problems(&bundle);
     let has =
         |line: usize, text: &str| problems.iter().any(|(l, m)| *l == line && m.contains(text));
     assert!(has(10, "does not hold secrets"), "{problems:?}");
@@ -406,6 +412,146 @@ spec:
         problems
             .iter()
             .any(|(_, m)| m.contains("1999-01-01") && m.contains("2026-07-28")),
+        "{problems:?}"
+    );
+    assert!(bundle.mcp_extension("mcp").is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_auth_dpop_nonces_that_never_settle_or_are_garbage_fail_the_start_after_a_bounded_number_of_requests()
+ {
+    // (how the server asks, the endpoint that asks, how many requests reach it)
+    for (demand, path, expected) in [
+        // The first proof, then one retry for each of two new nonces.
+        (NonceDemand::TokenEveryTime, "/token", 3),
+        // A nonce that is not one is not retried.
+        (NonceDemand::TokenGarbage, "/token", 1),
+        // The request without a token; then three proofs, and a `ping` for each nonce read.
+        (NonceDemand::ServerEveryTime, "/mcp", 6),
+    ] {
+        let server = AuthServer::start_demanding(demand).await;
+        let tokens = tempfile::tempdir().unwrap();
+        let config = McpExtensionConfig::new("t")
+            .server(
+                oauth("tracker", &server.url()).auth(McpAuth::OAuth(OAuthClient::new().dpop(true))),
+            )
+            .token_store(TokenStore::at(tokens.path()))
+            .authorizer(Arc::new(Headless::new()));
+        let started = Instant::now();
+        let err = McpExtension::connect(config).await.unwrap_err();
+        let why = if path == "/token" {
+            "use_dpop_nonce"
+        } else {
+            "DPoP nonce"
+        };
+        assert!(err.to_string().contains(why), "{demand:?}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{demand:?}");
+        let seen = server.seen();
+        let hits = seen.iter().filter(|s| s.path == path).count();
+        assert_eq!(hits, expected, "{demand:?}: {seen:?}");
+    }
+}
+
+#[test]
+fn mcp_auth_a_bundle_names_where_a_workload_jwt_or_an_id_token_is_read_and_binds_tokens_with_dpop()
+{
+    let yaml = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: deploys
+        url: https://mcp.deploy.example/mcp
+        auth: {oauth: {dpop: true}}
+      - name: cluster
+        url: https://mcp.cluster.example/mcp
+        auth: {workloadIdentity: {clientId: agent-7, assertionFile: tokens/mcp, scopes: [read]}}
+      - name: wiki
+        url: https://mcp.wiki.example/mcp
+        auth:
+          enterprise:
+            clientId: goondan
+            clientSecretEnv: WIKI_SECRET
+            idpIssuer: https://login.corp.example
+            idpTokenEndpoint: https://login.corp.example/token
+            idpClientId: goondan-idp
+            idTokenEnv: CORP_ID_TOKEN
+"#;
+    let bundle = Bundle::from_yaml(yaml, "/b/goondan.yaml");
+    assert!(
+        bundle.diagnostics().is_empty(),
+        "{:?}",
+        bundle.diagnostics()
+    );
+    let config = bundle.mcp_extension("mcp").unwrap();
+    let servers = config.servers();
+    assert_eq!(
+        servers[0].authorization(),
+        &McpAuth::OAuth(OAuthClient::new().dpop(true))
+    );
+    assert_eq!(
+        servers[1].authorization(),
+        &McpAuth::WorkloadIdentity(
+            WorkloadIdentity::new("agent-7", Secret::from_file("/b/tokens/mcp")).scopes(["read"])
+        )
+    );
+    let idp = IdentityProvider::new(
+        "https://login.corp.example",
+        "https://login.corp.example/token",
+        "goondan-idp",
+    );
+    assert_eq!(
+        servers[2].authorization(),
+        &McpAuth::Enterprise(
+            EnterpriseGrant::new(idp, Secret::from_env("CORP_ID_TOKEN"), "goondan")
+                .client_secret(Secret::from_env("WIKI_SECRET"))
+        )
+    );
+
+    let bad = r#"
+apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {name: mcp}
+spec:
+  mcp:
+    servers:
+      - name: a
+        url: https://a.example/mcp
+        auth: {workloadIdentity: {clientId: w, assertion: eyJhbGciOiJFUzI1NiJ9.e30.c2ln}}
+      - name: b
+        url: https://b.example/mcp
+        auth: {enterprise: {clientId: g, idpIssuer: https://i, idpTokenEndpoint: https://i/t, idpClientId: c, idToken: eyJ}}
+      - name: c
+        url: https://c.example/mcp
+        auth: {workloadIdentity: {clientId: w, assertionEnv: A, assertionFile: a.jwt}}
+      - name: d
+        url: https://d.example/mcp
+        auth: {enterprise: {clientId: g, idTokenEnv: T}}
+      - name: e
+        url: https://e.example/mcp
+        auth: {oauth: {dpop: yes please}}
+"#;
+    let bundle = Bundle::from_yaml(bad, "goondan.yaml");
+    let problems = problems(&bundle);
+    let has =
+        |line: usize, text: &str| problems.iter().any(|(l, m)| *l == line && m.contains(text));
+    assert!(has(10, "does not hold secrets"), "{problems:?}");
+    assert!(has(10, "assertionEnv"), "{problems:?}");
+    assert!(has(13, "does not hold secrets"), "{problems:?}");
+    assert!(has(13, "idTokenFile"), "{problems:?}");
+    assert!(
+        has(16, "one of `assertionEnv` and `assertionFile`"),
+        "{problems:?}"
+    );
+    assert!(has(19, "needs `idpIssuer`"), "{problems:?}");
+    assert!(has(22, "`dpop` is `true` or `false`"), "{problems:?}");
+    // No secret's value is repeated in a diagnostic.
+    assert!(
+        !problems
+            .iter()
+            .any(|(_, m)| m.contains("c2ln") || m.contains("eyJ")),
         "{problems:?}"
     );
     assert!(bundle.mcp_extension("mcp").is_err());

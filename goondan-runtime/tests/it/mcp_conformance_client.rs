@@ -4,34 +4,16 @@
 //! calls through the executor) once per scenario, with the scenario's server URL.
 //!
 //! Every client scenario the suite lists for `--spec-version 2025-11-25` and for `2026-07-28`
-//! runs, the authorization ones included, and so do the client-credentials scenarios of the
-//! OAuth extension and the Skills extension's client scenarios (`--force`, at both
-//! revisions). None may fail: there is no baseline.
-//!
-//! Not run, each an extension this bridge does not implement (not part of either revision):
-//! - `auth/dpop`, `auth/dpop-nonce`: DPoP-bound tokens (RFC 9449);
-//! - `auth/enterprise-managed-authorization`: identity-provider-issued ID-JAG grants;
-//! - `auth/wif-jwt-bearer`: workload identity federation.
+//! runs, the authorization ones included, and so does every scenario it lists as an
+//! extension's (`--force`, at both revisions): the OAuth extension's client credentials, DPoP
+//! (with and without the servers' nonces), enterprise-managed authorization, workload identity
+//! federation, and the Skills extension's client scenarios. None is left out and none may
+//! fail: there is no baseline.
 #![cfg(feature = "mcp")]
 
 use std::process::Command;
 
 use goondan_test_peers::mcp_peers;
-
-/// The client-credentials scenarios of the OAuth extension.
-const CLIENT_CREDENTIALS: &[&str] = &[
-    "auth/client-credentials-basic",
-    "auth/client-credentials-jwt",
-];
-
-/// The Skills extension's client scenarios (SEP-2640): a host lists skills without reading
-/// them, and refuses a skill file that does not match its listing.
-const SKILLS: &[&str] = &[
-    "sep-2640-client-no-prefetch",
-    "sep-2640-client-verify-digest",
-    "sep-2640-client-verify-frontmatter",
-    "sep-2640-client-verify-size",
-];
 
 /// Runs the suite's client mode with `args`: its exit status and its whole output.
 fn client_suite(args: &[&str]) -> (bool, String) {
@@ -50,18 +32,25 @@ fn client_suite(args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-/// The client scenarios the suite lists for `revision`.
-fn listed(revision: &str) -> Vec<String> {
-    let out = Command::new(mcp_peers::peer("conformance"))
-        .env("PATH", mcp_peers::path_with_peers())
-        .args(["list", "--client", "--spec-version", revision])
+/// The client scenarios the suite lists (for `revision`, else all), each with the revisions
+/// it is listed for (`[2025-11-25,2026-07-28]`, `[extension]`).
+fn listed(revision: Option<&str>) -> Vec<(String, String)> {
+    let mut list = Command::new(mcp_peers::peer("conformance"));
+    list.env("PATH", mcp_peers::path_with_peers())
+        .args(["list", "--client"]);
+    if let Some(revision) = revision {
+        list.args(["--spec-version", revision]);
+    }
+    let out = list
         .output()
         .expect("the conformance suite lists its scenarios");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- "))
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_owned)
+        .map(|l| {
+            let (name, tags) = l.split_once(' ').unwrap_or((l, ""));
+            (name.to_owned(), tags.trim().to_owned())
+        })
         .collect()
 }
 
@@ -91,12 +80,32 @@ fn failed_checks(text: &str) -> Option<usize> {
 }
 
 #[test]
-fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_credentials() {
+fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_every_extension() {
     let mut problems = Vec::new();
     let mut summary = Vec::new();
     let mut counts = Vec::new();
+    let extensions: Vec<String> = listed(None)
+        .into_iter()
+        .filter(|(_, tags)| tags == "[extension]")
+        .map(|(name, _)| name)
+        .collect();
+    for expected in [
+        "auth/client-credentials-basic",
+        "auth/dpop-nonce",
+        "auth/enterprise-managed-authorization",
+        "auth/wif-jwt-bearer",
+        "sep-2640-client-verify-digest",
+    ] {
+        assert!(
+            extensions.iter().any(|e| e == expected),
+            "the suite lists `{expected}` as an extension's scenario: {extensions:?}"
+        );
+    }
     for revision in ["2025-11-25", "2026-07-28"] {
-        let scenarios = listed(revision);
+        let scenarios: Vec<String> = listed(Some(revision))
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
         assert!(
             scenarios.len() > 15 && scenarios.iter().any(|s| s.starts_with("auth/")),
             "the suite lists the client scenarios of {revision}: {scenarios:?}"
@@ -117,7 +126,8 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
             passed.len(),
             scenarios.len()
         ));
-        for scenario in CLIENT_CREDENTIALS.iter().chain(SKILLS) {
+        let mut extension_checks = 0;
+        for scenario in &extensions {
             let (ok, text) = client_suite(&[
                 "--scenario",
                 scenario,
@@ -128,7 +138,12 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
             if !ok || failed_checks(&text) != Some(0) {
                 problems.push(format!("== {revision} {scenario}\n{text}"));
             }
+            extension_checks += passed_checks(&text).unwrap_or_default();
         }
+        summary.push(format!(
+            "{revision}: {} extension scenarios, {extension_checks} checks",
+            extensions.len()
+        ));
     }
     eprintln!("{}", summary.join("\n"));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -137,11 +152,19 @@ fn mcp_client_conformance_every_client_scenario_of_both_revisions_and_client_cre
         .unwrap()
         .replace('\n', " ");
     let claim = format!(
-        "suite: {}, authorization included, and the Skills extension's {}",
+        "suite: {}, authorization included, and its {} extension scenarios",
         counts.join(" and "),
-        SKILLS.len()
+        extensions.len()
     );
     assert!(readme.contains(&claim), "the README should say `{claim}`");
+}
+
+/// The passed checks of a single scenario's run (`Passed: N/T, 0 failed`).
+fn passed_checks(text: &str) -> Option<usize> {
+    text.lines().rev().find_map(|l| {
+        let (n, _) = l.strip_prefix("Passed: ")?.split_once('/')?;
+        n.parse().ok()
+    })
 }
 
 #[test]
@@ -158,4 +181,5 @@ fn the_summary_reader_counts_passed_scenarios_and_failed_checks() {
     assert_eq!(failed_checks(text), Some(1));
     assert_eq!(failed_checks("Passed: 7/7, 0 failed, 0 warnings"), Some(0));
     assert_eq!(failed_checks("nothing"), None);
+    assert_eq!(passed_checks("Passed: 7/7, 0 failed, 0 warnings"), Some(7));
 }

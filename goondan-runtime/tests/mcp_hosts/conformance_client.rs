@@ -9,6 +9,7 @@
 //! authorization URL, is done by `Headless`: the suite's authorization server approves at
 //! once and redirects. Built only for the tests.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,8 +20,9 @@ mod headless;
 use headless::Headless;
 
 use goondan_runtime::mcp::client::{
-    ClientCredentials, E_MCP_SKILL_MISMATCH, JwtAlgorithm, McpAuth, McpExtension,
-    McpExtensionConfig, McpServerConfig, OAuthClient, Secret, TokenStore,
+    ClientCredentials, E_MCP_SKILL_MISMATCH, EnterpriseGrant, IdentityProvider, JwtAlgorithm,
+    McpAuth, McpExtension, McpExtensionConfig, McpServerConfig, OAuthClient, Secret, TokenStore,
+    WorkloadIdentity,
 };
 use goondan_runtime::step::{AgentInstance, ScriptedModel};
 use goondan_runtime::tools::context::{AnswerFuture, AskError, Caller, LogLevel, Question};
@@ -45,6 +47,18 @@ struct Context {
     private_key_pem: Option<String>,
     #[serde(default, alias = "signing_algorithm")]
     signing_algorithm: Option<String>,
+    /// `auth/wif-jwt-bearer`: the workload's JWT.
+    #[serde(default, alias = "valid_jwt")]
+    valid_jwt: Option<String>,
+    /// `auth/enterprise-managed-authorization`: the identity provider and its ID token.
+    #[serde(default, alias = "idp_issuer")]
+    idp_issuer: Option<String>,
+    #[serde(default, alias = "idp_token_endpoint")]
+    idp_token_endpoint: Option<String>,
+    #[serde(default, alias = "idp_client_id")]
+    idp_client_id: Option<String>,
+    #[serde(default, alias = "idp_id_token")]
+    idp_id_token: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -94,8 +108,10 @@ impl Caller for Person {
     fn log(&self, _level: LogLevel, _data: Value) {}
 }
 
-/// The `auth` a user would configure for the server of `scenario`.
-fn auth_for(scenario: &str, context: &Context) -> Result<McpAuth, String> {
+/// The `auth` a user would configure for the server of `scenario`. A secret the scenario
+/// gives (a workload's JWT, an ID token) is written to a file in `dir` and named, as a bundle
+/// names it.
+fn auth_for(scenario: &str, context: &Context, dir: &Path) -> Result<McpAuth, String> {
     let Some(auth) = scenario.strip_prefix("auth/") else {
         return Ok(McpAuth::None);
     };
@@ -105,6 +121,38 @@ fn auth_for(scenario: &str, context: &Context) -> Result<McpAuth, String> {
             .clone()
             .ok_or_else(|| format!("the scenario `{scenario}` gave no client_id"))
     };
+    let given = |field: &Option<String>, name: &str| {
+        field
+            .clone()
+            .ok_or_else(|| format!("the scenario `{scenario}` gave no {name}"))
+    };
+    let secret_file = |name: &str, value: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, value).map_err(|e| e.to_string())?;
+        Ok::<_, String>(Secret::from_file(path))
+    };
+    if auth == "wif-jwt-bearer" {
+        let jwt = secret_file("workload.jwt", given(&context.valid_jwt, "valid_jwt")?)?;
+        return Ok(McpAuth::WorkloadIdentity(WorkloadIdentity::new(
+            client_id()?,
+            jwt,
+        )));
+    }
+    if auth == "enterprise-managed-authorization" {
+        let idp = IdentityProvider::new(
+            given(&context.idp_issuer, "idp_issuer")?,
+            given(&context.idp_token_endpoint, "idp_token_endpoint")?,
+            given(&context.idp_client_id, "idp_client_id")?,
+        );
+        let id_token = secret_file("id.jwt", given(&context.idp_id_token, "idp_id_token")?)?;
+        let secret = secret_file(
+            "client.secret",
+            given(&context.client_secret, "client_secret")?,
+        )?;
+        return Ok(McpAuth::Enterprise(
+            EnterpriseGrant::new(idp, id_token, client_id()?).client_secret(secret),
+        ));
+    }
     if auth.starts_with("client-credentials") {
         let id = client_id()?;
         return Ok(McpAuth::ClientCredentials(
@@ -120,7 +168,9 @@ fn auth_for(scenario: &str, context: &Context) -> Result<McpAuth, String> {
             },
         ));
     }
-    let mut client = OAuthClient::new().client_metadata_url(CLIENT_METADATA_URL);
+    let mut client = OAuthClient::new()
+        .client_metadata_url(CLIENT_METADATA_URL)
+        .dpop(auth.starts_with("dpop"));
     if let Some(id) = &context.client_id {
         client = client.client_id(id.clone());
         if let Some(secret) = &context.client_secret {
@@ -153,7 +203,7 @@ async fn run(scenario: &str, url: &str, context: &Context) -> Result<(), String>
     let mut server = McpServerConfig::http("suite", url)
         .startup_timeout(Duration::from_secs(20))
         .call_timeout(Duration::from_secs(20))
-        .auth(auth_for(scenario, context)?);
+        .auth(auth_for(scenario, context, state.path())?);
     if let Ok(version) = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
         server = server.protocol_version(version);
     }

@@ -5,7 +5,9 @@
 //! an authorization code (the access token `at-1`, living `expires_in` seconds, and the
 //! refresh token `rt-1`) and refuses every refresh token (`invalid_grant`: revoked). `/mcp`
 //! answers 401 with the challenge unless it is sent `at-1`; then it is a stateless MCP server
-//! of one tool, `ping`, answering JSON (no SSE).
+//! of one tool, `ping`, answering JSON (no SSE). Started [demanding DPoP
+//! nonces](AuthServer::start_demanding), it takes `DPoP at-1` too, and one of its endpoints
+//! asks for a new nonce on every request.
 #![allow(dead_code)]
 
 use std::convert::Infallible;
@@ -26,6 +28,18 @@ pub(crate) struct Seen {
     pub(crate) method: String,
     pub(crate) path: String,
     pub(crate) body: String,
+}
+
+/// Where and how the server asks for DPoP nonces (RFC 9449), never satisfied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NonceDemand {
+    /// `/token` answers every request `use_dpop_nonce` with a new `DPoP-Nonce`.
+    TokenEveryTime,
+    /// `/token` answers `use_dpop_nonce` with a `DPoP-Nonce` that is not a nonce.
+    TokenGarbage,
+    /// `/token` grants; `/mcp` answers every request with a token `use_dpop_nonce` with a
+    /// new `DPoP-Nonce`.
+    ServerEveryTime,
 }
 
 /// The server.
@@ -50,6 +64,15 @@ impl AuthServer {
 
     /// [`start`](Self::start), its access tokens living `expires_in` seconds.
     pub(crate) async fn start_with(token_host: &'static str, expires_in: u64) -> Self {
+        Self::serve(token_host, expires_in, None).await
+    }
+
+    /// [`start`](Self::start) on its own origin, asking for DPoP nonces as `demand` says.
+    pub(crate) async fn start_demanding(demand: NonceDemand) -> Self {
+        Self::serve("127.0.0.1", 3600, Some(demand)).await
+    }
+
+    async fn serve(token_host: &'static str, expires_in: u64, demand: Option<NonceDemand>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
@@ -59,7 +82,7 @@ impl AuthServer {
                 let seen = Arc::clone(&kept);
                 tokio::spawn(async move {
                     let service = service_fn(move |req| {
-                        answer(req, addr, token_host, expires_in, Arc::clone(&seen))
+                        answer(req, addr, token_host, expires_in, demand, Arc::clone(&seen))
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -91,6 +114,7 @@ async fn answer(
     addr: SocketAddr,
     token_host: &str,
     expires_in: u64,
+    demand: Option<NonceDemand>,
     seen: Arc<Mutex<Vec<Seen>>>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let method = req.method().to_string();
@@ -103,7 +127,7 @@ async fn answer(
     let authorized = req
         .headers()
         .get("authorization")
-        .is_some_and(|v| v.as_bytes() == b"Bearer at-1");
+        .is_some_and(|v| v.as_bytes() == b"Bearer at-1" || v.as_bytes() == b"DPoP at-1");
     let body = req
         .into_body()
         .collect()
@@ -124,6 +148,25 @@ async fn answer(
             .unwrap()
     };
     let route = path.split('?').next().unwrap_or_default();
+    // A new nonce for each request: the number of requests so far.
+    let nonce = format!("n-{}", seen.lock().unwrap().len());
+    let refuse = |status: u16, nonce: &str| {
+        Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .header("dpop-nonce", nonce)
+            .header("www-authenticate", "DPoP error=\"use_dpop_nonce\"")
+            .body(Full::new(Bytes::from(r#"{"error":"use_dpop_nonce"}"#)))
+            .unwrap()
+    };
+    match (demand, route) {
+        (Some(NonceDemand::TokenEveryTime), "/token") => return Ok(refuse(400, &nonce)),
+        (Some(NonceDemand::TokenGarbage), "/token") => return Ok(refuse(400, "not a nonce")),
+        (Some(NonceDemand::ServerEveryTime), "/mcp") if authorized => {
+            return Ok(refuse(401, &nonce));
+        }
+        _ => {}
+    }
     Ok(match route {
         "/mcp" if authorized && method == "POST" => mcp(&body),
         "/mcp" if authorized => Response::builder()

@@ -13,6 +13,7 @@ use rmcp::transport::auth::{
 
 use super::auth::{Authorizer, McpAuth};
 use super::config::McpServerConfig;
+use super::dpop::{Dpop, ProvingOAuthClient, ResourceClient};
 use super::token_store::{ServerTokens, TokenStore};
 
 /// What an extension gives its links for authorization.
@@ -22,6 +23,8 @@ pub(crate) struct Access {
     pub(crate) tokens: Option<TokenStore>,
     /// Who opens authorization URLs; none: no flow is started.
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    /// The DPoP key of each server that binds its tokens to one, made when first needed.
+    pub(crate) dpop: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Dpop>>>>,
 }
 
 /// Why a server is not authorized.
@@ -40,6 +43,35 @@ fn failed(e: AuthError) -> AccessError {
 }
 
 impl Access {
+    /// The DPoP key of `config`'s server, when its tokens are DPoP-bound.
+    fn dpop(&self, config: &McpServerConfig) -> Result<Option<Arc<Dpop>>, AccessError> {
+        let McpAuth::OAuth(client) = &config.auth else {
+            return Ok(None);
+        };
+        if !client.dpop {
+            return Ok(None);
+        }
+        let mut keys = self
+            .dpop
+            .lock()
+            .map_err(|_| AccessError::Failed("the DPoP keys are poisoned".into()))?;
+        if let Some(key) = keys.get(&config.name) {
+            return Ok(Some(Arc::clone(key)));
+        }
+        let key = Arc::new(Dpop::generate().map_err(|e| AccessError::Failed(e.to_string()))?);
+        keys.insert(config.name.clone(), Arc::clone(&key));
+        Ok(Some(key))
+    }
+
+    /// The HTTP client of an authorized connection to `config`'s server: DPoP proofs on
+    /// every request when its tokens are DPoP-bound.
+    pub(crate) fn resource_client(
+        &self,
+        config: &McpServerConfig,
+    ) -> Result<ResourceClient, AccessError> {
+        Ok(ResourceClient::new(self.dpop(config)?))
+    }
+
     /// rmcp's OAuth client for `config`'s server at `url`, on the server's tokens in the token
     /// store (or in memory, without one), and that store.
     async fn manager(
@@ -49,7 +81,15 @@ impl Access {
     ) -> Result<(AuthorizationManager, Option<ServerTokens>), AccessError> {
         // rmcp's OAuth client builds reqwest clients of its own.
         crate::tls::install_crypto_provider();
-        let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+        let mut manager = match self.dpop(config)? {
+            Some(dpop) => {
+                let proving = ProvingOAuthClient::new(dpop).map_err(AccessError::Failed)?;
+                AuthorizationManager::new_with_oauth_http_client(url, Arc::new(proving))
+                    .await
+                    .map_err(failed)?
+            }
+            None => AuthorizationManager::new(url).await.map_err(failed)?,
+        };
         let kept = self.tokens.as_ref().map(|s| s.server(&config.name, url));
         match &kept {
             Some(tokens) => manager.set_credential_store(tokens.clone()),
@@ -105,6 +145,27 @@ impl Access {
         let granted = held;
         let state = match &config.auth {
             McpAuth::None => return Err(AccessError::Failed("no `auth` is configured".into())),
+            McpAuth::WorkloadIdentity(identity) => {
+                let mut manager = manager;
+                let metadata = discover(&mut manager, challenge).await?;
+                let token = super::workload::grant(identity, &metadata.token_endpoint, url)
+                    .await
+                    .map_err(|e| AccessError::Failed(e.to_string()))?;
+                authorized(manager, &identity.client_id, token).await?
+            }
+            McpAuth::Enterprise(grant) => {
+                let mut manager = manager;
+                let metadata = discover(&mut manager, challenge).await?;
+                let Some(issuer) = metadata.issuer.as_deref() else {
+                    return Err(AccessError::Failed(
+                        "the authorization server's metadata names no issuer, which an identity assertion grant is bound to".into(),
+                    ));
+                };
+                let token = super::enterprise::grant(grant, issuer, &metadata.token_endpoint, url)
+                    .await
+                    .map_err(|e| AccessError::Failed(e.to_string()))?;
+                authorized(manager, &grant.client_id, token).await?
+            }
             McpAuth::ClientCredentials(cc) => {
                 // rmcp looks the metadata up again for the exchange; this look is ours.
                 let mut manager = manager;
@@ -201,20 +262,34 @@ impl Access {
     }
 }
 
+/// `manager` holding `token`, granted to the client `client_id` outside rmcp's flows.
+async fn authorized(
+    manager: AuthorizationManager,
+    client_id: &str,
+    token: rmcp::transport::auth::OAuthTokenResponse,
+) -> Result<OAuthState, AccessError> {
+    let mut state = OAuthState::Unauthorized(manager);
+    state
+        .set_credentials(client_id, token)
+        .await
+        .map_err(failed)?;
+    Ok(state)
+}
+
 /// Looks up the authorization server's metadata (from the server's `challenge`, when there
 /// is one), refuses it unless its endpoints are on one origin, and gives it to `manager`.
 async fn discover(
     manager: &mut AuthorizationManager,
     challenge: Option<&str>,
-) -> Result<(), AccessError> {
+) -> Result<AuthorizationMetadata, AccessError> {
     let metadata = manager
         .resolve_metadata_from_challenge(challenge)
         .await
         .map_err(failed)?
         .metadata;
     one_origin(&metadata)?;
-    manager.set_metadata(metadata);
-    Ok(())
+    manager.set_metadata(metadata.clone());
+    Ok(metadata)
 }
 
 /// Refuses authorization-server metadata whose token endpoint is on another origin than the

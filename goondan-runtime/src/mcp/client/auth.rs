@@ -93,6 +93,15 @@ pub enum McpAuth {
     OAuth(OAuthClient),
     /// OAuth client credentials, for a service account: no person involved.
     ClientCredentials(ClientCredentials),
+    /// Workload identity federation: a JWT the workload's platform issues (a Kubernetes
+    /// service account token, a cloud identity token) traded for an access token with the
+    /// JWT bearer grant (RFC 7523).
+    WorkloadIdentity(WorkloadIdentity),
+    /// Enterprise-managed authorization: the person's ID token from their company's identity
+    /// provider traded there for an identity assertion grant (ID-JAG, RFC 8693 token
+    /// exchange), which the server's authorization server trades for an access token (RFC
+    /// 7523 JWT bearer grant). No browser involved.
+    Enterprise(EnterpriseGrant),
 }
 
 /// The OAuth client the bridge is for an authorization-code server. Every field is optional:
@@ -110,6 +119,7 @@ pub struct OAuthClient {
     pub(crate) client_secret: Option<Secret>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) scopes: Vec<String>,
+    pub(crate) dpop: bool,
 }
 
 impl OAuthClient {
@@ -145,6 +155,144 @@ impl OAuthClient {
     #[must_use]
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Binds the tokens to a key pair this client makes (DPoP, RFC 9449): every token request
+    /// and every request to the server carries a proof signed with it (ES256), so a token
+    /// that leaks is of no use without the key. The server's nonces (`DPoP-Nonce`) are
+    /// followed, a bounded number of times per request. The key lives as long as the
+    /// process: tokens kept from an earlier run are refused by the server and granted anew.
+    #[must_use]
+    pub fn dpop(mut self, on: bool) -> Self {
+        self.dpop = on;
+        self
+    }
+
+    /// Whether tokens are DPoP-bound.
+    pub fn uses_dpop(&self) -> bool {
+        self.dpop
+    }
+}
+
+/// A workload's identity (workload identity federation): its client ID at the server's
+/// authorization server and where the JWT its platform issues is read, at each grant (a
+/// platform rotates it; a file is read anew each time).
+///
+/// ```
+/// use goondan_runtime::mcp::client::{McpAuth, Secret, WorkloadIdentity};
+/// let auth = McpAuth::WorkloadIdentity(
+///     WorkloadIdentity::new("ci-agent", Secret::from_file("/var/run/secrets/tokens/mcp"))
+///         .scopes(["builds:read"]),
+/// );
+/// assert!(matches!(auth, McpAuth::WorkloadIdentity(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadIdentity {
+    pub(crate) client_id: String,
+    pub(crate) assertion: Secret,
+    pub(crate) scopes: Vec<String>,
+}
+
+impl WorkloadIdentity {
+    /// The client `client_id`, whose JWT is `assertion`.
+    pub fn new(client_id: impl Into<String>, assertion: Secret) -> Self {
+        Self {
+            client_id: client_id.into(),
+            assertion,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// The scopes to ask for (default: none named).
+    #[must_use]
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// An enterprise-managed grant: the identity provider (its issuer, token endpoint and this
+/// client's registration there), the person's ID token from it, and this client's
+/// registration at the server's authorization server.
+///
+/// ```
+/// use goondan_runtime::mcp::client::{EnterpriseGrant, IdentityProvider, McpAuth, Secret};
+/// let idp = IdentityProvider::new(
+///     "https://login.corp.example",
+///     "https://login.corp.example/oauth2/token",
+///     "goondan-idp-client",
+/// );
+/// let grant = EnterpriseGrant::new(idp, Secret::from_env("CORP_ID_TOKEN"), "goondan")
+///     .client_secret(Secret::from_env("TRACKER_CLIENT_SECRET"));
+/// assert!(matches!(McpAuth::Enterprise(grant), McpAuth::Enterprise(_)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnterpriseGrant {
+    pub(crate) idp: IdentityProvider,
+    pub(crate) id_token: Secret,
+    pub(crate) client_id: String,
+    pub(crate) client_secret: Option<Secret>,
+    pub(crate) scopes: Vec<String>,
+}
+
+impl EnterpriseGrant {
+    /// The ID token `id_token` of `idp`, traded for the client `client_id` of the server's
+    /// authorization server (a public client until [`EnterpriseGrant::client_secret`]).
+    pub fn new(idp: IdentityProvider, id_token: Secret, client_id: impl Into<String>) -> Self {
+        Self {
+            idp,
+            id_token,
+            client_id: client_id.into(),
+            client_secret: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// The client's secret at the server's authorization server (`client_secret_basic`).
+    #[must_use]
+    pub fn client_secret(mut self, secret: Secret) -> Self {
+        self.client_secret = Some(secret);
+        self
+    }
+
+    /// The scopes to ask for (default: none named).
+    #[must_use]
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// A company's identity provider, as an [`EnterpriseGrant`] names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityProvider {
+    pub(crate) issuer: String,
+    pub(crate) token_endpoint: String,
+    pub(crate) client_id: String,
+    pub(crate) client_secret: Option<Secret>,
+}
+
+impl IdentityProvider {
+    /// The provider `issuer`, its `token_endpoint`, and this client's ID there (a public
+    /// client until [`IdentityProvider::client_secret`]).
+    pub fn new(
+        issuer: impl Into<String>,
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            issuer: issuer.into(),
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+        }
+    }
+
+    /// The client's secret at the provider (`client_secret_basic`).
+    #[must_use]
+    pub fn client_secret(mut self, secret: Secret) -> Self {
+        self.client_secret = Some(secret);
         self
     }
 }

@@ -128,6 +128,7 @@ impl McpExtension {
                     .flatten()
             }),
             authorizer: config.authorizer.0.clone(),
+            ..Access::default()
         };
         let links: Arc<[Arc<ServerLink>]> = config
             .servers

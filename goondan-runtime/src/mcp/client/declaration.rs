@@ -39,19 +39,42 @@
 //!         url: https://mcp.ci.example/mcp
 //!         auth:
 //!           clientCredentials: {clientId: goondan-ci, clientSecretEnv: CI_MCP_SECRET}
+//!       - name: deploys                     # tokens bound to a key pair (DPoP)
+//!         url: https://mcp.deploy.example/mcp
+//!         auth: {oauth: {dpop: true}}
+//!       - name: cluster                     # the workload's own identity, a JWT on disk
+//!         url: https://mcp.cluster.example/mcp
+//!         auth:
+//!           workloadIdentity:
+//!             clientId: agent-7
+//!             assertionFile: /var/run/secrets/tokens/mcp   # or assertionEnv
+//!       - name: wiki                        # the company's identity provider
+//!         url: https://mcp.wiki.example/mcp
+//!         auth:
+//!           enterprise:
+//!             clientId: goondan
+//!             clientSecretEnv: WIKI_CLIENT_SECRET
+//!             idpIssuer: https://login.corp.example
+//!             idpTokenEndpoint: https://login.corp.example/oauth2/token
+//!             idpClientId: goondan-idp
+//!             idTokenEnv: CORP_ID_TOKEN                    # or idTokenFile
 //!     skills: prompt                        # the servers' skills, in the system prompt (or `tool`)
 //! ```
 //!
-//! A bundle never holds a secret: `clientSecretEnv` names an environment variable and
-//! `privateKeyFile` a PEM file (relative to the bundle), both read when the server is
-//! authorized. Tokens are kept in the user's [`TokenStore`](super::TokenStore).
+//! A bundle never holds a secret: `clientSecretEnv`, `idpClientSecretEnv`, `assertionEnv`
+//! and `idTokenEnv` name environment variables, `privateKeyFile`, `assertionFile` and
+//! `idTokenFile` files (relative to the bundle), all read when the server is authorized (a
+//! workload's JWT and an ID token anew at each grant, as their issuers replace them). Tokens are kept in the user's [`TokenStore`](super::TokenStore).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::auth::{ClientCredentials, JwtAlgorithm, McpAuth, OAuthClient, Secret};
+use super::auth::{
+    ClientCredentials, EnterpriseGrant, IdentityProvider, JwtAlgorithm, McpAuth, OAuthClient,
+    Secret, WorkloadIdentity,
+};
 use super::config::{McpExtensionConfig, McpServerConfig};
 use super::skills::SkillsShown;
 use crate::bundle::{Bundle, BundleError, Diagnostic, Kind, Resource, Severity, SpecCheck};
@@ -75,7 +98,33 @@ const SERVER_KEYS: &[&str] = &[
     "required",
 ];
 
-const OAUTH_KEYS: &[&str] = &["clientId", "clientSecretEnv", "clientMetadataUrl", "scopes"];
+const OAUTH_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecretEnv",
+    "clientMetadataUrl",
+    "scopes",
+    "dpop",
+];
+const WORKLOAD_IDENTITY_KEYS: &[&str] = &["clientId", "assertionEnv", "assertionFile", "scopes"];
+const ENTERPRISE_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecretEnv",
+    "idpIssuer",
+    "idpTokenEndpoint",
+    "idpClientId",
+    "idpClientSecretEnv",
+    "idTokenEnv",
+    "idTokenFile",
+    "scopes",
+];
+/// Fields that would hold a secret, and the field that names where it is instead.
+const SECRET_FIELDS: &[(&str, &str)] = &[
+    ("clientSecret", "`clientSecretEnv`"),
+    ("privateKey", "`privateKeyFile`"),
+    ("assertion", "`assertionEnv` or `assertionFile`"),
+    ("idToken", "`idTokenEnv` or `idTokenFile`"),
+    ("idpClientSecret", "`idpClientSecretEnv`"),
+];
 const CLIENT_CREDENTIALS_KEYS: &[&str] = &[
     "clientId",
     "clientSecretEnv",
@@ -374,9 +423,10 @@ fn server(
     (!failed && name.is_some()).then_some(server)
 }
 
-/// A server's `auth`: `oauth`, `none`, `{oauth: {...}}` or `{clientCredentials: {...}}`.
+/// A server's `auth`: `oauth`, `none`, `{oauth: {...}}`, `{clientCredentials: {...}}`,
+/// `{workloadIdentity: {...}}` or `{enterprise: {...}}`.
 fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnostic>) -> McpAuth {
-    let shapes = "`auth` is `oauth`, `none`, `{oauth: {clientId?, clientSecretEnv?, clientMetadataUrl?, scopes?}}` or `{clientCredentials: {clientId, clientSecretEnv or privateKeyFile, algorithm?, scopes?}}`";
+    let shapes = "`auth` is `oauth`, `none`, `{oauth: {clientId?, clientSecretEnv?, clientMetadataUrl?, scopes?, dpop?}}`, `{clientCredentials: {clientId, clientSecretEnv or privateKeyFile, algorithm?, scopes?}}`, `{workloadIdentity: {clientId, assertionEnv or assertionFile, scopes?}}` or `{enterprise: {clientId, clientSecretEnv?, idpIssuer, idpTokenEndpoint, idpClientId, idpClientSecretEnv?, idTokenEnv or idTokenFile, scopes?}}`";
     let (kind, fields) = match v {
         Value::String(s) if s == "oauth" => return McpAuth::OAuth(OAuthClient::new()),
         Value::String(s) if s == "none" => return McpAuth::None,
@@ -396,6 +446,8 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
     let known = match kind {
         "oauth" => OAUTH_KEYS,
         "clientCredentials" => CLIENT_CREDENTIALS_KEYS,
+        "workloadIdentity" => WORKLOAD_IDENTITY_KEYS,
+        "enterprise" => ENTERPRISE_KEYS,
         _ => {
             out.push(r.error_at(&at, shapes));
             return McpAuth::None;
@@ -407,10 +459,8 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
         map: fields,
     };
     for key in fields.keys().filter(|k| !known.contains(&k.as_str())) {
-        let why = if key == "clientSecret" || key == "privateKey" {
-            format!(
-                "`{key}`: a bundle does not hold secrets; name an environment variable with `clientSecretEnv` (or a PEM file with `privateKeyFile`)"
-            )
+        let why = if let Some((_, instead)) = SECRET_FIELDS.iter().find(|(k, _)| k == key) {
+            format!("`{key}`: a bundle does not hold secrets; name where it is read with {instead}")
         } else {
             format!(
                 "unknown field `{key}` of `{kind}`; known: {}",
@@ -421,8 +471,16 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
     }
     let scopes = f.list("scopes", out).unwrap_or_default();
     let secret_env = f.text("clientSecretEnv", true, out).map(Secret::from_env);
+    if kind == "workloadIdentity" || kind == "enterprise" {
+        return grant_of(kind, &f, secret_env, scopes, dir, out).unwrap_or(McpAuth::None);
+    }
     if kind == "oauth" {
         let mut client = OAuthClient::new().scopes(scopes);
+        match fields.get("dpop") {
+            None => {}
+            Some(Value::Bool(on)) => client = client.dpop(*on),
+            Some(_) => f.error("dpop", "`dpop` is `true` or `false`", out),
+        }
         if let Some(id) = f.text("clientId", true, out) {
             client = client.client_id(id);
         }
@@ -466,6 +524,71 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
         }
     };
     McpAuth::ClientCredentials(credentials.scopes(scopes))
+}
+
+/// The secret named by `{prefix}Env` or `{prefix}File` (one of the two).
+fn secret_of(
+    f: &Fields<'_>,
+    prefix: &str,
+    dir: &Path,
+    out: &mut Vec<Diagnostic>,
+) -> Option<Secret> {
+    let env = f.text(&format!("{prefix}Env"), true, out);
+    let file = f.text(&format!("{prefix}File"), true, out);
+    match (env, file) {
+        (Some(name), None) => Some(Secret::from_env(name)),
+        (None, Some(file)) => Some(Secret::from_file(dir.join(file))),
+        _ => {
+            out.push(f.r.error_at(
+                f.at,
+                format!("name the {prefix} with one of `{prefix}Env` and `{prefix}File`"),
+            ));
+            None
+        }
+    }
+}
+
+/// A `workloadIdentity` or `enterprise` grant.
+fn grant_of(
+    kind: &str,
+    f: &Fields<'_>,
+    client_secret: Option<Secret>,
+    scopes: Vec<String>,
+    dir: &Path,
+    out: &mut Vec<Diagnostic>,
+) -> Option<McpAuth> {
+    let Some(id) = f.text("clientId", true, out) else {
+        out.push(f.r.error_at(f.at, format!("`{kind}` needs a `clientId`")));
+        return None;
+    };
+    if kind == "workloadIdentity" {
+        let assertion = secret_of(f, "assertion", dir, out)?;
+        return Some(McpAuth::WorkloadIdentity(
+            WorkloadIdentity::new(id, assertion).scopes(scopes),
+        ));
+    }
+    let mut needed = |key: &str| {
+        let v = f.text(key, true, out);
+        if v.is_none() && !f.map.contains_key(key) {
+            out.push(f.r.error_at(f.at, format!("`enterprise` needs `{key}`")));
+        }
+        v
+    };
+    let (issuer, endpoint, idp_client) = (
+        needed("idpIssuer"),
+        needed("idpTokenEndpoint"),
+        needed("idpClientId"),
+    );
+    let id_token = secret_of(f, "idToken", dir, out);
+    let mut idp = IdentityProvider::new(issuer?, endpoint?, idp_client?);
+    if let Some(name) = f.text("idpClientSecretEnv", true, out) {
+        idp = idp.client_secret(Secret::from_env(name));
+    }
+    let mut grant = EnterpriseGrant::new(idp, id_token?, id).scopes(scopes);
+    if let Some(secret) = client_secret {
+        grant = grant.client_secret(secret);
+    }
+    Some(McpAuth::Enterprise(grant))
 }
 
 /// A command with a `/` in it is a path, relative to the bundle's directory; a bare name is

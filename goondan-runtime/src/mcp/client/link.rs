@@ -724,7 +724,11 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
                     .kept(&link.config, url)
                     .await
                     .map_err(unauthorized)?;
-                let client = AuthClient::new(reqwest::Client::default(), kept);
+                let http = link
+                    .access
+                    .resource_client(&link.config)
+                    .map_err(unauthorized)?;
+                let client = AuthClient::new(http, kept);
                 let shared = Arc::clone(&client.auth_manager);
                 let attempt = || {
                     let transport =

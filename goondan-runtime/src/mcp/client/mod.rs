@@ -26,6 +26,8 @@ mod auth;
 mod bridge;
 mod config;
 mod declaration;
+mod dpop;
+mod enterprise;
 mod input;
 mod launcher;
 mod link;
@@ -35,10 +37,13 @@ mod naming;
 mod outcome;
 mod skills;
 mod task;
+mod token_endpoint;
 mod token_store;
+mod workload;
 
 pub use self::auth::{
-    AuthorizeFuture, Authorizer, ClientCredentials, JwtAlgorithm, McpAuth, OAuthClient, Secret,
+    AuthorizeFuture, Authorizer, ClientCredentials, EnterpriseGrant, IdentityProvider,
+    JwtAlgorithm, McpAuth, OAuthClient, Secret, WorkloadIdentity,
 };
 pub use self::bridge::{McpClientError, McpExtension};
 pub use self::config::{
