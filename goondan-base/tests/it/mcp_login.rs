@@ -470,3 +470,64 @@ spec:
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(listed[0].get("status").is_none(), "{listed}");
 }
+
+/// A stdio MCP server in Python listing `fine` and `deep`, whose schema nests 5,000 levels.
+const DEEP_SCHEMA_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    rid = json.dumps(msg["id"])
+    if msg.get("method") == "initialize":
+        result = json.dumps({"protocolVersion": msg["params"]["protocolVersion"],
+                             "capabilities": {"tools": {}},
+                             "serverInfo": {"name": "deep", "version": "1"}})
+    elif msg.get("method") == "tools/list":
+        deep = "[" * 4999 + "{}" + "]" * 4999
+        result = '{"tools":[{"name":"fine","inputSchema":{"type":"object"}},' \
+                 '{"name":"deep","inputSchema":{"type":"object","properties":{"x":%s}}}]}' % deep
+    else:
+        result = "{}"
+    sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (rid, result))
+    sys.stdout.flush()
+"#;
+
+/// `goondan mcp servers --check` says which tools of a server that is up are left out, and
+/// why: a schema nested 5,000 levels leaves out that tool, not its server.
+#[test]
+fn mcp_servers_check_names_the_tools_a_server_that_is_up_leaves_out_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+      - name: deep
+        command: python3
+        args: ["-c", {script}]
+        startupTimeoutMs: 15000
+"#,
+            script = serde_json::to_string(DEEP_SCHEMA_SERVER).unwrap(),
+        ),
+    )
+    .unwrap();
+    let b = file.to_str().unwrap();
+    let out = goondan(
+        &state,
+        &["mcp", "servers", "--bundle", b, "--check", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        listed[0]["status"],
+        "up (1 tools); 1 tool left out: `deep`: its definition nests 5003 levels deep; the bridge reads at most 97",
+        "{listed}"
+    );
+}
