@@ -471,28 +471,6 @@ spec:
     assert!(listed[0].get("status").is_none(), "{listed}");
 }
 
-/// A stdio MCP server in Python listing `fine` and `deep`, whose schema nests 5,000 levels.
-const DEEP_SCHEMA_SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    rid = json.dumps(msg["id"])
-    if msg.get("method") == "initialize":
-        result = json.dumps({"protocolVersion": msg["params"]["protocolVersion"],
-                             "capabilities": {"tools": {}},
-                             "serverInfo": {"name": "deep", "version": "1"}})
-    elif msg.get("method") == "tools/list":
-        deep = "[" * 4999 + "{}" + "]" * 4999
-        result = '{"tools":[{"name":"fine","inputSchema":{"type":"object"}},' \
-                 '{"name":"deep","inputSchema":{"type":"object","properties":{"x":%s}}}]}' % deep
-    else:
-        result = "{}"
-    sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (rid, result))
-    sys.stdout.flush()
-"#;
-
 /// `goondan mcp servers --check` says which tools of a server that is up are left out, and
 /// why: a schema nested 5,000 levels leaves out that tool, not its server.
 #[test]
@@ -509,12 +487,8 @@ metadata: {{name: mcp}}
 spec:
   mcp:
     servers:
-      - name: deep
-        command: python3
-        args: ["-c", {script}]
-        startupTimeoutMs: 15000
-"#,
-            script = serde_json::to_string(DEEP_SCHEMA_SERVER).unwrap(),
+{deep}"#,
+            deep = crate::run_support::deep_schema_server(),
         ),
     )
     .unwrap();

@@ -1579,13 +1579,8 @@ async fn mcp_a_tool_whose_schema_nests_5000_deep_is_left_out_named_and_its_serve
  {
     let dir = tempfile::tempdir().unwrap();
     let log = Captured::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
     // The runtime is this thread alone, so the warnings of every task go to `log`.
-    let _logging = tracing::subscriber::set_default(subscriber);
+    let _logging = tracing::subscriber::set_default(log.subscriber());
     let config = McpExtensionConfig::new("t")
         .server(hostile(dir.path(), "deep", "deep").call_timeout(Duration::from_secs(30)));
     let mcp = McpExtension::connect(config).await.unwrap();
@@ -1763,18 +1758,8 @@ async fn mcp_names_that_collide_only_after_a_reconnection_are_refused_named_and_
     )
     .await
     .unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let registry = Arc::new(ToolRegistry::new());
-    let agent = AgentInstance::builder(
-        "helper",
-        Arc::clone(&registry),
-        Arc::new(ScriptedModel::new([])),
-    )
-    .state_dir(state.path())
-    .extension(late.clone())
-    .extension(first.clone())
-    .build()
-    .unwrap();
+    let bridged = Bridged::of(&[&late, &first]);
+    let registry = bridged.agent.registry();
     std::fs::remove_file(&refuse).unwrap();
     eventually("`late`'s server comes back", || {
         matches!(late.status("srv"), Some(ServerStatus::Up { .. }))
@@ -1799,12 +1784,7 @@ async fn mcp_names_that_collide_only_after_a_reconnection_are_refused_named_and_
         assert_eq!(source.kind, SourceKind::Mcp);
         assert_eq!(source.mcp.unwrap().extension_name, "first", "{name}");
     }
-    let executor = ToolExecutor::new(Arc::clone(&registry));
-    let catalog = agent.base_catalog().unwrap();
-    let ctx = ToolContext::builder(agent.workdir()).build();
-    let answer = executor
-        .execute(ToolCall::new("c1", "srv__where", json!({})), &ctx, &catalog)
-        .await;
+    let answer = bridged.call("srv__where", json!({})).await;
     let output = answer.output.clone().unwrap_or_default();
     assert_eq!(output["greeting"], "from first", "{answer:?}");
     late.shutdown();
