@@ -1618,6 +1618,103 @@ async fn mcp_a_tool_whose_schema_nests_5000_deep_is_left_out_named_and_its_serve
     mcp.shutdown();
 }
 
+/// A Streamable HTTP MCP server in Python that streams each answer as one server-sent event:
+/// the tools `fine`, `deep` (its schema nests 5,000 levels) and `answers-deep` (its answer
+/// nests 1,000,000 levels). It writes its port on its first line.
+const HOSTILE_HTTP_SERVER: &str = r#"
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+def nested(levels):
+    return "[" * (levels - 1) + "{}" + "]" * (levels - 1)
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def empty(self, status):
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def do_GET(self):
+        self.empty(405)
+    def do_DELETE(self):
+        self.empty(200)
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if "id" not in msg:
+            return self.empty(202)
+        method = msg.get("method")
+        if method == "initialize":
+            result = json.dumps({"protocolVersion": msg["params"]["protocolVersion"],
+                                 "capabilities": {"tools": {}},
+                                 "serverInfo": {"name": "hostile", "version": "1"}})
+        elif method == "tools/list":
+            result = ('{"tools":[{"name":"fine","inputSchema":{"type":"object"}},'
+                      '{"name":"deep","inputSchema":{"type":"object","properties":{"x":%s}}},'
+                      '{"name":"answers-deep","inputSchema":{"type":"object"}}]}' % nested(5000))
+        elif method == "tools/call" and msg["params"]["name"] == "answers-deep":
+            result = '{"content":[],"structuredContent":{"x":%s}}' % nested(1000000)
+        elif method == "tools/call":
+            result = '{"content":[{"type":"text","text":"served %s"}]}' % msg["params"]["name"]
+        else:
+            result = "{}"
+        data = ('event: message\ndata: {"jsonrpc":"2.0","id":%s,"result":%s}\n\n'
+                % (json.dumps(msg["id"]), result)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// Over Streamable HTTP too, the events a server streams are screened before rmcp reads
+/// them: the tool nested 5,000 levels is left out and named, the server's other tools serve,
+/// and an answer nested 1,000,000 levels ends its call at once with a structured error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_over_streamable_http_a_tool_nested_5000_deep_is_left_out_named_and_the_others_serve() {
+    use tokio::io::AsyncBufReadExt;
+    let mut server = tokio::process::Command::new("python3")
+        .args(["-c", HOSTILE_HTTP_SERVER])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let port = lines.next_line().await.unwrap().unwrap();
+    let config = McpExtensionConfig::new("t").server(
+        McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+            .startup_timeout(Duration::from_secs(10))
+            .call_timeout(Duration::from_secs(30)),
+    );
+    let mcp = McpExtension::connect(config).await.unwrap();
+    assert!(
+        matches!(mcp.status("web"), Some(ServerStatus::Up { .. })),
+        "{:?}",
+        mcp.status("web")
+    );
+    assert_eq!(mcp.tool_names("web"), ["web__answers-deep", "web__fine"]);
+    let left_out = mcp.left_out("web");
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(left_out[0].name, "deep");
+    assert!(
+        left_out[0].reason.contains("nests 5003 levels deep"),
+        "{left_out:?}"
+    );
+    let bridged = Bridged::new(&mcp);
+    let fine = bridged.call("web__fine", json!({})).await;
+    assert_eq!(fine.output, Some(json!("served fine")), "{fine:?}");
+    let started = Instant::now();
+    let deep = bridged.call("web__answers-deep", json!({})).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(deep.error_code(), Some("E_MCP_REMOTE"), "{deep:?}");
+    let message = deep.error.as_ref().unwrap().message();
+    assert!(message.contains("1000003 levels deep"), "{message}");
+    mcp.shutdown();
+    server.kill().await.unwrap();
+}
+
 /// A server listing 100,000 tools is left out with why, and the extension starts with the
 /// other server, whose tools work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,8 +32,9 @@ use super::launcher::{Launched, StdioCommand};
 use super::listing::{ListError, Listing, list_tools};
 use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
-use super::screen::LeftOutTool;
-use super::stdio::{ChildTransport, LeftOutSink};
+use super::screen::{LeftOutSink, LeftOutTool};
+use super::stdio::ChildTransport;
+use super::streamable::{Screening, plain_client};
 use super::task;
 use crate::calls::refusal;
 use crate::lock;
@@ -728,6 +729,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
     let server = link.config.name.clone();
     let lifecycle = || lifecycle(&link.config);
     let mut kept = None;
+    lock(&link.screened).clear();
     let (running, pid, auth) = match &link.config.transport {
         McpTransport::Stdio {
             command,
@@ -736,7 +738,6 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             cwd,
         } => {
             let (cmd, keep) = stdio_command(&link.config, command, args, env, cwd.as_deref())?;
-            lock(&link.screened).clear();
             let (child, pid, stderr) =
                 ChildTransport::spawn(cmd, &server, Arc::clone(&link.screened))
                     .map_err(|e| format!("cannot start `{}`: {e}", command.display()))?;
@@ -763,7 +764,8 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             if matches!(link.config.auth, McpAuth::None) {
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let client = Screening::new(plain_client()?, &server, Arc::clone(&link.screened));
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 let running = serve_client_with_lifecycle(notifier(), transport, lifecycle())
                     .await
                     .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
@@ -778,8 +780,10 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
                 let client = AuthClient::new(reqwest::Client::default(), kept);
                 let shared = Arc::clone(&client.auth_manager);
                 let attempt = || {
+                    let screening =
+                        Screening::new(client.clone(), &server, Arc::clone(&link.screened));
                     let transport =
-                        StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+                        StreamableHttpClientTransport::with_client(screening, config.clone());
                     connect_and_list(notifier(), transport, lifecycle())
                 };
                 // No tokens, or tokens the server refuses (expired, revoked, minted by an

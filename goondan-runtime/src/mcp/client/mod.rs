@@ -40,6 +40,7 @@ mod outcome;
 mod screen;
 mod skills;
 mod stdio;
+mod streamable;
 mod task;
 mod token_store;
 

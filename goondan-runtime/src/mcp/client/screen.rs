@@ -20,6 +20,9 @@ const MAX_NAME_CHARS: usize = 128;
 /// The most tools one screened listing names as left out; any more are left out unnamed.
 const MAX_NAMED: usize = 4096;
 
+/// The tools the screen left out of a server's listings since they were last taken.
+pub(crate) type LeftOutSink = std::sync::Arc<std::sync::Mutex<Vec<LeftOutTool>>>;
+
 /// A tool a server lists that the bridge leaves out, and why.
 ///
 /// ```

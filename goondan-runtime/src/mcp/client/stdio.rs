@@ -4,7 +4,6 @@
 //! read takes only what it must with it (one tool, one call), never the connection.
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::RoleClient;
@@ -13,7 +12,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, ReadHalf, SimplexStream, WriteHalf};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::screen::{LeftOutTool, Screened, screen};
+use super::screen::{LeftOutSink, Screened, screen};
 use crate::lock;
 
 /// The longest line read from a server; a longer one is dropped as it arrives (rmcp's own
@@ -25,9 +24,6 @@ const EXIT_GRACE: Duration = Duration::from_secs(3);
 
 /// The room between the screen and rmcp.
 const PIPE_BYTES: usize = 64 * 1024;
-
-/// The tools the screen left out of a server's listings since they were last taken.
-pub(crate) type LeftOutSink = Arc<Mutex<Vec<LeftOutTool>>>;
 
 /// The transport of one stdio server: rmcp's framing over the server's input and the
 /// screened copy of its output. Dropping it kills the process.
