@@ -1620,9 +1620,10 @@ async fn mcp_a_tool_whose_schema_nests_5000_deep_is_left_out_named_and_its_serve
 
 /// A Streamable HTTP MCP server in Python that streams each answer as one server-sent event:
 /// the tools `fine`, `deep` (its schema nests 5,000 levels) and `answers-deep` (its answer
-/// nests 1,000,000 levels). It writes its port on its first line.
+/// nests 1,000,000 levels). It writes its port on its first line. With the argument `json`, it
+/// answers with JSON bodies instead.
 const HOSTILE_HTTP_SERVER: &str = r#"
-import json
+import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 def nested(levels):
     return "[" * (levels - 1) + "{}" + "]" * (levels - 1)
@@ -1657,10 +1658,11 @@ class Handler(BaseHTTPRequestHandler):
             result = '{"content":[{"type":"text","text":"served %s"}]}' % msg["params"]["name"]
         else:
             result = "{}"
-        data = ('event: message\ndata: {"jsonrpc":"2.0","id":%s,"result":%s}\n\n'
-                % (json.dumps(msg["id"]), result)).encode()
+        reply = '{"jsonrpc":"2.0","id":%s,"result":%s}' % (json.dumps(msg["id"]), result)
+        json_bodies = sys.argv[1:] == ["json"]
+        data = (reply if json_bodies else "event: message\ndata: %s\n\n" % reply).encode()
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", "application/json" if json_bodies else "text/event-stream")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -1669,20 +1671,54 @@ print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
 
-/// Over Streamable HTTP too, the events a server streams are screened before rmcp reads
-/// them: the tool nested 5,000 levels is left out and named, the server's other tools serve,
-/// and an answer nested 1,000,000 levels ends its call at once with a structured error.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_over_streamable_http_a_tool_nested_5000_deep_is_left_out_named_and_the_others_serve() {
+/// [`HOSTILE_HTTP_SERVER`] started with `args`, and its port.
+async fn hostile_http(args: &[&str]) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt;
     let mut server = tokio::process::Command::new("python3")
         .args(["-c", HOSTILE_HTTP_SERVER])
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
     let port = lines.next_line().await.unwrap().unwrap();
+    (server, port)
+}
+
+/// A Streamable HTTP server answering with JSON bodies is read inside rmcp's client, before
+/// any screen: a listing nested too deep fails at once, so that server is left out with why
+/// (not after its startup timeout) and the others serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_streamable_http_server_whose_json_listing_nests_too_deep_is_left_out_at_once_with_why()
+ {
+    let (mut server, port) = hostile_http(&["json"]).await;
+    let config = McpExtensionConfig::new("t")
+        .server(
+            McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+                .startup_timeout(Duration::from_secs(20)),
+        )
+        .server(test_server("srv"));
+    let started = Instant::now();
+    let mcp = McpExtension::connect(config).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let Some(ServerStatus::Down { reason }) = mcp.status("web") else {
+        panic!("{:?}", mcp.status("web"));
+    };
+    assert!(reason.contains("tools/list"), "{reason}");
+    let bridged = Bridged::new(&mcp);
+    let served = bridged.call("srv__where", json!({})).await;
+    assert!(served.is_ok(), "{served:?}");
+    mcp.shutdown();
+    server.kill().await.unwrap();
+}
+
+/// Over Streamable HTTP too, the events a server streams are screened before rmcp reads
+/// them: the tool nested 5,000 levels is left out and named, the server's other tools serve,
+/// and an answer nested 1,000,000 levels ends its call at once with a structured error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_over_streamable_http_a_tool_nested_5000_deep_is_left_out_named_and_the_others_serve() {
+    let (mut server, port) = hostile_http(&[]).await;
     let config = McpExtensionConfig::new("t").server(
         McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
             .startup_timeout(Duration::from_secs(10))
