@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use goondan_runtime::bundle::{Bundle, BundleError};
 use goondan_runtime::mcp::client::{
-    AuthState, LoopbackAuthorizer, McpAuth, McpClientError, McpExtension, McpExtensionConfig,
-    McpServerConfig, ServerStatus, TokenStore, TokenStoreError,
+    AuthState, LeftOutTool, LoopbackAuthorizer, McpAuth, McpClientError, McpExtension,
+    McpExtensionConfig, McpServerConfig, ServerStatus, TokenStore, TokenStoreError,
 };
 use serde_json::json;
 
@@ -278,7 +278,13 @@ fn checked(
         let mcp = runtime.block_on(McpExtension::connect(config))?;
         for (server, status) in mcp.statuses() {
             let status = match status {
-                ServerStatus::Up { .. } => format!("up ({} tools)", mcp.tool_names(&server).len()),
+                ServerStatus::Up { .. } => {
+                    let up = format!("up ({} tools)", mcp.tool_names(&server).len());
+                    match LeftOutTool::summary(&mcp.left_out(&server)) {
+                        Some(left) => format!("{up}; {left}"),
+                        None => up,
+                    }
+                }
                 ServerStatus::Starting => "starting".to_owned(),
                 ServerStatus::Down { reason } => format!("unavailable: {reason}"),
                 ServerStatus::Unauthorized { reason } => format!("not authorized: {reason}"),

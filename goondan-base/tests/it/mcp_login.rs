@@ -470,3 +470,38 @@ spec:
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(listed[0].get("status").is_none(), "{listed}");
 }
+
+/// `goondan mcp servers --check` says which tools of a server that is up are left out, and
+/// why: a schema nested 5,000 levels leaves out that tool, not its server.
+#[test]
+fn mcp_servers_check_names_the_tools_a_server_that_is_up_leaves_out_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+{deep}"#,
+            deep = crate::run_support::deep_schema_server(),
+        ),
+    )
+    .unwrap();
+    let b = file.to_str().unwrap();
+    let out = goondan(
+        &state,
+        &["mcp", "servers", "--bundle", b, "--check", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        listed[0]["status"],
+        "up (1 tools); 1 tool left out: `deep`: its definition nests 5003 levels deep; the bridge reads at most 97",
+        "{listed}"
+    );
+}

@@ -771,6 +771,62 @@ spec:
     assert!(!seen[0].body.to_string().contains("slow__"));
 }
 
+/// A bridged server that is up with a tool whose schema nests 5,000 levels: `goondan run`
+/// says which tool is left out and why, and the model is shown the server's other tool and
+/// nothing of the one left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_names_the_tool_a_bridged_server_leaves_out_and_the_model_sees_only_the_others() {
+    let server = ReplayServer::start([text(&["Done."])]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut yaml = support::replayed_model(&server);
+    yaml.push_str(&format!(
+        r#"apiVersion: goondan.ai/v1
+kind: Extension
+metadata: {{name: mcp}}
+spec:
+  mcp:
+    servers:
+{deep}---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {{name: assistant}}
+spec:
+  modelConfig: {{modelRef: "Model/replayed"}}
+  tools: []
+  extensions: ["Extension/mcp"]
+"#,
+        deep = support::deep_schema_server(),
+    ));
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = run_input(
+        &[
+            file.to_str().unwrap(),
+            "--input",
+            "hello",
+            "--approve",
+            "never",
+        ],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "MCP server `deep` of `mcp` is up; 1 tool left out: `deep`: its definition nests 5003 levels deep"
+        ),
+        "{stderr}"
+    );
+    let seen = server.requests();
+    let shown = seen[0].body.to_string();
+    assert!(shown.contains("deep__fine"), "{shown}");
+    assert!(!shown.contains("deep__deep"), "{shown}");
+}
+
 /// A bundle whose MCP Extension bridges `goondan mcp serve --skills` (over stdio) with one
 /// skill, `tidy-imports`, and shows its skills as `shown` (`spec.mcp.skills`).
 fn skills_bundle(dir: &std::path::Path, server: &ReplayServer, shown: &str) -> std::path::PathBuf {

@@ -198,3 +198,40 @@ pub fn everything_server(include: &str, more: &str) -> String {
         peers = peers.display(),
     )
 }
+
+/// A stdio MCP server in Python listing `fine` and `deep`, whose schema nests 5,000 levels;
+/// `fine` answers `fine`.
+const DEEP_SCHEMA_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    rid = json.dumps(msg["id"])
+    if msg.get("method") == "initialize":
+        result = json.dumps({"protocolVersion": msg["params"]["protocolVersion"],
+                             "capabilities": {"tools": {}},
+                             "serverInfo": {"name": "deep", "version": "1"}})
+    elif msg.get("method") == "tools/list":
+        deep = "[" * 4999 + "{}" + "]" * 4999
+        result = '{"tools":[{"name":"fine","inputSchema":{"type":"object"}},' \
+                 '{"name":"deep","inputSchema":{"type":"object","properties":{"x":%s}}}]}' % deep
+    elif msg.get("method") == "tools/call":
+        result = '{"content":[{"type":"text","text":"fine"}]}'
+    else:
+        result = "{}"
+    sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (rid, result))
+    sys.stdout.flush()
+"#;
+
+/// The bundle lines of a server `deep` running [`DEEP_SCHEMA_SERVER`].
+pub fn deep_schema_server() -> String {
+    format!(
+        r#"      - name: deep
+        command: python3
+        args: ["-c", {script}]
+        startupTimeoutMs: 15000
+"#,
+        script = serde_json::to_string(DEEP_SCHEMA_SERVER).unwrap_or_default(),
+    )
+}

@@ -1511,71 +1511,417 @@ async fn mcp_a_2026_07_28_listing_is_reused_within_its_ttl_and_listed_again_afte
 }
 
 /// A raw stdio MCP server in Python that answers `initialize` well and then `tools/list` with
-/// something no agent can use: `deep`, one tool whose schema nests 5,000 levels; `many`,
-/// 100,000 tools in one page.
+/// something an agent cannot take whole. `deep`: the tools `fine`, `deep` (whose schema nests
+/// 5,000 levels) and `answers-deep` (whose answer nests 1,000,000 levels). `many`: 100,000
+/// tools in one page. `clash`: `a.b`, `a_b-` and the hash `a.b` is mapped with (so both would
+/// be `{server}__a_b-…`), and `other`. Any other call answers `served {name}`.
 const HOSTILE_SERVER: &str = r#"
 import json, sys
 mode = sys.argv[1]
+def fnv1a(s):
+    h = 0x811c9dc5
+    for b in s.encode():
+        h = ((h ^ b) * 0x01000193) & 0xffffffff
+    return "%08x" % h
+def nested(levels):
+    return "[" * (levels - 1) + "{}" + "]" * (levels - 1)
+def send(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+plain = {"type": "object"}
 for line in sys.stdin:
     msg = json.loads(line)
     if "id" not in msg:
         continue
     method = msg.get("method")
+    rid = json.dumps(msg["id"])
     if method == "initialize":
         result = {"protocolVersion": msg["params"]["protocolVersion"],
                   "capabilities": {"tools": {}},
                   "serverInfo": {"name": "hostile", "version": "1"}}
     elif method == "tools/list" and mode == "deep":
-        schema = '{"type":"array","items":' * 5000 + '{}' + '}' * 5000
-        sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"deep",'
-                         '"inputSchema":{"type":"object","properties":{"x":%s}}}]}}\n'
-                         % (json.dumps(msg["id"]), schema))
-        sys.stdout.flush()
+        tools = [json.dumps({"name": "fine", "inputSchema": plain}),
+                 '{"name":"deep","inputSchema":{"type":"object","properties":{"x":%s}}}' % nested(5000),
+                 json.dumps({"name": "answers-deep", "inputSchema": plain})]
+        send('{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}' % (rid, ",".join(tools)))
         continue
+    elif method == "tools/call" and msg["params"]["name"] == "answers-deep":
+        send('{"jsonrpc":"2.0","id":%s,"result":{"content":[],"structuredContent":{"x":%s}}}'
+             % (rid, nested(1000000)))
+        continue
+    elif method == "tools/list" and mode == "many":
+        result = {"tools": [{"name": "t%d" % i, "inputSchema": plain} for i in range(100000)]}
     elif method == "tools/list":
-        result = {"tools": [{"name": "t%d" % i, "inputSchema": {"type": "object"}}
-                            for i in range(100000)]}
+        names = ("a.b", "a_b-" + fnv1a("a.b"), "other")
+        result = {"tools": [{"name": n, "inputSchema": plain} for n in names]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "served " + msg["params"]["name"]}]}
     else:
         result = {}
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
-    sys.stdout.flush()
+    send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}))
 "#;
 
-/// Two servers whose tool lists cannot be used (a schema nested 5,000 deep, 100,000 tools)
-/// are left out, each with why, and the extension starts with the third, whose tools work.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_servers_whose_tool_lists_cannot_be_used_are_left_out_and_the_others_serve() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("hostile.py");
+/// The stdio server `name` running [`HOSTILE_SERVER`] in `mode`, the script written in `dir`.
+fn hostile(dir: &Path, name: &str, mode: &str) -> McpServerConfig {
+    let script = dir.join("hostile.py");
     std::fs::write(&script, HOSTILE_SERVER).unwrap();
-    let hostile = |name: &str, mode: &str| {
-        McpServerConfig::stdio(name, "python3")
-            .args([script.display().to_string(), mode.to_owned()])
-            .startup_timeout(Duration::from_secs(10))
-    };
+    McpServerConfig::stdio(name, "python3")
+        .args([script.display().to_string(), mode.to_owned()])
+        .startup_timeout(Duration::from_secs(10))
+}
+
+/// A tool whose schema nests 5,000 levels is left out, named with why (by
+/// [`McpExtension::left_out`] and a warning), and its server's other tools serve on the same
+/// connection; an answer nested 1,000,000 levels ends its call at once with a structured error,
+/// and the server stays up in the same process.
+#[tokio::test]
+async fn mcp_a_tool_whose_schema_nests_5000_deep_is_left_out_named_and_its_server_s_other_tools_serve()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Captured::default();
+    // The runtime is this thread alone, so the warnings of every task go to `log`.
+    let _logging = tracing::subscriber::set_default(log.subscriber());
     let config = McpExtensionConfig::new("t")
-        .server(hostile("deep", "deep"))
-        .server(hostile("many", "many"))
+        .server(hostile(dir.path(), "deep", "deep").call_timeout(Duration::from_secs(30)));
+    let mcp = McpExtension::connect(config).await.unwrap();
+    let first = pid(&mcp, "deep");
+    assert_eq!(mcp.tool_names("deep"), ["deep__answers-deep", "deep__fine"]);
+    let left_out = mcp.left_out("deep");
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(left_out[0].name, "deep");
+    assert!(
+        left_out[0].reason.contains("nests 5003 levels deep"),
+        "{left_out:?}"
+    );
+    let warned = log.text();
+    assert!(
+        warned
+            .lines()
+            .any(|l| l.contains("WARN") && l.contains("`deep` is left out")),
+        "{warned}"
+    );
+
+    let bridged = Bridged::new(&mcp);
+    let catalog = bridged.agent.base_catalog().unwrap();
+    assert!(catalog.get("deep__deep").is_none());
+    let fine = bridged.call("deep__fine", json!({})).await;
+    assert_eq!(fine.output, Some(json!("served fine")), "{fine:?}");
+    let started = Instant::now();
+    let deep = bridged.call("deep__answers-deep", json!({})).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(deep.error_code(), Some("E_MCP_REMOTE"), "{deep:?}");
+    let message = deep.error.as_ref().unwrap().message();
+    assert!(message.contains("1000003 levels deep"), "{message}");
+    assert_eq!(pid(&mcp, "deep"), first, "the connection survived");
+    let again = bridged.call("deep__fine", json!({})).await;
+    assert!(again.is_ok(), "{again:?}");
+    mcp.shutdown();
+}
+
+/// A Streamable HTTP MCP server in Python that streams each answer as one server-sent event:
+/// the tools `fine`, `deep` (its schema nests 5,000 levels) and `answers-deep` (its answer
+/// nests 1,000,000 levels). It writes its port on its first line. With the argument `json`, it
+/// answers with JSON bodies instead.
+const HOSTILE_HTTP_SERVER: &str = r#"
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+def nested(levels):
+    return "[" * (levels - 1) + "{}" + "]" * (levels - 1)
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def empty(self, status):
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def do_GET(self):
+        self.empty(405)
+    def do_DELETE(self):
+        self.empty(200)
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if "id" not in msg:
+            return self.empty(202)
+        method = msg.get("method")
+        if method == "initialize":
+            result = json.dumps({"protocolVersion": msg["params"]["protocolVersion"],
+                                 "capabilities": {"tools": {}},
+                                 "serverInfo": {"name": "hostile", "version": "1"}})
+        elif method == "tools/list":
+            result = ('{"tools":[{"name":"fine","inputSchema":{"type":"object"}},'
+                      '{"name":"deep","inputSchema":{"type":"object","properties":{"x":%s}}},'
+                      '{"name":"answers-deep","inputSchema":{"type":"object"}}]}' % nested(5000))
+        elif method == "tools/call" and msg["params"]["name"] == "answers-deep":
+            result = '{"content":[],"structuredContent":{"x":%s}}' % nested(1000000)
+        elif method == "tools/call":
+            result = '{"content":[{"type":"text","text":"served %s"}]}' % msg["params"]["name"]
+        else:
+            result = "{}"
+        reply = '{"jsonrpc":"2.0","id":%s,"result":%s}' % (json.dumps(msg["id"]), result)
+        json_bodies = sys.argv[1:] == ["json"]
+        data = (reply if json_bodies else "event: message\ndata: %s\n\n" % reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json" if json_bodies else "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// [`HOSTILE_HTTP_SERVER`] started with `args`, and its port.
+async fn hostile_http(args: &[&str]) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut server = tokio::process::Command::new("python3")
+        .args(["-c", HOSTILE_HTTP_SERVER])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let port = lines.next_line().await.unwrap().unwrap();
+    (server, port)
+}
+
+/// A Streamable HTTP server answering with JSON bodies is read inside rmcp's client, before
+/// any screen: a listing nested too deep fails at once, so that server is left out with why
+/// (not after its startup timeout) and the others serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_streamable_http_server_whose_json_listing_nests_too_deep_is_left_out_at_once_with_why()
+ {
+    let (mut server, port) = hostile_http(&["json"]).await;
+    let config = McpExtensionConfig::new("t")
+        .server(
+            McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+                .startup_timeout(Duration::from_secs(20)),
+        )
+        .server(test_server("srv"));
+    let started = Instant::now();
+    let mcp = McpExtension::connect(config).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let Some(ServerStatus::Down { reason }) = mcp.status("web") else {
+        panic!("{:?}", mcp.status("web"));
+    };
+    assert!(reason.contains("tools/list"), "{reason}");
+    let bridged = Bridged::new(&mcp);
+    let served = bridged.call("srv__where", json!({})).await;
+    assert!(served.is_ok(), "{served:?}");
+    mcp.shutdown();
+    server.kill().await.unwrap();
+}
+
+/// Over Streamable HTTP too, the events a server streams are screened before rmcp reads
+/// them: the tool nested 5,000 levels is left out and named, the server's other tools serve,
+/// and an answer nested 1,000,000 levels ends its call at once with a structured error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_over_streamable_http_a_tool_nested_5000_deep_is_left_out_named_and_the_others_serve() {
+    let (mut server, port) = hostile_http(&[]).await;
+    let config = McpExtensionConfig::new("t").server(
+        McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+            .startup_timeout(Duration::from_secs(10))
+            .call_timeout(Duration::from_secs(30)),
+    );
+    let mcp = McpExtension::connect(config).await.unwrap();
+    assert!(
+        matches!(mcp.status("web"), Some(ServerStatus::Up { .. })),
+        "{:?}",
+        mcp.status("web")
+    );
+    assert_eq!(mcp.tool_names("web"), ["web__answers-deep", "web__fine"]);
+    let left_out = mcp.left_out("web");
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(left_out[0].name, "deep");
+    assert!(
+        left_out[0].reason.contains("nests 5003 levels deep"),
+        "{left_out:?}"
+    );
+    let bridged = Bridged::new(&mcp);
+    let fine = bridged.call("web__fine", json!({})).await;
+    assert_eq!(fine.output, Some(json!("served fine")), "{fine:?}");
+    let started = Instant::now();
+    let deep = bridged.call("web__answers-deep", json!({})).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(deep.error_code(), Some("E_MCP_REMOTE"), "{deep:?}");
+    let message = deep.error.as_ref().unwrap().message();
+    assert!(message.contains("1000003 levels deep"), "{message}");
+    mcp.shutdown();
+    server.kill().await.unwrap();
+}
+
+/// A server listing 100,000 tools is left out with why, and the extension starts with the
+/// other server, whose tools work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_a_server_listing_100_000_tools_is_left_out_with_why_and_the_others_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = McpExtensionConfig::new("t")
+        .server(hostile(dir.path(), "many", "many"))
         .server(test_server("srv"));
     let mcp = McpExtension::connect(config).await.unwrap();
-    for server in ["deep", "many"] {
-        assert!(
-            !matches!(mcp.status(server), Some(ServerStatus::Up { .. }) | None),
-            "{server}: {:?}",
-            mcp.status(server)
-        );
-        assert!(mcp.tool_names(server).is_empty(), "{server}");
-    }
     let Some(ServerStatus::Down { reason }) = mcp.status("many") else {
         panic!("{:?}", mcp.status("many"));
     };
     assert!(reason.contains("more than 4096 tools"), "{reason}");
+    assert!(mcp.tool_names("many").is_empty());
     let bridged = Bridged::new(&mcp);
     let names = mcp.tool_names("srv");
     let catalog = bridged.agent.base_catalog().unwrap();
     assert!(names.iter().all(|n| catalog.get(n).is_some()), "{names:?}");
     assert!(catalog.names().all(|n| n.starts_with("srv__")));
+    let served = bridged.call("srv__where", json!({})).await;
+    assert!(served.is_ok(), "{served:?}");
     mcp.shutdown();
+}
+
+/// A server listing `a.b` and the very name `a.b` is mapped to: neither may stand for the
+/// other, so both are left out and named, whichever comes first, and its other tool serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_two_remote_tools_that_would_share_one_local_name_are_both_left_out_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp = McpExtension::connect(McpExtensionConfig::new("t").server(hostile(
+        dir.path(),
+        "clash",
+        "clash",
+    )))
+    .await
+    .unwrap();
+    let mapped = local_name("clash", "a.b").full;
+    assert!(mapped.starts_with("clash__a_b-"));
+    assert_eq!(mcp.tool_names("clash"), ["clash__other"]);
+    let left_out = mcp.left_out("clash");
+    let mut names: Vec<_> = left_out.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["a.b", &mapped["clash__".len()..]], "{left_out:?}");
+    assert!(
+        left_out
+            .iter()
+            .all(|t| t.reason.contains(&format!("would all be `{mapped}`"))),
+        "{left_out:?}"
+    );
+    let bridged = Bridged::new(&mcp);
+    let refused = bridged.call(&mapped, json!({})).await;
+    assert_eq!(
+        refused.error_code(),
+        Some("E_TOOL_NOT_IN_CATALOG"),
+        "{refused:?}"
+    );
+    let other = bridged.call("clash__other", json!({})).await;
+    assert_eq!(other.output, Some(json!("served other")), "{other:?}");
+    mcp.shutdown();
+}
+
+/// Two servers with the same tools keep their own prefixes through a restart: after one is
+/// killed and comes back in a new process, the names are still distinct, each is registered
+/// to its own server, and each answers from its own server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_two_servers_keep_their_own_names_across_a_restart_and_each_name_reaches_its_own_server()
+ {
+    use goondan_runtime::tools::tool::SourceKind;
+    let config = McpExtensionConfig::new("t")
+        .server(test_server("one").env("MCP_TEST_GREETING", "from one"))
+        .server(test_server("two").env("MCP_TEST_GREETING", "from two"));
+    let mcp = McpExtension::connect(config).await.unwrap();
+    let bridged = Bridged::new(&mcp);
+    let first = pid(&mcp, "one");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    eventually(
+        "`one` comes back in a new process",
+        || matches!(mcp.status("one"), Some(ServerStatus::Up { pid: Some(p) }) if p != first),
+    )
+    .await;
+    let one = mcp.tool_names("one");
+    let two = mcp.tool_names("two");
+    assert!(!one.is_empty());
+    assert_eq!(
+        one.iter().map(|n| &n["one__".len()..]).collect::<Vec<_>>(),
+        two.iter().map(|n| &n["two__".len()..]).collect::<Vec<_>>()
+    );
+    assert!(one.iter().all(|n| !two.contains(n)));
+    for (server, names) in [("one", &one), ("two", &two)] {
+        for name in names {
+            let entry = bridged.agent.registry().get(name).unwrap();
+            let source = entry.resource().source();
+            assert_eq!(source.kind, SourceKind::Mcp);
+            assert_eq!(
+                source.mcp.as_ref().and_then(|m| m.server_name.as_deref()),
+                Some(server),
+                "{name}"
+            );
+        }
+        let answer = bridged.call(&format!("{server}__where"), json!({})).await;
+        let output = answer.output.clone().unwrap_or_default();
+        assert_eq!(output["greeting"], format!("from {server}"), "{answer:?}");
+    }
+    mcp.shutdown();
+}
+
+/// Two extensions bridging servers of one name: the one that comes up only after a
+/// reconnection finds its names taken. Its tools are refused, each named with the registry's
+/// error (by [`McpExtension::left_out`]), and every name keeps reaching the server that had it
+/// first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_names_that_collide_only_after_a_reconnection_are_refused_named_and_never_shadow_the_first()
+ {
+    use goondan_runtime::tools::tool::SourceKind;
+    let dir = tempfile::tempdir().unwrap();
+    let refuse = dir.path().join("refuse");
+    std::fs::write(&refuse, "").unwrap();
+    let late = McpExtension::connect(
+        McpExtensionConfig::new("late").server(
+            test_server("srv")
+                .env("MCP_TEST_REFUSE_FILE", refuse.display().to_string())
+                .env("MCP_TEST_GREETING", "from late"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        late.status("srv"),
+        Some(ServerStatus::Down { .. })
+    ));
+    let first = McpExtension::connect(
+        McpExtensionConfig::new("first")
+            .server(test_server("srv").env("MCP_TEST_GREETING", "from first")),
+    )
+    .await
+    .unwrap();
+    let bridged = Bridged::of(&[&late, &first]);
+    let registry = bridged.agent.registry();
+    std::fs::remove_file(&refuse).unwrap();
+    eventually("`late`'s server comes back", || {
+        matches!(late.status("srv"), Some(ServerStatus::Up { .. }))
+    })
+    .await;
+    eventually("`late`'s tools are refused", || {
+        late.left_out("srv").len() == late.tool_names("srv").len()
+    })
+    .await;
+    let names = late.tool_names("srv");
+    assert_eq!(names, first.tool_names("srv"));
+    for refused in late.left_out("srv") {
+        assert!(
+            refused.reason.contains("is refused")
+                && refused.reason.contains("`first`")
+                && refused.reason.contains("`late`"),
+            "{refused:?}"
+        );
+    }
+    for name in &names {
+        let source = registry.get(name).unwrap().resource().source().clone();
+        assert_eq!(source.kind, SourceKind::Mcp);
+        assert_eq!(source.mcp.unwrap().extension_name, "first", "{name}");
+    }
+    let answer = bridged.call("srv__where", json!({})).await;
+    let output = answer.output.clone().unwrap_or_default();
+    assert_eq!(output["greeting"], "from first", "{answer:?}");
+    late.shutdown();
+    first.shutdown();
 }
 
 /// A stdio server that answers until it is asked `hang`; then it stops reading and answering

@@ -24,17 +24,23 @@ pub(crate) struct Bridged {
 
 impl Bridged {
     pub(crate) fn new(mcp: &McpExtension) -> Self {
+        Self::of(&[mcp])
+    }
+
+    /// An agent with the extensions `all`, added in that order.
+    pub(crate) fn of(all: &[&McpExtension]) -> Self {
         let state = tempfile::tempdir().unwrap();
         let registry = Arc::new(ToolRegistry::new());
-        let agent = AgentInstance::builder(
+        let mut builder = AgentInstance::builder(
             "helper",
             Arc::clone(&registry),
             Arc::new(ScriptedModel::new([])),
         )
-        .state_dir(state.path())
-        .extension(mcp.clone())
-        .build()
-        .unwrap();
+        .state_dir(state.path());
+        for mcp in all {
+            builder = builder.extension((*mcp).clone());
+        }
+        let agent = builder.build().unwrap();
         Self {
             agent,
             executor: ToolExecutor::new(registry),
@@ -89,6 +95,15 @@ pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 pub(crate) struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// A `fmt` subscriber writing here, without colours.
+    pub(crate) fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish()
+    }
+
     /// Everything written so far.
     pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()

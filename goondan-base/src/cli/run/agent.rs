@@ -39,7 +39,7 @@ use goondan_runtime::calls::approval::{
 use goondan_runtime::calls::middleware::MiddlewareFuture;
 use goondan_runtime::extension::{ExtensionError, PipelineMiddleware};
 use goondan_runtime::mcp::client::SkillsShown;
-use goondan_runtime::mcp::client::{McpExtension, ServerStatus};
+use goondan_runtime::mcp::client::{LeftOutTool, McpExtension, ServerStatus};
 use goondan_runtime::step::{DeltaSink, ModelDelta};
 use goondan_runtime::tools::agent::{AgentEvent, AgentFuture};
 use goondan_runtime::tools::context::{
@@ -254,7 +254,17 @@ fn mcp_extensions(
                 Ok(mcp) => {
                     for (server, status) in mcp.statuses() {
                         let why = match status {
-                            ServerStatus::Up { .. } => continue,
+                            ServerStatus::Up { .. } => {
+                                let left = LeftOutTool::summary(&mcp.left_out(&server));
+                                if let (Some(link), Some(why)) = (link, left) {
+                                    link.send(&Note::ToolsLeftOut {
+                                        extension: name.clone(),
+                                        server,
+                                        why,
+                                    });
+                                }
+                                continue;
+                            }
                             ServerStatus::Starting => "it is still starting".to_owned(),
                             ServerStatus::Down { reason } => reason,
                             ServerStatus::Unauthorized { reason } => {

@@ -58,6 +58,16 @@ pub(crate) enum Note {
         /// Why, as its status says.
         why: String,
     },
+    /// A bridged MCP server is up, but some of its tools are left out.
+    #[serde(rename_all = "camelCase")]
+    ToolsLeftOut {
+        /// The MCP extension.
+        extension: String,
+        /// The server.
+        server: String,
+        /// Which, and why.
+        why: String,
+    },
     /// A tool call started.
     #[serde(rename_all = "camelCase")]
     ToolStarted {

@@ -479,6 +479,13 @@ impl Session {
             } => self.screen.err_line(&format!(
                 "! MCP server `{server}` of `{extension}` is left out until it is up: {why}"
             )),
+            Note::ToolsLeftOut {
+                extension,
+                server,
+                why,
+            } => self.screen.err_line(&format!(
+                "! MCP server `{server}` of `{extension}` is up; {why}"
+            )),
             Note::Delta { text } => self.screen.delta(&text),
             Note::TurnEnded { .. } => {}
             Note::ToolStarted {

@@ -7,6 +7,7 @@ use super::access::Access;
 use super::auth::McpAuth;
 use super::config::{McpConfigError, McpExtensionConfig};
 use super::link::{ServerLink, ServerStatus, ToolsChanged};
+use super::screen::LeftOutTool;
 use super::skills::{self, BridgedSkill, SkillContent};
 use super::token_store::TokenStore;
 use crate::calls::middleware::Middleware;
@@ -211,6 +212,14 @@ impl McpExtension {
             .unwrap_or_default()
     }
 
+    /// The tools the server `server` lists that are left out, and why: one the bridge cannot
+    /// read (it nests deeper than rmcp reads), one whose local name another of the server's
+    /// tools would have too (a name mapped onto another), one the registry refused (its name
+    /// is another source's). Each was named in a `goondan::mcp` warning.
+    pub fn left_out(&self, server: &str) -> Vec<LeftOutTool> {
+        self.link(server).map(|l| l.left_out()).unwrap_or_default()
+    }
+
     /// The skills of every server that is up and serves the Skills extension, in the
     /// configuration's order, listed now (`skills/list`, at most [`MAX_SKILLS`](super::MAX_SKILLS)
     /// per server). No file is read. A server whose listing fails is left out with a warning.
@@ -369,13 +378,14 @@ fn register_tools(registry: &ToolRegistry, extension: &str, link: &Arc<ServerLin
         }
         let handler = BridgedTool {
             link: Arc::clone(link),
-            remote: tool.remote,
+            remote: tool.remote.clone(),
         };
         let source = ToolSource::mcp(extension, extension, Some(server.to_owned()));
         let registered =
             registry.register_item(&local, tool.description, tool.parameters, handler, source);
         if let Err(e) = registered {
             tracing::warn!(target: "goondan::mcp", server, tool = %local, "cannot register the MCP tool: {e}");
+            link.refused(&tool.remote, format!("`{local}` is refused: {e}"));
         }
     }
 }

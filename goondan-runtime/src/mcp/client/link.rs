@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -17,9 +16,9 @@ use rmcp::service::{
     ClientLifecycleMode, NotificationContext, Peer, RoleClient, RunningService, ServiceError,
     serve_client_with_lifecycle,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, AuthorizationManager};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
@@ -33,6 +32,9 @@ use super::launcher::{Launched, StdioCommand};
 use super::listing::{ListError, Listing, list_tools};
 use super::naming::local_name;
 use super::outcome::{self, not_authorized, unavailable};
+use super::screen::{LeftOutSink, LeftOutTool};
+use super::stdio::ChildTransport;
+use super::streamable::{Screening, plain_client};
 use super::task;
 use crate::calls::refusal;
 use crate::lock;
@@ -106,7 +108,12 @@ struct Listed {
     reported: HashSet<String>,
     /// How long the last listing is fresh (its `ttlMs`).
     fresh_for: Option<Duration>,
+    /// The tools of the last listing left out, and why.
+    left_out: Vec<LeftOutTool>,
 }
+
+/// The most tools of one server named as left out.
+const MAX_LEFT_OUT: usize = 4096;
 
 /// What a link tells its extension: the server's tools changed.
 pub(crate) trait ToolsChanged: Send + Sync + 'static {
@@ -123,6 +130,9 @@ pub(crate) struct ServerLink {
     /// again after a failure stands at, until a start succeeds.
     failed: Mutex<Option<ServerStatus>>,
     listed: Mutex<Listed>,
+    /// The tools the screen of a stdio server's output left out of its listings, until the
+    /// listing is kept.
+    screened: LeftOutSink,
     changed: Arc<dyn ToolsChanged>,
     access: Access,
     /// Held while a new grant is sought, so that concurrent calls that all met the same
@@ -152,6 +162,7 @@ impl ServerLink {
             state: watch::Sender::new(State::Starting),
             failed: Mutex::new(None),
             listed: Mutex::new(Listed::default()),
+            screened: LeftOutSink::default(),
             changed,
             access,
             granting: tokio::sync::Mutex::new(()),
@@ -241,16 +252,37 @@ impl ServerLink {
         self.stop.cancel();
     }
 
+    /// The tools the server lists that the bridge leaves out, and why: those it could not
+    /// read, those whose names would meet, those the registry refused.
+    pub(crate) fn left_out(&self) -> Vec<LeftOutTool> {
+        lock(&self.listed).left_out.clone()
+    }
+
+    /// Notes that the registry refused the tool `remote` and why (once per listing).
+    pub(crate) fn refused(&self, remote: &str, reason: String) {
+        let mut listed = lock(&self.listed);
+        if listed.left_out.len() < MAX_LEFT_OUT && !listed.left_out.iter().any(|t| t.name == remote)
+        {
+            listed.left_out.push(LeftOutTool {
+                name: remote.to_owned(),
+                reason,
+            });
+        }
+    }
+
     /// Keeps the tools of `listing` that the configuration takes, under their local names,
-    /// and how long they are fresh; reports each mapped name once. Returns whether the set
-    /// changed.
+    /// and how long they are fresh; reports each mapped name once. Two remote tools whose
+    /// local names would meet (a name mapped onto another tool's name) are both left out, in
+    /// any order the server lists them: neither may stand for the other. Returns whether the
+    /// set changed.
     fn set_tools(&self, listing: Listing) -> bool {
         let server = self.config.name();
+        let mut left_out = std::mem::take(&mut *lock(&self.screened));
+        left_out.truncate(MAX_LEFT_OUT);
         let mut listed = lock(&self.listed);
         listed.fresh_for = listing.fresh_for;
-        let listing = listing.tools;
-        let mut tools = BTreeMap::new();
-        for t in listing {
+        let mut named: BTreeMap<String, Vec<RemoteTool>> = BTreeMap::new();
+        for t in listing.tools {
             let remote = t.name.to_string();
             if !self.config.takes(&remote) {
                 continue;
@@ -267,17 +299,38 @@ impl ServerLink {
                     local.full
                 );
             }
-            tools.insert(
-                local.full,
-                RemoteTool {
-                    remote,
-                    description: t.description.map(|d| d.to_string()),
-                    parameters: Value::Object(t.input_schema.as_ref().clone()),
-                },
-            );
+            named.entry(local.full).or_default().push(RemoteTool {
+                remote,
+                description: t.description.map(|d| d.to_string()),
+                parameters: Value::Object(t.input_schema.as_ref().clone()),
+            });
         }
-        let changed = listed.tools != tools;
+        let mut tools = BTreeMap::new();
+        for (local, mut same) in named {
+            if same.len() == 1 {
+                if let Some(tool) = same.pop() {
+                    tools.insert(local, tool);
+                }
+                continue;
+            }
+            let remotes: Vec<String> = same.iter().map(|t| format!("`{}`", t.remote)).collect();
+            let reason = format!(
+                "{} would all be `{local}`; none of them is bridged",
+                remotes.join(" and ")
+            );
+            tracing::warn!(target: "goondan::mcp", server, tool = %local, "the MCP tools {reason}");
+            for tool in same {
+                if left_out.len() < MAX_LEFT_OUT {
+                    left_out.push(LeftOutTool {
+                        name: tool.remote,
+                        reason: reason.clone(),
+                    });
+                }
+            }
+        }
+        let changed = listed.tools != tools || listed.left_out != left_out;
         listed.tools = tools;
+        listed.left_out = left_out;
         changed
     }
 
@@ -676,6 +729,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
     let server = link.config.name.clone();
     let lifecycle = || lifecycle(&link.config);
     let mut kept = None;
+    lock(&link.screened).clear();
     let (running, pid, auth) = match &link.config.transport {
         McpTransport::Stdio {
             command,
@@ -684,11 +738,9 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             cwd,
         } => {
             let (cmd, keep) = stdio_command(&link.config, command, args, env, cwd.as_deref())?;
-            let (child, stderr) = TokioChildProcess::builder(cmd)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("cannot start `{}`: {e}", command.display()))?;
-            let pid = child.id();
+            let (child, pid, stderr) =
+                ChildTransport::spawn(cmd, &server, Arc::clone(&link.screened))
+                    .map_err(|e| format!("cannot start `{}`: {e}", command.display()))?;
             if let Some(stderr) = stderr {
                 tokio::spawn(forward_stderr(server.clone(), stderr));
             }
@@ -712,7 +764,8 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             if matches!(link.config.auth, McpAuth::None) {
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let client = Screening::new(plain_client()?, &server, Arc::clone(&link.screened));
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 let running = serve_client_with_lifecycle(notifier(), transport, lifecycle())
                     .await
                     .map_err(|e| format!("cannot connect to `{url}`: {e}"))?;
@@ -731,8 +784,10 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
                 let client = AuthClient::new(http, kept);
                 let shared = Arc::clone(&client.auth_manager);
                 let attempt = || {
+                    let screening =
+                        Screening::new(client.clone(), &server, Arc::clone(&link.screened));
                     let transport =
-                        StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+                        StreamableHttpClientTransport::with_client(screening, config.clone());
                     connect_and_list(notifier(), transport, lifecycle())
                 };
                 // No tokens, or tokens the server refuses (expired, revoked, minted by an

@@ -9,6 +9,10 @@
 //!   ([`Bundle::mcp_extension`](crate::bundle::Bundle::mcp_extension)).
 //! - [`local_name`] maps remote names our names cannot hold; each mapping is reported once as
 //!   a `goondan::mcp` tracing event.
+//! - A tool the bridge cannot take is left out and its server's other tools serve
+//!   ([`McpExtension::left_out`] names it and says why, as a `goondan::mcp` warning does): one
+//!   that nests deeper than rmcp reads, one whose local name another of the server's tools
+//!   would have too, one the registry refuses (a name another source holds).
 //! - Errors: a remote `isError` is [`E_MCP_TOOL_ERROR`], a protocol error [`E_MCP_REMOTE`], a
 //!   server that is not running [`E_MCP_UNAVAILABLE`]; a timeout or a cancelled context sends
 //!   `notifications/cancelled` to the server and answers `E_TOOL_TIMEOUT`/`E_TOOL_CANCELLED`.
@@ -35,7 +39,10 @@ mod listing;
 mod loopback;
 mod naming;
 mod outcome;
+mod screen;
 mod skills;
+mod stdio;
+mod streamable;
 mod task;
 mod token_endpoint;
 mod token_store;
@@ -55,6 +62,7 @@ pub use self::link::ServerStatus;
 pub use self::loopback::{LoopbackAuthorizer, ShowUrl};
 pub use self::naming::{LocalName, local_name};
 pub use self::outcome::{E_MCP_AUTH, E_MCP_REMOTE, E_MCP_TOOL_ERROR, E_MCP_UNAVAILABLE};
+pub use self::screen::LeftOutTool;
 pub use self::skills::{
     BridgedSkill, E_MCP_SKILL_MISMATCH, MAX_SKILL_FILE_BYTES, MAX_SKILLS, SkillContent, SkillFile,
     SkillsShown,
