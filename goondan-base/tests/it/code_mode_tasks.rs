@@ -5,7 +5,10 @@
 
 use std::sync::Arc;
 
-use goondan_runtime::step::ScriptedModel;
+use goondan_runtime::code::CodeMode;
+use goondan_runtime::step::{AgentInstance, ModelResponse, ScriptedModel};
+use goondan_runtime::{ToolCall, ToolRegistry};
+use serde_json::json;
 
 #[path = "../support/code_mode_tasks.rs"]
 mod tasks;
@@ -44,4 +47,45 @@ async fn code_base_tool_tasks_give_the_same_calls_and_files_both_ways_in_fewer_r
         assert_eq!(classic.round_trips, calls + task.turns.len(), "{}", task.id);
         assert_eq!(code.round_trips, task.turns.len(), "{}", task.id);
     }
+}
+
+/// The program of the README's "Code mode" section runs as shown, over the real base tools:
+/// it writes the TODO lines of `notes.txt` to `todo.txt`, and its `final_answer` is the
+/// Turn's answer, the model asked once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_the_readme_s_program_runs_over_the_base_tools_and_gives_the_answer() {
+    let readme = include_str!("../../../README.md");
+    let section = &readme[readme
+        .find("## Code mode")
+        .expect("the README has a Code mode section")..];
+    let start = section.find("```python\n").expect("a Python block") + "```python\n".len();
+    let end = start + section[start..].find("```").expect("the block ends");
+    let program = &section[start..end];
+    let model = Arc::new(ScriptedModel::new([ModelResponse::calls([ToolCall::new(
+        "c1",
+        "code__run",
+        json!({ "code": program }),
+    )])]));
+    let registry = ToolRegistry::builder()
+        .tools(goondan_base::tools())
+        .build()
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("notes", Arc::new(registry), model.clone())
+        .tools(["file-system"])
+        .code_mode(CodeMode::new().tools_callable_directly(false).max_calls(20))
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    std::fs::create_dir_all(agent.workdir()).unwrap();
+    std::fs::write(
+        agent.workdir().join("notes.txt"),
+        "TODO: buy milk\nmilk is white\nTODO: call Ada\n",
+    )
+    .unwrap();
+    let turn = agent.run_turn("gather my TODOs").await.unwrap();
+    assert_eq!(turn.answer(), Some("2 TODOs are in todo.txt"), "{turn:?}");
+    assert_eq!(turn.model_requests(), 1);
+    let written = std::fs::read_to_string(agent.workdir().join("todo.txt")).unwrap();
+    assert_eq!(written, "TODO: buy milk\nTODO: call Ada");
 }

@@ -126,6 +126,30 @@ async fn code_a_program_runs_in_a_sandboxed_worker_and_calls_the_tools() {
     assert_eq!(output["calls"], json!(2));
 }
 
+/// A program in a sandboxed worker ends the Turn with its answer (`final_answer`): the
+/// worker's message reaches the host, and the model is asked once.
+#[tokio::test]
+async fn code_a_worker_s_final_answer_ends_the_turn_in_the_model_s_place() {
+    let code = "final_answer(probe.hello(name='w') + '!')";
+    let model = Arc::new(ScriptedModel::new([ModelResponse::calls([ToolCall::new(
+        "c0",
+        "code__run",
+        json!({ "code": code }),
+    )])]));
+    let registry = Arc::new(ToolRegistry::builder().tool(probe::TOOL).build().unwrap());
+    let state = tempfile::tempdir().unwrap();
+    let agent = AgentInstance::builder("coder", registry, model.clone())
+        .tools(["probe"])
+        .code_mode(CodeMode::new().worker(sandbox()))
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    let turn = agent.run_turn("go").await.unwrap();
+    assert_eq!(turn.answer(), Some("hello w!"));
+    assert_eq!(turn.model_requests(), 1);
+    assert_eq!(model.remaining(), 0);
+}
+
 #[tokio::test]
 async fn code_a_program_past_the_memory_limit_in_small_steps_is_e_code_limit_and_the_next_runs() {
     // The interpreter's own bound is per allocation: each step here is small, and only the

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use goondan_runtime::code::{CodeMode, TOOL_NAME};
 use goondan_runtime::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
 use goondan_runtime::step::{AgentInstance, Model, ModelResponse};
-use goondan_runtime::{CallContext, ToolCall, ToolRegistry, from_fn};
+use goondan_runtime::{CallContext, ToolRegistry, from_fn};
 use serde_json::{Value, json};
 
 /// The base tools the tasks use: the Agent's `spec.tools`.
@@ -43,15 +43,10 @@ pub(crate) struct Task {
     pub(crate) turns: Vec<Turn>,
 }
 
-/// How the model answers a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Way {
-    /// Each call in a response of its own (a call may need the one before), then the answer.
-    Classic,
-    /// One `code__run` whose program makes the calls in order and ends with the answer
-    /// (`final_answer`).
-    Code,
-}
+#[path = "../../../goondan-runtime/tests/support/scripted_turns.rs"]
+mod scripted;
+
+pub(crate) use scripted::Way;
 
 fn call(name: &'static str, arguments: Value) -> Call {
     Call { name, arguments }
@@ -238,84 +233,24 @@ pub(crate) fn tasks() -> Vec<Task> {
     ]
 }
 
-/// A value as a Python literal (JSON's strings are Python's, with the same escapes).
-fn literal(value: &Value) -> String {
-    match value {
-        Value::Null => "None".to_owned(),
-        Value::Bool(true) => "True".to_owned(),
-        Value::Bool(false) => "False".to_owned(),
-        Value::Number(_) | Value::String(_) => value.to_string(),
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(literal).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(map) => {
-            let pairs: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), literal(v)))
-                .collect();
-            format!("{{{}}}", pairs.join(", "))
-        }
-    }
-}
-
-/// The turn's calls as one program, one a line, in order: `file_system.read(path='a')` for
-/// `file-system__read` (the code tool's name mapping: `-` becomes `_`, `__` a dot).
-pub(crate) fn program(calls: &[Call]) -> String {
-    calls
+/// What the model answers to the turn's requests, in order (`scripted_turns.rs`): the
+/// function of `file-system__read` is `file_system.read` (the code tool's name mapping: `-`
+/// becomes `_`, `__` a dot).
+pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
+    let calls: Vec<scripted::Known<'_>> = turn
+        .calls
         .iter()
         .map(|call| {
             let (resource, export) = call.name.split_once("__").unwrap_or(("", call.name));
-            let args: Vec<String> = call
-                .arguments
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| format!("{k}={}", literal(v)))
-                .collect();
-            format!(
-                "{}.{export}({})",
-                resource.replace('-', "_"),
-                args.join(", ")
-            )
+            scripted::Known {
+                name: call.name.to_owned(),
+                function: format!("{}.{export}", resource.replace('-', "_")),
+                arguments: &call.arguments,
+            }
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    scripted::responses(&calls, way, turn_index)
 }
-
-/// What the model answers to the turn's requests, in order: the classic loop's calls one a
-/// response, then its answer; or one program that makes the calls and gives the answer.
-pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
-    let mut out: Vec<ModelResponse> = match way {
-        Way::Classic => turn
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(i, call)| {
-                ModelResponse::calls([ToolCall::new(
-                    format!("t{turn_index}c{i}"),
-                    call.name,
-                    call.arguments.clone(),
-                )])
-            })
-            .collect(),
-        // The program gives the answer itself (`final_answer`): the turn ends with it.
-        Way::Code => {
-            let answer = literal(&Value::from(ANSWER));
-            let code = format!("{}\nfinal_answer({answer})", program(&turn.calls));
-            return vec![ModelResponse::calls([ToolCall::new(
-                format!("t{turn_index}code"),
-                TOOL_NAME,
-                json!({ "code": code }),
-            )])];
-        }
-    };
-    out.push(ModelResponse::text(ANSWER));
-    out
-}
-
-/// The answer that ends every turn, either way.
-pub(crate) const ANSWER: &str = "Done.";
 
 /// What the model answers to every request of the task, in order.
 pub(crate) fn script(task: &Task, way: Way) -> Vec<ModelResponse> {

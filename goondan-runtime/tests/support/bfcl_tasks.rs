@@ -12,12 +12,12 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goondan_runtime::code::{CodeMode, TOOL_NAME};
+use goondan_runtime::ToolRegistry;
+use goondan_runtime::code::CodeMode;
 use goondan_runtime::mcp::client::{McpExtension, McpExtensionConfig, McpServerConfig};
 use goondan_runtime::step::{AgentInstance, Model, ModelResponse};
-use goondan_runtime::{ToolCall, ToolRegistry};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The MCP server's name: the tools are `bfcl__{function}`, and `bfcl.{function}` in a program.
 pub(crate) const SERVER: &str = "bfcl";
@@ -50,15 +50,10 @@ impl Task {
     }
 }
 
-/// How the model answers a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Way {
-    /// Each call in a response of its own (a call may need the one before), then the answer.
-    Classic,
-    /// One `code__run` whose program makes the calls in order and ends with the answer
-    /// (`final_answer`).
-    Code,
-}
+#[path = "scripted_turns.rs"]
+mod scripted;
+
+pub(crate) use scripted::Way;
 
 /// The peer script, beside this file.
 pub(crate) fn peer_script() -> PathBuf {
@@ -105,79 +100,20 @@ pub(crate) fn tasks(data: &Path) -> Vec<Task> {
         .collect()
 }
 
-/// A value as a Python literal (JSON's strings are Python's, with the same escapes).
-fn literal(value: &Value) -> String {
-    match value {
-        Value::Null => "None".to_owned(),
-        Value::Bool(true) => "True".to_owned(),
-        Value::Bool(false) => "False".to_owned(),
-        Value::Number(_) | Value::String(_) => value.to_string(),
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(literal).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(map) => {
-            let pairs: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), literal(v)))
-                .collect();
-            format!("{{{}}}", pairs.join(", "))
-        }
-    }
-}
-
-/// The turn's calls as one program: `bfcl.cd(folder='document')` for `cd(folder='document')`,
-/// one a line, in order.
-pub(crate) fn program(calls: &[Call]) -> String {
-    calls
-        .iter()
-        .map(|call| {
-            let args: Vec<String> = call
-                .arguments
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| format!("{k}={}", literal(v)))
-                .collect();
-            format!("{SERVER}.{}({})", call.name, args.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// What the model answers to the turn's requests, in order: the classic loop's calls one a
-/// response, then its answer; or one program that makes the calls and gives the answer.
+/// What the model answers to the turn's requests, in order (`scripted_turns.rs`): the
+/// functions are `bfcl__{function}`, and `bfcl.{function}` in a program.
 pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
-    let mut out: Vec<ModelResponse> = match way {
-        Way::Classic => turn
-            .calls
-            .iter()
-            .enumerate()
-            .map(|(i, call)| {
-                ModelResponse::calls([ToolCall::new(
-                    format!("t{turn_index}c{i}"),
-                    format!("{SERVER}__{}", call.name),
-                    call.arguments.clone(),
-                )])
-            })
-            .collect(),
-        // The program gives the answer itself (`final_answer`): the turn ends with it.
-        Way::Code => {
-            let answer = literal(&Value::from(ANSWER));
-            let code = format!("{}\nfinal_answer({answer})", program(&turn.calls));
-            return vec![ModelResponse::calls([ToolCall::new(
-                format!("t{turn_index}code"),
-                TOOL_NAME,
-                json!({ "code": code }),
-            )])];
-        }
-    };
-    out.push(ModelResponse::text(ANSWER));
-    out
+    let calls: Vec<scripted::Known<'_>> = turn
+        .calls
+        .iter()
+        .map(|call| scripted::Known {
+            name: format!("{SERVER}__{}", call.name),
+            function: format!("{SERVER}.{}", call.name),
+            arguments: &call.arguments,
+        })
+        .collect();
+    scripted::responses(&calls, way, turn_index)
 }
-
-/// The answer that ends every turn, either way.
-pub(crate) const ANSWER: &str = "Done.";
 
 /// What the model answers to every request of the task, in order.
 pub(crate) fn script(task: &Task, way: Way) -> Vec<ModelResponse> {
