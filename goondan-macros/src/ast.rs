@@ -64,6 +64,10 @@ pub(crate) struct Export<'a> {
     pub(crate) annotations: Annotations,
     /// `#[export(output_schema)]`: the flag as written, where errors about it go.
     pub(crate) output_schema: Option<Ident>,
+    /// `#[export(ui = "ui://...")]`: the page of MCP Apps it shows, checked by `valid`.
+    pub(crate) ui: Option<LitStr>,
+    /// `#[export(visibility = "...")]`: who may call it, checked by `valid`.
+    pub(crate) visibility: Option<LitStr>,
     /// The signature as written (helper attributes removed).
     pub(crate) sig: &'a Signature,
     pub(crate) receiver: Option<&'a Receiver>,
@@ -357,6 +361,8 @@ fn read_fn<'a>(
         open_world,
         output_schema,
         task_support,
+        ui,
+        visibility,
     } = export_attr.unwrap_or_default();
     let annotations = Annotations {
         title,
@@ -402,6 +408,8 @@ fn read_fn<'a>(
         input_attr,
         annotations,
         output_schema,
+        ui,
+        visibility,
         sig,
         receiver,
         params,

@@ -23,6 +23,8 @@ const IDEMPOTENT: &str = "idempotent";
 const OPEN_WORLD: &str = "open_world";
 const OUTPUT_SCHEMA: &str = "output_schema";
 const TASK_SUPPORT: &str = "task_support";
+const UI: &str = "ui";
+const VISIBILITY: &str = "visibility";
 
 const TOOL_KEYS: &[&str] = &[NAME, DESCRIPTION, ERROR_MESSAGE_LIMIT, CRATE];
 const TOOL_INPUT_KEYS: &[&str] = &[CRATE];
@@ -38,6 +40,8 @@ const EXPORT_KEYS: &[&str] = &[
     OPEN_WORLD,
     OUTPUT_SCHEMA,
     TASK_SUPPORT,
+    UI,
+    VISIBILITY,
 ];
 /// Keys that may stand alone (`read_only`), meaning `= true`.
 const FLAG_KEYS: &[&str] = &[
@@ -63,7 +67,7 @@ pub(crate) struct ToolAttr {
 }
 
 /// `#[export(...)]`: `name`, `description`, `timeout_ms`, `input`, `title`, the four effect
-/// hints, `output_schema` and `task_support`.
+/// hints, `output_schema`, `task_support`, and MCP Apps' `ui` and `visibility`.
 #[derive(Default)]
 pub(crate) struct ExportAttr {
     pub(crate) name: Option<LitStr>,
@@ -82,6 +86,10 @@ pub(crate) struct ExportAttr {
     pub(crate) output_schema: Option<syn::Ident>,
     /// `task_support = "optional" | "required"`; `valid.rs` checks the value.
     pub(crate) task_support: Option<LitStr>,
+    /// `ui = "ui://..."`: the page of MCP Apps the export shows; `valid.rs` checks the value.
+    pub(crate) ui: Option<LitStr>,
+    /// `visibility = "model" | "app" | "both"`; `valid.rs` checks the value.
+    pub(crate) visibility: Option<LitStr>,
 }
 
 /// One `key = value` (or a bare `key`, which is reported later).
@@ -160,6 +168,8 @@ fn example(key: &str) -> &'static str {
         INPUT => "input = \"whole\"",
         TITLE => "title = \"Run a command\"",
         TASK_SUPPORT => "task_support = \"optional\"",
+        UI => "ui = \"ui://counter/view.html\"",
+        VISIBILITY => "visibility = \"app\"",
         READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD | OUTPUT_SCHEMA => "read_only",
         _ => "crate = ::goondan_runtime",
     }
@@ -292,6 +302,8 @@ impl ExportAttr {
                         INPUT => attr.input = lit_str(cx, INPUT, value),
                         TITLE => attr.title = lit_str(cx, TITLE, value),
                         TASK_SUPPORT => attr.task_support = lit_str(cx, TASK_SUPPORT, value),
+                        UI => attr.ui = lit_str(cx, UI, value),
+                        VISIBILITY => attr.visibility = lit_str(cx, VISIBILITY, value),
                         _ => attr.timeout_ms = lit_int(cx, TIMEOUT_MS, value),
                     }
                 }
@@ -325,7 +337,8 @@ pub(crate) fn take_export(cx: &Ctxt, attrs: &mut Vec<Attribute>) -> Option<Expor
                     &nv,
                     "expected `#[export(name = \"...\", description = \"...\", timeout_ms = N, \
                      input = \"whole\", title = \"...\", read_only, destructive, idempotent, \
-                     open_world, output_schema, task_support = \"optional\")]`",
+                     open_world, output_schema, task_support = \"optional\", \
+                     ui = \"ui://...\", visibility = \"app\")]`",
                 );
                 ExportAttr::default()
             }

@@ -500,6 +500,7 @@ fn export_expr(
         .and_then(timeout_ms)
         .map(|ms| quote!(.with_timeout(#krate::__private::millis(#ms))));
     let annotations = annotations(&export.annotations, krate);
+    let ui = ui(export, krate);
     let output_schema = export
         .output_schema
         .as_ref()
@@ -514,7 +515,30 @@ fn export_expr(
             #timeout
             #annotations
             #output_schema
+            #ui
     }
+}
+
+/// `.with_ui(...)` for MCP Apps' `ui` and `visibility` of `#[export]`.
+fn ui(export: &Export<'_>, krate: &Path) -> Option<TokenStream> {
+    if export.ui.is_none() && export.visibility.is_none() {
+        return None;
+    }
+    let uri = match &export.ui {
+        Some(uri) => quote!(#krate::__private::core::option::Option::Some(
+            #krate::__private::std::string::String::from(#uri)
+        )),
+        None => quote!(#krate::__private::core::option::Option::None),
+    };
+    let visibility = match export.visibility.as_ref().map(LitStr::value).as_deref() {
+        Some("model") => quote!(Model),
+        Some("app") => quote!(App),
+        _ => quote!(Both),
+    };
+    Some(quote!(.with_ui(#krate::__private::ExportUi {
+        resource_uri: #uri,
+        visibility: #krate::__private::Visibility::#visibility,
+    })))
 }
 
 /// How many input parameters come before `param`: its place in the tuple of values.

@@ -85,6 +85,23 @@ fn check_export(cx: &Ctxt, tool: &Tool<'_>, export: &Export<'_>) {
             "expected `task_support = \"optional\"` or `task_support = \"required\"`",
         );
     }
+    if let Some(ui) = &export.ui {
+        let uri = ui.value();
+        if uri.strip_prefix("ui://").is_none_or(str::is_empty) {
+            cx.error_spanned_by(
+                ui,
+                "`ui` names a page of MCP Apps by its `ui://` URI, e.g. `ui = \"ui://counter/view.html\"`",
+            );
+        }
+    }
+    if let Some(v) = &export.visibility
+        && !matches!(v.value().as_str(), "model" | "app" | "both")
+    {
+        cx.error_spanned_by(
+            v,
+            "expected `visibility = \"model\"`, `visibility = \"app\"` or `visibility = \"both\"`",
+        );
+    }
     if let (Some(flag), None) = (&export.output_schema, output_type(export)) {
         cx.error_spanned_by(
             flag,

@@ -216,6 +216,7 @@ pub mod __private {
     pub use crate::tools::handler::params::{ParamNames, ParamTuple};
     pub use crate::tools::handler::{InputType, IntoOutcome, IntoToolError, Outcome, ToolInput};
     pub use crate::tools::name;
+    pub use crate::tools::ui::{ExportUi, Visibility};
 
     use crate::tools::handler::WholeInput;
     use crate::tools::handler::params::{NamedInput, named_schema};

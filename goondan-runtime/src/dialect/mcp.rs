@@ -54,7 +54,7 @@ pub(crate) fn listed(item: &CatalogItem, name: &str) -> Map<String, Value> {
 /// hints (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`) when the export
 /// says anything about itself.
 fn entry<'a>(item: &'a CatalogItem, name: &'a str) -> Object<'a> {
-    let mut tool = Object::with_capacity(6);
+    let mut tool = Object::with_capacity(7);
     tool.push("name", name);
     let annotations = item.annotations();
     if let Some(title) = annotations.and_then(|a| a.title.as_deref()) {
@@ -84,6 +84,26 @@ fn entry<'a>(item: &'a CatalogItem, name: &'a str) -> Object<'a> {
             hints.push("title", title.as_str());
         }
         tool.push("annotations", hints);
+    }
+    if let Some(ui) = item.ui() {
+        // MCP Apps (SEP-1865): the page and who may call the tool, `visibility` always written.
+        let mut meta = Object::with_capacity(2);
+        if let Some(uri) = &ui.resource_uri {
+            meta.push("resourceUri", uri.as_str());
+        }
+        meta.push(
+            "visibility",
+            Json::Array(
+                ui.visibility
+                    .as_array()
+                    .iter()
+                    .map(|w| Json::from(*w))
+                    .collect(),
+            ),
+        );
+        let mut outer = Object::with_capacity(1);
+        outer.push("ui", meta);
+        tool.push("_meta", outer);
     }
     tool
 }

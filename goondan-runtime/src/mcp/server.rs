@@ -19,7 +19,9 @@
 //!   when the client sent a `progressToken`;
 //! - `tools/list` is in catalog order, paginated, and `notifications/tools/list_changed` is
 //!   sent when a tool registered at run time changes the served catalog;
-//! - names are the Goondan names (`bash__exec`), unchanged.
+//! - names are the Goondan names (`bash__exec`), unchanged;
+//! - MCP Apps (the `io.modelcontextprotocol/ui` extension): a tool's page is served as a
+//!   `ui://` resource and linked from its `tools/list` entry ([`apps`] says how).
 //!
 //! A program serves its own `#[tool]`s in a few lines:
 //!
@@ -40,6 +42,7 @@
 //! }
 //! ```
 
+pub mod apps;
 mod call;
 mod caller;
 mod elicitation;
@@ -64,6 +67,10 @@ use crate::tools::catalog::{CatalogError, ToolCatalog};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::toolset::{self, Toolset, ToolsetError};
 
+pub use apps::{
+    APP_MIME_TYPE, APPS_EXTENSION_ID, AppPage, AppPageError, Csp, Granted, MAX_PAGE_BYTES,
+    PageMeta, Permissions,
+};
 pub use elicitation::ElicitationApprover;
 pub use http_limits::HttpLimits;
 pub use transport::{HttpServer, ServeError};
@@ -94,6 +101,9 @@ pub enum McpServerError {
     #[cfg(feature = "skills")]
     #[error("the skills cannot be served: {0}")]
     Skills(#[from] rmcp::handler::server::skill_catalog::SkillCatalogError),
+    /// A page of MCP Apps cannot be served.
+    #[error(transparent)]
+    App(#[from] AppPageError),
     /// The executor runs over another registry than the one served.
     #[error(
         "the executor runs over another registry than the served one; build it from the same `Arc<ToolRegistry>`"
@@ -138,6 +148,15 @@ pub(super) struct View {
     #[cfg(feature = "code-mode")]
     pub(super) inner: Arc<ToolCatalog>,
     tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
+    /// What a client that renders no page is shown: the catalog without the tools only a page
+    /// may call (MCP Apps' `visibility: ["app"]`), when there are any.
+    for_model: std::sync::OnceLock<Option<ModelView>>,
+}
+
+/// The served catalog as a client without MCP Apps sees it.
+struct ModelView {
+    catalog: Arc<ToolCatalog>,
+    tools: Vec<rmcp::model::Tool>,
 }
 
 impl View {
@@ -157,6 +176,7 @@ impl View {
             catalog,
             inner,
             tools: std::sync::OnceLock::new(),
+            for_model: std::sync::OnceLock::new(),
         }
     }
 
@@ -165,6 +185,7 @@ impl View {
         Self {
             catalog: Arc::new(catalog),
             tools: std::sync::OnceLock::new(),
+            for_model: std::sync::OnceLock::new(),
         }
     }
 
@@ -172,6 +193,36 @@ impl View {
     pub(super) fn tools(&self, renames: &Renames) -> &[rmcp::model::Tool] {
         self.tools
             .get_or_init(|| listing::tools_of(&self.catalog, renames))
+    }
+
+    /// The catalog and its MCP tools as a client sees them: all of them for a client that
+    /// renders pages, else without the tools only a page may call.
+    pub(super) fn for_client(
+        &self,
+        renders_pages: bool,
+        renames: &Renames,
+    ) -> (&Arc<ToolCatalog>, &[rmcp::model::Tool]) {
+        let app_only = |item: &crate::tools::catalog::CatalogItem| {
+            item.ui().is_some_and(|ui| !ui.visible_to_model())
+        };
+        if !renders_pages {
+            let model = self.for_model.get_or_init(|| {
+                if !self.catalog.items().iter().any(app_only) {
+                    return None;
+                }
+                let mut catalog = (*self.catalog).clone();
+                catalog.retain(|item| !app_only(item));
+                let tools = listing::tools_of(&catalog, renames);
+                Some(ModelView {
+                    catalog: Arc::new(catalog),
+                    tools,
+                })
+            });
+            if let Some(model) = model {
+                return (&model.catalog, &model.tools);
+            }
+        }
+        (&self.catalog, self.tools(renames))
     }
 }
 
@@ -211,6 +262,10 @@ struct Shared {
     /// The skills served (SEP-2640), when a folder was given.
     #[cfg(feature = "skills")]
     skills: Option<rmcp::handler::server::skill_catalog::SkillCatalog>,
+    /// The pages of MCP Apps, read when the server was built.
+    pages: apps::Pages,
+    /// Whether the server announces MCP Apps: it serves a page, or a tool says who may call it.
+    apps: bool,
     /// Code mode: the code tool (and its search) instead of, or beside, the tools.
     code: Option<Code>,
     selection: Selection,
@@ -279,6 +334,7 @@ impl McpServer {
             code: None,
             #[cfg(feature = "skills")]
             skills: None,
+            pages: Vec::new(),
         }
     }
 
@@ -421,9 +477,20 @@ pub struct McpServerBuilder {
     code: Option<crate::code::CodeMode>,
     #[cfg(feature = "skills")]
     skills: Option<PathBuf>,
+    pages: Vec<AppPage>,
 }
 
 impl McpServerBuilder {
+    /// Serves a page of MCP Apps (the `io.modelcontextprotocol/ui` extension): listed by
+    /// `resources/list`, read by `resources/read` as `text/html;profile=mcp-app` with its
+    /// `_meta.ui`, and shown by each tool whose export names its URI in `ui`. A page from a
+    /// file is read when the server is built, from the workdir unless the page has its own
+    /// root; see [`apps`] for what fails the build.
+    pub fn app_page(mut self, page: AppPage) -> Self {
+        self.pages.push(page);
+        self
+    }
+
     /// Serves the skills of `folder` (the MCP Skills extension, SEP-2640): each folder below it
     /// that holds a `SKILL.md` is a skill, listed by `skills/list` and `skills/get` with each
     /// file's size and sha256 digest, its files read by `resources/read` and its folders by
@@ -593,6 +660,13 @@ impl McpServerBuilder {
         };
         let generation = self.registry.generation();
         let catalog = build_catalog(&self.registry, &self.selection)?;
+        let workdir: Arc<std::path::Path> = Arc::from(
+            self.workdir
+                .or_else(|| std::env::current_dir().ok())
+                .unwrap_or_else(|| PathBuf::from(".")),
+        );
+        let pages = apps::Pages::load(self.pages, &workdir, &catalog)?;
+        let apps = !pages.is_empty() || catalog.items().iter().any(|i| i.ui().is_some());
         #[cfg(feature = "code-mode")]
         let code = match &self.code {
             Some(mode) => Some(
@@ -624,6 +698,8 @@ impl McpServerBuilder {
                 executor,
                 #[cfg(feature = "skills")]
                 skills,
+                pages,
+                apps,
                 code,
                 selection: self.selection,
                 served: RwLock::new(Served {
@@ -631,11 +707,7 @@ impl McpServerBuilder {
                     view: Arc::new(view),
                 }),
                 renames,
-                workdir: Arc::from(
-                    self.workdir
-                        .or_else(|| std::env::current_dir().ok())
-                        .unwrap_or_else(|| PathBuf::from(".")),
-                ),
+                workdir,
                 agent_name: self
                     .agent_name
                     .map_or_else(|| arcstr::literal!("mcp"), ArcStr::from),

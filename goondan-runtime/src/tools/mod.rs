@@ -23,3 +23,4 @@ pub mod schema;
 pub mod search;
 pub mod tool;
 pub mod toolset;
+pub mod ui;

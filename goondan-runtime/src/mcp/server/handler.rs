@@ -1,6 +1,7 @@
 //! rmcp's `ServerHandler` over the served catalog and the executor: `tools/list`,
 //! `tools/call`, `tasks/get`, `tasks/cancel`, `logging/setLevel`, `subscriptions/listen`, and
-//! `list_changed` announcements; the skills' methods and files when a skills folder is served.
+//! `list_changed` announcements; the skills' methods and files when a skills folder is served;
+//! the pages of MCP Apps ([`super::apps`]) as `ui://` resources.
 
 // MCP logging is deprecated by SEP-2577 but still in both revisions we serve.
 #![allow(deprecated)]
@@ -36,7 +37,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::{McpCaller, Rounds, log_level};
-use super::{McpServer, call, listing, progress};
+use super::{McpServer, apps, call, listing, progress};
 use crate::calls::finish::{Announce, Rules, finish};
 use crate::lock;
 use crate::tools::context::{Caller, ToolContext};
@@ -78,10 +79,15 @@ impl ServerHandler for McpServer {
             capabilities.prompts = theirs.prompts;
             capabilities.completions = theirs.completions;
         }
-        // Skills ride on resources: their files are read with `resources/read`.
-        #[cfg(feature = "skills")]
-        if self.shared.skills.is_some() && capabilities.resources.is_none() {
+        // Skills and pages ride on resources: they are read with `resources/read`.
+        if self.serves_resources() && capabilities.resources.is_none() {
             capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+        }
+        if self.shared.apps {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(apps::APPS_EXTENSION_ID.to_owned(), apps::capability());
         }
         let mut config = ServerConfig::new(capabilities).with_server_info(self.shared.info.clone());
         if let Some(text) = &self.shared.instructions {
@@ -90,18 +96,18 @@ impl ServerHandler for McpServer {
         config
     }
 
+    /// The served tools, without those only a page may call for a client that renders no
+    /// page (MCP Apps).
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let view = self.current();
         let cursor = request.and_then(|r| r.cursor);
-        listing::page(
-            view.tools(&self.shared.renames),
-            cursor.as_deref(),
-            self.shared.page_size,
-        )
+        let renders_pages = Client::of(&context).renders_pages();
+        let (_, tools) = view.for_client(renders_pages, &self.shared.renames);
+        listing::page(tools, cursor.as_deref(), self.shared.page_size)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -170,21 +176,26 @@ impl ServerHandler for McpServer {
         unsubscribe(UnsubscribeRequestParams) -> (), UnsubscribeRequestMethod;
     }
 
-    /// The skills' `SKILL.md` files first (on the first page), then the user's resources.
+    /// The skills' `SKILL.md` files and the pages of MCP Apps first (on the first page), then
+    /// the user's resources.
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        #[cfg(feature = "skills")]
-        if let Some(skills) = &self.shared.skills {
+        if self.serves_resources() {
             let first_page = request.as_ref().and_then(|r| r.cursor.as_ref()).is_none();
             let mut listed = match &self.shared.others {
                 Some(o) => o.list_resources(request, context).await?,
                 None => ListResourcesResult::default(),
             };
             if first_page {
-                let mut resources = skills.resources();
+                let mut resources = Vec::new();
+                #[cfg(feature = "skills")]
+                if let Some(skills) = &self.shared.skills {
+                    resources = skills.resources();
+                }
+                resources.extend(self.shared.pages.resources());
                 resources.append(&mut listed.resources);
                 listed.resources = resources;
             }
@@ -196,12 +207,16 @@ impl ServerHandler for McpServer {
         }
     }
 
-    /// A `skill://` file from the skills, any other resource from the user's handler.
+    /// A page of MCP Apps, a `skill://` file from the skills, any other resource from the
+    /// user's handler.
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if let Some(contents) = self.shared.pages.read(&request.uri) {
+            return Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into());
+        }
         #[cfg(feature = "skills")]
         if let Some(skills) = &self.shared.skills
             && request.uri.starts_with("skill://")
@@ -213,6 +228,9 @@ impl ServerHandler for McpServer {
         }
         match &self.shared.others {
             Some(o) => o.read_resource(request, context).await,
+            None if self.serves_resources() => {
+                Err(ErrorData::resource_not_found(request.uri, None))
+            }
             None => Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()),
         }
     }
@@ -336,6 +354,15 @@ impl crate::tools::context::StepCalls for ServedCalls {
 }
 
 impl McpServer {
+    /// Whether the server answers `resources/*` itself: it serves skills or pages.
+    fn serves_resources(&self) -> bool {
+        #[cfg(feature = "skills")]
+        if self.shared.skills.is_some() {
+            return true;
+        }
+        !self.shared.pages.is_empty()
+    }
+
     /// One `tools/call`: what it needs before it runs, the executor, then the result as MCP
     /// sees it. Refuses a call that must run as a task for a client without tasks, and a
     /// 2026-07-28 request whose state fails its seal.
@@ -347,7 +374,11 @@ impl McpServer {
         let shared = &self.shared;
         // The name the client called.
         let published = request.name;
-        let catalog = self.catalog();
+        let client = Client::of(&context);
+        // A client that renders no page cannot call what only a page may (MCP Apps).
+        let view = self.current();
+        let catalog = Arc::clone(view.for_client(client.renders_pages(), &shared.renames).0);
+        drop(view);
         let name = shared.renames.goondan(&published);
         let (state, responses) = (request.request_state, request.input_responses);
         let mut builder =
@@ -359,7 +390,6 @@ impl McpServer {
             builder = builder.progress(sink);
             reports = Some(rx);
         }
-        let client = Client::of(&context);
         let client_has_tasks = client.capabilities().is_some_and(|c| c.supports_tasks());
         let item = catalog.get(name);
         // A listed tool's name is the catalog's own, shared rather than copied.
@@ -530,6 +560,11 @@ impl Client {
             declared: context.meta.client_capabilities(),
             handshake,
         }
+    }
+
+    /// Whether it renders the pages of MCP Apps: it declared the extension.
+    fn renders_pages(&self) -> bool {
+        apps::client_renders_pages(self.capabilities())
     }
 
     /// What it declared it can do: its request's own declaration, else (on a session) its

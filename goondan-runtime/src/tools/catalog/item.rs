@@ -260,6 +260,12 @@ impl CatalogItem {
         }
     }
 
+    /// The export's page and who may call it (MCP Apps): the entry's, never overridden by a
+    /// Step; an item made by hand has none.
+    pub fn ui(&self) -> Option<&crate::tools::ui::ExportUi> {
+        self.entry()?.export().ui()
+    }
+
     /// Overrides the description.
     pub fn set_description(&mut self, description: impl Into<Arc<str>>) -> &mut Self {
         self.overrides.description = Field::Set(Some(description.into()));

@@ -20,6 +20,7 @@ use crate::tools::handler::{
 use crate::tools::output_schema::OutputSchema;
 use crate::tools::schema::{ArgValidator, schema_for};
 use crate::tools::tool::registration::is_whole_schema;
+use crate::tools::ui::ExportUi;
 
 /// One export: a name, a description, a parameter schema and its handler.
 #[derive(Clone)]
@@ -34,6 +35,8 @@ pub struct Export {
     validator: Arc<OnceLock<ArgValidator>>,
     annotations: Arc<ExportAnnotations>,
     output_schema: Option<Arc<OutputSchema>>,
+    /// The page it shows and who may call it (MCP Apps).
+    ui: Option<Arc<ExportUi>>,
 }
 
 impl Export {
@@ -123,6 +126,7 @@ impl Export {
             validator: Arc::new(OnceLock::new()),
             annotations: Arc::default(),
             output_schema: None,
+            ui: None,
         }
     }
 
@@ -175,6 +179,28 @@ impl Export {
     pub fn with_output_schema_value(mut self, schema: OutputSchema) -> Self {
         self.output_schema = Some(Arc::new(schema));
         self
+    }
+
+    /// Sets the page the export shows and who may call it (MCP Apps, see
+    /// [`ExportUi`]): MCP lists it as the tool's `_meta.ui`, and the MCP server serves the page.
+    ///
+    /// ```
+    /// use goondan_runtime::{Export, ToolError, handler_fn};
+    /// use goondan_runtime::tools::ui::{ExportUi, Visibility};
+    /// let export = Export::new("increment", serde_json::json!({"type": "object"}),
+    ///         handler_fn(|_ctx, _args| async { Ok::<_, ToolError>(1) }))
+    ///     .with_ui(ExportUi::page("ui://counter/view.html").visibility(Visibility::App));
+    /// assert_eq!(export.ui().and_then(|ui| ui.resource_uri.as_deref()),
+    ///            Some("ui://counter/view.html"));
+    /// ```
+    pub fn with_ui(mut self, ui: ExportUi) -> Self {
+        self.ui = Some(Arc::new(ui));
+        self
+    }
+
+    /// The page the export shows and who may call it, when it says.
+    pub fn ui(&self) -> Option<&ExportUi> {
+        self.ui.as_deref()
     }
 
     /// The export's name.
@@ -244,6 +270,7 @@ impl fmt::Debug for Export {
             .field("timeout", &self.timeout)
             .field("annotations", &self.annotations)
             .field("output_schema", &self.output_schema)
+            .field("ui", &self.ui)
             .finish_non_exhaustive()
     }
 }
