@@ -10,7 +10,8 @@
 //! and a screenshot larger than the same viewport's blank page, copied under Cargo's
 //! `CARGO_TARGET_TMPDIR` and named in the test's output); a click in the page calls a tool only
 //! the page may call, and the server's answer reaches the page; a click that calls a tool only
-//! the model may call is refused by the host, and the server never runs it.
+//! the model may call, and one that calls a tool the server does not have, are refused by the
+//! host with a JSON-RPC error the page shows, and neither reaches the server.
 #![cfg(feature = "mcp")]
 
 use std::path::{Path, PathBuf};
@@ -58,7 +59,8 @@ pub mod counter {
 /// specification shows it (no library). It shows the tool's result in `#total`; `#call-allowed`
 /// calls `counter__add` with 20 and 22 and shows the answer in `#allowed-result`;
 /// `#call-refused` calls `counter__reset` and shows the answer, or the error, in
-/// `#refused-result`.
+/// `#refused-result`; `#call-unknown` calls `counter__missing`, which the server does not
+/// have, and shows the same in `#unknown-result`.
 const PAGE: &str = r##"<!doctype html>
 <html>
 <head>
@@ -75,8 +77,10 @@ const PAGE: &str = r##"<!doctype html>
 <p id="total"></p>
 <button id="call-allowed">add 20 and 22</button>
 <button id="call-refused">reset</button>
+<button id="call-unknown">a tool the server lacks</button>
 <p>Page call: <span id="allowed-result"></span></p>
 <p>Refused call: <span id="refused-result"></span></p>
+<p>Unknown tool: <span id="unknown-result"></span></p>
 <script>
   let next = 1;
   const pending = new Map();
@@ -114,6 +118,7 @@ const PAGE: &str = r##"<!doctype html>
   }
   document.getElementById("call-allowed").onclick = () => call("counter__add", { a: 20, b: 22 }, "allowed-result");
   document.getElementById("call-refused").onclick = () => call("counter__reset", {}, "refused-result");
+  document.getElementById("call-unknown").onclick = () => call("counter__missing", {}, "unknown-result");
   request("ui/initialize", {
     appInfo: { name: "counter", version: "1.0.0" },
     appCapabilities: {},
@@ -150,7 +155,7 @@ fn keep(screenshot: &Path, verdict: &Value, protocol: &str) {
         format!("{verdict:#}"),
     )
     .expect("the verdict is written");
-    println!("MCP Apps screenshot ({protocol}): {}", kept.display());
+    eprintln!("MCP Apps screenshot ({protocol}): {}", kept.display());
 }
 
 fn tool<'a>(verdict: &'a Value, name: &str) -> &'a Value {
@@ -175,6 +180,7 @@ async fn page_renders_calls_back_and_is_refused_a_model_only_tool(protocol: &str
         "steps": [
             {"click": "#call-allowed", "read": "#allowed-result"},
             {"click": "#call-refused", "read": "#refused-result"},
+            {"click": "#call-unknown", "read": "#unknown-result"},
         ],
         "out": out.path(),
         "timeoutMs": 30_000,
@@ -247,7 +253,7 @@ async fn page_renders_calls_back_and_is_refused_a_model_only_tool(protocol: &str
 
     // The page's call of a tool it may call went to the server, and the answer reached it.
     let calls = host["appCalls"].as_array().unwrap();
-    assert_eq!(calls.len(), 2, "{verdict:#}");
+    assert_eq!(calls.len(), 3, "{verdict:#}");
     assert_eq!(calls[0]["name"], "counter__add");
     assert_eq!(calls[0]["decision"], "forwarded", "{verdict:#}");
     assert_eq!(verdict["steps"][0]["text"], "ok: sum 42", "{verdict:#}");
@@ -259,6 +265,14 @@ async fn page_renders_calls_back_and_is_refused_a_model_only_tool(protocol: &str
     assert!(
         refused.starts_with("error -32602:") && refused.contains("not visible to apps"),
         "{refused}"
+    );
+    // So was its call of a tool the server does not have.
+    assert_eq!(calls[2]["name"], "counter__missing");
+    assert_eq!(calls[2]["decision"], "refused", "{verdict:#}");
+    let unknown = verdict["steps"][2]["text"].as_str().unwrap();
+    assert!(
+        unknown.starts_with("error -32602:") && unknown.contains("lists no tool counter__missing"),
+        "{unknown}"
     );
     // Two calls reached the server: the model's and the page's allowed one.
     let tool_calls = proxied

@@ -17,8 +17,9 @@
 //   timeoutMs  for each wait (default 30000)
 //
 // The host page is served on one origin (127.0.0.1, port A), which also forwards /mcp to the
-// server byte for byte (our server sends no CORS headers, and a web host's MCP traffic goes
-// through its own origin); the sandbox proxy on another (port B), as the extension requires.
+// server as it comes, but for its Host header (our server sends no CORS headers, so a page
+// cannot reach it from another origin; a web host's MCP traffic goes through its own origin);
+// the sandbox proxy is served on another origin (port B), as the extension requires.
 // The verdict:
 //   host        the host page's record (host.mjs): negotiated protocol, tools, resource,
 //               the model's call, the page's calls and the host's decision on each, errors
@@ -78,7 +79,8 @@ function methods(body) {
   }
 }
 
-/** Forwards one request to the MCP server, streaming both ways (answers may be SSE streams). */
+/** Forwards one request to the MCP server, streaming both ways (answers may be SSE streams),
+ * and records it. */
 function forward(req, res, target) {
   const entry = {
     method: req.method,
@@ -89,8 +91,6 @@ function forward(req, res, target) {
   verdict.proxied.push(entry);
   const headers = { ...req.headers, host: target.host };
   delete headers.connection;
-  delete headers.origin;
-  delete headers.referer;
   const upstream = httpRequest(
     { host: target.hostname, port: target.port, path: target.pathname + target.search, method: req.method, headers },
     (answer) => {

@@ -41,6 +41,7 @@ const record = {
   modelCall: null,
   appInitialized: false,
   appCalls: [],
+  pageLogs: [],
   errors: [],
 };
 
@@ -183,7 +184,7 @@ async function run(config) {
     if (typeof height === "number") frame.style.height = `${Math.min(height, 400)}px`;
   });
   bridge.addEventListener("loggingmessage", (params) => {
-    record.errors.push({ where: "page log", code: null, message: JSON.stringify(params) });
+    record.pageLogs.push(params);
   });
   await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
   // connect() forwards every `tools/call` to the server; the extension asks the host to check
