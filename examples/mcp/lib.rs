@@ -3,12 +3,15 @@
 //!
 //! - `cargo run -p goondan-examples-mcp --example mcp`: [`server`] on stdio;
 //! - `rmcp_minimal`: rmcp's own server of one tool (the yardstick of `scripts/startup`);
-//! - `profile_dispatch`: `execute` beside rmcp's `ToolRouter::call` (`scripts/callgrind`).
+//! - `profile_dispatch`: `execute` beside rmcp's `ToolRouter::call` (`scripts/callgrind`);
+//! - `counter`: [`counter`], a tool with a page (MCP Apps), over Streamable HTTP.
 //!
 //! [`server`] serves the quickstart's tools over MCP: the Agent's catalog (`text-utils`,
 //! `notes`; not `admin`), every call through the executor. Beside the tools, the server offers one
 //! resource, a short guide, from an rmcp handler of the example's own: a program that needs
 //! resources, prompts or completion composes its handler with `McpServerBuilder::others`.
+
+pub mod counter;
 
 use std::sync::Arc;
 

@@ -22,6 +22,7 @@ pub mod handoff_crash;
 pub mod http_fetch;
 pub mod json_query;
 pub mod leftovers;
+pub mod mcp_apps;
 pub mod mcp_inspector;
 pub mod mcp_login;
 pub mod package;

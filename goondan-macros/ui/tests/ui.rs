@@ -23,6 +23,7 @@ fn pass() {
         env!("CARGO_BIN_EXE_ui-pass-crate-reexport"),
         env!("CARGO_BIN_EXE_ui-pass-export-annotations"),
         env!("CARGO_BIN_EXE_ui-pass-export-attr"),
+        env!("CARGO_BIN_EXE_ui-pass-export-ui"),
         env!("CARGO_BIN_EXE_ui-pass-fn-form"),
         env!("CARGO_BIN_EXE_ui-pass-impl-form"),
         env!("CARGO_BIN_EXE_ui-pass-mod-form"),

@@ -14,6 +14,7 @@ use super::resource::Kind;
 use super::validate::E_REF_NOT_FOUND;
 use crate::tools::annotations::ExportAnnotations;
 use crate::tools::tool::{IntoTool, Tool, ToolDefinitionError, linked_tools};
+use crate::tools::ui::ExportUi;
 
 type Resolver = Arc<dyn Fn(&str) -> Option<Result<Tool, ToolDefinitionError>> + Send + Sync>;
 
@@ -286,6 +287,19 @@ pub(crate) fn match_tools(
                         task_support: base.task_support,
                     });
                 }
+                // The YAML's page and visibility win over the compiled ones, key by key.
+                let yaml = exports_at(spec, *i).and_then(|e| e.get("ui"));
+                if let Some(ui) = yaml.and_then(yaml_ui) {
+                    let base = export.ui().cloned().unwrap_or_default();
+                    export = export.with_ui(ExportUi {
+                        resource_uri: ui.resource_uri.or(base.resource_uri),
+                        visibility: if ui.visibility_given {
+                            ui.visibility
+                        } else {
+                            base.visibility
+                        },
+                    });
+                }
                 builder = builder.export(export);
             }
         }
@@ -331,6 +345,24 @@ pub(crate) fn match_tools(
         }
     }
     (tools, diags)
+}
+
+/// The tool's part of an export's YAML `ui` (its page and who may call it), and whether it
+/// names a visibility; `None` when it is not well formed (validation reports that).
+fn yaml_ui(ui: &Value) -> Option<YamlUi> {
+    let map = ui.as_object()?;
+    let ui = ExportUi::from_mapping(map).ok()?;
+    Some(YamlUi {
+        resource_uri: ui.resource_uri,
+        visibility: ui.visibility,
+        visibility_given: map.contains_key("visibility"),
+    })
+}
+
+struct YamlUi {
+    resource_uri: Option<String>,
+    visibility: crate::tools::ui::Visibility,
+    visibility_given: bool,
 }
 
 /// The export at `index` of a Tool's `spec.exports`.

@@ -22,6 +22,18 @@ const EXPORT: &[&str] = &[
     "parameters",
     "annotations",
     "outputSchema",
+    "ui",
+];
+/// The keys of an export's `ui` (MCP Apps): the tool's own (`resourceUri`, `visibility`) and
+/// its page's (`page`, the HTML file; the page's `_meta.ui`).
+const EXPORT_UI: &[&str] = &[
+    "resourceUri",
+    "visibility",
+    "page",
+    "csp",
+    "permissions",
+    "domain",
+    "prefersBorder",
 ];
 
 /// The code of a reference to a resource the bundle does not have, as the TypeScript runtime
@@ -228,6 +240,9 @@ fn check_tool(r: &Resource, out: &mut Vec<Diagnostic>) {
                  `destructive`, `idempotent`, `openWorld` (booleans): {e}"
             )));
         }
+        if let Some(ui) = map.get("ui") {
+            check_ui(r, &format!("{at}/ui"), ui, out);
+        }
         if let Some(o) = map.get("outputSchema")
             && !o.is_object()
         {
@@ -408,4 +423,64 @@ fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
                 .error("`spec.agents` must be a list of agent references"),
         ),
     }
+}
+
+/// The form of an export's `ui` (MCP Apps): `resourceUri` a `ui://` URI, `visibility` a list of
+/// `model` and `app`, `page` a file, `csp` and `permissions` mappings, `domain` a string,
+/// `prefersBorder` a boolean. The page's own checks (its file, its size) are the MCP server's.
+fn check_ui(r: &Resource, at: &str, ui: &Value, out: &mut Vec<Diagnostic>) {
+    let Some(map) = ui.as_object() else {
+        out.push(r.locus_of(at).error(
+            "`ui` must be a mapping: `{resourceUri: ui://..., visibility: [model, app], page: view.html}`",
+        ));
+        return;
+    };
+    for key in map.keys().filter(|k| !EXPORT_UI.contains(&k.as_str())) {
+        out.push(r.locus_of(&format!("{at}/{key}")).error(format!(
+            "unknown key `{key}` in `ui`; expected one of {}",
+            EXPORT_UI.join(", ")
+        )));
+    }
+    match crate::tools::ui::ExportUi::from_mapping(map) {
+        Err(e) => out.push(r.locus_of(at).error(format!("`ui`: {e}"))),
+        Ok(ui) => {
+            if let Some(uri) = &ui.resource_uri
+                && !uri.starts_with(crate::tools::ui::UI_SCHEME)
+            {
+                out.push(r.locus_of(&format!("{at}/resourceUri")).error(format!(
+                    "`resourceUri` must be a `ui://` URI, like `ui://counter/view.html`; found `{uri}`"
+                )));
+            }
+        }
+    }
+    let wrong = |key: &str, ok: fn(&Value) -> bool, what: &str, out: &mut Vec<Diagnostic>| {
+        if let Some(v) = map.get(key)
+            && !ok(v)
+        {
+            out.push(
+                r.locus_of(&format!("{at}/{key}"))
+                    .error(format!("`{key}` must be {what}")),
+            );
+        }
+    };
+    wrong(
+        "page",
+        Value::is_string,
+        "a file, relative to the bundle's folder",
+        out,
+    );
+    wrong(
+        "csp",
+        Value::is_object,
+        "a mapping of `connectDomains`, `resourceDomains`, `frameDomains` and `baseUriDomains`",
+        out,
+    );
+    wrong(
+        "permissions",
+        Value::is_object,
+        "a mapping of `camera`, `microphone`, `geolocation` and `clipboardWrite`, each `{}`",
+        out,
+    );
+    wrong("domain", Value::is_string, "a string", out);
+    wrong("prefersBorder", Value::is_boolean, "a boolean", out);
 }

@@ -339,7 +339,9 @@ impl McpServer {
     }
 
     /// Starts a server over the catalog of `agent` in `bundle`: its Tool resources matched to
-    /// `library`'s compiled tools, in the order of the Agent's `spec.tools`.
+    /// `library`'s compiled tools, in the order of the Agent's `spec.tools`, and the pages
+    /// their exports name (MCP Apps: an export's `ui: {page: view.html, ...}`, the file read
+    /// from the bundle's folder, see [`apps`]).
     ///
     /// ```
     /// use goondan_runtime::bundle::{Bundle, ToolLibrary};
@@ -370,7 +372,11 @@ impl McpServer {
         let sets = bundle.agent_toolsets(agent)?;
         let tools = bundle.agent_tools(agent)?;
         let registry = Arc::new(bundle.registry(library)?);
-        let builder = Self::builder(registry);
+        let pages = apps::bundle_pages(bundle, agent, &registry)?;
+        let mut builder = Self::builder(registry);
+        for page in pages {
+            builder = builder.app_page(page);
+        }
         let builder = if sets.iter().all(Toolset::is_plain) {
             builder.tools(tools)
         } else {

@@ -142,6 +142,19 @@ impl ExportUi {
         self
     }
 
+    /// The export's part of a mapping that describes its page too (a bundle export's `ui`):
+    /// its `resourceUri` and `visibility`, every other key left to the page.
+    pub fn from_mapping(
+        map: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, serde_json::Error> {
+        let own: serde_json::Map<String, serde_json::Value> = map
+            .iter()
+            .filter(|(k, _)| matches!(k.as_str(), "resourceUri" | "visibility"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        serde_json::from_value(serde_json::Value::Object(own))
+    }
+
     /// Whether the model is shown the export (`visibility` has `model`).
     pub fn visible_to_model(&self) -> bool {
         self.visibility != Visibility::App

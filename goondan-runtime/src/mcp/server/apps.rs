@@ -135,6 +135,24 @@ pub enum AppPageError {
         /// The file.
         path: PathBuf,
     },
+    /// A bundle's export names a page file but no `ui://` URI, and its compiled export none.
+    #[error(
+        "the export `{tool}` names a page file but no `ui://` URI; add `resourceUri: ui://...` to its `ui`, or `ui = \"ui://...\"` to its `#[export]`"
+    )]
+    NoUri {
+        /// The tool.
+        tool: String,
+    },
+    /// A bundle's export describes its page's `_meta.ui` wrongly.
+    #[error("the page `{uri}` of `{tool}`: {message}")]
+    Meta {
+        /// The tool.
+        tool: String,
+        /// The page's URI.
+        uri: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A served tool names a page that is not registered.
     #[error(
         "the tool `{tool}` shows the page `{uri}`, which is not registered; add it with `McpServerBuilder::app_page` (registered pages: {registered})"
@@ -560,6 +578,71 @@ impl Pages {
     pub(super) fn read(&self, uri: &str) -> Option<ResourceContents> {
         self.get(uri).map(|p| p.contents.clone())
     }
+}
+
+/// The pages the Tool resources of `agent` in `bundle` name: each export whose `ui` has a
+/// `page` (a file from the bundle's folder, which it must stay in), at the export's
+/// `ui.resourceUri` or else its compiled export's (`{tool}__{export}` in `registry`), with the
+/// rest of its `ui` as the page's `_meta.ui`. Exports that show one page name it once, or
+/// name the same file.
+pub(super) fn bundle_pages(
+    bundle: &crate::bundle::Bundle,
+    agent: &str,
+    registry: &crate::tools::registry::ToolRegistry,
+) -> Result<Vec<AppPage>, super::McpServerError> {
+    let root = bundle
+        .file()
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut pages: Vec<(AppPage, String)> = Vec::new();
+    for resource in bundle.agent_tools(agent)? {
+        let Some(spec) = bundle
+            .get(&crate::bundle::Kind::Tool, &resource)
+            .and_then(crate::bundle::Resource::spec)
+        else {
+            continue;
+        };
+        let exports = spec.get("exports").and_then(Value::as_array);
+        for export in exports.into_iter().flatten() {
+            let (Some(name), Some(ui)) = (
+                export.get("name").and_then(Value::as_str),
+                export.get("ui").and_then(Value::as_object),
+            ) else {
+                continue;
+            };
+            let Some(file) = ui.get("page").and_then(Value::as_str) else {
+                continue;
+            };
+            let tool = format!("{resource}__{name}");
+            let uri = match ui.get("resourceUri").and_then(Value::as_str) {
+                Some(uri) => uri.to_owned(),
+                None => registry
+                    .get(&tool)
+                    .and_then(|e| e.export().ui()?.resource_uri.clone())
+                    .ok_or_else(|| AppPageError::NoUri { tool: tool.clone() })?,
+            };
+            let meta: JsonObject = ui
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "resourceUri" | "visibility" | "page"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let meta: PageMeta =
+                serde_json::from_value(Value::Object(meta)).map_err(|e| AppPageError::Meta {
+                    tool: tool.clone(),
+                    uri: uri.clone(),
+                    message: e.to_string(),
+                })?;
+            match pages.iter().find(|(p, _)| p.uri == uri) {
+                Some((_, same)) if same == file => {}
+                Some(_) => return Err(AppPageError::Duplicate { uri }.into()),
+                None => {
+                    let page = AppPage::file(&uri, file).root(&root).meta(meta);
+                    pages.push((page, file.to_owned()));
+                }
+            }
+        }
+    }
+    Ok(pages.into_iter().map(|(p, _)| p).collect())
 }
 
 /// The server's capability of the extension: the mime type of its pages.

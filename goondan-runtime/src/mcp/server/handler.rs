@@ -377,9 +377,16 @@ impl McpServer {
         let client = Client::of(&context);
         // A client that renders no page cannot call what only a page may (MCP Apps).
         let view = self.current();
-        let catalog = Arc::clone(view.for_client(client.renders_pages(), &shared.renames).0);
-        drop(view);
+        let renders_pages = client.renders_pages();
+        let catalog = Arc::clone(view.for_client(renders_pages, &shared.renames).0);
         let name = shared.renames.goondan(&published);
+        let for_pages_only = !renders_pages
+            && view
+                .catalog
+                .get(name)
+                .and_then(crate::tools::catalog::CatalogItem::ui)
+                .is_some_and(|ui| !ui.visible_to_model());
+        drop(view);
         let (state, responses) = (request.request_state, request.input_responses);
         let mut builder =
             ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
@@ -453,7 +460,15 @@ impl McpServer {
             Rounds::Missing(error) => return Err(error),
         }
         if call::is_unknown_tool(&result) {
-            return Err(call::unknown_tool(&published, result.error.as_ref()));
+            let error = match (for_pages_only, &result.error) {
+                (true, Some(e)) => Some(e.clone().with_suggestion(format!(
+                    "`{published}` is called from its MCP Apps page only (visibility: [\"app\"]); \
+                     a host that renders pages declares the `{}` extension",
+                    apps::APPS_EXTENSION_ID
+                ))),
+                (_, e) => e.clone(),
+            };
+            return Err(call::unknown_tool(&published, error.as_ref()));
         }
         let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
             return Ok(call::call_tool_result(Cow::Owned(result), output_schema.as_deref()).into());
