@@ -11,7 +11,9 @@
 //   tool       the tool with a page; the host calls it as the model would
 //   arguments  its arguments
 //   ready      a CSS selector in the tool's page that has text once the page has rendered
-//   steps      [{ click, read }]: click `click` in the page, then wait until `read` has text
+//   readyText  optional: wait until that text is this (a page may show a placeholder first)
+//   steps      [{ click, read, text? }]: click `click` in the page, then wait until `read` has
+//              text (`text`, when given)
 //   out        a folder for the screenshot and Chromium's profile (made if missing)
 //   chromium   the browser (default /usr/bin/chromium)
 //   timeoutMs  for each wait (default 30000)
@@ -172,21 +174,23 @@ async function main() {
     if (verdict.host.phase === "failed") throw new Error("the host page failed (see host.errors)");
 
     const view = page.frameLocator("#app-frame").frameLocator("#view");
-    const textOf = async (selector) => {
+    const textOf = async (selector, wanted) => {
       const el = view.locator(selector);
       await el.waitFor({ state: "visible", timeout });
       const deadline = Date.now() + timeout;
       for (;;) {
         const text = ((await el.textContent({ timeout })) ?? "").trim();
-        if (text) return text;
-        if (Date.now() > deadline) throw new Error(`${selector} stayed empty for ${timeout} ms`);
+        if (text && (wanted === undefined || text === wanted)) return text;
+        if (Date.now() > deadline) {
+          throw new Error(`${selector} holds ${JSON.stringify(text)} after ${timeout} ms, not ${JSON.stringify(wanted ?? "any text")}`);
+        }
         await page.waitForTimeout(50);
       }
     };
-    verdict.rendered = await textOf(config.ready);
+    verdict.rendered = await textOf(config.ready, config.readyText);
     for (const step of config.steps ?? []) {
       await view.locator(step.click).click({ timeout });
-      verdict.steps.push({ click: step.click, read: step.read, text: await textOf(step.read) });
+      verdict.steps.push({ click: step.click, read: step.read, text: await textOf(step.read, step.text) });
     }
 
     const path = join(config.out, `mcp-app-${config.protocol}.png`);
