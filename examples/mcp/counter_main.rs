@@ -10,7 +10,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let http = server.serve_http("127.0.0.1:8765".parse()?).await?;
-    println!("serving the counter at {}", http.url());
+    eprintln!("serving the counter at {}", http.url());
     http.run_until(async {
         let _ = tokio::signal::ctrl_c().await;
     })

@@ -485,3 +485,87 @@ fn mcp_apps_a_page_that_cannot_be_served_fails_the_build_with_a_clear_error() {
          ui://counter/other.html)"
     );
 }
+
+/// A bundle's export names its page file and the rest of its `_meta.ui`; the page's URI comes
+/// from the compiled export when the YAML does not give one, the YAML's `visibility` wins over
+/// the compiled one, and the file is read from the bundle's folder.
+#[test]
+fn mcp_apps_a_bundle_export_names_its_page_and_its_visibility() {
+    use goondan_runtime::bundle::{Bundle, ToolLibrary};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("view.html"), HTML).unwrap();
+    let yaml = "apiVersion: goondan.ai/v1
+kind: Tool
+metadata: {name: counter}
+spec:
+  exports:
+    - name: show
+      ui: {page: view.html, prefersBorder: false}
+    - name: increment
+    - name: reset
+      ui: {visibility: [model, app]}
+---
+apiVersion: goondan.ai/v1
+kind: Agent
+metadata: {name: counting}
+spec:
+  tools: [\"Tool/counter\"]
+";
+    let file = dir.path().join("goondan.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let bundle = Bundle::read(&file).unwrap();
+    let library = ToolLibrary::new([Counter::default()]);
+    let server = McpServer::for_agent(&bundle, &library, "counting")
+        .unwrap()
+        .build()
+        .unwrap();
+    let catalog = server.catalog();
+    let ui = |name: &str| catalog.get(name).and_then(|i| i.ui().cloned());
+    use goondan_runtime::tools::ui::{ExportUi, Visibility};
+    assert_eq!(ui("counter__show"), Some(ExportUi::page(PAGE)));
+    assert_eq!(
+        ui("counter__reset"),
+        Some(ExportUi::visible_to(Visibility::Both))
+    );
+    let listed = goondan_runtime::dialect::mcp::tools_list(&catalog).unwrap();
+    assert_eq!(
+        listed["tools"][2]["_meta"],
+        json!({"ui": {"visibility": ["model", "app"]}}),
+        "{listed}"
+    );
+}
+
+/// A bundle export's `ui` of the wrong form is a diagnostic at its line, not a server that
+/// serves something else.
+#[test]
+fn mcp_apps_a_bundle_export_s_ui_of_the_wrong_form_is_a_diagnostic() {
+    use goondan_runtime::bundle::Bundle;
+    let yaml = "apiVersion: goondan.ai/v1
+kind: Tool
+metadata: {name: counter}
+spec:
+  exports:
+    - name: show
+      ui: {resourceUri: \"https://example.com/view.html\", page: 5, colour: red}
+    - name: increment
+      ui: {visibility: [user]}
+    - name: reset
+";
+    let bundle = Bundle::from_yaml(yaml, "goondan.yaml");
+    let messages: Vec<&str> = bundle
+        .diagnostics()
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    for expected in [
+        "`resourceUri` must be a `ui://` URI",
+        "`page` must be a file",
+        "unknown key `colour` in `ui`",
+        "unknown visibility `user`",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.contains(expected)),
+            "{expected}: {messages:?}"
+        );
+    }
+}
