@@ -55,6 +55,7 @@ pub mod journal_jetstream;
 pub mod macro_tool_input;
 pub mod mcp_approvals;
 pub mod mcp_apps;
+pub mod mcp_apps_browser;
 pub mod mcp_auth;
 pub mod mcp_client;
 pub mod mcp_conformance;

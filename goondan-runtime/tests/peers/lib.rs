@@ -1,5 +1,7 @@
 //! The real peers goondan's tests talk to, and the replay server of the provider tests.
 //!
+//! - [`browser`]: Chromium with an MCP Apps host page (`scripts/browser-peers`), driven by
+//!   Playwright, for the tests of a tool's page in a real browser.
 //! - [`mcp_peers`]: the pinned npm MCP peers (`scripts/mcp-peers`): server-everything, the
 //!   inspector and the conformance suite.
 //! - [`nats`]: a real `nats-server` (`scripts/nats-server`) on a free port of 127.0.0.1.
@@ -17,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod browser;
 #[cfg(target_os = "linux")]
 pub mod keyring;
 pub mod llm;
