@@ -29,7 +29,7 @@ pub(crate) enum Request {
 
 /// Where the program runs.
 enum Route {
-    Thread(Running),
+    Thread(Box<Running>),
     Worker(Box<Connection>),
 }
 
@@ -56,7 +56,7 @@ impl Interpreter {
                 Connection::start(launcher.as_ref(), program)
                     .map_err(|e| format!("its worker process cannot start: {e}"))?,
             )),
-            None => Route::Thread(program::start(program)),
+            None => Route::Thread(Box::new(program::start(program))),
         };
         Ok(Self {
             route,

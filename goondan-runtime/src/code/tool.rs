@@ -38,10 +38,10 @@ pub(crate) fn given_answer(messages: &[Message]) -> Option<String> {
     }
     messages[at + 1..]
         .iter()
+        .rev()
         .filter(|m| m.role == "tool")
         .filter_map(|m| serde_json::from_str::<ToolCallResult>(m.content.as_deref()?).ok())
-        .filter_map(|r| r.output?.get(ANSWER_KEY)?.as_str().map(str::to_owned))
-        .last()
+        .find_map(|r| r.output?.get(ANSWER_KEY)?.as_str().map(str::to_owned))
 }
 
 /// The longest program, in characters.
