@@ -29,11 +29,15 @@ const ANSWER_KEY: &str = "answer";
 
 /// The answer that ends a Turn whose last Step's calls were all code calls and one of whose
 /// programs gave one (the last of them), from `messages`, the conversation so far: the
-/// assistant message with the calls, then their tool messages.
+/// assistant message with the calls, then their tool messages and nothing else (a user's
+/// message or a completion after them is for the model to answer).
 pub(crate) fn given_answer(messages: &[Message]) -> Option<String> {
     let at = messages.iter().rposition(|m| m.role == "assistant")?;
     let assistant = &messages[at];
-    if assistant.tool_calls.is_empty() || assistant.tool_calls.iter().any(|c| c.name != TOOL_NAME) {
+    if assistant.tool_calls.is_empty()
+        || assistant.tool_calls.iter().any(|c| c.name != TOOL_NAME)
+        || messages[at + 1..].iter().any(|m| m.role != "tool")
+    {
         return None;
     }
     messages[at + 1..]
@@ -454,6 +458,35 @@ fn tail(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_answer_a_program_gave_ends_the_turn_only_right_after_its_code_calls() {
+        let call = |id: &str, name: &str| ToolCall::new(id, name, json!({}));
+        let result = |id: &str, name: &str, output: Value| {
+            crate::step::tool_message(&ToolCallResult::ok(id, name, output))
+        };
+        let answered = json!({"value": null, "printed": "", "calls": 1, "answer": "42 rows"});
+        let code = Message::assistant("m1", None, vec![call("c1", TOOL_NAME)]);
+        let mut messages = vec![code, result("c1", TOOL_NAME, answered.clone())];
+        assert_eq!(given_answer(&messages).as_deref(), Some("42 rows"));
+        // A message after the results (the user's next Turn, a completion) is the model's.
+        let mut user = Message::assistant("m2", Some("and now?".into()), Vec::new());
+        user.role = "user".into();
+        messages.push(user);
+        assert_eq!(given_answer(&messages), None);
+        // A direct call beside the code call: the model sees its result first.
+        let both = vec![call("c1", TOOL_NAME), call("c2", "a__b")];
+        let messages = vec![
+            Message::assistant("m1", None, both),
+            result("c1", TOOL_NAME, answered),
+            result("c2", "a__b", json!(1)),
+        ];
+        assert_eq!(given_answer(&messages), None);
+        // A program that gave no answer.
+        let code = Message::assistant("m1", None, vec![call("c1", TOOL_NAME)]);
+        let plain = json!({"value": 3, "printed": "", "calls": 0});
+        assert_eq!(given_answer(&[code, result("c1", TOOL_NAME, plain)]), None);
+    }
 
     #[test]
     fn head_and_tail_cut_on_characters() {
