@@ -257,7 +257,7 @@ enum State {
 }
 
 impl Running {
-    /// The program's next message; after its end, the end again.
+    /// The program's next message; asked again after its end, a failure that says so.
     pub(crate) fn next(&mut self) -> Message {
         loop {
             if let Some(text) = self.run.printed.queue.pop_front() {
@@ -301,7 +301,7 @@ impl Running {
     }
 }
 
-/// The end of a run asked for its next message after its end.
+/// What a run asked for a message after its end answers.
 fn lost() -> Message {
     Message::End {
         result: Err(Failure {
