@@ -1148,17 +1148,18 @@ impl Core<StepContext> for StepRunner {
                     let given = shared
                         .code
                         .as_ref()
-                        .and_then(|_| crate::code::given_answer(&request.messages));
-                    #[cfg(not(feature = "code-mode"))]
-                    let given: Option<String> = None;
-                    let response = match given {
-                        Some(answer) => {
+                        .and_then(|_| crate::code::given_answer(&request.messages))
+                        .map(|answer| {
                             let mut response = super::ModelResponse::text(answer);
                             response
                                 .metadata
                                 .insert(super::ANSWERED_BY.into(), crate::code::TOOL_NAME.into());
                             response
-                        }
+                        });
+                    #[cfg(not(feature = "code-mode"))]
+                    let given: Option<super::ModelResponse> = None;
+                    let response = match given {
+                        Some(response) => response,
                         None => shared.model.respond(&request).await?,
                     };
                     catalog = request.catalog;
