@@ -462,8 +462,12 @@ mod tests {
     #[test]
     fn the_answer_a_program_gave_ends_the_turn_only_right_after_its_code_calls() {
         let call = |id: &str, name: &str| ToolCall::new(id, name, json!({}));
+        // A tool message holds its result as JSON.
         let result = |id: &str, name: &str, output: Value| {
-            crate::step::tool_message(&ToolCallResult::ok(id, name, output))
+            let content = serde_json::to_string(&ToolCallResult::ok(id, name, output)).unwrap();
+            let mut message = Message::assistant(format!("r-{id}"), Some(content), Vec::new());
+            message.role = "tool".into();
+            message
         };
         let answered = json!({"value": null, "printed": "", "calls": 1, "answer": "42 rows"});
         let code = Message::assistant("m1", None, vec![call("c1", TOOL_NAME)]);
