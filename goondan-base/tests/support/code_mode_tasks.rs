@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use goondan_runtime::code::{CodeMode, TOOL_NAME};
 use goondan_runtime::extension::{Extension, ExtensionApi, ExtensionError, PipelineMiddleware};
@@ -46,7 +45,7 @@ pub(crate) struct Task {
 #[path = "../../../goondan-runtime/tests/support/scripted_turns.rs"]
 mod scripted;
 
-pub(crate) use scripted::Way;
+pub(crate) use scripted::{Outcome, Way};
 
 fn call(name: &'static str, arguments: Value) -> Call {
     Call { name, arguments }
@@ -233,46 +232,24 @@ pub(crate) fn tasks() -> Vec<Task> {
     ]
 }
 
-/// What the model answers to the turn's requests, in order (`scripted_turns.rs`): the
+/// What the model answers to every request of the task, in order (`scripted_turns.rs`): the
 /// function of `file-system__read` is `file_system.read` (the code tool's name mapping: `-`
 /// becomes `_`, `__` a dot).
-pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
-    let calls: Vec<scripted::Known<'_>> = turn
-        .calls
-        .iter()
-        .map(|call| {
-            let (resource, export) = call.name.split_once("__").unwrap_or(("", call.name));
-            scripted::Known {
-                name: call.name.to_owned(),
-                function: format!("{}.{export}", resource.replace('-', "_")),
-                arguments: &call.arguments,
-            }
-        })
-        .collect();
-    scripted::responses(&calls, way, turn_index)
-}
-
-/// What the model answers to every request of the task, in order.
 pub(crate) fn script(task: &Task, way: Way) -> Vec<ModelResponse> {
-    task.turns
-        .iter()
-        .enumerate()
-        .flat_map(|(i, turn)| responses(turn, way, i))
-        .collect()
-}
-
-/// One run of a task.
-#[derive(Debug)]
-pub(crate) struct Outcome {
-    /// Every call of a base tool (name, arguments, result), each turn's answer, and the
-    /// workdir's files after the last turn.
-    pub(crate) record: Value,
-    /// Model round trips, over all turns.
-    pub(crate) round_trips: usize,
-    /// Model round trips and wall time of each turn.
-    pub(crate) turns: Vec<(usize, Duration)>,
-    /// The failed tool results the model was given (a program's error included).
-    pub(crate) failures: Vec<String>,
+    let turns = task.turns.iter().map(|turn| {
+        turn.calls
+            .iter()
+            .map(|call| {
+                let (resource, export) = call.name.split_once("__").unwrap_or(("", call.name));
+                scripted::Known {
+                    name: call.name.to_owned(),
+                    function: format!("{}.{export}", resource.replace('-', "_")),
+                    arguments: &call.arguments,
+                }
+            })
+            .collect()
+    });
+    scripted::script(turns, way)
 }
 
 /// Records every call of a base tool the executor runs: the classic loop's and a program's
@@ -373,32 +350,11 @@ pub(crate) async fn run(task: &Task, way: Way, model: Arc<dyn Model>) -> Outcome
     let agent = builder
         .build()
         .unwrap_or_else(|e| panic!("the agent of {}: {e}", task.id));
-    let mut turns = Vec::new();
-    let mut failures = Vec::new();
-    let mut answers = Vec::new();
-    for turn in &task.turns {
-        let start = Instant::now();
-        let outcome = agent
-            .run_turn(turn.user)
-            .await
-            .unwrap_or_else(|e| panic!("a turn of {} ({way:?}): {e}", task.id));
-        turns.push((outcome.model_requests(), start.elapsed()));
-        answers.push(outcome.answer().map(str::to_owned));
-        for step in &outcome.steps {
-            for result in &step.results {
-                if let Some(error) = &result.error {
-                    failures.push(format!("{}: {}", result.tool_name, error.message()));
-                }
-            }
-        }
-    }
+    let label = format!("{} ({way:?})", task.id);
+    let played = scripted::play(&agent, task.turns.iter().map(|t| t.user), &label).await;
     let calls = recorder.0.lock().map(|c| c.clone()).unwrap_or_default();
+    let answers = &played.answers;
     let mut record = json!({"calls": calls, "answers": answers, "files": files(agent.workdir())});
     steady(&mut record, &agent.workdir().display().to_string());
-    Outcome {
-        record,
-        round_trips: turns.iter().map(|t| t.0).sum(),
-        turns,
-        failures,
-    }
+    played.outcome(record)
 }

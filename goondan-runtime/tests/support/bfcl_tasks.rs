@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use goondan_runtime::ToolRegistry;
 use goondan_runtime::code::CodeMode;
@@ -53,7 +53,7 @@ impl Task {
 #[path = "scripted_turns.rs"]
 mod scripted;
 
-pub(crate) use scripted::Way;
+pub(crate) use scripted::{Outcome, Way};
 
 /// The peer script, beside this file.
 pub(crate) fn peer_script() -> PathBuf {
@@ -100,43 +100,20 @@ pub(crate) fn tasks(data: &Path) -> Vec<Task> {
         .collect()
 }
 
-/// What the model answers to the turn's requests, in order (`scripted_turns.rs`): the
+/// What the model answers to every request of the task, in order (`scripted_turns.rs`): the
 /// functions are `bfcl__{function}`, and `bfcl.{function}` in a program.
-pub(crate) fn responses(turn: &Turn, way: Way, turn_index: usize) -> Vec<ModelResponse> {
-    let calls: Vec<scripted::Known<'_>> = turn
-        .calls
-        .iter()
-        .map(|call| scripted::Known {
-            name: format!("{SERVER}__{}", call.name),
-            function: format!("{SERVER}.{}", call.name),
-            arguments: &call.arguments,
-        })
-        .collect();
-    scripted::responses(&calls, way, turn_index)
-}
-
-/// What the model answers to every request of the task, in order.
 pub(crate) fn script(task: &Task, way: Way) -> Vec<ModelResponse> {
-    task.turns
-        .iter()
-        .enumerate()
-        .flat_map(|(i, turn)| responses(turn, way, i))
-        .collect()
-}
-
-/// One run of a task.
-#[derive(Debug)]
-pub(crate) struct Outcome {
-    /// Every call the APIs served (name, arguments, result) and their state after the last.
-    pub(crate) record: Value,
-    /// Model round trips, over all turns.
-    pub(crate) round_trips: usize,
-    /// Model round trips and wall time of each turn.
-    pub(crate) turns: Vec<(usize, Duration)>,
-    /// The failed tool results the model was given (a program's error included).
-    pub(crate) failures: Vec<String>,
-    /// From the first turn's start to the last turn's end (the peer's start left out).
-    pub(crate) wall: Duration,
+    let turns = task.turns.iter().map(|turn| {
+        turn.calls
+            .iter()
+            .map(|call| scripted::Known {
+                name: format!("{SERVER}__{}", call.name),
+                function: format!("{SERVER}.{}", call.name),
+                arguments: &call.arguments,
+            })
+            .collect()
+    });
+    scripted::script(turns, way)
 }
 
 /// Runs every turn of `task` the `way` given, with `model` answering (it must answer as
@@ -165,35 +142,12 @@ pub(crate) async fn run(data: &Path, task: &Task, way: Way, model: Arc<dyn Model
     let agent = builder
         .build()
         .unwrap_or_else(|e| panic!("the agent of {}: {e}", task.id));
-    let mut turns = Vec::new();
-    let mut failures = Vec::new();
-    let start = Instant::now();
-    for turn in &task.turns {
-        let turn_start = Instant::now();
-        let outcome = agent
-            .run_turn(turn.user.as_str())
-            .await
-            .unwrap_or_else(|e| panic!("a turn of {} ({way:?}): {e}", task.id));
-        turns.push((outcome.model_requests(), turn_start.elapsed()));
-        for step in &outcome.steps {
-            for result in &step.results {
-                if let Some(error) = &result.error {
-                    failures.push(format!("{}: {}", result.tool_name, error.message()));
-                }
-            }
-        }
-    }
-    let wall = start.elapsed();
+    let label = format!("{} ({way:?})", task.id);
+    let played = scripted::play(&agent, task.turns.iter().map(|t| t.user.as_str()), &label).await;
     mcp.shutdown();
     let text = std::fs::read_to_string(&record)
         .unwrap_or_else(|e| panic!("the record of {} ({way:?}): {e}", task.id));
     let record = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("the record of {} ({way:?}): {e}", task.id));
-    Outcome {
-        record,
-        round_trips: turns.iter().map(|t| t.0).sum(),
-        turns,
-        failures,
-        wall,
-    }
+    played.outcome(record)
 }

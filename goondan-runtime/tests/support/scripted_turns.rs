@@ -5,9 +5,11 @@
 //! (`goondan-base/tests/support/code_mode_tasks.rs`).
 #![allow(dead_code)]
 
+use std::time::{Duration, Instant};
+
 use goondan_runtime::ToolCall;
 use goondan_runtime::code::TOOL_NAME;
-use goondan_runtime::step::ModelResponse;
+use goondan_runtime::step::{AgentInstance, ModelResponse};
 use serde_json::{Value, json};
 
 /// How the model answers a turn.
@@ -70,9 +72,22 @@ pub(crate) fn program(calls: &[Known<'_>]) -> String {
         .join("\n")
 }
 
+/// What the model answers to every request of a task whose turns make `turns`' calls, in
+/// order.
+pub(crate) fn script<'a>(
+    turns: impl IntoIterator<Item = Vec<Known<'a>>>,
+    way: Way,
+) -> Vec<ModelResponse> {
+    turns
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, calls)| responses(&calls, way, i))
+        .collect()
+}
+
 /// What the model answers to a turn's requests, in order: the classic loop's calls one a
 /// response, then its answer; or one program that makes the calls and gives the answer.
-pub(crate) fn responses(calls: &[Known<'_>], way: Way, turn_index: usize) -> Vec<ModelResponse> {
+fn responses(calls: &[Known<'_>], way: Way, turn_index: usize) -> Vec<ModelResponse> {
     match way {
         Way::Classic => {
             let mut out: Vec<ModelResponse> = calls
@@ -102,4 +117,74 @@ pub(crate) fn responses(calls: &[Known<'_>], way: Way, turn_index: usize) -> Vec
             )])]
         }
     }
+}
+
+/// One run of a task.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// What the task set records of the run, which the two ways must share.
+    pub(crate) record: Value,
+    /// Model round trips, over all turns.
+    pub(crate) round_trips: usize,
+    /// Model round trips and wall time of each turn.
+    pub(crate) turns: Vec<(usize, Duration)>,
+    /// The failed tool results the model was given (a program's error included).
+    pub(crate) failures: Vec<String>,
+}
+
+/// What a task's turns did, before the task set adds its record.
+pub(crate) struct Played {
+    /// Model round trips and wall time of each turn.
+    pub(crate) turns: Vec<(usize, Duration)>,
+    /// Each turn's answer.
+    pub(crate) answers: Vec<Option<String>>,
+    /// The failed tool results the model was given.
+    pub(crate) failures: Vec<String>,
+}
+
+impl Played {
+    /// The run's outcome, with `record`.
+    pub(crate) fn outcome(self, record: Value) -> Outcome {
+        Outcome {
+            record,
+            round_trips: self.turns.iter().map(|t| t.0).sum(),
+            turns: self.turns,
+            failures: self.failures,
+        }
+    }
+}
+
+/// Runs each of `users` as a Turn of `agent`, in order; a Turn that fails panics naming
+/// `label`.
+pub(crate) async fn play<'a>(
+    agent: &AgentInstance,
+    users: impl IntoIterator<Item = &'a str>,
+    label: &str,
+) -> Played {
+    let mut played = Played {
+        turns: Vec::new(),
+        answers: Vec::new(),
+        failures: Vec::new(),
+    };
+    for user in users {
+        let start = Instant::now();
+        let outcome = agent
+            .run_turn(user)
+            .await
+            .unwrap_or_else(|e| panic!("a turn of {label}: {e}"));
+        played
+            .turns
+            .push((outcome.model_requests(), start.elapsed()));
+        played.answers.push(outcome.answer().map(str::to_owned));
+        for step in &outcome.steps {
+            for result in &step.results {
+                if let Some(error) = &result.error {
+                    played
+                        .failures
+                        .push(format!("{}: {}", result.tool_name, error.message()));
+                }
+            }
+        }
+    }
+    played
 }
