@@ -86,6 +86,22 @@ enum State {
     },
 }
 
+impl State {
+    /// Where a server in this state stands; a start stands where the last failure left it.
+    fn status(&self) -> Option<ServerStatus> {
+        Some(match self {
+            State::Starting => return None,
+            State::Up { pid, .. } => ServerStatus::Up { pid: *pid },
+            State::Down { reason } => ServerStatus::Down {
+                reason: reason.clone(),
+            },
+            State::Unauthorized { reason } => ServerStatus::Unauthorized {
+                reason: reason.clone(),
+            },
+        })
+    }
+}
+
 /// How long a server that let a call time out has to answer a ping before it is restarted.
 pub(crate) const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -177,22 +193,10 @@ impl ServerLink {
 
     /// Moves the server to `state`, and keeps why when it failed.
     fn set(&self, state: State) {
-        {
-            let mut failed = lock(&self.failed);
-            match &state {
-                State::Starting => {}
-                State::Up { .. } => *failed = None,
-                State::Down { reason } => {
-                    *failed = Some(ServerStatus::Down {
-                        reason: reason.clone(),
-                    });
-                }
-                State::Unauthorized { reason } => {
-                    *failed = Some(ServerStatus::Unauthorized {
-                        reason: reason.clone(),
-                    });
-                }
-            }
+        match state.status() {
+            None => {}
+            Some(ServerStatus::Up { .. }) => *lock(&self.failed) = None,
+            failure => *lock(&self.failed) = failure,
         }
         self.state.send_replace(state);
     }
@@ -200,16 +204,8 @@ impl ServerLink {
     /// Where the server stands. A server being started again after a failure stands at that
     /// failure until the start succeeds.
     pub(crate) fn status(&self) -> ServerStatus {
-        match &*self.state.borrow() {
-            State::Starting => lock(&self.failed).clone().unwrap_or(ServerStatus::Starting),
-            State::Up { pid, .. } => ServerStatus::Up { pid: *pid },
-            State::Down { reason } => ServerStatus::Down {
-                reason: reason.clone(),
-            },
-            State::Unauthorized { reason } => ServerStatus::Unauthorized {
-                reason: reason.clone(),
-            },
-        }
+        let status = self.state.borrow().status();
+        status.unwrap_or_else(|| lock(&self.failed).clone().unwrap_or(ServerStatus::Starting))
     }
 
     /// Waits, at most `limit`, until the server is up or has failed.
@@ -518,7 +514,7 @@ impl ServerLink {
 /// Starts the server, keeps it running, and starts it again with backoff when it stops, until
 /// the link is dropped or shut down.
 async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
-    let mut backoff = Backoff::default();
+    let mut pauses = backoff();
     loop {
         let Some(strong) = link.upgrade() else { return };
         strong.set(State::Starting);
@@ -534,7 +530,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                 keep,
             })) => {
                 let peer = running.peer().clone();
-                backoff = Backoff::default();
+                pauses = backoff();
                 strong.set(State::Up { peer, pid, auth });
                 strong.changed.tools_changed(&strong);
                 Some((running, keep))
@@ -587,7 +583,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
         }
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff.next_pause()) => {}
+            () = tokio::time::sleep(pauses.next().unwrap_or(MAX_RESTART_BACKOFF)) => {}
         }
     }
 }
@@ -600,7 +596,7 @@ async fn listen(peer: Peer<RoleClient>, token: CancellationToken, server: String
     use rmcp::model::{
         ClientRequest, Request, SubscriptionFilter, SubscriptionsListenRequestParams,
     };
-    let mut pause = Backoff::default();
+    let mut pauses = backoff();
     loop {
         let filter = SubscriptionFilter::builder().tools_list_changed().build();
         let request = ClientRequest::SubscriptionsListenRequest(Request::new(
@@ -617,7 +613,7 @@ async fn listen(peer: Peer<RoleClient>, token: CancellationToken, server: String
         }
         tokio::select! {
             () = token.cancelled() => return,
-            () = tokio::time::sleep(pause.next_pause()) => {}
+            () = tokio::time::sleep(pauses.next().unwrap_or(MAX_RESTART_BACKOFF)) => {}
         }
     }
 }
@@ -647,26 +643,11 @@ async fn refresh(link: Weak<ServerLink>, peer: Peer<RoleClient>, token: Cancella
 }
 
 /// The pauses between restarts: [`FIRST_RESTART_BACKOFF`], doubling up to
-/// [`MAX_RESTART_BACKOFF`]; back to the first after a successful start.
-#[derive(Debug)]
-struct Backoff {
-    next: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            next: FIRST_RESTART_BACKOFF,
-        }
-    }
-}
-
-impl Backoff {
-    fn next_pause(&mut self) -> Duration {
-        let pause = self.next;
-        self.next = (self.next * 2).min(MAX_RESTART_BACKOFF);
-        pause
-    }
+/// [`MAX_RESTART_BACKOFF`]; made anew (back to the first) after a successful start.
+fn backoff() -> impl Iterator<Item = Duration> {
+    std::iter::successors(Some(FIRST_RESTART_BACKOFF), |pause| {
+        Some((*pause * 2).min(MAX_RESTART_BACKOFF))
+    })
 }
 
 /// How many new grants one start may seek before the server is `Unauthorized`.
@@ -728,9 +709,8 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
     let notifier = || Notifier { link: weak.clone() };
     let server = link.config.name.clone();
     let lifecycle = || lifecycle(&link.config);
-    let mut kept = None;
     lock(&link.screened).clear();
-    let (running, pid, auth) = match &link.config.transport {
+    let (running, pid, keep) = match &link.config.transport {
         McpTransport::Stdio {
             command,
             args,
@@ -747,8 +727,7 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
             let running = serve_client_with_lifecycle(notifier(), child, lifecycle())
                 .await
                 .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-            kept = keep;
-            (running, pid, None)
+            (running, pid, keep)
         }
         McpTransport::Http { url, headers } => {
             // rmcp's transport builds a reqwest client of its own.
@@ -830,8 +809,8 @@ async fn start(link: &Arc<ServerLink>, weak: &Weak<ServerLink>) -> Result<Starte
     Ok(Started {
         running,
         pid,
-        auth,
-        keep: kept,
+        auth: None,
+        keep,
     })
 }
 
@@ -1048,8 +1027,7 @@ mod tests {
 
     #[test]
     fn restart_pauses_double_from_the_first_up_to_the_cap() {
-        let mut b = Backoff::default();
-        let pauses: Vec<_> = (0..12).map(|_| b.next_pause().as_millis()).collect();
+        let pauses: Vec<_> = backoff().take(12).map(|p| p.as_millis()).collect();
         assert_eq!(
             pauses,
             [
