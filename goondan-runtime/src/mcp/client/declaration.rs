@@ -305,6 +305,15 @@ impl Fields<'_> {
         })
     }
 
+    /// `true` or `false`.
+    fn flag(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<bool> {
+        let flag = self.map.get(key)?.as_bool();
+        if flag.is_none() {
+            self.error(key, format!("`{key}` is `true` or `false`"), out);
+        }
+        flag
+    }
+
     fn millis(&self, key: &str, out: &mut Vec<Diagnostic>) -> Option<Duration> {
         let ms = self.map.get(key)?.as_u64().filter(|ms| *ms > 0);
         if ms.is_none() {
@@ -409,15 +418,11 @@ fn server(
     if let Some(version) = f.text("protocolVersion", false, out) {
         server = server.protocol_version(version);
     }
-    match map.get("sampling") {
-        None => {}
-        Some(Value::Bool(allowed)) => server = server.sampling(*allowed),
-        Some(_) => f.error("sampling", "`sampling` is `true` or `false`", out),
+    if let Some(allowed) = f.flag("sampling", out) {
+        server = server.sampling(allowed);
     }
-    match map.get("required") {
-        None => {}
-        Some(Value::Bool(required)) => server = server.required(*required),
-        Some(_) => f.error("required", "`required` is `true` or `false`", out),
+    if let Some(required) = f.flag("required", out) {
+        server = server.required(required);
     }
     let failed = out[before..].iter().any(|d| d.severity == Severity::Error);
     (!failed && name.is_some()).then_some(server)
@@ -427,21 +432,17 @@ fn server(
 /// `{workloadIdentity: {...}}` or `{enterprise: {...}}`.
 fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnostic>) -> McpAuth {
     let shapes = "`auth` is `oauth`, `none`, `{oauth: {clientId?, clientSecretEnv?, clientMetadataUrl?, scopes?, dpop?}}`, `{clientCredentials: {clientId, clientSecretEnv or privateKeyFile, algorithm?, scopes?}}`, `{workloadIdentity: {clientId, assertionEnv or assertionFile, scopes?}}` or `{enterprise: {clientId, clientSecretEnv?, idpIssuer, idpTokenEndpoint, idpClientId, idpClientSecretEnv?, idTokenEnv or idTokenFile, scopes?}}`";
-    let (kind, fields) = match v {
+    let one = match v {
         Value::String(s) if s == "oauth" => return McpAuth::OAuth(OAuthClient::new()),
         Value::String(s) if s == "none" => return McpAuth::None,
-        Value::Object(m) if m.len() == 1 => match m.iter().next() {
-            Some((k, Value::Object(f))) => (k.as_str(), f),
-            _ => {
-                out.push(r.error_at(at, shapes));
-                return McpAuth::None;
-            }
-        },
-        _ => {
-            out.push(r.error_at(at, shapes));
-            return McpAuth::None;
-        }
+        Value::Object(m) if m.len() == 1 => m.iter().next(),
+        _ => None,
     };
+    let Some((kind, Value::Object(fields))) = one else {
+        out.push(r.error_at(at, shapes));
+        return McpAuth::None;
+    };
+    let kind = kind.as_str();
     let at = format!("{at}/{kind}");
     let known = match kind {
         "oauth" => OAUTH_KEYS,
@@ -476,10 +477,8 @@ fn auth_of(r: &Resource, at: &str, v: &Value, dir: &Path, out: &mut Vec<Diagnost
     }
     if kind == "oauth" {
         let mut client = OAuthClient::new().scopes(scopes);
-        match fields.get("dpop") {
-            None => {}
-            Some(Value::Bool(on)) => client = client.dpop(*on),
-            Some(_) => f.error("dpop", "`dpop` is `true` or `false`", out),
+        if let Some(on) = f.flag("dpop", out) {
+            client = client.dpop(on);
         }
         if let Some(id) = f.text("clientId", true, out) {
             client = client.client_id(id);
