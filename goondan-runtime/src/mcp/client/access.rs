@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
-    AuthorizationRequest, AuthorizationSession, CredentialStore, InMemoryCredentialStore,
-    OAuthState, WWWAuthenticateParams,
+    AuthorizationCallback, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, CredentialStore, InMemoryCredentialStore, OAuthState,
+    WWWAuthenticateParams,
 };
 
 use super::auth::{Authorizer, McpAuth};
@@ -38,7 +38,7 @@ pub(crate) enum AccessError {
     Failed(String),
 }
 
-fn failed(e: AuthError) -> AccessError {
+fn failed(e: impl std::fmt::Display) -> AccessError {
     AccessError::Failed(e.to_string())
 }
 
@@ -58,7 +58,7 @@ impl Access {
         if let Some(key) = keys.get(&config.name) {
             return Ok(Some(Arc::clone(key)));
         }
-        let key = Arc::new(Dpop::generate().map_err(|e| AccessError::Failed(e.to_string()))?);
+        let key = Arc::new(Dpop::generate().map_err(failed)?);
         keys.insert(config.name.clone(), Arc::clone(&key));
         Ok(Some(key))
     }
@@ -133,28 +133,25 @@ impl Access {
         granted: &[String],
     ) -> Result<AuthorizationManager, AccessError> {
         let server = config.name.as_str();
-        let (manager, kept) = self.manager(config, url).await?;
+        let (mut manager, kept) = self.manager(config, url).await?;
         // The scopes held are those of this connection and those of the grant kept from an
         // earlier one (a restarted run knows only the kept grant).
-        let mut held = granted.to_vec();
+        let mut granted = granted.to_vec();
         if let Some(kept) = kept
             && let Ok(Some(credentials)) = kept.load().await
         {
-            held.extend(credentials.granted_scopes);
+            granted.extend(credentials.granted_scopes);
         }
-        let granted = held;
         let state = match &config.auth {
             McpAuth::None => return Err(AccessError::Failed("no `auth` is configured".into())),
             McpAuth::WorkloadIdentity(identity) => {
-                let mut manager = manager;
                 let metadata = discover(&mut manager, challenge).await?;
                 let token = super::workload::grant(identity, &metadata.token_endpoint, url)
                     .await
-                    .map_err(|e| AccessError::Failed(e.to_string()))?;
+                    .map_err(failed)?;
                 authorized(manager, &identity.client_id, token).await?
             }
             McpAuth::Enterprise(grant) => {
-                let mut manager = manager;
                 let metadata = discover(&mut manager, challenge).await?;
                 let Some(issuer) = metadata.issuer.as_deref() else {
                     return Err(AccessError::Failed(
@@ -163,12 +160,11 @@ impl Access {
                 };
                 let token = super::enterprise::grant(grant, issuer, &metadata.token_endpoint, url)
                     .await
-                    .map_err(|e| AccessError::Failed(e.to_string()))?;
+                    .map_err(failed)?;
                 authorized(manager, &grant.client_id, token).await?
             }
             McpAuth::ClientCredentials(cc) => {
                 // rmcp looks the metadata up again for the exchange; this look is ours.
-                let mut manager = manager;
                 discover(&mut manager, None).await?;
                 let mut state = OAuthState::Unauthorized(manager);
                 // rmcp's client-credentials exchange is a future that is not `Send` (it keeps
@@ -183,7 +179,7 @@ impl Access {
                     })
                 })
                 .await
-                .map_err(|e| AccessError::Failed(e.to_string()))?;
+                .map_err(failed)?;
                 done.map_err(failed)?;
                 back
             }
@@ -225,7 +221,6 @@ impl Access {
                 }
                 // Discovery from the challenge, as rmcp's `start_authorization` does it, with
                 // the endpoints checked before the person is sent anywhere.
-                let mut manager = manager;
                 discover(&mut manager, challenge).await?;
                 let session = AuthorizationSession::new(manager, request)
                     .await

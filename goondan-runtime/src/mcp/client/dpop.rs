@@ -439,11 +439,10 @@ impl StreamableHttpClient for ResourceClient {
         custom_headers: Headers,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let session = session_id.as_deref();
         self.proven(
             "POST",
             &uri,
-            session,
+            session_id.as_deref(),
             auth_token,
             custom_headers,
             |token, headers| {
@@ -467,11 +466,10 @@ impl StreamableHttpClient for ResourceClient {
         auth_token: Option<String>,
         custom_headers: Headers,
     ) -> Result<(), HttpError> {
-        let session = Some(&*session_id);
         self.proven(
             "DELETE",
             &uri,
-            session,
+            Some(&*session_id),
             auth_token,
             custom_headers,
             |token, headers| {
@@ -490,11 +488,10 @@ impl StreamableHttpClient for ResourceClient {
         auth_token: Option<String>,
         custom_headers: Headers,
     ) -> Result<rmcp::transport::common::client_side_sse::BoxedSseResponse, HttpError> {
-        let session = session_id.as_deref();
         self.proven(
             "GET",
             &uri,
-            session,
+            session_id.as_deref(),
             auth_token,
             custom_headers,
             |token, headers| {
@@ -519,11 +516,10 @@ impl StreamableHttpClient for ResourceClient {
         custom_headers: Headers,
         max_sse_event_size: usize,
     ) -> Result<rmcp::transport::common::client_side_sse::BoxedSseResponse, HttpError> {
-        let session = session_id.as_deref();
         self.proven(
             "GET",
             &uri,
-            session,
+            session_id.as_deref(),
             auth_token,
             custom_headers,
             |token, headers| {
