@@ -78,12 +78,9 @@ pub fn local_name(server: &str, remote: &str) -> LocalName {
 
 /// FNV-1a, 32 bits: stable across builds and platforms, unlike `std`'s hasher.
 fn fnv1a(bytes: &[u8]) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for b in bytes {
-        hash ^= u32::from(*b);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    hash
+    bytes.iter().fold(0x811c_9dc5, |hash, b| {
+        (hash ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 #[cfg(test)]

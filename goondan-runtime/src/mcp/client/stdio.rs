@@ -109,17 +109,6 @@ async fn pump(
     server: String,
     left_out: LeftOutSink,
 ) {
-    copy_screened(stdout, &mut to_rmcp, &server, &left_out).await;
-    // The end is not told by dropping a half of the pipe; it is told by shutting it.
-    let _ = to_rmcp.shutdown().await;
-}
-
-async fn copy_screened(
-    stdout: ChildStdout,
-    to_rmcp: &mut WriteHalf<SimplexStream>,
-    server: &str,
-    left_out: &LeftOutSink,
-) {
     let mut from_server = tokio::io::BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
@@ -130,7 +119,7 @@ async fn copy_screened(
                 tracing::warn!(target: "goondan::mcp", server = %server, "the server wrote a message of more than {MAX_LINE_BYTES} bytes; it is dropped");
                 continue;
             }
-            Ok(Line::End) | Err(_) => return,
+            Ok(Line::End) | Err(_) => break,
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -144,7 +133,7 @@ async fn copy_screened(
                 for tool in out {
                     tracing::warn!(target: "goondan::mcp", server = %server, tool = %tool.name, "the MCP tool `{}` is left out: {}", tool.name, tool.reason);
                 }
-                lock(left_out).extend(out.iter().cloned());
+                lock(&left_out).extend(out.iter().cloned());
                 line
             }
             Screened::Refused { line, depth } => {
@@ -161,9 +150,11 @@ async fn copy_screened(
             written = to_rmcp.write_all(b"\n").await;
         }
         if written.is_err() {
-            return;
+            break;
         }
     }
+    // The end is not told by dropping a half of the pipe; it is told by shutting it.
+    let _ = to_rmcp.shutdown().await;
 }
 
 /// How one line read ended.
