@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 use crate::agents::orchestrator::agent_mode::{AgentContext, AgentIdentity, AgentWorker};
 use crate::agents::orchestrator::{SwarmSpec, disconnected, error};
 use crate::bundle::{Bundle, BundleError, Kind, ToolLibrary};
+use crate::lock;
 use crate::step::{AgentInstance, AgentInstanceBuilder, StepError, TurnEnd, TurnOutcome};
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
@@ -397,15 +398,11 @@ struct CurrentRuntime(Mutex<Option<Arc<dyn AgentRuntime>>>);
 
 impl CurrentRuntime {
     fn set(&self, runtime: Option<Arc<dyn AgentRuntime>>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = runtime;
+        *lock(&self.0) = runtime;
     }
 
     fn get(&self) -> Result<Arc<dyn AgentRuntime>, ToolError> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or_else(disconnected)
+        lock(&self.0).clone().ok_or_else(disconnected)
     }
 }
 

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use serde_json::{Value, json};
@@ -20,6 +20,7 @@ use super::ipc::{self, Control, DelegatePayload, IpcMessage, MessageType, ORCHES
 use super::runtime::{Conn, LinkRuntime};
 use super::{address, codes, error, protocol};
 use crate::calls::refusal::panic_error;
+use crate::lock;
 use crate::tools::agent::{AgentEvent, AgentFuture, AgentRuntime};
 use crate::tools::context::{ToolContextBuilder, fresh_id};
 use crate::tools::error::ToolError;
@@ -62,17 +63,8 @@ pub struct AgentContext {
     trace_id: Option<String>,
     turn_id: Option<String>,
     runtime: Arc<dyn AgentRuntime>,
-    restart: Arc<RestartSlot>,
-}
-
-/// A restart this instance asked for, shared by the contexts of its events.
-#[derive(Debug, Default)]
-struct RestartSlot(std::sync::Mutex<Option<String>>);
-
-impl RestartSlot {
-    fn take(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
+    /// A restart this instance asked for, shared by the contexts of its events.
+    restart: Arc<Mutex<Option<String>>>,
 }
 
 impl std::fmt::Debug for AgentContext {
@@ -125,7 +117,7 @@ impl AgentContext {
     /// lets it finish what it is doing, and starts a new process as soon as it exits, without
     /// counting it as a crash. Asking twice before the restart keeps the last reason.
     pub fn request_restart(&self, reason: impl Into<String>) {
-        *self.restart.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.into());
+        *lock(&self.restart) = Some(reason.into());
     }
 
     /// A [`ToolContext`](crate::ToolContext) builder for this instance: its name, key and
@@ -226,12 +218,26 @@ where
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(ipc::DEFAULT_MAX_FRAME_BYTES);
-    // Hello first: the Orchestrator's start deadline covers the process's start, not what its
-    // worker then starts (MCP servers, each within its own startup timeout). Requests wait in
+    // Hello first (this process is the agent the Orchestrator started): its start deadline
+    // covers the process's start, not what its worker then starts (MCP servers, each within its own startup timeout). Requests wait in
     // the socket until the worker serves them.
     let stream = rt.block_on(async {
         let mut stream = tokio::net::UnixStream::connect(socket).await?;
-        say_hello(&mut stream, token, &identity, max).await?;
+        let hello = Control::Hello {
+            token,
+            pid: std::process::id(),
+        };
+        let hello = serde_json::to_value(&hello).map_err(std::io::Error::other)?;
+        let hello = IpcMessage::new(
+            MessageType::Event,
+            identity.address(),
+            ORCHESTRATOR,
+            hello,
+            None,
+        );
+        ipc::write_frame(&mut stream, &hello, max)
+            .await
+            .map_err(std::io::Error::other)?;
         Ok::<_, std::io::Error>(stream)
     })?;
     // The worker is built inside the runtime (not in a task): it may start what lives on it,
@@ -241,30 +247,6 @@ where
         Arc::new(build(&identity))
     };
     rt.block_on(serve_stream(stream, max, Arc::new(identity), worker))
-}
-
-/// Tells the Orchestrator this process is the agent it started.
-async fn say_hello(
-    stream: &mut tokio::net::UnixStream,
-    token: String,
-    identity: &AgentIdentity,
-    max: usize,
-) -> std::io::Result<()> {
-    let hello = Control::Hello {
-        token,
-        pid: std::process::id(),
-    };
-    let hello = serde_json::to_value(&hello).map_err(std::io::Error::other)?;
-    let hello = IpcMessage::new(
-        MessageType::Event,
-        identity.address(),
-        ORCHESTRATOR,
-        hello,
-        None,
-    );
-    ipc::write_frame(stream, &hello, max)
-        .await
-        .map_err(std::io::Error::other)
 }
 
 /// Serves a worker over a connected socket, after its hello, until shutdown or EOF.
@@ -322,7 +304,7 @@ pub(crate) async fn serve(
     tx: mpsc::UnboundedSender<IpcMessage>,
 ) {
     let conn = Arc::new(Conn::new(identity.address(), tx));
-    let restart = Arc::new(RestartSlot::default());
+    let restart = Arc::new(Mutex::new(None));
     let mut tasks: JoinSet<Done> = JoinSet::new();
     let mut stopping = false;
     let mut restart_asked = false;
@@ -337,7 +319,7 @@ pub(crate) async fn serve(
                     // The Orchestrator holds new work back: finish what runs, then exit.
                     Ok(Done::RestartAccepted) => stopping = true,
                     Ok(Done::Event) if !restart_asked => {
-                        if let Some(reason) = restart.take() {
+                        if let Some(reason) = lock(&restart).take() {
                             restart_asked = true;
                             tasks.spawn(ask_restart(Arc::clone(&conn), reason));
                         }
@@ -405,7 +387,7 @@ async fn handle(
     conn: Arc<Conn>,
     worker: Arc<dyn AgentWorker>,
     identity: Arc<AgentIdentity>,
-    restart: Arc<RestartSlot>,
+    restart: Arc<Mutex<Option<String>>>,
     msg: IpcMessage,
 ) {
     let delegate = msg.kind == MessageType::Delegate;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -18,6 +18,7 @@ use super::agent_mode::{ENV_AGENT, ENV_INSTANCE, ENV_MAX_FRAME, ENV_SOCKET, ENV_
 use super::ipc::{self, Control, IpcMessage, MessageType};
 use super::link::{LaunchFuture, Launcher, Link, LinkControl};
 use super::{AgentIdentity, codes, error};
+use crate::lock;
 use crate::tools::context::fresh_id;
 
 /// How agent processes are started: the program (the host, re-executed), its arguments and
@@ -80,10 +81,6 @@ impl ProcessConfig {
 
 type Halves = (ipc::FrameReader<OwnedReadHalf>, OwnedWriteHalf, u32);
 type Hellos = Arc<Mutex<HashMap<String, oneshot::Sender<Halves>>>>;
-
-fn lock(hellos: &Hellos) -> MutexGuard<'_, HashMap<String, oneshot::Sender<Halves>>> {
-    hellos.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 pub(crate) struct ProcessLauncher {
     config: ProcessConfig,
@@ -178,7 +175,7 @@ impl LinkControl for ProcessControl {
     }
 
     fn kill(&self) {
-        let tx = self.kill.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let tx = lock(&self.kill).take();
         if let Some(tx) = tx {
             let _ = tx.send(());
         }

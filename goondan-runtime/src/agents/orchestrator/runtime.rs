@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::ipc::{self, Control, DelegatePayload, IpcMessage, MessageType, ORCHESTRATOR};
 use super::{disconnected, protocol, timed_out};
+use crate::lock;
 use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
@@ -45,10 +46,6 @@ impl Conn {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, oneshot::Sender<Value>>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// A correlation id unique across the swarm: address, process id, counter.
     pub(crate) fn fresh_id(&self) -> String {
         let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -69,17 +66,17 @@ impl Conn {
         wait: Duration,
     ) -> Result<Option<Value>, ToolError> {
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(id.to_owned(), tx);
+        lock(&self.waiting).insert(id.to_owned(), tx);
         let msg = IpcMessage::new(kind, &self.me, to, payload, Some(id.to_owned()));
         if !self.send(msg) {
-            self.lock().remove(id);
+            lock(&self.waiting).remove(id);
             return Err(disconnected());
         }
         match tokio::time::timeout(wait, rx).await {
             Ok(Ok(answer)) => ipc::read_answer(answer).map(Some),
             Ok(Err(_)) => Err(disconnected()),
             Err(_) => {
-                self.lock().remove(id);
+                lock(&self.waiting).remove(id);
                 Ok(None)
             }
         }
@@ -90,7 +87,7 @@ impl Conn {
         let Some(id) = msg.correlation_id.as_deref() else {
             return false;
         };
-        let Some(tx) = self.lock().remove(id) else {
+        let Some(tx) = lock(&self.waiting).remove(id) else {
             return false;
         };
         let _ = tx.send(msg.payload.clone());
@@ -100,22 +97,22 @@ impl Conn {
     /// A control call to the Orchestrator; its `ok` value.
     pub(crate) async fn control(&self, op: Control) -> Result<Value, ToolError> {
         let payload = serde_json::to_value(&op).map_err(protocol)?;
+        self.event(ORCHESTRATOR, payload).await
+    }
+
+    /// Sends the `event` `payload` to `to` and waits, at most [`CONTROL_TIMEOUT`], for the
+    /// answer; its `ok` value.
+    async fn event(&self, to: &str, payload: Value) -> Result<Value, ToolError> {
         let id = self.fresh_id();
         let answer = self
-            .call(
-                MessageType::Event,
-                ORCHESTRATOR,
-                payload,
-                &id,
-                CONTROL_TIMEOUT,
-            )
+            .call(MessageType::Event, to, payload, &id, CONTROL_TIMEOUT)
             .await?;
         answer.ok_or_else(|| timed_out(ORCHESTRATOR, CONTROL_TIMEOUT.as_millis() as u64))
     }
 
     /// Fails every waiting call: the Orchestrator is gone.
     pub(crate) fn close(&self) {
-        self.lock().clear();
+        lock(&self.waiting).clear();
     }
 }
 
@@ -165,15 +162,7 @@ impl AgentRuntime for LinkRuntime {
             if let Some(parent) = crate::telemetry::traceparent() {
                 payload["traceparent"] = parent.into();
             }
-            let id = self.conn.fresh_id();
-            let answer = self
-                .conn
-                .call(MessageType::Event, target, payload, &id, CONTROL_TIMEOUT)
-                .await?;
-            match answer {
-                Some(v) => parse(v),
-                None => Err(timed_out(ORCHESTRATOR, CONTROL_TIMEOUT.as_millis() as u64)),
-            }
+            parse(self.conn.event(target, payload).await?)
         })
     }
 
