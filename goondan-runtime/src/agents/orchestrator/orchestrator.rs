@@ -4,12 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::inproc::InProcess;
-#[cfg(feature = "nats")]
-use serde_json::Value;
-
 #[cfg(feature = "nats")]
 use super::ipc::IpcMessage;
 use super::ipc::{self, DelegatePayload, ORCHESTRATOR};
@@ -26,7 +24,6 @@ use crate::tools::agent::{
     AgentCatalog, AgentEvent, AgentFuture, AgentInstanceInfo, AgentRuntime, RequestOptions,
     RequestResult, SendResult, SpawnOptions, SpawnResult,
 };
-#[cfg(feature = "nats")]
 use crate::tools::error::ToolError;
 
 /// Why an Orchestrator could not start.
@@ -76,19 +73,16 @@ impl Orchestrator {
         process: ProcessConfig,
         config: OrchestratorConfig,
     ) -> Result<Self, OrchestratorError> {
-        check(&swarm)?;
-        let launcher = ProcessLauncher::bind(process).map_err(OrchestratorError::Socket)?;
-        Ok(Self::with_launcher(swarm, config, Box::new(launcher), None))
+        Self::start_with_remote(swarm, process, config, None)
     }
 
-    #[cfg(feature = "nats")]
     /// An Orchestrator whose local agents are processes of `process` and whose other agents
-    /// `remote` reaches (a host of a swarm across machines).
+    /// `remote`, when there is one, reaches (a host of a swarm across machines).
     pub(crate) fn start_with_remote(
         swarm: SwarmSpec,
         process: ProcessConfig,
         config: OrchestratorConfig,
-        remote: Arc<dyn Remote>,
+        remote: Option<Arc<dyn Remote>>,
     ) -> Result<Self, OrchestratorError> {
         check(&swarm)?;
         let launcher = ProcessLauncher::bind(process).map_err(OrchestratorError::Socket)?;
@@ -96,7 +90,7 @@ impl Orchestrator {
             swarm,
             config,
             Box::new(launcher),
-            Some(remote),
+            remote,
         ))
     }
 
@@ -145,21 +139,35 @@ impl Orchestrator {
             payload.chain.pop();
         }
         let (target, _) = msg.to.split_once('/').unwrap_or((msg.to.as_str(), ""));
-        let timeout_ms = payload.timeout_ms;
         // The caller's correlation id, so both sides see the same one (HO-3); a fresh one if
         // another caller's id happens to equal it here.
         let id = match msg.correlation_id {
             Some(id) if !self.core.is_waiting(&id) => id,
             _ => self.core.fresh(&msg.from),
         };
+        self.delegate(&msg.from, target, payload, id)
+            .await
+            .unwrap_or_else(|e| ipc::error_payload(&e))
+    }
+
+    /// Routes the request `id` of `from` to `target` and waits for its answer payload, at
+    /// most the request's timeout and a margin.
+    async fn delegate(
+        &self,
+        from: &str,
+        target: &str,
+        payload: DelegatePayload,
+        id: String,
+    ) -> Result<Value, ToolError> {
+        let timeout_ms = payload.timeout_ms;
         let (tx, rx) = oneshot::channel();
         self.core
-            .delegate(Caller::Host(tx), &msg.from, target, payload, id);
+            .delegate(Caller::Host(tx), from, target, payload, id);
         let wait = Duration::from_millis(timeout_ms) + Duration::from_millis(500);
         match tokio::time::timeout(wait, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => ipc::error_payload(&disconnected()),
-            Err(_) => ipc::error_payload(&timed_out(target, timeout_ms)),
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) => Err(disconnected()),
+            Err(_) => Err(timed_out(target, timeout_ms)),
         }
     }
 
@@ -226,17 +234,11 @@ impl AgentRuntime for Orchestrator {
     ) -> AgentFuture<'a, RequestResult> {
         Box::pin(async move {
             let payload = DelegatePayload::new(event, Vec::new(), options);
-            let timeout_ms = payload.timeout_ms;
             let id = self.core.fresh(ORCHESTRATOR);
-            let (tx, rx) = oneshot::channel();
-            self.core
-                .delegate(Caller::Host(tx), ORCHESTRATOR, target, payload, id.clone());
-            let wait = Duration::from_millis(timeout_ms) + Duration::from_millis(500);
-            match tokio::time::timeout(wait, rx).await {
-                Ok(Ok(answer)) => Ok(request_result(target, ipc::read_answer(answer)?, id)),
-                Ok(Err(_)) => Err(disconnected()),
-                Err(_) => Err(timed_out(target, timeout_ms)),
-            }
+            let answer = self
+                .delegate(ORCHESTRATOR, target, payload, id.clone())
+                .await?;
+            Ok(request_result(target, ipc::read_answer(answer)?, id))
         })
     }
 

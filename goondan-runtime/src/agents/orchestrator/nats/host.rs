@@ -18,6 +18,11 @@ use crate::agents::orchestrator::{
 use crate::tools::agent::AgentRuntime;
 use crate::tools::context::fresh_id;
 
+/// The error of a subscription to `subject` that NATS refused.
+fn refused(subject: String) -> impl FnOnce(async_nats::SubscribeError) -> NatsError {
+    move |source| NatsError::Subscribe { subject, source }
+}
+
 /// A host of a swarm on NATS: serves the agents placed on it until
 /// [`shutdown`](Self::shutdown) (or until dropped, when its tasks end with the runtime).
 #[derive(Debug)]
@@ -68,16 +73,12 @@ impl AgentHost {
             local: placed.iter().cloned().collect::<BTreeSet<_>>(),
         };
         let orchestrator =
-            Orchestrator::start_with_remote(swarm, process, config, Arc::new(forwarder))?;
+            Orchestrator::start_with_remote(swarm, process, config, Some(Arc::new(forwarder)))?;
         let ping = subjects.host_ping(&host_id)?;
-        let mut pings =
-            client
-                .subscribe(ping.clone())
-                .await
-                .map_err(|source| NatsError::Subscribe {
-                    subject: ping,
-                    source,
-                })?;
+        let mut pings = client
+            .subscribe(ping.clone())
+            .await
+            .map_err(refused(ping))?;
         let pong = client.clone();
         let pings = tokio::spawn(async move {
             while let Some(m) = pings.next().await {
@@ -91,10 +92,7 @@ impl AgentHost {
         let mut asked = client
             .subscribe(instances.clone())
             .await
-            .map_err(|source| NatsError::Subscribe {
-                subject: instances,
-                source,
-            })?;
+            .map_err(refused(instances))?;
         let (lister, answerer) = (orchestrator.clone(), client.clone());
         let listing = tokio::spawn(async move {
             while let Some(m) = asked.next().await {
@@ -113,10 +111,7 @@ impl AgentHost {
             let mut requests = client
                 .queue_subscribe(subject.clone(), subject.clone())
                 .await
-                .map_err(|source| NatsError::Subscribe {
-                    subject: subject.clone(),
-                    source,
-                })?;
+                .map_err(refused(subject))?;
             let serving = Serving {
                 orchestrator: orchestrator.clone(),
                 client: client.clone(),
