@@ -220,7 +220,7 @@ pub fn read_answer(payload: Value) -> Result<Value, ToolError> {
 pub enum FrameError {
     /// The stream ended or failed; nothing more can be read from it.
     #[error("the IPC stream is closed: {0}")]
-    Closed(#[source] std::io::Error),
+    Closed(#[from] std::io::Error),
     /// A frame was longer than the limit; it was skipped.
     #[error("an IPC frame of {len} bytes exceeds the limit of {limit} bytes")]
     Oversized {
@@ -238,12 +238,6 @@ impl FrameError {
     /// Whether the stream can still be read after this error.
     pub fn is_recoverable(&self) -> bool {
         !matches!(self, FrameError::Closed(_))
-    }
-}
-
-impl From<std::io::Error> for FrameError {
-    fn from(err: std::io::Error) -> Self {
-        FrameError::Closed(err)
     }
 }
 
@@ -391,10 +385,7 @@ pub fn encode(msg: &IpcMessage) -> Result<Vec<u8>, FrameError> {
         len: body.len(),
         limit: u32::MAX as usize,
     })?;
-    let mut frame = Vec::with_capacity(body.len() + 4);
-    frame.extend_from_slice(&len.to_be_bytes());
-    frame.extend_from_slice(&body);
-    Ok(frame)
+    Ok([&len.to_be_bytes()[..], &body].concat())
 }
 
 /// Writes `msg` as one frame and flushes it.

@@ -105,7 +105,9 @@ impl Core {
         let (from_agent, _) = split(from);
         let key = instance_key(payload.event.instance_key.as_deref());
         let to = address(target, &key);
-        let checked = (|| {
+        let timeout_ms = payload.timeout_ms;
+        // Checked, then forwarded with the sender added to its chain.
+        let forwarded = (|| {
             if from == ORCHESTRATOR && self.stopping.load(Ordering::SeqCst) {
                 return Err(error(
                     codes::SHUTTING_DOWN,
@@ -129,19 +131,13 @@ impl Core {
                 ));
             }
             self.check_target(from_agent, target)?;
-            Ok(())
+            let mut forwarded = payload;
+            forwarded.chain.push(from.to_owned());
+            serde_json::to_value(&forwarded).map_err(protocol)
         })();
-        if let Err(e) = checked {
-            return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&e));
-        }
-        let timeout_ms = payload.timeout_ms;
-        let mut forwarded = payload;
-        forwarded.chain.push(from.to_owned());
-        let body = match serde_json::to_value(&forwarded) {
-            Ok(v) => v,
-            Err(e) => {
-                return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&protocol(e)));
-            }
+        let body = match forwarded {
+            Ok(body) => body,
+            Err(e) => return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&e)),
         };
         if let Some(remote) = self.remote_for(target) {
             let msg = IpcMessage::new(MessageType::Delegate, from, &to, body, Some(id.clone()));
@@ -154,12 +150,12 @@ impl Core {
             return;
         }
         let mut st = self.lock();
-        if st.waiting.contains_key(&id) {
-            drop(st);
-            let e = protocol(format!("correlation id `{id}` is already in use"));
-            return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&e));
-        }
-        if let Err(e) = self.ensure(&mut st, target, &key, from, None) {
+        let started = if st.waiting.contains_key(&id) {
+            Err(protocol(format!("correlation id `{id}` is already in use")))
+        } else {
+            self.ensure(&mut st, target, &key, from, None)
+        };
+        if let Err(e) = started {
             drop(st);
             return self.reply(caller, ORCHESTRATOR, &id, ipc::error_payload(&e));
         }
@@ -202,26 +198,16 @@ impl Core {
         self.check_target(split(from).0, target)?;
         let key = instance_key(event.instance_key.as_deref());
         let event_id = fresh_id("evt");
-        if let Some(remote) = self.remote_for(target) {
+        let body = ipc::event_payload(&event, &event_id, traceparent.as_deref());
+        let accepted = if let Some(remote) = self.remote_for(target) {
             let to = address(target, &key);
-            let body = ipc::event_payload(&event, &event_id, traceparent.as_deref());
-            let accepted = remote.send(IpcMessage::new(MessageType::Event, from, &to, body, None));
-            return Ok(SendResult {
-                event_id,
-                target: target.to_owned(),
-                accepted,
-            });
-        }
-        let mut st = self.lock();
-        let (to, _) = self.ensure(&mut st, target, &key, from, None)?;
-        let msg = IpcMessage::new(
-            MessageType::Event,
-            from,
-            &to,
-            ipc::event_payload(&event, &event_id, traceparent.as_deref()),
-            None,
-        );
-        let accepted = Self::deliver(&mut st, &to, msg);
+            remote.send(IpcMessage::new(MessageType::Event, from, &to, body, None))
+        } else {
+            let mut st = self.lock();
+            let (to, _) = self.ensure(&mut st, target, &key, from, None)?;
+            let msg = IpcMessage::new(MessageType::Event, from, &to, body, None);
+            Self::deliver(&mut st, &to, msg)
+        };
         Ok(SendResult {
             event_id,
             target: target.to_owned(),
