@@ -70,36 +70,13 @@ pub enum ServerStatus {
 /// holds, and the next request carries the new token.
 type SharedAuth = Arc<tokio::sync::Mutex<AuthorizationManager>>;
 
-#[derive(Clone)]
-enum State {
-    Starting,
-    Up {
-        peer: Peer<RoleClient>,
-        pid: Option<u32>,
-        auth: Option<SharedAuth>,
-    },
-    Down {
-        reason: String,
-    },
-    Unauthorized {
-        reason: String,
-    },
-}
+/// A connection: the server's peer, and its OAuth client when it has one.
+type Connection = (Peer<RoleClient>, Option<SharedAuth>);
 
-impl State {
-    /// Where a server in this state stands; a start stands where the last failure left it.
-    fn status(&self) -> Option<ServerStatus> {
-        Some(match self {
-            State::Starting => return None,
-            State::Up { pid, .. } => ServerStatus::Up { pid: *pid },
-            State::Down { reason } => ServerStatus::Down {
-                reason: reason.clone(),
-            },
-            State::Unauthorized { reason } => ServerStatus::Unauthorized {
-                reason: reason.clone(),
-            },
-        })
-    }
+/// Where a server stands, and its connection while it is up.
+struct State {
+    status: ServerStatus,
+    up: Option<Connection>,
 }
 
 /// How long a server that let a call time out has to answer a ping before it is restarted.
@@ -175,7 +152,10 @@ impl ServerLink {
         let link = Arc::new(Self {
             config,
             extension: extension.to_owned(),
-            state: watch::Sender::new(State::Starting),
+            state: watch::Sender::new(State {
+                status: ServerStatus::Starting,
+                up: None,
+            }),
             failed: Mutex::new(None),
             listed: Mutex::new(Listed::default()),
             screened: LeftOutSink::default(),
@@ -191,27 +171,31 @@ impl ServerLink {
         link
     }
 
-    /// Moves the server to `state`, and keeps why when it failed.
-    fn set(&self, state: State) {
-        match state.status() {
-            None => {}
-            Some(ServerStatus::Up { .. }) => *lock(&self.failed) = None,
-            failure => *lock(&self.failed) = failure,
+    /// Moves the server to `status`, with its connection when it is up, and keeps why when it
+    /// failed.
+    fn set(&self, status: ServerStatus, up: Option<Connection>) {
+        match &status {
+            ServerStatus::Starting => {}
+            ServerStatus::Up { .. } => *lock(&self.failed) = None,
+            failure => *lock(&self.failed) = Some(failure.clone()),
         }
-        self.state.send_replace(state);
+        self.state.send_replace(State { status, up });
     }
 
     /// Where the server stands. A server being started again after a failure stands at that
     /// failure until the start succeeds.
     pub(crate) fn status(&self) -> ServerStatus {
-        let status = self.state.borrow().status();
-        status.unwrap_or_else(|| lock(&self.failed).clone().unwrap_or(ServerStatus::Starting))
+        match &self.state.borrow().status {
+            ServerStatus::Starting => lock(&self.failed).clone().unwrap_or(ServerStatus::Starting),
+            status => status.clone(),
+        }
     }
 
     /// Waits, at most `limit`, until the server is up or has failed.
     pub(crate) async fn settled(&self, limit: Duration) -> ServerStatus {
         let mut rx = self.state.subscribe();
-        let _ = tokio::time::timeout(limit, rx.wait_for(|s| !matches!(s, State::Starting))).await;
+        let _ =
+            tokio::time::timeout(limit, rx.wait_for(|s| s.status != ServerStatus::Starting)).await;
         self.status()
     }
 
@@ -331,24 +315,21 @@ impl ServerLink {
     }
 
     /// Waits, at most the startup timeout, for the server to be up.
-    pub(crate) async fn peer(&self) -> Result<(Peer<RoleClient>, Option<SharedAuth>), ToolError> {
+    pub(crate) async fn peer(&self) -> Result<Connection, ToolError> {
         let limit = self.config.startup_timeout;
         let mut rx = self.state.subscribe();
         // A peer whose transport closed is a server that just stopped: its supervisor is about
         // to restart it, so wait for the new one.
-        let up = |s: &State| matches!(s, State::Up { peer, .. } if !peer.is_transport_closed());
+        let up = |s: &State| s.up.as_ref().is_some_and(|(p, _)| !p.is_transport_closed());
         let waited = tokio::time::timeout(limit, rx.wait_for(up))
             .await
             .ok()
             .and_then(Result::ok)
-            .and_then(|s| match &*s {
-                State::Up { peer, auth, .. } => Some((peer.clone(), auth.clone())),
-                _ => None,
-            });
+            .and_then(|s| s.up.clone());
         waited.ok_or_else(|| {
-            let why = match &*self.state.borrow() {
-                State::Down { reason } => reason.clone(),
-                State::Unauthorized { reason } => {
+            let why = match &self.state.borrow().status {
+                ServerStatus::Down { reason } => reason.clone(),
+                ServerStatus::Unauthorized { reason } => {
                     return not_authorized(&self.config.name, reason);
                 }
                 _ => format!("it did not start within {} ms", limit.as_millis()),
@@ -517,7 +498,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
     let mut pauses = backoff();
     loop {
         let Some(strong) = link.upgrade() else { return };
-        strong.set(State::Starting);
+        strong.set(ServerStatus::Starting, None);
         let started = tokio::select! {
             () = stop.cancelled() => return,
             r = tokio::time::timeout(strong.config.startup_timeout, start(&strong, &link)) => r,
@@ -531,16 +512,16 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
             })) => {
                 let peer = running.peer().clone();
                 pauses = backoff();
-                strong.set(State::Up { peer, pid, auth });
+                strong.set(ServerStatus::Up { pid }, Some((peer, auth)));
                 strong.changed.tools_changed(&strong);
                 Some((running, keep))
             }
             Ok(Err(StartError::Down(reason))) => {
-                strong.set(State::Down { reason });
+                strong.set(ServerStatus::Down { reason }, None);
                 None
             }
             Ok(Err(StartError::Unauthorized(reason))) => {
-                strong.set(State::Unauthorized { reason });
+                strong.set(ServerStatus::Unauthorized { reason }, None);
                 None
             }
             Err(_) => {
@@ -548,7 +529,7 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                     "it did not start within {} ms",
                     strong.config.startup_timeout.as_millis()
                 );
-                strong.set(State::Down { reason });
+                strong.set(ServerStatus::Down { reason }, None);
                 None
             }
         };
@@ -577,9 +558,8 @@ async fn supervise(link: Weak<ServerLink>, stop: CancellationToken) {
                 () = hung.notified() => token.cancel(),
             }
             let Some(strong) = link.upgrade() else { return };
-            strong.set(State::Down {
-                reason: "the server stopped; it is being restarted".to_owned(),
-            });
+            let reason = "the server stopped; it is being restarted".to_owned();
+            strong.set(ServerStatus::Down { reason }, None);
         }
         tokio::select! {
             () = stop.cancelled() => return,
