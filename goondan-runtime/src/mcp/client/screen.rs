@@ -93,6 +93,36 @@ pub(crate) enum Screened {
     Dropped { depth: usize },
 }
 
+impl Screened {
+    /// What a message from `server` is passed on as: itself (`Some(None)`), the text to pass
+    /// on in its place (`Some(Some(text))`) or nothing (`None`). What the screen left out is
+    /// logged, and the tools it left out are kept in `left_out`.
+    pub(crate) fn passed(self, server: &str, left_out: &LeftOutSink) -> Option<Option<Vec<u8>>> {
+        let instead = match self {
+            Screened::Kept => return Some(None),
+            Screened::Tools {
+                line,
+                left_out: out,
+            } => {
+                for tool in &out {
+                    tracing::warn!(target: "goondan::mcp", server, tool = %tool.name, "the MCP tool `{}` is left out: {}", tool.name, tool.reason);
+                }
+                crate::lock(left_out).extend(out);
+                line
+            }
+            Screened::Refused { line, depth } => {
+                tracing::warn!(target: "goondan::mcp", server, "the server answered with a message nested {depth} levels deep; its request ends with an error");
+                line
+            }
+            Screened::Dropped { depth } => {
+                tracing::warn!(target: "goondan::mcp", server, "the server sent a request or notification nested {depth} levels deep; it is dropped");
+                return None;
+            }
+        };
+        Some(Some(instead))
+    }
+}
+
 /// Screens one message (a line, without its newline). Text that is not JSON is kept: rmcp
 /// decides what to do with it.
 pub(crate) fn screen(line: &[u8]) -> Screened {

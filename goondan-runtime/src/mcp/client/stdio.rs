@@ -12,8 +12,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, ReadHalf, SimplexStream, WriteHalf};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::screen::{LeftOutSink, Screened, screen};
-use crate::lock;
+use super::screen::{LeftOutSink, screen};
 
 /// The longest line read from a server; a longer one is dropped as it arrives (rmcp's own
 /// bound).
@@ -123,32 +122,17 @@ async fn pump(
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
-        let screened = screen(text);
-        let passed: &[u8] = match &screened {
-            Screened::Kept => &line,
-            Screened::Tools {
-                line,
-                left_out: out,
-            } => {
-                for tool in out {
-                    tracing::warn!(target: "goondan::mcp", server = %server, tool = %tool.name, "the MCP tool `{}` is left out: {}", tool.name, tool.reason);
-                }
-                lock(&left_out).extend(out.iter().cloned());
-                line
-            }
-            Screened::Refused { line, depth } => {
-                tracing::warn!(target: "goondan::mcp", server = %server, "the server answered with a message nested {depth} levels deep; its request ends with an error");
-                line
-            }
-            Screened::Dropped { depth } => {
-                tracing::warn!(target: "goondan::mcp", server = %server, "the server sent a request or notification nested {depth} levels deep; it is dropped");
-                continue;
+        let Some(instead) = screen(text).passed(&server, &left_out) else {
+            continue;
+        };
+        let written = match instead {
+            None => to_rmcp.write_all(&line).await,
+            // What is written in the message's place is a line of its own.
+            Some(mut instead) => {
+                instead.push(b'\n');
+                to_rmcp.write_all(&instead).await
             }
         };
-        let mut written = to_rmcp.write_all(passed).await;
-        if !matches!(screened, Screened::Kept) && written.is_ok() {
-            written = to_rmcp.write_all(b"\n").await;
-        }
         if written.is_err() {
             break;
         }

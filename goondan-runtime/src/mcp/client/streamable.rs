@@ -17,8 +17,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::screen::{LeftOutSink, Screened, screen};
-use crate::lock;
+use super::screen::{LeftOutSink, screen};
 
 type Events = BoxStream<'static, Result<Sse, SseError>>;
 
@@ -67,29 +66,10 @@ impl<C> Screening<C> {
 /// `event` with its data screened; `None` when it is not passed on.
 fn screen_event(mut event: Sse, server: &str, left_out: &LeftOutSink) -> Option<Sse> {
     let data = event.data.as_deref()?;
-    let passed = match screen(data.as_bytes()) {
-        Screened::Kept => return Some(event),
-        Screened::Tools {
-            line,
-            left_out: out,
-        } => {
-            for tool in &out {
-                tracing::warn!(target: "goondan::mcp", server, tool = %tool.name, "the MCP tool `{}` is left out: {}", tool.name, tool.reason);
-            }
-            lock(left_out).extend(out);
-            line
-        }
-        Screened::Refused { line, depth } => {
-            tracing::warn!(target: "goondan::mcp", server, "the server answered with a message nested {depth} levels deep; its request ends with an error");
-            line
-        }
-        Screened::Dropped { depth } => {
-            tracing::warn!(target: "goondan::mcp", server, "the server sent a request or notification nested {depth} levels deep; it is dropped");
-            return None;
-        }
-    };
-    // What the screen writes is cut from the event's own text, or ASCII.
-    event.data = Some(String::from_utf8(passed).ok()?);
+    if let Some(instead) = screen(data.as_bytes()).passed(server, left_out)? {
+        // What the screen writes is cut from the event's own text, or ASCII.
+        event.data = Some(String::from_utf8(instead).ok()?);
+    }
     Some(event)
 }
 
