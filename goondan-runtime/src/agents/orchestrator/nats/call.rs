@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::oneshot;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::subjects::Subjects;
 use crate::agents::orchestrator::ipc::{self, IpcMessage, MessageType};
@@ -53,20 +54,12 @@ fn host_lost(agent: &str, host: &str) -> Value {
     ))
 }
 
-/// Aborts a task when dropped.
-struct Watch(tokio::task::JoinHandle<()>);
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 impl Calls {
-    /// Pings `host` every heartbeat; resolves when it stops answering.
-    fn watch(&self, host: String, lost: oneshot::Sender<()>) -> Watch {
+    /// Pings `host` every heartbeat; resolves when it stops answering. The pings stop when the
+    /// handle is dropped.
+    fn watch(&self, host: String, lost: oneshot::Sender<()>) -> AbortOnDropHandle<()> {
         let calls = self.clone();
-        Watch(tokio::spawn(async move {
+        AbortOnDropHandle::new(tokio::spawn(async move {
             let Ok(subject) = calls.subjects.host_ping(&host) else {
                 let _ = lost.send(());
                 return;
@@ -76,12 +69,10 @@ impl Calls {
             loop {
                 tick.tick().await;
                 let ping = calls.client.request(subject.clone(), "".into());
-                match tokio::time::timeout(calls.heartbeat * 2, ping).await {
-                    Ok(Ok(_)) => {}
-                    _ => {
-                        let _ = lost.send(());
-                        return;
-                    }
+                let answered = tokio::time::timeout(calls.heartbeat * 2, ping).await;
+                if !matches!(answered, Ok(Ok(_))) {
+                    let _ = lost.send(());
+                    return;
                 }
             }
         }))
@@ -133,7 +124,7 @@ impl Calls {
         tokio::pin!(deadline);
         let (lost_tx, mut lost) = oneshot::channel::<()>();
         let mut lost_tx = Some(lost_tx);
-        let mut watching: Option<(String, Watch)> = None;
+        let mut watching: Option<(String, AbortOnDropHandle<()>)> = None;
         loop {
             tokio::select! {
                 reply = replies.next() => {
