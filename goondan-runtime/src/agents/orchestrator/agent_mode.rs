@@ -219,8 +219,8 @@ where
         .and_then(|v| v.parse().ok())
         .unwrap_or(ipc::DEFAULT_MAX_FRAME_BYTES);
     // Hello first (this process is the agent the Orchestrator started): its start deadline
-    // covers the process's start, not what its worker then starts (MCP servers, each within its own startup timeout). Requests wait in
-    // the socket until the worker serves them.
+    // covers the process's start, not what its worker then starts (MCP servers, each within
+    // its own startup timeout). Requests wait in the socket until the worker serves them.
     let stream = rt.block_on(async {
         let mut stream = tokio::net::UnixStream::connect(socket).await?;
         let hello = Control::Hello {
