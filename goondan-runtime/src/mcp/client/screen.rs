@@ -93,13 +93,22 @@ pub(crate) enum Screened {
     Dropped { depth: usize },
 }
 
+/// What a screened message from a server is passed on to rmcp as.
+pub(crate) enum Passed {
+    /// The message itself.
+    AsIs,
+    /// This text in its place.
+    Instead(Vec<u8>),
+    /// Nothing.
+    Dropped,
+}
+
 impl Screened {
-    /// What a message from `server` is passed on as: itself (`Some(None)`), the text to pass
-    /// on in its place (`Some(Some(text))`) or nothing (`None`). What the screen left out is
-    /// logged, and the tools it left out are kept in `left_out`.
-    pub(crate) fn passed(self, server: &str, left_out: &LeftOutSink) -> Option<Option<Vec<u8>>> {
+    /// What a message from `server` is passed on as. What the screen left out is logged, and
+    /// the tools it left out are kept in `left_out`.
+    pub(crate) fn passed(self, server: &str, left_out: &LeftOutSink) -> Passed {
         let instead = match self {
-            Screened::Kept => return Some(None),
+            Screened::Kept => return Passed::AsIs,
             Screened::Tools {
                 line,
                 left_out: out,
@@ -116,10 +125,10 @@ impl Screened {
             }
             Screened::Dropped { depth } => {
                 tracing::warn!(target: "goondan::mcp", server, "the server sent a request or notification nested {depth} levels deep; it is dropped");
-                return None;
+                return Passed::Dropped;
             }
         };
-        Some(Some(instead))
+        Passed::Instead(instead)
     }
 }
 

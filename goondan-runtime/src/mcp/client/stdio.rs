@@ -12,7 +12,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, ReadHalf, SimplexStream, WriteHalf};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::screen::{LeftOutSink, screen};
+use super::screen::{LeftOutSink, Passed, screen};
 
 /// The longest line read from a server; a longer one is dropped as it arrives (rmcp's own
 /// bound).
@@ -122,16 +122,14 @@ async fn pump(
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
-        let Some(instead) = screen(text).passed(&server, &left_out) else {
-            continue;
-        };
-        let written = match instead {
-            None => to_rmcp.write_all(&line).await,
+        let written = match screen(text).passed(&server, &left_out) {
+            Passed::AsIs => to_rmcp.write_all(&line).await,
             // What is written in the message's place is a line of its own.
-            Some(mut instead) => {
+            Passed::Instead(mut instead) => {
                 instead.push(b'\n');
                 to_rmcp.write_all(&instead).await
             }
+            Passed::Dropped => continue,
         };
         if written.is_err() {
             break;

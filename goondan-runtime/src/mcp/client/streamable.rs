@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::screen::{LeftOutSink, screen};
+use super::screen::{LeftOutSink, Passed, screen};
 
 type Events = BoxStream<'static, Result<Sse, SseError>>;
 
@@ -66,9 +66,11 @@ impl<C> Screening<C> {
 /// `event` with its data screened; `None` when it is not passed on.
 fn screen_event(mut event: Sse, server: &str, left_out: &LeftOutSink) -> Option<Sse> {
     let data = event.data.as_deref()?;
-    if let Some(instead) = screen(data.as_bytes()).passed(server, left_out)? {
+    match screen(data.as_bytes()).passed(server, left_out) {
+        Passed::AsIs => {}
         // What the screen writes is cut from the event's own text, or ASCII.
-        event.data = Some(String::from_utf8(instead).ok()?);
+        Passed::Instead(instead) => event.data = Some(String::from_utf8(instead).ok()?),
+        Passed::Dropped => return None,
     }
     Some(event)
 }
