@@ -83,12 +83,7 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as Chat Completions `tools`.
 pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    chat_tools_form(catalog).map(|tools| tools.to_value())
-}
-
-/// The catalog as Chat Completions `tools`, to write.
-pub(crate) fn chat_tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
-    each_tool(catalog, chat_tool)
+    each_tool(catalog, chat_tool).map(|tools| tools.to_value())
 }
 
 /// One item of Chat Completions `tools`: `{type: "function", function: {...}}`.
@@ -103,12 +98,7 @@ pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
 
 /// The catalog as Responses API `tools` (the flat form).
 pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    responses_tools_form(catalog).map(|tools| tools.to_value())
-}
-
-/// The catalog as Responses API `tools`, to write.
-pub(crate) fn responses_tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
-    each_tool(catalog, responses_tool)
+    each_tool(catalog, responses_tool).map(|tools| tools.to_value())
 }
 
 /// One item of Responses API `tools`: `{type: "function", name, ...}`.

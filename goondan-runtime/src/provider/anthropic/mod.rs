@@ -57,10 +57,6 @@ impl ToolDialect for Anthropic {
         dialect::tool(item).map(|tool| tool.to_value())
     }
 
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        dialect::tools(catalog)
-    }
-
     fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
         dialect::tools_form(catalog).map(|tools| tools.to_text())
     }
