@@ -401,11 +401,13 @@ mod tests {
         );
     }
 
-    fn chunk(data: serde_json::Value) -> Event {
-        Event {
+    /// Feeds `stream` one chunk, which it must take.
+    fn feed(stream: &mut Stream, data: serde_json::Value) {
+        let chunk = Event {
             name: None,
             data: data.to_string(),
-        }
+        };
+        stream.event(&chunk, None).unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]
@@ -421,14 +423,10 @@ mod tests {
             let piece = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
                 "id": "call_1", "type": "function",
                 "function": {"name": "file-system__write", "arguments": args}}]}}]});
-            stream
-                .event(&chunk(piece), None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            feed(&mut stream, piece);
         }
         let done = serde_json::json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]});
-        stream
-            .event(&chunk(done), None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        feed(&mut stream, done);
         let answer = stream.finish(&catalog).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(answer.tool_calls[0].name, "file-system__write");
         assert_eq!(answer.tool_calls[0].id, "call_1");
@@ -441,16 +439,10 @@ mod tests {
         for name in ["file-system__", "write"] {
             let piece = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
                 "function": {"name": name, "arguments": ""}}]}}]});
-            stream
-                .event(&chunk(piece), None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            feed(&mut stream, piece);
         }
-        stream
-            .event(
-                &chunk(serde_json::json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})),
-                None,
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+        let done = serde_json::json!({"choices": [{"delta": {}, "finish_reason": "stop"}]});
+        feed(&mut stream, done);
         let answer = stream.finish(&catalog).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(answer.tool_calls[0].name, "file-system__write");
     }
