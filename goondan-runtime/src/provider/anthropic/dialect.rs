@@ -13,12 +13,7 @@ const DIALECT: &str = "anthropic";
 
 /// The catalog as the Messages API `tools`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    tools_form(catalog).map(|tools| tools.to_value())
-}
-
-/// The catalog as the Messages API `tools`, to write.
-pub(crate) fn tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
-    each_tool(catalog, tool)
+    each_tool(catalog, tool).map(|tools| tools.to_value())
 }
 
 /// One item of the Messages API `tools`: `{name, description?, input_schema}`.
