@@ -192,16 +192,14 @@ pub(crate) fn match_tools(
             continue;
         };
         let Some(spec) = r.spec() else { continue };
-        let declared: Vec<(usize, &str, Option<&str>)> = spec
+        // Each named export of the YAML: its index, name and mapping.
+        let declared: Vec<(usize, &str, &Value)> = spec
             .get("exports")
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
                     .enumerate()
-                    .filter_map(|(i, e)| {
-                        let name = e.get("name")?.as_str()?;
-                        Some((i, name, e.get("description").and_then(Value::as_str)))
-                    })
+                    .filter_map(|(i, e)| Some((i, e.get("name")?.as_str()?, e)))
                     .collect()
             })
             .unwrap_or_default();
@@ -217,9 +215,9 @@ pub(crate) fn match_tools(
                 )));
             }
         }
-        for (i, name, _) in &declared {
+        for (i, name, declared) in &declared {
             let (Some(yaml), Some((_, export))) = (
-                exports_at(spec, *i).and_then(|e| e.get("parameters")),
+                declared.get("parameters"),
                 compiled.exports().find(|(_, e)| e.name() == *name),
             ) else {
                 continue;
@@ -265,15 +263,15 @@ pub(crate) fn match_tools(
         if let Some(d) = compiled.description() {
             builder = builder.description(d);
         }
-        for (i, name, description) in &declared {
+        for (_, name, declared) in &declared {
             if let Some((_, export)) = compiled.exports().find(|(_, e)| e.name() == *name) {
                 let mut export = export.clone();
-                if let Some(d) = description {
-                    export = export.with_description(*d);
+                if let Some(d) = declared.get("description").and_then(Value::as_str) {
+                    export = export.with_description(d);
                 }
                 // The YAML's title and hints win over the compiled ones, key by key.
-                let yaml = exports_at(spec, *i)
-                    .and_then(|e| e.get("annotations"))
+                let yaml = declared
+                    .get("annotations")
                     .and_then(|a| serde_json::from_value::<ExportAnnotations>(a.clone()).ok());
                 if let Some(yaml) = yaml {
                     let base = export.annotations().clone();
@@ -288,12 +286,15 @@ pub(crate) fn match_tools(
                     });
                 }
                 // The YAML's page and visibility win over the compiled ones, key by key.
-                let yaml = exports_at(spec, *i).and_then(|e| e.get("ui"));
-                if let Some(ui) = yaml.and_then(yaml_ui) {
+                // A `ui` that is not well formed is validation's to report.
+                let yaml = declared.get("ui").and_then(Value::as_object);
+                if let Some((map, ui)) =
+                    yaml.and_then(|map| Some((map, ExportUi::from_mapping(map).ok()?)))
+                {
                     let base = export.ui().cloned().unwrap_or_default();
                     export = export.with_ui(ExportUi {
                         resource_uri: ui.resource_uri.or(base.resource_uri),
-                        visibility: if ui.visibility_given {
+                        visibility: if map.contains_key("visibility") {
                             ui.visibility
                         } else {
                             base.visibility
@@ -345,27 +346,4 @@ pub(crate) fn match_tools(
         }
     }
     (tools, diags)
-}
-
-/// The tool's part of an export's YAML `ui` (its page and who may call it), and whether it
-/// names a visibility; `None` when it is not well formed (validation reports that).
-fn yaml_ui(ui: &Value) -> Option<YamlUi> {
-    let map = ui.as_object()?;
-    let ui = ExportUi::from_mapping(map).ok()?;
-    Some(YamlUi {
-        resource_uri: ui.resource_uri,
-        visibility: ui.visibility,
-        visibility_given: map.contains_key("visibility"),
-    })
-}
-
-struct YamlUi {
-    resource_uri: Option<String>,
-    visibility: crate::tools::ui::Visibility,
-    visibility_given: bool,
-}
-
-/// The export at `index` of a Tool's `spec.exports`.
-fn exports_at(spec: &serde_json::Map<String, Value>, index: usize) -> Option<&Value> {
-    spec.get("exports")?.as_array()?.get(index)
 }

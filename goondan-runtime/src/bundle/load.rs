@@ -21,26 +21,23 @@ const METADATA: &[&str] = &["name", "labels", "annotations", "namespace"];
 pub(crate) fn resources(text: &str, file: &Path) -> (Vec<Resource>, Vec<Diagnostic>) {
     let mut out = Vec::new();
     let mut diags = Vec::new();
+    // The file's own place at `line` (the first line, for a line of 0), not yet a resource's.
+    let in_file = |line: usize| Locus {
+        file: file.to_path_buf(),
+        line: line.max(1),
+        resource: None,
+    };
     let docs = match yaml::parse(text) {
         Ok(docs) => docs,
         Err(e) => {
-            let at = Locus {
-                file: file.to_path_buf(),
-                line: e.line.max(1),
-                resource: None,
-            };
-            diags.push(at.error(format!("not valid YAML: {}", e.message)));
+            diags.push(in_file(e.line).error(format!("not valid YAML: {}", e.message)));
             return (out, diags);
         }
     };
     let mut seen: HashMap<(Kind, String), usize> = HashMap::new();
     for doc in docs {
         let doc = Arc::new(doc);
-        let at = Locus {
-            file: file.to_path_buf(),
-            line: doc.line_of("").max(1),
-            resource: None,
-        };
+        let at = in_file(doc.line_of(""));
         let Some(map) = doc.value.as_object() else {
             if !doc.value.is_null() {
                 diags.push(at.error(

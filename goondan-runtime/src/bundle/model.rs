@@ -140,18 +140,24 @@ pub(crate) fn check(r: &Resource, out: &mut Vec<Diagnostic>) {
     {
         out.push(at("apiKey").error(message));
     }
-    match spec.get("options") {
+    check_options(r, "/spec/options", out);
+}
+
+/// The options at `pointer`, when there: a mapping of options each [`check_option`] accepts.
+pub(crate) fn check_options(r: &Resource, pointer: &str, out: &mut Vec<Diagnostic>) {
+    match r.value.pointer(pointer) {
         None | Some(Value::Null) => {}
         Some(Value::Object(options)) => {
             for (key, value) in options {
                 if let Err(message) = check_option(key, value) {
-                    out.push(at(&format!("options/{key}")).error(message));
+                    out.push(r.locus_of(&format!("{pointer}/{key}")).error(message));
                 }
             }
         }
-        Some(v) => {
-            out.push(at("options").error(format!("`spec.options` must be a mapping, found {v}")))
-        }
+        Some(v) => out.push(r.locus_of(pointer).error(format!(
+            "`{}` must be a mapping, found {v}",
+            pointer[1..].replace('/', ".")
+        ))),
     }
 }
 
@@ -208,28 +214,6 @@ fn option_f64(options: Option<&Value>, key: &str) -> Option<f64> {
 
 fn option_choice(options: Option<&Value>, key: &str) -> Option<ToolChoice> {
     options?.get(key)?.as_str()?.parse().ok()
-}
-
-/// Every problem of an Agent's `spec.modelConfig.params`: the Model's options it may set.
-pub(crate) fn check_params(r: &Resource, out: &mut Vec<Diagnostic>) {
-    let pointer = "/spec/modelConfig/params";
-    match r
-        .spec()
-        .and_then(|s| s.get("modelConfig"))
-        .and_then(|m| m.get("params"))
-    {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(params)) => {
-            for (key, value) in params {
-                if let Err(message) = check_option(key, value) {
-                    out.push(r.locus_of(&format!("{pointer}/{key}")).error(message));
-                }
-            }
-        }
-        Some(v) => out.push(r.locus_of(pointer).error(format!(
-            "`spec.modelConfig.params` must be a mapping, found {v}"
-        ))),
-    }
 }
 
 fn option_u32(options: Option<&Value>, key: &str) -> Option<u32> {

@@ -71,17 +71,13 @@ fn properties(schema: &Value) -> Option<&Map<String, Value>> {
 /// The `type` of a property schema as a set (`null` left out: an optional parameter is the
 /// same parameter), or `None` when it names none, or names every JSON type (any value, as a
 /// schema without `type`).
-fn types(schema: &Value) -> Option<BTreeSet<String>> {
-    let set: BTreeSet<String> = match schema.get("type")? {
-        Value::String(t) => [t.clone()].into(),
-        Value::Array(a) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
+fn types(schema: &Value) -> Option<BTreeSet<&str>> {
+    let mut set: BTreeSet<&str> = match schema.get("type")? {
+        Value::String(t) => [t.as_str()].into(),
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
         _ => return None,
     };
-    let set: BTreeSet<String> = set.into_iter().filter(|t| t != "null").collect();
+    set.remove("null");
     let any = ["string", "number", "boolean", "object", "array"]
         .iter()
         .all(|k| as_json_kinds(&set).contains(k));
@@ -91,27 +87,23 @@ fn types(schema: &Value) -> Option<BTreeSet<String>> {
 /// The types with `integer` read as `number`: JSON has one number type, the TypeScript
 /// runtime's manifests say `number` for every count, and whether a fraction is allowed is a
 /// constraint the compiled schema enforces on every call.
-fn as_json_kinds(types: &BTreeSet<String>) -> BTreeSet<&str> {
+fn as_json_kinds<'a>(types: &BTreeSet<&'a str>) -> BTreeSet<&'a str> {
     types
         .iter()
-        .map(|t| if t == "integer" { "number" } else { t.as_str() })
+        .map(|t| if *t == "integer" { "number" } else { t })
         .collect()
 }
 
-fn required(schema: &Value) -> BTreeSet<String> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+fn required(schema: &Value) -> BTreeSet<&str> {
+    let names = schema.get("required").and_then(Value::as_array);
+    names
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
-fn show(types: &BTreeSet<String>) -> String {
+fn show(types: &BTreeSet<&str>) -> String {
     types
         .iter()
         .map(|t| format!("`{t}`"))

@@ -326,7 +326,8 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
             }
         }
     }
-    super::model::check_params(r, out);
+    // The Model's options an Agent may set.
+    super::model::check_options(r, "/spec/modelConfig/params", out);
     if let Some(v) = spec
         .and_then(|s| s.get("modelConfig"))
         .and_then(|m| m.get("modelRef"))
@@ -335,19 +336,7 @@ fn check_agent(r: &Resource, names: &Names<'_>, dir: &Path, out: &mut Vec<Diagno
     } else if let Some(v) = spec.and_then(|s| s.get("modelRef")) {
         check_ref(r, v, "/spec/modelRef", &Kind::Model, names, out);
     }
-    match spec.and_then(|s| s.get("extensions")) {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for (i, v) in items.iter().enumerate() {
-                let pointer = format!("/spec/extensions/{i}");
-                check_ref(r, v, &pointer, &Kind::Extension, names, out);
-            }
-        }
-        Some(_) => out.push(
-            r.locus_of("/spec/extensions")
-                .error("`spec.extensions` must be a list of extension references"),
-        ),
-    }
+    check_refs(r, "extensions", &Kind::Extension, names, out);
     for field in ["prompts", "prompt"] {
         let Some(v) = spec
             .and_then(|s| s.get(field))
@@ -411,17 +400,22 @@ fn check_swarm(r: &Resource, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
     if let Some(v) = spec.and_then(|s| s.get("entryAgent")) {
         check_ref(r, v, "/spec/entryAgent", &Kind::Agent, names, out);
     }
-    match spec.and_then(|s| s.get("agents")) {
+    check_refs(r, "agents", &Kind::Agent, names, out);
+}
+
+/// `spec.{key}`, when there, is a list of references to resources of `kind`.
+fn check_refs(r: &Resource, key: &str, kind: &Kind, names: &Names<'_>, out: &mut Vec<Diagnostic>) {
+    match r.spec().and_then(|s| s.get(key)) {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for (i, v) in items.iter().enumerate() {
-                check_ref(r, v, &format!("/spec/agents/{i}"), &Kind::Agent, names, out);
+                check_ref(r, v, &format!("/spec/{key}/{i}"), kind, names, out);
             }
         }
-        Some(_) => out.push(
-            r.locus_of("/spec/agents")
-                .error("`spec.agents` must be a list of agent references"),
-        ),
+        Some(_) => out.push(r.locus_of(&format!("/spec/{key}")).error(format!(
+            "`spec.{key}` must be a list of {} references",
+            kind.as_str().to_lowercase()
+        ))),
     }
 }
 

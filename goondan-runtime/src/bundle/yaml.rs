@@ -109,39 +109,23 @@ enum Key {
     Merge,
 }
 
-enum Frame {
-    Seq {
-        items: Vec<Value>,
-        anchor: usize,
-        pointer: Option<String>,
-        size: usize,
-        nodes: usize,
-        depth: usize,
-    },
+/// A sequence or mapping being read, with what it weighs so far.
+struct Frame {
+    body: Body,
+    anchor: usize,
+    pointer: Option<String>,
+    size: usize,
+    nodes: usize,
+    depth: usize,
+}
+
+enum Body {
+    Seq(Vec<Value>),
     Map {
         map: Map<String, Value>,
         key: Key,
         merges: Vec<Map<String, Value>>,
-        anchor: usize,
-        pointer: Option<String>,
-        size: usize,
-        nodes: usize,
-        depth: usize,
     },
-}
-
-impl Frame {
-    fn weigh(&mut self, node: &Node) {
-        let (Frame::Seq {
-            size, nodes, depth, ..
-        }
-        | Frame::Map {
-            size, nodes, depth, ..
-        }) = self;
-        *size = size.saturating_add(node.size);
-        *nodes = nodes.saturating_add(node.nodes);
-        *depth = (*depth).max(node.depth + 1);
-    }
 }
 
 #[derive(Default)]
@@ -208,12 +192,12 @@ impl Builder {
 
     /// The pointer of the node about to be added to the top frame, when it is remembered.
     fn child_pointer(&self) -> Option<String> {
-        match self.stack.last() {
-            None => Some(String::new()),
-            Some(Frame::Seq { items, pointer, .. }) => {
-                child_of(pointer.as_ref(), &items.len().to_string())
-            }
-            Some(Frame::Map { key, pointer, .. }) => match key {
+        let Some(Frame { body, pointer, .. }) = self.stack.last() else {
+            return Some(String::new());
+        };
+        match body {
+            Body::Seq(items) => child_of(pointer.as_ref(), &items.len().to_string()),
+            Body::Map { key, .. } => match key {
                 Key::Named(k) => child_of(pointer.as_ref(), &escape_pointer(k)),
                 Key::Merge => child_of(pointer.as_ref(), MERGE_KEY),
                 // A key being read: it has no pointer of its own.
@@ -262,8 +246,11 @@ impl Builder {
     fn is_key_next(&self) -> bool {
         matches!(
             self.stack.last(),
-            Some(Frame::Map {
-                key: Key::Pending,
+            Some(Frame {
+                body: Body::Map {
+                    key: Key::Pending,
+                    ..
+                },
                 ..
             })
         )
@@ -291,23 +278,19 @@ impl Builder {
             });
             return;
         };
-        frame.weigh(&node);
-        let problem = match frame {
-            Frame::Seq { items, .. } => {
+        frame.size = frame.size.saturating_add(node.size);
+        frame.nodes = frame.nodes.saturating_add(node.nodes);
+        frame.depth = frame.depth.max(node.depth + 1);
+        let problem = match &mut frame.body {
+            Body::Seq(items) => {
                 items.push(node.value);
                 None
             }
-            Frame::Map {
-                map,
-                key,
-                merges,
-                size,
-                ..
-            } => match std::mem::replace(key, Key::Pending) {
+            Body::Map { map, key, merges } => match std::mem::replace(key, Key::Pending) {
                 Key::Pending => {
                     let merge = node.merge;
                     let k = key_text(&node.value);
-                    *size = size.saturating_add(k.len());
+                    frame.size = frame.size.saturating_add(k.len());
                     let twice = map.contains_key(&k);
                     let problem =
                         twice.then(|| format!("the key `{k}` appears twice in one mapping"));
@@ -342,58 +325,48 @@ impl Builder {
         }
     }
 
-    fn open(&mut self, frame: Frame, line: usize) {
+    /// Starts a sequence or mapping, whose line is remembered.
+    fn open(&mut self, body: Body, anchor: usize, line: usize) {
         if self.stack.len() >= MAX_DEPTH {
             self.fail(line, format!("values nest deeper than {MAX_DEPTH} levels"));
         }
-        self.stack.push(frame);
+        let pointer = self.remember_line(line);
+        self.stack.push(Frame {
+            body,
+            anchor,
+            pointer,
+            size: 0,
+            nodes: 0,
+            depth: 0,
+        });
     }
 
     fn close(&mut self, line: usize) {
-        match self.stack.pop() {
-            Some(Frame::Seq {
-                items,
-                anchor,
-                size,
-                nodes,
-                depth,
-                ..
-            }) => {
-                let node = Node {
-                    value: Value::Array(items),
-                    size: size.saturating_add(NODE_COST),
-                    nodes: nodes.saturating_add(1),
-                    depth: depth.max(1),
-                    merge: false,
-                };
-                self.add(node, anchor, line);
-            }
-            Some(Frame::Map {
-                mut map,
-                merges,
-                anchor,
-                size,
-                nodes,
-                depth,
-                ..
-            }) => {
+        let Some(frame) = self.stack.pop() else {
+            return self.fail(line, "unbalanced YAML");
+        };
+        let value = match frame.body {
+            Body::Seq(items) => Value::Array(items),
+            Body::Map {
+                mut map, merges, ..
+            } => {
                 // Keys written in the mapping win, then earlier merged mappings.
                 for merged in merges {
                     for (k, v) in merged {
                         map.entry(k).or_insert(v);
                     }
                 }
-                let node = Node {
-                    value: Value::Object(map),
-                    size: size.saturating_add(NODE_COST),
-                    nodes: nodes.saturating_add(1),
-                    depth: depth.max(1),
-                    merge: false,
-                };
-                self.add(node, anchor, line);
+                Value::Object(map)
             }
-            None => self.fail(line, "unbalanced YAML"),
-        }
+        };
+        let node = Node {
+            value,
+            size: frame.size.saturating_add(NODE_COST),
+            nodes: frame.nodes.saturating_add(1),
+            depth: frame.depth.max(1),
+            merge: false,
+        };
+        self.add(node, frame.anchor, line);
     }
 }
 
@@ -467,38 +440,19 @@ impl MarkedEventReceiver for Builder {
                     self.fail(line, "a sequence cannot be a mapping key");
                     return;
                 }
-                let pointer = self.remember_line(line);
-                self.open(
-                    Frame::Seq {
-                        items: Vec::new(),
-                        anchor,
-                        pointer,
-                        size: 0,
-                        nodes: 0,
-                        depth: 0,
-                    },
-                    line,
-                );
+                self.open(Body::Seq(Vec::new()), anchor, line);
             }
             Event::MappingStart(anchor, _) => {
                 if self.is_key_next() {
                     self.fail(line, "a mapping cannot be a mapping key");
                     return;
                 }
-                let pointer = self.remember_line(line);
-                self.open(
-                    Frame::Map {
-                        map: Map::new(),
-                        key: Key::Pending,
-                        merges: Vec::new(),
-                        anchor,
-                        pointer,
-                        size: 0,
-                        nodes: 0,
-                        depth: 0,
-                    },
-                    line,
-                );
+                let body = Body::Map {
+                    map: Map::new(),
+                    key: Key::Pending,
+                    merges: Vec::new(),
+                };
+                self.open(body, anchor, line);
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 if self.count(1, line) {

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// A JSON value whose parts may borrow from the catalog.
@@ -217,13 +217,7 @@ impl Serialize for Json<'_> {
             Json::Str(s) => serializer.serialize_str(s),
             Json::Bool(b) => serializer.serialize_bool(*b),
             Json::Null => serializer.serialize_unit(),
-            Json::Array(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
-                }
-                seq.end()
-            }
+            Json::Array(items) => items.serialize(serializer),
             Json::Object(o) => o.serialize(serializer),
         }
     }
@@ -231,11 +225,7 @@ impl Serialize for Json<'_> {
 
 impl Serialize for Object<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            map.serialize_entry(&**k, v)?;
-        }
-        map.end()
+        serializer.collect_map(self.0.iter().map(|(k, v)| (&**k, v)))
     }
 }
 

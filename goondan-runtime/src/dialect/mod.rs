@@ -514,36 +514,6 @@ pub(crate) fn str_field<'a>(
         .ok_or_else(|| ParseError::new(provider, format!("{path}/{key}"), "expected a string"))
 }
 
-/// If every branch is a string constant (`{type: string, const}` or a string `enum`), the values
-/// and the branch descriptions as `value: description` lines.
-pub(crate) fn string_constants(branches: &[Value]) -> Option<(Vec<Json<'_>>, Vec<String>)> {
-    let mut values = Vec::new();
-    let mut docs = Vec::new();
-    for b in branches {
-        let obj = b.as_object()?;
-        let allowed = ["type", "const", "enum", "description"];
-        if obj.keys().any(|k| !allowed.contains(&k.as_str())) {
-            return None;
-        }
-        if field(obj, "type").is_some_and(|t| t != "string") {
-            return None;
-        }
-        let consts: Vec<&Value> = match (field(obj, "const"), field(obj, "enum")) {
-            (Some(c), None) => vec![c],
-            (None, Some(Value::Array(e))) => e.iter().collect(),
-            _ => return None,
-        };
-        for c in consts {
-            let s = c.as_str()?;
-            if let Some(d) = field(obj, "description").and_then(Value::as_str) {
-                docs.push(format!("`{s}`: {d}"));
-            }
-            values.push(Json::from(s));
-        }
-    }
-    Some((values, docs))
-}
-
 /// The first `oneOf` / `anyOf` of a schema node, with its key. An empty union accepts nothing
 /// and is refused.
 pub(crate) fn first_union<'a>(
@@ -565,39 +535,58 @@ pub(crate) fn first_union<'a>(
     Ok(None)
 }
 
-/// A union whose branches are all string constants, as one enum node: `fields` (the dialect's
-/// spelling of the type, and any more), the values, and the node's description followed by the
-/// values' descriptions, written into `out`. `false`, leaving `out` as it was, for any other
-/// union.
+/// A union whose branches are all string constants (`{type: string, const}` or a string
+/// `enum`), as one enum node: `fields` (the dialect's spelling of the type, and any more), the
+/// values, and the node's description followed by each value's description as a
+/// `value: description` line, written into `out`. `false`, leaving `out` as it was, for any
+/// other union.
 pub(crate) fn string_enum<'a>(
     out: &mut Object<'a>,
     obj: &'a Map<String, Value>,
     branches: &'a [Value],
     fields: &[(&'static str, &'static str)],
 ) -> bool {
-    let Some((values, docs)) = string_constants(branches) else {
-        return false;
-    };
+    let mut values = Vec::new();
+    let mut docs: Vec<String> = field(obj, "description")
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    for b in branches {
+        let Some(branch) = b.as_object() else {
+            return false;
+        };
+        let allowed = ["type", "const", "enum", "description"];
+        if branch.keys().any(|k| !allowed.contains(&k.as_str())) {
+            return false;
+        }
+        if field(branch, "type").is_some_and(|t| t != "string") {
+            return false;
+        }
+        let consts: Vec<&Value> = match (field(branch, "const"), field(branch, "enum")) {
+            (Some(c), None) => vec![c],
+            (None, Some(Value::Array(e))) => e.iter().collect(),
+            _ => return false,
+        };
+        for c in consts {
+            let Some(s) = c.as_str() else {
+                return false;
+            };
+            if let Some(d) = field(branch, "description").and_then(Value::as_str) {
+                docs.push(format!("`{s}`: {d}"));
+            }
+            values.push(Json::from(s));
+        }
+    }
     for &(k, v) in fields {
         out.insert(k, v);
     }
     out.insert("enum", Json::Array(values));
-    if let Some(d) = join_docs(field(obj, "description"), &docs) {
-        out.insert("description", Json::Str(Cow::Owned(d)));
+    if !docs.is_empty() {
+        out.insert("description", Json::Str(Cow::Owned(docs.join("\n"))));
     }
     true
-}
-
-/// A description followed by the descriptions of enum values.
-pub(crate) fn join_docs(description: Option<&Value>, docs: &[String]) -> Option<String> {
-    let lead = description
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty());
-    let lines: Vec<&str> = lead
-        .into_iter()
-        .chain(docs.iter().map(String::as_str))
-        .collect();
-    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// For an object with properties of its own next to `oneOf`/`anyOf` (a struct with a flattened
@@ -709,6 +698,26 @@ pub fn result_text(result: &ToolCallResult) -> String {
             None => "error: the tool failed without details".to_owned(),
         },
     }
+}
+
+/// A result as a provider's tool-result content: its text alone when it has no content parts;
+/// else a list of the result's text (when it has an output, or is an error) through `text`,
+/// then each part through `part`.
+pub(crate) fn text_and_parts(
+    result: &ToolCallResult,
+    text: impl Fn(String) -> Value,
+    part: impl Fn(&crate::tools::content::Content) -> Value,
+) -> Value {
+    if result.content.is_empty() {
+        return Value::from(result_text(result));
+    }
+    let has_text = result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error();
+    let lead = has_text.then(|| text(result_text(result)));
+    Value::Array(
+        lead.into_iter()
+            .chain(result.content.iter().map(part))
+            .collect(),
+    )
 }
 
 /// An image part as a data URL (`data:{mime};base64,{data}`), for the providers that take

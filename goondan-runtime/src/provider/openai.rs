@@ -83,12 +83,7 @@ pub(crate) fn strict_problems(catalog: &ToolCatalog) -> Vec<DialectError> {
 
 /// The catalog as Chat Completions `tools`.
 pub fn chat_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    chat_tools_form(catalog).map(|tools| tools.to_value())
-}
-
-/// The catalog as Chat Completions `tools`, to write.
-pub(crate) fn chat_tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
-    each_tool(catalog, chat_tool)
+    each_tool(catalog, chat_tool).map(|tools| tools.to_value())
 }
 
 /// One item of Chat Completions `tools`: `{type: "function", function: {...}}`.
@@ -103,12 +98,7 @@ pub(crate) fn chat_tool(item: &CatalogItem) -> Result<Json<'_>, DialectError> {
 
 /// The catalog as Responses API `tools` (the flat form).
 pub fn responses_tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    responses_tools_form(catalog).map(|tools| tools.to_value())
-}
-
-/// The catalog as Responses API `tools`, to write.
-pub(crate) fn responses_tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
-    each_tool(catalog, responses_tool)
+    each_tool(catalog, responses_tool).map(|tools| tools.to_value())
 }
 
 /// One item of Responses API `tools`: `{type: "function", name, ...}`.
@@ -599,22 +589,16 @@ pub fn chat_images<'a>(results: impl IntoIterator<Item = &'a ToolCallResult>) ->
 /// With content parts, `output` is a list: `input_text` for the result's text and text
 /// parts, `input_image` for images, and a note for what the Responses API takes none of.
 pub fn responses_result(result: &ToolCallResult) -> Value {
-    let output = if result.content.is_empty() {
-        Value::from(crate::dialect::result_text(result))
-    } else {
-        let mut items = Vec::new();
-        if result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error() {
-            items.push(json!({"type": "input_text", "text": crate::dialect::result_text(result)}));
+    let text = |text: String| json!({"type": "input_text", "text": text});
+    let output = crate::dialect::text_and_parts(result, text, |part| {
+        match crate::dialect::image_data_url(part) {
+            Some(url) => json!({"type": "input_image", "image_url": url}),
+            None => text(
+                crate::dialect::part_text(part)
+                    .unwrap_or_else(|| part.note("the Responses API takes no such part here")),
+            ),
         }
-        for part in &result.content {
-            items.push(match crate::dialect::image_data_url(part) {
-                Some(url) => json!({"type": "input_image", "image_url": url}),
-                None => json!({"type": "input_text", "text": crate::dialect::part_text(part)
-                    .unwrap_or_else(|| part.note("the Responses API takes no such part here"))}),
-            });
-        }
-        Value::Array(items)
-    };
+    });
     json!({
         "type": "function_call_output",
         "call_id": result.tool_call_id,

@@ -15,7 +15,7 @@ use super::{AnswerStream, ProviderAdapter};
 use super::{
     Provider, ProviderConfig, announce, answer, append_text, event_json, malformed, reported, usage,
 };
-use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect, each_tool};
 use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
 use crate::tools::catalog::{ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
@@ -42,12 +42,8 @@ impl ToolDialect for OpenAiChat {
         openai::chat_tool(item).map(|tool| tool.to_value())
     }
 
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        openai::chat_tools_form(catalog).map(|tools| tools.to_value())
-    }
-
     fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
-        openai::chat_tools_form(catalog).map(|tools| tools.to_text())
+        each_tool(catalog, openai::chat_tool).map(|tools| tools.to_text())
     }
 
     fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {
@@ -405,11 +401,13 @@ mod tests {
         );
     }
 
-    fn chunk(data: serde_json::Value) -> Event {
-        Event {
+    /// Feeds `stream` one chunk, which it must take.
+    fn feed(stream: &mut Stream, data: serde_json::Value) {
+        let chunk = Event {
             name: None,
             data: data.to_string(),
-        }
+        };
+        stream.event(&chunk, None).unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]
@@ -425,14 +423,10 @@ mod tests {
             let piece = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
                 "id": "call_1", "type": "function",
                 "function": {"name": "file-system__write", "arguments": args}}]}}]});
-            stream
-                .event(&chunk(piece), None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            feed(&mut stream, piece);
         }
         let done = serde_json::json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]});
-        stream
-            .event(&chunk(done), None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        feed(&mut stream, done);
         let answer = stream.finish(&catalog).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(answer.tool_calls[0].name, "file-system__write");
         assert_eq!(answer.tool_calls[0].id, "call_1");
@@ -445,16 +439,10 @@ mod tests {
         for name in ["file-system__", "write"] {
             let piece = serde_json::json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
                 "function": {"name": name, "arguments": ""}}]}}]});
-            stream
-                .event(&chunk(piece), None)
-                .unwrap_or_else(|e| panic!("{e}"));
+            feed(&mut stream, piece);
         }
-        stream
-            .event(
-                &chunk(serde_json::json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})),
-                None,
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+        let done = serde_json::json!({"choices": [{"delta": {}, "finish_reason": "stop"}]});
+        feed(&mut stream, done);
         let answer = stream.finish(&catalog).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(answer.tool_calls[0].name, "file-system__write");
     }

@@ -18,7 +18,7 @@ use super::{
     Provider, ProviderConfig, announce, answer, append_text, event_json, malformed, reported,
     text_field, usage,
 };
-use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect, each_tool};
 use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
 use crate::tools::catalog::{ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
@@ -49,12 +49,8 @@ impl ToolDialect for OpenAiResponses {
         openai::responses_tool(item).map(|tool| tool.to_value())
     }
 
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        openai::responses_tools_form(catalog).map(|tools| tools.to_value())
-    }
-
     fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
-        openai::responses_tools_form(catalog).map(|tools| tools.to_text())
+        each_tool(catalog, openai::responses_tool).map(|tools| tools.to_text())
     }
 
     fn strict_problems(&self, catalog: &ToolCatalog) -> Vec<DialectError> {

@@ -119,32 +119,17 @@ impl TelemetryBuilder {
             check_endpoint(endpoint)?;
         }
         let resource = self.resource();
-        let signal_url = |path: &str| {
-            self.endpoint
-                .as_ref()
-                .map(|base| format!("{}/{path}", base.trim_end_matches('/')))
-        };
         // The exporters' HTTP client is reqwest, with TLS when a feature that needs it is on.
         #[cfg(any(feature = "mcp", feature = "providers", feature = "nats"))]
         crate::tls::install_crypto_provider();
-        let mut spans = opentelemetry_otlp::SpanExporter::builder().with_http();
-        if let Some(url) = signal_url("v1/traces") {
-            spans = spans.with_endpoint(url);
-        }
-        if let Some(timeout) = self.timeout {
-            spans = spans.with_timeout(timeout);
-        }
-        let spans = spans
+        let spans = opentelemetry_otlp::SpanExporter::builder().with_http();
+        let spans = self
+            .export_config(spans, "v1/traces")
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-        let mut metrics = opentelemetry_otlp::MetricExporter::builder().with_http();
-        if let Some(url) = signal_url("v1/metrics") {
-            metrics = metrics.with_endpoint(url);
-        }
-        if let Some(timeout) = self.timeout {
-            metrics = metrics.with_timeout(timeout);
-        }
-        let metrics = metrics
+        let metrics = opentelemetry_otlp::MetricExporter::builder().with_http();
+        let metrics = self
+            .export_config(metrics, "v1/metrics")
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
         let tracer = SdkTracerProvider::builder()
@@ -156,6 +141,18 @@ impl TelemetryBuilder {
             .with_resource(resource)
             .build();
         Ok(Telemetry { tracer, meter })
+    }
+
+    /// An exporter's builder with the endpoint (its signal's `path` under the base given in
+    /// code) and the timeout given in code, over what the variables say.
+    fn export_config<B: WithExportConfig>(&self, mut builder: B, path: &str) -> B {
+        if let Some(base) = &self.endpoint {
+            builder = builder.with_endpoint(format!("{}/{path}", base.trim_end_matches('/')));
+        }
+        if let Some(timeout) = self.timeout {
+            builder = builder.with_timeout(timeout);
+        }
+        builder
     }
 
     /// `service.name` and `process.pid`, over what `OTEL_RESOURCE_ATTRIBUTES` and

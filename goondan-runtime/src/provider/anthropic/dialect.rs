@@ -13,12 +13,7 @@ const DIALECT: &str = "anthropic";
 
 /// The catalog as the Messages API `tools`.
 pub fn tools(catalog: &ToolCatalog) -> Result<Value, DialectError> {
-    tools_form(catalog).map(|tools| tools.to_value())
-}
-
-/// The catalog as the Messages API `tools`, to write.
-pub(crate) fn tools_form(catalog: &ToolCatalog) -> Result<Json<'_>, DialectError> {
-    each_tool(catalog, tool)
+    each_tool(catalog, tool).map(|tools| tools.to_value())
 }
 
 /// One item of the Messages API `tools`: `{name, description?, input_schema}`.
@@ -84,29 +79,21 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {
 /// With content parts, `content` is a list of blocks: the result's text, then each part
 /// (an image as an `image` block, text as `text`, what Anthropic takes none of as a note).
 pub fn tool_result(result: &ToolCallResult) -> Value {
-    let content = if result.content.is_empty() {
-        Value::from(crate::dialect::result_text(result))
-    } else {
-        let mut blocks = Vec::new();
-        if result.output.as_ref().is_some_and(|o| !o.is_null()) || result.is_error() {
-            blocks.push(json!({"type": "text", "text": crate::dialect::result_text(result)}));
-        }
-        for part in &result.content {
-            blocks.push(match part {
-                crate::tools::content::Content::Image(b) => json!({
-                    "type": "image",
-                    "source": {
-                        "type": "base64",
-                        "media_type": b.mime_type,
-                        "data": b.base64(),
-                    }
-                }),
-                other => json!({"type": "text", "text": crate::dialect::part_text(other)
-                    .unwrap_or_else(|| other.note("Anthropic takes no such part in a tool result"))}),
-            });
-        }
-        Value::Array(blocks)
-    };
+    let text = |text: String| json!({"type": "text", "text": text});
+    let content = crate::dialect::text_and_parts(result, text, |part| match part {
+        crate::tools::content::Content::Image(b) => json!({
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": b.mime_type,
+                "data": b.base64(),
+            }
+        }),
+        other => text(
+            crate::dialect::part_text(other)
+                .unwrap_or_else(|| other.note("Anthropic takes no such part in a tool result")),
+        ),
+    });
     json!({
         "type": "tool_result",
         "tool_use_id": result.tool_call_id,

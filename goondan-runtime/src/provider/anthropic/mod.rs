@@ -31,7 +31,7 @@ use super::{
     event_json, malformed, reported, text_field, usage,
 };
 use crate::dialect::arguments_from_str;
-use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect};
+use crate::dialect::{Dialect, DialectError, ParseError, ToolDialect, each_tool};
 use crate::step::{DeltaSink, ModelError, ModelRequest, ModelResponse, TokenUsage};
 use crate::tools::catalog::{CatalogItem, ToolCatalog, ToolChoice};
 use crate::tools::result::{ToolCall, ToolCallResult};
@@ -57,12 +57,8 @@ impl ToolDialect for Anthropic {
         dialect::tool(item).map(|tool| tool.to_value())
     }
 
-    fn tools(&self, catalog: &ToolCatalog) -> Result<Value, DialectError> {
-        dialect::tools(catalog)
-    }
-
     fn tools_json(&self, catalog: &ToolCatalog) -> Result<String, DialectError> {
-        dialect::tools_form(catalog).map(|tools| tools.to_text())
+        each_tool(catalog, dialect::tool).map(|tools| tools.to_text())
     }
 
     fn parse_calls(&self, answer: &Value, _: &ToolCatalog) -> Result<Vec<ToolCall>, ParseError> {
