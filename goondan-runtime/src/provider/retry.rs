@@ -84,28 +84,11 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
     if let Ok(secs) = value.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
     }
-    let at = httpdate(value)?;
+    let at = httpdate::parse_http_date(value).ok()?;
     Some(
         at.duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
-}
-
-#[cfg(feature = "providers")]
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form `retry-after` dates take.
-fn httpdate(text: &str) -> Option<SystemTime> {
-    let parts: Vec<&str> = text.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| m == month)?
-        + 1;
-    let rfc3339 = format!("{year}-{month:02}-{:0>2}T{time}Z", day);
-    humantime::parse_rfc3339(&rfc3339).ok()
 }
 
 #[cfg(all(test, feature = "providers"))]
@@ -124,7 +107,13 @@ mod tests {
         let date = HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT");
         past.insert("retry-after", date);
         assert_eq!(retry_after(&past), Some(Duration::ZERO));
-        assert!(httpdate("yesterday").is_none());
+        let soon = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3600));
+        let mut future = HeaderMap::new();
+        future.insert("retry-after", HeaderValue::from_str(&soon).unwrap());
+        let wait = retry_after(&future).unwrap();
+        assert!(wait > Duration::from_secs(3590) && wait <= Duration::from_secs(3600));
+        past.insert("retry-after", HeaderValue::from_static("yesterday"));
+        assert_eq!(retry_after(&past), None);
     }
 
     #[test]
