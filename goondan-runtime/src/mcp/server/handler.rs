@@ -261,10 +261,8 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let task = self
-            .shared
-            .tasks
-            .get(&request.task_id, self.executor().pending())?;
+        let pending = self.executor().pending();
+        let task = self.shared.tasks.get(&request.task_id, pending)?;
         Ok(GetTaskResult::new(task))
     }
 

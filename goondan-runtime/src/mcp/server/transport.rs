@@ -89,12 +89,9 @@ impl McpServer {
     /// # }
     /// ```
     pub async fn serve_http(self, addr: SocketAddr) -> Result<HttpServer, ServeError> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServeError::Bind { addr, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| ServeError::Bind { addr, source })?;
+        let bind = |source| ServeError::Bind { addr, source };
+        let listener = TcpListener::bind(addr).await.map_err(bind)?;
+        let local_addr = listener.local_addr().map_err(bind)?;
         let stop = CancellationToken::new();
         let limits = self.shared.http_limits;
         // rmcp's defaults: loopback hosts only, and `Origin` not checked.
