@@ -138,11 +138,7 @@ impl Interpreter {
             worker.stop().await;
         }
         Request::Finished(Outcome {
-            result: Err(Failure {
-                kind: FailureKind::Limit(limit),
-                report,
-                line: None,
-            }),
+            result: Err(Failure::of(FailureKind::Limit(limit), report)),
             printed: std::mem::take(&mut self.printed),
             answer: None,
         })

@@ -333,17 +333,15 @@ impl CodeMode {
                 .and_then(|n| usize::try_from(n).ok())
                 .ok_or_else(|| format!("`codeMode.{key}` is a whole number above 0"))
         };
+        let flag = |key: &str, v: &serde_json::Value| {
+            v.as_bool()
+                .ok_or_else(|| format!("`codeMode.{key}` is `true` or `false`"))
+        };
         let mut mode = Self::new();
         for (key, value) in map {
             mode = match key.as_str() {
-                "callable" => match value {
-                    serde_json::Value::Bool(direct) => mode.tools_callable_directly(*direct),
-                    _ => return Err("`codeMode.callable` is `true` or `false`".to_owned()),
-                },
-                "finalAnswer" => match value {
-                    serde_json::Value::Bool(answers) => mode.final_answer(*answers),
-                    _ => return Err("`codeMode.finalAnswer` is `true` or `false`".to_owned()),
-                },
+                "callable" => mode.tools_callable_directly(flag(key, value)?),
+                "finalAnswer" => mode.final_answer(flag(key, value)?),
                 "timeLimitMs" => match value.as_u64().filter(|ms| *ms > 0) {
                     Some(ms) => mode.time_limit(Duration::from_millis(ms)),
                     None => return Err(format!("`codeMode.{key}` is a whole number above 0")),

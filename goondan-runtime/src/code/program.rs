@@ -114,6 +114,18 @@ pub(crate) struct Failure {
     pub(crate) line: Option<u32>,
 }
 
+impl Failure {
+    /// A failure that points at no line.
+    pub(crate) fn of(kind: FailureKind, report: impl Into<String>) -> Self {
+        let report = report.into();
+        Self {
+            kind,
+            report,
+            line: None,
+        }
+    }
+}
+
 /// How a run ended, as the host hands it on.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outcome {
@@ -284,7 +296,10 @@ impl Running {
                     }
                 }
                 State::Answering(end) => return *end,
-                State::Ended => return lost(),
+                State::Ended => {
+                    let ended = Failure::of(FailureKind::Uncaught, "the program has ended");
+                    return Message::End { result: Err(ended) };
+                }
             };
             let (state, message) = self.run.advance(progress, &self.inputs);
             self.state = state;
@@ -301,35 +316,18 @@ impl Running {
     }
 }
 
-/// What a run asked for a message after its end answers.
-fn lost() -> Message {
-    Message::End {
-        result: Err(Failure {
-            kind: FailureKind::Uncaught,
-            report: "the program has ended".into(),
-            line: None,
-        }),
-    }
-}
-
 /// Compiles `program`: the run, ready for its first [`Running::next`]. A program that does
 /// not compile ends at once, with its syntax error.
 pub(crate) fn start(program: Program) -> Running {
-    let Program {
-        code,
-        limits,
-        objects,
-        answers,
-    } = program;
-    let mut inputs = Inputs::of(&objects, answers);
+    let mut inputs = Inputs::of(&program.objects, program.answers);
     let run = Run {
-        printed: Printed::new(limits.output),
-        limits,
+        printed: Printed::new(program.limits.output),
+        limits: program.limits,
         calls: 0,
         reached: None,
         answer: None,
     };
-    let source = format!("{PRELUDE}{code}");
+    let source = format!("{PRELUDE}{}", program.code);
     let names = std::mem::take(&mut inputs.names);
     let (state, after) = match MontyRun::new(source, SCRIPT_NAME, names, CompileOptions::default())
     {
@@ -642,38 +640,23 @@ impl Run {
 
     /// The program's final value, as JSON within the output limit.
     fn value(&self, value: &MontyObject) -> Result<Value, Failure> {
+        let output = FailureKind::Limit(Limit::Output);
         if self.printed.overflowed {
-            return Err(self.limit(
-                Limit::Output,
-                "the program printed more than it may".into(),
-                None,
-            ));
+            return Err(Failure::of(output, "the program printed more than it may"));
         }
-        let value = to_json(value).map_err(|e| Failure {
-            kind: FailureKind::Uncaught,
-            report: format!("the program's value cannot be read: {e}"),
-            line: None,
+        let value = to_json(value).map_err(|e| {
+            let report = format!("the program's value cannot be read: {e}");
+            Failure::of(FailureKind::Uncaught, report)
         })?;
         let size = serde_json::to_string(&value).map_or(usize::MAX, |s| s.len());
         if size > self.limits.output {
-            return Err(self.limit(
-                Limit::Output,
-                format!(
-                    "the program's value is {size} bytes as JSON, more than {}",
-                    self.limits.output
-                ),
-                None,
-            ));
+            let report = format!(
+                "the program's value is {size} bytes as JSON, more than {}",
+                self.limits.output
+            );
+            return Err(Failure::of(output, report));
         }
         Ok(value)
-    }
-
-    fn limit(&self, limit: Limit, report: String, line: Option<u32>) -> Failure {
-        Failure {
-            kind: FailureKind::Limit(limit),
-            report,
-            line,
-        }
     }
 
     /// The failure an exception that ended the program stands for, with the program's own

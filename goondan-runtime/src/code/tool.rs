@@ -133,19 +133,18 @@ impl CodeOffer {
             .tool(tool)
             .build()
             .map_err(|e| failed(e.to_string()))?;
-        let entry = registry
-            .get(TOOL_NAME)
-            .ok_or_else(|| failed(format!("`{TOOL_NAME}` is not in its own registry")))?;
-        let search =
-            match mode.search {
-                Some(_) => Some(registry.get(SEARCH_NAME).ok_or_else(|| {
-                    failed(format!("`{SEARCH_NAME}` is not in its own registry"))
-                })?),
-                None => None,
-            };
+        let entry = |name: &str| {
+            registry
+                .get(name)
+                .ok_or_else(|| failed(format!("`{name}` is not in its own registry")))
+        };
         Ok(Self {
-            entry,
-            search,
+            entry: entry(TOOL_NAME)?,
+            search: mode
+                .search
+                .as_ref()
+                .map(|_| entry(SEARCH_NAME))
+                .transpose()?,
             direct: mode.direct,
             max_calls: limits.calls,
             answers,
@@ -213,12 +212,7 @@ async fn run(
     };
     let functions = Functions::of(calls.catalog(), TOOL_NAME);
     let program = Program::new(code.to_owned(), &functions, limits).answering(answers);
-    let cannot_start = |e: String| {
-        ToolError::new(format!("the interpreter cannot start: {e}"))
-            .with_code(codes::ERROR)
-            .retryable()
-    };
-    let handle = tokio::runtime::Handle::try_current().map_err(|e| cannot_start(e.to_string()))?;
+    let handle = tokio::runtime::Handle::try_current().map_err(cannot_start)?;
     let span = tracing::Span::current();
     let (done, answer) = tokio::sync::oneshot::channel();
     let thread = move || {
@@ -239,10 +233,17 @@ async fn run(
         .name("goondan-code".into())
         .stack_size(STACK_BYTES)
         .spawn(thread)
-        .map_err(|e| cannot_start(e.to_string()))?;
+        .map_err(cannot_start)?;
     answer.await.unwrap_or_else(|_| {
         Err(ToolError::new("the program's thread ended without an answer").with_code(codes::ERROR))
     })
+}
+
+/// The error of a program whose interpreter (its thread, its worker) could not start.
+fn cannot_start(e: impl std::fmt::Display) -> ToolError {
+    ToolError::new(format!("the interpreter cannot start: {e}"))
+        .with_code(codes::ERROR)
+        .retryable()
 }
 
 /// Runs `program` to its end, making each of its calls through `calls`.
@@ -252,11 +253,7 @@ async fn drive(
     program: Program,
     worker: Option<Arc<dyn WorkerLauncher>>,
 ) -> Result<Value, ToolError> {
-    let mut interpreter = Interpreter::start(program, worker.as_ref()).map_err(|e| {
-        ToolError::new(format!("the interpreter cannot start: {e}"))
-            .with_code(codes::ERROR)
-            .retryable()
-    })?;
+    let mut interpreter = Interpreter::start(program, worker.as_ref()).map_err(cannot_start)?;
     let mut made = Vec::new();
     // What the program prints goes to the host as progress (an MCP client that asked for
     // progress, `goondan run`'s terminal), one report per line.
@@ -440,19 +437,16 @@ fn failure_error(failure: &Failure, printed: &str, made: &[Made]) -> ToolError {
 
 /// The first `max` characters of `text`.
 fn head(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => &text[..at],
-        None => text,
-    }
+    text.char_indices()
+        .nth(max)
+        .map_or(text, |(at, _)| &text[..at])
 }
 
 /// The last `max` characters of `text`.
 fn tail(text: &str, max: usize) -> &str {
     let count = text.chars().count();
-    match text.char_indices().nth(count.saturating_sub(max)) {
-        Some((at, _)) => &text[at..],
-        None => text,
-    }
+    let start = text.char_indices().nth(count.saturating_sub(max));
+    start.map_or(text, |(at, _)| &text[at..])
 }
 
 #[cfg(test)]

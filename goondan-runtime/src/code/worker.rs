@@ -291,28 +291,28 @@ impl Connection {
         };
         let read = tokio::time::timeout(budget, exchange).await;
         self.ran += started.elapsed();
-        let failure = match read {
+        let stopped = match read {
             Ok(Ok(Frame::Line(line))) => match serde_json::from_slice(&line) {
                 Ok(message) => return message,
-                Err(e) => failure(
+                Err(e) => end(
                     FailureKind::Worker,
                     format!(
                         "the worker process sent a message that does not read ({e}); it was stopped"
                     ),
                 ),
             },
-            Ok(Ok(Frame::TooLong)) => failure(
+            Ok(Ok(Frame::TooLong)) => end(
                 FailureKind::Limit(Limit::Output),
                 format!(
                     "the worker process sent a message of more than {MAX_FRAME} bytes; it was stopped"
                 ),
             ),
             Ok(Ok(Frame::Closed)) => return self.ended().await,
-            Ok(Err(e)) => failure(
+            Ok(Err(e)) => end(
                 FailureKind::Worker,
                 format!("the worker process cannot be read: {e}"),
             ),
-            Err(_) => failure(
+            Err(_) => end(
                 FailureKind::Limit(Limit::Time),
                 format!(
                     "the program ran past its time limit ({:?}) and its worker process was stopped",
@@ -321,9 +321,7 @@ impl Connection {
             ),
         };
         self.stop().await;
-        Message::End {
-            result: Err(failure),
-        }
+        stopped
     }
 
     /// The end of a worker that closed its stdout: how it ended, or the memory limit when the
@@ -346,21 +344,18 @@ impl Connection {
         } else {
             format!("{status}; it said: {said}")
         };
-        let failure = if self.guard.memory_exceeded() {
-            failure(
+        if self.guard.memory_exceeded() {
+            end(
                 FailureKind::Limit(Limit::Memory),
                 format!(
                     "the program's worker process went past its memory limit and the kernel ended it ({status})"
                 ),
             )
         } else {
-            failure(
+            end(
                 FailureKind::Worker,
                 format!("the program's worker process ended before the program did ({status})"),
             )
-        };
-        Message::End {
-            result: Err(failure),
         }
     }
 
@@ -389,11 +384,10 @@ async fn kept_start(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
     kept
 }
 
-fn failure(kind: FailureKind, report: String) -> Failure {
-    Failure {
-        kind,
-        report,
-        line: None,
+/// The end of a run the worker failed: why, and what to report.
+fn end(kind: FailureKind, report: String) -> Message {
+    Message::End {
+        result: Err(Failure::of(kind, report)),
     }
 }
 

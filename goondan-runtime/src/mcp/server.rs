@@ -160,8 +160,8 @@ struct ModelView {
 }
 
 impl View {
-    #[cfg(feature = "code-mode")]
     fn new(catalog: ToolCatalog, code: Option<&Code>) -> Self {
+        #[cfg(feature = "code-mode")]
         let (catalog, inner) = match code {
             Some(code) => {
                 let offered = code.offer(catalog);
@@ -172,18 +172,12 @@ impl View {
                 (Arc::clone(&catalog), catalog)
             }
         };
+        #[cfg(not(feature = "code-mode"))]
+        let (catalog, _) = (Arc::new(catalog), code);
         Self {
             catalog,
+            #[cfg(feature = "code-mode")]
             inner,
-            tools: std::sync::OnceLock::new(),
-            for_model: std::sync::OnceLock::new(),
-        }
-    }
-
-    #[cfg(not(feature = "code-mode"))]
-    fn new(catalog: ToolCatalog, _code: Option<&Code>) -> Self {
-        Self {
-            catalog: Arc::new(catalog),
             tools: std::sync::OnceLock::new(),
             for_model: std::sync::OnceLock::new(),
         }
@@ -402,13 +396,6 @@ impl McpServer {
             shared: Arc::clone(&self.shared),
             session: Arc::default(),
         }
-    }
-
-    /// The tool published as `name`, as `tools/list` lists it.
-    pub(super) fn listed_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        let view = self.current();
-        let at = view.catalog.position(self.shared.renames.goondan(name))?;
-        view.tools(&self.shared.renames).get(at).cloned()
     }
 
     /// The served catalog as it is now, rebuilt first when the registry changed.
@@ -674,23 +661,21 @@ impl McpServerBuilder {
         let pages = apps::Pages::load(self.pages, &workdir, &catalog)?;
         let apps = !pages.is_empty() || catalog.items().iter().any(|i| i.ui().is_some());
         #[cfg(feature = "code-mode")]
-        let code = match &self.code {
-            Some(mode) => Some(
-                crate::code::CodeOffer::new(mode, false)
-                    .map_err(|e| McpServerError::CodeMode(e.to_string()))?,
-            ),
-            None => None,
-        };
+        let code = self
+            .code
+            .as_ref()
+            .map(|mode| crate::code::CodeOffer::new(mode, false))
+            .transpose()
+            .map_err(|e| McpServerError::CodeMode(e.to_string()))?;
         #[cfg(not(feature = "code-mode"))]
         let code: Option<Code> = None;
         let view = View::new(catalog, code.as_ref());
         #[cfg(feature = "skills")]
-        let skills = match &self.skills {
-            Some(folder) => {
-                Some(rmcp::handler::server::skill_catalog::SkillCatalog::from_dir(folder)?)
-            }
-            None => None,
-        };
+        let skills = self
+            .skills
+            .as_ref()
+            .map(rmcp::handler::server::skill_catalog::SkillCatalog::from_dir)
+            .transpose()?;
         let mut renames = Renames::default();
         for (goondan, published) in self.renames {
             if renames.goondan.contains_key(&published) {
@@ -766,23 +751,12 @@ mod tests {
     /// when a registration changes the catalog.
     #[tokio::test]
     async fn mcp_tools_list_kept_per_generation_answers_like_the_plain_route() {
-        let registry = Arc::new(
-            ToolRegistry::builder()
-                .tool(
-                    Tool::builder("text")
-                        .export(export("echo"))
-                        .build()
-                        .unwrap(),
-                )
-                .tool(
-                    Tool::builder("other")
-                        .export(export("echo"))
-                        .build()
-                        .unwrap(),
-                )
-                .build()
-                .unwrap(),
-        );
+        let echo = |resource: &str| Tool::builder(resource).export(export("echo")).build();
+        let registry = ToolRegistry::builder()
+            .tool(echo("text").unwrap())
+            .tool(echo("other").unwrap())
+            .build();
+        let registry = Arc::new(registry.unwrap());
         let server = McpServer::builder(Arc::clone(&registry))
             .publish_as("text__echo", "echo")
             .build()

@@ -102,12 +102,10 @@ impl Writer {
         match appended {
             Ok(()) => {
                 drop(queue);
-                for point in results {
-                    reached(point);
-                }
-                for &point in points {
-                    reached(point);
-                }
+                results
+                    .into_iter()
+                    .chain(points.iter().copied())
+                    .for_each(reached);
                 Ok(())
             }
             Err(e) => {
@@ -125,9 +123,7 @@ impl Writer {
         {
             return Err(JournalError::storage("the run journal", why.clone()));
         }
-        for &point in points {
-            reached(point);
-        }
+        points.iter().copied().for_each(reached);
         Ok(())
     }
 

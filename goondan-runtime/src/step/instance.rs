@@ -769,15 +769,15 @@ impl AgentInstanceBuilder {
             executor = executor.middleware_arc(i32::MAX, Arc::new(JournalStarts(writer.clone())));
         }
         #[cfg(feature = "code-mode")]
-        let code = match &self.code_mode {
-            Some(mode) => Some(crate::code::CodeOffer::new(mode, true).map_err(|e| {
-                crate::extension::ExtensionError::Failed {
-                    extension: "code-mode".into(),
-                    message: e.to_string(),
-                }
-            })?),
-            None => None,
-        };
+        let code = self
+            .code_mode
+            .as_ref()
+            .map(|mode| crate::code::CodeOffer::new(mode, true))
+            .transpose()
+            .map_err(|e| crate::extension::ExtensionError::Failed {
+                extension: "code-mode".into(),
+                message: e.to_string(),
+            })?;
         let caller: Arc<dyn Caller> = Arc::new(AgentCaller {
             agent: self.agent_name.clone(),
             model: Arc::clone(&self.model),
@@ -978,7 +978,8 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
             (&turn.turn_id, &turn.trace_id),
             &turn.cancellation,
             message,
-        );
+        )
+        .build();
         let result = if rerunnable(&shared.registry, &orphan.call.name) {
             let catalog = shared.catalog()?;
             shared
@@ -1029,18 +1030,8 @@ async fn deliver(shared: &Shared, turn: &TurnContext, wait: bool) -> Result<(), 
     Ok(())
 }
 
-/// The context of the calls of the assistant message `message` (CTX-5).
+/// The context of the calls of the assistant message `message` (CTX-5), before it is built.
 fn call_context(
-    shared: &Shared,
-    ids: (&str, &str),
-    cancellation: &CancellationToken,
-    message: Message,
-) -> ToolContext {
-    call_context_builder(shared, ids, cancellation, message).build()
-}
-
-/// [`call_context`], before it is built.
-fn call_context_builder(
     shared: &Shared,
     (turn_id, trace_id): (&str, &str),
     cancellation: &CancellationToken,
@@ -1200,7 +1191,7 @@ impl Core<StepContext> for StepRunner {
                 })
                 .await?;
             // CTX-5: every call of this Step sees the assistant message that holds it.
-            let ctx = call_context_builder(
+            let ctx = call_context(
                 &shared,
                 (&step.turn_id, &step.trace_id),
                 &step.cancellation,

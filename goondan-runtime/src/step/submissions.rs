@@ -55,12 +55,9 @@ impl Submissions {
 
     /// Takes the calls that a process which stopped had submitted.
     pub(crate) fn take_orphans(&self) -> Vec<Submission> {
-        let mut all = lock(&self.0);
-        let (orphans, running) = std::mem::take(&mut *all)
-            .into_iter()
-            .partition(|s| s.handle.is_none());
-        *all = running;
-        orphans
+        lock(&self.0)
+            .extract_if(.., |s| s.handle.is_none())
+            .collect()
     }
 
     /// Takes the calls whose completion is there, with it, in the order they were submitted.

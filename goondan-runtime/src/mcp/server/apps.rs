@@ -459,12 +459,8 @@ fn ui_meta(meta: &PageMeta) -> Option<MetaObject> {
     if meta == &PageMeta::default() {
         return None;
     }
-    let mut object = JsonObject::new();
-    object.insert(
-        "ui".into(),
-        serde_json::to_value(meta).unwrap_or(Value::Null),
-    );
-    Some(MetaObject(object))
+    let ui = serde_json::to_value(meta).unwrap_or(Value::Null);
+    Some(MetaObject(JsonObject::from_iter([("ui".into(), ui)])))
 }
 
 /// The file `path` (relative paths from `root`) as text, when it lies inside `root` and is at
@@ -647,9 +643,7 @@ pub(super) fn bundle_pages(
 
 /// The server's capability of the extension: the mime type of its pages.
 pub(super) fn capability() -> JsonObject {
-    let mut settings = JsonObject::new();
-    settings.insert("mimeTypes".into(), serde_json::json!([APP_MIME_TYPE]));
-    settings
+    JsonObject::from_iter([("mimeTypes".into(), serde_json::json!([APP_MIME_TYPE]))])
 }
 
 /// Whether the client renders pages: it declares the extension, with our mime type among its

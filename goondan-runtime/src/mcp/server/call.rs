@@ -45,15 +45,10 @@ pub(super) fn call_tool_result(
     let (is_error, structured) = (shape.is_error, shape.structured);
     let parts: Vec<ContentBlock> = shape.parts.iter().filter_map(content_block).collect();
     // `call_shape` borrows only the output string; it is taken once the shape is done.
-    let (made, is_output) = match shape.text {
-        Some(Cow::Owned(text)) => (Some(text), false),
-        Some(Cow::Borrowed(_)) => (None, true),
-        None => (None, false),
-    };
-    let text = if is_output {
-        output_string(result)
-    } else {
-        made
+    let text = match shape.text {
+        Some(Cow::Owned(text)) => Some(text),
+        Some(Cow::Borrowed(_)) => output_string(result),
+        None => None,
     };
     let mut blocks: Vec<ContentBlock> = Vec::with_capacity(parts.len() + 1);
     blocks.extend(text.map(ContentBlock::text));

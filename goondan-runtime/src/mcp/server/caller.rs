@@ -315,8 +315,10 @@ impl McpCaller {
         let sealed = codec.seal_with(&payload, &SealOptions::new().associated_data(binding));
         Rounds::InputRequired(InputRequiredResult::new(Some(asked.requests), Some(sealed)))
     }
+}
 
-    fn declared(&self, question: &Question) -> bool {
+impl Caller for McpCaller {
+    fn can_answer(&self, question: &Question) -> bool {
         let c = &self.capabilities;
         match question {
             Question::Elicit { .. } => c.elicitation,
@@ -325,12 +327,6 @@ impl McpCaller {
             #[allow(unreachable_patterns)]
             _ => false,
         }
-    }
-}
-
-impl Caller for McpCaller {
-    fn can_answer(&self, question: &Question) -> bool {
-        self.declared(question)
     }
 
     fn ask(&self, key: Option<&str>, question: Question) -> AnswerFuture {
@@ -346,14 +342,14 @@ impl Caller for McpCaller {
             })))
         };
         match &self.mode {
-            Mode::Session if !self.declared(&question) => unsupported(),
+            Mode::Session if !self.can_answer(&question) => unsupported(),
             Mode::Session => Box::pin(ask_session(self.peer.clone(), question)),
             Mode::Rounds { answers, .. } => {
                 if let Some(answer) = answers.get(&key) {
                     return Box::pin(std::future::ready(Ok(answer.clone())));
                 }
                 let mut asked = lock(&self.asked);
-                if !self.declared(&question) {
+                if !self.can_answer(&question) {
                     if asked.task {
                         return unsupported();
                     }
@@ -428,6 +424,13 @@ fn not_a_result(key: &str) -> ErrorData {
     )
 }
 
+/// The failure of a question MCP has no request for.
+fn not_over_mcp() -> AskError {
+    AskError::Failed {
+        reason: "this question cannot be asked over MCP".into(),
+    }
+}
+
 /// Asks a session's client in place.
 async fn ask_session(peer: Peer<RoleServer>, question: Question) -> Result<Value, AskError> {
     let failed = |e: &dyn std::fmt::Display| AskError::Failed {
@@ -449,11 +452,7 @@ async fn ask_session(peer: Peer<RoleServer>, question: Question) -> Result<Value
         }
         Question::Roots => serde_json::to_value(peer.list_roots().await.map_err(|e| failed(&e))?),
         #[allow(unreachable_patterns)]
-        _ => {
-            return Err(AskError::Failed {
-                reason: "this question cannot be asked over MCP".into(),
-            });
-        }
+        _ => return Err(not_over_mcp()),
     };
     answer.map_err(|e| failed(&e))
 }
@@ -483,11 +482,7 @@ fn input_request(question: &Question) -> Result<InputRequest, AskError> {
         )),
         Question::Roots => InputRequest::ListRoots(ListRootsRequest::default()),
         #[allow(unreachable_patterns)]
-        _ => {
-            return Err(AskError::Failed {
-                reason: "this question cannot be asked over MCP".into(),
-            });
-        }
+        _ => return Err(not_over_mcp()),
     })
 }
 

@@ -110,16 +110,150 @@ impl ServerHandler for McpServer {
         listing::page(tools, cursor.as_deref(), self.shared.page_size)
     }
 
+    /// The tool published as `name`, as `tools/list` lists it.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.listed_tool(name)
+        let view = self.current();
+        let at = view.catalog.position(self.shared.renames.goondan(name))?;
+        view.tools(&self.shared.renames).get(at).cloned()
     }
 
+    /// One `tools/call`: what it needs before it runs, the executor, then the result as MCP
+    /// sees it. Refuses a call that must run as a task for a client without tasks, and a
+    /// 2026-07-28 request whose state fails its seal.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+        let shared = &self.shared;
+        // The name the client called.
+        let published = request.name;
+        let client = Client::of(&context);
+        // A client that renders no page cannot call what only a page may (MCP Apps).
+        let view = self.current();
+        let renders_pages = client.renders_pages();
+        let catalog = Arc::clone(view.for_client(renders_pages, &shared.renames).0);
+        let name = shared.renames.goondan(&published);
+        let for_pages_only = !renders_pages
+            && view
+                .catalog
+                .get(name)
+                .and_then(crate::tools::catalog::CatalogItem::ui)
+                .is_some_and(|ui| !ui.visible_to_model());
+        drop(view);
+        let (state, responses) = (request.request_state, request.input_responses);
+        let mut builder =
+            ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
+        // The call's progress reports, when the client asked for them.
+        let mut reports = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (sink, rx) = progress::queue(token);
+            builder = builder.progress(sink);
+            reports = Some(rx);
+        }
+        let client_has_tasks = client.capabilities().is_some_and(|c| c.supports_tasks());
+        let item = catalog.get(name);
+        // A listed tool's name is the catalog's own, shared rather than copied.
+        let name = item.map_or_else(|| ArcStr::from(name), |i| i.name().as_arc_str().clone());
+        let needs_tasks = item.is_some_and(|item| {
+            item.annotations().is_some_and(|a| {
+                a.task_support == Some(crate::tools::annotations::TaskSupport::Required)
+            })
+        });
+        let output_schema = item.and_then(|i| i.output_schema().cloned());
+        if needs_tasks && !client_has_tasks {
+            return Err(tasks_required());
+        }
+        let call = crate::dialect::mcp::call(
+            call_id(&context.id),
+            name,
+            request.arguments.map(Value::Object),
+        );
+        let caller = Arc::new(self.caller(
+            &context,
+            &client,
+            &published,
+            &call.args,
+            state.as_deref(),
+            responses,
+        )?);
+        #[cfg(feature = "code-mode")]
+        if shared.code.is_some() {
+            builder = builder.step_calls(Arc::new(ServedCalls {
+                executor: self.executor().clone(),
+                catalog: Arc::clone(&self.current().inner),
+            }));
+        }
+        let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
+        let served = served_span(&call, &context);
+        // Only the client and the cancellation are kept of the request from here on.
+        let RequestContext { peer, ct, .. } = context;
+        let executor = self.executor();
+        let result = {
+            let mut work = std::pin::pin!(executor.execute(call, &ctx, &catalog));
+            tracing::Instrument::instrument(
+                drive(
+                    work.as_mut(),
+                    (&peer, &ct),
+                    ctx.cancellation(),
+                    Some(&caller),
+                    reports.as_mut(),
+                ),
+                served,
+            )
+            .await
+        };
+        // What a call that has not finished needs: the token that stops it.
+        let cancel = result.is_pending().then(|| ctx.cancellation().clone());
+        drop(ctx);
+        // Its log lines before its answer.
+        caller.logged().await;
+        match caller.finish() {
+            Rounds::Done => {}
+            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
+            Rounds::Missing(error) => return Err(error),
+        }
+        if call::is_unknown_tool(&result) {
+            let error = match (for_pages_only, &result.error) {
+                (true, Some(e)) => Some(e.clone().with_suggestion(format!(
+                    "`{published}` is called from its MCP Apps page only (visibility: [\"app\"]); \
+                     a host that renders pages declares the `{}` extension",
+                    apps::APPS_EXTENSION_ID
+                ))),
+                (_, e) => e.clone(),
+            };
+            return Err(call::unknown_tool(&published, error.as_ref()));
+        }
+        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
+            return Ok(call::call_tool_result(Cow::Owned(result), output_schema.as_deref()).into());
+        };
+        if client_has_tasks {
+            caller.become_task();
+            let task = shared.tasks.create(&handle, cancel, output_schema, caller);
+            if let Some(rx) = reports {
+                progress::forward_rest(peer.clone(), rx);
+            }
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        // A client without tasks waits, bounded by the export's timeout.
+        let limit = executor
+            .registry()
+            .get(&result.tool_name)
+            .and_then(|e| e.export().timeout())
+            .unwrap_or(shared.pending_wait);
+        let pending = executor.pending().clone();
+        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
+        let waited = drive(wait.as_mut(), (&peer, &ct), &cancel, None, reports.as_mut()).await;
+        let finished = match waited {
+            Ok(Some(done)) => done,
+            Ok(None) => gone(&result, &handle),
+            Err(_) => {
+                cancel.cancel();
+                timed_out(&result, limit)
+            }
+        };
+        caller.logged().await;
+        Ok(call::call_tool_result(Cow::Owned(finished), output_schema.as_deref()).into())
     }
 
     async fn get_task(
@@ -127,10 +261,8 @@ impl ServerHandler for McpServer {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let task = self
-            .shared
-            .tasks
-            .get(&request.task_id, self.executor().pending())?;
+        let pending = self.executor().pending();
+        let task = self.shared.tasks.get(&request.task_id, pending)?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -183,28 +315,23 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        if self.serves_resources() {
-            let first_page = request.as_ref().and_then(|r| r.cursor.as_ref()).is_none();
-            let mut listed = match &self.shared.others {
-                Some(o) => o.list_resources(request, context).await?,
-                None => ListResourcesResult::default(),
-            };
-            if first_page {
-                let mut resources = Vec::new();
-                #[cfg(feature = "skills")]
-                if let Some(skills) = &self.shared.skills {
-                    resources = skills.resources();
-                }
-                resources.extend(self.shared.pages.resources());
-                resources.append(&mut listed.resources);
-                listed.resources = resources;
+        let first_page = request.as_ref().and_then(|r| r.cursor.as_ref()).is_none();
+        let mut listed = match &self.shared.others {
+            Some(o) => o.list_resources(request, context).await?,
+            None if self.serves_resources() => ListResourcesResult::default(),
+            None => return Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
+        };
+        if self.serves_resources() && first_page {
+            let mut resources = Vec::new();
+            #[cfg(feature = "skills")]
+            if let Some(skills) = &self.shared.skills {
+                resources = skills.resources();
             }
-            return Ok(listed);
+            resources.extend(self.shared.pages.resources());
+            resources.append(&mut listed.resources);
+            listed.resources = resources;
         }
-        match &self.shared.others {
-            Some(o) => o.list_resources(request, context).await,
-            None => Err(ErrorData::method_not_found::<ListResourcesRequestMethod>()),
-        }
+        Ok(listed)
     }
 
     /// A page of MCP Apps, a `skill://` file from the skills, any other resource from the
@@ -361,145 +488,6 @@ impl McpServer {
             return true;
         }
         !self.shared.pages.is_empty()
-    }
-
-    /// One `tools/call`: what it needs before it runs, the executor, then the result as MCP
-    /// sees it. Refuses a call that must run as a task for a client without tasks, and a
-    /// 2026-07-28 request whose state fails its seal.
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let shared = &self.shared;
-        // The name the client called.
-        let published = request.name;
-        let client = Client::of(&context);
-        // A client that renders no page cannot call what only a page may (MCP Apps).
-        let view = self.current();
-        let renders_pages = client.renders_pages();
-        let catalog = Arc::clone(view.for_client(renders_pages, &shared.renames).0);
-        let name = shared.renames.goondan(&published);
-        let for_pages_only = !renders_pages
-            && view
-                .catalog
-                .get(name)
-                .and_then(crate::tools::catalog::CatalogItem::ui)
-                .is_some_and(|ui| !ui.visible_to_model());
-        drop(view);
-        let (state, responses) = (request.request_state, request.input_responses);
-        let mut builder =
-            ToolContext::builder_in(Arc::clone(&shared.workdir)).agent_name(&shared.agent_name);
-        // The call's progress reports, when the client asked for them.
-        let mut reports = None;
-        if let Some(token) = context.meta.get_progress_token() {
-            let (sink, rx) = progress::queue(token);
-            builder = builder.progress(sink);
-            reports = Some(rx);
-        }
-        let client_has_tasks = client.capabilities().is_some_and(|c| c.supports_tasks());
-        let item = catalog.get(name);
-        // A listed tool's name is the catalog's own, shared rather than copied.
-        let name = item.map_or_else(|| ArcStr::from(name), |i| i.name().as_arc_str().clone());
-        let needs_tasks = item.is_some_and(|item| {
-            item.annotations().is_some_and(|a| {
-                a.task_support == Some(crate::tools::annotations::TaskSupport::Required)
-            })
-        });
-        let output_schema = item.and_then(|i| i.output_schema().cloned());
-        if needs_tasks && !client_has_tasks {
-            return Err(tasks_required());
-        }
-        let call = crate::dialect::mcp::call(
-            call_id(&context.id),
-            name,
-            request.arguments.map(Value::Object),
-        );
-        let caller = Arc::new(self.caller(
-            &context,
-            &client,
-            &published,
-            &call.args,
-            state.as_deref(),
-            responses,
-        )?);
-        #[cfg(feature = "code-mode")]
-        if shared.code.is_some() {
-            builder = builder.step_calls(Arc::new(ServedCalls {
-                executor: self.executor().clone(),
-                catalog: Arc::clone(&self.current().inner),
-            }));
-        }
-        let ctx = builder.caller(caller.clone() as Arc<dyn Caller>).build();
-        let served = served_span(&call, &context);
-        // Only the client and the cancellation are kept of the request from here on.
-        let RequestContext { peer, ct, .. } = context;
-        let executor = self.executor();
-        let result = {
-            let mut work = std::pin::pin!(executor.execute(call, &ctx, &catalog));
-            tracing::Instrument::instrument(
-                drive(
-                    work.as_mut(),
-                    (&peer, &ct),
-                    ctx.cancellation(),
-                    Some(&caller),
-                    reports.as_mut(),
-                ),
-                served,
-            )
-            .await
-        };
-        // What a call that has not finished needs: the token that stops it.
-        let cancel = result.is_pending().then(|| ctx.cancellation().clone());
-        drop(ctx);
-        // Its log lines before its answer.
-        caller.logged().await;
-        match caller.finish() {
-            Rounds::Done => {}
-            Rounds::InputRequired(more) => return Ok(CallToolResponse::InputRequired(more)),
-            Rounds::Missing(error) => return Err(error),
-        }
-        if call::is_unknown_tool(&result) {
-            let error = match (for_pages_only, &result.error) {
-                (true, Some(e)) => Some(e.clone().with_suggestion(format!(
-                    "`{published}` is called from its MCP Apps page only (visibility: [\"app\"]); \
-                     a host that renders pages declares the `{}` extension",
-                    apps::APPS_EXTENSION_ID
-                ))),
-                (_, e) => e.clone(),
-            };
-            return Err(call::unknown_tool(&published, error.as_ref()));
-        }
-        let (Some(handle), Some(cancel)) = (result.handle.clone(), cancel) else {
-            return Ok(call::call_tool_result(Cow::Owned(result), output_schema.as_deref()).into());
-        };
-        if client_has_tasks {
-            caller.become_task();
-            let task = shared.tasks.create(&handle, cancel, output_schema, caller);
-            if let Some(rx) = reports {
-                progress::forward_rest(peer.clone(), rx);
-            }
-            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
-        }
-        // A client without tasks waits, bounded by the export's timeout.
-        let limit = executor
-            .registry()
-            .get(&result.tool_name)
-            .and_then(|e| e.export().timeout())
-            .unwrap_or(shared.pending_wait);
-        let pending = executor.pending().clone();
-        let mut wait = std::pin::pin!(tokio::time::timeout(limit, pending.wait(&handle)));
-        let waited = drive(wait.as_mut(), (&peer, &ct), &cancel, None, reports.as_mut()).await;
-        let finished = match waited {
-            Ok(Some(done)) => done,
-            Ok(None) => gone(&result, &handle),
-            Err(_) => {
-                cancel.cancel();
-                timed_out(&result, limit)
-            }
-        };
-        caller.logged().await;
-        Ok(call::call_tool_result(Cow::Owned(finished), output_schema.as_deref()).into())
     }
 
     /// The client as the caller of one call: a session's client is asked in place; a
@@ -707,13 +695,12 @@ fn late(submitted: &ToolCallResult, err: crate::ToolError) -> ToolCallResult {
 /// The protocol's error for a call that only runs as a task, from a client that did not
 /// declare the tasks extension.
 fn tasks_required() -> ErrorData {
-    let mut required = rmcp::model::ClientCapabilities::default();
-    let mut extensions = rmcp::model::ExtensionCapabilities::new();
-    extensions.insert(
+    let tasks = (
         rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-        rmcp::model::JsonObject::new(),
+        Default::default(),
     );
-    required.extensions = Some(extensions);
+    let mut required = rmcp::model::ClientCapabilities::default();
+    required.extensions = Some(rmcp::model::ExtensionCapabilities::from_iter([tasks]));
     ErrorData::missing_required_client_capability(required)
 }
 

@@ -57,16 +57,7 @@ pub(super) fn tool_of(item: &CatalogItem, renames: &Renames) -> Tool {
     // asks of an entry; an item that is not is listed with no parameters.
     serde_json::from_value(serde_json::Value::Object(entry)).unwrap_or_else(|error| {
         tracing::warn!(%error, tool = name, "listed with an empty input schema");
-        Tool::new_with_raw(
-            Cow::Owned(name.to_owned()),
-            None,
-            Arc::new(empty_object_schema()),
-        )
+        let empty = JsonObject::from_iter([("type".into(), Value::from("object"))]);
+        Tool::new_with_raw(Cow::Owned(name.to_owned()), None, Arc::new(empty))
     })
-}
-
-fn empty_object_schema() -> JsonObject {
-    let mut o = JsonObject::new();
-    o.insert("type".into(), Value::from("object"));
-    o
 }

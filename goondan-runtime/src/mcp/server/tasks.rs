@@ -173,8 +173,8 @@ fn unknown(task_id: &str) -> ErrorData {
 }
 
 fn error_object(message: &str) -> JsonObject {
-    let mut o = JsonObject::new();
-    o.insert("code".into(), Value::from(-32603));
-    o.insert("message".into(), Value::from(message));
-    o
+    JsonObject::from_iter([
+        ("code".into(), Value::from(-32603)),
+        ("message".into(), Value::from(message)),
+    ])
 }

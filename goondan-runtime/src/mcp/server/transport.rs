@@ -89,12 +89,9 @@ impl McpServer {
     /// # }
     /// ```
     pub async fn serve_http(self, addr: SocketAddr) -> Result<HttpServer, ServeError> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServeError::Bind { addr, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| ServeError::Bind { addr, source })?;
+        let bind = |source| ServeError::Bind { addr, source };
+        let listener = TcpListener::bind(addr).await.map_err(bind)?;
+        let local_addr = listener.local_addr().map_err(bind)?;
         let stop = CancellationToken::new();
         let limits = self.shared.http_limits;
         // rmcp's defaults: loopback hosts only, and `Origin` not checked.
@@ -273,81 +270,6 @@ mod tests {
         Ok(McpServer::builder(Arc::new(registry)).build()?)
     }
 
-    /// One HTTP/1.1 request on a connection of its own; the answer as status, headers (names
-    /// lowercase) and body (de-chunked).
-    async fn exchange(
-        addr: SocketAddr,
-        method: &str,
-        headers: &[(String, Vec<u8>)],
-        body: &[u8],
-    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
-        let mut stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut request = format!("{method} /mcp HTTP/1.1\r\n").into_bytes();
-        for (name, value) in headers {
-            request.extend_from_slice(name.as_bytes());
-            request.extend_from_slice(b": ");
-            request.extend_from_slice(value);
-            request.extend_from_slice(b"\r\n");
-        }
-        request.extend_from_slice(
-            format!(
-                "Content-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            )
-            .as_bytes(),
-        );
-        request.extend_from_slice(body);
-        stream
-            .write_all(&request)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut answer = Vec::new();
-        tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
-            .await
-            .map_err(|_| "no answer in 20 s".to_owned())?
-            .map_err(|e| e.to_string())?;
-        let split = answer
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .ok_or("no end of head")?;
-        let head = String::from_utf8_lossy(&answer[..split]).into_owned();
-        let mut rest = answer[split + 4..].to_vec();
-        let mut lines = head.split("\r\n");
-        let status = lines
-            .next()
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|s| s.parse().ok())
-            .ok_or("no status")?;
-        let mut fields = Vec::new();
-        let mut chunked = false;
-        for line in lines {
-            let (name, value) = line.split_once(':').ok_or("a bad header line")?;
-            let (name, value) = (name.to_ascii_lowercase(), value.trim().to_owned());
-            chunked |= name == "transfer-encoding" && value == "chunked";
-            fields.push((name, value));
-        }
-        if chunked {
-            let mut body = Vec::new();
-            loop {
-                let end = rest
-                    .windows(2)
-                    .position(|w| w == b"\r\n")
-                    .ok_or("a cut chunk")?;
-                let size = usize::from_str_radix(&String::from_utf8_lossy(&rest[..end]), 16)
-                    .map_err(|e| e.to_string())?;
-                if size == 0 {
-                    break;
-                }
-                body.extend_from_slice(rest.get(end + 2..end + 2 + size).ok_or("a short chunk")?);
-                rest.drain(..end + 4 + size);
-            }
-            rest = body;
-        }
-        Ok((status, fields, rest))
-    }
-
     /// Stopping the server closes its connections: a client's idle keep-alive connection
     /// reads its end at once.
     #[tokio::test]
@@ -412,21 +334,21 @@ mod tests {
                     written - kept
                 ));
             }
-            let addr = server.local_addr();
-            let headers = [
-                ("Host", addr.to_string().into_bytes()),
-                ("Accept", b"application/json, text/event-stream".to_vec()),
-                ("Content-Type", b"application/json".to_vec()),
-                ("MCP-Protocol-Version", b"2026-07-28".to_vec()),
-                ("Mcp-Method", b"tools/call".to_vec()),
-                ("Mcp-Name", b"echo__talk".to_vec()),
-            ]
-            .map(|(name, value)| (name.to_owned(), value));
-            let (status, _, body) = exchange(addr, "POST", &headers, call.to_string().as_bytes())
+            crate::tls::install_crypto_provider();
+            let answer = reqwest::Client::new()
+                .post(server.url())
+                .header("Accept", "application/json, text/event-stream")
+                .header("Content-Type", "application/json")
+                .header("MCP-Protocol-Version", "2026-07-28")
+                .header("Mcp-Method", "tools/call")
+                .header("Mcp-Name", "echo__talk")
+                .body(call.to_string())
+                .timeout(Duration::from_secs(20))
+                .send()
                 .await
                 .unwrap();
-            assert_eq!(status, 200);
-            let events = events(&body);
+            assert_eq!(answer.status(), 200);
+            let events = events(&answer.bytes().await.unwrap());
             let lines: Vec<&str> = events
                 .iter()
                 .filter(|e| e["method"] == "notifications/message")

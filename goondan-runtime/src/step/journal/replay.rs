@@ -337,12 +337,7 @@ impl Replay {
             CallProgress::Started => 2,
             CallProgress::Finished(_) => 3,
         };
-        let open = self
-            .unfinished
-            .as_mut()
-            .and_then(|t| t.open.as_mut())
-            .filter(|o| o.assistant.id == message_id);
-        let Some(open) = open else {
+        let Some(open) = self.open_step(message_id) else {
             let resubmitted = self
                 .submitted
                 .iter()
@@ -373,13 +368,16 @@ impl Replay {
         }
     }
 
+    /// The open Step, when its assistant message is `message_id`.
+    fn open_step(&mut self, message_id: &str) -> Option<&mut OpenStep> {
+        let open = self.unfinished.as_mut()?.open.as_mut()?;
+        (open.assistant.id == message_id).then_some(open)
+    }
+
     /// The program of the open Step's started call `call_id` (of the message `message_id`).
     fn program(&mut self, message_id: &str, call_id: &str) -> Result<&mut Vec<InnerCall>, String> {
         let open = self
-            .unfinished
-            .as_mut()
-            .and_then(|t| t.open.as_mut())
-            .filter(|o| o.assistant.id == message_id)
+            .open_step(message_id)
             .ok_or_else(|| "no such step is running".to_owned())?;
         open.assistant
             .tool_calls
