@@ -83,7 +83,7 @@ pub(crate) struct Offered {
     /// What the model is shown, and what its own calls are checked against.
     pub(crate) shown: ToolCatalog,
     /// What the program's calls are checked against: the Step's catalog without the code
-    /// mode's own tools.
+    /// mode's own tools and without the tools only an MCP Apps page may call.
     pub(crate) inner: Arc<ToolCatalog>,
 }
 
@@ -155,9 +155,16 @@ impl CodeOffer {
     /// tool, described with the stubs of the Step's tools (or, with a search and a big
     /// catalog, pointing to it), and the search, beside the tools or alone.
     pub(crate) fn offer(&self, catalog: ToolCatalog) -> Offered {
-        let mut inner = catalog;
-        inner.remove(TOOL_NAME);
-        inner.remove(SEARCH_NAME);
+        let mut tools = catalog;
+        tools.remove(TOOL_NAME);
+        tools.remove(SEARCH_NAME);
+        // A program is the model's: a tool only an MCP Apps page may call is none of its
+        // functions, though the tools shown beside the code tool keep it for the page.
+        let mut inner = tools.clone();
+        inner.retain(|item| {
+            item.ui()
+                .is_none_or(crate::tools::ui::ExportUi::visible_to_model)
+        });
         let search = self.search.as_ref().map(|_| SEARCH_NAME);
         let description = describe(
             &Functions::of(&inner, TOOL_NAME),
@@ -167,7 +174,7 @@ impl CodeOffer {
         );
         let item = CatalogItem::from_entry(&self.entry).with_description(description);
         let mut shown = if self.direct {
-            inner.clone()
+            tools
         } else {
             ToolCatalog::new()
         };

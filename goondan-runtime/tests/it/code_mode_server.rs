@@ -270,3 +270,57 @@ async fn mcp_server_code_mode_with_a_big_catalog_points_to_the_search_instead_of
     );
     client.cancel().await.unwrap();
 }
+
+/// A gauge whose page sets it; only the page may call `set`.
+#[tool(name = "gauge")]
+pub mod gauge {
+    /// How many times the page set the gauge.
+    pub static SETS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// The gauge's reading.
+    #[export(ui = "ui://gauge/view.html")]
+    pub fn read() -> i64 {
+        7
+    }
+
+    /// Sets the gauge (its page's control).
+    #[export(ui = "ui://gauge/view.html", visibility = "app")]
+    pub fn set(
+        /// The new reading.
+        value: i64,
+    ) -> i64 {
+        SETS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        value
+    }
+}
+
+/// A program is the model's: a tool only an MCP Apps page may call is none of its functions,
+/// whether the client renders pages or not, and no call of it reaches the tool.
+#[tokio::test]
+async fn mcp_server_code_mode_programs_cannot_call_a_tool_only_a_page_may_call() {
+    use goondan_runtime::mcp::server::AppPage;
+    let registry = Arc::new(ToolRegistry::builder().tool(gauge::TOOL).build().unwrap());
+    let server = McpServer::builder(Arc::clone(&registry))
+        .tools(["gauge"])
+        .app_page(AppPage::html("ui://gauge/view.html", "<p>gauge</p>"))
+        .code_mode(CodeMode::new())
+        .build()
+        .unwrap();
+    let client = connect(server).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let run = description(&tools, TOOL_NAME);
+    assert!(run.contains("def read("), "{run}");
+    assert!(!run.contains("def set("), "{run}");
+
+    let read = call(&client, TOOL_NAME, json!({"code": "gauge.read()"})).await;
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    let output: Value = serde_json::from_str(&text(&read)).unwrap();
+    assert_eq!(output["value"], 7, "{output}");
+
+    let set = call(&client, TOOL_NAME, json!({"code": "gauge.set(value=1)"})).await;
+    assert_eq!(set.is_error, Some(true), "{set:?}");
+    assert!(text(&set).contains("E_CODE_ERROR"), "{}", text(&set));
+    assert_eq!(gauge::SETS.load(std::sync::atomic::Ordering::SeqCst), 0);
+    client.cancel().await.unwrap();
+}
