@@ -8,16 +8,9 @@ use serde::Serialize;
 use serde::ser;
 
 /// A number JSON cannot hold, with where it was.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct NotFinite(pub(crate) String);
-
-impl fmt::Display for NotFinite {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NotFinite {}
 
 impl ser::Error for NotFinite {
     fn custom<T: fmt::Display>(msg: T) -> Self {
