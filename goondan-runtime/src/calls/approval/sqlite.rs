@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use super::Decision;
 use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
-    from_stored, same_call, to_stored,
+    from_stored, same_call, to_stored, unless_damaged,
 };
 use crate::lock;
 
@@ -232,13 +232,7 @@ impl SqliteQuestions {
         let mut questions = Vec::new();
         for row in rows {
             let (id, body) = row.map_err(|e| self.storage(e))?;
-            match self.parse(&id, &body) {
-                Ok(question) => questions.push(question),
-                // One damaged question does not hide the others.
-                Err(e) => {
-                    tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out")
-                }
-            }
+            questions.extend(unless_damaged(self.parse(&id, &body)));
         }
         Ok(questions)
     }
