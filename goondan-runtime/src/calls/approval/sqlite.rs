@@ -293,15 +293,23 @@ mod tests {
         (dir, store)
     }
 
+    /// Question `id` approved from the command line at `at_ms`, for any agent.
+    async fn approve(
+        store: &SqliteQuestions,
+        id: &str,
+        at_ms: u64,
+    ) -> Result<AnswerOutcome, QuestionError> {
+        store
+            .answer(id, None, Decision::Approve, "cli", at_ms)
+            .await
+    }
+
     #[tokio::test]
     async fn asking_the_same_call_twice_keeps_one_question_and_its_answer() {
         let (_dir, store) = store();
         let q = question("c1", None);
         store.ask(q.clone()).await.unwrap();
-        store
-            .answer(&q.id, None, Decision::Approve, "cli", 20)
-            .await
-            .unwrap();
+        approve(&store, &q.id, 20).await.unwrap();
         let again = store.ask(q.clone()).await.unwrap();
         assert_eq!(again.answer.map(|a| a.decision), Some(Decision::Approve));
         assert_eq!(store.list(Listing::All).await.unwrap().len(), 1);
@@ -312,10 +320,7 @@ mod tests {
         let (_dir, store) = store();
         let q = question("c1", Some(15));
         store.ask(q.clone()).await.unwrap();
-        let late = store
-            .answer(&q.id, None, Decision::Approve, "cli", 20)
-            .await
-            .unwrap();
+        let late = approve(&store, &q.id, 20).await.unwrap();
         let AnswerOutcome::Expired(kept) = late else {
             panic!("not expired: {late:?}")
         };
@@ -325,10 +330,7 @@ mod tests {
             matches!(&answer.decision, Decision::Deny { reason } if reason.starts_with("expired"))
         );
         // The expiry's denial stands for later answers too.
-        let again = store
-            .answer(&q.id, None, Decision::Approve, "cli", 30)
-            .await
-            .unwrap();
+        let again = approve(&store, &q.id, 30).await.unwrap();
         assert!(matches!(again, AnswerOutcome::AlreadyAnswered(_)));
     }
 
@@ -337,9 +339,7 @@ mod tests {
         let (dir, store) = store();
         let q = question("c1", None);
         store.ask(q.clone()).await.unwrap();
-        let unknown = store
-            .answer("nope", None, Decision::Approve, "cli", 20)
-            .await;
+        let unknown = approve(&store, "nope", 20).await;
         assert!(matches!(unknown, Err(QuestionError::Unknown { .. })));
         let other = store
             .answer(&q.id, Some("reviewer"), Decision::Approve, "cli", 20)
@@ -366,9 +366,7 @@ mod tests {
             Err(QuestionError::Corrupt { .. })
         ));
         assert!(matches!(
-            store
-                .answer(&damaged.id, None, Decision::Approve, "cli", 20)
-                .await,
+            approve(&store, &damaged.id, 20).await,
             Err(QuestionError::Corrupt { .. })
         ));
         let waiting = store.list(Listing::Waiting).await.unwrap();
