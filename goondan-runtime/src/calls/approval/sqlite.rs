@@ -87,49 +87,7 @@ impl SqliteQuestions {
     /// Fails when a newer goondan wrote it, or when it is not a questions' file.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, QuestionError> {
         let path = path.into();
-        let storage =
-            |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::storage(path.display(), e);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| storage(e.into()))?;
-        }
-        let conn = Connection::open(&path).map_err(|e| storage(e.into()))?;
-        conn.busy_timeout(BUSY_WAIT)
-            .map_err(|e| storage(e.into()))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(|e| storage(e.into()))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(storage(
-                format!("SQLite refused write-ahead-log mode (it is `{mode}`)").into(),
-            ));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| storage(e.into()))?;
-        let version: u32 = conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(|e| storage(e.into()))?;
-        if version > FORMAT_VERSION {
-            return Err(storage(
-                format!(
-                    "it has format {version}; this build reads up to {FORMAT_VERSION}: upgrade \
-                     goondan"
-                )
-                .into(),
-            ));
-        }
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE;
-             CREATE TABLE IF NOT EXISTS questions (
-                 seq INTEGER PRIMARY KEY,
-                 id TEXT NOT NULL UNIQUE,
-                 agent TEXT NOT NULL,
-                 answered INTEGER NOT NULL DEFAULT 0,
-                 body TEXT NOT NULL
-             );
-             PRAGMA user_version = {FORMAT_VERSION};
-             COMMIT;"
-        ))
-        .map_err(|e| storage(e.into()))?;
+        let conn = connect(&path).map_err(|e| QuestionError::storage(path.display(), e))?;
         Ok(Self {
             path,
             conn: Mutex::new(conn),
@@ -236,6 +194,41 @@ impl SqliteQuestions {
         }
         Ok(questions)
     }
+}
+
+/// The questions' file at `path`, made when there is none (its directory too) and checked:
+/// write-ahead-log mode, a format this build reads, the table.
+fn connect(path: &Path) -> Result<Connection, Box<dyn std::error::Error + Send + Sync>> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_WAIT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("SQLite refused write-ahead-log mode (it is `{mode}`)").into());
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let version: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version > FORMAT_VERSION {
+        return Err(format!(
+            "it has format {version}; this build reads up to {FORMAT_VERSION}: upgrade goondan"
+        )
+        .into());
+    }
+    conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS questions (
+                 seq INTEGER PRIMARY KEY,
+                 id TEXT NOT NULL UNIQUE,
+                 agent TEXT NOT NULL,
+                 answered INTEGER NOT NULL DEFAULT 0,
+                 body TEXT NOT NULL
+             );
+             PRAGMA user_version = {FORMAT_VERSION};
+             COMMIT;"
+    ))?;
+    Ok(conn)
 }
 
 impl QuestionStore for SqliteQuestions {
