@@ -402,13 +402,11 @@ pub(crate) fn keys_of(schema: &Value) -> (Vec<String>, Vec<String>) {
     let required = schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
     let allowed = schema
         .get("properties")
         .and_then(Value::as_object)
