@@ -31,6 +31,7 @@ pub enum PendingState {
     Finished(ToolCallResult),
 }
 
+#[derive(Default)]
 struct State {
     /// Each submitted call's result, `None` while it runs.
     slots: HashMap<String, watch::Receiver<Option<ToolCallResult>>>,
@@ -74,10 +75,7 @@ impl PendingResults {
         let (events, _) = broadcast::channel(256);
         Self {
             inner: Arc::new(Inner {
-                state: Mutex::new(State {
-                    slots: HashMap::new(),
-                    finished: VecDeque::new(),
-                }),
+                state: Mutex::default(),
                 events,
                 prefix: crate::tools::context::fresh_id("pending"),
                 next: AtomicU64::new(1),
@@ -109,10 +107,11 @@ impl PendingResults {
     /// unknown handle.
     pub async fn wait(&self, handle: &str) -> Option<ToolCallResult> {
         let mut rx = lock(&self.inner.state).slots.get(handle)?.clone();
-        let result = match rx.wait_for(Option::is_some).await {
-            Ok(r) => r.clone(),
-            Err(_) => None,
-        };
+        let result = rx
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|r| r.clone());
         self.take(handle);
         result
     }

@@ -153,25 +153,25 @@ pub(crate) fn invalid_args(problems: Vec<ArgProblem>, schema: &Value) -> ToolErr
         message.push_str(&format!("\n- and {} more", total - MAX_LISTED_PROBLEMS));
     }
     let (required, allowed) = keys_of(schema);
-    let quote = |keys: &[String]| {
-        if keys.is_empty() {
-            "none".to_owned()
-        } else {
-            keys.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
     ToolError::new(message)
         .with_code(codes::INVALID_ARGS)
         .with_name("InvalidArgumentsError")
         .with_suggestion(format!(
             "send a JSON object matching the tool's parameters; required: {}; allowed: {}; \
              values are not converted (send 5, not \"5\")",
-            quote(&required),
-            quote(&allowed)
+            quoted(&required),
+            quoted(&allowed)
         ))
+}
+
+/// `items` as a list of code spans (`` `a`, `b` ``), or `none`.
+pub(crate) fn quoted<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    let quoted: Vec<String> = items.into_iter().map(|i| format!("`{i}`")).collect();
+    if quoted.is_empty() {
+        "none".to_owned()
+    } else {
+        quoted.join(", ")
+    }
 }
 
 pub(crate) fn timed_out(limit: Duration) -> ToolError {

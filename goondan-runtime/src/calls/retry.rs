@@ -11,6 +11,8 @@ use crate::lock;
 use crate::tools::error::{ToolError, codes};
 #[cfg(feature = "host")]
 use crate::tools::result::{ToolCallResult, ToolStatus};
+#[cfg(feature = "host")]
+use crate::tools::schema::escape_pointer;
 
 /// How many failures of one tool the model may see in a Turn: per export (`bash__exec`), per
 /// tool (`bash`, for each of its exports), and for the Agent's other tools. Failures that count
@@ -98,7 +100,7 @@ impl RetryBudget {
                         ));
                     };
                     for (name, n) in tools {
-                        let at = format!("/tools/{}", name.replace('~', "~0").replace('/', "~1"));
+                        let at = format!("/tools/{}", escape_pointer(name));
                         let n = count(n, at.clone())?;
                         if name.is_empty() || name.split("__").any(str::is_empty) {
                             return Err((at, format!("`{name}` is not a tool or export name")));

@@ -245,16 +245,16 @@ impl Content {
                 .decode(b)
                 .map_err(|e| ContentError::Base64(e.to_string()))
         };
+        let binary = || {
+            Ok(Binary {
+                mime_type: field(value, "mimeType")?,
+                data: decode(&field(value, "data")?)?,
+            })
+        };
         match value.get("type").and_then(Value::as_str) {
             Some("text") => Ok(Content::Text(field(value, "text")?)),
-            Some("image") => Ok(Content::Image(Binary {
-                mime_type: field(value, "mimeType")?,
-                data: decode(&field(value, "data")?)?,
-            })),
-            Some("audio") => Ok(Content::Audio(Binary {
-                mime_type: field(value, "mimeType")?,
-                data: decode(&field(value, "data")?)?,
-            })),
+            Some("image") => binary().map(Content::Image),
+            Some("audio") => binary().map(Content::Audio),
             Some("resource") => {
                 let r = value.get("resource").ok_or(ContentError::Missing {
                     field: "resource".into(),
@@ -373,23 +373,17 @@ impl From<Vec<Content>> for ToolReturn {
 /// `content` of a [`ToolCallResult`](crate::ToolCallResult) as JSON: parts in MCP's shape.
 pub(crate) mod parts {
     use serde::de::Error as _;
-    use serde::ser::SerializeSeq;
     use serde::{Deserialize, Deserializer, Serializer};
     use serde_json::Value;
 
     use super::Content;
 
     pub(crate) fn serialize<S: Serializer>(parts: &[Content], s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(parts.len()))?;
-        for part in parts {
-            seq.serialize_element(&part.to_json())?;
-        }
-        seq.end()
+        s.collect_seq(parts.iter().map(Content::to_json))
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Content>, D::Error> {
-        let values = Vec::<Value>::deserialize(d)?;
-        values
+        Vec::<Value>::deserialize(d)?
             .iter()
             .map(|v| Content::from_json(v).map_err(D::Error::custom))
             .collect()

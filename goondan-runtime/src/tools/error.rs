@@ -4,7 +4,6 @@
 //! enums next to the code that raises them. The two meet in one place: the executor.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -57,8 +56,9 @@ pub const TRUNCATION_SUFFIX: &str = "... (truncated)";
 /// assert_eq!(err.code(), "E_WEATHER_CITY");
 /// assert_eq!(err.name(), "Error");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(transparent)]
+#[error("{}: {}", .0.code, .0.message)]
 pub struct ToolError(Box<Fields>);
 
 /// The fields of a [`ToolError`], boxed: errors are rare, and a small `ToolError` keeps the
@@ -208,14 +208,6 @@ impl ToolError {
         self
     }
 }
-
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.0.code, self.0.message)
-    }
-}
-
-impl std::error::Error for ToolError {}
 
 impl From<String> for ToolError {
     fn from(message: String) -> Self {

@@ -337,9 +337,11 @@ pub fn validate_tool_name(full: &str) -> Result<(&str, &str), NameError> {
 /// assert_eq!(ToolName::parse("file-system__read")?, name);
 /// # Ok::<(), goondan_runtime::tools::name::NameError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize)]
+#[serde(transparent)]
 pub struct ToolName {
     full: ArcStr,
+    #[serde(skip)]
     split: usize,
 }
 
@@ -435,12 +437,6 @@ impl std::borrow::Borrow<str> for ToolName {
 impl AsRef<str> for ToolName {
     fn as_ref(&self) -> &str {
         &self.full
-    }
-}
-
-impl serde::Serialize for ToolName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.full)
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
 /// The property that holds an output whose schema is not an object.
@@ -37,9 +37,12 @@ pub const RESULT_PROPERTY: &str = "result";
 /// assert_eq!(text.schema()["properties"]["result"]["type"], "string");
 /// assert_eq!(text.structured(serde_json::json!("hi")), serde_json::json!({"result": "hi"}));
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+// Serialised as the published schema.
+#[serde(transparent)]
 pub struct OutputSchema {
     schema: Arc<Value>,
+    #[serde(skip)]
     wraps_result: bool,
 }
 
@@ -130,13 +133,6 @@ fn is_wrapper(schema: &Value) -> bool {
                 "$schema" | "$defs" | "type" | "properties" | "required" | "additionalProperties"
             )
         })
-}
-
-/// Serialised as the published schema.
-impl Serialize for OutputSchema {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.schema.serialize(serializer)
-    }
 }
 
 /// Read back from the published schema: an object schema as it is; the exact shape of a

@@ -60,12 +60,9 @@ pub fn empty_object_schema() -> Value {
 pub fn schema_for<T: JsonSchema + 'static>() -> Arc<Value> {
     // Only the type's id and its schemars entry point are generic: the cache, the settings and
     // the hardening are compiled once here, not once per input type in every tool crate.
-    cached_schema(TypeId::of::<T>(), root_schema::<T>)
-}
-
-/// The root schema of `T` under `generator`: the one part of [`schema_for`] that needs `T`.
-fn root_schema<T: JsonSchema>(generator: SchemaGenerator) -> Value {
-    generator.into_root_schema_for::<T>().to_value()
+    cached_schema(TypeId::of::<T>(), |generator| {
+        generator.into_root_schema_for::<T>().to_value()
+    })
 }
 
 /// The cached neutral schema of the type `key`, made by `root` on a miss (under the settings
@@ -405,13 +402,11 @@ pub(crate) fn keys_of(schema: &Value) -> (Vec<String>, Vec<String>) {
     let required = schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
     let allowed = schema
         .get("properties")
         .and_then(Value::as_object)

@@ -8,7 +8,7 @@ use futures_util::TryStreamExt;
 use super::Decision;
 use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
-    from_stored, same_call, to_stored,
+    from_stored, same_call, to_stored, unless_damaged,
 };
 
 /// The largest question kept, in bytes of JSON (a server's `max_payload` may be lower).
@@ -166,18 +166,8 @@ impl QuestionStore for NatsQuestions {
                 .map_err(|e| self.storage(e))?;
             let mut questions = Vec::with_capacity(keys.len());
             for key in keys {
-                match self.get(&key).await {
-                    Ok(Some(question)) => {
-                        if which == Listing::All || question.answer.is_none() {
-                            questions.push(question);
-                        }
-                    }
-                    Ok(None) => {}
-                    // One damaged question does not hide the others.
-                    Err(e) => {
-                        tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out")
-                    }
-                }
+                let question = self.get(&key).await.transpose().and_then(unless_damaged);
+                questions.extend(question.filter(|q| which == Listing::All || q.answer.is_none()));
             }
             questions.sort_by(|a, b| (a.asked_at_ms, &a.id).cmp(&(b.asked_at_ms, &b.id)));
             Ok(questions)

@@ -307,6 +307,16 @@ pub(super) fn from_stored(
     Ok(question)
 }
 
+/// A question a store read back for a listing, or `None` when it is damaged (with a warning):
+/// one damaged question does not hide the others.
+#[cfg(any(feature = "sqlite", feature = "nats"))]
+pub(super) fn unless_damaged(read: Result<Question, QuestionError>) -> Option<Question> {
+    read.inspect_err(|e| {
+        tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out");
+    })
+    .ok()
+}
+
 /// Answers `question` as every store does: checks whose it is; keeps an answer it has
 /// already ([`AnswerOutcome::AlreadyAnswered`]); denies it for good when its expiry has passed
 /// ([`AnswerOutcome::Expired`]); else records `decision` by `by` at `now_ms`. The store then

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use super::Decision;
 use super::question::{
     AnswerOutcome, Listing, Question, QuestionError, QuestionFuture, QuestionStore, apply_answer,
-    from_stored, same_call, to_stored,
+    from_stored, same_call, to_stored, unless_damaged,
 };
 use crate::lock;
 
@@ -87,49 +87,7 @@ impl SqliteQuestions {
     /// Fails when a newer goondan wrote it, or when it is not a questions' file.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self, QuestionError> {
         let path = path.into();
-        let storage =
-            |e: Box<dyn std::error::Error + Send + Sync>| QuestionError::storage(path.display(), e);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| storage(e.into()))?;
-        }
-        let conn = Connection::open(&path).map_err(|e| storage(e.into()))?;
-        conn.busy_timeout(BUSY_WAIT)
-            .map_err(|e| storage(e.into()))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(|e| storage(e.into()))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(storage(
-                format!("SQLite refused write-ahead-log mode (it is `{mode}`)").into(),
-            ));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| storage(e.into()))?;
-        let version: u32 = conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(|e| storage(e.into()))?;
-        if version > FORMAT_VERSION {
-            return Err(storage(
-                format!(
-                    "it has format {version}; this build reads up to {FORMAT_VERSION}: upgrade \
-                     goondan"
-                )
-                .into(),
-            ));
-        }
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE;
-             CREATE TABLE IF NOT EXISTS questions (
-                 seq INTEGER PRIMARY KEY,
-                 id TEXT NOT NULL UNIQUE,
-                 agent TEXT NOT NULL,
-                 answered INTEGER NOT NULL DEFAULT 0,
-                 body TEXT NOT NULL
-             );
-             PRAGMA user_version = {FORMAT_VERSION};
-             COMMIT;"
-        ))
-        .map_err(|e| storage(e.into()))?;
+        let conn = connect(&path).map_err(|e| QuestionError::storage(path.display(), e))?;
         Ok(Self {
             path,
             conn: Mutex::new(conn),
@@ -232,16 +190,45 @@ impl SqliteQuestions {
         let mut questions = Vec::new();
         for row in rows {
             let (id, body) = row.map_err(|e| self.storage(e))?;
-            match self.parse(&id, &body) {
-                Ok(question) => questions.push(question),
-                // One damaged question does not hide the others.
-                Err(e) => {
-                    tracing::warn!(target: "goondan::approval", error = %e, "an approval question is left out")
-                }
-            }
+            questions.extend(unless_damaged(self.parse(&id, &body)));
         }
         Ok(questions)
     }
+}
+
+/// The questions' file at `path`, made when there is none (its directory too) and checked:
+/// write-ahead-log mode, a format this build reads, the table.
+fn connect(path: &Path) -> Result<Connection, Box<dyn std::error::Error + Send + Sync>> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_WAIT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("SQLite refused write-ahead-log mode (it is `{mode}`)").into());
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let version: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version > FORMAT_VERSION {
+        return Err(format!(
+            "it has format {version}; this build reads up to {FORMAT_VERSION}: upgrade goondan"
+        )
+        .into());
+    }
+    conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS questions (
+                 seq INTEGER PRIMARY KEY,
+                 id TEXT NOT NULL UNIQUE,
+                 agent TEXT NOT NULL,
+                 answered INTEGER NOT NULL DEFAULT 0,
+                 body TEXT NOT NULL
+             );
+             PRAGMA user_version = {FORMAT_VERSION};
+             COMMIT;"
+    ))?;
+    Ok(conn)
 }
 
 impl QuestionStore for SqliteQuestions {
@@ -299,15 +286,23 @@ mod tests {
         (dir, store)
     }
 
+    /// Question `id` approved from the command line at `at_ms`, for any agent.
+    async fn approve(
+        store: &SqliteQuestions,
+        id: &str,
+        at_ms: u64,
+    ) -> Result<AnswerOutcome, QuestionError> {
+        store
+            .answer(id, None, Decision::Approve, "cli", at_ms)
+            .await
+    }
+
     #[tokio::test]
     async fn asking_the_same_call_twice_keeps_one_question_and_its_answer() {
         let (_dir, store) = store();
         let q = question("c1", None);
         store.ask(q.clone()).await.unwrap();
-        store
-            .answer(&q.id, None, Decision::Approve, "cli", 20)
-            .await
-            .unwrap();
+        approve(&store, &q.id, 20).await.unwrap();
         let again = store.ask(q.clone()).await.unwrap();
         assert_eq!(again.answer.map(|a| a.decision), Some(Decision::Approve));
         assert_eq!(store.list(Listing::All).await.unwrap().len(), 1);
@@ -318,10 +313,7 @@ mod tests {
         let (_dir, store) = store();
         let q = question("c1", Some(15));
         store.ask(q.clone()).await.unwrap();
-        let late = store
-            .answer(&q.id, None, Decision::Approve, "cli", 20)
-            .await
-            .unwrap();
+        let late = approve(&store, &q.id, 20).await.unwrap();
         let AnswerOutcome::Expired(kept) = late else {
             panic!("not expired: {late:?}")
         };
@@ -331,10 +323,7 @@ mod tests {
             matches!(&answer.decision, Decision::Deny { reason } if reason.starts_with("expired"))
         );
         // The expiry's denial stands for later answers too.
-        let again = store
-            .answer(&q.id, None, Decision::Approve, "cli", 30)
-            .await
-            .unwrap();
+        let again = approve(&store, &q.id, 30).await.unwrap();
         assert!(matches!(again, AnswerOutcome::AlreadyAnswered(_)));
     }
 
@@ -343,9 +332,7 @@ mod tests {
         let (dir, store) = store();
         let q = question("c1", None);
         store.ask(q.clone()).await.unwrap();
-        let unknown = store
-            .answer("nope", None, Decision::Approve, "cli", 20)
-            .await;
+        let unknown = approve(&store, "nope", 20).await;
         assert!(matches!(unknown, Err(QuestionError::Unknown { .. })));
         let other = store
             .answer(&q.id, Some("reviewer"), Decision::Approve, "cli", 20)
@@ -372,9 +359,7 @@ mod tests {
             Err(QuestionError::Corrupt { .. })
         ));
         assert!(matches!(
-            store
-                .answer(&damaged.id, None, Decision::Approve, "cli", 20)
-                .await,
+            approve(&store, &damaged.id, 20).await,
             Err(QuestionError::Corrupt { .. })
         ));
         let waiting = store.list(Listing::Waiting).await.unwrap();

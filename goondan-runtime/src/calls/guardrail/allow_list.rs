@@ -9,6 +9,7 @@ use url::Url;
 
 use super::{CheckFuture, Guardrail, Verdict};
 use crate::calls::middleware::CallContext;
+use crate::calls::refusal::quoted;
 use crate::lock;
 
 /// The argument names whose values are paths, unless [`AllowList::path_arguments`] says
@@ -75,10 +76,9 @@ impl UrlRule {
                 path: dir_path(&url),
             });
         }
-        let (host, subdomains) = match entry.strip_prefix("*.") {
-            Some(rest) => (rest, true),
-            None => (entry, false),
-        };
+        let (host, subdomains) = entry
+            .strip_prefix("*.")
+            .map_or((entry, false), |h| (h, true));
         let valid = !host.is_empty()
             && host
                 .chars()
@@ -245,7 +245,7 @@ impl AllowList {
                 if !roots.iter().any(|root| resolved.starts_with(root)) {
                     return Some(format!(
                         "the path `{path}` (argument `{argument}`) is outside the allowed paths: {}",
-                        listed(self.paths.iter().map(|p| p.display().to_string()))
+                        quoted(self.paths.iter().map(|p| p.display()))
                     ));
                 }
             }
@@ -265,7 +265,7 @@ impl AllowList {
                         return Some(format!(
                             "the URL `{}` is not allowed; allowed: {}",
                             shorten(written),
-                            listed(self.urls.iter().map(|(entry, _)| entry.clone()))
+                            quoted(self.urls.iter().map(|(entry, _)| entry))
                         ));
                     }
                 }
@@ -281,11 +281,10 @@ impl Guardrail for AllowList {
     }
 
     fn check_input<'a>(&'a self, call: &'a CallContext) -> CheckFuture<'a> {
-        let verdict = match self.refusal(&call.args, call.context().workdir()) {
-            Some(reason) => Verdict::Trip(reason),
-            None => Verdict::Pass,
-        };
-        Box::pin(std::future::ready(verdict))
+        let refusal = self.refusal(&call.args, call.context().workdir());
+        Box::pin(std::future::ready(
+            refusal.map_or(Verdict::Pass, Verdict::Trip),
+        ))
     }
 
     fn checks_output(&self) -> bool {
@@ -351,13 +350,6 @@ fn strings_in<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
     }
 }
 
-fn listed(items: impl Iterator<Item = String>) -> String {
-    items
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// At most 200 characters of what the model wrote, for the message.
 fn shorten(text: &str) -> String {
     match text.char_indices().nth(200) {
@@ -372,8 +364,10 @@ mod tests {
 
     use super::*;
 
-    fn args(v: Value) -> serde_json::Map<String, Value> {
-        v.as_object().cloned().unwrap_or_default()
+    /// Why `allow` refuses a call with the arguments `args` working in `workdir`, if it does.
+    fn refused(allow: &AllowList, args: &Value, workdir: &Path) -> Option<String> {
+        let args = args.as_object().cloned().unwrap_or_default();
+        allow.refusal(&args, workdir)
     }
 
     #[test]
@@ -388,9 +382,9 @@ mod tests {
             json!({"edits": [{"path": "deep/x"}]}),
             json!({"content": "/etc/passwd is only text here"}),
         ] {
-            assert_eq!(allow.refusal(&args(ok.clone()), workdir), None, "{ok}");
+            assert_eq!(refused(&allow, &ok, workdir), None, "{ok}");
         }
-        for (refused, says) in [
+        for (args, says) in [
             (
                 json!({"path": "/etc/passwd"}),
                 "`/etc/passwd` (argument `path`)",
@@ -403,23 +397,13 @@ mod tests {
             ),
             (json!({"job": {"cwd": "/root"}}), "`/root` (argument `cwd`)"),
         ] {
-            let why = allow
-                .refusal(&args(refused.clone()), workdir)
-                .unwrap_or_default();
-            assert!(why.contains(says), "{refused}: {why}");
+            let why = refused(&allow, &args, workdir).unwrap_or_default();
+            assert!(why.contains(says), "{args}: {why}");
             assert!(why.contains("`.`, `/tmp/shared`"), "{why}");
         }
         let custom = AllowList::new().path(".").path_arguments(["target"]);
-        assert!(
-            custom
-                .refusal(&args(json!({"target": "/x"})), workdir)
-                .is_some()
-        );
-        assert!(
-            custom
-                .refusal(&args(json!({"path": "/x"})), workdir)
-                .is_none()
-        );
+        assert!(refused(&custom, &json!({"target": "/x"}), workdir).is_some());
+        assert!(refused(&custom, &json!({"path": "/x"}), workdir).is_none());
     }
 
     #[test]
@@ -429,15 +413,15 @@ mod tests {
         let first = allow.roots(a);
         assert_eq!(*first, [PathBuf::from("/a/w"), PathBuf::from("/a/shared")]);
         assert!(Arc::ptr_eq(&first, &allow.roots(a)), "resolved again");
-        let inside = args(json!({"path": "/a/shared/x"}));
-        assert_eq!(allow.refusal(&inside, a), None);
+        let inside = json!({"path": "/a/shared/x"});
+        assert_eq!(refused(&allow, &inside, a), None);
         // Another workdir: its own roots, then the first's again.
-        assert!(allow.refusal(&inside, b).is_some());
+        assert!(refused(&allow, &inside, b).is_some());
         assert_eq!(
             *allow.roots(b),
             [PathBuf::from("/b/w"), PathBuf::from("/b/shared")]
         );
-        assert_eq!(allow.refusal(&inside, a), None);
+        assert_eq!(refused(&allow, &inside, a), None);
         // A root added to a used list, or to its clone, counts.
         let more = allow.clone().path("/tmp");
         assert_eq!(more.roots(a).len(), 3);
@@ -463,9 +447,9 @@ mod tests {
             json!({"command": "curl -s https://raw.github.com/x && echo done"}),
             json!({"note": "no address here"}),
         ] {
-            assert_eq!(allow.refusal(&args(ok.clone()), workdir), None, "{ok}");
+            assert_eq!(refused(&allow, &ok, workdir), None, "{ok}");
         }
-        for (refused, says) in [
+        for (args, says) in [
             (
                 json!({"url": "https://docs.rs/tokio-util"}),
                 "https://docs.rs/tokio-util",
@@ -491,10 +475,8 @@ mod tests {
             ),
             (json!({"url": "https://"}), "`https://`"),
         ] {
-            let why = allow
-                .refusal(&args(refused.clone()), workdir)
-                .unwrap_or_default();
-            assert!(why.contains(says), "{refused}: {why}");
+            let why = refused(&allow, &args, workdir).unwrap_or_default();
+            assert!(why.contains(says), "{args}: {why}");
             assert!(why.contains("allowed: `https://docs.rs/tokio`"), "{why}");
         }
     }
@@ -511,9 +493,7 @@ mod tests {
     fn huge_urls_are_named_shortly() {
         let allow = AllowList::new().url("docs.rs").unwrap();
         let long = format!("https://evil.test/{}", "a".repeat(100_000));
-        let why = allow
-            .refusal(&args(json!({ "url": long })), Path::new("/w"))
-            .unwrap_or_default();
+        let why = refused(&allow, &json!({ "url": long }), Path::new("/w")).unwrap_or_default();
         assert!(why.len() < 400, "{}", why.len());
     }
 }

@@ -13,16 +13,13 @@
 use serde_json::Value;
 
 use super::{AllowList, Guardrails, SecretScanner};
+use crate::tools::schema::escape_pointer;
 
 /// A wrong value: the JSON pointer under `policy.guardrails`, and why.
 type Wrong = (String, String);
 
 fn wrong(at: &str, why: impl Into<String>) -> Wrong {
     (at.to_owned(), why.into())
-}
-
-fn pointer_key(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 impl Guardrails {
@@ -48,7 +45,7 @@ impl Guardrails {
         }
         if let Some(other) = map.keys().find(|k| *k != "allow" && *k != "secrets") {
             return Err(wrong(
-                &format!("/{}", pointer_key(other)),
+                &format!("/{}", escape_pointer(other)),
                 format!(
                     "`policy.guardrails` has no setting `{other}` (it takes `secrets` and `allow`)"
                 ),
@@ -74,7 +71,7 @@ fn secret_scanner(value: &Value) -> Result<Option<SecretScanner>, Wrong> {
     for (key, v) in value.as_object().into_iter().flatten() {
         if key != "patterns" {
             return Err(wrong(
-                &format!("/secrets/{}", pointer_key(key)),
+                &format!("/secrets/{}", escape_pointer(key)),
                 format!("`secrets` has no setting `{key}` (it takes `patterns`)"),
             ));
         }
@@ -85,7 +82,7 @@ fn secret_scanner(value: &Value) -> Result<Option<SecretScanner>, Wrong> {
             ));
         };
         for (name, pattern) in patterns {
-            let at = format!("/secrets/patterns/{}", pointer_key(name));
+            let at = format!("/secrets/patterns/{}", escape_pointer(name));
             let Some(pattern) = pattern.as_str() else {
                 return Err(wrong(&at, format!("the pattern of `{name}` is not text")));
             };
@@ -143,7 +140,7 @@ fn allow_list(value: &Value) -> Result<AllowList, Wrong> {
         .find(|k| !matches!(k.as_str(), "paths" | "urls" | "pathArguments"))
     {
         return Err(wrong(
-            &format!("/allow/{}", pointer_key(other)),
+            &format!("/allow/{}", escape_pointer(other)),
             format!(
                 "`allow` has no setting `{other}` (it takes `paths`, `urls` and `pathArguments`)"
             ),

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::tools::annotations::ExportAnnotations;
@@ -147,7 +147,9 @@ impl ShownParameters {
 ///     "name": "notes__add", "description": "Adds a note.", "parameters": {"type": "object"}}));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Deserialize)]
+// Read back as an item made by hand: no registry entry, every field present set.
+#[serde(from = "Listed")]
 pub struct CatalogItem {
     base: Base,
     overrides: Overrides,
@@ -402,15 +404,11 @@ struct Shown<'a> {
 #[derive(Deserialize)]
 struct Listed {
     name: ToolName,
-    #[serde(default)]
     description: Option<Arc<str>>,
-    #[serde(default)]
     parameters: Option<Arc<Value>>,
-    #[serde(default)]
     source: Option<Arc<ToolSource>>,
-    #[serde(default)]
     annotations: Option<Arc<ExportAnnotations>>,
-    #[serde(default, rename = "outputSchema")]
+    #[serde(rename = "outputSchema")]
     output_schema: Option<Arc<OutputSchema>>,
 }
 
@@ -433,13 +431,6 @@ impl From<Listed> for CatalogItem {
 impl Serialize for CatalogItem {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.shown().serialize(serializer)
-    }
-}
-
-/// Read back as an item made by hand: no registry entry, every field present set.
-impl<'de> Deserialize<'de> for CatalogItem {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Listed::deserialize(deserializer).map(Self::from)
     }
 }
 

@@ -84,12 +84,12 @@ impl FromStr for ToolChoice {
 
 impl fmt::Display for ToolChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ToolChoice::Auto => f.write_str("auto"),
-            ToolChoice::Required => f.write_str("required"),
-            ToolChoice::None => f.write_str("none"),
-            ToolChoice::Tool(name) => f.write_str(name.as_str()),
-        }
+        f.write_str(match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+            ToolChoice::Tool(name) => name.as_str(),
+        })
     }
 }
 

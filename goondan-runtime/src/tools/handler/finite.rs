@@ -8,16 +8,9 @@ use serde::Serialize;
 use serde::ser;
 
 /// A number JSON cannot hold, with where it was.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct NotFinite(pub(crate) String);
-
-impl fmt::Display for NotFinite {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NotFinite {}
 
 impl ser::Error for NotFinite {
     fn custom<T: fmt::Display>(msg: T) -> Self {
@@ -52,9 +45,17 @@ struct Finite;
 
 type Done = Result<(), NotFinite>;
 
+/// Serializer methods of values with nothing to check: `Ok(())`.
 macro_rules! accept {
-    ($($name:ident($ty:ty)),* $(,)?) => {
-        $(fn $name(self, _v: $ty) -> Done { Ok(()) })*
+    ($($name:ident($($ty:ty),*)),* $(,)?) => {
+        $(fn $name(self, $(_: $ty),*) -> Done { Ok(()) })*
+    };
+}
+
+/// Serializer methods that start a compound value: its elements are checked as they come.
+macro_rules! compound {
+    ($($name:ident($($ty:ty),*)),* $(,)?) => {
+        $(fn $name(self, $(_: $ty),*) -> Result<Self, NotFinite> { Ok(self) })*
     };
 }
 
@@ -85,6 +86,18 @@ impl ser::Serializer for Finite {
         serialize_str(&str),
         serialize_bytes(&[u8]),
         serialize_unit_struct(&'static str),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_variant(&'static str, u32, &'static str),
+    );
+    compound!(
+        serialize_seq(Option<usize>),
+        serialize_tuple(usize),
+        serialize_tuple_struct(&'static str, usize),
+        serialize_tuple_variant(&'static str, u32, &'static str, usize),
+        serialize_map(Option<usize>),
+        serialize_struct(&'static str, usize),
+        serialize_struct_variant(&'static str, u32, &'static str, usize),
     );
 
     fn serialize_f32(self, v: f32) -> Done {
@@ -93,17 +106,8 @@ impl ser::Serializer for Finite {
     fn serialize_f64(self, v: f64) -> Done {
         float(v)
     }
-    fn serialize_none(self) -> Done {
-        Ok(())
-    }
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Done {
         value.serialize(self)
-    }
-    fn serialize_unit(self) -> Done {
-        Ok(())
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Done {
-        Ok(())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Done {
         v.serialize(self)
@@ -116,39 +120,6 @@ impl ser::Serializer for Finite {
         v: &T,
     ) -> Done {
         v.serialize(self)
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self, NotFinite> {
-        Ok(self)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self, NotFinite> {
-        Ok(self)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, NotFinite> {
-        Ok(self)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self, NotFinite> {
-        Ok(self)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self, NotFinite> {
-        Ok(self)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, NotFinite> {
-        Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self, NotFinite> {
-        Ok(self)
     }
 }
 
