@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The installed host: the folder holding `driver.mjs` and the host page, and the `node` and
 /// the browser it runs with.
@@ -88,6 +88,20 @@ impl BrowserHost {
         &self.chromium
     }
 
+    /// [`run`](Self::run) from async code (the driver's run blocks on its child, so it runs
+    /// on Tokio's blocking pool), within 180 s, and checked to have run clean: no error of the
+    /// driver, none of the host, nothing on the page's console. The verdict.
+    pub async fn run_clean(&'static self, config: Value) -> Value {
+        let verdict =
+            tokio::task::spawn_blocking(move || self.run(&config, Duration::from_secs(180)))
+                .await
+                .unwrap_or_else(|e| panic!("the browser driver's thread failed: {e}"));
+        assert!(verdict["error"].is_null(), "{verdict:#}");
+        assert_eq!(verdict["host"]["errors"], json!([]), "{verdict:#}");
+        assert_eq!(verdict["console"], json!([]), "{verdict:#}");
+        verdict
+    }
+
     /// Runs the driver with `config` (the driver's header lists its fields; `chromium` is
     /// filled in) and returns its verdict. Panics when the driver does not answer a JSON
     /// object within `limit`, with its error output.
@@ -146,4 +160,12 @@ impl BrowserHost {
             ),
         }
     }
+}
+
+/// The tool `name` as the host listed it in a verdict; panics, with the verdict, when it did not.
+pub fn listed_tool<'a>(verdict: &'a Value, name: &str) -> &'a Value {
+    verdict["host"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == name))
+        .unwrap_or_else(|| panic!("the host saw no tool {name}: {verdict:#}"))
 }
